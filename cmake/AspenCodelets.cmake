@@ -1,0 +1,1 @@
+# aspen_add_codelets(): precompile a codelet file with aspen-cc at build time.

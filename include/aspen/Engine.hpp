@@ -1,0 +1,117 @@
+// Engine: compiles a graph and its programs, loads them onto a device and runs them.
+#pragma once
+
+#include <aspen/ArrayRef.hpp>
+#include <aspen/Device.hpp>
+#include <aspen/Graph.hpp>
+#include <aspen/OptionFlags.hpp>
+#include <aspen/Program.hpp>
+
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace aspen {
+
+namespace detail {
+struct CompiledGraph;
+class EngineImpl;
+} // namespace detail
+
+// A compiled graph and its programs, independent of the Graph it came from; serialisable.
+class Executable {
+public:
+  Executable(Executable &&) noexcept;
+  Executable &operator=(Executable &&) noexcept;
+  ~Executable();
+
+  void serialize(std::ostream &out) const;
+  // Raises serialization_error when the stream is not an Aspen executable of this version.
+  static Executable deserialize(std::istream &in);
+
+  explicit Executable(std::unique_ptr<detail::CompiledGraph> compiled);
+  const detail::CompiledGraph &compiled() const { return *compiled_; }
+  std::unique_ptr<detail::CompiledGraph> release() { return std::move(compiled_); }
+
+private:
+  std::unique_ptr<detail::CompiledGraph> compiled_;
+};
+
+using ProgressFunc = std::function<void(int step, int total)>;
+
+Executable compileGraph(const Graph &graph, ArrayRef<program::Program> programs,
+                        const OptionFlags &options = {}, ProgressFunc progress = {});
+
+// A host callback for a stream, instead of a buffer.
+//  - host-to-device: prefetch(p) may fill p ahead of time for the next transfer and return
+//    Success; when it returned NotAvailable, fetch(p) is called when the data is needed.
+//  - device-to-host: fetch(p) receives the data.
+// complete() follows each transfer.
+class StreamCallback {
+public:
+  enum class Result { Success, NotAvailable };
+  virtual ~StreamCallback() = default;
+  virtual Result prefetch(void *p) noexcept = 0;
+  virtual void fetch(void *p) noexcept = 0;
+  virtual void complete() noexcept = 0;
+  // Called when a prefetched buffer is dropped unused (for example when the engine is reset).
+  virtual void invalidatePrefetched() noexcept {}
+};
+
+// A callback from a plain function: no prefetch, fetch calls f.
+class LegacyStreamCallback : public StreamCallback {
+public:
+  explicit LegacyStreamCallback(std::function<void(void *)> f) : f_(std::move(f)) {}
+  Result prefetch(void *) noexcept override { return Result::NotAvailable; }
+  void fetch(void *p) noexcept override { f_(p); }
+  void complete() noexcept override {}
+
+private:
+  std::function<void(void *)> f_;
+};
+
+class Engine {
+public:
+  // Engine options: keys "aspen.*" are Aspen's own and must be known; other keys (Poplar has
+  // many) are accepted with a logged warning when not understood.
+  Engine(const Graph &graph, const program::Program &program, const OptionFlags &options = {},
+         ProgressFunc progress = {});
+  Engine(const Graph &graph, ArrayRef<program::Program> programs, const OptionFlags &options = {},
+         ProgressFunc progress = {});
+  Engine(const Graph &graph, const std::vector<program::Program> &programs,
+         const OptionFlags &options = {}, ProgressFunc progress = {})
+      : Engine(graph, ArrayRef<program::Program>(programs), options, std::move(progress)) {}
+  explicit Engine(Executable &&executable, const OptionFlags &options = {});
+  Engine(Engine &&) noexcept;
+  Engine &operator=(Engine &&) noexcept;
+  ~Engine();
+
+  void load(const Device &device);
+  void run(unsigned programIndex = 0, const std::string &debugName = "");
+  void loadAndRun(const Device &device, unsigned programIndex = 0);
+
+  // Copies between host memory [begin, end) and the tensor of a handle made by
+  // createHostWrite/createHostRead; the byte count must equal the tensor's.
+  void writeTensor(StringRef handle, const void *begin, const void *end);
+  void readTensor(StringRef handle, void *begin, void *end);
+
+  // Each transfer uses the whole buffer at p (sized by the stream).
+  void connectStream(StringRef handle, void *p);
+  // A circular buffer: transfers take consecutive chunks, wrapping from end back to begin, and
+  // the position carries over between runs. Its size must be a multiple of the stream's.
+  void connectStream(StringRef handle, void *begin, void *end);
+  void connectStreamToCallback(StringRef handle, std::unique_ptr<StreamCallback> callback);
+  void connectStreamToCallback(StringRef handle, std::function<void(void *)> callback);
+
+  void setPrintStream(std::ostream &stream);
+  // Memory per tile and in total, compute sets and vertices, and the measured execution steps.
+  void printProfileSummary(std::ostream &out, const OptionFlags &options = {}) const;
+  void resetExecutionProfile();
+
+private:
+  std::unique_ptr<detail::EngineImpl> impl_;
+};
+
+} // namespace aspen

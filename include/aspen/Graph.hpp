@@ -1,0 +1,173 @@
+// Graph: variables and constants mapped to tiles, compute sets of vertices, host handles,
+// streams, functions and codelets; what an Engine compiles.
+#pragma once
+
+#include <aspen/ArrayRef.hpp>
+#include <aspen/DebugContext.hpp>
+#include <aspen/Device.hpp>
+#include <aspen/Error.hpp>
+#include <aspen/GraphElements.hpp>
+#include <aspen/Interval.hpp>
+#include <aspen/Program.hpp>
+#include <aspen/Target.hpp>
+#include <aspen/Tensor.hpp>
+#include <aspen/Type.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace aspen {
+
+// For each tile, the intervals of the flattened tensor it owns.
+using TileToTensorMapping = std::vector<std::vector<Interval>>;
+
+enum class VariableMappingMethod { NONE, LINEAR };
+
+enum class TensorCloneMethod {
+  PRESERVE_ORDER_UNLESS_ALIASES,
+  PRESERVE_ORDER_AND_ALIASES,
+  CREATE_NEW_ORDER,
+  GATHER_AND_PRESERVE_TILE_ORDER_AND_ALIASES,
+};
+
+enum class CodeletFileType {
+  Auto,          // from the extension: .gp/.so precompiled by aspen-cc, anything else is source
+  CppSource,     // C++ source compiled on the host when addCodelets is called
+  Precompiled,   // a file written by aspen-cc
+};
+
+namespace detail {
+// The host type of T for a host value handed to the graph (constants, initial values).
+template <class T> constexpr Type hostTypeOf() {
+  using U = std::remove_cv_t<T>;
+  if constexpr (std::is_enum_v<U>)
+    return hostTypeOf<std::underlying_type_t<U>>();
+  else
+    return equivalent_device_type<U>().value;
+}
+} // namespace detail
+
+class Graph {
+public:
+  explicit Graph(const Target &target);
+  explicit Graph(const Device &device);
+  Graph(Graph &&) noexcept;
+  Graph &operator=(Graph &&) noexcept;
+  Graph(const Graph &) = delete;
+  Graph &operator=(const Graph &) = delete;
+  ~Graph();
+
+  const Target &getTarget() const;
+  unsigned getReplicationFactor() const { return 1; }
+
+  // --- Tensors ---------------------------------------------------------------------------
+  // A new variable of `shape` ({} is a scalar). Its elements must be mapped to tiles before an
+  // Engine uses it.
+  Tensor addVariable(Type type, ArrayRef<std::size_t> shape, const DebugContext &debug = {});
+  // LINEAR maps the variable over all tiles as mapTensorLinearly would.
+  Tensor addVariable(Type type, ArrayRef<std::size_t> shape, VariableMappingMethod method,
+                     const DebugContext &debug = {});
+
+  // A constant from one host value per element. The host type may differ from `type`; each value
+  // is converted and must be representable.
+  template <class T>
+  Tensor addConstant(Type type, ArrayRef<std::size_t> shape, ArrayRef<T> values,
+                     const DebugContext &debug = {}) {
+    return addConstantFromHost(type, shape, detail::hostTypeOf<T>(), values.data(), values.size(),
+                               debug);
+  }
+  template <class T>
+  Tensor addConstant(Type type, ArrayRef<std::size_t> shape, const T *values,
+                     const DebugContext &debug = {}) {
+    return addConstantFromHost(type, shape, detail::hostTypeOf<T>(), values,
+                               shapeElements(shape), debug);
+  }
+  // A constant with every element equal to `value`.
+  template <class T, class = std::enable_if_t<std::is_arithmetic_v<T> || std::is_enum_v<T> ||
+                                              std::is_same_v<T, half>>>
+  Tensor addConstant(Type type, ArrayRef<std::size_t> shape, T value,
+                     const DebugContext &debug = {}) {
+    return addConstantFromHost(type, shape, detail::hostTypeOf<T>(), &value, 1, debug);
+  }
+  // `values` converted from hostType; count is 1 (fill) or the element count of shape.
+  Tensor addConstantFromHost(Type type, ArrayRef<std::size_t> shape, Type hostType,
+                             const void *values, std::size_t count, const DebugContext &debug);
+
+  // A new variable with t's shape and type (or `type`), mapped like t.
+  Tensor clone(const Tensor &t, const DebugContext &debug = {},
+               TensorCloneMethod method = TensorCloneMethod::PRESERVE_ORDER_UNLESS_ALIASES);
+  Tensor clone(Type type, const Tensor &t, const DebugContext &debug = {},
+               TensorCloneMethod method = TensorCloneMethod::PRESERVE_ORDER_UNLESS_ALIASES);
+  bool isConstant(const Tensor &t) const { return t.containsConstant(); }
+
+  // --- Tile mapping ------------------------------------------------------------------------
+  void setTileMapping(const Tensor &t, unsigned tile);
+  // mapping[tile] lists intervals of the flattened tensor owned by `tile`.
+  void setTileMapping(const Tensor &t, const TileToTensorMapping &mapping);
+  void setTileMapping(VertexRef v, unsigned tile);
+  // Which tile owns each element of t. Raises invalid_tile_mapping naming the tensor when some
+  // element is unmapped and requireComplete is true.
+  TileToTensorMapping getTileMapping(const Tensor &t, bool requireComplete = true) const;
+
+  // --- Compute ---------------------------------------------------------------------------
+  ComputeSet addComputeSet(const DebugContext &debug = {});
+  // vertexType is a class from a codelet file added with addCodelets, e.g. "ns::V<float>".
+  VertexRef addVertex(ComputeSet cs, StringRef vertexType);
+  VertexRef addVertex(ComputeSet cs, StringRef vertexType,
+                      std::initializer_list<std::pair<std::string, Tensor>> connections);
+  void connect(FieldRef field, const Tensor &t);
+  // A vector-of-edges (2-D) field: one tensor per edge.
+  void connect(FieldRef field, ArrayRef<Tensor> tensors);
+  void connect(FieldRef field, std::initializer_list<Tensor> tensors) {
+    connect(field, ArrayRef<Tensor>(tensors));
+  }
+  void setFieldSize(FieldRef field, std::size_t size);
+  // A plain (non-edge) vertex member. The host value is converted to the member's type.
+  template <class T> void setInitialValue(FieldRef field, T value) {
+    if constexpr (std::is_same_v<T, const char *> || std::is_same_v<T, std::string>)
+      static_assert(sizeof(T) == 0, "vertex fields hold numbers, not strings");
+    setInitialValueFromHost(field, detail::hostTypeOf<T>(), &value, 1, false);
+  }
+  // A plain Vector<T> member.
+  template <class T> void setInitialValue(FieldRef field, ArrayRef<T> values) {
+    setInitialValueFromHost(field, detail::hostTypeOf<T>(), values.data(), values.size(), true);
+  }
+  template <class T> void setInitialValue(FieldRef field, const std::vector<T> &values) {
+    setInitialValue(field, ArrayRef<T>(values));
+  }
+  void setInitialValueFromHost(FieldRef field, Type hostType, const void *values,
+                               std::size_t count, bool isVector);
+  void setPerfEstimate(VertexRef v, std::uint64_t cycles);
+
+  // Compiles (or loads, when precompiled by aspen-cc) a codelet file and makes its vertex
+  // classes available to addVertex. Raises codelet_error with the compiler's message on failure.
+  bool addCodelets(StringRef path, CodeletFileType type = CodeletFileType::Auto,
+                   StringRef compileFlags = {});
+  // Codelets given as source text; `name` stands for the file name in messages.
+  bool addCodeletsFromString(StringRef source, StringRef name = "<string>",
+                             StringRef compileFlags = {});
+  bool hasCodelet(StringRef vertexType) const;
+
+  // --- Host access -------------------------------------------------------------------------
+  void createHostWrite(StringRef handle, const Tensor &t, bool rearrangeOnHost = false);
+  void createHostRead(StringRef handle, const Tensor &t, bool rearrangeOnHost = false);
+  DataStream addHostToDeviceFIFO(StringRef handle, Type type, std::size_t numElements,
+                                 const OptionFlags &options = {});
+  DataStream addDeviceToHostFIFO(StringRef handle, Type type, std::size_t numElements,
+                                 const OptionFlags &options = {});
+
+  Function addFunction(const program::Program &program);
+
+  detail::GraphState &state() { return *state_; }
+  const detail::GraphState &state() const { return *state_; }
+
+private:
+  static std::size_t shapeElements(ArrayRef<std::size_t> shape);
+  std::unique_ptr<detail::GraphState> state_;
+};
+
+} // namespace aspen

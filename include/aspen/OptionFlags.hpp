@@ -1,0 +1,49 @@
+// OptionFlags: string key/value options, brace-initialisable and iterable in insertion order.
+// Setting an existing key replaces its value.
+#pragma once
+
+#include <aspen/ArrayRef.hpp>
+
+#include <initializer_list>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace aspen {
+
+class OptionFlags {
+public:
+  using value_type = std::pair<std::string, std::string>;
+  using const_iterator = std::vector<value_type>::const_iterator;
+  using initializer_list = std::initializer_list<value_type>;
+
+  OptionFlags() = default;
+  OptionFlags(initializer_list options) { set(options); }
+
+  void set(initializer_list options) {
+    for (const auto &[key, value] : options)
+      set(key, value);
+  }
+  void set(StringRef key, StringRef value);
+  // The value of key; throws invalid_option naming the key when it is not set.
+  const std::string &at(StringRef key) const;
+  const std::string *find(StringRef key) const;
+  bool contains(StringRef key) const { return find(key) != nullptr; }
+  void remove(StringRef key);
+  void clear() { options_.clear(); }
+  bool empty() const { return options_.empty(); }
+  std::size_t size() const { return options_.size(); }
+  const_iterator begin() const { return options_.begin(); }
+  const_iterator end() const { return options_.end(); }
+
+  friend bool operator==(const OptionFlags &a, const OptionFlags &b) {
+    return a.options_ == b.options_;
+  }
+  friend std::ostream &operator<<(std::ostream &os, const OptionFlags &flags);
+
+private:
+  std::vector<value_type> options_;
+};
+
+} // namespace aspen

@@ -1,0 +1,147 @@
+// Control programs (aspen::program), with Poplar's names and semantics.
+//
+// Program is a value type: default-constructible (an empty program), copyable, and able to hold
+// any derived program without slicing. Copying a Sequence copies its list of children (the
+// children themselves are shared, immutable programs).
+#pragma once
+
+#include <aspen/DebugContext.hpp>
+#include <aspen/GraphElements.hpp>
+#include <aspen/Tensor.hpp>
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace aspen {
+
+namespace detail {
+struct ProgramNode;
+}
+
+namespace program {
+
+class Program {
+public:
+  Program(); // does nothing
+  Program(const Program &other);
+  Program &operator=(const Program &other);
+  Program(Program &&) noexcept = default;
+  Program &operator=(Program &&) noexcept = default;
+  ~Program();
+
+  bool isEmpty() const;
+  const detail::ProgramNode &node() const { return *node_; }
+
+protected:
+  explicit Program(std::shared_ptr<detail::ProgramNode> node);
+  detail::ProgramNode &mutableNode() { return *node_; }
+
+private:
+  std::shared_ptr<detail::ProgramNode> node_;
+};
+
+// Runs its programs in order.
+class Sequence : public Program {
+public:
+  Sequence(const DebugContext &debug = {});
+  Sequence(std::initializer_list<Program> programs, const DebugContext &debug = {});
+  void add(const Program &p);
+};
+
+// Runs every vertex of a compute set.
+class Execute : public Program {
+public:
+  explicit Execute(ComputeSet cs, const DebugContext &debug = {});
+};
+
+// Copies src to dst as if through a temporary: overlapping or aliased views are correct.
+// A stream source or destination moves the stream's next numElements elements.
+class Copy : public Program {
+public:
+  Copy(const Tensor &src, const Tensor &dst, bool dontOutline = false,
+       const DebugContext &debug = {});
+  Copy(const DataStream &stream, const Tensor &dst, bool optimiseMemory = false,
+       const DebugContext &debug = {});
+  Copy(const Tensor &src, const DataStream &stream, bool optimiseMemory = false,
+       const DebugContext &debug = {});
+};
+
+// Runs body `count` times.
+class Repeat : public Program {
+public:
+  Repeat(unsigned count, const Program &body, const DebugContext &debug = {});
+};
+
+// Runs cond, then body while the scalar `predicate` is non-zero (true) after running cond.
+class RepeatWhileTrue : public Program {
+public:
+  RepeatWhileTrue(const Program &cond, const Tensor &predicate, const Program &body,
+                  const DebugContext &debug = {});
+};
+
+// Runs cond, then body while the scalar `predicate` is zero (false) after running cond.
+class RepeatWhileFalse : public Program {
+public:
+  RepeatWhileFalse(const Program &cond, const Tensor &predicate, const Program &body,
+                   const DebugContext &debug = {});
+};
+
+// Runs trueBody when the scalar predicate is non-zero, falseBody otherwise.
+class If : public Program {
+public:
+  If(const Tensor &predicate, const Program &trueBody, const Program &falseBody,
+     const DebugContext &debug = {});
+};
+
+// Runs the body whose value equals the integral scalar `control`, else the default body.
+class Switch : public Program {
+public:
+  using CaseBody = std::pair<std::int32_t, Program>;
+  Switch(const Tensor &control, const DebugContext &debug = {});
+  Switch(const Tensor &control, const Program &defaultBody, const DebugContext &debug = {});
+  Switch(const Tensor &control, const std::vector<CaseBody> &cases,
+         const DebugContext &debug = {});
+  Switch(const Tensor &control, const std::vector<CaseBody> &cases, const Program &defaultBody,
+         const DebugContext &debug = {});
+  // Raises control_program_error when `value` already has a body.
+  Switch &add(std::int32_t value, const Program &body);
+};
+
+// Runs a Function made by Graph::addFunction.
+class Call : public Program {
+public:
+  explicit Call(Function f, const DebugContext &debug = {});
+};
+
+// Marks the tensor's contents as undefined (its memory may be reused until written).
+class WriteUndef : public Program {
+public:
+  explicit WriteUndef(const Tensor &t, const DebugContext &debug = {});
+};
+
+// Prints "title: [v0 v1 ...]" to the engine's print stream (nested rows for rank >= 2).
+class PrintTensor : public Program {
+public:
+  explicit PrintTensor(const Tensor &t, const DebugContext &debug = {});
+  PrintTensor(StringRef title, const Tensor &t, const DebugContext &debug = {});
+};
+
+// Waits for outstanding work; a no-op on the CPU executor.
+enum class SyncType { INTERNAL, EXTERNAL, GLOBAL };
+class Sync : public Program {
+public:
+  explicit Sync(SyncType type = SyncType::INTERNAL, const DebugContext &debug = {});
+};
+
+// Stops the run with aspen::runtime_error when the scalar predicate is non-zero.
+class AbortOnCondition : public Program {
+public:
+  explicit AbortOnCondition(const Tensor &predicate, const DebugContext &debug = {});
+};
+
+} // namespace program
+} // namespace aspen

@@ -1,0 +1,86 @@
+// Target: the machine that planners plan for and the executors model.
+//
+// Named models: "ipu1" (1216 tiles, 256 KiB each), "ipu2" and "ipu21" (1472 tiles, 624 KiB each,
+// 6 workers), "h100" and "h200" (one tile per SM: 132 tiles, 256 workers a tile = threads of a
+// block, 227 KiB of shared memory a tile), "cpu" (one tile). createGeneric() makes a target with
+// any number of tiles for small tests.
+#pragma once
+
+#include <aspen/OptionFlags.hpp>
+#include <aspen/Type.hpp>
+
+#include <cstddef>
+#include <string>
+
+namespace aspen {
+
+enum class TargetType { IPU, IPU_MODEL, CPU, GPU };
+
+// What a GPU target was read from (or, for a model, what the card reports).
+struct GpuProperties {
+  unsigned multiProcessorCount = 0;
+  unsigned computeCapabilityMajor = 0;
+  unsigned computeCapabilityMinor = 0;
+  unsigned maxThreadsPerBlock = 0;
+  std::size_t sharedMemoryPerBlockOptin = 0;
+  std::size_t globalMemoryBytes = 0;
+  double memoryBandwidthBytesPerSecond = 0;
+};
+
+class Target {
+public:
+  Target(); // the "cpu" target: one tile
+
+  static Target createModel(StringRef name);
+  // A named model with its tile count replaced (tests and virtual devices).
+  static Target createModel(StringRef name, unsigned numTiles);
+  static Target createGeneric(unsigned numTiles, unsigned numWorkerContexts = 6,
+                              std::size_t bytesPerTile = 624 * 1024);
+  static Target createCPUTarget();
+  static Target createIPUTarget(unsigned numIPUs, StringRef systemType,
+                                const OptionFlags &options = {});
+  static Target createIPUTarget(unsigned numIPUs, unsigned tilesPerIPU, StringRef systemType,
+                                const OptionFlags &options = {});
+
+  const std::string &getName() const { return name_; }
+  TargetType getTargetType() const { return type_; }
+  unsigned getNumTiles() const { return tilesPerIPU_ * numIPUs_; }
+  unsigned getTilesPerIPU() const { return tilesPerIPU_; }
+  unsigned getNumIPUs() const { return numIPUs_; }
+  std::size_t getBytesPerTile() const { return bytesPerTile_; }
+  unsigned getNumWorkerContexts() const { return workers_; }
+  std::size_t getTypeSize(Type type) const;
+  // Elements of `type` processed by one vector instruction on a tile.
+  unsigned getVectorWidth(Type type) const;
+  unsigned getExchangeBytesPerCycle() const { return exchangeBytesPerCycle_; }
+  // Width in bits of a tile's load/store data path.
+  unsigned getDataPathWidth() const { return dataPathWidth_; }
+  unsigned getRptCountMax() const { return rptCountMax_; }
+  unsigned getAtomicStoreGranularity() const { return atomicStoreGranularity_; }
+  unsigned getTilesPerSharedExchangeBus() const { return 2; }
+  unsigned getMemcpyBytesPerCycle() const { return memcpyBytesPerCycle_; }
+  double getTileClockFrequency() const { return clockHz_; }
+  std::size_t getMemoryBytes() const { return getBytesPerTile() * getNumTiles(); }
+  bool isGpu() const { return type_ == TargetType::GPU; }
+  const GpuProperties &getGpuProperties() const { return gpu_; }
+  std::string toString() const;
+
+  friend bool operator==(const Target &a, const Target &b);
+
+private:
+  std::string name_ = "cpu";
+  TargetType type_ = TargetType::CPU;
+  unsigned numIPUs_ = 1;
+  unsigned tilesPerIPU_ = 1;
+  std::size_t bytesPerTile_ = 0;
+  unsigned workers_ = 1;
+  unsigned exchangeBytesPerCycle_ = 4;
+  unsigned dataPathWidth_ = 64;
+  unsigned rptCountMax_ = 4095;
+  unsigned atomicStoreGranularity_ = 4;
+  unsigned memcpyBytesPerCycle_ = 8;
+  double clockHz_ = 1.0e9;
+  GpuProperties gpu_;
+};
+
+} // namespace aspen

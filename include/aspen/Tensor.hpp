@@ -1,0 +1,130 @@
+// Tensor: a view of elements of one or more graph variables.
+//
+// Views compose without copying data: indexing, slicing, reshaping, shuffling, broadcasting and
+// concatenation produce new Tensors that describe which variable element each of their elements
+// is. The description is a set of strided boxes, so a view costs time proportional to the number
+// of distinct regions it has, not to its number of elements.
+#pragma once
+
+#include <aspen/ArrayRef.hpp>
+#include <aspen/Interval.hpp>
+#include <aspen/Type.hpp>
+
+#include <cstddef>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace aspen {
+
+namespace detail {
+struct TensorImpl;
+}
+
+enum class UpsampleMethod { REPEAT };
+
+struct VariableRef {
+  unsigned id = 0;
+  friend bool operator==(const VariableRef &, const VariableRef &) = default;
+};
+
+// A run of elements [interval) of variable `var`, in elements of the variable.
+struct VariableInterval {
+  VariableRef var;
+  Interval interval;
+};
+
+class Tensor {
+public:
+  Tensor(); // an invalid tensor: valid() is false and every other query raises an error
+
+  bool valid() const { return impl_ != nullptr; }
+  Type elementType() const;
+  std::vector<std::size_t> shape() const;
+  std::size_t dim(unsigned i) const;
+  unsigned rank() const;
+  std::size_t numElements() const;
+  std::string shapeToString() const;
+
+  // Element i of dimension 0 (drops that dimension).
+  Tensor operator[](std::size_t i) const;
+  Tensor index(ArrayRef<std::size_t> indices) const;
+  // Elements [begin, end) of dimension `dim` (0 when omitted).
+  Tensor slice(std::size_t begin, std::size_t end, unsigned dim) const;
+  Tensor slice(std::size_t begin, std::size_t end) const { return slice(begin, end, 0); }
+  Tensor slice(const Interval &region, unsigned dim = 0) const {
+    return slice(region.begin(), region.end(), dim);
+  }
+  // One [begin, end) range per dimension.
+  Tensor slice(ArrayRef<std::size_t> begin, ArrayRef<std::size_t> end) const;
+  std::vector<Tensor> slices(ArrayRef<Interval> intervals, unsigned dim = 0) const;
+  std::vector<Tensor> slices(const std::vector<std::vector<Interval>> &intervals,
+                             unsigned dim = 0) const;
+
+  Tensor reshape(ArrayRef<std::size_t> shape) const;
+  // Replaces dimensions [beginIndex, endIndex) by `newDims` of the same element count.
+  Tensor reshapePartial(unsigned beginIndex, unsigned endIndex,
+                        ArrayRef<std::size_t> newDims) const;
+  Tensor flatten() const;
+  // Merges dimensions [startDim, endDim) into one.
+  Tensor flatten(unsigned startDim, unsigned endDim) const;
+  // Result dimension i is this tensor's dimension permutation[i].
+  Tensor dimShuffle(ArrayRef<unsigned> permutation) const;
+  // Moves dimensions `source[i]` to positions `destination[i]`, the others keep their order.
+  Tensor dimShufflePartial(ArrayRef<unsigned> source, ArrayRef<unsigned> destination) const;
+  // Moves dimension dimIdx to position newIdx.
+  Tensor dimRoll(unsigned dimIdx, unsigned newIdx = 0) const;
+  // A rank-2 tensor's transpose.
+  Tensor transpose() const;
+  // Inserts dimensions of size 1 at each of `indices` (positions in the result, ascending).
+  Tensor expand(ArrayRef<std::size_t> indices) const;
+  // Removes the listed dimensions, each of which must have size 1.
+  Tensor squeeze(ArrayRef<std::size_t> dims) const;
+  // The tensor repeated N times along `dim` (like concatenating N copies).
+  Tensor broadcast(unsigned N, unsigned dim) const;
+  Tensor reverse(unsigned dim) const;
+  // Every stride-th element of `dim`, starting with the first.
+  Tensor subSample(unsigned stride, unsigned dim) const;
+  // Every element of `dim` repeated `scale` times.
+  Tensor upsample(unsigned scale, unsigned dim, UpsampleMethod method = UpsampleMethod::REPEAT) const;
+  // The same bytes seen as another type; the innermost dimension scales with the size ratio.
+  Tensor reinterpret(Type type) const;
+
+  // True when the elements are consecutive elements of one variable, in order.
+  bool isContiguous() const;
+  // True when two elements of this tensor are the same variable element.
+  bool containsAliases() const;
+  bool containsConstant() const;
+  // True when writing every element in parallel is well defined: no aliases and no constants.
+  bool isParallelWriteable() const;
+  bool intersectsWith(const Tensor &other) const;
+  // The variable element runs of this tensor in element order.
+  std::vector<VariableInterval> getVarRegions() const;
+  // Number of strided regions of variables this tensor is made of (a measure of view cost).
+  std::size_t numRegions() const;
+
+  std::string getDebugStr() const;
+  std::string getVarStr() const;
+
+  // Identity of two views: same shape, type and elements.
+  friend bool operator==(const Tensor &a, const Tensor &b);
+
+  const detail::TensorImpl &impl() const;
+  explicit Tensor(std::shared_ptr<const detail::TensorImpl> impl);
+
+private:
+  std::shared_ptr<const detail::TensorImpl> impl_;
+};
+
+Tensor concat(ArrayRef<Tensor> tensors, unsigned dim = 0);
+inline Tensor concat(const Tensor &a, const Tensor &b, unsigned dim = 0) {
+  return concat({a, b}, dim);
+}
+inline Tensor append(const Tensor &a, const Tensor &b, unsigned dim) {
+  return concat({a, b.expand({dim})}, dim);
+}
+
+std::ostream &operator<<(std::ostream &os, const Tensor &t);
+
+} // namespace aspen

@@ -1,0 +1,33 @@
+// The binary contract between the code that runs a compute set and a compiled codelet.
+//
+// A vertex entry point receives one FieldDesc per field of the vertex class, in the order of
+// the class's field list (VertexTypeInfo::fields):
+//   - scalar edge (Input<T>, Output<T>, InOut<T>):   data -> the element, size = 1
+//   - vector edge (Input<Vector<T>> ...):             data -> first element, size = element count
+//   - 2-D edge (Vector<Input<Vector<T>>>, VectorList): data -> FieldDesc[size], one per edge
+//   - plain member (T or Vector<T>):                  data -> value(s) in the member's type,
+//                                                      size = element count
+// The entry returns 1 when compute() succeeded (or returns void) and 0 when it returned false.
+// No standard library here: this header is also compiled by NVRTC.
+#pragma once
+
+namespace aspen {
+namespace detail {
+
+struct FieldDesc {
+  void *data;
+  unsigned long long size;
+};
+
+typedef int (*VertexEntry)(const FieldDesc *fields, unsigned workerId, unsigned numWorkers);
+
+// Element type codes in compiled metadata; the values follow aspen::TypeId (Type.hpp), with
+// kOtherTypeCode for anything else (a user struct, a pointer ...).
+enum : unsigned char { kOtherTypeCode = 0xff };
+
+// Field kinds in compiled metadata.
+enum FieldDirectionCode : unsigned char { kFieldPlain = 0, kFieldInput = 1, kFieldOutput = 2, kFieldInOut = 3 };
+enum FieldShapeCode : unsigned char { kFieldScalar = 0, kFieldVector = 1, kFieldVectorOfVectors = 2 };
+
+} // namespace detail
+} // namespace aspen

@@ -1,0 +1,79 @@
+// GraphState: everything a Graph holds, as plain data the compiler reads.
+#pragma once
+
+#include "TileMap.hpp"
+#include "codelets/CodeletLibrary.hpp"
+
+#include <aspen/Graph.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace aspen::detail {
+
+struct Variable {
+  std::string name;
+  Type type;
+  std::vector<std::size_t> shape;
+  std::size_t numElements = 0;
+  bool isConstant = false;
+  std::vector<std::uint8_t> constantData; // numElements * type.size() bytes, constants only
+  TileMap mapping;                         // in elements of this variable
+  std::size_t bytes() const { return numElements * type.size(); }
+};
+
+// What one field of one vertex is connected to or set to.
+struct FieldBinding {
+  Tensor tensor;                    // scalar and vector edge fields
+  std::vector<Tensor> edges;        // 2-D fields, one tensor per edge (invalid = unconnected)
+  bool sizeSet = false;             // setFieldSize (or connect with a list) fixed edges.size()
+  std::vector<std::uint8_t> value;  // plain members: values in the member's type
+  std::size_t valueCount = 0;
+  bool hasValue = false;
+};
+
+struct VertexRecord {
+  const VertexTypeInfo *type = nullptr;
+  unsigned computeSet = kInvalidId;
+  unsigned tile = kInvalidId;
+  std::uint64_t perfEstimate = 0;
+  bool hasPerfEstimate = false;
+  std::vector<FieldBinding> fields; // indexed like type->fields
+};
+
+struct ComputeSetRecord {
+  std::string name;
+  std::vector<unsigned> vertices;
+};
+
+struct StreamRecord {
+  std::string handle;
+  Type type;
+  std::size_t numElements = 0;
+  bool hostToDevice = true;
+};
+
+struct GraphState {
+  explicit GraphState(const Target &t) : target(t) {}
+
+  Target target;
+  std::vector<Variable> variables;
+  std::vector<ComputeSetRecord> computeSets;
+  std::vector<VertexRecord> vertices;
+  std::map<std::string, Tensor, std::less<>> hostWrites;
+  std::map<std::string, Tensor, std::less<>> hostReads;
+  std::vector<StreamRecord> streams;
+  std::map<std::string, unsigned, std::less<>> streamByHandle;
+  std::vector<program::Program> functions;
+  CodeletRegistry codelets;
+
+  // "'name'" or "#id" for messages.
+  std::string variableName(unsigned var) const;
+  std::string vertexName(unsigned vertex) const; // "vertex 3 (ns::V<float>) in compute set 'cs'"
+};
+
+} // namespace aspen::detail

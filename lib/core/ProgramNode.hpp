@@ -1,0 +1,48 @@
+// ProgramNode: the data behind every aspen::program::Program.
+#pragma once
+
+#include <aspen/GraphElements.hpp>
+#include <aspen/Program.hpp>
+#include <aspen/Tensor.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace aspen::detail {
+
+enum class ProgramKind : std::uint8_t {
+  Empty,
+  Sequence,         // children: the programs in order
+  Execute,          // id: compute set
+  Copy,             // tensor -> dst
+  StreamToTensor,   // id: stream; dst
+  TensorToStream,   // tensor -> id: stream
+  Repeat,           // count; children: [body]
+  RepeatWhileTrue,  // tensor: predicate; children: [cond, body]
+  RepeatWhileFalse, // tensor: predicate; children: [cond, body]
+  If,               // tensor: predicate; children: [trueBody, falseBody]
+  Switch,           // tensor: control; children: [default, case...]; caseValues per case
+  Call,             // id: function
+  WriteUndef,       // tensor
+  PrintTensor,      // title, tensor
+  Sync,
+  AbortOnCondition, // tensor: predicate
+};
+
+const char *programKindName(ProgramKind kind);
+
+struct ProgramNode {
+  ProgramKind kind = ProgramKind::Empty;
+  std::string debugName;
+  std::vector<program::Program> children;
+  std::vector<std::int32_t> caseValues;
+  Tensor tensor;
+  Tensor dst;
+  GraphState *graph = nullptr; // owner of `id` (compute set, function or stream)
+  unsigned id = kInvalidId;
+  unsigned count = 0;
+  std::string title;
+};
+
+} // namespace aspen::detail

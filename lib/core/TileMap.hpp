@@ -1,0 +1,33 @@
+// TileMap: which tile owns each element of one variable, as sorted disjoint intervals.
+#pragma once
+
+#include <aspen/GraphElements.hpp>
+
+#include <cstddef>
+#include <map>
+#include <vector>
+
+namespace aspen::detail {
+
+class TileMap {
+public:
+  struct Run {
+    std::size_t begin, end;
+    unsigned tile;
+  };
+
+  // Elements [begin, end) now belong to `tile` (replacing any earlier mapping).
+  void assign(std::size_t begin, std::size_t end, unsigned tile);
+  // The tile of element i, or kInvalidId when unmapped.
+  unsigned tileOf(std::size_t i) const;
+  // The first element in [0, n) that no tile owns, or n when all are mapped.
+  std::size_t firstUnmapped(std::size_t n) const;
+  // Mapped runs in element order, adjacent runs of one tile merged.
+  std::vector<Run> runs() const;
+  bool empty() const { return runs_.empty(); }
+
+private:
+  std::map<std::size_t, Run> runs_; // keyed by begin
+};
+
+} // namespace aspen::detail
