@@ -22,8 +22,15 @@ public:
   template <std::size_t N>
   constexpr ArrayRef(const std::array<T, N> &a) noexcept : data_(a.data()), size_(N) {}
   // The list lives until the end of the full expression, which covers any call it is passed to.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winit-list-lifetime"
+#endif
   constexpr ArrayRef(std::initializer_list<T> list) noexcept
       : data_(list.begin()), size_(list.size()) {}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
   constexpr const T *data() const noexcept { return data_; }
   constexpr std::size_t size() const noexcept { return size_; }

@@ -67,12 +67,27 @@ public:
 
   friend bool operator==(const Target &a, const Target &b);
 
+  // The numbers a GPU model is made from.
+  struct GpuSpec {
+    unsigned multiProcessors;
+    unsigned ccMajor, ccMinor;
+    unsigned maxThreadsPerBlock;
+    std::size_t sharedMemoryPerBlock;
+    std::size_t memory;
+    double bandwidth; // bytes per second
+    double clockHz;
+  };
+  static Target makeGpu(StringRef name, const GpuSpec &spec);
+
 private:
+  static Target makeIpu(StringRef name, unsigned tiles, std::size_t bytesPerTile, double clockHz,
+                        unsigned atomicStoreGranularity);
+
   std::string name_ = "cpu";
   TargetType type_ = TargetType::CPU;
   unsigned numIPUs_ = 1;
   unsigned tilesPerIPU_ = 1;
-  std::size_t bytesPerTile_ = 0;
+  std::size_t bytesPerTile_ = std::size_t(1) << 40; // host memory: not a planning constraint
   unsigned workers_ = 1;
   unsigned exchangeBytesPerCycle_ = 4;
   unsigned dataPathWidth_ = 64;

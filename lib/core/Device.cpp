@@ -1,0 +1,118 @@
+#include <aspen/Device.hpp>
+#include <aspen/Error.hpp>
+
+#include <fmt/format.h>
+
+#include <atomic>
+
+namespace aspen {
+
+struct Device::State {
+  DeviceKind kind = DeviceKind::None;
+  Target target;
+  unsigned id = 0;
+  mutable std::atomic<bool> attached{false};
+};
+
+namespace {
+unsigned nextDeviceId() {
+  static std::atomic<unsigned> next{0};
+  return next++;
+}
+} // namespace
+
+Device::Device() = default;
+Device::Device(std::shared_ptr<State> state) : state_(std::move(state)) {}
+Device::Device(Device &&) noexcept = default;
+Device &Device::operator=(Device &&) noexcept = default;
+Device::~Device() = default;
+
+Device Device::createCPUDevice() {
+  auto s = std::make_shared<State>();
+  s->kind = DeviceKind::Cpu;
+  s->target = Target::createCPUTarget();
+  s->id = nextDeviceId();
+  return Device(std::move(s));
+}
+
+Device Device::createModelDevice(const Target &target) {
+  auto s = std::make_shared<State>();
+  s->kind = DeviceKind::Model;
+  s->target = target;
+  s->id = nextDeviceId();
+  return Device(std::move(s));
+}
+
+Device Device::createSimulatorDevice(const Target &target, const OptionFlags &) {
+  return createModelDevice(target);
+}
+
+Device Device::createDefaultDevice() { return createModelDevice(Target::createModel("h200")); }
+
+Device Device::createVirtualDevice(unsigned tilesPerIPU) const {
+  if (!state_)
+    throw error("createVirtualDevice: this Device is empty (default-constructed or moved from)");
+  const Target &t = state_->target;
+  if (tilesPerIPU == 0 || tilesPerIPU > t.getTilesPerIPU())
+    throw invalid_option(fmt::format(
+        "createVirtualDevice({}) on {}: the tile count must be between 1 and {}", tilesPerIPU,
+        t.getName(), t.getTilesPerIPU()));
+  Target virtualTarget =
+      t.getTargetType() == TargetType::CPU ? t : Target::createModel(t.getName(), tilesPerIPU);
+  if (t.getName() == "generic")
+    virtualTarget = Target::createGeneric(tilesPerIPU, t.getNumWorkerContexts(), t.getBytesPerTile());
+  return state_->kind == DeviceKind::Cpu ? createCPUDevice() : createModelDevice(virtualTarget);
+}
+
+const Target &Device::getTarget() const {
+  if (!state_)
+    throw error("getTarget: this Device is empty (default-constructed or moved from)");
+  return state_->target;
+}
+
+DeviceKind Device::getKind() const { return state_ ? state_->kind : DeviceKind::None; }
+unsigned Device::getId() const { return state_ ? state_->id : 0; }
+
+bool Device::attach() const {
+  if (!state_)
+    return false;
+  state_->attached = true;
+  return true;
+}
+
+void Device::detach() const {
+  if (state_)
+    state_->attached = false;
+}
+
+bool Device::isAttached() const { return state_ && state_->attached; }
+
+std::string Device::describe() const {
+  switch (getKind()) {
+  case DeviceKind::None:
+    return "no device";
+  case DeviceKind::Cpu:
+    return "the CPU executor";
+  case DeviceKind::Model:
+    return fmt::format("the CPU executor modelling {}", state_->target.toString());
+  case DeviceKind::Gpu:
+    return fmt::format("GPU {}", state_->id);
+  }
+  return "unknown device";
+}
+
+DeviceManager DeviceManager::createDeviceManager() { return DeviceManager(); }
+
+std::vector<Device> DeviceManager::getDevices(TargetType, unsigned, const OptionFlags &) const {
+  return {};
+}
+
+std::vector<Device> DeviceManager::getDevices() const { return {}; }
+
+Device DeviceManager::getDevice(unsigned deviceId, const OptionFlags &) const {
+  throw error(fmt::format("DeviceManager::getDevice({}): this machine has no hardware devices "
+                          "(no GPU backend is built); use Device::createModelDevice",
+                          deviceId));
+}
+
+} // namespace aspen

@@ -1,0 +1,516 @@
+#include "GraphState.hpp"
+#include "LinearMapping.hpp"
+#include "Logging.hpp"
+#include "TensorRegions.hpp"
+#include "TypeConversion.hpp"
+
+#include <aspen/Graph.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <filesystem>
+
+namespace aspen {
+
+using detail::FieldBinding;
+using detail::FieldInfo;
+using detail::FieldShape;
+using detail::GraphState;
+using detail::Variable;
+using detail::VertexRecord;
+
+namespace {
+
+std::string shapeString(ArrayRef<std::size_t> shape) { return fmt::format("{{{}}}", fmt::join(shape, ",")); }
+
+std::size_t elementCount(ArrayRef<std::size_t> shape) {
+  std::size_t n = 1;
+  for (std::size_t d : shape)
+    n *= d;
+  return n;
+}
+
+// The variable elements [first, last] holding bytes [byteBegin, byteBegin + bytes) of `var`.
+std::pair<std::size_t, std::size_t> varElementsOfBytes(const Variable &var, std::int64_t byteBegin,
+                                                       std::size_t bytes) {
+  const std::size_t size = var.type.size();
+  const auto first = static_cast<std::size_t>(byteBegin) / size;
+  const auto last = (static_cast<std::size_t>(byteBegin) + bytes - 1) / size;
+  return {first, last};
+}
+
+// Calls f(flatIndex, var, varElement) for each element of t, run by run, with runs of consecutive
+// variable elements reported once as f(flatBegin, var, varBegin, count).
+template <class F> void forEachVarRun(const GraphState &g, const Tensor &t, F &&f) {
+  const std::size_t elemBytes = t.elementType().size();
+  std::size_t flat = 0;
+  for (const auto &r : detail::flatRegions(t)) {
+    const Variable &var = g.variables[r.var];
+    if (r.byteStride == static_cast<std::int64_t>(elemBytes) && elemBytes == var.type.size()) {
+      f(flat, r.var, static_cast<std::size_t>(r.byteOffset) / elemBytes, r.count);
+    } else {
+      for (std::size_t i = 0; i < r.count; ++i) {
+        const auto [first, last] =
+            varElementsOfBytes(var, r.byteOffset + static_cast<std::int64_t>(i) * r.byteStride, elemBytes);
+        f(flat + i, r.var, first, last - first + 1);
+      }
+    }
+    flat += r.count;
+  }
+}
+
+} // namespace
+
+Graph::Graph(const Target &target) : state_(std::make_unique<GraphState>(target)) {}
+Graph::Graph(const Device &device) : Graph(device.getTarget()) {}
+Graph::Graph(Graph &&) noexcept = default;
+Graph &Graph::operator=(Graph &&) noexcept = default;
+Graph::~Graph() = default;
+
+const Target &Graph::getTarget() const { return state_->target; }
+
+std::size_t Graph::shapeElements(ArrayRef<std::size_t> shape) { return elementCount(shape); }
+
+// --- Helpers that check what the caller handed in --------------------------------------------
+
+namespace {
+
+void requireOwnTensor(const GraphState &g, const Tensor &t, const char *what) {
+  if (!t.valid())
+    throw graph_connection_error(fmt::format("{}: the tensor is invalid (default-constructed)", what));
+  if (detail::graphOf(t) != &g)
+    throw graph_connection_error(
+        fmt::format("{}: tensor {} belongs to another graph", what, t.getVarStr()));
+}
+
+VertexRecord &vertexOf(GraphState &g, unsigned id, detail::GraphState *owner, const char *what) {
+  if (owner != &g || id >= g.vertices.size())
+    throw graph_connection_error(
+        fmt::format("{}: the vertex is invalid or belongs to another graph", what));
+  return g.vertices[id];
+}
+
+// The field `f` names, with its binding; unknown_field lists the vertex type's fields.
+std::pair<const FieldInfo *, FieldBinding *> fieldOf(GraphState &g, const FieldRef &f,
+                                                     const char *what) {
+  VertexRecord &v = vertexOf(g, f.vertexId(), f.graph(), what);
+  const int index = v.type->fieldIndex(f.name());
+  if (index < 0) {
+    std::vector<std::string> names;
+    for (const auto &field : v.type->fields)
+      names.push_back(field.name);
+    throw unknown_field(fmt::format("{}: {} has no field '{}'; its fields are: {}", what,
+                                    g.vertexName(f.vertexId()), f.name(),
+                                    names.empty() ? "(none)" : fmt::format("{}", fmt::join(names, ", "))));
+  }
+  return {&v.type->fields[index], &v.fields[index]};
+}
+
+const char *shapeName(FieldShape s) {
+  switch (s) {
+  case FieldShape::Scalar: return "a scalar";
+  case FieldShape::Vector: return "a vector";
+  case FieldShape::VectorOfVectors: return "a vector of vectors";
+  }
+  return "?";
+}
+
+void checkEdgeTensor(const GraphState &g, unsigned vertex, const FieldInfo &field,
+                     const Tensor &t, bool isEdgeOf2D) {
+  const auto where = fmt::format("connect field '{}' of {}", field.name, g.vertexName(vertex));
+  requireOwnTensor(g, t, where.c_str());
+  if (field.elementType.valid() ? t.elementType() != field.elementType
+                                : t.elementType().size() != field.elementBytes)
+    throw type_error(fmt::format("{}: the field holds {} but tensor {} is {}", where,
+                                 field.elementType.valid() ? field.elementType.toString()
+                                                           : fmt::format("{}-byte elements", field.elementBytes),
+                                 t.getVarStr(), t.elementType().toString()));
+  if (field.shape == FieldShape::Scalar && !isEdgeOf2D && t.numElements() != 1)
+    throw shape_error(fmt::format("{}: the field is a scalar but tensor {} has {} elements {}", where,
+                                  t.getVarStr(), t.numElements(), t.shapeToString()));
+}
+
+} // namespace
+
+// --- Tensors ----------------------------------------------------------------------------------
+
+Tensor Graph::addVariable(Type type, ArrayRef<std::size_t> shape, const DebugContext &debug) {
+  if (!type.valid())
+    throw tensor_creation_error(
+        fmt::format("addVariable '{}': the element type is invalid", debug.getPathName()));
+  Variable var;
+  var.name = debug.getPathName();
+  var.type = type;
+  var.shape = shape.vec();
+  var.numElements = elementCount(shape);
+  const auto id = static_cast<unsigned>(state_->variables.size());
+  state_->variables.push_back(std::move(var));
+  return detail::makeVariableTensor(state_.get(), id, type, shape.vec());
+}
+
+Tensor Graph::addVariable(Type type, ArrayRef<std::size_t> shape, VariableMappingMethod method,
+                          const DebugContext &debug) {
+  Tensor t = addVariable(type, shape, debug);
+  if (method == VariableMappingMethod::LINEAR) {
+    Variable &var = state_->variables.back();
+    for (const auto &r : detail::linearMapping(state_->target, type, var.numElements))
+      var.mapping.assign(r.begin, r.end, r.tile);
+  }
+  return t;
+}
+
+Tensor Graph::addConstantFromHost(Type type, ArrayRef<std::size_t> shape, Type hostType,
+                                  const void *values, std::size_t count,
+                                  const DebugContext &debug) {
+  const std::size_t n = elementCount(shape);
+  if (count != 1 && count != n)
+    throw tensor_creation_error(fmt::format(
+        "addConstant '{}': {} values were given for shape {} of {} elements (give 1 or {})",
+        debug.getPathName(), count, shapeString(shape), n, n));
+  if (count > 0 && values == nullptr)
+    throw tensor_creation_error(fmt::format("addConstant '{}': the values pointer is null", debug.getPathName()));
+  Tensor t = addVariable(type, shape, debug);
+  Variable &var = state_->variables.back();
+  try {
+    var.isConstant = true;
+    var.constantData.resize(var.bytes());
+    const std::string what = fmt::format("addConstant '{}'", debug.getPathName());
+    if (count == 1 && n > 0) {
+      detail::convertValues(hostType, values, type, var.constantData.data(), 1, what);
+      for (std::size_t i = 1; i < n; ++i)
+        std::copy_n(var.constantData.begin(), type.size(),
+                    var.constantData.begin() + static_cast<std::ptrdiff_t>(i * type.size()));
+    } else {
+      detail::convertValues(hostType, values, type, var.constantData.data(), n, what);
+    }
+  } catch (...) {
+    state_->variables.pop_back(); // leave the graph as it was
+    throw;
+  }
+  return t;
+}
+
+Tensor Graph::clone(const Tensor &t, const DebugContext &debug, TensorCloneMethod method) {
+  return clone(t.valid() ? t.elementType() : Type(), t, debug, method);
+}
+
+Tensor Graph::clone(Type type, const Tensor &t, const DebugContext &debug, TensorCloneMethod) {
+  requireOwnTensor(*state_, t, "clone");
+  Tensor result = addVariable(type, t.shape(), debug);
+  const auto id = static_cast<unsigned>(state_->variables.size() - 1);
+  forEachVarRun(*state_, t, [&](std::size_t flat, unsigned var, std::size_t varBegin, std::size_t count) {
+    const auto &map = state_->variables[var].mapping;
+    // Element by element only where the source run crosses tiles.
+    for (std::size_t i = 0; i < count;) {
+      const unsigned tile = map.tileOf(varBegin + i);
+      std::size_t j = i + 1;
+      while (j < count && map.tileOf(varBegin + j) == tile)
+        ++j;
+      if (tile != kInvalidId)
+        state_->variables[id].mapping.assign(flat + i, flat + j, tile);
+      i = j;
+    }
+  });
+  return result;
+}
+
+// --- Tile mapping -------------------------------------------------------------------------------
+
+void Graph::setTileMapping(const Tensor &t, unsigned tile) {
+  requireOwnTensor(*state_, t, "setTileMapping");
+  if (tile >= state_->target.getNumTiles())
+    throw invalid_tile_mapping(fmt::format("setTileMapping of tensor {}: tile {} does not exist; "
+                                           "target {} has tiles 0..{}",
+                                           t.getVarStr(), tile, state_->target.getName(),
+                                           state_->target.getNumTiles() - 1));
+  forEachVarRun(*state_, t, [&](std::size_t, unsigned var, std::size_t begin, std::size_t count) {
+    state_->variables[var].mapping.assign(begin, begin + count, tile);
+  });
+}
+
+void Graph::setTileMapping(const Tensor &t, const TileToTensorMapping &mapping) {
+  requireOwnTensor(*state_, t, "setTileMapping");
+  const std::size_t n = t.numElements();
+  if (mapping.size() > state_->target.getNumTiles())
+    throw invalid_tile_mapping(fmt::format(
+        "setTileMapping of tensor {}: the mapping lists {} tiles but target {} has {}",
+        t.getVarStr(), mapping.size(), state_->target.getName(), state_->target.getNumTiles()));
+  // Flat index -> tile, as sorted disjoint runs of the tensor's own index space.
+  detail::TileMap flatToTile;
+  for (unsigned tile = 0; tile < mapping.size(); ++tile)
+    for (const Interval &i : mapping[tile]) {
+      if (i.begin() > i.end() || i.end() > n)
+        throw invalid_tile_mapping(fmt::format(
+            "setTileMapping of tensor {}: interval {} for tile {} is outside the tensor's {} elements",
+            t.getVarStr(), fmt::format("[{},{})", i.begin(), i.end()), tile, n));
+      flatToTile.assign(i.begin(), i.end(), tile);
+    }
+  forEachVarRun(*state_, t, [&](std::size_t flat, unsigned var, std::size_t varBegin, std::size_t count) {
+    for (const auto &run : flatToTile.runs()) {
+      const std::size_t b = std::max(run.begin, flat), e = std::min(run.end, flat + count);
+      if (b < e)
+        state_->variables[var].mapping.assign(varBegin + (b - flat), varBegin + (e - flat), run.tile);
+    }
+  });
+}
+
+void Graph::setTileMapping(VertexRef v, unsigned tile) {
+  VertexRecord &record = vertexOf(*state_, v.getId(), v.graph(), "setTileMapping");
+  if (tile >= state_->target.getNumTiles())
+    throw invalid_tile_mapping(fmt::format("setTileMapping of {}: tile {} does not exist; target {} "
+                                           "has tiles 0..{}",
+                                           state_->vertexName(v.getId()), tile,
+                                           state_->target.getName(), state_->target.getNumTiles() - 1));
+  record.tile = tile;
+}
+
+TileToTensorMapping Graph::getTileMapping(const Tensor &t, bool requireComplete) const {
+  requireOwnTensor(*state_, t, "getTileMapping");
+  TileToTensorMapping result(state_->target.getNumTiles());
+  auto add = [&](unsigned tile, std::size_t b, std::size_t e) {
+    auto &list = result[tile];
+    if (!list.empty() && list.back().end() == b)
+      list.back() = Interval(list.back().begin(), e);
+    else
+      list.emplace_back(b, e);
+  };
+  forEachVarRun(*state_, t, [&](std::size_t flat, unsigned var, std::size_t varBegin, std::size_t count) {
+    const auto &map = state_->variables[var].mapping;
+    for (std::size_t i = 0; i < count;) {
+      const unsigned tile = map.tileOf(varBegin + i);
+      std::size_t j = i + 1;
+      while (j < count && map.tileOf(varBegin + j) == tile)
+        ++j;
+      if (tile == kInvalidId) {
+        if (requireComplete)
+          throw invalid_tile_mapping(fmt::format(
+              "getTileMapping of tensor {}: element {} (element {} of variable {}) is not mapped to "
+              "a tile",
+              t.getVarStr(), flat + i, varBegin + i, state_->variableName(var)));
+      } else {
+        add(tile, flat + i, flat + j);
+      }
+      i = j;
+    }
+  });
+  return result;
+}
+
+// --- Compute --------------------------------------------------------------------------------------
+
+ComputeSet Graph::addComputeSet(const DebugContext &debug) {
+  const auto id = static_cast<unsigned>(state_->computeSets.size());
+  state_->computeSets.push_back({debug.empty() ? fmt::format("cs{}", id) : debug.getPathName(), {}});
+  return ComputeSet(state_.get(), id);
+}
+
+VertexRef Graph::addVertex(ComputeSet cs, StringRef vertexType) {
+  if (cs.graph() != state_.get() || cs.getId() >= state_->computeSets.size())
+    throw graph_connection_error(fmt::format(
+        "addVertex '{}': the compute set is invalid or belongs to another graph", vertexType));
+  const detail::VertexTypeInfo *type = state_->codelets.find(vertexType);
+  if (!type)
+    throw unknown_vertex_type(fmt::format(
+        "addVertex: no vertex type '{}' (normalised '{}') is known to this graph; add the codelet "
+        "file that defines it with Graph::addCodelets ({} codelet files added)",
+        vertexType, detail::normalizeVertexName(vertexType), state_->codelets.libraries().size()));
+  VertexRecord record;
+  record.type = type;
+  record.computeSet = cs.getId();
+  record.fields.resize(type->fields.size());
+  const auto id = static_cast<unsigned>(state_->vertices.size());
+  state_->vertices.push_back(std::move(record));
+  state_->computeSets[cs.getId()].vertices.push_back(id);
+  return VertexRef(state_.get(), id);
+}
+
+VertexRef Graph::addVertex(ComputeSet cs, StringRef vertexType,
+                           std::initializer_list<std::pair<std::string, Tensor>> connections) {
+  VertexRef v = addVertex(cs, vertexType);
+  try {
+    for (const auto &[field, tensor] : connections)
+      connect(v[field], tensor);
+  } catch (...) {
+    // Leave the graph as it was before the call.
+    state_->computeSets[cs.getId()].vertices.pop_back();
+    state_->vertices.pop_back();
+    throw;
+  }
+  return v;
+}
+
+void Graph::connect(FieldRef f, const Tensor &t) {
+  auto [field, binding] = fieldOf(*state_, f, "connect");
+  const auto where = fmt::format("connect field '{}' of {}", f.name(), state_->vertexName(f.vertexId()));
+  if (!field->isEdge())
+    throw graph_connection_error(fmt::format(
+        "{}: the field is a plain member, not an edge; set it with setInitialValue", where));
+  if (field->shape == FieldShape::VectorOfVectors) {
+    if (!f.isIndexed())
+      throw graph_connection_error(fmt::format(
+          "{}: the field is a vector of vectors; connect a list of tensors or index it (field[i])", where));
+    if (binding->sizeSet && f.index() >= binding->edges.size())
+      throw index_error(fmt::format("{}: edge {} is outside the field's size {}", where, f.index(),
+                                    binding->edges.size()));
+    checkEdgeTensor(*state_, f.vertexId(), *field, t, true);
+    if (!binding->sizeSet && f.index() >= binding->edges.size())
+      binding->edges.resize(f.index() + 1);
+    if (binding->edges[f.index()].valid())
+      throw graph_connection_error(fmt::format("{}: edge {} is already connected", where, f.index()));
+    binding->edges[f.index()] = t;
+    return;
+  }
+  if (f.isIndexed())
+    throw graph_connection_error(fmt::format("{}: the field is {}, it cannot be indexed", where,
+                                             shapeName(field->shape)));
+  checkEdgeTensor(*state_, f.vertexId(), *field, t, false);
+  if (binding->tensor.valid())
+    throw graph_connection_error(fmt::format("{}: the field is already connected (to {})", where,
+                                             binding->tensor.getVarStr()));
+  binding->tensor = t;
+}
+
+void Graph::connect(FieldRef f, ArrayRef<Tensor> tensors) {
+  auto [field, binding] = fieldOf(*state_, f, "connect");
+  const auto where = fmt::format("connect field '{}' of {}", f.name(), state_->vertexName(f.vertexId()));
+  if (field->shape != FieldShape::VectorOfVectors || !field->isEdge() || f.isIndexed())
+    throw graph_connection_error(fmt::format(
+        "{}: a list of tensors connects only to a vector-of-vectors edge field; this field is {}{}",
+        where, field->isEdge() ? "" : "a plain member holding ", shapeName(field->shape)));
+  if (binding->sizeSet && binding->edges.size() != tensors.size())
+    throw shape_error(fmt::format("{}: {} tensors given but the field's size is {}", where,
+                                  tensors.size(), binding->edges.size()));
+  for (const Tensor &t : tensors)
+    checkEdgeTensor(*state_, f.vertexId(), *field, t, true);
+  binding->edges.assign(tensors.begin(), tensors.end());
+  binding->sizeSet = true;
+}
+
+void Graph::setFieldSize(FieldRef f, std::size_t size) {
+  auto [field, binding] = fieldOf(*state_, f, "setFieldSize");
+  if (field->shape != FieldShape::VectorOfVectors || !field->isEdge())
+    throw graph_connection_error(fmt::format(
+        "setFieldSize of field '{}' of {}: only vector-of-vectors edge fields have a size to set",
+        f.name(), state_->vertexName(f.vertexId())));
+  if (binding->edges.size() > size)
+    throw shape_error(fmt::format("setFieldSize of field '{}' of {}: edge {} is already connected, "
+                                  "beyond the new size {}",
+                                  f.name(), state_->vertexName(f.vertexId()), binding->edges.size() - 1, size));
+  binding->edges.resize(size);
+  binding->sizeSet = true;
+}
+
+void Graph::setInitialValueFromHost(FieldRef f, Type hostType, const void *values,
+                                    std::size_t count, bool isVector) {
+  auto [field, binding] = fieldOf(*state_, f, "setInitialValue");
+  const auto where =
+      fmt::format("setInitialValue of field '{}' of {}", f.name(), state_->vertexName(f.vertexId()));
+  if (field->isEdge())
+    throw graph_connection_error(fmt::format("{}: the field is an edge; connect a tensor to it", where));
+  if (f.isIndexed())
+    throw graph_connection_error(fmt::format("{}: a plain member cannot be indexed", where));
+  if (isVector != (field->shape == FieldShape::Vector))
+    throw graph_connection_error(fmt::format("{}: the field is {} but {} was given", where,
+                                             shapeName(field->shape),
+                                             isVector ? "a list of values" : "one value"));
+  std::vector<std::uint8_t> bytes(count * field->elementBytes);
+  if (field->elementType.valid()) {
+    detail::convertValues(hostType, values, field->elementType, bytes.data(), count, where);
+  } else {
+    if (hostType.size() != field->elementBytes)
+      throw type_error(fmt::format("{}: the member's type is not an Aspen element type and is {} "
+                                   "bytes, but the value ({}) is {} bytes",
+                                   where, field->elementBytes, hostType.toString(), hostType.size()));
+    std::copy_n(static_cast<const std::uint8_t *>(values), bytes.size(), bytes.begin());
+  }
+  binding->value = std::move(bytes);
+  binding->valueCount = count;
+  binding->hasValue = true;
+}
+
+void Graph::setPerfEstimate(VertexRef v, std::uint64_t cycles) {
+  VertexRecord &record = vertexOf(*state_, v.getId(), v.graph(), "setPerfEstimate");
+  record.perfEstimate = cycles;
+  record.hasPerfEstimate = true;
+}
+
+bool Graph::addCodelets(StringRef path, CodeletFileType type, StringRef compileFlags) {
+  const std::string file(path);
+  if (type == CodeletFileType::Auto) {
+    const auto ext = std::filesystem::path(file).extension();
+    type = (ext == ".gp" || ext == ".so") ? CodeletFileType::Precompiled : CodeletFileType::CppSource;
+  }
+  auto lib = type == CodeletFileType::Precompiled
+                 ? detail::CodeletLibrary::loadPrecompiled(file)
+                 : detail::CodeletLibrary::compileFile(file, std::string(compileFlags));
+  state_->codelets.add(std::move(lib));
+  return true;
+}
+
+bool Graph::addCodeletsFromString(StringRef source, StringRef name, StringRef compileFlags) {
+  state_->codelets.add(detail::CodeletLibrary::compileSource(std::string(name), std::string(source),
+                                                             std::string(compileFlags)));
+  return true;
+}
+
+bool Graph::hasCodelet(StringRef vertexType) const { return state_->codelets.find(vertexType) != nullptr; }
+
+// --- Host access -----------------------------------------------------------------------------------
+
+namespace {
+void requireNewHandle(const GraphState &g, StringRef handle, const char *what) {
+  if (handle.empty())
+    throw stream_connection_error(fmt::format("{}: the handle name is empty", what));
+  if (g.hostWrites.count(handle) || g.hostReads.count(handle) || g.streamByHandle.count(handle))
+    throw stream_connection_error(
+        fmt::format("{}: handle '{}' is already used by another host write, read or stream", what, handle));
+}
+} // namespace
+
+void Graph::createHostWrite(StringRef handle, const Tensor &t, bool) {
+  requireOwnTensor(*state_, t, "createHostWrite");
+  requireNewHandle(*state_, handle, "createHostWrite");
+  if (!t.isParallelWriteable())
+    throw stream_connection_error(fmt::format(
+        "createHostWrite '{}': tensor {} contains aliases or constants and cannot be written", handle,
+        t.getVarStr()));
+  state_->hostWrites.emplace(std::string(handle), t);
+}
+
+void Graph::createHostRead(StringRef handle, const Tensor &t, bool) {
+  requireOwnTensor(*state_, t, "createHostRead");
+  requireNewHandle(*state_, handle, "createHostRead");
+  state_->hostReads.emplace(std::string(handle), t);
+}
+
+DataStream Graph::addHostToDeviceFIFO(StringRef handle, Type type, std::size_t numElements,
+                                      const OptionFlags &) {
+  requireNewHandle(*state_, handle, "addHostToDeviceFIFO");
+  if (!type.valid())
+    throw type_error(fmt::format("addHostToDeviceFIFO '{}': the element type is invalid", handle));
+  const auto id = static_cast<unsigned>(state_->streams.size());
+  state_->streams.push_back({std::string(handle), type, numElements, true});
+  state_->streamByHandle.emplace(std::string(handle), id);
+  return DataStream(state_.get(), id);
+}
+
+DataStream Graph::addDeviceToHostFIFO(StringRef handle, Type type, std::size_t numElements,
+                                      const OptionFlags &) {
+  requireNewHandle(*state_, handle, "addDeviceToHostFIFO");
+  if (!type.valid())
+    throw type_error(fmt::format("addDeviceToHostFIFO '{}': the element type is invalid", handle));
+  const auto id = static_cast<unsigned>(state_->streams.size());
+  state_->streams.push_back({std::string(handle), type, numElements, false});
+  state_->streamByHandle.emplace(std::string(handle), id);
+  return DataStream(state_.get(), id);
+}
+
+Function Graph::addFunction(const program::Program &program) {
+  const auto id = static_cast<unsigned>(state_->functions.size());
+  state_->functions.push_back(program);
+  return Function(state_.get(), id);
+}
+
+} // namespace aspen

@@ -1,0 +1,264 @@
+#include "ProgramNode.hpp"
+#include "GraphState.hpp"
+#include "TensorRegions.hpp"
+
+#include <aspen/Error.hpp>
+#include <aspen/Program.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace aspen {
+
+namespace detail {
+const char *programKindName(ProgramKind kind) {
+  switch (kind) {
+  case ProgramKind::Empty: return "Program";
+  case ProgramKind::Sequence: return "Sequence";
+  case ProgramKind::Execute: return "Execute";
+  case ProgramKind::Copy: return "Copy";
+  case ProgramKind::StreamToTensor: return "Copy(stream -> tensor)";
+  case ProgramKind::TensorToStream: return "Copy(tensor -> stream)";
+  case ProgramKind::Repeat: return "Repeat";
+  case ProgramKind::RepeatWhileTrue: return "RepeatWhileTrue";
+  case ProgramKind::RepeatWhileFalse: return "RepeatWhileFalse";
+  case ProgramKind::If: return "If";
+  case ProgramKind::Switch: return "Switch";
+  case ProgramKind::Call: return "Call";
+  case ProgramKind::WriteUndef: return "WriteUndef";
+  case ProgramKind::PrintTensor: return "PrintTensor";
+  case ProgramKind::Sync: return "Sync";
+  case ProgramKind::AbortOnCondition: return "AbortOnCondition";
+  }
+  return "Program";
+}
+} // namespace detail
+
+namespace program {
+
+using detail::ProgramKind;
+using detail::ProgramNode;
+
+namespace {
+
+std::shared_ptr<ProgramNode> makeNode(ProgramKind kind, const DebugContext &debug) {
+  auto node = std::make_shared<ProgramNode>();
+  node->kind = kind;
+  node->debugName = debug.getPathName();
+  return node;
+}
+
+void requireValid(const Tensor &t, ProgramKind kind, const char *role, const DebugContext &debug) {
+  if (!t.valid())
+    throw control_program_error(fmt::format("{} '{}': the {} tensor is invalid (default-constructed)",
+                                            detail::programKindName(kind), debug.getPathName(),
+                                            role));
+}
+
+void requireScalar(const Tensor &t, ProgramKind kind, const char *role, const DebugContext &debug) {
+  requireValid(t, kind, role, debug);
+  if (t.numElements() != 1)
+    throw control_program_error(fmt::format(
+        "{} '{}': the {} must be a scalar (one element) but tensor {} has shape {}",
+        detail::programKindName(kind), debug.getPathName(), role, t.getVarStr(),
+        t.shapeToString()));
+}
+
+void requireStream(const DataStream &s, bool hostToDevice, const DebugContext &debug) {
+  if (!s.graph() || s.getId() >= s.graph()->streams.size())
+    throw control_program_error(
+        fmt::format("Copy '{}': the DataStream is invalid (default-constructed)", debug.getPathName()));
+  const auto &record = s.graph()->streams[s.getId()];
+  if (record.hostToDevice != hostToDevice)
+    throw control_program_error(fmt::format(
+        "Copy '{}': stream '{}' is a {} stream and cannot be a copy {}", debug.getPathName(),
+        record.handle, record.hostToDevice ? "host-to-device" : "device-to-host",
+        hostToDevice ? "source" : "destination"));
+}
+
+} // namespace
+
+Program::Program() : node_(std::make_shared<ProgramNode>()) {}
+Program::Program(std::shared_ptr<ProgramNode> node) : node_(std::move(node)) {}
+Program::Program(const Program &other) : node_(std::make_shared<ProgramNode>(*other.node_)) {}
+Program &Program::operator=(const Program &other) {
+  if (this != &other)
+    node_ = std::make_shared<ProgramNode>(*other.node_);
+  return *this;
+}
+Program::~Program() = default;
+
+bool Program::isEmpty() const {
+  return node_->kind == ProgramKind::Empty ||
+         (node_->kind == ProgramKind::Sequence &&
+          std::all_of(node_->children.begin(), node_->children.end(),
+                      [](const Program &p) { return p.isEmpty(); }));
+}
+
+Sequence::Sequence(const DebugContext &debug) : Program(makeNode(ProgramKind::Sequence, debug)) {}
+
+Sequence::Sequence(std::initializer_list<Program> programs, const DebugContext &debug)
+    : Sequence(debug) {
+  for (const Program &p : programs)
+    add(p);
+}
+
+void Sequence::add(const Program &p) { mutableNode().children.push_back(p); }
+
+Execute::Execute(ComputeSet cs, const DebugContext &debug)
+    : Program(makeNode(ProgramKind::Execute, debug)) {
+  if (!cs.graph())
+    throw control_program_error(fmt::format(
+        "Execute '{}': the ComputeSet is invalid (default-constructed)", debug.getPathName()));
+  mutableNode().graph = cs.graph();
+  mutableNode().id = cs.getId();
+}
+
+Copy::Copy(const Tensor &src, const Tensor &dst, bool, const DebugContext &debug)
+    : Program(makeNode(ProgramKind::Copy, debug)) {
+  requireValid(src, ProgramKind::Copy, "source", debug);
+  requireValid(dst, ProgramKind::Copy, "destination", debug);
+  if (src.elementType() != dst.elementType())
+    throw type_error(fmt::format("Copy '{}': source {} is {} but destination {} is {}",
+                                 debug.getPathName(), src.getVarStr(),
+                                 src.elementType().toString(), dst.getVarStr(),
+                                 dst.elementType().toString()));
+  if (src.numElements() != dst.numElements())
+    throw shape_error(fmt::format(
+        "Copy '{}': source {} has {} elements {} but destination {} has {} elements {}",
+        debug.getPathName(), src.getVarStr(), src.numElements(), src.shapeToString(),
+        dst.getVarStr(), dst.numElements(), dst.shapeToString()));
+  mutableNode().tensor = src;
+  mutableNode().dst = dst;
+}
+
+Copy::Copy(const DataStream &stream, const Tensor &dst, bool, const DebugContext &debug)
+    : Program(makeNode(ProgramKind::StreamToTensor, debug)) {
+  requireStream(stream, true, debug);
+  requireValid(dst, ProgramKind::StreamToTensor, "destination", debug);
+  const auto &record = stream.graph()->streams[stream.getId()];
+  if (record.type != dst.elementType() || record.numElements != dst.numElements())
+    throw shape_error(fmt::format(
+        "Copy '{}': stream '{}' carries {} {} elements but destination {} has {} {} elements",
+        debug.getPathName(), record.handle, record.numElements, record.type.toString(),
+        dst.getVarStr(), dst.numElements(), dst.elementType().toString()));
+  mutableNode().graph = stream.graph();
+  mutableNode().id = stream.getId();
+  mutableNode().dst = dst;
+}
+
+Copy::Copy(const Tensor &src, const DataStream &stream, bool, const DebugContext &debug)
+    : Program(makeNode(ProgramKind::TensorToStream, debug)) {
+  requireStream(stream, false, debug);
+  requireValid(src, ProgramKind::TensorToStream, "source", debug);
+  const auto &record = stream.graph()->streams[stream.getId()];
+  if (record.type != src.elementType() || record.numElements != src.numElements())
+    throw shape_error(fmt::format(
+        "Copy '{}': stream '{}' carries {} {} elements but source {} has {} {} elements",
+        debug.getPathName(), record.handle, record.numElements, record.type.toString(),
+        src.getVarStr(), src.numElements(), src.elementType().toString()));
+  mutableNode().graph = stream.graph();
+  mutableNode().id = stream.getId();
+  mutableNode().tensor = src;
+}
+
+Repeat::Repeat(unsigned count, const Program &body, const DebugContext &debug)
+    : Program(makeNode(ProgramKind::Repeat, debug)) {
+  mutableNode().count = count;
+  mutableNode().children = {body};
+}
+
+RepeatWhileTrue::RepeatWhileTrue(const Program &cond, const Tensor &predicate,
+                                 const Program &body, const DebugContext &debug)
+    : Program(makeNode(ProgramKind::RepeatWhileTrue, debug)) {
+  requireScalar(predicate, ProgramKind::RepeatWhileTrue, "predicate", debug);
+  mutableNode().tensor = predicate;
+  mutableNode().children = {cond, body};
+}
+
+RepeatWhileFalse::RepeatWhileFalse(const Program &cond, const Tensor &predicate,
+                                   const Program &body, const DebugContext &debug)
+    : Program(makeNode(ProgramKind::RepeatWhileFalse, debug)) {
+  requireScalar(predicate, ProgramKind::RepeatWhileFalse, "predicate", debug);
+  mutableNode().tensor = predicate;
+  mutableNode().children = {cond, body};
+}
+
+If::If(const Tensor &predicate, const Program &trueBody, const Program &falseBody,
+       const DebugContext &debug)
+    : Program(makeNode(ProgramKind::If, debug)) {
+  requireScalar(predicate, ProgramKind::If, "predicate", debug);
+  mutableNode().tensor = predicate;
+  mutableNode().children = {trueBody, falseBody};
+}
+
+Switch::Switch(const Tensor &control, const DebugContext &debug)
+    : Switch(control, std::vector<CaseBody>{}, Program(), debug) {}
+
+Switch::Switch(const Tensor &control, const Program &defaultBody, const DebugContext &debug)
+    : Switch(control, std::vector<CaseBody>{}, defaultBody, debug) {}
+
+Switch::Switch(const Tensor &control, const std::vector<CaseBody> &cases,
+               const DebugContext &debug)
+    : Switch(control, cases, Program(), debug) {}
+
+Switch::Switch(const Tensor &control, const std::vector<CaseBody> &cases,
+               const Program &defaultBody, const DebugContext &debug)
+    : Program(makeNode(ProgramKind::Switch, debug)) {
+  requireScalar(control, ProgramKind::Switch, "control", debug);
+  if (!control.elementType().isIntegral() || control.elementType() == BOOL)
+    throw control_program_error(fmt::format(
+        "Switch '{}': the control tensor {} must have an integral type, not {}",
+        debug.getPathName(), control.getVarStr(), control.elementType().toString()));
+  mutableNode().tensor = control;
+  mutableNode().children = {defaultBody};
+  for (const auto &[value, body] : cases)
+    add(value, body);
+}
+
+Switch &Switch::add(std::int32_t value, const Program &body) {
+  auto &n = mutableNode();
+  for (std::int32_t existing : n.caseValues)
+    if (existing == value)
+      throw control_program_error(
+          fmt::format("Switch '{}': case {} already has a body", n.debugName, value));
+  n.caseValues.push_back(value);
+  n.children.push_back(body);
+  return *this;
+}
+
+Call::Call(Function f, const DebugContext &debug) : Program(makeNode(ProgramKind::Call, debug)) {
+  if (!f.graph() || f.getId() >= f.graph()->functions.size())
+    throw control_program_error(
+        fmt::format("Call '{}': the Function is invalid (default-constructed)", debug.getPathName()));
+  mutableNode().graph = f.graph();
+  mutableNode().id = f.getId();
+}
+
+WriteUndef::WriteUndef(const Tensor &t, const DebugContext &debug)
+    : Program(makeNode(ProgramKind::WriteUndef, debug)) {
+  requireValid(t, ProgramKind::WriteUndef, "", debug);
+  mutableNode().tensor = t;
+}
+
+PrintTensor::PrintTensor(const Tensor &t, const DebugContext &debug)
+    : PrintTensor(debug.getPathName(), t, debug) {}
+
+PrintTensor::PrintTensor(StringRef title, const Tensor &t, const DebugContext &debug)
+    : Program(makeNode(ProgramKind::PrintTensor, debug)) {
+  requireValid(t, ProgramKind::PrintTensor, "printed", debug);
+  mutableNode().tensor = t;
+  mutableNode().title = std::string(title);
+}
+
+Sync::Sync(SyncType, const DebugContext &debug) : Program(makeNode(ProgramKind::Sync, debug)) {}
+
+AbortOnCondition::AbortOnCondition(const Tensor &predicate, const DebugContext &debug)
+    : Program(makeNode(ProgramKind::AbortOnCondition, debug)) {
+  requireScalar(predicate, ProgramKind::AbortOnCondition, "predicate", debug);
+  mutableNode().tensor = predicate;
+}
+
+} // namespace program
+} // namespace aspen

@@ -1,0 +1,138 @@
+#include <aspen/Error.hpp>
+#include <aspen/Target.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace aspen {
+
+namespace {
+
+// Hopper, one tile per SM: a tile is one resident 256-thread block using the opt-in shared
+// memory of an SM (227 KiB). Bandwidth per tile and cycle models global memory shared by SMs.
+Target::GpuSpec hopper(double bandwidth, std::size_t memory) {
+  return {132, 9, 0, 1024, 227 * 1024, memory, bandwidth, 1.98e9};
+}
+
+} // namespace
+
+Target::Target() = default;
+
+Target Target::makeIpu(StringRef name, unsigned tiles, std::size_t bytesPerTile, double clockHz,
+                       unsigned atomicStoreGranularity) {
+  Target t;
+  t.name_ = std::string(name);
+  t.type_ = TargetType::IPU_MODEL;
+  t.tilesPerIPU_ = tiles;
+  t.bytesPerTile_ = bytesPerTile;
+  t.workers_ = 6;
+  t.exchangeBytesPerCycle_ = 4;
+  t.dataPathWidth_ = 64;
+  t.atomicStoreGranularity_ = atomicStoreGranularity;
+  t.memcpyBytesPerCycle_ = 8;
+  t.clockHz_ = clockHz;
+  return t;
+}
+
+Target Target::makeGpu(StringRef name, const GpuSpec &spec) {
+  Target t;
+  t.name_ = std::string(name);
+  t.type_ = TargetType::GPU;
+  t.tilesPerIPU_ = spec.multiProcessors;
+  t.bytesPerTile_ = spec.sharedMemoryPerBlock;
+  t.workers_ = 256;
+  t.dataPathWidth_ = 128; // 16-byte vector loads per thread
+  t.clockHz_ = spec.clockHz;
+  t.exchangeBytesPerCycle_ = static_cast<unsigned>(
+      std::max(1.0, spec.bandwidth / spec.clockHz / spec.multiProcessors));
+  t.atomicStoreGranularity_ = 4;
+  t.memcpyBytesPerCycle_ = 16;
+  t.gpu_.multiProcessorCount = spec.multiProcessors;
+  t.gpu_.computeCapabilityMajor = spec.ccMajor;
+  t.gpu_.computeCapabilityMinor = spec.ccMinor;
+  t.gpu_.maxThreadsPerBlock = spec.maxThreadsPerBlock;
+  t.gpu_.sharedMemoryPerBlockOptin = spec.sharedMemoryPerBlock;
+  t.gpu_.globalMemoryBytes = spec.memory;
+  t.gpu_.memoryBandwidthBytesPerSecond = spec.bandwidth;
+  return t;
+}
+
+Target Target::createModel(StringRef name) {
+  if (name == "ipu1")
+    return makeIpu(name, 1216, 256 * 1024, 1.6e9, 8);
+  if (name == "ipu2" || name == "ipu21")
+    return makeIpu(name, 1472, 624 * 1024, name == "ipu2" ? 1.33e9 : 1.85e9, 4);
+  if (name == "h100")
+    return makeGpu(name, hopper(3.35e12, 80ull << 30));
+  if (name == "h200")
+    return makeGpu(name, hopper(4.8e12, 141ull * 1000 * 1000 * 1000));
+  if (name == "cpu")
+    return createCPUTarget();
+  throw invalid_option(fmt::format(
+      "unknown target model '{}': the models are ipu1, ipu2, ipu21, h100, h200 and cpu", name));
+}
+
+Target Target::createModel(StringRef name, unsigned numTiles) {
+  if (numTiles == 0)
+    throw invalid_option(fmt::format("target model '{}': the number of tiles must be at least 1",
+                                     name));
+  Target t = createModel(name);
+  t.tilesPerIPU_ = numTiles;
+  return t;
+}
+
+Target Target::createGeneric(unsigned numTiles, unsigned numWorkerContexts,
+                             std::size_t bytesPerTile) {
+  if (numTiles == 0 || numWorkerContexts == 0 || bytesPerTile == 0)
+    throw invalid_option(fmt::format(
+        "generic target: tiles ({}), workers ({}) and bytes per tile ({}) must all be positive",
+        numTiles, numWorkerContexts, bytesPerTile));
+  Target t = makeIpu("generic", numTiles, bytesPerTile, 1.0e9, 4);
+  t.workers_ = numWorkerContexts;
+  return t;
+}
+
+Target Target::createCPUTarget() { return Target(); }
+
+Target Target::createIPUTarget(unsigned numIPUs, StringRef systemType, const OptionFlags &) {
+  return createIPUTarget(numIPUs, createModel(systemType).tilesPerIPU_, systemType);
+}
+
+Target Target::createIPUTarget(unsigned numIPUs, unsigned tilesPerIPU, StringRef systemType,
+                               const OptionFlags &) {
+  if (systemType != "ipu1" && systemType != "ipu2" && systemType != "ipu21")
+    throw invalid_option(fmt::format(
+        "createIPUTarget: unknown IPU system type '{}': expected ipu1, ipu2 or ipu21", systemType));
+  if (numIPUs == 0 || tilesPerIPU == 0)
+    throw invalid_option(fmt::format(
+        "createIPUTarget: numIPUs ({}) and tilesPerIPU ({}) must be positive", numIPUs, tilesPerIPU));
+  Target t = createModel(systemType);
+  t.numIPUs_ = numIPUs;
+  t.tilesPerIPU_ = tilesPerIPU;
+  return t;
+}
+
+std::size_t Target::getTypeSize(Type type) const {
+  if (!type.valid())
+    throw type_error(fmt::format("target '{}': getTypeSize of an invalid type", name_));
+  return type.size();
+}
+
+unsigned Target::getVectorWidth(Type type) const {
+  const std::size_t bits = getTypeSize(type) * 8;
+  return static_cast<unsigned>(std::max<std::size_t>(1, dataPathWidth_ / bits));
+}
+
+std::string Target::toString() const {
+  return fmt::format("{} ({} tiles, {} workers/tile, {} bytes/tile)", name_, getNumTiles(),
+                     workers_, bytesPerTile_);
+}
+
+bool operator==(const Target &a, const Target &b) {
+  return a.name_ == b.name_ && a.type_ == b.type_ && a.numIPUs_ == b.numIPUs_ &&
+         a.tilesPerIPU_ == b.tilesPerIPU_ && a.bytesPerTile_ == b.bytesPerTile_ &&
+         a.workers_ == b.workers_;
+}
+
+} // namespace aspen
