@@ -1,0 +1,6 @@
+// Poplar's <poplar/ArrayRef.hpp>, mapped onto <aspen/ArrayRef.hpp>.
+#pragma once
+
+#include <poplar/Implicit.hpp>
+#include <poplar/Namespace.hpp>
+#include <aspen/ArrayRef.hpp>

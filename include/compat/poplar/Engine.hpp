@@ -1,0 +1,6 @@
+// Poplar's <poplar/Engine.hpp>, mapped onto <aspen/Engine.hpp>.
+#pragma once
+
+#include <poplar/Implicit.hpp>
+#include <poplar/Namespace.hpp>
+#include <aspen/Engine.hpp>
