@@ -1,0 +1,90 @@
+// Graph construction: tile mappings through views, clones, constants and vertex state.
+#include "core/GraphState.hpp"
+
+#include <aspen/Graph.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+using namespace aspen;
+
+namespace {
+// The tile of each flattened element, from a TileToTensorMapping.
+std::vector<unsigned> tilesPerElement(const TileToTensorMapping &m, std::size_t n) {
+  std::vector<unsigned> tiles(n, kInvalidId);
+  for (unsigned t = 0; t < m.size(); ++t)
+    for (const Interval &i : m[t])
+      for (std::size_t e = i.begin(); e < i.end(); ++e) {
+        REQUIRE(tiles[e] == kInvalidId); // each element on one tile
+        tiles[e] = t;
+      }
+  return tiles;
+}
+} // namespace
+
+TEST_CASE("tile mappings follow elements through views", "[correctness][graph]") {
+  Graph g(Target::createGeneric(8));
+  Tensor m = g.addVariable(FLOAT, {4, 6}, "m");
+  for (unsigned r = 0; r < 4; ++r)
+    g.setTileMapping(m[r], r);
+  // Transposed: element (j, i) of the view is m[i][j], on tile i.
+  const auto tiles = tilesPerElement(g.getTileMapping(m.transpose()), 24);
+  for (unsigned j = 0; j < 6; ++j)
+    for (unsigned i = 0; i < 4; ++i)
+      REQUIRE(tiles[j * 4 + i] == i);
+  // Mapping through a reversed column view writes the variable's elements.
+  g.setTileMapping(m.slice(2, 3, 1).reverse(0), 7);
+  const auto after = tilesPerElement(g.getTileMapping(m), 24);
+  for (unsigned i = 0; i < 4; ++i)
+    for (unsigned j = 0; j < 6; ++j)
+      REQUIRE(after[i * 6 + j] == (j == 2 ? 7u : i));
+  // Interval mapping of a view: flattened view indices [0, 3) to tile 5 on the transpose.
+  g.setTileMapping(m.transpose(), TileToTensorMapping{{}, {}, {}, {}, {}, {Interval(0, 3)}});
+  const auto last = tilesPerElement(g.getTileMapping(m), 24);
+  REQUIRE(last[0 * 6] == 5);
+  REQUIRE(last[1 * 6] == 5);
+  REQUIRE(last[2 * 6] == 5);
+  REQUIRE(last[3 * 6] == 3);
+}
+
+TEST_CASE("clone keeps the shape, type and mapping", "[correctness][graph]") {
+  Graph g(Target::createGeneric(4));
+  Tensor m = g.addVariable(FLOAT, {3, 2}, "m");
+  for (unsigned r = 0; r < 3; ++r)
+    g.setTileMapping(m[r], r + 1);
+  Tensor c = g.clone(HALF, m.transpose(), "c");
+  REQUIRE(c.shape() == std::vector<std::size_t>{2, 3});
+  REQUIRE(c.elementType() == HALF);
+  REQUIRE(g.getTileMapping(c) == g.getTileMapping(m.transpose()));
+  REQUIRE(g.state().variables.back().name == "c");
+}
+
+TEST_CASE("linear variables are mapped completely", "[correctness][graph]") {
+  Graph g(Target::createGeneric(16));
+  Tensor v = g.addVariable(FLOAT, {1000}, VariableMappingMethod::LINEAR, "v");
+  const auto tiles = tilesPerElement(g.getTileMapping(v), 1000);
+  for (std::size_t i = 1; i < tiles.size(); ++i)
+    REQUIRE(tiles[i] >= tiles[i - 1]); // in order over tiles
+  REQUIRE(tiles.back() == 15);
+}
+
+TEST_CASE("constants convert host values to the device type", "[correctness][graph]") {
+  Graph g(Target::createGeneric(1));
+  g.addConstant<int>(HALF, {3}, {1, -2, 2049}, "h");
+  const auto &bytes = g.state().variables.back().constantData;
+  REQUIRE(bytes.size() == 6);
+  unsigned short h[3];
+  std::memcpy(h, bytes.data(), 6);
+  REQUIRE(h[0] == half(1.0f).bits());
+  REQUIRE(h[1] == half(-2.0f).bits());
+  REQUIRE(float(half::fromBits(h[2])) == 2048.0f); // 2049 is a tie between halves; even wins
+  g.addConstant(UNSIGNED_INT, {4}, 7, "fill");
+  const auto &fill = g.state().variables.back();
+  REQUIRE(fill.isConstant);
+  for (unsigned i = 0; i < 4; ++i) {
+    unsigned x;
+    std::memcpy(&x, fill.constantData.data() + 4 * i, 4);
+    REQUIRE(x == 7u);
+  }
+}
