@@ -40,17 +40,6 @@ enum class CodeletFileType {
   Precompiled,   // a file written by aspen-cc
 };
 
-namespace detail {
-// The host type of T for a host value handed to the graph (constants, initial values).
-template <class T> constexpr Type hostTypeOf() {
-  using U = std::remove_cv_t<T>;
-  if constexpr (std::is_enum_v<U>)
-    return hostTypeOf<std::underlying_type_t<U>>();
-  else
-    return equivalent_device_type<U>().value;
-}
-} // namespace detail
-
 class Graph {
 public:
   explicit Graph(const Target &target);
@@ -94,7 +83,7 @@ public:
     return addConstantFromHost(type, shape, detail::hostTypeOf<T>(), &value, 1, debug);
   }
   // `values` converted from hostType; count is 1 (fill) or the element count of shape.
-  Tensor addConstantFromHost(Type type, ArrayRef<std::size_t> shape, Type hostType,
+  Tensor addConstantFromHost(Type type, ArrayRef<std::size_t> shape, detail::HostType hostType,
                              const void *values, std::size_t count, const DebugContext &debug);
 
   // A new variable with t's shape and type (or `type`), mapped like t.
@@ -139,7 +128,7 @@ public:
   template <class T> void setInitialValue(FieldRef field, const std::vector<T> &values) {
     setInitialValue(field, ArrayRef<T>(values));
   }
-  void setInitialValueFromHost(FieldRef field, Type hostType, const void *values,
+  void setInitialValueFromHost(FieldRef field, detail::HostType hostType, const void *values,
                                std::size_t count, bool isVector);
   void setPerfEstimate(VertexRef v, std::uint64_t cycles);
 

@@ -67,13 +67,14 @@ ASPEN_HD inline float halfBitsToFloat(unsigned short h) {
   if (exponent == 0) {
     if (mantissa == 0)
       return bitsFloat(sign);
-    // Subnormal: normalise into a float exponent.
-    unsigned e = 113; // 127 - 15 + 1
+    // Subnormal, mantissa * 2^-24: shift the leading one up to the implicit bit (bit 10),
+    // lowering the float exponent from that of 2^-14 (113) once per shift.
+    unsigned e = 113;
     while ((mantissa & 0x400u) == 0) {
       mantissa <<= 1;
       --e;
     }
-    return bitsFloat(sign | ((e - 1) << 23) | ((mantissa & 0x3ffu) << 13));
+    return bitsFloat(sign | (e << 23) | ((mantissa & 0x3ffu) << 13));
   }
   return bitsFloat(sign | ((exponent + 112u) << 23) | (mantissa << 13));
 }

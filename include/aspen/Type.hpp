@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <type_traits>
 
 namespace aspen {
 
@@ -77,5 +78,36 @@ template <> struct equivalent_device_type<long> {
 template <> struct equivalent_device_type<unsigned long> {
   const Type value = UNSIGNED_LONGLONG;
 };
+
+namespace detail {
+
+// The type of values the host hands over (constants, vertex state): an element type, or double,
+// which has no device type but is what C++ literals like 0.5 are.
+struct HostType {
+  constexpr HostType() = default;
+  constexpr HostType(Type t) : type(t) {} // an element type
+  static constexpr HostType doubleType() {
+    HostType h;
+    h.isDouble = true;
+    return h;
+  }
+  Type type;
+  bool isDouble = false;
+  std::size_t size() const { return isDouble ? sizeof(double) : type.size(); }
+  bool valid() const { return isDouble || type.valid(); }
+  std::string toString() const { return isDouble ? "double" : type.toString(); }
+};
+
+template <class T> constexpr HostType hostTypeOf() {
+  using U = std::remove_cv_t<T>;
+  if constexpr (std::is_enum_v<U>)
+    return hostTypeOf<std::underlying_type_t<U>>();
+  else if constexpr (std::is_same_v<U, double>)
+    return HostType::doubleType();
+  else
+    return HostType(equivalent_device_type<U>().value);
+}
+
+} // namespace detail
 
 } // namespace aspen

@@ -161,7 +161,7 @@ Tensor Graph::addVariable(Type type, ArrayRef<std::size_t> shape, VariableMappin
   return t;
 }
 
-Tensor Graph::addConstantFromHost(Type type, ArrayRef<std::size_t> shape, Type hostType,
+Tensor Graph::addConstantFromHost(Type type, ArrayRef<std::size_t> shape, detail::HostType hostType,
                                   const void *values, std::size_t count,
                                   const DebugContext &debug) {
   const std::size_t n = elementCount(shape);
@@ -402,7 +402,7 @@ void Graph::setFieldSize(FieldRef f, std::size_t size) {
   binding->sizeSet = true;
 }
 
-void Graph::setInitialValueFromHost(FieldRef f, Type hostType, const void *values,
+void Graph::setInitialValueFromHost(FieldRef f, detail::HostType hostType, const void *values,
                                     std::size_t count, bool isVector) {
   auto [field, binding] = fieldOf(*state_, f, "setInitialValue");
   const auto where =

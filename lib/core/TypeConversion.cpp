@@ -29,9 +29,14 @@ struct HostValue {
   double real = 0;
 };
 
-HostValue read(Type t, const void *p) {
+HostValue read(HostType host, const void *p) {
   HostValue v;
-  switch (t.id()) {
+  if (host.isDouble) {
+    v.isFloat = true;
+    v.real = load<double>(p);
+    return v;
+  }
+  switch (host.type.id()) {
 #define ASPEN_READ(e, c, n, h, s, f, sg)                                                       \
   case TypeId::e:                                                                              \
     if constexpr (f) {                                                                         \
@@ -84,7 +89,7 @@ template <class T> T toInteger(const HostValue &v) {
   return static_cast<T>(v.magnitudeBits);
 }
 
-void writeOne(const HostValue &v, Type hostType, Type dstType, void *dst, const std::string &what) {
+void writeOne(const HostValue &v, HostType hostType, Type dstType, void *dst, const std::string &what) {
   if (dstType == FLOAT) {
     store(dst, static_cast<float>(v.real));
     return;
@@ -122,11 +127,11 @@ void writeOne(const HostValue &v, Type hostType, Type dstType, void *dst, const 
 
 } // namespace
 
-void convertValues(Type hostType, const void *src, Type dstType, void *dst, std::size_t count,
+void convertValues(HostType hostType, const void *src, Type dstType, void *dst, std::size_t count,
                    const std::string &what) {
   if (!hostType.valid())
     throw type_error(fmt::format("{}: the host value's type is not an Aspen element type", what));
-  if (hostType == dstType) {
+  if (!hostType.isDouble && hostType.type == dstType) {
     std::memcpy(dst, src, count * dstType.size());
     return;
   }
@@ -137,6 +142,6 @@ void convertValues(Type hostType, const void *src, Type dstType, void *dst, std:
              out + i * dstType.size(), what);
 }
 
-double loadAsDouble(Type t, const void *p) { return read(t, p).real; }
+double loadAsDouble(Type t, const void *p) { return read(HostType(t), p).real; }
 
 } // namespace aspen::detail

@@ -13,7 +13,7 @@ namespace aspen::detail {
 // raises aspen::type_error naming `what`, the value and both types. Floating-point values
 // into half or float round to nearest even; out-of-range magnitudes become infinity as IEEE
 // conversion does.
-void convertValues(Type hostType, const void *src, Type dstType, void *dst, std::size_t count,
+void convertValues(HostType hostType, const void *src, Type dstType, void *dst, std::size_t count,
                    const std::string &what);
 
 // The value at p (of type t) as a double, for printing and checks.

@@ -1,5 +1,7 @@
 // Misuse of the Graph and programs: each case raises the specific aspen::error subclass, with a
 // message naming the object and the rule, and leaves the graph usable.
+#include "core/GraphState.hpp"
+
 #include <aspen/Engine.hpp>
 #include <aspen/Graph.hpp>
 
