@@ -15,16 +15,25 @@ namespace aspen {
 
 namespace detail {
 
+// NVRTC has no __builtin_memcpy; device code uses CUDA's bit-cast intrinsics.
 ASPEN_HD inline unsigned floatBits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
   unsigned u;
   __builtin_memcpy(&u, &f, sizeof u);
   return u;
+#endif
 }
 
 ASPEN_HD inline float bitsFloat(unsigned u) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
   float f;
   __builtin_memcpy(&f, &u, sizeof f);
   return f;
+#endif
 }
 
 ASPEN_HD inline unsigned short floatToHalfBits(float value) {

@@ -1,0 +1,92 @@
+// Text generation of the host wrapper: entry points, field records and the library record.
+#include "WrapperGenerator.hpp"
+
+#include "HostCompiler.hpp"
+
+#include <aspen/detail/VertexWrapper.hpp>
+
+#include <sstream>
+
+namespace aspen::detail {
+
+namespace {
+
+// A raw string literal holding `text`, with a delimiter that does not occur in it.
+std::string rawStringLiteral(const std::string &text) {
+  std::string delimiter = "aspen";
+  for (unsigned i = 0; text.find(")" + delimiter + "\"") != std::string::npos; ++i)
+    delimiter = "aspen" + std::to_string(i);
+  return "R\"" + delimiter + "(" + text + ")" + delimiter + "\"";
+}
+
+// Entry point, field records and vertex record of vertex k, inside the vertex's namespace so
+// that its template arguments mean what they meant where it was instantiated.
+void writeVertex(std::ostringstream &out, std::size_t k, const ParsedVertex &vertex) {
+  const std::string &type = vertex.qualifiedType;
+  out << "// " << vertex.name << "\n";
+  if (!vertex.scope.empty())
+    out << "namespace " << vertex.scope << " {\n";
+  out << "extern \"C\" __attribute__((visibility(\"default\"))) int " << entrySymbol(k)
+      << "(const ::aspen::detail::FieldDesc *fields, unsigned workerId, unsigned numWorkers) {\n"
+      << "  ::aspen::detail::VertexStorage<" << type << "> storage;\n"
+      << "  auto &vertex = storage.vertex();\n";
+  for (std::size_t f = 0; f < vertex.fields.size(); ++f)
+    out << "  ::aspen::detail::bindField(vertex." << vertex.fields[f].name << ", fields[" << f
+        << "]);\n";
+  out << "  return ::aspen::detail::runCompute(vertex, workerId, numWorkers);\n}\n";
+  if (!vertex.fields.empty()) {
+    out << "static constexpr ::aspen::detail::CodeletFieldRecord aspen_fields_" << k << "[] = {\n";
+    for (const ParsedField &field : vertex.fields)
+      out << "  ::aspen::detail::fieldRecord<decltype(" << type << "::" << field.name << ")>(\""
+          << field.name << "\"),\n";
+    out << "};\n";
+  }
+  out << "static constexpr ::aspen::detail::CodeletVertexRecord aspen_vertex_record_" << k
+      << " = {\"" << vertex.name << "\", \"" << entrySymbol(k)
+      << "\", ::aspen::detail::isMultiVertex<" << type << ">(), " << vertex.fields.size() << ", "
+      << (vertex.fields.empty() ? std::string("nullptr") : "aspen_fields_" + std::to_string(k))
+      << "};\n";
+  if (!vertex.scope.empty())
+    out << "} // namespace " << vertex.scope << "\n";
+  out << "\n";
+}
+
+} // namespace
+
+std::string entrySymbol(std::size_t vertexIndex) {
+  return "aspen_vertex_" + std::to_string(vertexIndex);
+}
+
+std::string generateWrapper(const std::string &sourcePath, const std::string &source,
+                            const std::vector<ParsedVertex> &vertices,
+                            const std::string &contentHash) {
+  std::ostringstream out;
+  out << "#line 1 \"" << escapeForStringLiteral(sourcePath) << "\"\n" << source;
+  if (!source.empty() && source.back() != '\n')
+    out << '\n';
+  out << "#line 1 \"<aspen wrapper of " << escapeForStringLiteral(sourcePath) << ">\"\n"
+      << "#include <aspen/detail/VertexWrapper.hpp>\n\n";
+  for (std::size_t k = 0; k < vertices.size(); ++k)
+    writeVertex(out, k, vertices[k]);
+
+  out << "static constexpr ::aspen::detail::CodeletVertexRecord aspen_vertices[] = {\n";
+  for (std::size_t k = 0; k < vertices.size(); ++k)
+    out << "  " << (vertices[k].scope.empty() ? "" : "::" + vertices[k].scope)
+        << "::aspen_vertex_record_" << k << ",\n";
+  if (vertices.empty())
+    out << "  {nullptr, nullptr, 0, 0, nullptr},\n";
+  out << "};\n\n"
+      << "static const char aspen_source_name[] = \"" << escapeForStringLiteral(sourcePath)
+      << "\";\n"
+      << "static const char aspen_source[] = " << rawStringLiteral(source) << ";\n\n"
+      << "extern \"C\" __attribute__((visibility(\"default\"))) const "
+         "::aspen::detail::CodeletLibraryRecord *"
+      << kCodeletLibrarySymbol << "() {\n"
+      << "  static const ::aspen::detail::CodeletLibraryRecord record = {" << kCodeletFormatVersion
+      << ", aspen_source_name, aspen_source, \"" << contentHash << "\", " << vertices.size()
+      << ", aspen_vertices};\n"
+      << "  return &record;\n}\n";
+  return out.str();
+}
+
+} // namespace aspen::detail
