@@ -8,6 +8,7 @@
 #include <aspen/Program.hpp>
 
 #include <functional>
+#include <initializer_list>
 #include <iosfwd>
 #include <memory>
 #include <string>
@@ -33,7 +34,8 @@ public:
 
   explicit Executable(std::unique_ptr<detail::CompiledGraph> compiled);
   const detail::CompiledGraph &compiled() const { return *compiled_; }
-  std::unique_ptr<detail::CompiledGraph> release() { return std::move(compiled_); }
+  // Out of line: CompiledGraph is incomplete here.
+  std::unique_ptr<detail::CompiledGraph> release();
 
 private:
   std::unique_ptr<detail::CompiledGraph> compiled_;
@@ -81,6 +83,10 @@ public:
   Engine(const Graph &graph, ArrayRef<program::Program> programs, const OptionFlags &options = {},
          ProgressFunc progress = {});
   Engine(const Graph &graph, const std::vector<program::Program> &programs,
+         const OptionFlags &options = {}, ProgressFunc progress = {})
+      : Engine(graph, ArrayRef<program::Program>(programs), options, std::move(progress)) {}
+  // A braced list of programs ({p0, p1}) would otherwise match both overloads above.
+  Engine(const Graph &graph, std::initializer_list<program::Program> programs,
          const OptionFlags &options = {}, ProgressFunc progress = {})
       : Engine(graph, ArrayRef<program::Program>(programs), options, std::move(progress)) {}
   explicit Engine(Executable &&executable, const OptionFlags &options = {});

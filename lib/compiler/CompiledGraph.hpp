@@ -1,0 +1,188 @@
+// CompiledGraph: a graph and its programs after compilation, as plain data.
+//
+// Nothing here points into the Graph it came from: memory is a set of buffers placed in one
+// arena, every tensor has become a list of strided byte runs in those buffers, compute sets are
+// tables of field descriptors, and programs are a tree of steps. Executors load it; Serialize.cpp
+// writes and reads it. The only shared objects are the codelet libraries, which travel as bytes.
+#pragma once
+
+#include "codelets/CodeletLibrary.hpp"
+
+#include <aspen/Type.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace aspen::detail {
+
+// What a buffer holds; every buffer gets an arena offset from the memory layout pass.
+enum class BufferKind : std::uint8_t { Variable, VertexState, Scratch };
+
+struct Buffer {
+  BufferKind kind = BufferKind::Variable;
+  std::string name;
+  std::uint64_t bytes = 0;
+  std::uint64_t offset = 0; // in the arena, 64-byte aligned
+};
+
+// `count` elements, the first at `offset` bytes into `buffer`, then every `stride` bytes.
+struct ByteRun {
+  std::uint32_t buffer = 0;
+  std::int64_t offset = 0;
+  std::int64_t stride = 0;
+  std::uint64_t count = 0;
+};
+
+// The elements of a tensor in flattened order.
+struct RegionList {
+  std::vector<ByteRun> runs;
+  std::uint32_t elementBytes = 0;
+  std::uint64_t numElements = 0;
+  std::uint64_t bytes() const { return numElements * elementBytes; }
+};
+
+// Copies src element i to dst element i; through a temporary when the two may overlap.
+struct CopyPlan {
+  RegionList src, dst;
+  bool throughTemporary = false;
+};
+
+// One element read by control flow (predicates, Switch controls).
+struct ScalarRef {
+  std::uint32_t buffer = 0;
+  std::uint64_t offset = 0;
+  Type type;
+};
+
+// A field descriptor before load: the executor turns it into a FieldDesc by adding the base
+// address of the arena (or of the compute set's nested descriptor table).
+struct DescTemplate {
+  enum Base : std::uint8_t { Null, Arena, Nested };
+  Base base = Null;
+  std::uint32_t buffer = 0; // Arena only
+  std::uint64_t offset = 0; // bytes into the buffer, or index into `nested`
+  std::uint64_t size = 0;
+};
+
+struct CompiledVertexType {
+  std::string name;
+  std::uint32_t library = 0; // index into CompiledGraph::libraries
+  bool isMultiVertex = false;
+};
+
+struct CompiledVertex {
+  std::uint32_t type = 0;       // index into CompiledGraph::vertexTypes
+  std::uint32_t firstField = 0; // index into CompiledComputeSet::fields
+  std::uint32_t tile = 0;
+  std::uint32_t id = 0;         // the graph's vertex id, for messages
+};
+
+// Vertices [begin, end) of a compute set all run on `tile`.
+struct TileGroup {
+  std::uint32_t tile = 0;
+  std::uint32_t begin = 0, end = 0;
+};
+
+struct CompiledComputeSet {
+  std::string name;
+  std::vector<CompiledVertex> vertices; // grouped by tile, in order of addition within a tile
+  std::vector<TileGroup> tiles;
+  std::vector<DescTemplate> fields;     // each vertex's fields, consecutive
+  std::vector<DescTemplate> nested;     // the edges of 2-D fields
+  std::vector<CopyPlan> gathers;        // into contiguous temporaries, before the vertices run
+  std::vector<CopyPlan> scatters;       // out of them, after
+  std::uint64_t rearrangedBytes = 0;    // bytes moved by gathers and scatters per execution
+};
+
+struct StreamInfo {
+  std::string handle;
+  Type type;
+  std::uint64_t numElements = 0;
+  bool hostToDevice = true;
+  std::uint64_t bytes() const { return numElements * type.size(); }
+};
+
+struct StreamCopy {
+  std::uint32_t stream = 0;
+  RegionList tensor;
+};
+
+struct HostHandle {
+  Type type;
+  RegionList regions;
+};
+
+struct PrintInfo {
+  std::string title;
+  Type type;
+  std::vector<std::uint64_t> shape;
+  RegionList regions;
+};
+
+enum class StepKind : std::uint8_t {
+  Sequence,         // children
+  Execute,          // index: compute set
+  Copy,             // index: copy plan
+  StreamToTensor,   // index: stream copy
+  TensorToStream,   // index: stream copy
+  Repeat,           // count; children: [body]
+  RepeatWhileTrue,  // scalar; children: [cond, body]
+  RepeatWhileFalse, // scalar; children: [cond, body]
+  If,               // scalar; children: [trueBody, falseBody]
+  Switch,           // scalar; children: [default, case...]; cases
+  PrintTensor,      // index: print
+  Abort,            // scalar
+  Nop,              // Sync, WriteUndef, empty programs
+};
+const char *stepKindName(StepKind kind);
+
+struct Step {
+  StepKind kind = StepKind::Nop;
+  std::string name;
+  std::uint32_t index = 0;
+  std::uint32_t count = 0;
+  ScalarRef scalar;
+  std::vector<std::uint32_t> children;
+  std::vector<std::int32_t> cases;
+};
+
+// The facts about the target that execution and the profile need.
+struct TargetSummary {
+  std::string name;
+  std::uint32_t numTiles = 1;
+  std::uint32_t numWorkerContexts = 1;
+  std::uint64_t bytesPerTile = 0;
+  double clockHz = 1.0e9;
+};
+
+struct InitialValue {
+  std::uint32_t buffer = 0;
+  std::uint64_t offset = 0;
+  std::vector<std::uint8_t> bytes;
+};
+
+struct CompiledGraph {
+  TargetSummary target;
+  std::vector<Buffer> buffers;
+  std::uint64_t arenaBytes = 0;
+  std::vector<InitialValue> initialValues; // constants and vertex state, written at load
+  std::vector<std::uint64_t> tileBytes;    // variable bytes mapped to each tile
+  std::uint64_t variableBytes = 0;
+
+  std::vector<std::shared_ptr<const CodeletLibrary>> libraries;
+  std::vector<CompiledVertexType> vertexTypes;
+  std::vector<CompiledComputeSet> computeSets;
+  std::vector<CopyPlan> copies;
+  std::vector<StreamCopy> streamCopies;
+  std::vector<PrintInfo> prints;
+  std::vector<Step> steps;
+  std::vector<std::uint32_t> programs; // root step of each program, by index
+
+  std::map<std::string, HostHandle, std::less<>> hostWrites, hostReads;
+  std::vector<StreamInfo> streams;
+};
+
+} // namespace aspen::detail

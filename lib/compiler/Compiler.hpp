@@ -1,0 +1,24 @@
+// The compiler: a Graph and its programs in, a self-contained CompiledGraph out.
+#pragma once
+
+#include "CompiledGraph.hpp"
+#include "core/GraphState.hpp"
+
+#include <aspen/Engine.hpp>
+
+#include <memory>
+
+namespace aspen::detail {
+
+struct CompileOptions {
+  bool allowOutOfMemory = false; // debug.allowOutOfMemory
+};
+
+// Raises the aspen::error subclass of the first misuse found (see Verify.hpp). Each pass is timed
+// and logged at debug level (ASPEN_LOG_LEVEL=debug); `progress` sees (pass, number of passes).
+std::unique_ptr<CompiledGraph> compile(const GraphState &graph,
+                                       ArrayRef<program::Program> programs,
+                                       const CompileOptions &options,
+                                       const ProgressFunc &progress = {});
+
+} // namespace aspen::detail

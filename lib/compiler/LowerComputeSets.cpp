@@ -1,0 +1,186 @@
+#include "LowerComputeSets.hpp"
+
+#include "LowerCopies.hpp"
+#include "Regions.hpp"
+
+#include <aspen/Error.hpp>
+
+#include <algorithm>
+
+namespace aspen::detail {
+
+namespace {
+
+std::uint64_t alignUp(std::uint64_t x, std::uint64_t a) { return (x + a - 1) / a * a; }
+
+// Temporaries are aligned for any element type a codelet may vectorise over.
+constexpr std::uint64_t kTemporaryAlignment = 16;
+
+class ComputeSetLowering {
+public:
+  ComputeSetLowering(const GraphState &graph, CompiledGraph &out) : graph_(graph), out_(out) {
+    stateBuffer_ = static_cast<std::uint32_t>(out_.buffers.size());
+    out_.buffers.push_back({BufferKind::VertexState, "vertex state", 0, 0});
+  }
+
+  void lower(unsigned csId) {
+    const ComputeSetRecord &record = graph_.computeSets[csId];
+    cs_ = CompiledComputeSet{};
+    cs_.name = record.name;
+    scratchBuffer_ = static_cast<std::uint32_t>(out_.buffers.size());
+    scratchBytes_ = 0;
+
+    std::vector<unsigned> order = record.vertices;
+    std::stable_sort(order.begin(), order.end(), [&](unsigned a, unsigned b) {
+      return graph_.vertices[a].tile < graph_.vertices[b].tile;
+    });
+    cs_.vertices.reserve(order.size());
+    for (unsigned v : order)
+      lowerVertex(v);
+    for (std::uint32_t i = 0; i < cs_.vertices.size(); ++i) {
+      if (cs_.tiles.empty() || cs_.tiles.back().tile != cs_.vertices[i].tile)
+        cs_.tiles.push_back({cs_.vertices[i].tile, i, i});
+      cs_.tiles.back().end = i + 1;
+    }
+    for (const CopyPlan &p : cs_.gathers)
+      cs_.rearrangedBytes += p.src.bytes();
+    for (const CopyPlan &p : cs_.scatters)
+      cs_.rearrangedBytes += p.src.bytes();
+    if (scratchBytes_ > 0)
+      out_.buffers.push_back({BufferKind::Scratch, "scratch of compute set '" + cs_.name + "'",
+                              scratchBytes_, 0});
+    out_.computeSets.push_back(std::move(cs_));
+  }
+
+  void finish() {
+    out_.buffers[stateBuffer_].bytes = state_.size();
+    if (!state_.empty())
+      out_.initialValues.push_back({stateBuffer_, 0, std::move(state_)});
+  }
+
+private:
+  struct Temporary {
+    Tensor tensor;
+    std::uint64_t offset;
+    bool gather, scatter;
+  };
+
+  void lowerVertex(unsigned v) {
+    const VertexRecord &vertex = graph_.vertices[v];
+    const VertexTypeInfo &type = *vertex.type;
+    cs_.vertices.push_back({typeIndex(type), static_cast<std::uint32_t>(cs_.fields.size()),
+                            vertex.tile, v});
+    temporaries_.clear();
+    for (std::size_t f = 0; f < type.fields.size(); ++f) {
+      const FieldInfo &info = type.fields[f];
+      const FieldBinding &binding = vertex.fields[f];
+      if (!info.isEdge()) {
+        cs_.fields.push_back(plainMember(info, binding));
+      } else if (info.shape != FieldShape::VectorOfVectors) {
+        cs_.fields.push_back(edge(info, binding.tensor));
+      } else {
+        cs_.fields.push_back({DescTemplate::Nested, 0, cs_.nested.size(), binding.edges.size()});
+        for (const Tensor &t : binding.edges)
+          cs_.nested.push_back(edge(info, t));
+      }
+    }
+    for (const Temporary &temp : temporaries_) {
+      RegionList scratch = contiguousScratch(temp.tensor, temp.offset);
+      if (temp.gather)
+        cs_.gathers.push_back(makeCopyPlan(regionsOf(temp.tensor), scratch));
+      if (temp.scatter)
+        cs_.scatters.push_back(makeCopyPlan(std::move(scratch), regionsOf(temp.tensor)));
+    }
+  }
+
+  DescTemplate plainMember(const FieldInfo &info, const FieldBinding &binding) {
+    // An unset scalar member reads as zero; an unset Vector member is empty.
+    const std::size_t count = binding.hasValue ? binding.valueCount
+                              : info.shape == FieldShape::Scalar ? 1 : 0;
+    const std::uint64_t bytes = std::max<std::uint64_t>(count * info.elementBytes,
+                                                        binding.hasValue ? binding.value.size() : 0);
+    const std::uint64_t offset = alignUp(state_.size(), std::max(8u, info.elementBytes));
+    state_.resize(offset + bytes);
+    if (binding.hasValue)
+      std::copy(binding.value.begin(), binding.value.end(), state_.begin() + offset);
+    return {DescTemplate::Arena, stateBuffer_, offset, count};
+  }
+
+  DescTemplate edge(const FieldInfo &info, const Tensor &t) {
+    const std::uint64_t n = t.numElements();
+    if (n == 0)
+      return {DescTemplate::Null, 0, 0, 0};
+    RegionList regions = regionsOf(t);
+    if (isContiguous(regions)) {
+      const ByteRun &run = regions.runs.front();
+      return {DescTemplate::Arena, run.buffer, std::uint64_t(run.offset), n};
+    }
+    for (Temporary &temp : temporaries_)
+      if (temp.tensor == t) {
+        temp.gather |= info.reads();
+        temp.scatter |= info.writes();
+        return {DescTemplate::Arena, scratchBuffer_, temp.offset, n};
+      }
+    const std::uint64_t offset = alignUp(scratchBytes_, kTemporaryAlignment);
+    scratchBytes_ = offset + regions.bytes();
+    temporaries_.push_back({t, offset, info.reads(), info.writes()});
+    return {DescTemplate::Arena, scratchBuffer_, offset, n};
+  }
+
+  RegionList contiguousScratch(const Tensor &t, std::uint64_t offset) const {
+    RegionList list;
+    list.elementBytes = static_cast<std::uint32_t>(t.elementType().size());
+    list.numElements = t.numElements();
+    list.runs.push_back({scratchBuffer_, std::int64_t(offset), std::int64_t(list.elementBytes),
+                         list.numElements});
+    return list;
+  }
+
+  std::uint32_t typeIndex(const VertexTypeInfo &type) {
+    auto it = typeIndex_.find(&type);
+    if (it != typeIndex_.end())
+      return it->second;
+    std::uint32_t library = 0;
+    while (library < out_.libraries.size() && out_.libraries[library].get() != type.library)
+      ++library;
+    if (library == out_.libraries.size()) {
+      const auto &libs = graph_.codelets.libraries();
+      auto lib = std::find_if(libs.begin(), libs.end(),
+                              [&](const auto &l) { return l.get() == type.library; });
+      if (lib == libs.end())
+        throw internal_error("vertex type " + type.name + " comes from no library of its graph");
+      out_.libraries.push_back(*lib);
+    }
+    const auto index = static_cast<std::uint32_t>(out_.vertexTypes.size());
+    out_.vertexTypes.push_back({type.name, library, type.isMultiVertex});
+    typeIndex_.emplace(&type, index);
+    return index;
+  }
+
+  const GraphState &graph_;
+  CompiledGraph &out_;
+  std::uint32_t stateBuffer_ = 0;
+  std::vector<std::uint8_t> state_;
+  std::unordered_map<const VertexTypeInfo *, std::uint32_t> typeIndex_;
+  CompiledComputeSet cs_;
+  std::uint32_t scratchBuffer_ = 0;
+  std::uint64_t scratchBytes_ = 0;
+  std::vector<Temporary> temporaries_;
+};
+
+} // namespace
+
+std::unordered_map<unsigned, std::uint32_t>
+lowerComputeSets(const GraphState &graph, const std::vector<unsigned> &computeSets,
+                 CompiledGraph &out) {
+  ComputeSetLowering lowering(graph, out);
+  std::unordered_map<unsigned, std::uint32_t> index;
+  for (unsigned cs : computeSets) {
+    index[cs] = static_cast<std::uint32_t>(out.computeSets.size());
+    lowering.lower(cs);
+  }
+  lowering.finish();
+  return index;
+}
+
+} // namespace aspen::detail

@@ -1,0 +1,20 @@
+// Program lowering: the programs become a tree of steps (CompiledGraph::steps) whose leaves
+// refer to lowered compute sets, copies and prints; a node shared by several programs, or a
+// function called from several places, becomes one step. Also records host handles and streams.
+// Assumes a verified graph whose copies and compute sets are lowered.
+#pragma once
+
+#include "CompiledGraph.hpp"
+#include "LowerCopies.hpp"
+#include "core/GraphState.hpp"
+
+#include <unordered_map>
+
+namespace aspen::detail {
+
+void lowerPrograms(const GraphState &graph, ArrayRef<program::Program> programs,
+                   const CopyIndex &copies,
+                   const std::unordered_map<unsigned, std::uint32_t> &computeSets,
+                   CompiledGraph &out);
+
+} // namespace aspen::detail

@@ -1,0 +1,288 @@
+// Executable::serialize / deserialize: a CompiledGraph as a versioned little-endian binary
+// stream. Layout: magic "ASPENEXE", format version (u32), then the CompiledGraph's members in
+// declaration order; vectors and strings are a u64 count followed by their items. Codelet
+// libraries travel as their host shared objects (CodeletLibrary::binary()).
+#include "CompiledGraph.hpp"
+
+#include <aspen/Engine.hpp>
+#include <aspen/Error.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <istream>
+#include <ostream>
+#include <type_traits>
+
+namespace aspen {
+
+namespace {
+
+using namespace detail;
+
+constexpr char kMagic[8] = {'A', 'S', 'P', 'E', 'N', 'E', 'X', 'E'};
+constexpr std::uint32_t kFormatVersion = 1;
+
+class Writer {
+public:
+  explicit Writer(std::ostream &out) : out_(out) {}
+
+  template <class T> std::enable_if_t<std::is_arithmetic_v<T> || std::is_enum_v<T>> put(T v) {
+    out_.write(reinterpret_cast<const char *>(&v), sizeof v);
+  }
+  void put(const std::string &s) {
+    put<std::uint64_t>(s.size());
+    out_.write(s.data(), std::streamsize(s.size()));
+  }
+  void put(const std::vector<std::uint8_t> &bytes) {
+    put<std::uint64_t>(bytes.size());
+    out_.write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size()));
+  }
+  void put(Type t) { put(t.id()); }
+  template <class T> void put(const std::vector<T> &items) {
+    put<std::uint64_t>(items.size());
+    for (const T &item : items)
+      put(item);
+  }
+  template <class M> void putMap(const M &map) {
+    put<std::uint64_t>(map.size());
+    for (const auto &[key, value] : map) {
+      put(key);
+      put(value);
+    }
+  }
+  void put(const ByteRun &r) { put(r.buffer), put(r.offset), put(r.stride), put(r.count); }
+  void put(const RegionList &r) { put(r.runs), put(r.elementBytes), put(r.numElements); }
+  void put(const CopyPlan &p) { put(p.src), put(p.dst), put(p.throughTemporary); }
+  void put(const ScalarRef &s) { put(s.buffer), put(s.offset), put(s.type); }
+  void put(const DescTemplate &d) { put(d.base), put(d.buffer), put(d.offset), put(d.size); }
+  void put(const Buffer &b) { put(b.kind), put(b.name), put(b.bytes), put(b.offset); }
+  void put(const InitialValue &v) { put(v.buffer), put(v.offset), put(v.bytes); }
+  void put(const CompiledVertexType &t) { put(t.name), put(t.library), put(t.isMultiVertex); }
+  void put(const CompiledVertex &v) { put(v.type), put(v.firstField), put(v.tile), put(v.id); }
+  void put(const TileGroup &g) { put(g.tile), put(g.begin), put(g.end); }
+  void put(const CompiledComputeSet &c) {
+    put(c.name), put(c.vertices), put(c.tiles), put(c.fields), put(c.nested);
+    put(c.gathers), put(c.scatters), put(c.rearrangedBytes);
+  }
+  void put(const StreamInfo &s) { put(s.handle), put(s.type), put(s.numElements), put(s.hostToDevice); }
+  void put(const StreamCopy &s) { put(s.stream), put(s.tensor); }
+  void put(const HostHandle &h) { put(h.type), put(h.regions); }
+  void put(const PrintInfo &p) { put(p.title), put(p.type), put(p.shape), put(p.regions); }
+  void put(const Step &s) {
+    put(s.kind), put(s.name), put(s.index), put(s.count), put(s.scalar), put(s.children);
+    put(s.cases);
+  }
+  void put(const TargetSummary &t) {
+    put(t.name), put(t.numTiles), put(t.numWorkerContexts), put(t.bytesPerTile), put(t.clockHz);
+  }
+  void put(const std::shared_ptr<const CodeletLibrary> &lib) { put(lib->binary()); }
+  template <class T> void item(const T &v) { put(v); }
+
+private:
+  std::ostream &out_;
+};
+
+class Reader {
+public:
+  explicit Reader(std::istream &in) : in_(in) {}
+
+  [[noreturn]] void fail(const std::string &why) {
+    throw serialization_error("Executable::deserialize: " + why);
+  }
+  void raw(void *p, std::size_t n) {
+    if (!in_.read(static_cast<char *>(p), std::streamsize(n)))
+      fail("the stream ends early (truncated)");
+  }
+
+  template <class T> std::enable_if_t<std::is_arithmetic_v<T> || std::is_enum_v<T>> get(T &v) {
+    raw(&v, sizeof v);
+  }
+  std::uint64_t count() {
+    std::uint64_t n = 0;
+    get(n);
+    // A count cannot exceed the bytes left; a corrupt count must not allocate unbounded memory.
+    if (n > (std::uint64_t(1) << 40))
+      fail("a length of " + std::to_string(n) + " is implausible (corrupt stream)");
+    return n;
+  }
+  void get(std::string &s) {
+    s.resize(count());
+    raw(s.data(), s.size());
+  }
+  void get(std::vector<std::uint8_t> &bytes) {
+    bytes.resize(count());
+    raw(bytes.data(), bytes.size());
+  }
+  void get(Type &t) {
+    TypeId id{};
+    get(id);
+    if (static_cast<unsigned>(id) > kNumTypes)
+      fail("unknown element type code " + std::to_string(unsigned(id)));
+    t = Type(id);
+  }
+  template <class T> void get(std::vector<T> &items) {
+    const std::uint64_t n = count();
+    items.clear();
+    for (std::uint64_t i = 0; i < n; ++i)
+      get(items.emplace_back());
+  }
+  template <class M> void getMap(M &map) {
+    const std::uint64_t n = count();
+    for (std::uint64_t i = 0; i < n; ++i) {
+      std::string key;
+      get(key);
+      get(map[key]);
+    }
+  }
+  void get(ByteRun &r) { get(r.buffer), get(r.offset), get(r.stride), get(r.count); }
+  void get(RegionList &r) { get(r.runs), get(r.elementBytes), get(r.numElements); }
+  void get(CopyPlan &p) { get(p.src), get(p.dst), get(p.throughTemporary); }
+  void get(ScalarRef &s) { get(s.buffer), get(s.offset), get(s.type); }
+  void get(DescTemplate &d) { get(d.base), get(d.buffer), get(d.offset), get(d.size); }
+  void get(Buffer &b) { get(b.kind), get(b.name), get(b.bytes), get(b.offset); }
+  void get(InitialValue &v) { get(v.buffer), get(v.offset), get(v.bytes); }
+  void get(CompiledVertexType &t) { get(t.name), get(t.library), get(t.isMultiVertex); }
+  void get(CompiledVertex &v) { get(v.type), get(v.firstField), get(v.tile), get(v.id); }
+  void get(TileGroup &g) { get(g.tile), get(g.begin), get(g.end); }
+  void get(CompiledComputeSet &c) {
+    get(c.name), get(c.vertices), get(c.tiles), get(c.fields), get(c.nested);
+    get(c.gathers), get(c.scatters), get(c.rearrangedBytes);
+  }
+  void get(StreamInfo &s) { get(s.handle), get(s.type), get(s.numElements), get(s.hostToDevice); }
+  void get(StreamCopy &s) { get(s.stream), get(s.tensor); }
+  void get(HostHandle &h) { get(h.type), get(h.regions); }
+  void get(PrintInfo &p) { get(p.title), get(p.type), get(p.shape), get(p.regions); }
+  void get(Step &s) {
+    get(s.kind), get(s.name), get(s.index), get(s.count), get(s.scalar), get(s.children);
+    get(s.cases);
+  }
+  void get(TargetSummary &t) {
+    get(t.name), get(t.numTiles), get(t.numWorkerContexts), get(t.bytesPerTile), get(t.clockHz);
+  }
+  void get(std::shared_ptr<const CodeletLibrary> &lib) {
+    std::vector<std::uint8_t> bytes;
+    get(bytes);
+    lib = CodeletLibrary::loadBinary(bytes);
+  }
+  template <class T> void item(T &v) { get(v); }
+
+private:
+  std::istream &in_;
+};
+
+// The members of CompiledGraph, in one place for both directions.
+template <class IO, class G> void transferGraph(IO &io, G &g) {
+  auto each = [&](auto &...members) { (io.item(members), ...); };
+  each(g.target, g.buffers, g.arenaBytes, g.initialValues, g.tileBytes, g.variableBytes,
+       g.libraries, g.vertexTypes, g.computeSets, g.copies, g.streamCopies, g.prints, g.steps,
+       g.programs, g.streams);
+}
+
+// A stream that parses can still be corrupt: check every index and byte range before an
+// executor trusts them.
+void validate(Reader &io, const CompiledGraph &g) {
+  auto check = [&](bool ok, const char *what) {
+    if (!ok)
+      io.fail(std::string("corrupt stream: ") + what + " out of range");
+  };
+  auto checkRegions = [&](const RegionList &r) {
+    for (const ByteRun &run : r.runs) {
+      check(run.buffer < g.buffers.size(), "buffer index");
+      const Buffer &b = g.buffers[run.buffer];
+      const std::int64_t last = run.offset + run.stride * std::int64_t(run.count ? run.count - 1 : 0);
+      check(run.count == 0 || (std::min(run.offset, last) >= 0 &&
+                               std::uint64_t(std::max(run.offset, last)) + r.elementBytes <= b.bytes),
+            "region");
+    }
+  };
+  for (const Buffer &b : g.buffers)
+    check(b.offset + b.bytes <= g.arenaBytes, "buffer");
+  for (const InitialValue &v : g.initialValues)
+    check(v.buffer < g.buffers.size() && v.offset + v.bytes.size() <= g.buffers[v.buffer].bytes,
+          "initial value");
+  for (const CompiledVertexType &t : g.vertexTypes)
+    check(t.library < g.libraries.size(), "codelet library index");
+  for (const CompiledComputeSet &cs : g.computeSets) {
+    for (const CompiledVertex &v : cs.vertices)
+      check(v.type < g.vertexTypes.size() && v.firstField <= cs.fields.size(), "vertex");
+    for (const TileGroup &t : cs.tiles)
+      check(t.begin <= t.end && t.end <= cs.vertices.size(), "tile group");
+    for (const auto *descs : {&cs.fields, &cs.nested})
+      for (const DescTemplate &d : *descs)
+        check(d.base != DescTemplate::Nested ? d.buffer < g.buffers.size()
+                                             : d.offset + d.size <= cs.nested.size(),
+              "field descriptor");
+    for (const auto *plans : {&cs.gathers, &cs.scatters})
+      for (const CopyPlan &p : *plans)
+        checkRegions(p.src), checkRegions(p.dst);
+  }
+  for (const CopyPlan &p : g.copies)
+    checkRegions(p.src), checkRegions(p.dst);
+  for (const StreamCopy &c : g.streamCopies)
+    check(c.stream < g.streams.size(), "stream index"), checkRegions(c.tensor);
+  for (const PrintInfo &p : g.prints)
+    checkRegions(p.regions);
+  for (const auto *handles : {&g.hostWrites, &g.hostReads})
+    for (const auto &[name, h] : *handles)
+      checkRegions(h.regions);
+  for (const Step &s : g.steps) {
+    for (std::uint32_t c : s.children)
+      check(c < g.steps.size(), "step child");
+    const std::size_t limit = s.kind == StepKind::Execute          ? g.computeSets.size()
+                              : s.kind == StepKind::Copy           ? g.copies.size()
+                              : s.kind == StepKind::PrintTensor    ? g.prints.size()
+                              : s.kind == StepKind::StreamToTensor ||
+                                      s.kind == StepKind::TensorToStream
+                                  ? g.streamCopies.size()
+                                  : std::size_t(1);
+    check(s.index < limit, "step operand");
+    const std::size_t children = s.kind == StepKind::Repeat ? 1
+                                 : s.kind == StepKind::Switch ? s.cases.size() + 1
+                                 : s.kind == StepKind::If || s.kind == StepKind::RepeatWhileTrue ||
+                                         s.kind == StepKind::RepeatWhileFalse
+                                     ? 2
+                                     : 0;
+    check(s.kind == StepKind::Sequence || s.children.size() == children, "step children");
+    const bool hasScalar = s.kind == StepKind::If || s.kind == StepKind::Switch ||
+                           s.kind == StepKind::Abort || children == 2;
+    check(!hasScalar || (s.scalar.buffer < g.buffers.size() &&
+                         s.scalar.offset + s.scalar.type.size() <= g.buffers[s.scalar.buffer].bytes),
+          "predicate");
+  }
+  for (std::uint32_t p : g.programs)
+    check(p < g.steps.size(), "program");
+}
+
+} // namespace
+
+void Executable::serialize(std::ostream &out) const {
+  Writer io(out);
+  out.write(kMagic, sizeof kMagic);
+  io.put(kFormatVersion);
+  transferGraph(io, *compiled_);
+  io.putMap(compiled_->hostWrites);
+  io.putMap(compiled_->hostReads);
+  if (!out)
+    throw serialization_error("Executable::serialize: writing to the stream failed");
+}
+
+Executable Executable::deserialize(std::istream &in) {
+  Reader io(in);
+  char magic[sizeof kMagic];
+  io.raw(magic, sizeof magic);
+  if (std::memcmp(magic, kMagic, sizeof kMagic) != 0)
+    io.fail("the stream is not an Aspen executable (bad magic header)");
+  std::uint32_t version = 0;
+  io.get(version);
+  if (version != kFormatVersion)
+    io.fail("format version " + std::to_string(version) + " is not supported (this build reads " +
+            "version " + std::to_string(kFormatVersion) + ")");
+  auto graph = std::make_unique<CompiledGraph>();
+  transferGraph(io, *graph);
+  io.getMap(graph->hostWrites);
+  io.getMap(graph->hostReads);
+  validate(io, *graph);
+  return Executable(std::move(graph));
+}
+
+} // namespace aspen

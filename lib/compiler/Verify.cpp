@@ -1,0 +1,302 @@
+#include "Verify.hpp"
+
+#include "ProgramWalk.hpp"
+#include "core/TensorRegions.hpp"
+
+#include <aspen/Error.hpp>
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace aspen::detail {
+
+namespace {
+
+std::string quoted(const std::string &s) { return "'" + s + "'"; }
+
+class Verifier {
+public:
+  explicit Verifier(const GraphState &graph) : graph_(graph) {}
+
+  // `what` names the use in messages, e.g. "Copy 'step' destination".
+  void checkTensor(const Tensor &t, const std::string &what) {
+    if (!t.valid())
+      throw control_program_error(what + " is an invalid (default-constructed) tensor");
+    if (graphOf(t) != &graph_)
+      throw control_program_error(what + " is a tensor of another graph; an engine compiles "
+                                         "the tensors of one graph only");
+    checkMapped(t, what);
+  }
+
+  template <class Error = control_program_error>
+  static void checkWritable(const Tensor &t, const std::string &what) {
+    if (t.containsConstant())
+      throw Error(what + " contains constant elements, which cannot be written");
+    if (t.containsAliases())
+      throw Error(what + " contains aliased elements (the same variable element more than "
+                         "once), so the value written is undefined");
+  }
+
+  void checkPredicate(const Tensor &t, const std::string &what, bool integralOnly) {
+    checkTensor(t, what);
+    if (t.numElements() != 1)
+      throw control_program_error(what + " must be a scalar (one element), but has shape " +
+                                  t.shapeToString());
+    const Type type = t.elementType();
+    if (integralOnly ? !type.isIntegral() : !type.valid())
+      throw control_program_error(what + " must have an integral type" +
+                                  (integralOnly ? "" : ", bool or a floating-point type") +
+                                  ", not " + type.toString());
+  }
+
+  void checkProgram(const ProgramNode &node) {
+    const std::string name = std::string(programKindName(node.kind)) +
+                             (node.debugName.empty() ? "" : " " + quoted(node.debugName));
+    switch (node.kind) {
+    case ProgramKind::Execute:
+      if (node.graph != &graph_ || node.id >= graph_.computeSets.size())
+        throw control_program_error(name + " executes compute set #" + std::to_string(node.id) +
+                                    " of another graph");
+      useComputeSet(node.id);
+      break;
+    case ProgramKind::Copy:
+      checkTensor(node.tensor, name + " source");
+      checkTensor(node.dst, name + " destination");
+      checkCopyShape(name, node.tensor.elementType(), node.tensor.numElements(),
+                     node.dst.elementType(), node.dst.numElements());
+      checkWritable(node.dst, name + " destination");
+      break;
+    case ProgramKind::StreamToTensor:
+    case ProgramKind::TensorToStream: {
+      const bool toTensor = node.kind == ProgramKind::StreamToTensor;
+      const Tensor &t = toTensor ? node.dst : node.tensor;
+      checkTensor(t, name + (toTensor ? " destination" : " source"));
+      if (node.graph != &graph_ || node.id >= graph_.streams.size())
+        throw control_program_error(name + " uses a stream of another graph");
+      const StreamRecord &s = graph_.streams[node.id];
+      if (s.hostToDevice != toTensor)
+        throw control_program_error(name + " uses stream " + quoted(s.handle) + " in the wrong "
+                                    "direction: it is a " +
+                                    (s.hostToDevice ? "host-to-device" : "device-to-host") +
+                                    " stream");
+      const std::string stream = "stream " + quoted(s.handle);
+      if (toTensor)
+        checkCopyShape(name, s.type, s.numElements, t.elementType(), t.numElements());
+      else
+        checkCopyShape(name, t.elementType(), t.numElements(), s.type, s.numElements);
+      if (toTensor)
+        checkWritable(t, name + " destination");
+      break;
+    }
+    case ProgramKind::RepeatWhileTrue:
+    case ProgramKind::RepeatWhileFalse:
+    case ProgramKind::If:
+    case ProgramKind::AbortOnCondition:
+      checkPredicate(node.tensor, name + " predicate", false);
+      break;
+    case ProgramKind::Switch:
+      checkPredicate(node.tensor, name + " control", true);
+      break;
+    case ProgramKind::Call:
+      if (node.graph != &graph_ || node.id >= graph_.functions.size())
+        throw control_program_error(name + " calls function #" + std::to_string(node.id) +
+                                    " of another graph");
+      break;
+    case ProgramKind::WriteUndef:
+    case ProgramKind::PrintTensor:
+      checkTensor(node.tensor, name + " tensor");
+      break;
+    case ProgramKind::Empty:
+    case ProgramKind::Sequence:
+    case ProgramKind::Repeat:
+    case ProgramKind::Sync:
+      break;
+    }
+  }
+
+  void checkHostHandles() {
+    for (const auto &[handle, t] : graph_.hostWrites)
+      checkTensor(t, "host write handle " + quoted(handle));
+    for (const auto &[handle, t] : graph_.hostReads)
+      checkTensor(t, "host read handle " + quoted(handle));
+  }
+
+  void checkComputeSet(unsigned cs) {
+    writes_.clear();
+    for (unsigned v : graph_.computeSets[cs].vertices)
+      checkVertex(v);
+    checkDisjointWrites(cs);
+  }
+
+  const std::vector<unsigned> &usedComputeSets() const { return computeSets_; }
+
+private:
+  struct Write {
+    unsigned var;
+    std::int64_t begin, end; // bytes
+    unsigned vertex;
+  };
+
+  void useComputeSet(unsigned cs) {
+    if (usedSet_.insert(cs).second)
+      computeSets_.push_back(cs);
+  }
+
+  static void checkCopyShape(const std::string &name, Type srcType, std::size_t srcElements,
+                             Type dstType, std::size_t dstElements) {
+    if (srcElements != dstElements)
+      throw shape_error(name + ": source has " + std::to_string(srcElements) +
+                        " elements but destination has " + std::to_string(dstElements) +
+                        "; a copy needs equal element counts");
+    if (srcType != dstType)
+      throw type_error(name + ": source type " + srcType.toString() +
+                       " differs from destination type " + dstType.toString() +
+                       "; a copy does not convert");
+  }
+
+  void checkVertex(unsigned v) {
+    const VertexRecord &vertex = graph_.vertices[v];
+    const std::string name = graph_.vertexName(v);
+    if (vertex.tile == kInvalidId)
+      throw invalid_tile_mapping(name + " has no tile; map it with Graph::setTileMapping(vertex, "
+                                        "tile)");
+    if (vertex.tile >= graph_.target.getNumTiles())
+      throw invalid_tile_mapping(name + " is mapped to tile " + std::to_string(vertex.tile) +
+                                 " but the target has " +
+                                 std::to_string(graph_.target.getNumTiles()) + " tiles");
+    const auto &fields = vertex.type->fields;
+    for (std::size_t f = 0; f < fields.size(); ++f) {
+      const FieldInfo &info = fields[f];
+      if (!info.isEdge())
+        continue;
+      const FieldBinding &binding = vertex.fields[f];
+      const std::string field = name + " field " + quoted(info.name);
+      if (info.shape != FieldShape::VectorOfVectors) {
+        checkEdge(v, info, binding.tensor, field);
+        continue;
+      }
+      if (!binding.sizeSet)
+        throw graph_connection_error(field + " is a vector of edges whose size was never set "
+                                             "(Graph::setFieldSize or connect with a list)");
+      for (std::size_t e = 0; e < binding.edges.size(); ++e)
+        checkEdge(v, info, binding.edges[e], field + "[" + std::to_string(e) + "]");
+    }
+  }
+
+  void checkEdge(unsigned v, const FieldInfo &info, const Tensor &t, const std::string &field) {
+    if (!t.valid())
+      throw graph_connection_error(field + " is not connected; every edge field needs a tensor");
+    if (graphOf(t) != &graph_)
+      throw graph_connection_error(field + " is connected to a tensor of another graph");
+    if (info.elementType.valid() && t.elementType() != info.elementType)
+      throw graph_connection_error(field + " has element type " + info.elementType.toString() +
+                                   " but is connected to a tensor of type " +
+                                   t.elementType().toString());
+    if (info.shape == FieldShape::Scalar && t.numElements() != 1)
+      throw graph_connection_error(field + " is a scalar edge but is connected to a tensor of "
+                                           "shape " + t.shapeToString());
+    checkMapped(t, field);
+    if (!info.writes())
+      return;
+    checkWritable<graph_connection_error>(t, field);
+    const std::int64_t eb = static_cast<std::int64_t>(t.elementType().size());
+    for (const VarRegion &r : flatRegions(t)) {
+      if (r.count == 1 || r.byteStride == eb) {
+        writes_.push_back({r.var, r.byteOffset, r.byteOffset + eb * std::int64_t(r.count), v});
+      } else if (r.byteStride == -eb) {
+        const std::int64_t low = r.byteOffset - eb * std::int64_t(r.count - 1);
+        writes_.push_back({r.var, low, r.byteOffset + eb, v});
+      } else {
+        for (std::size_t i = 0; i < r.count; ++i) {
+          const std::int64_t at = r.byteOffset + r.byteStride * std::int64_t(i);
+          writes_.push_back({r.var, at, at + eb, v});
+        }
+      }
+    }
+  }
+
+  // Sorted by start, an overlap between two vertices always shows against the write that
+  // reaches furthest so far.
+  void checkDisjointWrites(unsigned cs) {
+    std::sort(writes_.begin(), writes_.end(), [](const Write &a, const Write &b) {
+      return a.var != b.var ? a.var < b.var : a.begin < b.begin;
+    });
+    const Write *furthest = nullptr;
+    for (const Write &w : writes_) {
+      if (furthest && furthest->var == w.var && w.begin < furthest->end) {
+        if (furthest->vertex != w.vertex) {
+          const std::size_t elementBytes = graph_.variables[w.var].type.size();
+          throw graph_connection_error(
+              graph_.vertexName(furthest->vertex) + " and " + graph_.vertexName(w.vertex) +
+              " both write variable " + graph_.variableName(w.var) + " element " +
+              std::to_string(std::max(w.begin, furthest->begin) / std::int64_t(elementBytes)) +
+              " in compute set " + quoted(graph_.computeSets[cs].name) +
+              "; the vertices of one compute set must write disjoint elements");
+        }
+        if (w.end <= furthest->end)
+          continue;
+      }
+      furthest = &w;
+    }
+  }
+
+  // Unmapped element intervals of a variable, computed once per variable.
+  const std::vector<Interval> &unmappedOf(unsigned var) {
+    auto it = unmapped_.find(var);
+    if (it != unmapped_.end())
+      return it->second;
+    std::vector<Interval> gaps;
+    std::size_t next = 0;
+    for (const TileMap::Run &run : graph_.variables[var].mapping.runs()) {
+      if (run.begin > next)
+        gaps.emplace_back(next, run.begin);
+      next = std::max(next, run.end);
+    }
+    if (next < graph_.variables[var].numElements)
+      gaps.emplace_back(next, graph_.variables[var].numElements);
+    return unmapped_.emplace(var, std::move(gaps)).first->second;
+  }
+
+  void checkMapped(const Tensor &t, const std::string &what) {
+    std::size_t element = 0; // of t, for the message
+    for (const VarRegion &r : flatRegions(t)) {
+      const std::vector<Interval> &gaps = unmappedOf(r.var);
+      if (gaps.empty()) {
+        element += r.count;
+        continue;
+      }
+      const std::int64_t varBytes = std::int64_t(graph_.variables[r.var].type.size());
+      for (std::size_t i = 0; i < r.count; ++i, ++element) {
+        const std::size_t e = std::size_t((r.byteOffset + r.byteStride * std::int64_t(i)) / varBytes);
+        auto gap = std::upper_bound(gaps.begin(), gaps.end(), e,
+                                    [](std::size_t x, const Interval &g) { return x < g.end(); });
+        if (gap != gaps.end() && gap->begin() <= e)
+          throw invalid_tile_mapping(what + ": element " + std::to_string(element) +
+                                     " (variable " + graph_.variableName(r.var) + " element " +
+                                     std::to_string(e) +
+                                     ") is not mapped to a tile; every element an engine uses "
+                                     "must be mapped with Graph::setTileMapping");
+      }
+    }
+  }
+
+  const GraphState &graph_;
+  std::vector<unsigned> computeSets_;
+  std::unordered_set<unsigned> usedSet_;
+  std::unordered_map<unsigned, std::vector<Interval>> unmapped_;
+  std::vector<Write> writes_;
+};
+
+} // namespace
+
+std::vector<unsigned> verifyGraph(const GraphState &graph, ArrayRef<program::Program> programs) {
+  Verifier verifier(graph);
+  forEachProgramNode(graph, programs, [&](const ProgramNode &n) { verifier.checkProgram(n); });
+  verifier.checkHostHandles();
+  for (unsigned cs : verifier.usedComputeSets())
+    verifier.checkComputeSet(cs);
+  return verifier.usedComputeSets();
+}
+
+} // namespace aspen::detail

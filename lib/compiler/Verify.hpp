@@ -1,0 +1,21 @@
+// Verification: checks a graph and its programs before lowering, so that every later pass may
+// assume well-formed input. Each misuse raises the aspen::error subclass for its rule, naming the
+// object, the rule and the values:
+//  - tensors used by programs, vertices and host handles belong to the graph and are fully mapped
+//  - vertices have a tile and every edge field is connected to a tensor of the field's type
+//  - predicates and Switch controls are scalars of a usable type
+//  - copies match in element count and type; written tensors hold no aliases or constants
+//  - no two vertices of one compute set write the same variable element
+//  - Execute and Call refer to this graph's compute sets and functions
+#pragma once
+
+#include "core/GraphState.hpp"
+
+#include <vector>
+
+namespace aspen::detail {
+
+// The compute sets the programs execute, in order of first use.
+std::vector<unsigned> verifyGraph(const GraphState &graph, ArrayRef<program::Program> programs);
+
+} // namespace aspen::detail

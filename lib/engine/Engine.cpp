@@ -1,0 +1,165 @@
+// Engine: the public API over EngineImpl, and EngineImpl's host-facing operations.
+#include "EngineImpl.hpp"
+
+#include "compiler/Compiler.hpp"
+#include "core/Logging.hpp"
+#include "executors/cpu/CpuExecutor.hpp"
+
+#include <aspen/Engine.hpp>
+#include <aspen/Error.hpp>
+
+namespace aspen {
+
+namespace detail {
+
+EngineImpl::EngineImpl(std::unique_ptr<CompiledGraph> compiled, const EngineOptions &options)
+    : compiled_(std::move(compiled)), options_(options) {
+  if (!compiled_)
+    throw error("Engine: the Executable is empty (it was moved from or released)");
+  profile_ = ExecutionProfile(*compiled_);
+  streams_.reserve(compiled_->streams.size());
+  for (const StreamInfo &s : compiled_->streams)
+    streams_.emplace_back(s.handle, s.bytes(), s.hostToDevice);
+}
+
+void EngineImpl::load(const Device &device) {
+  switch (device.getKind()) {
+  case DeviceKind::None:
+    throw error("Engine::load: no device (a default-constructed Device); make one with "
+                "Device::createCPUDevice or Device::createModelDevice");
+  case DeviceKind::Gpu:
+    throw error("Engine::load: device " + device.describe() +
+                " is a GPU, but this build of Aspen has no CUDA executor");
+  case DeviceKind::Cpu:
+  case DeviceKind::Model:
+    break;
+  }
+  const Target &target = device.getTarget();
+  if (target.getNumTiles() != compiled_->target.numTiles)
+    logger().warn("Engine::load: the graph was compiled for target '{}' with {} tiles but device "
+                  "'{}' has {} tiles; running it as compiled",
+                  compiled_->target.name, compiled_->target.numTiles, target.getName(),
+                  target.getNumTiles());
+  auto executor = makeCpuExecutor({options_.cpuThreads, options_.reverseWorkers});
+  executor->load(*compiled_);
+  executor_ = std::move(executor);
+}
+
+void EngineImpl::requireLoaded(const char *what) const {
+  if (!executor_)
+    throw runtime_error(std::string("Engine::") + what +
+                        ": the engine is not loaded; call Engine::load(device) first");
+}
+
+const HostHandle &EngineImpl::hostHandle(StringRef handle, bool write, std::size_t bytes) const {
+  const auto &handles = write ? compiled_->hostWrites : compiled_->hostReads;
+  const char *what = write ? "writeTensor" : "readTensor";
+  const auto it = handles.find(handle);
+  if (it == handles.end()) {
+    std::string known;
+    for (const auto &[name, h] : handles)
+      known += (known.empty() ? "'" : ", '") + name + "'";
+    throw stream_connection_error(std::string("Engine::") + what + ": unknown handle '" +
+                                  std::string(handle) + "'; the " +
+                                  (write ? "createHostWrite" : "createHostRead") +
+                                  " handles are: " + (known.empty() ? "(none)" : known));
+  }
+  if (bytes != it->second.regions.bytes())
+    throw stream_connection_error(std::string("Engine::") + what + "('" + std::string(handle) +
+                                  "'): the host buffer has " + std::to_string(bytes) +
+                                  " bytes but the tensor has " +
+                                  std::to_string(it->second.regions.bytes()));
+  requireLoaded(what);
+  return it->second;
+}
+
+void EngineImpl::writeTensor(StringRef handle, const void *begin, const void *end) {
+  const std::size_t bytes = static_cast<const char *>(end) - static_cast<const char *>(begin);
+  const HostHandle &h = hostHandle(handle, true, bytes); // checks that the engine is loaded
+  executor_->write(h.regions, begin);
+}
+
+void EngineImpl::readTensor(StringRef handle, void *begin, void *end) {
+  const std::size_t bytes = static_cast<char *>(end) - static_cast<char *>(begin);
+  const HostHandle &h = hostHandle(handle, false, bytes); // checks that the engine is loaded
+  executor_->read(h.regions, begin);
+}
+
+StreamConnection &EngineImpl::stream(StringRef handle) {
+  std::string known;
+  for (std::size_t i = 0; i < compiled_->streams.size(); ++i) {
+    if (compiled_->streams[i].handle == handle)
+      return streams_[i];
+    known += (known.empty() ? "'" : ", '") + compiled_->streams[i].handle + "'";
+  }
+  throw stream_connection_error("unknown stream '" + std::string(handle) +
+                                "'; the streams are: " + (known.empty() ? "(none)" : known));
+}
+
+void EngineImpl::printProfileSummary(std::ostream &out, const ProfileOptions &options) const {
+  detail::printProfileSummary(out, *compiled_, profile_, options);
+}
+
+} // namespace detail
+
+namespace {
+std::unique_ptr<detail::EngineImpl> compileEngine(const Graph &graph,
+                                                  ArrayRef<program::Program> programs,
+                                                  const OptionFlags &options,
+                                                  const ProgressFunc &progress) {
+  const detail::EngineOptions parsed = detail::parseEngineOptions(options);
+  return std::make_unique<detail::EngineImpl>(
+      detail::compile(graph.state(), programs, {parsed.allowOutOfMemory}, progress), parsed);
+}
+} // namespace
+
+Engine::Engine(const Graph &graph, const program::Program &program, const OptionFlags &options,
+               ProgressFunc progress)
+    : impl_(compileEngine(graph, ArrayRef<program::Program>(&program, 1), options, progress)) {}
+
+Engine::Engine(const Graph &graph, ArrayRef<program::Program> programs, const OptionFlags &options,
+               ProgressFunc progress)
+    : impl_(compileEngine(graph, programs, options, progress)) {}
+
+Engine::Engine(Executable &&executable, const OptionFlags &options)
+    : impl_(std::make_unique<detail::EngineImpl>(executable.release(),
+                                                 detail::parseEngineOptions(options))) {}
+
+Engine::Engine(Engine &&) noexcept = default;
+Engine &Engine::operator=(Engine &&) noexcept = default;
+Engine::~Engine() = default;
+
+void Engine::load(const Device &device) { impl_->load(device); }
+void Engine::run(unsigned programIndex, const std::string &debugName) {
+  impl_->run(programIndex, debugName);
+}
+void Engine::loadAndRun(const Device &device, unsigned programIndex) {
+  load(device);
+  run(programIndex);
+}
+
+void Engine::writeTensor(StringRef handle, const void *begin, const void *end) {
+  impl_->writeTensor(handle, begin, end);
+}
+void Engine::readTensor(StringRef handle, void *begin, void *end) {
+  impl_->readTensor(handle, begin, end);
+}
+
+void Engine::connectStream(StringRef handle, void *p) { impl_->stream(handle).connectBuffer(p); }
+void Engine::connectStream(StringRef handle, void *begin, void *end) {
+  impl_->stream(handle).connectCircular(begin, end);
+}
+void Engine::connectStreamToCallback(StringRef handle, std::unique_ptr<StreamCallback> callback) {
+  impl_->stream(handle).connectCallback(std::move(callback));
+}
+void Engine::connectStreamToCallback(StringRef handle, std::function<void(void *)> callback) {
+  connectStreamToCallback(handle, std::make_unique<LegacyStreamCallback>(std::move(callback)));
+}
+
+void Engine::setPrintStream(std::ostream &stream) { impl_->setPrintStream(stream); }
+void Engine::printProfileSummary(std::ostream &out, const OptionFlags &options) const {
+  impl_->printProfileSummary(out, detail::parseProfileOptions(options));
+}
+void Engine::resetExecutionProfile() { impl_->resetExecutionProfile(); }
+
+} // namespace aspen

@@ -1,0 +1,48 @@
+// EngineImpl: a loaded CompiledGraph, its executor, host connections and execution profile.
+// Control flow is interpreted here (Run.cpp); the executor does memory and compute.
+#pragma once
+
+#include "EngineOptions.hpp"
+#include "Profile.hpp"
+#include "Streams.hpp"
+#include "compiler/CompiledGraph.hpp"
+#include "executors/Executor.hpp"
+
+#include <aspen/Device.hpp>
+
+#include <iostream>
+#include <memory>
+
+namespace aspen::detail {
+
+class EngineImpl {
+public:
+  EngineImpl(std::unique_ptr<CompiledGraph> compiled, const EngineOptions &options);
+
+  void load(const Device &device);
+  void run(unsigned programIndex, const std::string &debugName);
+  void writeTensor(StringRef handle, const void *begin, const void *end);
+  void readTensor(StringRef handle, void *begin, void *end);
+  StreamConnection &stream(StringRef handle);
+  void setPrintStream(std::ostream &stream) { printStream_ = &stream; }
+  void printProfileSummary(std::ostream &out, const ProfileOptions &options) const;
+  void resetExecutionProfile() { profile_ = ExecutionProfile(*compiled_); }
+
+private:
+  void requireLoaded(const char *what) const;
+  const HostHandle &hostHandle(StringRef handle, bool write, std::size_t bytes) const;
+  void runStep(std::uint32_t index);
+  bool isTrue(const ScalarRef &scalar);
+  std::int64_t integerValue(const ScalarRef &scalar);
+  void transfer(const StreamCopy &copy, bool toDevice);
+
+  std::unique_ptr<CompiledGraph> compiled_;
+  EngineOptions options_;
+  std::unique_ptr<Executor> executor_;
+  std::vector<StreamConnection> streams_;
+  std::ostream *printStream_ = &std::cout;
+  ExecutionProfile profile_;
+  std::vector<std::uint8_t> staging_;
+};
+
+} // namespace aspen::detail

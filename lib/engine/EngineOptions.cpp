@@ -1,0 +1,154 @@
+#include "EngineOptions.hpp"
+
+#include "core/OptionParsing.hpp"
+
+#include <aspen/Error.hpp>
+
+#include <cctype>
+#include <cstdlib>
+#include <thread>
+
+namespace aspen::detail {
+
+namespace {
+
+// A JSON object whose values are strings (numbers and booleans are taken as their text), as
+// Poplar reads POPLAR_ENGINE_OPTIONS.
+class JsonOptionsReader {
+public:
+  JsonOptionsReader(std::string text, std::string source)
+      : text_(std::move(text)), source_(std::move(source)) {}
+
+  void readInto(OptionFlags &flags) {
+    expect('{');
+    if (peek() == '}') {
+      ++pos_;
+      return;
+    }
+    for (;;) {
+      std::string key = readString();
+      expect(':');
+      std::string value = peek() == '"' ? readString() : readBareWord();
+      flags.set(key, value);
+      const char c = next();
+      if (c == '}')
+        return;
+      if (c != ',')
+        fail("',' or '}'");
+    }
+  }
+
+private:
+  char peek() {
+    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_])))
+      ++pos_;
+    return pos_ < text_.size() ? text_[pos_] : '\0';
+  }
+  char next() {
+    const char c = peek();
+    if (pos_ < text_.size())
+      ++pos_;
+    return c;
+  }
+  void expect(char c) {
+    if (next() != c)
+      fail(std::string("'") + c + "'");
+  }
+  std::string readString() {
+    expect('"');
+    std::string s;
+    while (pos_ < text_.size() && text_[pos_] != '"') {
+      if (text_[pos_] == '\\' && pos_ + 1 < text_.size())
+        ++pos_;
+      s += text_[pos_++];
+    }
+    if (pos_ >= text_.size())
+      fail("a closing '\"'");
+    ++pos_;
+    return s;
+  }
+  std::string readBareWord() {
+    peek();
+    std::string s;
+    while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) ||
+                                   text_[pos_] == '.' || text_[pos_] == '-' || text_[pos_] == '+'))
+      s += text_[pos_++];
+    if (s.empty())
+      fail("a value");
+    return s;
+  }
+  [[noreturn]] void fail(const std::string &expected) {
+    throw invalid_option(source_ + " is not a JSON object of options: expected " + expected +
+                         " at character " + std::to_string(pos_) + " of '" + text_ + "'");
+  }
+
+  std::string text_, source_;
+  std::size_t pos_ = 0;
+};
+
+void readEnvironment(const char *variable, OptionFlags &flags) {
+  if (const char *text = std::getenv(variable); text && *text)
+    JsonOptionsReader(text, std::string("environment variable ") + variable).readInto(flags);
+}
+
+unsigned defaultThreads() {
+  if (const char *text = std::getenv("ASPEN_CPU_THREADS"); text && *text) {
+    char *end = nullptr;
+    const unsigned long n = std::strtoul(text, &end, 10);
+    if (*end != '\0' || n == 0 || n > 1024)
+      throw invalid_option("environment variable ASPEN_CPU_THREADS='" + std::string(text) +
+                           "' is not a thread count in [1, 1024]");
+    return static_cast<unsigned>(n);
+  }
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+} // namespace
+
+EngineOptions parseEngineOptions(const OptionFlags &options) {
+  OptionFlags merged;
+  readEnvironment("POPLAR_ENGINE_OPTIONS", merged);
+  readEnvironment("ASPEN_ENGINE_OPTIONS", merged);
+  for (const auto &[key, value] : options)
+    merged.set(key, value);
+
+  EngineOptions result;
+  result.cpuThreads = defaultThreads();
+  bool instrument = false, retainDebugInformation = false;
+  OptionSpec spec("Engine");
+  spec.unsignedInteger("aspen.cpu.threads", result.cpuThreads, 1, 1024)
+      .enumeration("aspen.cpu.workerOrder", result.reverseWorkers,
+                   {{"forward", false}, {"reverse", true}})
+      .boolean("debug.allowOutOfMemory", result.allowOutOfMemory)
+      // Execution is always measured and debug names are always kept.
+      .boolean("debug.instrument", instrument)
+      .boolean("debug.retainDebugInformation", retainDebugInformation)
+      // Streams are copied synchronously, so no overlap setting changes anything.
+      .add("exchange.streamBufferOverlap", "one of none, hostRearrangeOnly, any",
+           [](const std::string &v) { return v == "none" || v == "hostRearrangeOnly" || v == "any"; });
+  for (const char *key : {"autoReport.all", "autoReport.directory", "autoReport.outputGraphProfile",
+                          "autoReport.outputExecutionProfile", "autoReport.outputDebugInfo",
+                          "autoReport.outputLoweredVars", "autoReport.outputArchive",
+                          "autoReport.executionProfileProgramRunCount", "debug.trace",
+                          "debug.instrumentCompute", "debug.floatPointOpException",
+                          "debug.nanOverflowMode", "debug.executionProfile",
+                          "debug.outputAllSymbols"})
+    spec.ignored(key);
+  for (const auto &[key, value] : merged)
+    if (key.rfind("aspen.", 0) == 0 && !spec.knows(key))
+      throw invalid_option("Engine option '" + key +
+                           "' is not known; Aspen's own options (aspen.*) are "
+                           "aspen.cpu.threads and aspen.cpu.workerOrder");
+  spec.parse(merged, /*unknownIsError=*/false);
+  return result;
+}
+
+ProfileOptions parseProfileOptions(const OptionFlags &options) {
+  ProfileOptions result;
+  OptionSpec spec("printProfileSummary");
+  spec.boolean("showExecutionSteps", result.showExecutionSteps);
+  spec.parse(options, /*unknownIsError=*/false);
+  return result;
+}
+
+} // namespace aspen::detail

@@ -1,0 +1,24 @@
+// Engine options: Aspen's own ("aspen.*", which must be known), the Poplar keys Aspen reads or
+// accepts, and defaults from the environment (POPLAR_ENGINE_OPTIONS, then ASPEN_ENGINE_OPTIONS,
+// each a JSON object of string values; explicit options win). Other keys are logged and ignored.
+#pragma once
+
+#include <aspen/OptionFlags.hpp>
+
+namespace aspen::detail {
+
+struct EngineOptions {
+  unsigned cpuThreads = 1;       // aspen.cpu.threads, else env ASPEN_CPU_THREADS, else all cores
+  bool reverseWorkers = false;   // aspen.cpu.workerOrder = forward | reverse
+  bool allowOutOfMemory = false; // debug.allowOutOfMemory
+};
+
+EngineOptions parseEngineOptions(const OptionFlags &options);
+
+// Options of printProfileSummary.
+struct ProfileOptions {
+  bool showExecutionSteps = false;
+};
+ProfileOptions parseProfileOptions(const OptionFlags &options);
+
+} // namespace aspen::detail

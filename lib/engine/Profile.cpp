@@ -1,0 +1,105 @@
+#include "Profile.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+namespace aspen::detail {
+
+ExecutionProfile::ExecutionProfile(const CompiledGraph &graph)
+    : computeSets(graph.computeSets.size()), steps(graph.steps.size()),
+      programs(graph.programs.size()) {}
+
+namespace {
+
+void printMemory(std::ostream &out, const CompiledGraph &graph) {
+  const auto &tiles = graph.tileBytes;
+  const std::uint64_t total = std::accumulate(tiles.begin(), tiles.end(), std::uint64_t(0));
+  const auto maxTile = std::max_element(tiles.begin(), tiles.end());
+  std::uint64_t state = 0, scratch = 0;
+  for (const Buffer &b : graph.buffers) {
+    if (b.kind == BufferKind::VertexState)
+      state += b.bytes;
+    else if (b.kind == BufferKind::Scratch)
+      scratch = std::max(scratch, b.bytes);
+  }
+  fmt::print(out, "Memory Usage:\n");
+  fmt::print(out, "  Total variable bytes:       {}\n", graph.variableBytes);
+  fmt::print(out, "  Mapped to tiles:            {}\n", total);
+  if (maxTile != tiles.end()) {
+    fmt::print(out, "  Per tile: max {} bytes (tile {}), mean {:.1f} bytes over {} tiles\n",
+               *maxTile, maxTile - tiles.begin(), double(total) / double(tiles.size()),
+               tiles.size());
+    if (graph.target.bytesPerTile)
+      fmt::print(out, "  Tile budget:                {} bytes ({:.1f}% used at most)\n",
+                 graph.target.bytesPerTile,
+                 100.0 * double(*maxTile) / double(graph.target.bytesPerTile));
+  }
+  fmt::print(out, "  Vertex state bytes:         {}\n", state);
+  fmt::print(out, "  Rearrangement scratch:      {}\n", scratch);
+  fmt::print(out, "  Arena bytes:                {}\n", graph.arenaBytes);
+}
+
+void printComputeSets(std::ostream &out, const CompiledGraph &graph) {
+  std::uint64_t vertices = 0, rearranged = 0;
+  std::map<std::string, std::uint64_t> byType;
+  for (const CompiledComputeSet &cs : graph.computeSets) {
+    vertices += cs.vertices.size();
+    rearranged += cs.rearrangedBytes;
+    for (const CompiledVertex &v : cs.vertices)
+      ++byType[graph.vertexTypes[v.type].name];
+  }
+  fmt::print(out, "Compute sets: {}\n", graph.computeSets.size());
+  fmt::print(out, "  Rearrangement bytes per execution of all compute sets: {}\n", rearranged);
+  fmt::print(out, "Vertices: {}\n", vertices);
+  for (const auto &[type, count] : byType)
+    fmt::print(out, "  {}: {}\n", type, count);
+}
+
+void printExecution(std::ostream &out, const CompiledGraph &graph,
+                    const ExecutionProfile &profile, const ProfileOptions &options) {
+  double total = 0;
+  std::uint64_t runs = 0;
+  for (const auto &p : profile.programs) {
+    total += p.seconds;
+    runs += p.calls;
+  }
+  fmt::print(out, "Execution:\n");
+  fmt::print(out, "  Program runs: {}\n", runs);
+  fmt::print(out, "  Total cycles: {} (measured {:.6f} s at {:.3f} GHz)\n",
+             std::uint64_t(total * graph.target.clockHz), total, graph.target.clockHz / 1e9);
+  fmt::print(out, "  Copies: {} calls, {} bytes, {:.6f} s\n", profile.copies.calls,
+             profile.copiedBytes, profile.copies.seconds);
+  fmt::print(out, "  Stream transfers: {} calls, {} bytes, {:.6f} s\n",
+             profile.streamTransfers.calls, profile.streamedBytes,
+             profile.streamTransfers.seconds);
+  fmt::print(out, "  Rearrangement bytes moved: {}\n", profile.rearrangedBytes);
+  fmt::print(out, "  Compute sets (time, calls):\n");
+  for (std::size_t i = 0; i < graph.computeSets.size(); ++i)
+    fmt::print(out, "    {}: {:.6f} s, {} calls\n", graph.computeSets[i].name,
+               profile.computeSets[i].seconds, profile.computeSets[i].calls);
+  if (!options.showExecutionSteps)
+    return;
+  fmt::print(out, "  Execution steps (step: kind name, time including children, calls):\n");
+  for (std::size_t i = 0; i < graph.steps.size(); ++i)
+    if (profile.steps[i].calls)
+      fmt::print(out, "    {}: {} '{}', {:.6f} s, {} calls\n", i,
+                 stepKindName(graph.steps[i].kind), graph.steps[i].name,
+                 profile.steps[i].seconds, profile.steps[i].calls);
+}
+
+} // namespace
+
+void printProfileSummary(std::ostream &out, const CompiledGraph &graph,
+                         const ExecutionProfile &profile, const ProfileOptions &options) {
+  fmt::print(out, "Target: {} ({} tiles, {} workers a tile)\n", graph.target.name,
+             graph.target.numTiles, graph.target.numWorkerContexts);
+  printMemory(out, graph);
+  printComputeSets(out, graph);
+  printExecution(out, graph, profile, options);
+}
+
+} // namespace aspen::detail

@@ -1,0 +1,134 @@
+// EngineImpl::run: interprets the compiled program steps on the executor.
+#include "EngineImpl.hpp"
+#include "PrintTensor.hpp"
+
+#include <aspen/Error.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+namespace aspen::detail {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+} // namespace
+
+void EngineImpl::run(unsigned programIndex, const std::string &debugName) {
+  if (programIndex >= compiled_->programs.size())
+    throw control_program_error("Engine::run(" + std::to_string(programIndex) +
+                                (debugName.empty() ? "" : ", '" + debugName + "'") +
+                                "): the engine has " +
+                                std::to_string(compiled_->programs.size()) + " programs");
+  requireLoaded("run");
+  const auto start = Clock::now();
+  runStep(compiled_->programs[programIndex]);
+  profile_.programs[programIndex].add(secondsSince(start));
+}
+
+// A predicate is true when non-zero; for floating-point types any value but ±0 (NaN is true).
+bool EngineImpl::isTrue(const ScalarRef &scalar) {
+  std::uint8_t bytes[8] = {};
+  executor_->readScalar(scalar, bytes);
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, bytes, sizeof bits);
+  if (scalar.type.isFloatingPoint())
+    bits &= ~(std::uint64_t(1) << (8 * scalar.type.size() - 1));
+  return bits != 0;
+}
+
+std::int64_t EngineImpl::integerValue(const ScalarRef &scalar) {
+  std::uint8_t bytes[8] = {};
+  executor_->readScalar(scalar, bytes);
+  const std::size_t size = scalar.type.size();
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, bytes, size);
+  if (scalar.type.isSigned() && size < 8 && (bits >> (8 * size - 1)) & 1)
+    bits |= ~std::uint64_t(0) << (8 * size); // sign-extend
+  return static_cast<std::int64_t>(bits);
+}
+
+void EngineImpl::transfer(const StreamCopy &copy, bool toDevice) {
+  const auto start = Clock::now();
+  staging_.resize(copy.tensor.bytes());
+  StreamConnection &connection = streams_[copy.stream];
+  if (toDevice) {
+    connection.hostToDevice(staging_.data());
+    executor_->write(copy.tensor, staging_.data());
+  } else {
+    executor_->read(copy.tensor, staging_.data());
+    connection.deviceToHost(staging_.data());
+  }
+  profile_.streamedBytes += staging_.size();
+  profile_.streamTransfers.add(secondsSince(start));
+}
+
+void EngineImpl::runStep(std::uint32_t index) {
+  const Step &step = compiled_->steps[index];
+  const auto start = Clock::now();
+  switch (step.kind) {
+  case StepKind::Sequence:
+    for (std::uint32_t child : step.children)
+      runStep(child);
+    break;
+  case StepKind::Execute:
+    profile_.computeSets[step.index].add(executor_->execute(step.index));
+    profile_.rearrangedBytes += compiled_->computeSets[step.index].rearrangedBytes;
+    break;
+  case StepKind::Copy: {
+    const CopyPlan &plan = compiled_->copies[step.index];
+    executor_->copy(plan);
+    profile_.copiedBytes += plan.src.bytes();
+    profile_.copies.add(secondsSince(start));
+    break;
+  }
+  case StepKind::StreamToTensor:
+  case StepKind::TensorToStream:
+    transfer(compiled_->streamCopies[step.index], step.kind == StepKind::StreamToTensor);
+    break;
+  case StepKind::Repeat:
+    for (std::uint32_t i = 0; i < step.count; ++i)
+      runStep(step.children[0]);
+    break;
+  case StepKind::RepeatWhileTrue:
+  case StepKind::RepeatWhileFalse: {
+    const bool continueWhen = step.kind == StepKind::RepeatWhileTrue;
+    for (;;) {
+      runStep(step.children[0]);
+      if (isTrue(step.scalar) != continueWhen)
+        break;
+      runStep(step.children[1]);
+    }
+    break;
+  }
+  case StepKind::If:
+    runStep(step.children[isTrue(step.scalar) ? 0 : 1]);
+    break;
+  case StepKind::Switch: {
+    const std::int64_t value = integerValue(step.scalar);
+    const auto match = std::find(step.cases.begin(), step.cases.end(), value);
+    runStep(step.children[match == step.cases.end() ? 0 : 1 + (match - step.cases.begin())]);
+    break;
+  }
+  case StepKind::PrintTensor: {
+    const PrintInfo &print = compiled_->prints[step.index];
+    staging_.resize(print.regions.bytes());
+    executor_->read(print.regions, staging_.data());
+    *printStream_ << formatTensor(print, staging_.data()) << std::flush;
+    break;
+  }
+  case StepKind::Abort:
+    if (isTrue(step.scalar))
+      throw runtime_error("AbortOnCondition '" + step.name +
+                          "': the predicate is true (non-zero), so the program was aborted");
+    break;
+  case StepKind::Nop:
+    break;
+  }
+  profile_.steps[index].add(secondsSince(start));
+}
+
+} // namespace aspen::detail

@@ -1,0 +1,174 @@
+#include "CpuExecutor.hpp"
+
+#include "RegionCopy.hpp"
+#include "ThreadPool.hpp"
+
+#include <aspen/Error.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <mutex>
+
+namespace aspen::detail {
+
+namespace {
+
+struct LoadedVertex {
+  VertexEntry entry;
+  const FieldDesc *fields;
+  bool isMultiVertex;
+};
+
+// A compute set with every field descriptor resolved to an address, made once at load.
+struct LoadedComputeSet {
+  std::vector<FieldDesc> fields, nested;
+  std::vector<LoadedVertex> vertices;
+};
+
+struct FreeDeleter {
+  void operator()(std::uint8_t *p) const { std::free(p); }
+};
+
+class CpuExecutor final : public Executor {
+public:
+  explicit CpuExecutor(const CpuExecutorOptions &options)
+      : options_(options), pool_(options.threads == 0 ? 1 : options.threads) {}
+
+  void load(const CompiledGraph &graph) override {
+    graph_ = &graph;
+    const std::size_t bytes = std::max<std::uint64_t>(graph.arenaBytes, 64);
+    arena_.reset(static_cast<std::uint8_t *>(std::aligned_alloc(64, (bytes + 63) / 64 * 64)));
+    if (!arena_)
+      throw graph_memory_allocation_error("cannot allocate " + std::to_string(bytes) +
+                                          " bytes of device memory on the host");
+    std::memset(arena_.get(), 0, bytes);
+    view_ = ArenaView(arena_.get(), graph.buffers);
+    for (const InitialValue &init : graph.initialValues)
+      if (!init.bytes.empty())
+        std::memcpy(view_.address(init.buffer, std::int64_t(init.offset)), init.bytes.data(),
+                    init.bytes.size());
+    resolveComputeSets(graph);
+  }
+
+  void write(const RegionList &regions, const void *host) override {
+    scatterRegions(view_, regions, host);
+  }
+  void read(const RegionList &regions, void *host) override {
+    gatherRegions(view_, regions, host);
+  }
+  void readScalar(const ScalarRef &scalar, void *host) override {
+    std::memcpy(host, view_.address(scalar.buffer, std::int64_t(scalar.offset)),
+                scalar.type.size());
+  }
+  void copy(const CopyPlan &plan) override { copyRegions(view_, plan, temporary_); }
+
+  double execute(std::uint32_t index) override {
+    const auto start = std::chrono::steady_clock::now();
+    const CompiledComputeSet &cs = graph_->computeSets[index];
+    const LoadedComputeSet &loaded = computeSets_[index];
+    for (const CopyPlan &gather : cs.gathers)
+      copy(gather);
+    failed_ = kNone;
+    pool_.parallelFor(cs.tiles.size(), [&](std::size_t t) {
+      const TileGroup &group = cs.tiles[t];
+      for (std::uint32_t v = group.begin; v < group.end; ++v)
+        if (!runVertex(loaded.vertices[v])) {
+          noteFailure(v);
+          return;
+        }
+    });
+    if (failed_ != kNone)
+      throw runtime_error(failureMessage(cs, failed_));
+    for (const CopyPlan &scatter : cs.scatters)
+      copy(scatter);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+private:
+  static constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+
+  bool runVertex(const LoadedVertex &v) const {
+    if (!v.isMultiVertex)
+      return v.entry(v.fields, 0, 1) != 0;
+    const unsigned n = graph_->target.numWorkerContexts;
+    bool ok = true;
+    for (unsigned i = 0; i < n; ++i)
+      ok &= v.entry(v.fields, options_.reverseWorkers ? n - 1 - i : i, n) != 0;
+    return ok;
+  }
+
+  // The lowest failing vertex is reported, so that the message does not depend on threads.
+  void noteFailure(std::uint32_t v) {
+    std::lock_guard lock(failureMutex_);
+    if (failed_ == kNone || v < failed_)
+      failed_ = v;
+  }
+
+  std::string failureMessage(const CompiledComputeSet &cs, std::uint32_t v) const {
+    const CompiledVertex &vertex = cs.vertices[v];
+    return "vertex " + std::to_string(vertex.id) + " (" + graph_->vertexTypes[vertex.type].name +
+           ") on tile " + std::to_string(vertex.tile) + " in compute set '" + cs.name +
+           "' returned false from compute()";
+  }
+
+  void resolveComputeSets(const CompiledGraph &graph) {
+    std::vector<VertexEntry> entries;
+    for (const CompiledVertexType &type : graph.vertexTypes) {
+      VertexEntry entry = nullptr;
+      for (const VertexTypeInfo &info : graph.libraries.at(type.library)->vertexTypes())
+        if (info.name == type.name)
+          entry = info.entry;
+      if (!entry)
+        throw internal_error("vertex type " + type.name + " has no host entry point in " +
+                             graph.libraries[type.library]->sourceName());
+      entries.push_back(entry);
+    }
+    computeSets_.assign(graph.computeSets.size(), {});
+    for (std::size_t c = 0; c < graph.computeSets.size(); ++c) {
+      const CompiledComputeSet &cs = graph.computeSets[c];
+      LoadedComputeSet &loaded = computeSets_[c];
+      loaded.nested.reserve(cs.nested.size());
+      for (const DescTemplate &d : cs.nested)
+        loaded.nested.push_back(resolve(d, loaded.nested));
+      loaded.fields.reserve(cs.fields.size());
+      for (const DescTemplate &d : cs.fields)
+        loaded.fields.push_back(resolve(d, loaded.nested));
+      loaded.vertices.reserve(cs.vertices.size());
+      for (const CompiledVertex &v : cs.vertices)
+        loaded.vertices.push_back({entries[v.type], loaded.fields.data() + v.firstField,
+                                   graph.vertexTypes[v.type].isMultiVertex});
+    }
+  }
+
+  FieldDesc resolve(const DescTemplate &d, std::vector<FieldDesc> &nested) const {
+    switch (d.base) {
+    case DescTemplate::Arena:
+      return {view_.address(d.buffer, std::int64_t(d.offset)), d.size};
+    case DescTemplate::Nested:
+      return {nested.data() + d.offset, d.size};
+    case DescTemplate::Null:
+      break;
+    }
+    return {nullptr, d.size};
+  }
+
+  CpuExecutorOptions options_;
+  ThreadPool pool_;
+  const CompiledGraph *graph_ = nullptr;
+  std::unique_ptr<std::uint8_t, FreeDeleter> arena_;
+  ArenaView view_;
+  std::vector<LoadedComputeSet> computeSets_;
+  std::vector<std::uint8_t> temporary_;
+  std::mutex failureMutex_;
+  std::uint32_t failed_ = kNone;
+};
+
+} // namespace
+
+std::unique_ptr<Executor> makeCpuExecutor(const CpuExecutorOptions &options) {
+  return std::make_unique<CpuExecutor>(options);
+}
+
+} // namespace aspen::detail

@@ -1,0 +1,21 @@
+// The CPU executor: runs compiled codelets' host entry points. A compute set's tiles run in
+// parallel on a thread pool; a tile's vertices run in order of addition; a MultiVertex runs
+// compute(workerId) for every worker of the target, one after another.
+#pragma once
+
+#include "executors/Executor.hpp"
+
+#include <memory>
+
+namespace aspen::detail {
+
+struct CpuExecutorOptions {
+  unsigned threads = 1;
+  // Runs MultiVertex workers from the last to the first, to show that results do not depend on
+  // the order of workers.
+  bool reverseWorkers = false;
+};
+
+std::unique_ptr<Executor> makeCpuExecutor(const CpuExecutorOptions &options);
+
+} // namespace aspen::detail

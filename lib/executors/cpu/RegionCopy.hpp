@@ -1,0 +1,32 @@
+// Moving elements between byte runs of an arena and contiguous memory, on the host.
+#pragma once
+
+#include "compiler/CompiledGraph.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace aspen::detail {
+
+// Addresses of buffers in a loaded arena.
+class ArenaView {
+public:
+  ArenaView() = default;
+  ArenaView(std::uint8_t *base, const std::vector<Buffer> &buffers)
+      : base_(base), buffers_(&buffers) {}
+  std::uint8_t *address(std::uint32_t buffer, std::int64_t offset) const {
+    return base_ + (*buffers_)[buffer].offset + offset;
+  }
+
+private:
+  std::uint8_t *base_ = nullptr;
+  const std::vector<Buffer> *buffers_ = nullptr;
+};
+
+// regions -> host (element order), host -> regions.
+void gatherRegions(const ArenaView &arena, const RegionList &regions, void *host);
+void scatterRegions(const ArenaView &arena, const RegionList &regions, const void *host);
+// Element i of plan.src to element i of plan.dst; `temporary` is reused between calls.
+void copyRegions(const ArenaView &arena, const CopyPlan &plan, std::vector<std::uint8_t> &temporary);
+
+} // namespace aspen::detail
