@@ -77,7 +77,8 @@ public:
   Tensor dimRoll(unsigned dimIdx, unsigned newIdx = 0) const;
   // A rank-2 tensor's transpose.
   Tensor transpose() const;
-  // Inserts dimensions of size 1 at each of `indices` (positions in the result, ascending).
+  // Inserts a dimension of size 1 before dimension i of this tensor for each i in `indices`
+  // (i == rank() appends); an index listed k times inserts k dimensions (Poplar's rule).
   Tensor expand(ArrayRef<std::size_t> indices) const;
   // Removes the listed dimensions, each of which must have size 1.
   Tensor squeeze(ArrayRef<std::size_t> dims) const;

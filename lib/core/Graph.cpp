@@ -460,18 +460,26 @@ bool Graph::hasCodelet(StringRef vertexType) const { return state_->codelets.fin
 // --- Host access -----------------------------------------------------------------------------------
 
 namespace {
-void requireNewHandle(const GraphState &g, StringRef handle, const char *what) {
+// Host writes, host reads and streams are looked up by the engine call that uses them, so a
+// write and a read may share a name (as Poplar allows); a stream's name must be unique.
+enum class HandleKind { Write, Read, Stream };
+
+void requireNewHandle(const GraphState &g, StringRef handle, HandleKind kind, const char *what) {
   if (handle.empty())
     throw stream_connection_error(fmt::format("{}: the handle name is empty", what));
-  if (g.hostWrites.count(handle) || g.hostReads.count(handle) || g.streamByHandle.count(handle))
-    throw stream_connection_error(
-        fmt::format("{}: handle '{}' is already used by another host write, read or stream", what, handle));
+  const bool taken = g.streamByHandle.count(handle) ||
+                     (kind != HandleKind::Read && g.hostWrites.count(handle)) ||
+                     (kind != HandleKind::Write && g.hostReads.count(handle));
+  if (taken)
+    throw stream_connection_error(fmt::format(
+        "{}: handle '{}' is already used by another {}", what, handle,
+        kind == HandleKind::Stream ? "host write, read or stream" : "handle of this kind or a stream"));
 }
 } // namespace
 
 void Graph::createHostWrite(StringRef handle, const Tensor &t, bool) {
   requireOwnTensor(*state_, t, "createHostWrite");
-  requireNewHandle(*state_, handle, "createHostWrite");
+  requireNewHandle(*state_, handle, HandleKind::Write, "createHostWrite");
   if (!t.isParallelWriteable())
     throw stream_connection_error(fmt::format(
         "createHostWrite '{}': tensor {} contains aliases or constants and cannot be written", handle,
@@ -481,13 +489,13 @@ void Graph::createHostWrite(StringRef handle, const Tensor &t, bool) {
 
 void Graph::createHostRead(StringRef handle, const Tensor &t, bool) {
   requireOwnTensor(*state_, t, "createHostRead");
-  requireNewHandle(*state_, handle, "createHostRead");
+  requireNewHandle(*state_, handle, HandleKind::Read, "createHostRead");
   state_->hostReads.emplace(std::string(handle), t);
 }
 
 DataStream Graph::addHostToDeviceFIFO(StringRef handle, Type type, std::size_t numElements,
                                       const OptionFlags &) {
-  requireNewHandle(*state_, handle, "addHostToDeviceFIFO");
+  requireNewHandle(*state_, handle, HandleKind::Stream, "addHostToDeviceFIFO");
   if (!type.valid())
     throw type_error(fmt::format("addHostToDeviceFIFO '{}': the element type is invalid", handle));
   const auto id = static_cast<unsigned>(state_->streams.size());
@@ -498,7 +506,7 @@ DataStream Graph::addHostToDeviceFIFO(StringRef handle, Type type, std::size_t n
 
 DataStream Graph::addDeviceToHostFIFO(StringRef handle, Type type, std::size_t numElements,
                                       const OptionFlags &) {
-  requireNewHandle(*state_, handle, "addDeviceToHostFIFO");
+  requireNewHandle(*state_, handle, HandleKind::Stream, "addDeviceToHostFIFO");
   if (!type.valid())
     throw type_error(fmt::format("addDeviceToHostFIFO '{}': the element type is invalid", handle));
   const auto id = static_cast<unsigned>(state_->streams.size());

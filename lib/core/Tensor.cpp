@@ -395,21 +395,21 @@ Tensor Tensor::transpose() const {
 // --- Adding and removing dimensions -----------------------------------------------------------
 
 Tensor Tensor::expand(ArrayRef<std::size_t> indices) const {
+  // Poplar's rule: each index is a position in this tensor (0..rank) before which a dimension
+  // of size 1 is inserted; an index listed k times inserts k dimensions there.
   std::vector<std::size_t> positions = indices.vec();
   std::sort(positions.begin(), positions.end());
-  const std::size_t newRank = rank() + positions.size();
   const std::string what = "expand " + listString(indices) + " of " + describe(*this);
-  if (std::adjacent_find(positions.begin(), positions.end()) != positions.end())
-    throw index_error(what + ": a position is listed twice");
-  if (!positions.empty() && positions.back() >= newRank)
+  if (!positions.empty() && positions.back() > rank())
     throw index_error(what + ": position " + std::to_string(positions.back()) +
-                      " is not below the new rank " + std::to_string(newRank));
+                      " is beyond the rank " + std::to_string(rank()));
   Shape shape = impl().shape;
   std::vector<Piece> pieces = impl().pieces;
-  for (std::size_t pos : positions) {
-    shape.insert(shape.begin() + pos, 1);
+  // Insert from the back so earlier positions still refer to this tensor's dimensions.
+  for (auto it = positions.rbegin(); it != positions.rend(); ++it) {
+    shape.insert(shape.begin() + static_cast<std::ptrdiff_t>(*it), 1);
     for (Piece &p : pieces)
-      p.dims.insert(p.dims.begin() + pos, BoxDim{0, 1, 0});
+      p.dims.insert(p.dims.begin() + static_cast<std::ptrdiff_t>(*it), BoxDim{0, 1, 0});
   }
   return makeView(impl(), std::move(shape), std::move(pieces));
 }

@@ -116,8 +116,9 @@ TEST_CASE("constants must have one value or one per element, each representable"
 TEST_CASE("host handles are unique and writable", "[error][graph]") {
   Fixture f;
   f.graph.createHostWrite("h", f.f4);
-  REQUIRE_THROWS_AS(f.graph.createHostRead("h", f.f4), stream_connection_error);
-  REQUIRE_THROWS_WITH(f.graph.createHostRead("h", f.f4), Contains("'h'") && Contains("already"));
+  REQUIRE_NOTHROW(f.graph.createHostRead("h", f.f4)); // a write and a read may share a name
+  REQUIRE_THROWS_AS(f.graph.createHostWrite("h", f.i4), stream_connection_error);
+  REQUIRE_THROWS_WITH(f.graph.createHostWrite("h", f.i4), Contains("'h'") && Contains("already"));
   REQUIRE_THROWS_AS(f.graph.createHostWrite("b", f.scalar.expand({0}).broadcast(3, 0)), stream_connection_error);
   REQUIRE_THROWS_AS(f.graph.addHostToDeviceFIFO("h", FLOAT, 4), stream_connection_error);
 }

@@ -620,8 +620,11 @@ TEST_CASE("dimension shuffles", "[tensor][views]") {
   REQUIRE(v.dimRoll(2, 0) == v.dimShuffle({2, 0, 1}));
   REQUIRE(v.dimRoll(0, 2).shape() == Shape{3, 4, 2});
   REQUIRE(v.dimShufflePartial({0}, {2}) == v.dimShuffle({1, 2, 0}));
-  REQUIRE(v.expand({0, 2}).shape() == Shape{1, 2, 1, 3, 4});
-  REQUIRE(v.expand({0, 2}).squeeze({0, 2}) == v);
+  // Poplar's rule: positions in the original tensor, a repeated index adds several dimensions.
+  REQUIRE(v.expand({0, 2}).shape() == Shape{1, 2, 3, 1, 4});
+  REQUIRE(v.expand({0, 2}).squeeze({0, 3}) == v);
+  REQUIRE(v.expand({3, 1, 1}).shape() == Shape{2, 1, 1, 3, 4, 1});
+  REQUIRE(v.expand({3, 1, 1}).squeeze({1, 2, 5}) == v);
   REQUIRE(v.index({1, 2}) == v[1][2]);
   REQUIRE(v.index({1, 2}).shape() == Shape{4});
   REQUIRE(v[1][2][3].rank() == 0);
