@@ -207,10 +207,75 @@ int VertexTypeInfo::fieldIndex(std::string_view fieldName) const {
   return -1;
 }
 
+namespace {
+
+bool isWordChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$'; }
+
+bool isIntegerKeyword(std::string_view w) {
+  return w == "unsigned" || w == "signed" || w == "short" || w == "int" || w == "long" || w == "char";
+}
+
+// One spelling per built-in integer type, Aspen's Type names ("unsigned" -> "unsigned int",
+// "short int" -> "short", "long long int" -> "long long"), so that V<unsigned> and
+// V<unsigned int> name the same vertex, as they name the same C++ type.
+std::string canonicalIntegerType(const std::vector<std::string_view> &words) {
+  bool isUnsigned = false, isSigned = false, isShort = false, isChar = false;
+  int longs = 0;
+  for (std::string_view w : words) {
+    isUnsigned |= w == "unsigned";
+    isSigned |= w == "signed";
+    isShort |= w == "short";
+    isChar |= w == "char";
+    longs += w == "long";
+  }
+  if (isChar)
+    return isUnsigned ? "unsigned char" : isSigned ? "signed char" : "char";
+  const std::string prefix = isUnsigned ? "unsigned " : "";
+  if (isShort)
+    return prefix + "short";
+  if (longs >= 2)
+    return prefix + "long long";
+  if (longs == 1)
+    return prefix + "long";
+  return prefix + "int";
+}
+
+// Rewrites each run of integer keywords in a whitespace-normalised name.
+std::string canonicalIntegerTypes(const std::string &name) {
+  std::string out;
+  std::size_t i = 0;
+  while (i < name.size()) {
+    if (!isWordChar(name[i]) || (i > 0 && isWordChar(name[i - 1]))) {
+      out += name[i++];
+      continue;
+    }
+    std::vector<std::string_view> run;
+    std::size_t end = i, next = i;
+    while (next < name.size()) {
+      std::size_t e = next;
+      while (e < name.size() && isWordChar(name[e]))
+        ++e;
+      const std::string_view word(name.data() + next, e - next);
+      if (!isIntegerKeyword(word))
+        break;
+      run.push_back(word);
+      end = e;
+      next = (e < name.size() && name[e] == ' ') ? e + 1 : name.size() + 1;
+    }
+    if (run.empty()) {
+      while (i < name.size() && isWordChar(name[i]))
+        out += name[i++];
+      continue;
+    }
+    out += canonicalIntegerType(run);
+    i = end;
+  }
+  return out;
+}
+
+} // namespace
+
 std::string normalizeVertexName(std::string_view name) {
-  auto isWordChar = [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$';
-  };
   std::string out;
   bool pendingSpace = false;
   for (char c : name) {
@@ -225,7 +290,7 @@ std::string normalizeVertexName(std::string_view name) {
   }
   if (out.starts_with("::"))
     out.erase(0, 2);
-  return out;
+  return canonicalIntegerTypes(out);
 }
 
 void CodeletRegistry::add(std::shared_ptr<const CodeletLibrary> lib) {
@@ -233,11 +298,11 @@ void CodeletRegistry::add(std::shared_ptr<const CodeletLibrary> lib) {
     if (known == lib || known->contentHash() == lib->contentHash())
       return;
   for (const VertexTypeInfo &type : lib->vertexTypes())
-    if (auto it = byName_.find(type.name); it != byName_.end())
+    if (auto it = byName_.find(normalizeVertexName(type.name)); it != byName_.end())
       throw codelet_error("vertex type '" + type.name + "' is defined by both '" +
                           it->second->library->sourceName() + "' and '" + lib->sourceName() + "'");
   for (const VertexTypeInfo &type : lib->vertexTypes())
-    byName_.emplace(type.name, &type);
+    byName_.emplace(normalizeVertexName(type.name), &type);
   libs_.push_back(std::move(lib));
 }
 

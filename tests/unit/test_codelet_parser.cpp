@@ -59,6 +59,21 @@ TEST_CASE("normalizeVertexName keeps spaces only between identifier characters",
   CHECK(normalizeVertexName("Plain") == "Plain");
 }
 
+TEST_CASE("normalizeVertexName spells each built-in integer type one way", "[codelets]") {
+  // Different spellings of one C++ type name one vertex, in Aspen's Type names.
+  CHECK(normalizeVertexName("V<unsigned>") == "V<unsigned int>");
+  CHECK(normalizeVertexName("V<unsigned, signed>") == "V<unsigned int,int>");
+  CHECK(normalizeVertexName("V<short int>") == "V<short>");
+  CHECK(normalizeVertexName("V<unsigned short int>") == "V<unsigned short>");
+  CHECK(normalizeVertexName("V<long long int,unsigned long long int>") ==
+        "V<long long,unsigned long long>");
+  CHECK(normalizeVertexName("V<signed char,char,unsigned char>") == "V<signed char,char,unsigned char>");
+  CHECK(normalizeVertexName("V<long>") == "V<long>"); // a distinct C++ type from long long
+  // Identifiers that merely contain a keyword are left alone.
+  CHECK(normalizeVertexName("V<int8_t,longValue>") == "V<int8_t,longValue>");
+  CHECK(normalizeVertexName("ns::V<float,3>") == "ns::V<float,3>");
+}
+
 TEST_CASE("parser finds vertex classes in nested namespaces, templates and several bases",
           "[codelets]") {
   const auto vertices = parse(R"src(
