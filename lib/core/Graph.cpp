@@ -493,26 +493,28 @@ void Graph::createHostRead(StringRef handle, const Tensor &t, bool) {
   state_->hostReads.emplace(std::string(handle), t);
 }
 
+namespace {
+DataStream addStream(GraphState &g, StringRef handle, Type type, std::size_t numElements,
+                     bool hostToDevice) {
+  const char *what = hostToDevice ? "addHostToDeviceFIFO" : "addDeviceToHostFIFO";
+  requireNewHandle(g, handle, HandleKind::Stream, what);
+  if (!type.valid())
+    throw type_error(fmt::format("{} '{}': the element type is invalid", what, handle));
+  const auto id = static_cast<unsigned>(g.streams.size());
+  g.streams.push_back({std::string(handle), type, numElements, hostToDevice});
+  g.streamByHandle.emplace(std::string(handle), id);
+  return DataStream(&g, id);
+}
+} // namespace
+
 DataStream Graph::addHostToDeviceFIFO(StringRef handle, Type type, std::size_t numElements,
                                       const OptionFlags &) {
-  requireNewHandle(*state_, handle, HandleKind::Stream, "addHostToDeviceFIFO");
-  if (!type.valid())
-    throw type_error(fmt::format("addHostToDeviceFIFO '{}': the element type is invalid", handle));
-  const auto id = static_cast<unsigned>(state_->streams.size());
-  state_->streams.push_back({std::string(handle), type, numElements, true});
-  state_->streamByHandle.emplace(std::string(handle), id);
-  return DataStream(state_.get(), id);
+  return addStream(*state_, handle, type, numElements, true);
 }
 
 DataStream Graph::addDeviceToHostFIFO(StringRef handle, Type type, std::size_t numElements,
                                       const OptionFlags &) {
-  requireNewHandle(*state_, handle, HandleKind::Stream, "addDeviceToHostFIFO");
-  if (!type.valid())
-    throw type_error(fmt::format("addDeviceToHostFIFO '{}': the element type is invalid", handle));
-  const auto id = static_cast<unsigned>(state_->streams.size());
-  state_->streams.push_back({std::string(handle), type, numElements, false});
-  state_->streamByHandle.emplace(std::string(handle), id);
-  return DataStream(state_.get(), id);
+  return addStream(*state_, handle, type, numElements, false);
 }
 
 Function Graph::addFunction(const program::Program &program) {

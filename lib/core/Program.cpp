@@ -169,21 +169,25 @@ Repeat::Repeat(unsigned count, const Program &body, const DebugContext &debug)
   mutableNode().children = {body};
 }
 
+namespace {
+std::shared_ptr<ProgramNode> makeRepeatWhile(ProgramKind kind, const Program &cond,
+                                             const Tensor &predicate, const Program &body,
+                                             const DebugContext &debug) {
+  requireScalar(predicate, kind, "predicate", debug);
+  auto node = makeNode(kind, debug);
+  node->tensor = predicate;
+  node->children = {cond, body};
+  return node;
+}
+} // namespace
+
 RepeatWhileTrue::RepeatWhileTrue(const Program &cond, const Tensor &predicate,
                                  const Program &body, const DebugContext &debug)
-    : Program(makeNode(ProgramKind::RepeatWhileTrue, debug)) {
-  requireScalar(predicate, ProgramKind::RepeatWhileTrue, "predicate", debug);
-  mutableNode().tensor = predicate;
-  mutableNode().children = {cond, body};
-}
+    : Program(makeRepeatWhile(ProgramKind::RepeatWhileTrue, cond, predicate, body, debug)) {}
 
 RepeatWhileFalse::RepeatWhileFalse(const Program &cond, const Tensor &predicate,
                                    const Program &body, const DebugContext &debug)
-    : Program(makeNode(ProgramKind::RepeatWhileFalse, debug)) {
-  requireScalar(predicate, ProgramKind::RepeatWhileFalse, "predicate", debug);
-  mutableNode().tensor = predicate;
-  mutableNode().children = {cond, body};
-}
+    : Program(makeRepeatWhile(ProgramKind::RepeatWhileFalse, cond, predicate, body, debug)) {}
 
 If::If(const Tensor &predicate, const Program &trueBody, const Program &falseBody,
        const DebugContext &debug)
