@@ -155,7 +155,10 @@ Tensor Graph::addVariable(Type type, ArrayRef<std::size_t> shape, VariableMappin
   Tensor t = addVariable(type, shape, debug);
   if (method == VariableMappingMethod::LINEAR) {
     Variable &var = state_->variables.back();
-    for (const auto &r : detail::linearMapping(state_->target, type, var.numElements))
+    // poputil's defaults: grains of the vector width, at least 128 bytes a tile.
+    const Target &target = state_->target;
+    for (const auto &r : detail::linearMapping(target.getNumTiles(), var.numElements,
+                                               target.getVectorWidth(type), (128 + type.size() - 1) / type.size()))
       var.mapping.assign(r.begin, r.end, r.tile);
   }
   return t;

@@ -4,17 +4,16 @@
 
 namespace aspen::detail {
 
-std::vector<TileRange> linearMapping(const Target &target, Type type, std::size_t numElements,
-                                     std::size_t grainSize, std::size_t minBytesPerTile) {
+std::vector<TileRange> linearMapping(unsigned numTiles, std::size_t numElements,
+                                     std::size_t grainSize, std::size_t minElementsPerTile) {
   std::vector<TileRange> ranges;
-  if (numElements == 0)
+  if (numElements == 0 || numTiles == 0)
     return ranges;
-  const std::size_t grain = std::max<std::size_t>(1, grainSize ? grainSize : target.getVectorWidth(type));
-  const std::size_t minElements = (minBytesPerTile + type.size() - 1) / type.size();
-  const std::size_t minGrains = std::max<std::size_t>(1, (minElements + grain - 1) / grain);
+  const std::size_t grain = std::max<std::size_t>(1, grainSize);
+  const std::size_t minGrains = std::max<std::size_t>(1, (minElementsPerTile + grain - 1) / grain);
   const std::size_t numGrains = (numElements + grain - 1) / grain;
   const std::size_t tiles =
-      std::min<std::size_t>(target.getNumTiles(), std::max<std::size_t>(1, numGrains / minGrains));
+      std::min<std::size_t>(numTiles, std::max<std::size_t>(1, numGrains / minGrains));
   const std::size_t grainsPerTile = numGrains / tiles;
   const std::size_t tilesWithExtra = numGrains % tiles;
   std::size_t begin = 0;

@@ -1,7 +1,5 @@
-// The linear tile mapping of a variable: elements spread evenly over tiles in grains.
+// The linear tile mapping of a flat range of elements: spread evenly over tiles in grains.
 #pragma once
-
-#include <aspen/Target.hpp>
 
 #include <cstddef>
 #include <vector>
@@ -13,10 +11,10 @@ struct TileRange {
   std::size_t begin, end;
 };
 
-// Splits numElements of `type` over the target's tiles in order: each tile gets a whole number
-// of grains (grainSize elements; the target's vector width when 0), at least minBytesPerTile
-// bytes where there is that much, and the tiles used get equal shares to within one grain.
-std::vector<TileRange> linearMapping(const Target &target, Type type, std::size_t numElements,
-                                     std::size_t grainSize = 0, std::size_t minBytesPerTile = 128);
+// Splits numElements over numTiles tiles in order (tile 0 first): each tile gets a whole number
+// of grains (the last may end short), at least minElementsPerTile where there are that many, and
+// the tiles used get equal shares to within one grain.
+std::vector<TileRange> linearMapping(unsigned numTiles, std::size_t numElements,
+                                     std::size_t grainSize, std::size_t minElementsPerTile);
 
 } // namespace aspen::detail

@@ -110,7 +110,7 @@ TEST_CASE("tile maps agree with a per-element model under random assignments", "
 TEST_CASE("linear mapping covers every element once in whole grains", "[unit][mapping]") {
   const Target target = Target::createGeneric(16);
   for (std::size_t n : {1ul, 7ul, 64ul, 1000ul, 100003ul}) {
-    const auto ranges = detail::linearMapping(target, FLOAT, n);
+    const auto ranges = detail::linearMapping(target.getNumTiles(), n, 2, 32); // float: 128 bytes
     std::size_t next = 0;
     std::size_t minShare = n, maxShare = 0;
     for (const auto &r : ranges) {

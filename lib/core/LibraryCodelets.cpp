@@ -1,0 +1,66 @@
+#include "LibraryCodelets.hpp"
+
+#include <aspen/Error.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <dlfcn.h>
+#include <filesystem>
+
+namespace fs = std::filesystem;
+
+namespace aspen::detail {
+
+namespace {
+// The folder of the shared object this function is in (libaspen).
+fs::path libraryFolder() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void *>(&libraryFolder), &info) == 0 || !info.dli_fname)
+    return {};
+  std::error_code ec;
+  const fs::path path = fs::canonical(info.dli_fname, ec);
+  return ec ? fs::path() : path.parent_path();
+}
+
+bool sameFolder(const fs::path &a, const fs::path &b) {
+  std::error_code ec;
+  return !a.empty() && fs::equivalent(a, b, ec);
+}
+} // namespace
+
+std::string libraryCodeletsDir() {
+  if (const char *env = std::getenv("ASPEN_CODELETS_DIR"); env && *env)
+    return env;
+  const fs::path folder = libraryFolder();
+  if (sameFolder(folder, ASPEN_BUILD_LIB_DIR))
+    return ASPEN_BUILD_CODELETS_DIR;
+  return (folder / ASPEN_INSTALL_CODELETS_SUBDIR).string();
+}
+
+std::vector<std::string> libraryCodeletFiles(std::string_view library) {
+  const std::string dir = libraryCodeletsDir();
+  const std::string prefix = std::string(library) + "_";
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto &entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_regular_file() && name.starts_with(prefix) && entry.path().extension() == ".gp")
+      files.push_back(entry.path().string());
+  }
+  if (files.empty())
+    throw codelet_error(fmt::format(
+        "no codelets of library '{}' ({}*.gp) in '{}'; set ASPEN_CODELETS_DIR to the folder "
+        "holding Aspen's precompiled codelets",
+        library, prefix, dir));
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+void addLibraryCodelets(Graph &graph, std::string_view library) {
+  for (const std::string &file : libraryCodeletFiles(library))
+    graph.addCodelets(file, CodeletFileType::Precompiled);
+}
+
+} // namespace aspen::detail

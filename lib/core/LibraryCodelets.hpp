@@ -1,0 +1,24 @@
+// Finding the precompiled codelet families of Aspen's own libraries (ops, nn, ...).
+#pragma once
+
+#include <aspen/Graph.hpp>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace aspen::detail {
+
+// The folder holding the library codelet files: $ASPEN_CODELETS_DIR when set; otherwise, when
+// libaspen is the one in the build tree, the build tree's codelets folder; otherwise
+// <folder of libaspen>/aspen/codelets (the installed layout).
+std::string libraryCodeletsDir();
+
+// Paths of the files "<library>_*.gp" in that folder, sorted. Raises aspen::codelet_error naming
+// the library and the folder when there are none.
+std::vector<std::string> libraryCodeletFiles(std::string_view library);
+
+// Adds every codelet family of `library` to the graph (what popops::addCodelets does).
+void addLibraryCodelets(Graph &graph, std::string_view library);
+
+} // namespace aspen::detail

@@ -1,0 +1,7 @@
+#include "core/LibraryCodelets.hpp"
+
+#include <aspen/ops/Codelets.hpp>
+
+namespace aspen::ops {
+void addCodelets(Graph &graph) { detail::addLibraryCodelets(graph, "ops"); }
+} // namespace aspen::ops
