@@ -1,0 +1,6 @@
+// PopLibs' <poputil/Broadcast.hpp>, mapped onto <aspen/util/Broadcast.hpp>.
+#pragma once
+
+#include <poplar/Implicit.hpp>
+#include <poputil/Namespace.hpp>
+#include <aspen/util/Broadcast.hpp>
