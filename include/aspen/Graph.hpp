@@ -42,6 +42,8 @@ enum class CodeletFileType {
 
 class Graph {
 public:
+  using TileToTensorMapping = aspen::TileToTensorMapping; // Poplar spells it Graph::...
+
   explicit Graph(const Target &target);
   explicit Graph(const Device &device);
   Graph(Graph &&) noexcept;
