@@ -11,9 +11,10 @@ struct TileRange {
   std::size_t begin, end;
 };
 
-// Splits numElements over numTiles tiles in order (tile 0 first): each tile gets a whole number
-// of grains (the last may end short), at least minElementsPerTile where there are that many, and
-// the tiles used get equal shares to within one grain.
+// Splits numElements over numTiles tiles in order (tile 0 first), as PopLibs' linear mapping
+// does: every tile used gets the same share, max(ceil(numElements / numTiles),
+// minElementsPerTile) rounded up to a whole number of grains, except the last tile used, which
+// gets what is left. Ports of PopLibs code therefore see the same layouts.
 std::vector<TileRange> linearMapping(unsigned numTiles, std::size_t numElements,
                                      std::size_t grainSize, std::size_t minElementsPerTile);
 

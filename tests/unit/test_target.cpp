@@ -107,26 +107,25 @@ TEST_CASE("tile maps agree with a per-element model under random assignments", "
   }
 }
 
-TEST_CASE("linear mapping covers every element once in whole grains", "[unit][mapping]") {
-  const Target target = Target::createGeneric(16);
-  for (std::size_t n : {1ul, 7ul, 64ul, 1000ul, 100003ul}) {
-    const auto ranges = detail::linearMapping(target.getNumTiles(), n, 2, 32); // float: 128 bytes
+TEST_CASE("linear mapping follows PopLibs: equal whole-grain shares, the last tile short",
+          "[unit][mapping]") {
+  struct Case {
+    unsigned tiles;
+    std::size_t n, grain, minElements, share;
+  };
+  // share = max(ceil(n / tiles), minElements) rounded up to the grain, worked out by hand.
+  for (const Case c : {Case{1472, 100, 2, 32, 32}, Case{16, 1000, 2, 32, 64},
+                       Case{16, 100003, 2, 32, 6252}, Case{4, 7, 1, 0, 2}, Case{3, 1, 4, 0, 4}}) {
+    const auto ranges = detail::linearMapping(c.tiles, c.n, c.grain, c.minElements);
+    REQUIRE(ranges.size() == (c.n + c.share - 1) / c.share);
+    REQUIRE(ranges.size() <= c.tiles);
     std::size_t next = 0;
-    std::size_t minShare = n, maxShare = 0;
-    for (const auto &r : ranges) {
-      REQUIRE(r.begin == next);
-      REQUIRE(r.tile < 16);
-      next = r.end;
-      if (r.end != n)
-        REQUIRE((r.end - r.begin) % 2 == 0); // FLOAT vector width on this target
-      minShare = std::min(minShare, r.end - r.begin);
-      maxShare = std::max(maxShare, r.end - r.begin);
-      if (ranges.size() > 1)
-        REQUIRE((r.end - r.begin) * 4 >= 128);
+    for (std::size_t i = 0; i < ranges.size(); ++i) {
+      REQUIRE(ranges[i].tile == i);
+      REQUIRE(ranges[i].begin == next);
+      REQUIRE(ranges[i].end == std::min(c.n, next + c.share));
+      next = ranges[i].end;
     }
-    REQUIRE(next == n);
-    if (n >= 16 * 32)
-      REQUIRE(ranges.size() == 16);
-    REQUIRE(maxShare - minShare <= 2 * 2); // one grain of imbalance plus a short tail
+    REQUIRE(next == c.n);
   }
 }
