@@ -100,6 +100,20 @@ public:
   // mapping[tile] lists intervals of the flattened tensor owned by `tile`.
   void setTileMapping(const Tensor &t, const TileToTensorMapping &mapping);
   void setTileMapping(VertexRef v, unsigned tile);
+  // For `regions` of t's flattened elements, the same elements grouped into runs that are
+  // consecutive in memory, the groups sorted by variable and address. With
+  // removeAliasedIntervals, elements seen before are dropped (and their positions recorded in
+  // aliases when given).
+  std::vector<std::vector<Interval>>
+  getSortedContiguousRegions(const Tensor &t, ArrayRef<Interval> regions,
+                             bool removeAliasedIntervals = false,
+                             std::vector<std::size_t> *aliases = nullptr) const;
+  // The whole of a variable, with the shape it was created with.
+  Tensor getVariable(VariableRef v) const;
+  // The smallest tensor that t is a broadcast of: each dimension along which every element is
+  // the same variable element shrinks to size 1.
+  Tensor findUnbroadcastTensor(const Tensor &t) const;
+
   // Which tile owns each element of t. Raises invalid_tile_mapping naming the tensor when some
   // element is unmapped and requireComplete is true.
   TileToTensorMapping getTileMapping(const Tensor &t, bool requireComplete = true) const;
@@ -142,6 +156,10 @@ public:
   bool addCodeletsFromString(StringRef source, StringRef name = "<string>",
                              StringRef compileFlags = {});
   bool hasCodelet(StringRef vertexType) const;
+  // The largest size Aspen allows for dimension dimIndex of a field (no layout limits apply:
+  // vectors are addressed with 64-bit sizes), and the largest value of a plain member.
+  double getMaxFieldDim(StringRef vertexType, StringRef field, unsigned dimIndex) const;
+  double getMaxVertexFieldValue(StringRef vertexType, StringRef field) const;
 
   // --- Host access -------------------------------------------------------------------------
   void createHostWrite(StringRef handle, const Tensor &t, bool rearrangeOnHost = false);

@@ -77,14 +77,6 @@ std::size_t Graph::shapeElements(ArrayRef<std::size_t> shape) { return elementCo
 
 namespace {
 
-void requireOwnTensor(const GraphState &g, const Tensor &t, const char *what) {
-  if (!t.valid())
-    throw graph_connection_error(fmt::format("{}: the tensor is invalid (default-constructed)", what));
-  if (detail::graphOf(t) != &g)
-    throw graph_connection_error(
-        fmt::format("{}: tensor {} belongs to another graph", what, t.getVarStr()));
-}
-
 VertexRecord &vertexOf(GraphState &g, unsigned id, detail::GraphState *owner, const char *what) {
   if (owner != &g || id >= g.vertices.size())
     throw graph_connection_error(
@@ -120,7 +112,7 @@ const char *shapeName(FieldShape s) {
 void checkEdgeTensor(const GraphState &g, unsigned vertex, const FieldInfo &field,
                      const Tensor &t, bool isEdgeOf2D) {
   const auto where = fmt::format("connect field '{}' of {}", field.name, g.vertexName(vertex));
-  requireOwnTensor(g, t, where.c_str());
+  g.requireOwnTensor(t, where.c_str());
   if (field.elementType.valid() ? t.elementType() != field.elementType
                                 : t.elementType().size() != field.elementBytes)
     throw type_error(fmt::format("{}: the field holds {} but tensor {} is {}", where,
@@ -200,7 +192,7 @@ Tensor Graph::clone(const Tensor &t, const DebugContext &debug, TensorCloneMetho
 }
 
 Tensor Graph::clone(Type type, const Tensor &t, const DebugContext &debug, TensorCloneMethod) {
-  requireOwnTensor(*state_, t, "clone");
+  state_->requireOwnTensor(t, "clone");
   Tensor result = addVariable(type, t.shape(), debug);
   const auto id = static_cast<unsigned>(state_->variables.size() - 1);
   forEachVarRun(*state_, t, [&](std::size_t flat, unsigned var, std::size_t varBegin, std::size_t count) {
@@ -222,7 +214,7 @@ Tensor Graph::clone(Type type, const Tensor &t, const DebugContext &debug, Tenso
 // --- Tile mapping -------------------------------------------------------------------------------
 
 void Graph::setTileMapping(const Tensor &t, unsigned tile) {
-  requireOwnTensor(*state_, t, "setTileMapping");
+  state_->requireOwnTensor(t, "setTileMapping");
   if (tile >= state_->target.getNumTiles())
     throw invalid_tile_mapping(fmt::format("setTileMapping of tensor {}: tile {} does not exist; "
                                            "target {} has tiles 0..{}",
@@ -234,7 +226,7 @@ void Graph::setTileMapping(const Tensor &t, unsigned tile) {
 }
 
 void Graph::setTileMapping(const Tensor &t, const TileToTensorMapping &mapping) {
-  requireOwnTensor(*state_, t, "setTileMapping");
+  state_->requireOwnTensor(t, "setTileMapping");
   const std::size_t n = t.numElements();
   if (mapping.size() > state_->target.getNumTiles())
     throw invalid_tile_mapping(fmt::format(
@@ -270,7 +262,7 @@ void Graph::setTileMapping(VertexRef v, unsigned tile) {
 }
 
 TileToTensorMapping Graph::getTileMapping(const Tensor &t, bool requireComplete) const {
-  requireOwnTensor(*state_, t, "getTileMapping");
+  state_->requireOwnTensor(t, "getTileMapping");
   TileToTensorMapping result(state_->target.getNumTiles());
   auto add = [&](unsigned tile, std::size_t b, std::size_t e) {
     auto &list = result[tile];
@@ -481,7 +473,7 @@ void requireNewHandle(const GraphState &g, StringRef handle, HandleKind kind, co
 } // namespace
 
 void Graph::createHostWrite(StringRef handle, const Tensor &t, bool) {
-  requireOwnTensor(*state_, t, "createHostWrite");
+  state_->requireOwnTensor(t, "createHostWrite");
   requireNewHandle(*state_, handle, HandleKind::Write, "createHostWrite");
   if (!t.isParallelWriteable())
     throw stream_connection_error(fmt::format(
@@ -491,7 +483,7 @@ void Graph::createHostWrite(StringRef handle, const Tensor &t, bool) {
 }
 
 void Graph::createHostRead(StringRef handle, const Tensor &t, bool) {
-  requireOwnTensor(*state_, t, "createHostRead");
+  state_->requireOwnTensor(t, "createHostRead");
   requireNewHandle(*state_, handle, HandleKind::Read, "createHostRead");
   state_->hostReads.emplace(std::string(handle), t);
 }
@@ -527,3 +519,4 @@ Function Graph::addFunction(const program::Program &program) {
 }
 
 } // namespace aspen
+

@@ -1,8 +1,16 @@
 #include "GraphState.hpp"
+#include "TensorRegions.hpp"
 
 #include <fmt/format.h>
 
 namespace aspen::detail {
+
+void GraphState::requireOwnTensor(const Tensor &t, const char *what) const {
+  if (!t.valid())
+    throw graph_connection_error(fmt::format("{}: the tensor is invalid (default-constructed)", what));
+  if (graphOf(t) != this)
+    throw graph_connection_error(fmt::format("{}: tensor {} belongs to another graph", what, t.getVarStr()));
+}
 
 std::string GraphState::variableName(unsigned var) const {
   if (var >= variables.size())

@@ -71,6 +71,9 @@ struct GraphState {
   std::vector<program::Program> functions;
   CodeletRegistry codelets;
 
+  // Raises graph_connection_error, prefixed by `what`, unless t is a valid tensor of this graph.
+  void requireOwnTensor(const Tensor &t, const char *what) const;
+
   // "'name'" or "#id" for messages.
   std::string variableName(unsigned var) const;
   std::string vertexName(unsigned vertex) const; // "vertex 3 (ns::V<float>) in compute set 'cs'"

@@ -88,3 +88,47 @@ TEST_CASE("constants convert host values to the device type", "[correctness][gra
     REQUIRE(x == 7u);
   }
 }
+
+TEST_CASE("sorted contiguous regions group elements by memory order", "[correctness][graph]") {
+  Graph g(Target::createGeneric(1));
+  Tensor m = g.addVariable(FLOAT, {2, 3}, "m");
+  // Transposed flat order m00 m10 m01 m11 m02 m12 sits at addresses 0 3 1 4 2 5: one run in
+  // memory, visited as flat elements 0 2 4 1 3 5.
+  const auto groups = g.getSortedContiguousRegions(m.transpose(), {Interval(0, 6)});
+  REQUIRE(groups.size() == 1);
+  REQUIRE(groups[0] == std::vector<Interval>{Interval(0, 1), Interval(2, 3), Interval(4, 5),
+                                             Interval(1, 2), Interval(3, 4), Interval(5, 6)});
+  Tensor a = g.addVariable(FLOAT, {2}, "a");
+  const auto two = g.getSortedContiguousRegions(concat(a, m[0]), {Interval(0, 5)});
+  REQUIRE(two.size() == 2); // m was created first, so its group sorts first
+  REQUIRE(two[0] == std::vector<Interval>{Interval(2, 5)});
+  REQUIRE(two[1] == std::vector<Interval>{Interval(0, 2)});
+  std::vector<std::size_t> aliases;
+  const auto once = g.getSortedContiguousRegions(m[1][2].expand({0}).broadcast(3, 0), {Interval(0, 3)},
+                                                 true, &aliases);
+  REQUIRE(once == std::vector<std::vector<Interval>>{{Interval(0, 1)}});
+  REQUIRE(aliases == std::vector<std::size_t>{1, 2});
+  REQUIRE_THROWS_AS(g.getSortedContiguousRegions(m, {Interval(4, 7)}), index_error);
+}
+
+TEST_CASE("variables and unbroadcast tensors are found again", "[correctness][graph]") {
+  Graph g(Target::createGeneric(1));
+  Tensor v = g.addVariable(FLOAT, {3, 1}, "v");
+  REQUIRE(g.getVariable(v.getVarRegions()[0].var) == v);
+  REQUIRE_THROWS_AS(g.getVariable(VariableRef{99}), index_error);
+  Tensor wide = v.broadcast(4, 1);
+  REQUIRE(g.findUnbroadcastTensor(wide) == v);
+  Tensor scalarBroadcast = v[2][0].expand({0, 0}).broadcast(5, 1);
+  REQUIRE(g.findUnbroadcastTensor(scalarBroadcast).shape() == std::vector<std::size_t>{1, 1});
+  REQUIRE(g.findUnbroadcastTensor(v.transpose()) == v.transpose());
+}
+
+TEST_CASE("field limits come from the vertex type", "[correctness][graph]") {
+  Graph g(Target::createGeneric(1));
+  g.addCodelets(ASPEN_TEST_CODELETS_DIR "/graph_fields.cpp");
+  REQUIRE(g.getMaxVertexFieldValue("FieldKinds", "small") == 255.0);
+  REQUIRE(g.getMaxFieldDim("FieldKinds", "rows", 1) >= 4294967295.0);
+  REQUIRE_THROWS_AS(g.getMaxFieldDim("FieldKinds", "in", 1), index_error);
+  REQUIRE_THROWS_AS(g.getMaxVertexFieldValue("FieldKinds", "in"), graph_connection_error);
+  REQUIRE_THROWS_AS(g.getMaxFieldDim("Nope", "in", 0), unknown_vertex_type);
+}
