@@ -52,8 +52,13 @@ public:
   Graph &operator=(const Graph &) = delete;
   ~Graph();
 
+  // The target this graph plans for; for a virtual graph, its tiles only.
   const Target &getTarget() const;
   unsigned getReplicationFactor() const { return 1; }
+
+  // A graph over tiles [lowerTile, upperTile) of this one: it shares the variables, vertices and
+  // programs, and numbers its tiles from 0 (its tile i is this graph's tile lowerTile + i).
+  Graph createVirtualGraph(unsigned lowerTile, unsigned upperTile);
 
   // --- Tensors ---------------------------------------------------------------------------
   // A new variable of `shape` ({} is a scalar). Its elements must be mapped to tiles before an
@@ -175,8 +180,15 @@ public:
   const detail::GraphState &state() const { return *state_; }
 
 private:
+  Graph(std::shared_ptr<detail::GraphState> state, Target target, unsigned tileOffset);
   static std::size_t shapeElements(ArrayRef<std::size_t> shape);
-  std::unique_ptr<detail::GraphState> state_;
+  // This graph's tile `tile` in the whole target's numbering; raises invalid_tile_mapping, naming
+  // `what`, when the tile is not one of this graph's.
+  unsigned absoluteTile(unsigned tile, const std::string &what) const;
+
+  std::shared_ptr<detail::GraphState> state_;
+  Target target_;           // the whole target, or a virtual graph's part of it
+  unsigned tileOffset_ = 0; // this graph's tile 0 in the whole target
 };
 
 } // namespace aspen

@@ -63,13 +63,36 @@ template <class F> void forEachVarRun(const GraphState &g, const Tensor &t, F &&
 
 } // namespace
 
-Graph::Graph(const Target &target) : state_(std::make_unique<GraphState>(target)) {}
+Graph::Graph(const Target &target)
+    : state_(std::make_shared<GraphState>(target)), target_(target) {}
+Graph::Graph(std::shared_ptr<GraphState> state, Target target, unsigned tileOffset)
+    : state_(std::move(state)), target_(std::move(target)), tileOffset_(tileOffset) {}
 Graph::Graph(const Device &device) : Graph(device.getTarget()) {}
 Graph::Graph(Graph &&) noexcept = default;
 Graph &Graph::operator=(Graph &&) noexcept = default;
 Graph::~Graph() = default;
 
-const Target &Graph::getTarget() const { return state_->target; }
+const Target &Graph::getTarget() const { return target_; }
+
+Graph Graph::createVirtualGraph(unsigned lowerTile, unsigned upperTile) {
+  const unsigned tiles = target_.getNumTiles();
+  if (lowerTile >= upperTile || upperTile > tiles)
+    throw invalid_tile_mapping(fmt::format(
+        "createVirtualGraph({}, {}): the tile range must be non-empty and within this graph's {} tiles",
+        lowerTile, upperTile, tiles));
+  Target part = target_.getName() == "generic"
+                    ? Target::createGeneric(upperTile - lowerTile, target_.getNumWorkerContexts(),
+                                            target_.getBytesPerTile())
+                    : Target::createModel(target_.getName(), upperTile - lowerTile);
+  return Graph(state_, std::move(part), tileOffset_ + lowerTile);
+}
+
+unsigned Graph::absoluteTile(unsigned tile, const std::string &what) const {
+  if (tile >= target_.getNumTiles())
+    throw invalid_tile_mapping(fmt::format("{}: tile {} does not exist; target {} has tiles 0..{}", what,
+                                           tile, target_.getName(), target_.getNumTiles() - 1));
+  return tile + tileOffset_;
+}
 
 std::size_t Graph::shapeElements(ArrayRef<std::size_t> shape) { return elementCount(shape); }
 
@@ -148,10 +171,9 @@ Tensor Graph::addVariable(Type type, ArrayRef<std::size_t> shape, VariableMappin
   if (method == VariableMappingMethod::LINEAR) {
     Variable &var = state_->variables.back();
     // poputil's defaults: grains of the vector width, at least 128 bytes a tile.
-    const Target &target = state_->target;
-    for (const auto &r : detail::linearMapping(target.getNumTiles(), var.numElements,
-                                               target.getVectorWidth(type), (128 + type.size() - 1) / type.size()))
-      var.mapping.assign(r.begin, r.end, r.tile);
+    for (const auto &r : detail::linearMapping(target_.getNumTiles(), var.numElements,
+                                               target_.getVectorWidth(type), (128 + type.size() - 1) / type.size()))
+      var.mapping.assign(r.begin, r.end, r.tile + tileOffset_);
   }
   return t;
 }
@@ -215,23 +237,19 @@ Tensor Graph::clone(Type type, const Tensor &t, const DebugContext &debug, Tenso
 
 void Graph::setTileMapping(const Tensor &t, unsigned tile) {
   state_->requireOwnTensor(t, "setTileMapping");
-  if (tile >= state_->target.getNumTiles())
-    throw invalid_tile_mapping(fmt::format("setTileMapping of tensor {}: tile {} does not exist; "
-                                           "target {} has tiles 0..{}",
-                                           t.getVarStr(), tile, state_->target.getName(),
-                                           state_->target.getNumTiles() - 1));
+  const unsigned absolute = absoluteTile(tile, "setTileMapping of tensor " + t.getVarStr());
   forEachVarRun(*state_, t, [&](std::size_t, unsigned var, std::size_t begin, std::size_t count) {
-    state_->variables[var].mapping.assign(begin, begin + count, tile);
+    state_->variables[var].mapping.assign(begin, begin + count, absolute);
   });
 }
 
 void Graph::setTileMapping(const Tensor &t, const TileToTensorMapping &mapping) {
   state_->requireOwnTensor(t, "setTileMapping");
   const std::size_t n = t.numElements();
-  if (mapping.size() > state_->target.getNumTiles())
+  if (mapping.size() > target_.getNumTiles())
     throw invalid_tile_mapping(fmt::format(
         "setTileMapping of tensor {}: the mapping lists {} tiles but target {} has {}",
-        t.getVarStr(), mapping.size(), state_->target.getName(), state_->target.getNumTiles()));
+        t.getVarStr(), mapping.size(), target_.getName(), target_.getNumTiles()));
   // Flat index -> tile, as sorted disjoint runs of the tensor's own index space.
   detail::TileMap flatToTile;
   for (unsigned tile = 0; tile < mapping.size(); ++tile)
@@ -240,7 +258,7 @@ void Graph::setTileMapping(const Tensor &t, const TileToTensorMapping &mapping) 
         throw invalid_tile_mapping(fmt::format(
             "setTileMapping of tensor {}: interval {} for tile {} is outside the tensor's {} elements",
             t.getVarStr(), fmt::format("[{},{})", i.begin(), i.end()), tile, n));
-      flatToTile.assign(i.begin(), i.end(), tile);
+      flatToTile.assign(i.begin(), i.end(), tile + tileOffset_);
     }
   forEachVarRun(*state_, t, [&](std::size_t flat, unsigned var, std::size_t varBegin, std::size_t count) {
     for (const auto &run : flatToTile.runs()) {
@@ -253,19 +271,18 @@ void Graph::setTileMapping(const Tensor &t, const TileToTensorMapping &mapping) 
 
 void Graph::setTileMapping(VertexRef v, unsigned tile) {
   VertexRecord &record = vertexOf(*state_, v.getId(), v.graph(), "setTileMapping");
-  if (tile >= state_->target.getNumTiles())
-    throw invalid_tile_mapping(fmt::format("setTileMapping of {}: tile {} does not exist; target {} "
-                                           "has tiles 0..{}",
-                                           state_->vertexName(v.getId()), tile,
-                                           state_->target.getName(), state_->target.getNumTiles() - 1));
-  record.tile = tile;
+  record.tile = absoluteTile(tile, "setTileMapping of " + state_->vertexName(v.getId()));
 }
 
 TileToTensorMapping Graph::getTileMapping(const Tensor &t, bool requireComplete) const {
   state_->requireOwnTensor(t, "getTileMapping");
-  TileToTensorMapping result(state_->target.getNumTiles());
-  auto add = [&](unsigned tile, std::size_t b, std::size_t e) {
-    auto &list = result[tile];
+  TileToTensorMapping result(target_.getNumTiles());
+  auto add = [&](unsigned absolute, std::size_t b, std::size_t e) {
+    if (absolute < tileOffset_ || absolute - tileOffset_ >= result.size())
+      throw invalid_tile_mapping(fmt::format(
+          "getTileMapping of tensor {}: element {} is on tile {}, outside this virtual graph's tiles "
+          "{}..{}", t.getVarStr(), b, absolute, tileOffset_, tileOffset_ + result.size() - 1));
+    auto &list = result[absolute - tileOffset_];
     if (!list.empty() && list.back().end() == b)
       list.back() = Interval(list.back().begin(), e);
     else

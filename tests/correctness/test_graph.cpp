@@ -132,3 +132,26 @@ TEST_CASE("field limits come from the vertex type", "[correctness][graph]") {
   REQUIRE_THROWS_AS(g.getMaxVertexFieldValue("FieldKinds", "in"), graph_connection_error);
   REQUIRE_THROWS_AS(g.getMaxFieldDim("Nope", "in", 0), unknown_vertex_type);
 }
+
+TEST_CASE("a virtual graph numbers its own tiles from 0 and shares everything else", "[correctness][graph]") {
+  Graph whole(Target::createGeneric(8));
+  Graph upper = whole.createVirtualGraph(4, 8);
+  REQUIRE(upper.getTarget().getNumTiles() == 4);
+  Tensor t = upper.addVariable(FLOAT, {4}, "t");
+  upper.setTileMapping(t.slice(0, 2), 0);
+  upper.setTileMapping(t.slice(2, 4), TileToTensorMapping{{}, {}, {}, {Interval(0, 2)}});
+  // In the whole graph's numbering the tiles are 4 and 7.
+  const auto mapping = whole.getTileMapping(t);
+  REQUIRE(mapping[4] == std::vector<Interval>{Interval(0, 2)});
+  REQUIRE(mapping[7] == std::vector<Interval>{Interval(2, 4)});
+  REQUIRE(upper.getTileMapping(t)[3] == std::vector<Interval>{Interval(2, 4)});
+  REQUIRE_THROWS_AS(upper.setTileMapping(t, 4), invalid_tile_mapping);
+  // Nested virtual graphs offset again; tensors mapped outside a virtual graph are reported.
+  Graph last = upper.createVirtualGraph(3, 4);
+  last.setTileMapping(t.slice(0, 1), 0);
+  REQUIRE(whole.getTileMapping(t)[7] == std::vector<Interval>{Interval(0, 1), Interval(2, 4)});
+  REQUIRE_THROWS_WITH(last.getTileMapping(t), Catch::Contains("outside this virtual graph"));
+  REQUIRE_THROWS_AS(whole.createVirtualGraph(6, 9), invalid_tile_mapping);
+  // A tensor of the virtual graph is a tensor of the whole graph.
+  REQUIRE_NOTHROW(whole.setTileMapping(t, 0));
+}
