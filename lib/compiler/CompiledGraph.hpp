@@ -95,6 +95,9 @@ struct CompiledComputeSet {
   std::vector<CopyPlan> gathers;        // into contiguous temporaries, before the vertices run
   std::vector<CopyPlan> scatters;       // out of them, after
   std::uint64_t rearrangedBytes = 0;    // bytes moved by gathers and scatters per execution
+  // From Graph::setPerfEstimate: tiles run in parallel, so the slowest tile's sum.
+  std::uint64_t estimatedCycles = 0;
+  std::uint32_t verticesWithoutEstimate = 0;
 };
 
 struct StreamInfo {

@@ -42,6 +42,7 @@ public:
         cs_.tiles.push_back({cs_.vertices[i].tile, i, i});
       cs_.tiles.back().end = i + 1;
     }
+    estimateCycles();
     for (const CopyPlan &p : cs_.gathers)
       cs_.rearrangedBytes += p.src.bytes();
     for (const CopyPlan &p : cs_.scatters)
@@ -59,6 +60,18 @@ public:
   }
 
 private:
+  void estimateCycles() {
+    for (const TileGroup &tile : cs_.tiles) {
+      std::uint64_t cycles = 0;
+      for (std::uint32_t i = tile.begin; i < tile.end; ++i) {
+        const VertexRecord &vertex = graph_.vertices[cs_.vertices[i].id];
+        cycles += vertex.perfEstimate;
+        cs_.verticesWithoutEstimate += vertex.hasPerfEstimate ? 0 : 1;
+      }
+      cs_.estimatedCycles = std::max(cs_.estimatedCycles, cycles);
+    }
+  }
+
   struct Temporary {
     Tensor tensor;
     std::uint64_t offset;

@@ -77,10 +77,16 @@ void printExecution(std::ostream &out, const CompiledGraph &graph,
              profile.streamTransfers.calls, profile.streamedBytes,
              profile.streamTransfers.seconds);
   fmt::print(out, "  Rearrangement bytes moved: {}\n", profile.rearrangedBytes);
-  fmt::print(out, "  Compute sets (time, calls):\n");
-  for (std::size_t i = 0; i < graph.computeSets.size(); ++i)
-    fmt::print(out, "    {}: {:.6f} s, {} calls\n", graph.computeSets[i].name,
-               profile.computeSets[i].seconds, profile.computeSets[i].calls);
+  fmt::print(out, "  Compute sets (time, calls, estimated cycles a call from setPerfEstimate):\n");
+  for (std::size_t i = 0; i < graph.computeSets.size(); ++i) {
+    const CompiledComputeSet &cs = graph.computeSets[i];
+    fmt::print(out, "    {}: {:.6f} s, {} calls, estimated {} cycles", cs.name,
+               profile.computeSets[i].seconds, profile.computeSets[i].calls, cs.estimatedCycles);
+    if (cs.verticesWithoutEstimate)
+      fmt::print(out, " ({} of {} vertices without an estimate)", cs.verticesWithoutEstimate,
+                 cs.vertices.size());
+    fmt::print(out, "\n");
+  }
   if (!options.showExecutionSteps)
     return;
   fmt::print(out, "  Execution steps (step: kind name, time including children, calls):\n");
