@@ -13,6 +13,7 @@ public:
   ContentHash &add(std::string_view bytes);
   // 16 lower-case hex digits.
   std::string hex() const;
+  std::uint64_t value() const { return state_; }
 
 private:
   void mix(const unsigned char *p, std::size_t n);

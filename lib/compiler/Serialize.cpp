@@ -1,8 +1,11 @@
 // Executable::serialize / deserialize: a CompiledGraph as a versioned little-endian binary
-// stream. Layout: magic "ASPENEXE", format version (u32), then the CompiledGraph's members in
-// declaration order; vectors and strings are a u64 count followed by their items. Codelet
-// libraries travel as their host shared objects (CodeletLibrary::binary()).
+// stream. Layout: magic "ASPENEXE", format version (u32), the body (the CompiledGraph's members
+// in declaration order; vectors and strings are a u64 count followed by their items), then a
+// 64-bit FNV-1a checksum of the body. Codelet libraries travel as their host shared objects
+// (CodeletLibrary::binary()); the checksum is verified before any of them is loaded, so a
+// damaged stream is reported, never executed.
 #include "CompiledGraph.hpp"
+#include "codelets/ContentHash.hpp"
 
 #include <aspen/Engine.hpp>
 #include <aspen/Error.hpp>
@@ -10,7 +13,9 @@
 #include <algorithm>
 #include <cstring>
 #include <istream>
+#include <iterator>
 #include <ostream>
+#include <sstream>
 #include <type_traits>
 
 namespace aspen {
@@ -20,7 +25,7 @@ namespace {
 using namespace detail;
 
 constexpr char kMagic[8] = {'A', 'S', 'P', 'E', 'N', 'E', 'X', 'E'};
-constexpr std::uint32_t kFormatVersion = 2;
+constexpr std::uint32_t kFormatVersion = 3;
 
 class Writer {
 public:
@@ -85,14 +90,15 @@ private:
 
 class Reader {
 public:
-  explicit Reader(std::istream &in) : in_(in) {}
+  Reader(std::istream &in, std::uint64_t size) : in_(in), left_(size) {}
 
   [[noreturn]] void fail(const std::string &why) {
     throw serialization_error("Executable::deserialize: " + why);
   }
   void raw(void *p, std::size_t n) {
-    if (!in_.read(static_cast<char *>(p), std::streamsize(n)))
+    if (n > left_ || !in_.read(static_cast<char *>(p), std::streamsize(n)))
       fail("the stream ends early (truncated)");
+    left_ -= n;
   }
 
   template <class T> std::enable_if_t<std::is_arithmetic_v<T> || std::is_enum_v<T>> get(T &v) {
@@ -101,9 +107,11 @@ public:
   std::uint64_t count() {
     std::uint64_t n = 0;
     get(n);
-    // A count cannot exceed the bytes left; a corrupt count must not allocate unbounded memory.
-    if (n > (std::uint64_t(1) << 40))
-      fail("a length of " + std::to_string(n) + " is implausible (corrupt stream)");
+    // Every counted item takes at least one byte: a corrupt count must not allocate unbounded
+    // memory.
+    if (n > left_)
+      fail("a length of " + std::to_string(n) + " exceeds the " + std::to_string(left_) +
+           " bytes left (corrupt stream)");
     return n;
   }
   void get(std::string &s) {
@@ -170,6 +178,7 @@ public:
 
 private:
   std::istream &in_;
+  std::uint64_t left_;
 };
 
 // The members of CompiledGraph, in one place for both directions.
@@ -258,27 +267,45 @@ void validate(Reader &io, const CompiledGraph &g) {
 } // namespace
 
 void Executable::serialize(std::ostream &out) const {
-  Writer io(out);
-  out.write(kMagic, sizeof kMagic);
-  io.put(kFormatVersion);
+  std::ostringstream body;
+  Writer io(body);
   transferGraph(io, *compiled_);
   io.putMap(compiled_->hostWrites);
   io.putMap(compiled_->hostReads);
+  const std::string bytes = std::move(body).str();
+  const std::uint64_t checksum = ContentHash().add(bytes).value();
+  Writer header(out);
+  out.write(kMagic, sizeof kMagic);
+  header.put(kFormatVersion);
+  out.write(bytes.data(), std::streamsize(bytes.size()));
+  header.put(checksum);
   if (!out)
     throw serialization_error("Executable::serialize: writing to the stream failed");
 }
 
 Executable Executable::deserialize(std::istream &in) {
-  Reader io(in);
+  const std::string data{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  std::istringstream stream(data);
+  Reader header(stream, data.size());
   char magic[sizeof kMagic];
-  io.raw(magic, sizeof magic);
+  header.raw(magic, sizeof magic);
   if (std::memcmp(magic, kMagic, sizeof kMagic) != 0)
-    io.fail("the stream is not an Aspen executable (bad magic header)");
+    header.fail("the stream is not an Aspen executable (bad magic header)");
   std::uint32_t version = 0;
-  io.get(version);
+  header.get(version);
   if (version != kFormatVersion)
-    io.fail("format version " + std::to_string(version) + " is not supported (this build reads " +
-            "version " + std::to_string(kFormatVersion) + ")");
+    header.fail("format version " + std::to_string(version) + " is not supported (this build reads " +
+                "version " + std::to_string(kFormatVersion) + ")");
+  const std::size_t headerBytes = sizeof kMagic + sizeof version;
+  if (data.size() < headerBytes + sizeof(std::uint64_t))
+    header.fail("the stream ends early (truncated)");
+  const std::string_view body(data.data() + headerBytes, data.size() - headerBytes - sizeof(std::uint64_t));
+  std::uint64_t checksum = 0;
+  std::memcpy(&checksum, data.data() + data.size() - sizeof checksum, sizeof checksum);
+  if (ContentHash().add(body).value() != checksum)
+    header.fail("the checksum does not match (the stream is damaged or truncated)");
+
+  Reader io(stream, body.size());
   auto graph = std::make_unique<CompiledGraph>();
   transferGraph(io, *graph);
   io.getMap(graph->hostWrites);
