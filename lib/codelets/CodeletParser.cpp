@@ -246,7 +246,7 @@ private:
 
   [[noreturn]] void fail(const Token &at, const std::string &message) const {
     const Token &where = atEnd() && !tokens_.empty() && at.text.empty() ? tokens_.back() : at;
-    const std::string file = where.file < files_.size() ? files_[where.file] : "<codelet>";
+    const std::string file = fileName(where.file);
     throw codelet_error(file + ":" + std::to_string(where.line) + ": " + message);
   }
   void expect(std::string_view text) {
@@ -466,7 +466,7 @@ private:
                           "' is in an anonymous namespace; vertex classes need a name the "
                           "host can refer to");
     ParsedVertex parsed;
-    parsed.file = files_.at(keyword.file);
+    parsed.file = fileName(keyword.file);
     parsed.line = nameLine;
     const std::string prefix = joinScope(scope_, scope_.size());
     const std::string qualified = prefix.empty() ? name : prefix + "::" + name;
@@ -785,6 +785,10 @@ private:
   }
 
   std::vector<Token> tokens_;
+  // Source without a linemarker naming its file (damaged or hand-made text) still gets a name.
+  std::string fileName(unsigned index) const {
+    return index < files_.size() ? files_[index] : "<codelet>";
+  }
   std::vector<std::string> files_;
   std::size_t pos_ = 0;
   std::vector<std::string> scope_;
