@@ -41,6 +41,8 @@ public:
                                 const OptionFlags &options = {});
   static Target createIPUTarget(unsigned numIPUs, unsigned tilesPerIPU, StringRef systemType,
                                 const OptionFlags &options = {});
+  // The same numbers with target type IPU_MODEL, as an IPUModel device reports them.
+  static Target createIPUModelTarget(unsigned numIPUs, unsigned tilesPerIPU, StringRef systemType);
 
   const std::string &getName() const { return name_; }
   TargetType getTargetType() const { return type_; }

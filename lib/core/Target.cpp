@@ -108,8 +108,15 @@ Target Target::createIPUTarget(unsigned numIPUs, unsigned tilesPerIPU, StringRef
     throw invalid_option(fmt::format(
         "createIPUTarget: numIPUs ({}) and tilesPerIPU ({}) must be positive", numIPUs, tilesPerIPU));
   Target t = createModel(systemType);
+  t.type_ = TargetType::IPU; // Poplar's IPU target; IPUModel devices report IPU_MODEL
   t.numIPUs_ = numIPUs;
   t.tilesPerIPU_ = tilesPerIPU;
+  return t;
+}
+
+Target Target::createIPUModelTarget(unsigned numIPUs, unsigned tilesPerIPU, StringRef systemType) {
+  Target t = createIPUTarget(numIPUs, tilesPerIPU, systemType);
+  t.type_ = TargetType::IPU_MODEL;
   return t;
 }
 

@@ -25,6 +25,9 @@ TEST_CASE("named targets report Poplar's and the GPUs' numbers", "[unit][target]
   REQUIRE(Target::createModel("ipu1").getNumTiles() == 1216);
   REQUIRE(Target::createIPUTarget(2, "ipu2").getNumTiles() == 2944);
   REQUIRE(Target::createIPUTarget(1, 16, "ipu2").getNumTiles() == 16);
+  REQUIRE(Target::createIPUTarget(1, "ipu2").getTargetType() == TargetType::IPU);
+  REQUIRE(Target::createIPUModelTarget(2, 4, "ipu1").getTargetType() == TargetType::IPU_MODEL);
+  REQUIRE(Target::createIPUModelTarget(2, 4, "ipu1").getNumIPUs() == 2);
   const Target h200 = Target::createModel("h200");
   REQUIRE(h200.getNumTiles() == 132);
   REQUIRE(h200.isGpu());

@@ -31,7 +31,7 @@ public:
   aspen::Device createDevice(const aspen::OptionFlags & = {}, bool /*accurateHalf*/ = false,
                              unsigned /*deviceManagerId*/ = 0) const {
     return aspen::Device::createModelDevice(
-        aspen::Target::createIPUTarget(numIPUs, tilesPerIPU, version_));
+        aspen::Target::createIPUModelTarget(numIPUs, tilesPerIPU, version_));
   }
 };
 
