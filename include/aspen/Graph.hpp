@@ -8,6 +8,7 @@
 #include <aspen/Error.hpp>
 #include <aspen/GraphElements.hpp>
 #include <aspen/Interval.hpp>
+#include <aspen/PerfEstimate.hpp>
 #include <aspen/Program.hpp>
 #include <aspen/Target.hpp>
 #include <aspen/Tensor.hpp>
@@ -151,7 +152,13 @@ public:
   }
   void setInitialValueFromHost(FieldRef field, detail::HostType hostType, const void *values,
                                std::size_t count, bool isVector);
-  void setPerfEstimate(VertexRef v, std::uint64_t cycles);
+  void setPerfEstimate(VertexRef v, std::uint64_t cycles, std::uint64_t flops = 0);
+  void setPerfEstimate(VertexRef v, const VertexPerfEstimate &estimate) {
+    setPerfEstimate(v, estimate.cycles, estimate.flops);
+  }
+  // The estimate of every vertex of `vertexType` without one of its own, computed when the
+  // graph is compiled. Replaces an earlier estimator of the same type.
+  void registerPerfEstimator(StringRef vertexType, PerfEstimateFunc estimator);
 
   // Compiles (or loads, when precompiled by aspen-cc) a codelet file and makes its vertex
   // classes available to addVertex. Raises codelet_error with the compiler's message on failure.

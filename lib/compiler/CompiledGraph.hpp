@@ -95,8 +95,10 @@ struct CompiledComputeSet {
   std::vector<CopyPlan> gathers;        // into contiguous temporaries, before the vertices run
   std::vector<CopyPlan> scatters;       // out of them, after
   std::uint64_t rearrangedBytes = 0;    // bytes moved by gathers and scatters per execution
-  // From Graph::setPerfEstimate: tiles run in parallel, so the slowest tile's sum.
+  // From Graph::setPerfEstimate or a registered estimator: tiles run in parallel, so the
+  // slowest tile's sum.
   std::uint64_t estimatedCycles = 0;
+  std::uint64_t estimatedFlops = 0; // all vertices
   std::uint32_t verticesWithoutEstimate = 0;
 };
 

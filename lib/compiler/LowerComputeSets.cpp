@@ -6,6 +6,7 @@
 #include <aspen/Error.hpp>
 
 #include <algorithm>
+#include <optional>
 
 namespace aspen::detail {
 
@@ -60,13 +61,24 @@ public:
   }
 
 private:
+  // A vertex's own estimate (setPerfEstimate), else its type's estimator, else none.
+  std::optional<VertexPerfEstimate> estimate(const VertexRecord &vertex) const {
+    if (vertex.hasPerfEstimate)
+      return VertexPerfEstimate(vertex.perfEstimate, vertex.perfEstimateFlops);
+    const auto it = graph_.perfEstimators.find(vertex.type->name);
+    if (it == graph_.perfEstimators.end())
+      return std::nullopt;
+    return it->second(VertexIntrospector(vertex), graph_.target);
+  }
+
   void estimateCycles() {
     for (const TileGroup &tile : cs_.tiles) {
       std::uint64_t cycles = 0;
       for (std::uint32_t i = tile.begin; i < tile.end; ++i) {
-        const VertexRecord &vertex = graph_.vertices[cs_.vertices[i].id];
-        cycles += vertex.perfEstimate;
-        cs_.verticesWithoutEstimate += vertex.hasPerfEstimate ? 0 : 1;
+        const auto e = estimate(graph_.vertices[cs_.vertices[i].id]);
+        cycles += e ? e->cycles : 0;
+        cs_.estimatedFlops += e ? e->flops : 0;
+        cs_.verticesWithoutEstimate += e ? 0 : 1;
       }
       cs_.estimatedCycles = std::max(cs_.estimatedCycles, cycles);
     }

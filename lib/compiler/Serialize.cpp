@@ -25,7 +25,7 @@ namespace {
 using namespace detail;
 
 constexpr char kMagic[8] = {'A', 'S', 'P', 'E', 'N', 'E', 'X', 'E'};
-constexpr std::uint32_t kFormatVersion = 3;
+constexpr std::uint32_t kFormatVersion = 4;
 
 class Writer {
 public:
@@ -68,7 +68,7 @@ public:
   void put(const CompiledComputeSet &c) {
     put(c.name), put(c.vertices), put(c.tiles), put(c.fields), put(c.nested);
     put(c.gathers), put(c.scatters), put(c.rearrangedBytes), put(c.estimatedCycles),
-        put(c.verticesWithoutEstimate);
+        put(c.estimatedFlops), put(c.verticesWithoutEstimate);
   }
   void put(const StreamInfo &s) { put(s.handle), put(s.type), put(s.numElements), put(s.hostToDevice); }
   void put(const StreamCopy &s) { put(s.stream), put(s.tensor); }
@@ -156,7 +156,7 @@ public:
   void get(CompiledComputeSet &c) {
     get(c.name), get(c.vertices), get(c.tiles), get(c.fields), get(c.nested);
     get(c.gathers), get(c.scatters), get(c.rearrangedBytes), get(c.estimatedCycles),
-        get(c.verticesWithoutEstimate);
+        get(c.estimatedFlops), get(c.verticesWithoutEstimate);
   }
   void get(StreamInfo &s) { get(s.handle), get(s.type), get(s.numElements), get(s.hostToDevice); }
   void get(StreamCopy &s) { get(s.stream), get(s.tensor); }

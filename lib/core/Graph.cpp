@@ -442,10 +442,20 @@ void Graph::setInitialValueFromHost(FieldRef f, detail::HostType hostType, const
   binding->hasValue = true;
 }
 
-void Graph::setPerfEstimate(VertexRef v, std::uint64_t cycles) {
+void Graph::setPerfEstimate(VertexRef v, std::uint64_t cycles, std::uint64_t flops) {
   VertexRecord &record = vertexOf(*state_, v.getId(), v.graph(), "setPerfEstimate");
   record.perfEstimate = cycles;
+  record.perfEstimateFlops = flops;
   record.hasPerfEstimate = true;
+}
+
+void Graph::registerPerfEstimator(StringRef vertexType, PerfEstimateFunc estimator) {
+  if (!estimator)
+    throw graph_connection_error(fmt::format("registerPerfEstimator '{}': the estimator is empty", vertexType));
+  if (!state_->codelets.find(vertexType))
+    throw unknown_vertex_type(fmt::format(
+        "registerPerfEstimator: no vertex type '{}' is known to this graph; add its codelets first", vertexType));
+  state_->perfEstimators[detail::normalizeVertexName(vertexType)] = std::move(estimator);
 }
 
 bool Graph::addCodelets(StringRef path, CodeletFileType type, StringRef compileFlags) {

@@ -40,7 +40,8 @@ struct VertexRecord {
   const VertexTypeInfo *type = nullptr;
   unsigned computeSet = kInvalidId;
   unsigned tile = kInvalidId;
-  std::uint64_t perfEstimate = 0;
+  std::uint64_t perfEstimate = 0; // cycles
+  std::uint64_t perfEstimateFlops = 0;
   bool hasPerfEstimate = false;
   std::vector<FieldBinding> fields; // indexed like type->fields
 };
@@ -70,6 +71,7 @@ struct GraphState {
   std::map<std::string, unsigned, std::less<>> streamByHandle;
   std::vector<program::Program> functions;
   CodeletRegistry codelets;
+  std::map<std::string, PerfEstimateFunc, std::less<>> perfEstimators; // by normalised type name
 
   // Raises graph_connection_error, prefixed by `what`, unless t is a valid tensor of this graph.
   void requireOwnTensor(const Tensor &t, const char *what) const;

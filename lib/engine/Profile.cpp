@@ -80,8 +80,9 @@ void printExecution(std::ostream &out, const CompiledGraph &graph,
   fmt::print(out, "  Compute sets (time, calls, estimated cycles a call from setPerfEstimate):\n");
   for (std::size_t i = 0; i < graph.computeSets.size(); ++i) {
     const CompiledComputeSet &cs = graph.computeSets[i];
-    fmt::print(out, "    {}: {:.6f} s, {} calls, estimated {} cycles", cs.name,
-               profile.computeSets[i].seconds, profile.computeSets[i].calls, cs.estimatedCycles);
+    fmt::print(out, "    {}: {:.6f} s, {} calls, estimated {} cycles, {} flops", cs.name,
+               profile.computeSets[i].seconds, profile.computeSets[i].calls, cs.estimatedCycles,
+               cs.estimatedFlops);
     if (cs.verticesWithoutEstimate)
       fmt::print(out, " ({} of {} vertices without an estimate)", cs.verticesWithoutEstimate,
                  cs.vertices.size());

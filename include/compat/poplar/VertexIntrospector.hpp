@@ -1,0 +1,6 @@
+// Poplar's <poplar/VertexIntrospector.hpp>, mapped onto <aspen/PerfEstimate.hpp>.
+#pragma once
+
+#include <poplar/Implicit.hpp>
+#include <poplar/Namespace.hpp>
+#include <aspen/PerfEstimate.hpp>
