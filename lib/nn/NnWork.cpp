@@ -1,0 +1,80 @@
+#include "NnWork.hpp"
+
+#include <aspen/Error.hpp>
+#include <aspen/util/TileMapping.hpp>
+
+#include <sstream>
+
+namespace aspen::nn::work {
+
+Tensor asRows(const Tensor &t) {
+  if (t.rank() == 1)
+    return t.reshape({1, t.dim(0)});
+  return t.flatten(0, t.rank() - 1);
+}
+
+std::vector<std::vector<Interval>> rowsByTile(const Graph &graph, const Tensor &rows) {
+  const std::size_t cols = rows.dim(1);
+  const auto regions = util::getTileContiguousRegions(graph, rows);
+  std::vector<std::vector<Interval>> tileRows(regions.size());
+  for (std::size_t tile = 0; tile < regions.size(); ++tile)
+    for (const Interval &region : regions[tile]) {
+      // The rows whose first element (at row * cols) lies in this region.
+      const std::size_t first = (region.begin() + cols - 1) / cols;
+      const std::size_t last = (region.end() + cols - 1) / cols;
+      if (first >= last)
+        continue;
+      auto &list = tileRows[tile];
+      if (!list.empty() && list.back().end() == first)
+        list.back() = Interval(list.back().begin(), last);
+      else
+        list.emplace_back(first, last);
+    }
+  return tileRows;
+}
+
+TileToTensorMapping rowResultMapping(const Graph &graph,
+                                     const std::vector<std::vector<Interval>> &tileRows,
+                                     std::size_t perRow) {
+  TileToTensorMapping mapping(graph.getTarget().getNumTiles());
+  for (std::size_t tile = 0; tile < tileRows.size(); ++tile)
+    for (const Interval &rows : tileRows[tile])
+      mapping[tile].emplace_back(rows.begin() * perRow, rows.end() * perRow);
+  return mapping;
+}
+
+Tensor addRowResult(Graph &graph, Type type, const std::vector<std::vector<Interval>> &tileRows,
+                    std::size_t numRows, std::size_t perRow, const DebugContext &debug) {
+  Tensor result = perRow == 0 ? graph.addVariable(type, {numRows}, debug)
+                              : graph.addVariable(type, {numRows, perRow}, debug);
+  graph.setTileMapping(result, rowResultMapping(graph, tileRows, perRow == 0 ? 1 : perRow));
+  return result;
+}
+
+std::vector<Tensor> rowList(const Tensor &rows, const std::vector<Interval> &intervals) {
+  std::vector<Tensor> list;
+  for (const Interval &i : intervals)
+    for (std::size_t r = i.begin(); r < i.end(); ++r)
+      list.push_back(rows[r]);
+  return list;
+}
+
+Tensor rowElements(const Tensor &perRow, const std::vector<Interval> &intervals) {
+  return concat(perRow.slices(intervals));
+}
+
+std::string describe(const Tensor &t) {
+  std::ostringstream os;
+  os << t.getDebugStr() << " (" << t.elementType() << ")";
+  return os.str();
+}
+
+void requireFloatingPoint(const Tensor &t, const std::string &what) {
+  if (t.elementType() != FLOAT && t.elementType() != HALF) {
+    std::ostringstream os;
+    os << what << ": " << describe(t) << " must be float or half, not " << t.elementType();
+    throw type_error(os.str());
+  }
+}
+
+} // namespace aspen::nn::work

@@ -1,0 +1,42 @@
+// How the aspen::nn basics spread their work over tiles (internal).
+//
+// Element-wise work follows the tile mapping of the tensor written: per tile, its contiguous
+// regions (util::getTileContiguousRegions) become the 2-D fields of one MultiVertex.
+// Row work (softmax, loss, arg-max, top-k) gives each row of a [rows, cols] view to the tile that
+// owns the row's first element; per-row results are mapped to that tile too.
+#pragma once
+
+#include <aspen/Graph.hpp>
+#include <aspen/Tensor.hpp>
+
+#include <string>
+#include <vector>
+
+namespace aspen::nn::work {
+
+// A view of t as [rows, innermost]: rank >= 2 flattens the outer dimensions, rank 1 is one row.
+Tensor asRows(const Tensor &t);
+
+// Per tile, the intervals of row numbers of `rows` ([R, C], C > 0) that the tile computes.
+std::vector<std::vector<Interval>> rowsByTile(const Graph &graph, const Tensor &rows);
+
+// The mapping of a [R, perRow] result whose row r lives where rowsByTile put row r.
+TileToTensorMapping rowResultMapping(const Graph &graph,
+                                     const std::vector<std::vector<Interval>> &tileRows,
+                                     std::size_t perRow);
+
+// A new variable [R] or [R, perRow] (perRow == 0 gives [R]) mapped by rowResultMapping.
+Tensor addRowResult(Graph &graph, Type type, const std::vector<std::vector<Interval>> &tileRows,
+                    std::size_t numRows, std::size_t perRow, const DebugContext &debug);
+
+// The rows of `rows` listed by `intervals`, one tensor each (for a 2-D field).
+std::vector<Tensor> rowList(const Tensor &rows, const std::vector<Interval> &intervals);
+// The elements of the 1-D `perRow` for the rows in `intervals`, concatenated (for a 1-D field).
+Tensor rowElements(const Tensor &perRow, const std::vector<Interval> &intervals);
+
+// The tensor's names, shape and type for messages: "'probs' {2,3} (float)".
+std::string describe(const Tensor &t);
+// Raises type_error unless t is FLOAT or HALF, naming the builder, the argument and the type.
+void requireFloatingPoint(const Tensor &t, const std::string &what);
+
+} // namespace aspen::nn::work
