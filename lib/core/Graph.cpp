@@ -218,17 +218,10 @@ Tensor Graph::clone(Type type, const Tensor &t, const DebugContext &debug, Tenso
   Tensor result = addVariable(type, t.shape(), debug);
   const auto id = static_cast<unsigned>(state_->variables.size() - 1);
   forEachVarRun(*state_, t, [&](std::size_t flat, unsigned var, std::size_t varBegin, std::size_t count) {
-    const auto &map = state_->variables[var].mapping;
-    // Element by element only where the source run crosses tiles.
-    for (std::size_t i = 0; i < count;) {
-      const unsigned tile = map.tileOf(varBegin + i);
-      std::size_t j = i + 1;
-      while (j < count && map.tileOf(varBegin + j) == tile)
-        ++j;
+    state_->variables[var].mapping.forEachRun(varBegin, varBegin + count, [&](std::size_t b, std::size_t e, unsigned tile) {
       if (tile != kInvalidId)
-        state_->variables[id].mapping.assign(flat + i, flat + j, tile);
-      i = j;
-    }
+        state_->variables[id].mapping.assign(flat + (b - varBegin), flat + (e - varBegin), tile);
+    });
   });
   return result;
 }
@@ -289,23 +282,14 @@ TileToTensorMapping Graph::getTileMapping(const Tensor &t, bool requireComplete)
       list.emplace_back(b, e);
   };
   forEachVarRun(*state_, t, [&](std::size_t flat, unsigned var, std::size_t varBegin, std::size_t count) {
-    const auto &map = state_->variables[var].mapping;
-    for (std::size_t i = 0; i < count;) {
-      const unsigned tile = map.tileOf(varBegin + i);
-      std::size_t j = i + 1;
-      while (j < count && map.tileOf(varBegin + j) == tile)
-        ++j;
-      if (tile == kInvalidId) {
-        if (requireComplete)
-          throw invalid_tile_mapping(fmt::format(
-              "getTileMapping of tensor {}: element {} (element {} of variable {}) is not mapped to "
-              "a tile",
-              t.getVarStr(), flat + i, varBegin + i, state_->variableName(var)));
-      } else {
-        add(tile, flat + i, flat + j);
-      }
-      i = j;
-    }
+    state_->variables[var].mapping.forEachRun(varBegin, varBegin + count, [&](std::size_t b, std::size_t e, unsigned tile) {
+      if (tile != kInvalidId)
+        add(tile, flat + (b - varBegin), flat + (e - varBegin));
+      else if (requireComplete)
+        throw invalid_tile_mapping(fmt::format(
+            "getTileMapping of tensor {}: element {} (element {} of variable {}) is not mapped to a tile",
+            t.getVarStr(), flat + (b - varBegin), b, state_->variableName(var)));
+    });
   });
   return result;
 }

@@ -3,6 +3,7 @@
 
 #include <aspen/GraphElements.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <map>
 #include <vector>
@@ -24,6 +25,32 @@ public:
   std::size_t firstUnmapped(std::size_t n) const;
   // Mapped runs in element order, adjacent runs of one tile merged.
   std::vector<Run> runs() const;
+  // Calls f(begin, end, tile) for consecutive pieces of [begin, end), each owned by one tile
+  // (kInvalidId where unmapped), in O(runs) rather than O(elements).
+  template <class F> void forEachRun(std::size_t begin, std::size_t end, F &&f) const {
+    auto it = runs_.upper_bound(begin);
+    if (it != runs_.begin())
+      --it;
+    std::size_t pos = begin;
+    while (pos < end) {
+      if (it == runs_.end() || it->second.begin >= end) {
+        f(pos, end, kInvalidId);
+        return;
+      }
+      const Run &run = it->second;
+      if (run.end <= pos) {
+        ++it;
+      } else if (run.begin > pos) {
+        f(pos, run.begin, kInvalidId);
+        pos = run.begin;
+      } else {
+        const std::size_t stop = std::min(run.end, end);
+        f(pos, stop, run.tile);
+        pos = stop;
+        ++it;
+      }
+    }
+  }
   bool empty() const { return runs_.empty(); }
 
 private:

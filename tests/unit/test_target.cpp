@@ -100,6 +100,19 @@ TEST_CASE("tile maps agree with a per-element model under random assignments", "
         firstUnmapped = i;
     }
     REQUIRE(map.firstUnmapped(n) == firstUnmapped);
+    // forEachRun over a random range gives consecutive pieces that agree with the model.
+    std::size_t from = rng() % n, to = rng() % (n + 1);
+    if (from > to)
+      std::swap(from, to);
+    std::size_t next = from;
+    map.forEachRun(from, to, [&](std::size_t b, std::size_t e, unsigned tile) {
+      REQUIRE(b == next);
+      REQUIRE(b < e);
+      for (std::size_t i = b; i < e; ++i)
+        REQUIRE(model[i] == tile);
+      next = e;
+    });
+    REQUIRE(next == to);
     std::size_t covered = 0;
     for (const auto &run : map.runs())
       for (std::size_t i = run.begin; i < run.end; ++i, ++covered)
