@@ -2,6 +2,8 @@
 // 16M floats (one generated codelet) and a single add, each against a hand-written C++ loop of
 // the same computation and against NumPy (a /usr/bin/python3 subprocess, when numpy imports).
 // Prints the median of several repetitions as GB/s (bytes read + written) and ratios.
+#include "BenchSupport.hpp"
+
 #include <aspen/Engine.hpp>
 #include <aspen/ops/Codelets.hpp>
 #include <aspen/ops/ElementWise.hpp>
@@ -23,17 +25,6 @@ namespace {
 constexpr std::size_t kN = std::size_t(1) << 24;
 constexpr int kReps = 5;
 
-double medianSeconds(const std::function<void()> &f) {
-  std::vector<double> t;
-  f(); // warm up
-  for (int i = 0; i < kReps; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    f();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 
 // NumPy's median time for `statement` on float32 arrays a, b of kN elements; negative if absent.
 double numpySeconds(const std::string &statement) {
@@ -44,15 +35,7 @@ double numpySeconds(const std::string &statement) {
       "f = lambda: " + statement + "\n"
       "f(); t = sorted(timeit.repeat(f, number=1, repeat=" + std::to_string(kReps) + "))\n"
       "print(t[len(t) // 2])\n";
-  const std::string command = "/usr/bin/python3 -c '" + script + "' 2>/dev/null";
-  FILE *pipe = popen(command.c_str(), "r");
-  if (!pipe)
-    return -1;
-  double seconds = -1;
-  if (std::fscanf(pipe, "%lf", &seconds) != 1)
-    seconds = -1;
-  pclose(pipe);
-  return seconds;
+  return bench::pythonResult(script);
 }
 
 const ex::Any kExpr = ex::Select(ex::Exp(ex::Neg(ex::Abs(ex::_1))) * 2.0f + ex::Sqrt(ex::Abs(ex::_2)),
@@ -112,10 +95,10 @@ int main() {
       e.load(Device::createModelDevice(target));
       e.writeTensor("a", a.data(), a.data() + kN);
       e.writeTensor("b", b.data(), b.data() + kN);
-      return medianSeconds([&] { e.run(); });
+      return bench::medianSeconds(kReps, [&] { e.run(); });
     };
     const double aspen1 = timeAspen("1"), aspenAll = timeAspen(nullptr);
-    const double loop = medianSeconds([&] { (fused ? loopExpr : loopAdd)(a.data(), b.data(), o.data()); });
+    const double loop = bench::medianSeconds(kReps, [&] { (fused ? loopExpr : loopAdd)(a.data(), b.data(), o.data()); });
     const double numpy = numpySeconds(fused ? kNumpyExpr : "a + b");
     report(fused ? "12-op expression, 16M" : "add, 16M", aspen1, aspenAll, loop, numpy);
   }

@@ -2,6 +2,8 @@
 // a plain C++ loop computing the same thing, and against NumPy when /usr/bin/python3 has it:
 // sigmoid over 4M elements, stable softmax and arg-max over [4096, 1000]. Prints the median of
 // several runs and the ratios (the machine is noisy; compare ratios, not times).
+#include "BenchSupport.hpp"
+
 #include <aspen/Engine.hpp>
 #include <aspen/Graph.hpp>
 #include <aspen/nn/Codelets.hpp>
@@ -26,19 +28,10 @@ using namespace aspen;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr int kRepeats = 7;
 
 double medianMs(const std::function<void()> &f) {
-  std::vector<double> ms;
-  f(); // warm up
-  for (int i = 0; i < kRepeats; ++i) {
-    const auto start = Clock::now();
-    f();
-    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-  }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return 1e3 * bench::medianSeconds(kRepeats, f);
 }
 
 // NumPy's median time in ms for `statement` on x (rows x cols of uniform [-4, 4)), or a
@@ -53,12 +46,7 @@ double numpyMs(std::size_t rows, std::size_t cols, const std::string &statement)
                   "    s = time.perf_counter(); f(); t.append(time.perf_counter() - s)\n"
                   "print(sorted(t)[len(t) // 2] * 1000)\n",
                   rows, cols, statement, kRepeats);
-  const std::string command = "/usr/bin/python3 -c '" + script + "' 2>/dev/null";
-  std::unique_ptr<FILE, int (*)(FILE *)> pipe(popen(command.c_str(), "r"), pclose);
-  double ms = -1;
-  if (!pipe || std::fscanf(pipe.get(), "%lf", &ms) != 1)
-    return -1;
-  return ms;
+  return bench::pythonResult(script);
 }
 
 struct Result {

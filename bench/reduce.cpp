@@ -3,6 +3,8 @@
 // subprocess when numpy is installed). Prints the median of several runs, GB/s of input read,
 // the ratios, and each result's relative error against a double-precision sum.
 //   bench_reduce [tiles (default 16)] [repetitions (default 7)]
+#include "BenchSupport.hpp"
+
 #include <aspen/Engine.hpp>
 #include <aspen/Graph.hpp>
 #include <aspen/ops/Codelets.hpp>
@@ -25,19 +27,8 @@ using namespace aspen;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr std::size_t kRows = 4096, kCols = 4096, kElements = kRows * kCols;
 
-double medianSeconds(unsigned repetitions, const std::function<void()> &f) {
-  std::vector<double> times;
-  for (unsigned r = 0; r < repetitions; ++r) {
-    const auto start = Clock::now();
-    f();
-    times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
 
 struct Measured {
   double seconds;
@@ -66,7 +57,7 @@ Measured aspenReduce(unsigned tiles, unsigned repetitions, const std::vector<flo
   e.load(Device::createModelDevice(g.getTarget()));
   e.writeTensor("in", x.data(), x.data() + x.size());
   e.run(); // warm up
-  const double seconds = medianSeconds(repetitions, [&] { e.run(); });
+  const double seconds = bench::medianSeconds(repetitions, [&] { e.run(); });
   std::vector<float> result(out.numElements());
   e.readTensor("out", result.data(), result.data() + result.size());
   return {seconds, largestError(result, reference)};
@@ -78,7 +69,7 @@ const char *const kNumpyCalls[] = {"x.sum()", "x.sum(axis=1)", "x.sum(axis=0)"};
 Measured loopReduce(unsigned repetitions, const std::vector<float> &x, Kind kind,
                     const std::vector<double> &reference) {
   std::vector<float> result(reference.size());
-  const double seconds = medianSeconds(repetitions, [&] {
+  const double seconds = bench::medianSeconds(repetitions, [&] {
     if (kind == Kind::Columns) {
       std::fill(result.begin(), result.end(), 0.0f);
       for (std::size_t r = 0; r < kRows; ++r)
@@ -119,15 +110,7 @@ double numpySeconds(unsigned repetitions, Kind kind) {
                              "):\n"
                              "    s = time.perf_counter(); f(); t.append(time.perf_counter() - s)\n"
                              "print(sorted(t)[len(t) // 2])\n";
-  const std::string command = "/usr/bin/python3 -c '" + script + "' 2>/dev/null";
-  FILE *pipe = popen(command.c_str(), "r");
-  if (!pipe)
-    return -1;
-  double seconds = -1;
-  if (std::fscanf(pipe, "%lf", &seconds) != 1)
-    seconds = -1;
-  pclose(pipe);
-  return seconds;
+  return bench::pythonResult(script);
 }
 
 void report(const char *name, unsigned tiles, const Measured &aspen, const Measured &loop,

@@ -1,6 +1,8 @@
 // Times scaledAddTo (A += 0.5 * B, float and half) on the CPU executor against a plain C++
 // loop and NumPy (run in a subprocess) in the same run. Prints medians of several repetitions
 // and the ratios; the machine is noisy, so only the ratios mean anything.
+#include "BenchSupport.hpp"
+
 #include <aspen/Engine.hpp>
 #include <aspen/Graph.hpp>
 #include <aspen/ops/Codelets.hpp>
@@ -20,18 +22,10 @@ using namespace aspen;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr int kRepetitions = 7;
 
 template <class F> double medianMilliseconds(F &&f) {
-  std::vector<double> times;
-  for (int r = 0; r < kRepetitions; ++r) {
-    const auto start = Clock::now();
-    f();
-    times.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return 1e3 * bench::medianSeconds(kRepetitions, f);
 }
 
 // Median milliseconds of one `a += 0.5 * b` in NumPy, or a negative value without NumPy.
@@ -44,15 +38,7 @@ double numpyMilliseconds(std::size_t n, const char *dtype) {
       "    t0 = time.perf_counter(); a += s * b; t.append(time.perf_counter() - t0)\n"
       "print(sorted(t)[len(t) // 2] * 1e3)\n",
       n, dtype, kRepetitions);
-  const std::string command = "/usr/bin/python3 -c '" + script + "' 2>/dev/null";
-  FILE *pipe = popen(command.c_str(), "r");
-  if (!pipe)
-    return -1;
-  double ms = -1;
-  if (std::fscanf(pipe, "%lf", &ms) != 1)
-    ms = -1;
-  pclose(pipe);
-  return ms;
+  return bench::pythonResult(script);
 }
 
 template <class T> double loopMilliseconds(std::size_t n) {
