@@ -272,18 +272,28 @@ private:
     throw internal_error("unknown expression kind");
   }
 
+  // Casts convert between all twelve element types; constants have the nine types of the
+  // operations (a constant of another type is cast from one of those).
   void checkCastType(Type t) {
     bool known = false;
 #define ASPEN_EW_KNOWN(unused, cpp, C) known = known || t == C;
+    ASPEN_EW_TYPES_CAST(ASPEN_EW_KNOWN, _)
+    if (!known)
+      throw type_error(fmt::format("{}: Cast to or from element type {} is not supported",
+                                   caller_, t.toString()));
+  }
+  void checkConstType(const ExprNode &node) {
+    const Type t = node.type;
+    bool known = false;
     ASPEN_EW_TYPES_ALL(ASPEN_EW_KNOWN, _)
 #undef ASPEN_EW_KNOWN
     if (!known)
-      throw type_error(fmt::format("{}: element type {} is not supported by element-wise "
-                                   "operations (float, half, int, unsigned int, short, unsigned "
-                                   "short, char, unsigned char, bool)",
+      throw type_error(fmt::format("{}: a constant of element type {} is not supported by "
+                                   "element-wise operations (float, half, int, unsigned int, "
+                                   "short, unsigned short, char, unsigned char, bool); cast a "
+                                   "constant of one of these instead",
                                    caller_, t.toString()));
   }
-  void checkConstType(const ExprNode &node) { checkCastType(node.type); }
 
   const std::vector<Type> &types_;
   const std::vector<std::string> &names_;

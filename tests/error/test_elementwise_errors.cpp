@@ -1,6 +1,7 @@
 // Misuse of the element-wise builders raises the documented aspen::error subclass, naming the
 // objects and values, and leaves the graph usable.
 #include <aspen/Engine.hpp>
+#include <aspen/ops/Cast.hpp>
 #include <aspen/ops/Codelets.hpp>
 #include <aspen/ops/ElementWise.hpp>
 #include <aspen/util/TileMapping.hpp>
@@ -52,6 +53,30 @@ TEST_CASE("mismatched operand types are a type_error naming both types and tenso
   REQUIRE_THROWS_AS(ops::sqrt(fx.g, fx.i4, fx.prog), type_error);
   REQUIRE_THROWS_WITH(ops::map(fx.g, ex::Select(ex::_1, ex::_1, ex::_2), {fx.f4, fx.i4}, fx.prog),
                       Contains("SELECT") && Contains("bool"));
+}
+
+TEST_CASE("signed char, long long and unsigned long long are only cast: other operations and "
+          "constants of them are a type_error naming the type",
+          "[error][elementwise][cast]") {
+  Fixture fx;
+  Tensor ll = fx.g.addVariable(LONGLONG, {4}, "ll4");
+  Tensor sc = fx.g.addVariable(SIGNED_CHAR, {4}, "sc4");
+  util::mapTensorLinearly(fx.g, ll);
+  util::mapTensorLinearly(fx.g, sc);
+  REQUIRE_THROWS_AS(ops::add(fx.g, ll, ll, fx.prog), type_error);
+  REQUIRE_THROWS_WITH(ops::add(fx.g, ll, ll, fx.prog), Contains("ADD") && Contains("long long"));
+  REQUIRE_THROWS_WITH(ops::neg(fx.g, sc, fx.prog), Contains("NEGATE") && Contains("signed char"));
+  // In a fused expression: a cast to a 64-bit type followed by arithmetic.
+  REQUIRE_THROWS_WITH(ops::map(fx.g, ex::Cast(ex::_1, UNSIGNED_LONGLONG) * 2, {fx.f4}, fx.prog),
+                      Contains("MULTIPLY") && Contains("unsigned long long"));
+  REQUIRE_THROWS_AS(ops::map(fx.g, ex::Cast(ex::Const(5, LONGLONG), FLOAT), {}, fx.prog),
+                    type_error);
+  REQUIRE_THROWS_WITH(ops::map(fx.g, ex::Cast(ex::Const(5, LONGLONG), FLOAT), {}, fx.prog),
+                      Contains("constant") && Contains("long long"));
+  // Casts themselves are fine, and the graph stays usable.
+  CHECK(ops::cast(fx.g, ll, SIGNED_CHAR, fx.prog).elementType() == SIGNED_CHAR);
+  CHECK(ops::map(fx.g, ex::Cast(ex::Cast(ex::_1, LONGLONG), HALF), {sc}, fx.prog).elementType() ==
+        HALF);
 }
 
 TEST_CASE("a placeholder beyond the tensors given is an index_error", "[error][elementwise]") {

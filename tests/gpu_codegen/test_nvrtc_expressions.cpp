@@ -1,6 +1,7 @@
 // The CUDA source generated for element-wise expressions compiles with NVRTC for sm_90 (and,
 // where ptxas is found, assembles): every unary, binary and ternary operation at least once, on
-// float, half and integer types, casts between all types, scalar operands and constants.
+// float, half and integer types, casts between all twelve element types, scalar operands and
+// constants.
 // Needs the CUDA toolkit (NVRTC), not a GPU. ASPEN_SOURCE_INCLUDE_DIR is Aspen's include folder.
 #include "ops/ExprCodegen.hpp"
 #include "ops/ExprLowering.hpp"
@@ -22,13 +23,6 @@ namespace ex = aspen::ops::expr;
 namespace dt = aspen::ops::detail;
 
 namespace {
-
-Type firstSupported(bool (*supports)(Type)) {
-  for (Type t : {FLOAT, HALF, INT, UNSIGNED_INT, SHORT, UNSIGNED_SHORT, CHAR, UNSIGNED_CHAR, BOOL})
-    if (supports(t))
-      return t;
-  return Type();
-}
 
 struct Case {
   ex::Any expr;
@@ -60,9 +54,15 @@ std::vector<Case> representativeExpressions() {
 #undef NVRTC_BINARY
   cases.push_back({ex::Clamp(ex::_1, ex::_2, ex::Const(6)), {FLOAT, FLOAT}});
   cases.push_back({ex::Select(ex::_1, ex::_2, ex::_1 < ex::_2), {SHORT, SHORT}});
-  for (Type from : {FLOAT, HALF, INT, UNSIGNED_CHAR, BOOL})
-    for (Type to : {FLOAT, HALF, INT, UNSIGNED_INT, SHORT, CHAR, BOOL})
+  // Casts: all 144 pairs of the twelve element types, a 64-bit scalar operand, and a chain
+  // through the types only casts accept.
+  const std::vector<Type> all = {FLOAT, HALF, INT, UNSIGNED_INT, SHORT, UNSIGNED_SHORT, CHAR,
+                                 UNSIGNED_CHAR, BOOL, SIGNED_CHAR, LONGLONG, UNSIGNED_LONGLONG};
+  for (Type from : all)
+    for (Type to : all)
       cases.push_back({ex::Cast(ex::_1, to), {from}});
+  cases.push_back({ex::Cast(ex::_1, FLOAT) + ex::Cast(ex::_2, FLOAT), {HALF, UNSIGNED_LONGLONG}, true});
+  cases.push_back({ex::Cast(ex::Cast(ex::Cast(ex::_1, SIGNED_CHAR), LONGLONG), HALF), {FLOAT}});
   cases.push_back({ex::Sigmoid(ex::_1 * 2 + ex::Exp(ex::_2)) - ex::ConstHalf(0.5f), {HALF, HALF}, true});
   return cases;
 }

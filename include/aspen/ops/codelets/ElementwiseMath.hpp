@@ -10,9 +10,12 @@
 //              SHIFT_RIGHT is logical (on the bits of T), SHIFT_RIGHT_SIGN_EXTEND arithmetic
 //   MAXIMUM / MINIMUM  propagate NaN (as NumPy's maximum/minimum); RELU keeps NaN
 //   SIGNUM     -1, 0 or 1; for floats ±0 and NaN are returned unchanged
-//   cast       float/half -> integer: truncation toward zero, saturating to the range of the
-//              integer type, NaN -> 0; integer -> integer: modulo 2^bits (C++20 static_cast);
-//              anything -> bool: x != 0; -> half: round to nearest even (aspen::half)
+//   cast       between all twelve element types (the nine above and signed char, long long,
+//              unsigned long long): float/half -> integer: truncation toward zero, saturating
+//              to the range of the integer type, NaN -> 0; integer -> integer: modulo 2^bits
+//              (C++20 static_cast); anything -> bool: x != 0; -> float: round to nearest even
+//              (one rounding, also from 64-bit integers); -> half: round to nearest even once
+//              (aspen::half; see ew::cast for why integers may pass through float)
 #pragma once
 
 #include <aspen/HalfFloat.hpp>
@@ -49,6 +52,9 @@ ASPEN_EW_BITS(unsigned short, unsigned short, 0, 65535)
 ASPEN_EW_BITS(char, unsigned char, static_cast<char>(static_cast<char>(-1) < 0 ? -128 : 0),
               static_cast<char>(static_cast<char>(-1) < 0 ? 127 : 255))
 ASPEN_EW_BITS(unsigned char, unsigned char, 0, 255)
+ASPEN_EW_BITS(signed char, unsigned char, -128, 127)
+ASPEN_EW_BITS(long long, unsigned long long, -9223372036854775807ll - 1, 9223372036854775807ll)
+ASPEN_EW_BITS(unsigned long long, unsigned long long, 0ull, 18446744073709551615ull)
 #undef ASPEN_EW_BITS
 
 template <class T> struct IsFloat { static constexpr bool value = false; };
@@ -206,13 +212,16 @@ template <class T> ASPEN_HD inline Compute<T> SELECT(Compute<T> a, Compute<T> b,
 }
 
 // --- cast: Compute<Src> -> Compute<Dst> ------------------------------------------------------
+// Integer -> half rounds once although it passes through float: an integer below 65520 in
+// magnitude is exact in float (< 2^24), and a larger one rounds in float (monotonically) to a
+// float of magnitude >= 65520, which half turns into ±inf, as rounding the integer directly does.
 template <class Dst, class Src> ASPEN_HD inline Compute<Dst> cast(Compute<Src> x) {
   if constexpr (IsFloat<Dst>::value)
     return narrow<Dst>(static_cast<float>(x));
   else if constexpr (IsBool<Dst>::value)
     return x != 0;
   else if constexpr (IsFloat<Src>::value) {
-    // Compared in float: min and max + 1 are 0 or powers of two, exact in float.
+    // Compared in float: min and max + 1 are 0 or powers of two (up to 2^64), exact in float.
     const float lo = static_cast<float>(Bits<Dst>::min);
     const float hiExclusive = 2.0f * static_cast<float>(Bits<Dst>::max / 2 + 1);
     if (x != x)

@@ -25,6 +25,12 @@
 #define ASPEN_EW_TYPES_NUM(M, a) ASPEN_EW_TYPES_FP(M, a) ASPEN_EW_TYPES_INT(M, a)
 #define ASPEN_EW_TYPES_BOOL(M, a) M(a, bool, BOOL)
 #define ASPEN_EW_TYPES_ALL(M, a) ASPEN_EW_TYPES_NUM(M, a) ASPEN_EW_TYPES_BOOL(M, a)
+// The element types beyond the nine of the operations: only casts convert to and from them.
+#define ASPEN_EW_TYPES_CAST_ONLY(M, a)                                                          \
+  M(a, signed char, SIGNED_CHAR) M(a, long long, LONGLONG)                                      \
+  M(a, unsigned long long, UNSIGNED_LONGLONG)
+// Every element type (all twelve of aspen::Type): the types of casts.
+#define ASPEN_EW_TYPES_CAST(M, a) ASPEN_EW_TYPES_ALL(M, a) ASPEN_EW_TYPES_CAST_ONLY(M, a)
 
 // --- unary operations (34, as popops) ------------------------------------------------------
 #define ASPEN_EW_UNARY_OPS(X)                                                                   \
@@ -116,9 +122,10 @@ static_assert(kNumTernaryOps == 2, "popops has 2 ternary operations");
 
 } // namespace aspen::ops
 
-// ASPEN_EW_TYPES_ALL spelled a second time, for nesting inside an expansion of the first (cast
+// ASPEN_EW_TYPES_CAST spelled a second time, for nesting inside an expansion of the first (cast
 // instances: every source type times every destination type). Keep the two lists equal.
-#define ASPEN_EW_TYPES_ALL_AGAIN(M, a)                                                          \
+#define ASPEN_EW_TYPES_CAST_AGAIN(M, a)                                                         \
   M(a, float, FLOAT) M(a, half, HALF) M(a, int, INT) M(a, unsigned int, UNSIGNED_INT)           \
   M(a, short, SHORT) M(a, unsigned short, UNSIGNED_SHORT) M(a, char, CHAR)                      \
-  M(a, unsigned char, UNSIGNED_CHAR) M(a, bool, BOOL)
+  M(a, unsigned char, UNSIGNED_CHAR) M(a, bool, BOOL) M(a, signed char, SIGNED_CHAR)            \
+  M(a, long long, LONGLONG) M(a, unsigned long long, UNSIGNED_LONGLONG)
