@@ -1,17 +1,18 @@
 // The reduce codelets (popops Reduce.hpp), two stages planned by lib/ops/ReducePlan.cpp:
 //
 //   ReducePartial<Op, In, Acc>  one per tile holding input: partitions of segments; worker w
-//                               runs partitions w, w + numWorkers(), ...; each partition fills
-//                               its own slots of `partials` (W accumulators per slot).
+//                               runs partitions w, w + numWorkers(), ...; partition p fills its
+//                               own slots, W edges partials[p * W + w] (value w of each slot).
 //   ReduceFinal<Op, Acc, Out>   one per tile holding output: partitions of output slots; each
 //                               merges the partial runs of its slots in the planned order, then
 //                               applies scale and update and writes `out`.
 //
 // Segment s of ReducePartial is a contiguous run of input elements; element j of it belongs to
-// slot segmentSlot[s] + j / segmentGroup[s]. Run r of ReduceFinal is W edges (runs[r * W + w]:
-// value w of the partial states) for slots runSlot[r], runSlot[r] + 1, ... Slot states are planar
-// (reduceOps.hpp). The order of accumulation is the order of segments and runs: fixed by the
-// plan, whatever the number of threads.
+// the partition's slot segmentSlot[s] + j / segmentGroup[s] (group 1: added elementwise). Run r
+// of ReduceFinal is W edges (runs[r * W + w]: value w of the partial states); element j of it
+// merges into slot runSlot[r] + j / runGroup[r]. Slots start from the identity; the order of
+// accumulation is the order of segments and runs, fixed by the plan, whatever the number of
+// threads or the worker that runs a partition.
 #include <aspen/Vertex.hpp>
 
 #include "reduceOps.hpp"
@@ -23,32 +24,33 @@ public:
   Vector<Input<Vector<In>>> in;
   Vector<unsigned> segmentSlot;
   Vector<unsigned> segmentGroup;
-  Vector<unsigned> partitionSegments; // partition p: segments [p], [p + 1)
-  Vector<unsigned> partitionSlots;    // partition p: slots [p], [p + 1)
-  Output<Vector<Acc>> partials;       // W planes of slots
+  Vector<unsigned> partitionSegments;   // partition p: segments [p], [p + 1)
+  Vector<Output<Vector<Acc>>> partials; // partition p: W edges, one per state value
 
   bool compute(unsigned workerId) {
     using State = reduce_codelets::State<Op, Acc>;
     constexpr unsigned W = reduce_codelets::StateWidth<Op, Acc>::value;
-    const unsigned numPartitions = partitionSlots.size() - 1;
-    const unsigned plane = partials.size() / W;
+    const unsigned numPartitions = partitionSegments.size() - 1;
     for (unsigned p = workerId; p < numPartitions; p += numWorkers()) {
+      Acc *planes[W];
+      for (unsigned w = 0; w < W; ++w)
+        planes[w] = partials[p * W + w].data();
       State state;
-      for (unsigned slot = partitionSlots[p]; slot < partitionSlots[p + 1]; ++slot) {
+      for (unsigned slot = 0; slot < partials[p * W].size(); ++slot) {
         state.init();
-        state.store(&partials[slot], plane);
+        state.store(planes, slot);
       }
       for (unsigned s = partitionSegments[p]; s < partitionSegments[p + 1]; ++s) {
         const In *x = in[s].data();
         const unsigned n = in[s].size(), group = segmentGroup[s];
         if (group == 1) {
-          State::addElementwise(&partials[segmentSlot[s]], plane, x, n);
+          State::addElementwise(planes, segmentSlot[s], x, n);
           continue;
         }
         for (unsigned begin = 0, slot = segmentSlot[s]; begin < n; begin += group, ++slot) {
-          state.load(&partials[slot], plane);
+          state.load(planes, slot);
           state.addRun(x + begin, n - begin < group ? n - begin : group);
-          state.store(&partials[slot], plane);
+          state.store(planes, slot);
         }
       }
     }
@@ -60,6 +62,7 @@ template <Operation Op, class Acc, class Out> class ReduceFinal : public MultiVe
 public:
   Vector<Input<Vector<Acc>>> runs; // W edges per run
   Vector<unsigned> runSlot;
+  Vector<unsigned> runGroup;
   Vector<unsigned> partitionRuns;  // partition p: runs [p], [p + 1)
   Vector<unsigned> partitionSlots; // partition p: slots [p], [p + 1)
   Output<Vector<Acc>> states;      // scratch: W planes of slots
@@ -72,20 +75,33 @@ public:
     constexpr unsigned W = reduce_codelets::StateWidth<Op, Acc>::value;
     const unsigned numPartitions = partitionSlots.size() - 1;
     const unsigned plane = states.size() / W;
+    Acc *planes[W];
+    for (unsigned w = 0; w < W; ++w)
+      planes[w] = &states[w * plane];
     for (unsigned p = workerId; p < numPartitions; p += numWorkers()) {
       State state;
       for (unsigned slot = partitionSlots[p]; slot < partitionSlots[p + 1]; ++slot) {
         state.init();
-        state.store(&states[slot], plane);
+        state.store(planes, slot);
       }
       for (unsigned r = partitionRuns[p]; r < partitionRuns[p + 1]; ++r) {
-        const Acc *planes[W];
+        const Acc *from[W];
         for (unsigned w = 0; w < W; ++w)
-          planes[w] = runs[r * W + w].data();
-        State::mergeElementwise(&states[runSlot[r]], plane, planes, runs[r * W].size());
+          from[w] = runs[r * W + w].data();
+        const unsigned n = runs[r * W].size(), group = runGroup[r];
+        if (group == 1) {
+          State::mergeElementwise(planes, runSlot[r], from, n);
+          continue;
+        }
+        for (unsigned j = 0, slot = runSlot[r]; j < n; ++slot) {
+          state.load(planes, slot);
+          for (const unsigned stop = j + group; j < stop; ++j)
+            state.merge(from, j);
+          state.store(planes, slot);
+        }
       }
       for (unsigned slot = partitionSlots[p]; slot < partitionSlots[p + 1]; ++slot) {
-        state.load(&states[slot], plane);
+        state.load(planes, slot);
         Acc value = scaled(state.value());
         if (update)
           value = reduce_codelets::combine<Op, Acc>(static_cast<Acc>(out[slot]), value);

@@ -1,7 +1,7 @@
 // Per-operation arithmetic of the reduce codelets (codelets/ops/reduce.cpp).
 //
-// A reduction accumulates into a State of W accumulator values per output ("slot"), stored in
-// W planes (value w of slot i of a vertex's n slots at [w * n + i]):
+// A reduction accumulates into a State of W accumulator values per slot, stored in W planes
+// (value w of slot i at planes[w][i]):
 //   W = 1  plain operations: the running value
 //   W = 2  ADD / SQUARE_ADD on float: sum and compensation (value = sum + comp)
 //   W = 2  LOG_ADD: running maximum m and sum of exp(x - m) (value = m + log(sum))
@@ -128,28 +128,33 @@ template <Operation Op, class A> struct StateWidth {
 
 inline constexpr unsigned kLanes = 8; // independent accumulators per run (they vectorise)
 
-// The state of one slot. In memory, slots are planar: value w of the slot at p is p[w * plane].
-//   init, load, store       the identity; from / to memory
-//   addRun(x, n)            n input elements that all feed this slot
-//   addElementwise(p, plane, x, n)   element k of x feeds the slot at p + k (k < n)
-//   mergeElementwise(p, plane, planes, n)   state k (value w at planes[w][k]) merges into p + k
-//   value()                 the result
+// The state of one slot. Slots are planar: value w of slot i is p[w][i] (p: W plane pointers).
+//   init, load(p, i), store(p, i)   the identity; from / to memory
+//   merge(q, j)                     merges the state q[.][j] into this one
+//   addRun(x, n)                    n input elements that all feed this slot, in order
+//   addElementwise(p, i, x, n)      element k of x feeds slot i + k (k < n)
+//   mergeElementwise(p, i, q, n)    state q[.][k] merges into slot i + k
+//   value()                         the result
+// Every function is a fixed sequence of operations on its arguments, so a slot's result depends
+// only on the elements fed to it and on their order.
 template <Operation Op, class A, unsigned W = StateWidth<Op, A>::value> struct State {
   A v;
   ASPEN_HD void init() { v = Identity<Op>::template get<A>(); }
-  ASPEN_HD void load(const A *p, unsigned) { v = p[0]; }
-  ASPEN_HD void store(A *p, unsigned) const { p[0] = v; }
+  ASPEN_HD void load(A *const *p, unsigned i) { v = p[0][i]; }
+  ASPEN_HD void store(A *const *p, unsigned i) const { p[0][i] = v; }
+  ASPEN_HD void merge(const A *const *q, unsigned j) { v = combine<Op, A>(v, q[0][j]); }
   template <class In>
-  static ASPEN_HD void addElementwise(A *__restrict__ p, unsigned, const In *__restrict__ x,
+  static ASPEN_HD void addElementwise(A *const *p, unsigned i, const In *__restrict__ x,
                                       unsigned n) {
+    A *__restrict__ d = p[0] + i;
     for (unsigned k = 0; k < n; ++k)
-      p[k] = combine<Op, A>(p[k], mapInput<Op, A>(x[k]));
+      d[k] = combine<Op, A>(d[k], mapInput<Op, A>(x[k]));
   }
-  static ASPEN_HD void mergeElementwise(A *__restrict__ p, unsigned, const A *const *planes,
-                                        unsigned n) {
-    const A *__restrict__ v = planes[0];
+  static ASPEN_HD void mergeElementwise(A *const *p, unsigned i, const A *const *q, unsigned n) {
+    A *__restrict__ d = p[0] + i;
+    const A *__restrict__ v = q[0];
     for (unsigned k = 0; k < n; ++k)
-      p[k] = combine<Op, A>(p[k], v[k]);
+      d[k] = combine<Op, A>(d[k], v[k]);
   }
   template <class In> ASPEN_HD void addRun(const In *x, unsigned n) {
     A lane[kLanes];
@@ -171,27 +176,33 @@ template <Operation Op, class A, unsigned W = StateWidth<Op, A>::value> struct S
 template <Operation Op> struct State<Op, float, 2> {
   float sum, comp;
   ASPEN_HD void init() { sum = comp = 0.0f; }
-  ASPEN_HD void load(const float *p, unsigned plane) { sum = p[0], comp = p[plane]; }
-  ASPEN_HD void store(float *p, unsigned plane) const { p[0] = sum, p[plane] = comp; }
+  ASPEN_HD void load(float *const *p, unsigned i) { sum = p[0][i], comp = p[1][i]; }
+  ASPEN_HD void store(float *const *p, unsigned i) const { p[0][i] = sum, p[1][i] = comp; }
+  ASPEN_HD void merge(const float *const *q, unsigned j) {
+    compensatedAdd(sum, comp, q[0][j]);
+    comp += q[1][j];
+  }
   template <class In>
-  static ASPEN_HD void addElementwise(float *__restrict__ p, unsigned plane,
-                                      const In *__restrict__ x, unsigned n) {
-    float *__restrict__ comps = p + plane;
+  static ASPEN_HD void addElementwise(float *const *p, unsigned i, const In *__restrict__ x,
+                                      unsigned n) {
+    float *__restrict__ sums = p[0] + i;
+    float *__restrict__ comps = p[1] + i;
     for (unsigned k = 0; k < n; ++k) {
-      float s = p[k], c = comps[k];
+      float s = sums[k], c = comps[k];
       compensatedAdd(s, c, mapInput<Op, float>(x[k]));
-      p[k] = s, comps[k] = c;
+      sums[k] = s, comps[k] = c;
     }
   }
-  static ASPEN_HD void mergeElementwise(float *__restrict__ p, unsigned plane,
-                                        const float *const *planes, unsigned n) {
-    float *__restrict__ comps = p + plane;
-    const float *__restrict__ sums = planes[0];
-    const float *__restrict__ otherComps = planes[1];
+  static ASPEN_HD void mergeElementwise(float *const *p, unsigned i, const float *const *q,
+                                        unsigned n) {
+    float *__restrict__ sums = p[0] + i;
+    float *__restrict__ comps = p[1] + i;
+    const float *__restrict__ otherSums = q[0];
+    const float *__restrict__ otherComps = q[1];
     for (unsigned k = 0; k < n; ++k) {
-      float s = p[k], c = comps[k];
-      compensatedAdd(s, c, sums[k]);
-      p[k] = s, comps[k] = c + otherComps[k];
+      float s = sums[k], c = comps[k];
+      compensatedAdd(s, c, otherSums[k]);
+      sums[k] = s, comps[k] = c + otherComps[k];
     }
   }
   // Blocks of kLanes x kBlockSteps elements are summed in independent lanes (which vectorise),
@@ -224,17 +235,20 @@ template <Operation Op> struct State<Op, float, 2> {
 template <> struct State<Operation::LOG_ADD, float, 2> {
   float max, sum;
   ASPEN_HD void init() { max = Bounds<float>::lowest(), sum = 0.0f; }
-  ASPEN_HD void load(const float *p, unsigned plane) { max = p[0], sum = p[plane]; }
-  ASPEN_HD void store(float *p, unsigned plane) const { p[0] = max, p[plane] = sum; }
-  template <class In>
-  static ASPEN_HD void addElementwise(float *p, unsigned plane, const In *x, unsigned n) {
-    for (unsigned k = 0; k < n; ++k)
-      logAddMerge(p[k], p[plane + k], static_cast<float>(x[k]), 1.0f);
+  ASPEN_HD void load(float *const *p, unsigned i) { max = p[0][i], sum = p[1][i]; }
+  ASPEN_HD void store(float *const *p, unsigned i) const { p[0][i] = max, p[1][i] = sum; }
+  ASPEN_HD void merge(const float *const *q, unsigned j) {
+    logAddMerge(max, sum, q[0][j], q[1][j]);
   }
-  static ASPEN_HD void mergeElementwise(float *p, unsigned plane, const float *const *planes,
+  template <class In>
+  static ASPEN_HD void addElementwise(float *const *p, unsigned i, const In *x, unsigned n) {
+    for (unsigned k = 0; k < n; ++k)
+      logAddMerge(p[0][i + k], p[1][i + k], static_cast<float>(x[k]), 1.0f);
+  }
+  static ASPEN_HD void mergeElementwise(float *const *p, unsigned i, const float *const *q,
                                         unsigned n) {
     for (unsigned k = 0; k < n; ++k)
-      logAddMerge(p[k], p[plane + k], planes[0][k], planes[1][k]);
+      logAddMerge(p[0][i + k], p[1][i + k], q[0][k], q[1][k]);
   }
   template <class In> ASPEN_HD void addRun(const In *x, unsigned n) {
     State<Operation::MAX, float, 1> runMax;

@@ -172,8 +172,9 @@ void build(Graph &graph, Reduction &r, ComputeSet partialsSet, ComputeSet finalS
   const std::string op = std::string("aspen::ops::Operation::") + toString(r.params.op);
 
   const Tensor inFlat = r.in.flatten(), outFlat = r.out.flatten();
-  const Tensor partials =
-      graph.addVariable(accType, {plan.numPartialSlots * W}, {debug, r.name + "/partials"});
+  // W planes of the partial slots: value w of slot s at [w * numPartialSlots + s].
+  const std::size_t S = plan.numPartialSlots;
+  const Tensor partials = graph.addVariable(accType, {S * W}, {debug, r.name + "/partials"});
   const Tensor states =
       graph.addVariable(accType, {plan.numStateSlots * W}, {debug, r.name + "/states"});
   Tensor scale = r.params.useScale ? r.params.scale.reshape({})
@@ -182,24 +183,25 @@ void build(Graph &graph, Reduction &r, ComputeSet partialsSet, ComputeSet finalS
     graph.setTileMapping(scale, plan.finals.front().tile);
 
   for (const detail::PartialsTile &tile : plan.partials) {
-    const std::size_t slots = tile.partitionSlots.back();
-    const Tensor tilePartials = partials.slice(tile.slotBase * W, (tile.slotBase + slots) * W);
-    graph.setTileMapping(tilePartials, tile.tile);
     auto v = graph.addVertex(
         partialsSet, util::templateVertex("aspen::ops::ReducePartial", op, inType, accType));
-    std::vector<Tensor> segments;
+    std::vector<Tensor> segments, slots;
     std::vector<unsigned> segmentSlot, segmentGroup;
     for (const detail::ReduceSegment &s : tile.segments) {
       segments.push_back(inFlat.slice(s.begin, s.end));
       segmentSlot.push_back(s.slot);
       segmentGroup.push_back(s.group);
     }
+    for (const Interval &p : tile.partitionSlots)
+      for (unsigned w = 0; w < W; ++w) {
+        slots.push_back(partials.slice(w * S + p.begin(), w * S + p.end()));
+        graph.setTileMapping(slots.back(), tile.tile);
+      }
     graph.connect(v["in"], segments);
     graph.setInitialValue(v["segmentSlot"], segmentSlot);
     graph.setInitialValue(v["segmentGroup"], segmentGroup);
     graph.setInitialValue(v["partitionSegments"], tile.partitionSegments);
-    graph.setInitialValue(v["partitionSlots"], tile.partitionSlots);
-    graph.connect(v["partials"], tilePartials);
+    graph.connect(v["partials"], slots);
     graph.setTileMapping(v, tile.tile);
   }
 
@@ -210,18 +212,12 @@ void build(Graph &graph, Reduction &r, ComputeSet partialsSet, ComputeSet finalS
     auto v = graph.addVertex(
         finalSet, util::templateVertex("aspen::ops::ReduceFinal", op, accType, r.outType));
     std::vector<Tensor> runs, outs;
-    std::vector<unsigned> runSlot;
+    std::vector<unsigned> runSlot, runGroup;
     for (const detail::FinalRun &run : tile.runs) {
-      // The partials tile holding the run; its block holds W planes of its slots.
-      const auto from = std::prev(std::upper_bound(
-          plan.partials.begin(), plan.partials.end(), run.slot,
-          [](std::size_t slot, const detail::PartialsTile &t) { return slot < t.slotBase; }));
-      const std::size_t planeSize = from->partitionSlots.back();
-      for (unsigned w = 0; w < W; ++w) {
-        const std::size_t begin = from->slotBase * W + w * planeSize + (run.slot - from->slotBase);
-        runs.push_back(partials.slice(begin, begin + run.count));
-      }
+      for (unsigned w = 0; w < W; ++w)
+        runs.push_back(partials.slice(w * S + run.slot, w * S + run.slot + run.count));
       runSlot.push_back(run.localSlot);
+      runGroup.push_back(run.group);
     }
     for (const Interval &region : tile.outRegions)
       outs.push_back(outFlat.slice(region.begin(), region.end()));
@@ -229,6 +225,7 @@ void build(Graph &graph, Reduction &r, ComputeSet partialsSet, ComputeSet finalS
     for (std::size_t i = 0; i < runs.size(); ++i)
       graph.connect(v["runs"][i], runs[i]);
     graph.setInitialValue(v["runSlot"], runSlot);
+    graph.setInitialValue(v["runGroup"], runGroup);
     graph.setInitialValue(v["partitionRuns"], tile.partitionRuns);
     graph.setInitialValue(v["partitionSlots"], tile.partitionSlots);
     graph.connect(v["states"], tileStates);

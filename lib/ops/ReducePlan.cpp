@@ -15,17 +15,17 @@ ReduceGeometry::ReduceGeometry(const std::vector<std::size_t> &inShape,
     if (!groups_.empty() && groups_.back().reduced == reduced)
       groups_.back().size *= inShape[d];
     else
-      groups_.push_back({inShape[d], 0, 0, reduced});
+      groups_.push_back({inShape[d], 0, 0, 0, reduced});
   }
   if (groups_.empty())
-    groups_.push_back({1, 0, 0, false});
+    groups_.push_back({1, 0, 0, 0, false});
   std::size_t inStride = 1;
   for (auto g = groups_.rbegin(); g != groups_.rend(); ++g) {
     g->inStride = inStride;
     inStride *= g->size;
     g->outStride = numOutputs_;
-    if (!g->reduced)
-      numOutputs_ *= g->size;
+    g->reducedStride = numReduced_;
+    (g->reduced ? numReduced_ : numOutputs_) *= g->size;
   }
 }
 
@@ -37,105 +37,175 @@ std::size_t ReduceGeometry::outIndex(std::size_t inIndex) const {
   return out;
 }
 
-std::size_t ReduceGeometry::consecutiveRowsSpan() const {
-  if (groups_.size() < 2)
-    return innerSize();
-  return innerSize() * groups_[groups_.size() - 2].size;
+std::size_t ReduceGeometry::reducedIndex(std::size_t inIndex) const {
+  std::size_t r = 0;
+  for (const Group &g : groups_)
+    if (g.reduced)
+      r += (inIndex / g.inStride) % g.size * g.reducedStride;
+  return r;
+}
+
+std::size_t ReduceGeometry::inIndex(std::size_t outIndex, std::size_t reducedIndex) const {
+  std::size_t in = 0;
+  for (const Group &g : groups_)
+    in +=
+        (g.reduced ? reducedIndex / g.reducedStride : outIndex / g.outStride) % g.size * g.inStride;
+  return in;
+}
+
+std::size_t ReduceGeometry::innerKeptSize() const {
+  return groups_.size() < 2 ? 1 : groups_[groups_.size() - 2].size;
+}
+
+std::size_t ReduceGeometry::blockSize() const {
+  std::size_t b = 256;
+  while (numReduced_ / b > 1024)
+    b *= 2;
+  return b;
+}
+
+std::size_t ReduceGeometry::rowChunk() const { return std::min(blockSize(), innerSize()); }
+std::size_t ReduceGeometry::blocksPerRow() const {
+  return (innerSize() + rowChunk() - 1) / rowChunk();
+}
+
+std::size_t ReduceGeometry::blocksPerOutput() const {
+  if (numReduced_ == 0)
+    return 0;
+  if (innerReduced())
+    return numReduced_ / innerSize() * blocksPerRow();
+  return (numReduced_ + blockSize() - 1) / blockSize();
 }
 
 namespace {
 
-std::size_t roundDown(std::size_t x, std::size_t m) { return x / m * m; }
+// Collects one tile's blocks into partitions (consecutive global slots, about `target`
+// elements each) and segments.
+class PartialsBuilder {
+public:
+  PartialsBuilder(unsigned tile, std::size_t target)
+      : planned_{tile, {}, {0}, {}}, target_(target) {}
 
-// Cuts [begin, end) into segments whose elements feed consecutive outputs; `emit(begin, end,
-// firstOutput, group)`.
-template <class Emit>
-void cutSegments(const ReduceGeometry &geometry, std::size_t begin, std::size_t end, Emit emit) {
-  const std::size_t inner = geometry.innerSize();
-  if (!geometry.innerReduced()) {
-    for (std::size_t at = begin; at < end;) {
-      const std::size_t stop = std::min(end, roundDown(at, inner) + inner);
-      emit(at, stop, geometry.outIndex(at), std::size_t{1});
-      at = stop;
-    }
-    return;
+  // A contiguous "rows" block [begin, end) for global slot `slot`; `mergeable`: it may share a
+  // segment with the previous block (it does not reach past its tile region).
+  void addBlock(std::size_t begin, std::size_t end, std::size_t slot, unsigned group,
+                bool mergeable) {
+    openPartition(slot, end - begin);
+    const unsigned local = static_cast<unsigned>(slot - planned_.partitionSlots.back().begin());
+    if (mergeable && canExtend_ && planned_.segments.back().end == begin)
+      planned_.segments.back().end = end;
+    else
+      planned_.segments.push_back({begin, end, local, group});
+    canExtend_ = mergeable && end - begin == group;
+    extend(slot + 1);
   }
-  const std::size_t span = geometry.consecutiveRowsSpan();
-  for (std::size_t at = begin; at < end;) {
-    const std::size_t blockEnd = std::min(end, roundDown(at, span) + span);
-    std::size_t stop;
-    if (at % inner != 0 || blockEnd - at < inner) // a part of one row
-      stop = std::min(blockEnd, roundDown(at, inner) + inner);
-    else // whole rows
-      stop = at + roundDown(blockEnd - at, inner);
-    emit(at, stop, geometry.outIndex(at), at % inner != 0 || stop - at < inner ? stop - at : inner);
-    at = stop;
+  // Global slots [slot, slot + n) of a "columns" block: runs of n elements at rowBegins.
+  void addStrip(const std::vector<std::size_t> &rowBegins, std::size_t n, std::size_t slot) {
+    openPartition(slot, n * rowBegins.size());
+    const unsigned local = static_cast<unsigned>(slot - planned_.partitionSlots.back().begin());
+    for (std::size_t b : rowBegins)
+      planned_.segments.push_back({b, b + n, local, 1});
+    canExtend_ = false;
+    extend(slot + n);
+  }
+  PartialsTile finish() {
+    close();
+    return std::move(planned_);
+  }
+
+private:
+  void openPartition(std::size_t slot, std::size_t elements) {
+    if (open_ && (elements_ >= target_ || slot != planned_.partitionSlots.back().end()))
+      close();
+    if (!open_) {
+      planned_.partitionSlots.emplace_back(slot, slot);
+      open_ = true;
+      elements_ = 0;
+      canExtend_ = false;
+    }
+    elements_ += elements;
+  }
+  void extend(std::size_t slotEnd) {
+    planned_.partitionSlots.back() = Interval(planned_.partitionSlots.back().begin(), slotEnd);
+  }
+  void close() {
+    if (!open_)
+      return;
+    planned_.partitionSegments.push_back(static_cast<unsigned>(planned_.segments.size()));
+    open_ = false;
+  }
+
+  PartialsTile planned_;
+  std::size_t target_, elements_ = 0;
+  bool open_ = false, canExtend_ = false;
+};
+
+// Blocks of inner-reduced rows whose first element is in [begin, end).
+void addRowBlocks(const ReduceGeometry &geometry, std::size_t begin, std::size_t end,
+                  PartialsBuilder &builder) {
+  const std::size_t inner = geometry.innerSize(), chunk = geometry.rowChunk(),
+                    perRow = geometry.blocksPerRow();
+  std::size_t row = begin / inner, c = (begin % inner + chunk - 1) / chunk;
+  if (c == perRow)
+    ++row, c = 0;
+  for (std::size_t at = row * inner + c * chunk; at < end;) {
+    const std::size_t stop = std::min(row * inner + inner, at + chunk);
+    builder.addBlock(at, stop, row * perRow + c, static_cast<unsigned>(chunk), stop <= end);
+    if (++c == perRow)
+      ++row, c = 0;
+    at = row * inner + c * chunk;
   }
 }
 
-// Output interval [begin, end) whose first element is in partials slot `slot`, touched by
-// stage-1 partition `order`.
-struct SlotEntry {
-  std::size_t begin, end, slot;
-};
-
-// A stage-2 query: output interval [begin, end) of final tile `tile`, partition `partition`,
-// whose first element is the tile's slot `localSlot`.
-struct OutputQuery {
-  std::size_t begin, end;
-  unsigned localSlot;
-  std::size_t tile;
-  unsigned partition;
-};
-
-PartialsTile planPartialsTile(const Graph &graph, unsigned tile,
-                              const std::vector<Interval> &regions, const ReduceGeometry &geometry,
-                              unsigned minElementsPerWorker, std::size_t slotBase,
-                              std::vector<SlotEntry> &entries) {
-  PartialsTile planned{tile, {}, {0}, {0}, slotBase};
-  unsigned tileSlots = 0;
-  for (const auto &share :
-       util::splitRegionsBetweenWorkers(graph.getTarget(), regions, 8, minElementsPerWorker)) {
-    struct Piece {
-      std::size_t begin, end, firstOutput, group;
-    };
-    std::vector<Piece> pieces;
-    for (const Interval &region : share)
-      cutSegments(geometry, region.begin(), region.end(),
-                  [&](std::size_t b, std::size_t e, std::size_t o, std::size_t g) {
-                    pieces.push_back({b, e, o, g});
-                  });
-    // The distinct outputs of this share, as sorted merged intervals, numbered in order.
-    std::vector<Interval> outputs;
-    for (const Piece &p : pieces)
-      outputs.emplace_back(p.firstOutput,
-                           p.firstOutput + (p.end - p.begin + p.group - 1) / p.group);
-    std::sort(outputs.begin(), outputs.end());
-    std::vector<Interval> merged;
-    for (const Interval &o : outputs)
-      if (!merged.empty() && o.begin() <= merged.back().end())
-        merged.back() = Interval(merged.back().begin(), std::max(merged.back().end(), o.end()));
-      else
-        merged.push_back(o);
-    std::vector<unsigned> firstSlot;
-    for (const Interval &m : merged) {
-      firstSlot.push_back(tileSlots);
-      entries.push_back({m.begin(), m.end(), slotBase + tileSlots});
-      tileSlots += static_cast<unsigned>(m.size());
+// Blocks of "columns" reductions whose first row is in [begin, end), each split so that one
+// part has about `target` elements.
+void addColumnBlocks(const ReduceGeometry &geometry, std::size_t begin, std::size_t end,
+                     std::size_t target, PartialsBuilder &builder) {
+  const std::size_t inner = geometry.innerSize(), block = geometry.blockSize(),
+                    reduced = geometry.numReduced();
+  std::vector<std::size_t> rowBegins;
+  for (std::size_t rowStart = begin / inner * inner; rowStart < end; rowStart += inner) {
+    const std::size_t b = std::max(begin, rowStart), e = std::min(end, rowStart + inner);
+    const std::size_t r = geometry.reducedIndex(rowStart);
+    if (r % block != 0)
+      continue;
+    const std::size_t rows = std::min(block, reduced - r);
+    const std::size_t o = geometry.outIndex(b);
+    const std::size_t step = std::max<std::size_t>(1, target / rows);
+    for (std::size_t from = 0; from < e - b; from += step) {
+      const std::size_t n = std::min(step, e - b - from);
+      rowBegins.clear();
+      for (std::size_t k = 0; k < rows; ++k)
+        rowBegins.push_back(geometry.inIndex(o + from, r + k));
+      builder.addStrip(rowBegins, n, r / block * geometry.numOutputs() + o + from);
     }
-    for (const Piece &p : pieces) {
-      const auto it =
-          std::upper_bound(merged.begin(), merged.end(), p.firstOutput,
-                           [](std::size_t o, const Interval &m) { return o < m.begin(); });
-      const std::size_t k = static_cast<std::size_t>(it - merged.begin()) - 1;
-      planned.segments.push_back(
-          {p.begin, p.end, firstSlot[k] + static_cast<unsigned>(p.firstOutput - merged[k].begin()),
-           static_cast<unsigned>(p.group)});
-    }
-    planned.partitionSegments.push_back(static_cast<unsigned>(planned.segments.size()));
-    planned.partitionSlots.push_back(tileSlots);
   }
-  return planned;
+}
+
+// The runs that merge the partials of outputs `region` (local slots from localSlot on), each
+// output's blocks in block order.
+void addFinalRuns(const ReduceGeometry &geometry, const Interval &region, unsigned localSlot,
+                  std::vector<FinalRun> &runs) {
+  const std::size_t perOutput = geometry.blocksPerOutput();
+  if (perOutput == 0)
+    return;
+  if (!geometry.innerReduced()) { // block-major slots: one run per block
+    for (std::size_t b = 0; b < perOutput; ++b)
+      runs.push_back({b * geometry.numOutputs() + region.begin(), region.size(), localSlot, 1});
+    return;
+  }
+  // Row-major slots: within an inner kept group, consecutive outputs have consecutive rows.
+  const std::size_t perRow = geometry.blocksPerRow(), inner = geometry.innerSize(),
+                    outerRows = geometry.numReduced() / inner,
+                    kept = outerRows == 1 ? region.end() : geometry.innerKeptSize();
+  for (std::size_t o = region.begin(); o < region.end();) {
+    const std::size_t stop = std::min(region.end(), (o / kept + 1) * kept);
+    for (std::size_t r = 0; r < outerRows; ++r)
+      runs.push_back({geometry.inIndex(o, r * inner) / inner * perRow, (stop - o) * perRow,
+                      localSlot + static_cast<unsigned>(o - region.begin()),
+                      static_cast<unsigned>(perRow)});
+    o = stop;
+  }
 }
 
 } // namespace
@@ -143,17 +213,29 @@ PartialsTile planPartialsTile(const Graph &graph, unsigned tile,
 ReducePlan planReduction(const Graph &graph, const Tensor &in, const Tensor &out,
                          const ReduceGeometry &geometry, unsigned minElementsPerWorker) {
   ReducePlan plan;
-  std::vector<SlotEntry> entries; // in partition order, so in slot order
+  plan.numPartialSlots = geometry.numOutputs() * geometry.blocksPerOutput();
+  const unsigned workers = graph.getTarget().getNumWorkerContexts();
   const auto inRegions = util::getTileContiguousRegions(graph, in);
-  for (unsigned tile = 0; tile < inRegions.size(); ++tile) {
-    if (inRegions[tile].empty())
-      continue;
-    plan.partials.push_back(planPartialsTile(graph, tile, inRegions[tile], geometry,
-                                             minElementsPerWorker, plan.numPartialSlots, entries));
-    plan.numPartialSlots += plan.partials.back().partitionSlots.back();
-  }
+  if (plan.numPartialSlots != 0)
+    for (unsigned tile = 0; tile < inRegions.size(); ++tile) {
+      std::size_t elements = 0;
+      for (const Interval &region : inRegions[tile])
+        elements += region.size();
+      if (elements == 0)
+        continue;
+      const std::size_t target =
+          std::max<std::size_t>(minElementsPerWorker, (elements + workers - 1) / workers);
+      PartialsBuilder builder(tile, target);
+      for (const Interval &region : inRegions[tile])
+        if (geometry.innerReduced())
+          addRowBlocks(geometry, region.begin(), region.end(), builder);
+        else
+          addColumnBlocks(geometry, region.begin(), region.end(), target, builder);
+      PartialsTile planned = builder.finish();
+      if (!planned.segments.empty())
+        plan.partials.push_back(std::move(planned));
+    }
 
-  std::vector<OutputQuery> queries;
   const auto outRegions = util::getTileContiguousRegions(graph, out);
   for (unsigned tile = 0; tile < outRegions.size(); ++tile) {
     if (outRegions[tile].empty())
@@ -163,51 +245,15 @@ ReducePlan planReduction(const Graph &graph, const Tensor &in, const Tensor &out
     for (const auto &share :
          util::splitRegionsBetweenWorkers(graph.getTarget(), outRegions[tile], 1, 32)) {
       for (const Interval &region : share) {
-        queries.push_back({region.begin(), region.end(), slots, plan.finals.size(),
-                           static_cast<unsigned>(planned.partitionSlots.size() - 1)});
+        addFinalRuns(geometry, region, slots, planned.runs);
         planned.outRegions.push_back(region);
         slots += static_cast<unsigned>(region.size());
       }
+      planned.partitionRuns.push_back(static_cast<unsigned>(planned.runs.size()));
       planned.partitionSlots.push_back(slots);
     }
     plan.numStateSlots += slots;
     plan.finals.push_back(std::move(planned));
-  }
-
-  // Sweep queries and slot entries in output order; runs are found per (tile, partition).
-  std::vector<std::vector<std::vector<FinalRun>>> runs(plan.finals.size());
-  for (std::size_t t = 0; t < plan.finals.size(); ++t)
-    runs[t].resize(plan.finals[t].partitionSlots.size() - 1);
-  std::vector<std::size_t> byBegin(entries.size());
-  for (std::size_t i = 0; i < entries.size(); ++i)
-    byBegin[i] = i;
-  std::stable_sort(byBegin.begin(), byBegin.end(), [&](std::size_t a, std::size_t b) {
-    return entries[a].begin < entries[b].begin;
-  });
-  std::sort(queries.begin(), queries.end(),
-            [](const OutputQuery &a, const OutputQuery &b) { return a.begin < b.begin; });
-  std::vector<std::size_t> active;
-  std::size_t next = 0;
-  for (const OutputQuery &q : queries) {
-    while (next < byBegin.size() && entries[byBegin[next]].begin < q.end)
-      active.push_back(byBegin[next++]);
-    std::erase_if(active, [&](std::size_t e) { return entries[e].end <= q.begin; });
-    for (std::size_t e : active) {
-      const SlotEntry &entry = entries[e];
-      const std::size_t b = std::max(entry.begin, q.begin), end = std::min(entry.end, q.end);
-      if (b < end)
-        runs[q.tile][q.partition].push_back({entry.slot + (b - entry.begin), end - b,
-                                             q.localSlot + static_cast<unsigned>(b - q.begin)});
-    }
-  }
-  for (std::size_t t = 0; t < plan.finals.size(); ++t) {
-    FinalTile &tile = plan.finals[t];
-    for (auto &partitionRuns : runs[t]) {
-      std::sort(partitionRuns.begin(), partitionRuns.end(),
-                [](const FinalRun &a, const FinalRun &b) { return a.slot < b.slot; });
-      tile.runs.insert(tile.runs.end(), partitionRuns.begin(), partitionRuns.end());
-      tile.partitionRuns.push_back(static_cast<unsigned>(tile.runs.size()));
-    }
   }
   return plan;
 }

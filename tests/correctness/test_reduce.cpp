@@ -1,7 +1,7 @@
 // Reductions against the double-precision host model: random data for every operation, type
 // and set of dimensions; scale, update and output types; edge values; bit-identical results for
-// 1 and 4 threads; tile counts 1, 7 and 1472; a 2^24-element compensated sum; the compute-set
-// and reduceMany forms; a Poplar-style use through <popops/Reduce.hpp>.
+// any thread count and any mapping over 1, 7 and 1472 tiles; a 2^24-element compensated sum; the
+// compute-set and reduceMany forms; a Poplar-style use through <popops/Reduce.hpp>.
 #include "correctness/test_reduce_harness.hpp"
 
 #include <poplar/Engine.hpp>
@@ -36,6 +36,11 @@ std::vector<double> randomValues(std::mt19937 &rng, Operation op, Type type, std
       v.push_back(std::uniform_real_distribution<double>(-10, 10)(rng));
   }
   return v;
+}
+
+// The same bits (so -0 differs from +0).
+bool identical(const std::vector<double> &a, const std::vector<double> &b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
 }
 
 struct ShapeAndDims {
@@ -181,32 +186,45 @@ TEST_CASE("reduce edge values: NaN, infinities, denormals, empty tensors",
     }
 }
 
-TEST_CASE("reduce results are bit-identical for 1 and 4 threads and close across 1, 7, 1472 "
-          "tiles and 132 tiles of 256 workers",
+TEST_CASE("reduce results are bit-identical for any thread count and any mapping over 1, 7, "
+          "1472 tiles and 132 tiles of 256 workers",
           "[correctness][reduce]") {
   std::mt19937 rng(23);
   const std::vector<Target> targets = {Target::createCPUTarget(), Target::createGeneric(7),
                                        Target::createModel("ipu2"), Target::createModel("h200")};
-  for (const auto &layout : std::vector<ShapeAndDims>{
-           {{96, 500}, {1}}, {{96, 500}, {0}}, {{96, 500}, {0, 1}}, {{12, 40, 100}, {0, 2}}}) {
-    Case c;
-    c.shape = layout.shape;
-    c.dims = layout.dims;
-    c.in = randomValues(rng, Operation::ADD, FLOAT, count(c.shape));
-    for (double &x : c.in) // values of very different sizes make the order matter
-      x *= std::pow(10.0, int(rng() % 9) - 4);
-    // Across tile counts and mappings only the order of accumulation differs: each result is
-    // within 1e-6 of the sum of magnitudes of the double model (mismatches()), so two of them
-    // differ by at most 2e-6 of it.
-    for (const Target &target : targets)
-      for (bool reverse : {false, true}) {
-        const auto one = run(target, c, "1", reverse);
-        const auto four = run(target, c, "4", reverse);
-        INFO(target.getNumTiles() << " tiles, reverse mapping " << reverse);
-        REQUIRE(one == four);
-        REQUIRE(mismatches(c, one) == 0);
+  // Several blocks per output: along rows (600 = 2.3 blocks), along columns (520 rows), across
+  // outer rows (6 rows of 50), and all of it.
+  const std::vector<ShapeAndDims> layouts = {
+      {{8, 600}, {1}}, {{520, 6}, {0}}, {{6, 10, 50}, {0, 2}}, {{20, 200}, {0, 1}}};
+  for (std::size_t l = 0; l < layouts.size(); ++l)
+    for (Operation op : kAllOperations)
+      for (Type type : inputTypes(op)) {
+        Case c;
+        c.op = op;
+        c.inType = c.outType = type;
+        c.shape = layouts[l].shape;
+        c.dims = layouts[l].dims;
+        c.in = randomValues(rng, op, type, count(c.shape));
+        if (type.isFloatingPoint() && op != Operation::MUL)
+          for (double &x : c.in) // values of very different sizes make the order matter
+            x *= std::pow(10.0, int(rng() % 9) - 4);
+        if ((type == INT || type == UNSIGNED_INT) && op == Operation::SQUARE_ADD)
+          for (double &x : c.in) // 4000 squares that fit in 31 bits
+            x = std::trunc(x / 10);
+        const auto expected = run(targets.front(), c, "1");
+        INFO(ops::toString(op) << " " << type << " " << c.shape.size() << "-d, " << c.dims.size()
+                               << " dims reduced");
+        REQUIRE(mismatches(c, expected) == 0);
+        // Half of the (target, mapping) pairs per layout, each pair in two of the layouts.
+        for (std::size_t t = 0; t < targets.size(); ++t)
+          for (std::size_t m = 0; m < std::size(kAllMappings); ++m) {
+            if ((t + m + l) % 2 != 0)
+              continue;
+            INFO(targets[t].getNumTiles() << " tiles, mapping " << m);
+            REQUIRE(identical(run(targets[t], c, "4", kAllMappings[m]), expected));
+          }
+        REQUIRE(identical(run(targets[1], c, "1", Mapping::Intervals), expected));
       }
-  }
 }
 
 TEST_CASE("reduce sums 16M floats to 1e-6 where naive float summation is not close",

@@ -12,9 +12,13 @@
 // Types (in -> out):  ADD, MUL, MIN, MAX, SQUARE_ADD: float/half -> float or half,
 //                     int -> int, unsigned int -> unsigned int;
 //                     LOGICAL_AND, LOGICAL_OR: bool -> bool;  LOG_ADD: float/half -> float or half.
-// Float and half accumulate in float with compensated (TwoSum) sums; the order of
-// accumulation is fixed by the plan (tiles of in and out), never by execution, so results are
-// bit-identical for any number of threads.
+// Float and half accumulate in float with compensated (TwoSum) sums. The order of accumulation
+// is a function of in's shape and dims alone: each output's reduced elements, in the flattened
+// order of the reduced dimensions, are cut into fixed blocks (sizes from the number of reduced
+// elements only), each reduced in order, and the block results are merged in block order.
+// Results are therefore bit-identical for any tile mapping of in and out (1 tile or many, any
+// intervals, any order), any target (tile and worker counts), any number of threads and any
+// scheduling of workers.
 // scale: a FLOAT tensor of one element (not for LOGICAL_AND / LOGICAL_OR).
 // Errors: type_error (types above, scale type), index_error (a dim out of range or repeated),
 // shape_error (out's shape, scale not one element). A failed call leaves the graph unchanged.
