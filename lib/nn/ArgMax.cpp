@@ -39,15 +39,11 @@ std::pair<Tensor, Tensor> bestAndIndex(Graph &graph, const Tensor &input, bool m
   ComputeSet cs = graph.addComputeSet(DebugContext(debug, what));
   const std::string vertexType =
       util::templateVertex("aspen::nn::ArgBest", input.elementType(), max);
-  for (unsigned tile = 0; tile < tileRows.size(); ++tile) {
-    if (tileRows[tile].empty())
-      continue;
-    VertexRef v = graph.addVertex(cs, vertexType);
-    graph.connect(v["rows"], work::rowList(input, tileRows[tile]));
-    graph.connect(v["values"], work::rowElements(values, tileRows[tile]));
-    graph.connect(v["indices"], work::rowElements(indices, tileRows[tile]));
-    graph.setTileMapping(v, tile);
-  }
+  work::addRowVertices(graph, cs, vertexType, tileRows, [&](VertexRef v, const auto &rows) {
+    graph.connect(v["rows"], work::rowList(input, rows));
+    graph.connect(v["values"], work::rowElements(values, rows));
+    graph.connect(v["indices"], work::rowElements(indices, rows));
+  });
   prog.add(Execute(cs));
   return {values, indices};
 }
@@ -90,15 +86,11 @@ Tensor topK(Graph &graph, const Tensor &input, Tensor &indices, unsigned K, bool
     return values;
   ComputeSet cs = graph.addComputeSet(DebugContext(debug, what));
   const std::string vertexType = util::templateVertex("aspen::nn::TopK", input.elementType());
-  for (unsigned tile = 0; tile < tileRows.size(); ++tile) {
-    if (tileRows[tile].empty())
-      continue;
-    VertexRef v = graph.addVertex(cs, vertexType);
-    graph.connect(v["rows"], work::rowList(input, tileRows[tile]));
-    graph.connect(v["values"], work::rowList(values, tileRows[tile]));
-    graph.connect(v["indices"], work::rowList(indices, tileRows[tile]));
-    graph.setTileMapping(v, tile);
-  }
+  work::addRowVertices(graph, cs, vertexType, tileRows, [&](VertexRef v, const auto &rows) {
+    graph.connect(v["rows"], work::rowList(input, rows));
+    graph.connect(v["values"], work::rowList(values, rows));
+    graph.connect(v["indices"], work::rowList(indices, rows));
+  });
   prog.add(Execute(cs));
   return values;
 }

@@ -169,21 +169,17 @@ Sequence buildLoss(Graph &graph, const Tensor &modelOutputs, const Tensor &expec
              : util::templateVertex("aspen::nn::LossOneHot", dtype, crossEntropy);
   const auto tileRows = work::rowsByTile(graph, deltas);
   ComputeSet cs = graph.addComputeSet(DebugContext(debug, "loss"));
-  for (unsigned tile = 0; tile < tileRows.size(); ++tile) {
-    if (tileRows[tile].empty())
-      continue;
-    VertexRef v = graph.addVertex(cs, vertexType);
-    graph.connect(v["probs"], work::rowList(modelOutputs, tileRows[tile]));
+  work::addRowVertices(graph, cs, vertexType, tileRows, [&](VertexRef v, const auto &rows) {
+    graph.connect(v["probs"], work::rowList(modelOutputs, rows));
     if (labels)
-      graph.connect(v["labels"], work::rowElements(expected, tileRows[tile]));
+      graph.connect(v["labels"], work::rowElements(expected, rows));
     else
-      graph.connect(v["expected"], work::rowList(expected, tileRows[tile]));
-    graph.connect(v["deltas"], work::rowList(deltas, tileRows[tile]));
-    graph.connect(v["loss"], work::rowElements(loss, tileRows[tile]));
+      graph.connect(v["expected"], work::rowList(expected, rows));
+    graph.connect(v["deltas"], work::rowList(deltas, rows));
+    graph.connect(v["loss"], work::rowElements(loss, rows));
     graph.connect(v["deltasScale"], ds.flatten()[0]);
     graph.connect(v["modelOutputScaling"], mos.flatten()[0]);
-    graph.setTileMapping(v, tile);
-  }
+  });
   prog.add(Execute(cs));
   if (numCorrect)
     addAccuracyFor(graph, modelOutputs, expected, *numCorrect, prog, debug);

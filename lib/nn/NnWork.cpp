@@ -77,4 +77,16 @@ void requireFloatingPoint(const Tensor &t, const std::string &what) {
   }
 }
 
+void addRowVertices(Graph &graph, ComputeSet cs, const std::string &vertexType,
+                    const std::vector<std::vector<Interval>> &tileRows,
+                    const std::function<void(VertexRef, const std::vector<Interval> &)> &connect) {
+  for (unsigned tile = 0; tile < tileRows.size(); ++tile) {
+    if (tileRows[tile].empty())
+      continue;
+    VertexRef v = graph.addVertex(cs, vertexType);
+    connect(v, tileRows[tile]);
+    graph.setTileMapping(v, tile);
+  }
+}
+
 } // namespace aspen::nn::work

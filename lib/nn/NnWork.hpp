@@ -9,6 +9,7 @@
 #include <aspen/Graph.hpp>
 #include <aspen/Tensor.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,12 @@ Tensor addRowResult(Graph &graph, Type type, const std::vector<std::vector<Inter
 std::vector<Tensor> rowList(const Tensor &rows, const std::vector<Interval> &intervals);
 // The elements of the 1-D `perRow` for the rows in `intervals`, concatenated (for a 1-D field).
 Tensor rowElements(const Tensor &perRow, const std::vector<Interval> &intervals);
+
+// One vertex of vertexType on each tile that computes rows (tileRows from rowsByTile), added to
+// cs; connect(v, intervals) connects its fields for that tile's row intervals.
+void addRowVertices(Graph &graph, ComputeSet cs, const std::string &vertexType,
+                    const std::vector<std::vector<Interval>> &tileRows,
+                    const std::function<void(VertexRef, const std::vector<Interval> &)> &connect);
 
 // The tensor's names, shape and type for messages: "'probs' {2,3} (float)".
 std::string describe(const Tensor &t);

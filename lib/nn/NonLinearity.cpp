@@ -83,15 +83,11 @@ void addSoftmaxVertices(Graph &graph, ComputeSet cs, const std::string &vertexTy
   if (rows.numElements() == 0)
     return;
   const auto tileRows = work::rowsByTile(graph, rows);
-  for (unsigned tile = 0; tile < tileRows.size(); ++tile) {
-    if (tileRows[tile].empty())
-      continue;
-    VertexRef v = graph.addVertex(cs, vertexType);
+  work::addRowVertices(graph, cs, vertexType, tileRows, [&](VertexRef v, const auto &rows) {
     for (const auto &[name, tensor] : fields)
-      graph.connect(v[name], work::rowList(work::asRows(tensor), tileRows[tile]));
+      graph.connect(v[name], work::rowList(work::asRows(tensor), rows));
     graph.setInitialValue(v[scalarName], scalar);
-    graph.setTileMapping(v, tile);
-  }
+  });
 }
 
 void checkSoftmaxRank(NonLinearityType type, const Tensor &t, const std::string &what) {
