@@ -3,7 +3,7 @@
 //  - the CPU device (Poplar's createCPUDevice: a one-tile target), and
 //  - a model device that plans and runs on the CPU executor exactly as a given Target would be
 //    partitioned (Poplar's IPUModel / simulator role), e.g. the "h200" or "ipu2" models.
-// A GPU device comes with the CUDA backend.
+//  - a CUDA GPU (createGpuDevice), when Aspen is built with the CUDA backend.
 #pragma once
 
 #include <aspen/OptionFlags.hpp>
@@ -28,6 +28,15 @@ public:
   static Device createCPUDevice();
   static Device createModelDevice(const Target &target);
   static Device createSimulatorDevice(const Target &target, const OptionFlags &options = {});
+  // The GPU with CUDA ordinal `ordinal`. Its Target is read from cudaGetDeviceProperties:
+  // tiles = SMs x option "tilesPerSM" (default 1), workers = option "threadsPerBlock" (default
+  // 256, at most the card's limit), bytes per tile = the shared memory a block may opt in to.
+  // A GPU device runs any compiled graph: each tile of the graph's target is a thread block and
+  // each worker a thread. Raises aspen::error when this build has no CUDA backend, when there is
+  // no GPU with that ordinal (naming how many there are), or for a bad option.
+  static Device createGpuDevice(unsigned ordinal = 0, const OptionFlags &options = {});
+  // How many CUDA GPUs this process can use (0 without the CUDA backend, a driver or a GPU).
+  static unsigned gpuCount();
   // The device the README's demo runs on: the first GPU when the CUDA backend has one, otherwise
   // the CPU executor modelling an H200.
   static Device createDefaultDevice();
@@ -52,11 +61,12 @@ private:
 class DeviceManager {
 public:
   static DeviceManager createDeviceManager();
-  // Hardware devices of a type. There are no IPUs, and GPUs come with the CUDA backend, so this is
-  // empty today; model devices are made with Device::createModelDevice (or IPUModel in compat).
+  // Hardware devices of a type: the GPUs for TargetType::GPU (numIPUs is ignored), nothing for
+  // other types (there are no IPUs; model devices come from Device::createModelDevice or
+  // IPUModel in compat).
   std::vector<Device> getDevices(TargetType type, unsigned numIPUs,
                                  const OptionFlags &options = {}) const;
-  std::vector<Device> getDevices() const;
+  std::vector<Device> getDevices() const; // every hardware device: the GPUs
   Device getDevice(unsigned deviceId, const OptionFlags &options = {}) const;
 };
 

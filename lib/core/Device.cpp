@@ -101,6 +101,15 @@ std::string Device::describe() const {
   return "unknown device";
 }
 
+// Until the CUDA executor provides them: no GPUs.
+unsigned Device::gpuCount() { return 0; }
+
+Device Device::createGpuDevice(unsigned ordinal, const OptionFlags &) {
+  throw error(fmt::format("Device::createGpuDevice({}): this build of Aspen has no CUDA backend; "
+                          "rebuild with the CUDA toolkit (-DASPEN_CUDA=ON)",
+                          ordinal));
+}
+
 DeviceManager DeviceManager::createDeviceManager() { return DeviceManager(); }
 
 std::vector<Device> DeviceManager::getDevices(TargetType, unsigned, const OptionFlags &) const {

@@ -1,0 +1,43 @@
+// The binary contract between the CUDA executor and a codelet library compiled for the GPU.
+//
+// Every codelet library compiled for the GPU (ahead of time by nvcc, or by NVRTC at engine
+// compile time) exports one kernel:
+//
+//   extern "C" __global__ void aspen_run_vertices(const aspen::detail::GpuTileRecord *tiles,
+//                                                 const aspen::detail::GpuVertexRecord *vertices,
+//                                                 const aspen::detail::FieldDesc *fields,
+//                                                 unsigned *failedVertex);
+//
+// launched with one block per tile record (gridDim.x = number of tile records) and blockDim.x =
+// the compiled target's worker count. Block b runs the vertices [tiles[b].begin, tiles[b].end)
+// of the vertex table in order: a MultiVertex on every thread of the block (workerId =
+// threadIdx.x, numWorkers = blockDim.x); a Vertex on one thread, vertex i of the tile on thread
+// (i - begin) % blockDim.x. Vertex v's field descriptors start at fields[vertices[v].firstField]
+// (same layout and meaning as the host ABI in VertexAbi.hpp, with device addresses), and
+// vertices[v].type is the index of the vertex class in the library's vertex list
+// (CodeletLibrary::vertexTypes() order). When compute() returns false the kernel stores v + 1
+// into *failedVertex (the first failure wins, via atomicCAS from 0).
+// No standard library here: this header is also compiled by NVRTC.
+#pragma once
+
+#include <aspen/detail/VertexAbi.hpp>
+
+namespace aspen {
+namespace detail {
+
+struct GpuTileRecord {
+  unsigned tile;  // the tile of the compiled target, for messages
+  unsigned begin; // vertices [begin, end) of the vertex table
+  unsigned end;
+};
+
+struct GpuVertexRecord {
+  unsigned type;       // index into the library's vertex classes
+  unsigned firstField; // index of the vertex's first FieldDesc
+};
+
+// The kernel every GPU codelet library exports.
+#define ASPEN_GPU_KERNEL_NAME "aspen_run_vertices"
+
+} // namespace detail
+} // namespace aspen

@@ -1,0 +1,96 @@
+// The matmul planner: how a (grouped) matrix product is partitioned over tiles.
+//
+// A plan for C[G,M,N] = A[G,M,K] . B[G,K,N] splits G, M, K and N into `partition` parts
+// (tiles used = groups * m * k * n; each tile computes one block product, and when k > 1 the k
+// partial blocks are summed by a second compute set in the partials type), and, when one step's
+// working set per tile would exceed bytesPerTile * availableMemoryProportion, into `serial`
+// steps run one after the other (serial.k steps accumulate into the same partials).
+// Tile of block (g, m, n, k): ((g * partition.m + m) * partition.n + n) * partition.k + k, so a
+// plan uses tiles [0, tilesUsed).
+//
+// The cost model reads the Target only: compute rate per tile and type (vector width, workers,
+// clock), bytes per tile, exchange bytes per cycle and tile count. Planning is deterministic: the
+// same target, parameters and options give the same plan.
+//
+// JSON form (MatMulPlan::toJson, and the schema of the "planConstraints" option, where any subset
+// of the keys pins that part of the plan):
+//   {"partition": {"groups": 1, "m": 4, "k": 1, "n": 8},
+//    "serial": {"m": 1, "k": 1, "n": 1},
+//    "partialsType": "float"}
+// toJson() also writes the derived numbers ("tilesUsed", "maxTileBytes", "meanTileBytes",
+// "exchangeBytes", "estimatedCycles", "params"); as constraints those keys are rejected.
+#pragma once
+
+#include <aspen/OptionFlags.hpp>
+#include <aspen/Target.hpp>
+#include <aspen/Type.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace aspen::linalg {
+
+// What is multiplied: shapes are [G,M,K] and [G,K,N] (G = 1 for the 2-D forms, whose shapes
+// may be given 2-D).
+struct MatMulParams {
+  Type inputType = FLOAT;
+  Type outputType = FLOAT;
+  std::vector<std::size_t> aShape;
+  std::vector<std::size_t> bShape;
+  friend bool operator<(const MatMulParams &a, const MatMulParams &b);
+  friend bool operator==(const MatMulParams &a, const MatMulParams &b);
+};
+
+struct MatMulSplit {
+  std::size_t groups = 1, m = 1, k = 1, n = 1;
+  std::size_t product() const { return groups * m * k * n; }
+  friend bool operator==(const MatMulSplit &, const MatMulSplit &) = default;
+};
+
+struct MatMulPlan {
+  // Normalised to 3-D: G, M, K, N.
+  std::size_t G = 1, M = 1, K = 1, N = 1;
+  Type inputType = FLOAT, outputType = FLOAT, partialsType = FLOAT;
+  MatMulSplit partition; // over tiles
+  MatMulSplit serial;    // steps one after another (serial.groups is always 1)
+
+  // Derived by the cost model.
+  std::size_t tilesUsed = 0;
+  std::uint64_t maxTileBytes = 0;   // largest working set of one tile in one serial step
+  double meanTileBytes = 0;         // over the tiles used
+  std::uint64_t exchangeBytes = 0;  // bytes moved between tiles, all steps
+  std::uint64_t estimatedCycles = 0;
+
+  std::size_t serialSteps() const { return serial.m * serial.k * serial.n; }
+  std::string toString() const; // a few aligned lines
+  std::string toJson() const;
+  friend bool operator==(const MatMulPlan &, const MatMulPlan &) = default;
+};
+
+// Plans kept by (target, params, options); safe to share between threads.
+class PlanningCache {
+public:
+  PlanningCache();
+  ~PlanningCache();
+  PlanningCache(const PlanningCache &) = delete;
+  PlanningCache &operator=(const PlanningCache &) = delete;
+  std::size_t size() const;
+  void clear();
+
+  struct Impl;
+  Impl &impl() { return *impl_; }
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// The plan for `params` on `target`, reading the matmul options (see MatMul.hpp). Raises
+// shape_error / type_error for bad parameters and invalid_option for bad options or
+// impossible constraints.
+MatMulPlan planMatMul(const Target &target, const MatMulParams &params,
+                      const OptionFlags &options = {}, PlanningCache *cache = nullptr);
+
+} // namespace aspen::linalg
