@@ -17,9 +17,9 @@
 //   "availableMemoryProportion"  (0, 1], default 0.6: the share of a tile's bytes the plan's
 //                                working set (operand blocks and partials) may use
 //   "fullyConnectedPass"         NONE (default), INFERENCE_FWD, TRAINING_FWD, TRAINING_BWD,
-//                                TRAINING_WU: which pass of a fully connected layer this is;
-//                                the planner then lays out inputs so the three training passes
-//                                share them
+//                                TRAINING_WU: which pass of a fully connected layer this is.
+//                                Validated and accepted for Poplar compatibility; today it does
+//                                not change the plan (each pass is planned on its own shapes)
 //   "inputRHSIsPreArranged"      "true"/"false" (default false): B came from
 //                                preArrangeMatMulInputRHS with the same parameters
 //   "planConstraints"            JSON pinning parts of the plan (see MatMulPlan.hpp); an

@@ -5,6 +5,9 @@
 // partial blocks are summed by a second compute set in the partials type), and, when one step's
 // working set per tile would exceed bytesPerTile * availableMemoryProportion, into `serial`
 // steps run one after the other (serial.k steps accumulate into the same partials).
+// With serial steps, each of M, K, N is cut into partition * serial chunks of
+// ceil(D / (partition * serial)) rows; serial step s handles chunks [s * partition,
+// (s + 1) * partition), part p of it chunk s * partition + p (no chunk is empty).
 // Tile of block (g, m, n, k): ((g * partition.m + m) * partition.n + n) * partition.k + k, so a
 // plan uses tiles [0, tilesUsed).
 //
@@ -18,7 +21,8 @@
 //    "serial": {"m": 1, "k": 1, "n": 1},
 //    "partialsType": "float"}
 // toJson() also writes the derived numbers ("tilesUsed", "maxTileBytes", "meanTileBytes",
-// "exchangeBytes", "estimatedCycles", "params"); as constraints those keys are rejected.
+// "exchangeBytes", "estimatedCycles", "params"); as constraints those keys are rejected, and
+// constraintsJson() writes only the pinnable keys, which reproduce the plan.
 #pragma once
 
 #include <aspen/OptionFlags.hpp>
@@ -67,6 +71,7 @@ struct MatMulPlan {
   std::size_t serialSteps() const { return serial.m * serial.k * serial.n; }
   std::string toString() const; // a few aligned lines
   std::string toJson() const;
+  std::string constraintsJson() const; // partition, serial and partialsType only
   friend bool operator==(const MatMulPlan &, const MatMulPlan &) = default;
 };
 

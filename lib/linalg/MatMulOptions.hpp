@@ -1,0 +1,46 @@
+// The matmul options (see include/aspen/linalg/MatMul.hpp) read once into a struct, so the
+// planner and the builders agree on their values. Unknown keys and bad values raise
+// aspen::invalid_option naming the key and the allowed values.
+#pragma once
+
+#include <aspen/OptionFlags.hpp>
+#include <aspen/Type.hpp>
+#include <aspen/linalg/MatMulPlan.hpp>
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+namespace aspen::linalg::detail {
+
+enum class FullyConnectedPass { NONE, INFERENCE_FWD, TRAINING_FWD, TRAINING_BWD, TRAINING_WU };
+const char *toString(FullyConnectedPass pass);
+
+// The parts of a plan pinned by the "planConstraints" option; unset parts are searched.
+struct MatMulConstraints {
+  std::optional<std::size_t> partitionGroups, partitionM, partitionK, partitionN;
+  std::optional<std::size_t> serialM, serialK, serialN;
+  std::optional<Type> partialsType;
+  bool empty() const;
+  // The constraints written back as the "planConstraints" JSON schema (keys in a fixed order).
+  std::string toJson() const;
+  friend bool operator==(const MatMulConstraints &, const MatMulConstraints &) = default;
+};
+
+struct MatMulOptions {
+  Type partialsType = FLOAT;
+  double availableMemoryProportion = 0.6;
+  // Validated and kept; it does not change the plan (see MatMulPlanner.hpp).
+  FullyConnectedPass fullyConnectedPass = FullyConnectedPass::NONE;
+  // Read by the builders (B's layout); it does not change the plan either.
+  bool inputRHSIsPreArranged = false;
+  MatMulConstraints constraints;
+};
+
+// Reads `options` for a matmul of `params` (whose shapes must already be valid: see
+// checkMatMulParams). Checks what needs only the parameters: partialsType "half" with FLOAT
+// inputs, constraint keys, values and pins larger than their dimension. Pins that need the
+// target (tile count, memory) are checked by planMatMul.
+MatMulOptions parseMatMulOptions(const OptionFlags &options, const MatMulParams &params);
+
+} // namespace aspen::linalg::detail
