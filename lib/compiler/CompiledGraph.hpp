@@ -21,11 +21,19 @@ namespace aspen::detail {
 // What a buffer holds; every buffer gets an arena offset from the memory layout pass.
 enum class BufferKind : std::uint8_t { Variable, VertexState, Scratch };
 
+// From liveness (Liveness.hpp): an always-live buffer has bytes of its own for the engine's
+// lifetime. Any other holds a value only during steps [liveBegin, liveEnd] of program
+// `liveProgram`, numbered in the order they run with calls inlined (liveBegin > liveEnd: never),
+// and shares bytes with buffers whose values are never held at the same time.
 struct Buffer {
   BufferKind kind = BufferKind::Variable;
   std::string name;
   std::uint64_t bytes = 0;
   std::uint64_t offset = 0; // in the arena, 64-byte aligned
+  bool alwaysLive = true;
+  std::uint32_t liveProgram = 0;
+  std::uint64_t liveBegin = 0, liveEnd = 0;
+  bool isReusable() const { return kind == BufferKind::Variable && !alwaysLive; }
 };
 
 // `count` elements, the first at `offset` bytes into `buffer`, then every `stride` bytes.
@@ -172,9 +180,13 @@ struct InitialValue {
 struct CompiledGraph {
   TargetSummary target;
   std::vector<Buffer> buffers;
-  std::uint64_t arenaBytes = 0;
+  std::uint64_t arenaBytes = 0;      // the peak: always-live bytes, scratch, the largest program's
+                                     // reusable bytes at once
+  std::uint64_t alwaysLiveBytes = 0; // always-live variables and vertex state, aligned
+  std::uint64_t bufferBytes = 0;     // all buffers, each on its own: the arena without reuse
   std::vector<InitialValue> initialValues; // constants and vertex state, written at load
   std::vector<std::uint64_t> tileBytes;    // variable bytes mapped to each tile
+  std::vector<std::uint64_t> tilePeakBytes; // of those, the most that hold values at once
   std::uint64_t variableBytes = 0;
 
   std::vector<std::shared_ptr<const CodeletLibrary>> libraries;

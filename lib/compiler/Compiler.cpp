@@ -1,5 +1,7 @@
 #include "Compiler.hpp"
 
+#include "Dump.hpp"
+#include "Liveness.hpp"
 #include "LowerComputeSets.hpp"
 #include "LowerCopies.hpp"
 #include "LowerPrograms.hpp"
@@ -7,17 +9,35 @@
 #include "Verify.hpp"
 #include "core/Logging.hpp"
 
+#include <aspen/Error.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <type_traits>
 
 namespace aspen::detail {
 
 namespace {
-// Runs the passes in order, timing each one and reporting progress.
+
+// Where ASPEN_COMPILER_DUMP sends each pass's result: "" for nowhere, "-" for stderr, or a folder.
+std::string dumpDestination() {
+  const char *env = std::getenv("ASPEN_COMPILER_DUMP");
+  return env ? env : "";
+}
+
+// Runs the passes in order, timing each one, reporting progress and dumping its result.
 class PassRunner {
 public:
-  PassRunner(int numPasses, const ProgressFunc &progress)
-      : numPasses_(numPasses), progress_(progress) {}
+  PassRunner(int numPasses, const ProgressFunc &progress, const CompiledGraph &result)
+      : numPasses_(numPasses), progress_(progress), result_(result), dumpTo_(dumpDestination()) {}
 
   template <class F> auto operator()(const char *name, F &&pass) {
     const auto start = std::chrono::steady_clock::now();
@@ -31,18 +51,53 @@ public:
         const std::chrono::duration<double, std::milli> ms =
             std::chrono::steady_clock::now() - start;
         logger().debug("compiler pass {}: {:.3f} ms", name, ms.count());
+        ++runner.done_;
         if (runner.progress_)
-          runner.progress_(++runner.done_, runner.numPasses_);
+          runner.progress_(runner.done_, runner.numPasses_);
       }
     } report{*this, name, start};
-    return pass();
+    if constexpr (std::is_void_v<decltype(pass())>) {
+      pass();
+      dump(name, start);
+    } else {
+      auto result = pass();
+      dump(name, start);
+      return result;
+    }
   }
 
 private:
+  void dump(const char *name, std::chrono::steady_clock::time_point start) const {
+    if (dumpTo_.empty())
+      return;
+    const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - start;
+    const std::string header =
+        fmt::format("== compiler pass {} '{}': {:.3f} ms ==\n", done_ + 1, name, ms.count());
+    if (dumpTo_ == "-") {
+      std::cerr << header;
+      dumpCompiledGraph(result_, std::cerr);
+      return;
+    }
+    std::string file = fmt::format("{:02}-{}.txt", done_ + 1, name);
+    std::replace(file.begin(), file.end(), ' ', '-');
+    const std::filesystem::path path = std::filesystem::path(dumpTo_) / file;
+    std::error_code ec;
+    std::filesystem::create_directories(dumpTo_, ec);
+    std::ofstream out(path);
+    if (!out)
+      throw invalid_option("ASPEN_COMPILER_DUMP: cannot write '" + path.string() +
+                           "' (set it to a writable folder, or to - for stderr)");
+    out << header;
+    dumpCompiledGraph(result_, out);
+  }
+
   int numPasses_;
   int done_ = 0;
   const ProgressFunc &progress_;
+  const CompiledGraph &result_;
+  std::string dumpTo_;
 };
+
 } // namespace
 
 std::unique_ptr<CompiledGraph> compile(const GraphState &graph,
@@ -55,11 +110,12 @@ std::unique_ptr<CompiledGraph> compile(const GraphState &graph,
                  t.getTileClockFrequency()};
   addVariableBuffers(graph, *out);
 
-  PassRunner pass(5, progress);
+  PassRunner pass(6, progress, *out);
   const auto computeSets = pass("verify", [&] { return verifyGraph(graph, programs); });
   const auto copies = pass("lower copies", [&] { return lowerCopies(graph, programs, *out); });
   const auto csIndex =
       pass("lower compute sets", [&] { return lowerComputeSets(graph, computeSets, *out); });
+  pass("liveness", [&] { analyseLiveness(graph, programs, *out); });
   pass("memory layout", [&] { planMemory(graph, options.allowOutOfMemory, *out); });
   pass("lower programs", [&] { lowerPrograms(graph, programs, copies, csIndex, *out); });
   return out;

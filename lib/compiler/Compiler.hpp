@@ -16,6 +16,9 @@ struct CompileOptions {
 
 // Raises the aspen::error subclass of the first misuse found (see Verify.hpp). Each pass is timed
 // and logged at debug level (ASPEN_LOG_LEVEL=debug); `progress` sees (pass, number of passes).
+// With the environment variable ASPEN_COMPILER_DUMP set, the CompiledGraph after each pass and
+// the pass's time are written as text (Dump.hpp): to stderr when it is "-", otherwise to
+// <folder>/<NN>-<pass>.txt, the folder created if needed (invalid_option when it cannot be).
 std::unique_ptr<CompiledGraph> compile(const GraphState &graph,
                                        ArrayRef<program::Program> programs,
                                        const CompileOptions &options,

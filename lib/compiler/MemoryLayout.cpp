@@ -5,12 +5,102 @@
 #include <aspen/Error.hpp>
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 namespace aspen::detail {
 
 namespace {
 constexpr std::uint64_t kBufferAlignment = 64;
-std::uint64_t alignUp(std::uint64_t x) { return (x + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment; }
+std::uint64_t alignUp(std::uint64_t x) {
+  return (x + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+}
+
+bool holdValuesTogether(const Buffer &a, const Buffer &b) {
+  const bool bothHold = a.liveBegin <= a.liveEnd && b.liveBegin <= b.liveEnd;
+  return bothHold && a.liveBegin <= b.liveEnd && b.liveBegin <= a.liveEnd;
+}
+
+// Places one program's reusable buffers from offset 0, first fit, largest first; returns the
+// bytes they need.
+std::uint64_t placeReusable(std::vector<Buffer> &buffers, std::vector<std::uint32_t> indices) {
+  std::sort(indices.begin(), indices.end(), [&](std::uint32_t x, std::uint32_t y) {
+    const Buffer &a = buffers[x], &b = buffers[y];
+    return std::tuple(b.bytes, a.liveBegin, x) < std::tuple(a.bytes, b.liveBegin, y);
+  });
+  std::vector<std::uint32_t> placed;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> taken; // [offset, end) of placed buffers
+  std::uint64_t peak = 0;
+  for (std::uint32_t i : indices) {
+    Buffer &b = buffers[i];
+    const std::uint64_t size = alignUp(b.bytes);
+    taken.clear();
+    for (std::uint32_t j : placed)
+      if (holdValuesTogether(b, buffers[j]))
+        taken.emplace_back(buffers[j].offset, buffers[j].offset + alignUp(buffers[j].bytes));
+    std::sort(taken.begin(), taken.end());
+    std::uint64_t offset = 0;
+    for (const auto &[begin, end] : taken) {
+      if (offset + size <= begin)
+        break;
+      offset = std::max(offset, end);
+    }
+    b.offset = offset;
+    placed.push_back(i);
+    peak = std::max(peak, offset + size);
+  }
+  return peak;
+}
+// Calls f(tile, bytes) for the bytes of variable v mapped to each tile below numTiles.
+template <class F>
+void forEachTile(const GraphState &graph, std::uint32_t v, std::size_t numTiles, F &&f) {
+  const Variable &var = graph.variables[v];
+  for (const TileMap::Run &run : var.mapping.runs())
+    if (run.tile < numTiles)
+      f(run.tile, (run.end - run.begin) * var.type.size());
+}
+
+// Variable bytes mapped to each tile at the busiest step of any program: always-live variables
+// (and those that never hold a value, which still have bytes) count throughout, reusable ones
+// during their live range.
+std::vector<std::uint64_t> tilePeaks(const GraphState &graph, const CompiledGraph &out) {
+  const std::size_t numTiles = out.tileBytes.size();
+  std::vector<std::uint64_t> throughout(numTiles, 0);
+  struct Event {
+    std::uint64_t at;
+    bool starts;
+    std::uint32_t var;
+  };
+  std::map<std::uint32_t, std::vector<Event>> eventsByProgram;
+  for (std::uint32_t v = 0; v < graph.variables.size(); ++v) {
+    const Buffer &b = out.buffers[v];
+    if (b.isReusable() && b.liveBegin <= b.liveEnd) {
+      eventsByProgram[b.liveProgram].push_back({b.liveBegin, true, v});
+      eventsByProgram[b.liveProgram].push_back({b.liveEnd + 1, false, v});
+    } else {
+      forEachTile(graph, v, numTiles,
+                  [&](std::uint32_t tile, std::uint64_t bytes) { throughout[tile] += bytes; });
+    }
+  }
+  std::vector<std::uint64_t> peak = throughout;
+  for (auto &[program, events] : eventsByProgram) {
+    // Ranges ending before a step free their bytes before ranges starting there take theirs.
+    std::sort(events.begin(), events.end(), [](const Event &a, const Event &b) {
+      return std::tuple(a.at, a.starts, a.var) < std::tuple(b.at, b.starts, b.var);
+    });
+    std::vector<std::uint64_t> now = throughout;
+    for (const Event &e : events)
+      forEachTile(graph, e.var, numTiles, [&](std::uint32_t tile, std::uint64_t bytes) {
+        if (!e.starts) {
+          now[tile] -= bytes;
+          return;
+        }
+        now[tile] += bytes;
+        peak[tile] = std::max(peak[tile], now[tile]);
+      });
+  }
+  return peak;
+}
 } // namespace
 
 void addVariableBuffers(const GraphState &graph, CompiledGraph &out) {
@@ -21,18 +111,36 @@ void addVariableBuffers(const GraphState &graph, CompiledGraph &out) {
 
 void planMemory(const GraphState &graph, bool allowOutOfMemory, CompiledGraph &out) {
   std::uint64_t end = 0, scratchBytes = 0;
-  for (Buffer &b : out.buffers) {
+  std::map<std::uint32_t, std::vector<std::uint32_t>> reusableByProgram;
+  out.bufferBytes = 0;
+  for (std::uint32_t i = 0; i < out.buffers.size(); ++i) {
+    Buffer &b = out.buffers[i];
+    out.bufferBytes += b.bytes;
     if (b.kind == BufferKind::Scratch) {
       scratchBytes = std::max(scratchBytes, b.bytes);
-      continue;
+    } else if (b.isReusable()) {
+      reusableByProgram[b.liveProgram].push_back(i);
+    } else {
+      b.offset = end;
+      end = alignUp(end + b.bytes);
     }
-    b.offset = end;
-    end = alignUp(end + b.bytes);
   }
+  out.alwaysLiveBytes = end;
   for (Buffer &b : out.buffers)
     if (b.kind == BufferKind::Scratch)
       b.offset = end;
-  out.arenaBytes = alignUp(end + scratchBytes);
+  const std::uint64_t reusableBase = alignUp(end + scratchBytes);
+  std::uint64_t reusableBytes = 0;
+  for (const auto &[program, indices] : reusableByProgram)
+    reusableBytes = std::max(reusableBytes, placeReusable(out.buffers, indices));
+  for (Buffer &b : out.buffers)
+    if (b.isReusable())
+      b.offset += reusableBase;
+  out.arenaBytes = reusableBase + reusableBytes;
+  logger().debug("memory layout: arena {} bytes (always live {}, scratch {}, reusable {}); "
+                 "{} bytes of buffers",
+                 out.arenaBytes, out.alwaysLiveBytes, scratchBytes, reusableBytes,
+                 out.bufferBytes);
 
   out.tileBytes.assign(graph.target.getNumTiles(), 0);
   out.variableBytes = 0;
@@ -41,19 +149,19 @@ void planMemory(const GraphState &graph, bool allowOutOfMemory, CompiledGraph &o
     out.variableBytes += var.bytes();
     if (var.isConstant)
       out.initialValues.push_back({v, 0, var.constantData});
-    for (const TileMap::Run &run : var.mapping.runs())
-      if (run.tile < out.tileBytes.size())
-        out.tileBytes[run.tile] += (run.end - run.begin) * var.type.size();
+    forEachTile(graph, v, out.tileBytes.size(),
+                [&](std::uint32_t tile, std::uint64_t bytes) { out.tileBytes[tile] += bytes; });
   }
+  out.tilePeakBytes = tilePeaks(graph, out);
 
   // A target without a per-tile budget (bytes per tile 0) cannot run out.
   const std::uint64_t budget = graph.target.getBytesPerTile();
-  for (std::uint32_t tile = 0; budget != 0 && tile < out.tileBytes.size(); ++tile) {
-    if (out.tileBytes[tile] <= budget)
+  for (std::uint32_t tile = 0; budget != 0 && tile < out.tilePeakBytes.size(); ++tile) {
+    if (out.tilePeakBytes[tile] <= budget)
       continue;
     const std::string message = "tile " + std::to_string(tile) + " needs " +
-                                std::to_string(out.tileBytes[tile]) +
-                                " bytes of variables but the target has " +
+                                std::to_string(out.tilePeakBytes[tile]) +
+                                " bytes of variables at once but the target has " +
                                 std::to_string(budget) + " bytes per tile";
     if (!allowOutOfMemory)
       throw graph_memory_allocation_error(message +

@@ -1,10 +1,16 @@
 // Memory layout: places every buffer in one arena and accounts variable bytes per tile.
-//  - variables and the vertex state are always live, each at its own 64-byte aligned offset;
+//  - always-live variables and the vertex state each get their own 64-byte aligned bytes, first;
 //  - compute sets run one at a time, so all scratch buffers share one region as big as the
-//    largest of them;
+//    largest of them, next;
+//  - the other variables (reusable, see Liveness.hpp) share the rest: programs never run at the
+//    same time, and within a program two buffers share bytes only when their live ranges do not
+//    overlap. Placement is first fit, largest buffer first (ties: earlier range, lower index), so
+//    the layout is deterministic; the arena is as big as the largest program needs;
 //  - constants get their initial values;
-//  - variable bytes mapped to a tile above the target's bytes per tile raise
+//  - the peak of variable bytes mapped to each tile, counting reusable variables only during
+//    their live ranges: above the target's bytes per tile it raises
 //    graph_memory_allocation_error naming the tile, unless allowOutOfMemory (then a warning).
+// Assumes analyseLiveness has set the buffers' live ranges.
 #pragma once
 
 #include "CompiledGraph.hpp"

@@ -25,7 +25,7 @@ namespace {
 using namespace detail;
 
 constexpr char kMagic[8] = {'A', 'S', 'P', 'E', 'N', 'E', 'X', 'E'};
-constexpr std::uint32_t kFormatVersion = 4;
+constexpr std::uint32_t kFormatVersion = 5;
 
 class Writer {
 public:
@@ -60,7 +60,10 @@ public:
   void put(const CopyPlan &p) { put(p.src), put(p.dst), put(p.throughTemporary); }
   void put(const ScalarRef &s) { put(s.buffer), put(s.offset), put(s.type); }
   void put(const DescTemplate &d) { put(d.base), put(d.buffer), put(d.offset), put(d.size); }
-  void put(const Buffer &b) { put(b.kind), put(b.name), put(b.bytes), put(b.offset); }
+  void put(const Buffer &b) {
+    put(b.kind), put(b.name), put(b.bytes), put(b.offset);
+    put(b.alwaysLive), put(b.liveProgram), put(b.liveBegin), put(b.liveEnd);
+  }
   void put(const InitialValue &v) { put(v.buffer), put(v.offset), put(v.bytes); }
   void put(const CompiledVertexType &t) { put(t.name), put(t.library), put(t.isMultiVertex); }
   void put(const CompiledVertex &v) { put(v.type), put(v.firstField), put(v.tile), put(v.id); }
@@ -148,7 +151,10 @@ public:
   void get(CopyPlan &p) { get(p.src), get(p.dst), get(p.throughTemporary); }
   void get(ScalarRef &s) { get(s.buffer), get(s.offset), get(s.type); }
   void get(DescTemplate &d) { get(d.base), get(d.buffer), get(d.offset), get(d.size); }
-  void get(Buffer &b) { get(b.kind), get(b.name), get(b.bytes), get(b.offset); }
+  void get(Buffer &b) {
+    get(b.kind), get(b.name), get(b.bytes), get(b.offset);
+    get(b.alwaysLive), get(b.liveProgram), get(b.liveBegin), get(b.liveEnd);
+  }
   void get(InitialValue &v) { get(v.buffer), get(v.offset), get(v.bytes); }
   void get(CompiledVertexType &t) { get(t.name), get(t.library), get(t.isMultiVertex); }
   void get(CompiledVertex &v) { get(v.type), get(v.firstField), get(v.tile), get(v.id); }
@@ -184,9 +190,9 @@ private:
 // The members of CompiledGraph, in one place for both directions.
 template <class IO, class G> void transferGraph(IO &io, G &g) {
   auto each = [&](auto &...members) { (io.item(members), ...); };
-  each(g.target, g.buffers, g.arenaBytes, g.initialValues, g.tileBytes, g.variableBytes,
-       g.libraries, g.vertexTypes, g.computeSets, g.copies, g.streamCopies, g.prints, g.steps,
-       g.programs, g.streams);
+  each(g.target, g.buffers, g.arenaBytes, g.alwaysLiveBytes, g.bufferBytes, g.initialValues,
+       g.tileBytes, g.tilePeakBytes, g.variableBytes, g.libraries, g.vertexTypes,
+       g.computeSets, g.copies, g.streamCopies, g.prints, g.steps, g.programs, g.streams);
 }
 
 // A stream that parses can still be corrupt: check every index and byte range before an
@@ -206,8 +212,11 @@ void validate(Reader &io, const CompiledGraph &g) {
             "region");
     }
   };
-  for (const Buffer &b : g.buffers)
+  for (const Buffer &b : g.buffers) {
     check(b.offset + b.bytes <= g.arenaBytes, "buffer");
+    check(b.alwaysLive || b.liveBegin > b.liveEnd || b.liveProgram < g.programs.size(),
+          "buffer live range program");
+  }
   for (const InitialValue &v : g.initialValues)
     check(v.buffer < g.buffers.size() && v.offset + v.bytes.size() <= g.buffers[v.buffer].bytes,
           "initial value");

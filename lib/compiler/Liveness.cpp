@@ -1,0 +1,428 @@
+#include "Liveness.hpp"
+
+#include "ProgramWalk.hpp"
+#include "core/Logging.hpp"
+#include "core/ProgramNode.hpp"
+#include "core/TensorRegions.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <utility>
+
+namespace aspen::detail {
+
+namespace {
+
+constexpr std::uint64_t kMaxSteps = std::uint64_t(1) << 20;
+constexpr std::size_t kMaxStridedKill = 4096;
+
+// Sorted, disjoint, non-adjacent byte ranges [begin, end) of one variable.
+class ByteSet {
+public:
+  bool empty() const { return ranges_.empty(); }
+
+  void add(std::uint64_t begin, std::uint64_t end) {
+    if (begin >= end)
+      return;
+    auto it = std::lower_bound(ranges_.begin(), ranges_.end(), Range{begin, begin});
+    if (it != ranges_.begin() && std::prev(it)->second >= begin)
+      --it;
+    auto last = it;
+    while (last != ranges_.end() && last->first <= end) {
+      begin = std::min(begin, last->first);
+      end = std::max(end, last->second);
+      ++last;
+    }
+    it = ranges_.erase(it, last);
+    ranges_.insert(it, Range{begin, end});
+  }
+
+  void add(const ByteSet &other) {
+    for (const Range &r : other.ranges_)
+      add(r.first, r.second);
+  }
+
+  void remove(const ByteSet &other) {
+    if (other.empty() || empty())
+      return;
+    std::vector<Range> left;
+    auto cut = other.ranges_.begin();
+    for (Range r : ranges_) {
+      while (cut != other.ranges_.end() && cut->second <= r.first)
+        ++cut;
+      for (auto c = cut; c != other.ranges_.end() && c->first < r.second; ++c) {
+        if (c->first > r.first)
+          left.push_back({r.first, c->first});
+        r.first = std::max(r.first, c->second);
+      }
+      if (r.first < r.second)
+        left.push_back(r);
+    }
+    ranges_ = std::move(left);
+  }
+
+  friend bool operator==(const ByteSet &, const ByteSet &) = default;
+
+private:
+  using Range = std::pair<std::uint64_t, std::uint64_t>;
+  std::vector<Range> ranges_;
+};
+
+// What one step does to one variable. Reads happen before kills.
+struct Effect {
+  ByteSet reads, kills;
+  bool touches = false; // reads or writes its bytes (WriteUndef does not)
+};
+using Effects = std::map<unsigned, Effect>;
+
+// The bytes of each strided run of a tensor, calling f(var, first byte, last byte + 1) for a
+// run's whole span (reads) or only for bytes it certainly covers (kills).
+template <class F> void forEachSpan(const Tensor &t, bool exact, F &&f) {
+  const std::int64_t size = static_cast<std::int64_t>(t.elementType().size());
+  for (const VarRegion &r : flatRegions(t)) {
+    if (r.count == 0)
+      continue;
+    const std::int64_t last = r.byteOffset + r.byteStride * std::int64_t(r.count - 1);
+    const std::int64_t lo = std::min(r.byteOffset, last), hi = std::max(r.byteOffset, last);
+    const bool dense = r.count == 1 || r.byteStride == 0 || r.byteStride == size ||
+                       r.byteStride == -size;
+    if (!exact || dense) {
+      f(r.var, std::uint64_t(lo), std::uint64_t(hi + size));
+    } else if (r.count <= kMaxStridedKill) {
+      for (std::size_t i = 0; i < r.count; ++i) {
+        const std::int64_t at = r.byteOffset + r.byteStride * std::int64_t(i);
+        f(r.var, std::uint64_t(at), std::uint64_t(at + size));
+      }
+    }
+  }
+}
+
+void addRead(Effects &effects, const Tensor &t) {
+  forEachSpan(t, false, [&](unsigned var, std::uint64_t begin, std::uint64_t end) {
+    Effect &e = effects[var];
+    e.reads.add(begin, end);
+    e.touches = true;
+  });
+}
+
+void addWrite(Effects &effects, const Tensor &t, bool touches) {
+  for (unsigned var : variablesOf(t))
+    effects[var].touches |= touches;
+  forEachSpan(t, true, [&](unsigned var, std::uint64_t begin, std::uint64_t end) {
+    effects[var].kills.add(begin, end);
+  });
+}
+
+// The effects of the steps that move data between variables: compute sets, copies, WriteUndef.
+// Everything else a step touches is always live and needs no tracking.
+Effects effectsOf(const GraphState &graph, const ProgramNode &node) {
+  Effects effects;
+  switch (node.kind) {
+  case ProgramKind::Execute:
+    for (unsigned v : graph.computeSets[node.id].vertices) {
+      const VertexRecord &vertex = graph.vertices[v];
+      for (std::size_t f = 0; f < vertex.fields.size(); ++f) {
+        const FieldInfo &field = vertex.type->fields[f];
+        if (!field.isEdge())
+          continue;
+        const FieldBinding &binding = vertex.fields[f];
+        auto access = [&](const Tensor &t) {
+          if (!t.valid())
+            return;
+          if (field.reads())
+            addRead(effects, t);
+          if (field.writes())
+            addWrite(effects, t, true);
+        };
+        access(binding.tensor);
+        for (const Tensor &edge : binding.edges)
+          access(edge);
+      }
+    }
+    break;
+  case ProgramKind::Copy:
+    addRead(effects, node.tensor);
+    addWrite(effects, node.dst, true);
+    break;
+  case ProgramKind::WriteUndef:
+    addWrite(effects, node.tensor, false);
+    break;
+  default:
+    break;
+  }
+  return effects;
+}
+
+// Variables that executors touch outside the steps naming them, used by `node`.
+void addPinned(const ProgramNode &node, std::set<unsigned> &pinned) {
+  auto pin = [&](const Tensor &t) {
+    for (unsigned var : variablesOf(t))
+      pinned.insert(var);
+  };
+  switch (node.kind) {
+  case ProgramKind::RepeatWhileTrue:
+  case ProgramKind::RepeatWhileFalse:
+  case ProgramKind::If:
+  case ProgramKind::Switch:
+  case ProgramKind::AbortOnCondition:
+  case ProgramKind::PrintTensor:
+  case ProgramKind::TensorToStream:
+    pin(node.tensor);
+    break;
+  case ProgramKind::StreamToTensor:
+    pin(node.dst);
+    break;
+  default:
+    break;
+  }
+}
+
+// One program with calls inlined: steps numbered in run order, control flow kept as a tree.
+struct Node {
+  enum class Kind : std::uint8_t { Step, Sequence, Branches, Repeat, While };
+  Kind kind = Kind::Step;
+  std::uint64_t begin = 0, end = 0; // numbers of its first and last step
+  bool mayRunZeroTimes = false;     // Repeat with count 0
+  const Effects *effects = nullptr; // Step
+  std::vector<std::uint32_t> children; // While: [cond, body]
+};
+
+struct Span {
+  std::uint64_t begin = std::numeric_limits<std::uint64_t>::max(), end = 0;
+  void cover(std::uint64_t b, std::uint64_t e) {
+    begin = std::min(begin, b);
+    end = std::max(end, e);
+  }
+};
+
+class Unroller {
+public:
+  Unroller(const GraphState &graph, const std::unordered_map<const ProgramNode *, Effects> &effects)
+      : graph_(graph), effects_(effects) {}
+
+  // The root node, or nothing when the program calls itself or is too long.
+  std::optional<std::uint32_t> unroll(const program::Program &p) {
+    const std::uint32_t root = add(p);
+    if (failed_)
+      return std::nullopt;
+    return root;
+  }
+  const std::vector<Node> &nodes() const { return nodes_; }
+  const std::map<unsigned, Span> &accesses() const { return accesses_; }
+
+private:
+  std::uint32_t step(const Effects *effects) {
+    Node n;
+    n.begin = n.end = next_++;
+    n.effects = effects;
+    if (effects)
+      for (const auto &[var, e] : *effects)
+        if (e.touches)
+          accesses_[var].cover(n.begin, n.begin);
+    failed_ |= next_ > kMaxSteps;
+    nodes_.push_back(std::move(n));
+    return std::uint32_t(nodes_.size() - 1);
+  }
+
+  std::uint32_t add(const program::Program &p) {
+    if (failed_ || p.isEmpty())
+      return step(nullptr);
+    const ProgramNode &node = p.node();
+    if (node.kind == ProgramKind::Call) {
+      if (std::find(calls_.begin(), calls_.end(), node.id) != calls_.end()) {
+        failed_ = true;
+        return step(nullptr);
+      }
+      calls_.push_back(node.id);
+      const std::uint32_t body = add(graph_.functions[node.id]);
+      calls_.pop_back();
+      return body;
+    }
+    Node n;
+    switch (node.kind) {
+    case ProgramKind::Sequence: n.kind = Node::Kind::Sequence; break;
+    case ProgramKind::If:
+    case ProgramKind::Switch: n.kind = Node::Kind::Branches; break;
+    case ProgramKind::Repeat:
+      n.kind = Node::Kind::Repeat;
+      n.mayRunZeroTimes = node.count == 0;
+      break;
+    case ProgramKind::RepeatWhileTrue:
+    case ProgramKind::RepeatWhileFalse: n.kind = Node::Kind::While; break;
+    default: {
+      const auto it = effects_.find(&node);
+      return step(it == effects_.end() ? nullptr : &it->second);
+    }
+    }
+    if (node.children.empty())
+      return step(nullptr);
+    n.begin = next_;
+    for (const program::Program &child : node.children)
+      n.children.push_back(add(child));
+    n.end = next_ - 1;
+    nodes_.push_back(std::move(n));
+    return std::uint32_t(nodes_.size() - 1);
+  }
+
+  const GraphState &graph_;
+  const std::unordered_map<const ProgramNode *, Effects> &effects_;
+  std::vector<Node> nodes_;
+  std::map<unsigned, Span> accesses_;
+  std::vector<unsigned> calls_;
+  std::uint64_t next_ = 0;
+  bool failed_ = false;
+};
+
+using LiveSet = std::map<unsigned, ByteSet>; // only variables with live bytes
+
+LiveSet unite(LiveSet a, const LiveSet &b) {
+  for (const auto &[var, bytes] : b)
+    a[var].add(bytes);
+  return a;
+}
+
+// Backward liveness over an unrolled program; records the loops whose head each variable is
+// live at.
+class BackwardLiveness {
+public:
+  explicit BackwardLiveness(const std::vector<Node> &nodes) : nodes_(nodes) {}
+
+  LiveSet before(std::uint32_t index, LiveSet after) {
+    const Node &n = nodes_[index];
+    switch (n.kind) {
+    case Node::Kind::Step:
+      if (n.effects)
+        for (const auto &[var, e] : *n.effects) {
+          ByteSet &bytes = after[var];
+          bytes.remove(e.kills);
+          bytes.add(e.reads);
+          if (bytes.empty())
+            after.erase(var);
+        }
+      return after;
+    case Node::Kind::Sequence:
+      for (auto it = n.children.rbegin(); it != n.children.rend(); ++it)
+        after = before(*it, std::move(after));
+      return after;
+    case Node::Kind::Branches: {
+      LiveSet live;
+      for (std::uint32_t child : n.children)
+        live = unite(std::move(live), before(child, after));
+      return live;
+    }
+    case Node::Kind::Repeat: {
+      // head = body(after ∪ head)
+      LiveSet atEnd = after, head;
+      for (;;) {
+        head = before(n.children[0], atEnd);
+        LiveSet next = unite(after, head);
+        if (next == atEnd)
+          break;
+        atEnd = std::move(next);
+      }
+      widen(head, n);
+      return n.mayRunZeroTimes ? unite(std::move(head), after) : head;
+    }
+    case Node::Kind::While: {
+      // head = cond(after ∪ body(head))
+      LiveSet afterCond = after, head;
+      for (;;) {
+        head = before(n.children[0], afterCond);
+        LiveSet next = unite(after, before(n.children[1], head));
+        if (next == afterCond)
+          break;
+        afterCond = std::move(next);
+      }
+      widen(head, n);
+      return head;
+    }
+    }
+    return after;
+  }
+
+  const std::map<unsigned, Span> &loops() const { return loops_; }
+
+private:
+  void widen(const LiveSet &head, const Node &loop) {
+    for (const auto &[var, bytes] : head)
+      loops_[var].cover(loop.begin, loop.end);
+  }
+
+  const std::vector<Node> &nodes_;
+  std::map<unsigned, Span> loops_;
+};
+
+} // namespace
+
+void analyseLiveness(const GraphState &graph, ArrayRef<program::Program> programs,
+                     CompiledGraph &out) {
+  const std::size_t numVariables = graph.variables.size();
+  std::vector<bool> pinned(numVariables, false);
+  for (std::size_t v = 0; v < numVariables; ++v)
+    pinned[v] = graph.variables[v].isConstant;
+  for (const auto *handles : {&graph.hostWrites, &graph.hostReads})
+    for (const auto &[name, t] : *handles)
+      for (unsigned var : variablesOf(t))
+        pinned[var] = true;
+
+  // Effects of every step, the programs using each variable, and variables executors pin.
+  std::unordered_map<const ProgramNode *, Effects> effects;
+  std::vector<std::set<std::uint32_t>> users(numVariables);
+  for (std::uint32_t p = 0; p < programs.size(); ++p) {
+    std::set<unsigned> pinnedHere;
+    forEachProgramNode(graph, ArrayRef<program::Program>(&programs[p], 1),
+                       [&](const ProgramNode &node) {
+                         addPinned(node, pinnedHere);
+                         auto [it, added] = effects.try_emplace(&node);
+                         if (added)
+                           it->second = effectsOf(graph, node);
+                         for (const auto &[var, e] : it->second)
+                           users[var].insert(p);
+                       });
+    for (unsigned var : pinnedHere)
+      pinned[var] = true;
+  }
+
+  std::vector<std::optional<Span>> ranges(numVariables);
+  for (std::uint32_t p = 0; p < programs.size(); ++p) {
+    Unroller unroller(graph, effects);
+    const std::optional<std::uint32_t> root = unroller.unroll(programs[p]);
+    if (!root) {
+      logger().debug("liveness: program {} calls itself or has over {} steps unrolled; its "
+                     "variables stay always live", p, kMaxSteps);
+      for (std::size_t var = 0; var < numVariables; ++var)
+        if (users[var].count(p))
+          pinned[var] = true;
+      continue;
+    }
+    BackwardLiveness liveness(unroller.nodes());
+    for (const auto &[var, bytes] : liveness.before(*root, {}))
+      pinned[var] = true; // read before this run wrote it
+    for (const auto &[var, span] : unroller.accesses()) {
+      Span range = span;
+      if (auto it = liveness.loops().find(var); it != liveness.loops().end())
+        range.cover(it->second.begin, it->second.end);
+      ranges[var] = range;
+    }
+  }
+
+  for (std::uint32_t var = 0; var < numVariables; ++var) {
+    Buffer &b = out.buffers[var];
+    b.alwaysLive = pinned[var] || users[var].size() > 1;
+    if (b.alwaysLive)
+      continue;
+    if (users[var].empty() || !ranges[var]) {
+      b.liveBegin = 1, b.liveEnd = 0; // never holds a value
+      continue;
+    }
+    b.liveProgram = *users[var].begin();
+    b.liveBegin = ranges[var]->begin;
+    b.liveEnd = ranges[var]->end;
+  }
+}
+
+} // namespace aspen::detail
