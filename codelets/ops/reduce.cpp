@@ -118,7 +118,7 @@ private:
     if (s == 1.0f)
       return value;
     if constexpr (Op == Operation::LOG_ADD)
-      return value + __builtin_logf(s);
+      return value + reduce_codelets::reduceLog(s);
     else if constexpr (reduce_codelets::IsFloat<Acc>::value)
       return value * s;
     else // exact for every 32-bit integer

@@ -16,10 +16,20 @@
 
 namespace aspen::ops::reduce_codelets {
 
+// expf and logf: the host's builtins, CUDA's device functions under NVRTC and nvcc.
+#if defined(__CUDACC_RTC__) || defined(__CUDA_ARCH__)
+ASPEN_HD inline float reduceExp(float x) { return expf(x); }
+ASPEN_HD inline float reduceLog(float x) { return logf(x); }
+#else
+inline float reduceExp(float x) { return __builtin_expf(x); }
+inline float reduceLog(float x) { return __builtin_logf(x); }
+#endif
+
 template <class A> struct Bounds;
 template <> struct Bounds<float> {
-  static ASPEN_HD float highest() { return __builtin_huge_valf(); }
-  static ASPEN_HD float lowest() { return -__builtin_huge_valf(); }
+  // +-infinity from its bits: NVRTC has no __builtin_huge_valf.
+  static ASPEN_HD float highest() { return aspen::detail::bitsFloat(0x7f800000u); }
+  static ASPEN_HD float lowest() { return aspen::detail::bitsFloat(0xff800000u); }
 };
 template <> struct Bounds<int> {
   static ASPEN_HD int highest() { return 0x7fffffff; }
@@ -86,10 +96,10 @@ ASPEN_HD inline void logAddMerge(float &m1, float &s1, float m2, float s2) {
     m1 = Bounds<float>::highest();
     s1 = 1.0f;
   } else if (m2 > m1) {
-    s1 = s1 * __builtin_expf(m1 - m2) + s2;
+    s1 = s1 * reduceExp(m1 - m2) + s2;
     m1 = m2;
   } else {
-    s1 = s1 + s2 * __builtin_expf(m2 - m1);
+    s1 = s1 + s2 * reduceExp(m2 - m1);
   }
 }
 
@@ -111,7 +121,7 @@ template <Operation Op, class A> ASPEN_HD inline A combine(A a, A b) {
     static_assert(Op == Operation::LOG_ADD, "an operation without a combine rule");
     float s = 1.0f;
     logAddMerge(a, s, b, 1.0f);
-    return a + __builtin_logf(s);
+    return a + reduceLog(s);
   }
 }
 
@@ -261,10 +271,10 @@ template <> struct State<Operation::LOG_ADD, float, 2> {
     }
     float s = 0.0f, c = 0.0f;
     for (unsigned i = 0; i < n; ++i)
-      compensatedAdd(s, c, __builtin_expf(static_cast<float>(x[i]) - m));
+      compensatedAdd(s, c, reduceExp(static_cast<float>(x[i]) - m));
     logAddMerge(max, sum, m, s + c);
   }
-  ASPEN_HD float value() const { return max + __builtin_logf(sum); }
+  ASPEN_HD float value() const { return max + reduceLog(sum); }
 };
 
 } // namespace aspen::ops::reduce_codelets

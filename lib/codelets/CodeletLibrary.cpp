@@ -110,11 +110,13 @@ std::shared_ptr<const CodeletLibrary> CodeletLibrary::Impl::load(const fs::path 
   lib->sourceName_ = record.sourceName;
   lib->source_ = record.source;
   lib->hash_ = record.contentHash;
+  lib->compileFlags_ = record.compileFlags;
   lib->binary_.assign(bytes.begin(), bytes.end());
   for (unsigned v = 0; v < record.numVertices; ++v) {
     const CodeletVertexRecord &vr = record.vertices[v];
     VertexTypeInfo type;
     type.name = vr.name;
+    type.scope = vr.scope;
     type.isMultiVertex = vr.isMultiVertex != 0;
     for (unsigned f = 0; f < vr.numFields; ++f)
       type.fields.push_back(fieldInfo(vr.fields[f]));
@@ -151,7 +153,7 @@ std::shared_ptr<const CodeletLibrary> CodeletLibrary::compileSource(const std::s
     fs::create_directories(dir / "tmp");
     const fs::path wrapper = uniqueTempPath(dir / "tmp", hash, ".cpp");
     const fs::path output = uniqueTempPath(dir / "tmp", hash, ".so");
-    writeFileAtomically(wrapper, generateWrapper(path, source, vertices, hash));
+    writeFileAtomically(wrapper, generateWrapper(path, source, vertices, hash, extraFlags));
     std::error_code ec;
     try {
       compiler.compileSharedObject(path, wrapper.string(), output.string(), flags);

@@ -42,6 +42,8 @@ class CodeletLibrary;
 
 struct VertexTypeInfo {
   std::string name;           // normalised, e.g. "ns::V<float,true>"
+  std::string scope;          // the namespace where generated code names the class (template
+                              // arguments are looked up there), e.g. "ns" or ""
   bool isMultiVertex = false;
   std::vector<FieldInfo> fields;
   VertexEntry entry = nullptr; // host entry point
@@ -74,6 +76,8 @@ public:
   const std::string &source() const { return source_; }
   const std::vector<std::uint8_t> &binary() const { return binary_; }
   const std::string &contentHash() const { return hash_; }
+  // The extra compiler flags the source was compiled with (its -I/-D/-U apply to GPU compiles).
+  const std::string &compileFlags() const { return compileFlags_; }
 
   struct Impl;
 
@@ -84,6 +88,7 @@ private:
   std::string source_;
   std::vector<std::uint8_t> binary_;
   std::string hash_;
+  std::string compileFlags_;
   std::unique_ptr<Impl> impl_; // the loaded shared object
 };
 

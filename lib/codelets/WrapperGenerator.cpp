@@ -42,7 +42,7 @@ void writeVertex(std::ostringstream &out, std::size_t k, const ParsedVertex &ver
     out << "};\n";
   }
   out << "static constexpr ::aspen::detail::CodeletVertexRecord aspen_vertex_record_" << k
-      << " = {\"" << vertex.name << "\", \"" << entrySymbol(k)
+      << " = {\"" << vertex.name << "\", \"" << entrySymbol(k) << "\", \"" << vertex.scope
       << "\", ::aspen::detail::isMultiVertex<" << type << ">(), " << vertex.fields.size() << ", "
       << (vertex.fields.empty() ? std::string("nullptr") : "aspen_fields_" + std::to_string(k))
       << "};\n";
@@ -59,7 +59,7 @@ std::string entrySymbol(std::size_t vertexIndex) {
 
 std::string generateWrapper(const std::string &sourcePath, const std::string &source,
                             const std::vector<ParsedVertex> &vertices,
-                            const std::string &contentHash) {
+                            const std::string &contentHash, const std::string &compileFlags) {
   std::ostringstream out;
   out << "#line 1 \"" << escapeForStringLiteral(sourcePath) << "\"\n" << source;
   if (!source.empty() && source.back() != '\n')
@@ -74,7 +74,7 @@ std::string generateWrapper(const std::string &sourcePath, const std::string &so
     out << "  " << (vertices[k].scope.empty() ? "" : "::" + vertices[k].scope)
         << "::aspen_vertex_record_" << k << ",\n";
   if (vertices.empty())
-    out << "  {nullptr, nullptr, 0, 0, nullptr},\n";
+    out << "  {nullptr, nullptr, nullptr, 0, 0, nullptr},\n";
   out << "};\n\n"
       << "static const char aspen_source_name[] = \"" << escapeForStringLiteral(sourcePath)
       << "\";\n"
@@ -83,7 +83,8 @@ std::string generateWrapper(const std::string &sourcePath, const std::string &so
          "::aspen::detail::CodeletLibraryRecord *"
       << kCodeletLibrarySymbol << "() {\n"
       << "  static const ::aspen::detail::CodeletLibraryRecord record = {" << kCodeletFormatVersion
-      << ", aspen_source_name, aspen_source, \"" << contentHash << "\", " << vertices.size()
+      << ", aspen_source_name, aspen_source, \"" << contentHash << "\", "
+      << rawStringLiteral(compileFlags) << ", " << vertices.size()
       << ", aspen_vertices};\n"
       << "  return &record;\n}\n";
   return out.str();

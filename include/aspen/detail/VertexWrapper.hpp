@@ -16,7 +16,7 @@
 
 namespace aspen::detail {
 
-inline constexpr unsigned kCodeletFormatVersion = 1;
+inline constexpr unsigned kCodeletFormatVersion = 2;
 
 struct CodeletFieldRecord {
   const char *name;
@@ -29,6 +29,8 @@ struct CodeletFieldRecord {
 struct CodeletVertexRecord {
   const char *name;        // normalised vertex name, e.g. "ns::V<float,true>"
   const char *entrySymbol; // the extern "C" VertexEntry
+  const char *scope;       // the namespace where the generated code names the class (the GPU
+                           // wrapper's entries live there too), e.g. "ns" or ""
   unsigned char isMultiVertex;
   unsigned numFields;
   const CodeletFieldRecord *fields;
@@ -39,6 +41,7 @@ struct CodeletLibraryRecord {
   const char *sourceName;
   const char *source;
   const char *contentHash;
+  const char *compileFlags; // the user's extra flags (the GPU compile takes its -I/-D/-U)
   unsigned numVertices;
   const CodeletVertexRecord *vertices;
 };

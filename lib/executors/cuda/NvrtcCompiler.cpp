@@ -1,0 +1,114 @@
+// NVRTC program creation, compilation and output retrieval for codelet translation units.
+#include "NvrtcCompiler.hpp"
+
+#include "codelets/HostCompiler.hpp"
+#include "codelets/Subprocess.hpp"
+
+#include <aspen/Error.hpp>
+
+#include <nvrtc.h>
+
+#include <filesystem>
+#include <regex>
+
+namespace aspen::detail {
+
+namespace {
+
+// Raises internal_error naming the call unless `result` is NVRTC_SUCCESS.
+void checkNvrtc(nvrtcResult result, const char *call) {
+  if (result != NVRTC_SUCCESS)
+    throw internal_error(std::string(call) + " failed: " + nvrtcGetErrorString(result));
+}
+#define ASPEN_NVRTC_CHECK(call) checkNvrtc(call, #call)
+
+// Destroys the program however the compile ends.
+class NvrtcProgram {
+public:
+  NvrtcProgram(const std::string &source, const std::string &name) {
+    ASPEN_NVRTC_CHECK(nvrtcCreateProgram(&program_, source.c_str(), name.c_str(), 0, nullptr,
+                                         nullptr));
+  }
+  ~NvrtcProgram() { nvrtcDestroyProgram(&program_); }
+  NvrtcProgram(const NvrtcProgram &) = delete;
+  NvrtcProgram &operator=(const NvrtcProgram &) = delete;
+  nvrtcProgram get() const { return program_; }
+
+  std::string log() const {
+    std::size_t size = 0;
+    ASPEN_NVRTC_CHECK(nvrtcGetProgramLogSize(program_, &size));
+    std::string log(size, '\0');
+    ASPEN_NVRTC_CHECK(nvrtcGetProgramLog(program_, log.data()));
+    while (!log.empty() && (log.back() == '\0' || log.back() == '\n'))
+      log.pop_back();
+    return log;
+  }
+
+private:
+  nvrtcProgram program_ = nullptr;
+};
+
+// NVRTC writes "file(12): error: ..."; host compilers and Aspen's messages say "file:12: error".
+std::string hostStyleLocations(const std::string &log) {
+  static const std::regex location(R"(^([^\n(]+)\((\d+)\): )", std::regex::multiline);
+  return std::regex_replace(log, location, "$1:$2: ");
+}
+
+std::string directoryOf(const std::string &sourcePath) {
+  const std::filesystem::path parent =
+      std::filesystem::absolute(std::filesystem::path(sourcePath)).parent_path();
+  return parent.empty() ? std::filesystem::current_path().string() : parent.string();
+}
+
+} // namespace
+
+std::vector<std::string> nvrtcCodeletOptions(const CodeletLibrary &library) {
+  const HostCompiler &host = HostCompiler::get();
+  std::vector<std::string> options{"--std=c++20", "--device-as-default-execution-space",
+                                   "--fmad=false", "-D__ASPEN_CODELET__", "-D__POPC__",
+                                   "-I" + host.includeDir};
+  if (!host.compatIncludeDir.empty())
+    options.push_back("-I" + host.compatIncludeDir);
+  options.push_back("-I" + directoryOf(library.sourceName()));
+  for (const std::string &flag : splitFlags(library.compileFlags()))
+    if (flag.starts_with("-I") || flag.starts_with("-D") || flag.starts_with("-U"))
+      options.push_back(flag);
+  options.push_back(std::string("-I") + ASPEN_CUDA_INCLUDE_DIR);
+  return options;
+}
+
+NvrtcImages nvrtcCompile(const std::string &codeletFile, const std::string &unit,
+                         const std::vector<std::string> &options, unsigned cc) {
+  const NvrtcProgram program(unit, codeletFile);
+  const std::string arch = "sm_" + std::to_string(cc);
+  const std::string archOption = "--gpu-architecture=" + arch;
+  std::vector<const char *> argv{archOption.c_str()};
+  for (const std::string &o : options)
+    argv.push_back(o.c_str());
+  const nvrtcResult compiled =
+      nvrtcCompileProgram(program.get(), static_cast<int>(argv.size()), argv.data());
+  if (compiled == NVRTC_ERROR_COMPILATION)
+    throw codelet_error("codelet file '" + codeletFile + "' failed to compile for the GPU (" +
+                        arch + ", NVRTC):\n" + hostStyleLocations(program.log()));
+  ASPEN_NVRTC_CHECK(compiled);
+
+  NvrtcImages images;
+  std::size_t size = 0;
+  ASPEN_NVRTC_CHECK(nvrtcGetCUBINSize(program.get(), &size));
+  images.cubin.resize(size);
+  ASPEN_NVRTC_CHECK(nvrtcGetCUBIN(program.get(), images.cubin.data()));
+  ASPEN_NVRTC_CHECK(nvrtcGetPTXSize(program.get(), &size));
+  images.ptx.resize(size);
+  ASPEN_NVRTC_CHECK(nvrtcGetPTX(program.get(), images.ptx.data()));
+  while (!images.ptx.empty() && images.ptx.back() == '\0')
+    images.ptx.pop_back();
+  return images;
+}
+
+std::string nvrtcVersion() {
+  int major = 0, minor = 0;
+  ASPEN_NVRTC_CHECK(::nvrtcVersion(&major, &minor));
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+} // namespace aspen::detail

@@ -1,0 +1,38 @@
+// Compiling a CUDA translation unit of codelets with NVRTC (needs the toolkit's NVRTC library at
+// run time, never a GPU).
+//
+// Options: C++20, unannotated functions and namespace-scope variables as device code (codelets
+// are plain C++), no FMA contraction (so GPU float results follow the host's operation order),
+// __ASPEN_CODELET__ and __POPC__ defined, and the include folders of host codelet compilation
+// (HostCompiler: Aspen's headers, Poplar's header names, the codelet file's folder) plus the
+// CUDA toolkit's, and the -I/-D/-U of the library's compile flags. Every nvrtc* call is checked;
+// a failure names the call. A compile error raises codelet_error naming the codelet file, with
+// NVRTC's log (file:line of the codelet file, through the unit's #line directives).
+#pragma once
+
+#include "codelets/CodeletLibrary.hpp"
+
+#include <string>
+#include <vector>
+
+namespace aspen::detail {
+
+// What one compile for sm_XX gives: SASS, and the PTX it was assembled from (loadable on later
+// architectures).
+struct NvrtcImages {
+  std::string cubin;
+  std::string ptx;
+};
+
+// The options of every codelet compile of `library` (the architecture comes separately).
+std::vector<std::string> nvrtcCodeletOptions(const CodeletLibrary &library);
+
+// Compiles `unit` (the library's GPU translation unit) for compute capability `cc` (90 =
+// sm_90). `codeletFile` names the source in messages.
+NvrtcImages nvrtcCompile(const std::string &codeletFile, const std::string &unit,
+                         const std::vector<std::string> &options, unsigned cc);
+
+// "13.0": the NVRTC library's version, part of every cache key.
+std::string nvrtcVersion();
+
+} // namespace aspen::detail
