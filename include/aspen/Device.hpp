@@ -46,6 +46,8 @@ public:
   const Target &getTarget() const;
   DeviceKind getKind() const;
   unsigned getId() const;
+  // The CUDA ordinal of a GPU device; raises aspen::error for other devices.
+  unsigned getGpuOrdinal() const;
   bool attach() const;
   void detach() const;
   bool isAttached() const;

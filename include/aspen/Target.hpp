@@ -2,8 +2,9 @@
 //
 // Named models: "ipu1" (1216 tiles, 256 KiB each), "ipu2" and "ipu21" (1472 tiles, 624 KiB each,
 // 6 workers), "h100" and "h200" (one tile per SM: 132 tiles, 256 workers a tile = threads of a
-// block, 227 KiB of shared memory a tile), "cpu" (one tile). createGeneric() makes a target with
-// any number of tiles for small tests.
+// block, 227 KiB of shared memory a tile; the numbers a real card reports), "cpu" (one tile).
+// createGeneric() makes a target with any number of tiles for small tests. A real GPU's target is
+// made by makeGpu from its cudaGetDeviceProperties (Device::createGpuDevice).
 #pragma once
 
 #include <aspen/OptionFlags.hpp>
@@ -69,17 +70,21 @@ public:
 
   friend bool operator==(const Target &a, const Target &b);
 
-  // The numbers a GPU model is made from.
+  // The numbers a GPU target is made from: what cudaGetDeviceProperties reports for a card.
   struct GpuSpec {
     unsigned multiProcessors;
     unsigned ccMajor, ccMinor;
     unsigned maxThreadsPerBlock;
-    std::size_t sharedMemoryPerBlock;
+    std::size_t sharedMemoryPerBlock; // opt-in shared memory a block may use
     std::size_t memory;
     double bandwidth; // bytes per second
     double clockHz;
   };
-  static Target makeGpu(StringRef name, const GpuSpec &spec);
+  // A GPU target: tiles = multiProcessors x option "tilesPerSM" (default 1, at most 32),
+  // workers = option "threadsPerBlock" (default 256, a multiple of 32 up to the card's
+  // maxThreadsPerBlock), bytes per tile = the opt-in shared memory of a block divided among the
+  // tiles of an SM. Raises invalid_option for a bad option value.
+  static Target makeGpu(StringRef name, const GpuSpec &spec, const OptionFlags &options = {});
 
 private:
   static Target makeIpu(StringRef name, unsigned tiles, std::size_t bytesPerTile, double clockHz,

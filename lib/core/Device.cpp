@@ -1,5 +1,10 @@
+// Device: the CPU, model and GPU devices, and the DeviceManager listing the GPUs.
 #include <aspen/Device.hpp>
 #include <aspen/Error.hpp>
+
+#if ASPEN_HAVE_CUDA
+#include "executors/cuda/CudaDevice.hpp"
+#endif
 
 #include <fmt/format.h>
 
@@ -11,6 +16,8 @@ struct Device::State {
   DeviceKind kind = DeviceKind::None;
   Target target;
   unsigned id = 0;
+  unsigned gpuOrdinal = 0;
+  std::string gpuName;
   mutable std::atomic<bool> attached{false};
 };
 
@@ -47,7 +54,9 @@ Device Device::createSimulatorDevice(const Target &target, const OptionFlags &) 
   return createModelDevice(target);
 }
 
-Device Device::createDefaultDevice() { return createModelDevice(Target::createModel("h200")); }
+Device Device::createDefaultDevice() {
+  return gpuCount() > 0 ? createGpuDevice(0) : createModelDevice(Target::createModel("h200"));
+}
 
 Device Device::createVirtualDevice(unsigned tilesPerIPU) const {
   if (!state_)
@@ -96,12 +105,38 @@ std::string Device::describe() const {
   case DeviceKind::Model:
     return fmt::format("the CPU executor modelling {}", state_->target.toString());
   case DeviceKind::Gpu:
-    return fmt::format("GPU {}", state_->id);
+    return fmt::format("GPU {} ({}, compute capability {}.{}, {} tiles of {} threads)",
+                       state_->gpuOrdinal, state_->gpuName,
+                       state_->target.getGpuProperties().computeCapabilityMajor,
+                       state_->target.getGpuProperties().computeCapabilityMinor,
+                       state_->target.getNumTiles(), state_->target.getNumWorkerContexts());
   }
   return "unknown device";
 }
 
-// Until the CUDA executor provides them: no GPUs.
+unsigned Device::getGpuOrdinal() const {
+  if (getKind() != DeviceKind::Gpu)
+    throw error("getGpuOrdinal: " + describe() + " is not a GPU");
+  return state_->gpuOrdinal;
+}
+
+#if ASPEN_HAVE_CUDA
+
+unsigned Device::gpuCount() { return detail::cudaGpuCount(); }
+
+Device Device::createGpuDevice(unsigned ordinal, const OptionFlags &options) {
+  detail::GpuCard card = detail::readGpuCard(ordinal, options);
+  auto s = std::make_shared<State>();
+  s->kind = DeviceKind::Gpu;
+  s->target = std::move(card.target);
+  s->id = nextDeviceId();
+  s->gpuOrdinal = ordinal;
+  s->gpuName = std::move(card.name);
+  return Device(std::move(s));
+}
+
+#else
+
 unsigned Device::gpuCount() { return 0; }
 
 Device Device::createGpuDevice(unsigned ordinal, const OptionFlags &) {
@@ -110,18 +145,27 @@ Device Device::createGpuDevice(unsigned ordinal, const OptionFlags &) {
                           ordinal));
 }
 
+#endif
+
 DeviceManager DeviceManager::createDeviceManager() { return DeviceManager(); }
 
-std::vector<Device> DeviceManager::getDevices(TargetType, unsigned, const OptionFlags &) const {
-  return {};
+std::vector<Device> DeviceManager::getDevices(TargetType type, unsigned,
+                                              const OptionFlags &options) const {
+  std::vector<Device> devices;
+  if (type == TargetType::GPU)
+    for (unsigned i = 0, n = Device::gpuCount(); i < n; ++i)
+      devices.push_back(Device::createGpuDevice(i, options));
+  return devices;
 }
 
-std::vector<Device> DeviceManager::getDevices() const { return {}; }
+std::vector<Device> DeviceManager::getDevices() const { return getDevices(TargetType::GPU, 1); }
 
-Device DeviceManager::getDevice(unsigned deviceId, const OptionFlags &) const {
-  throw error(fmt::format("DeviceManager::getDevice({}): this machine has no hardware devices "
-                          "(no GPU backend is built); use Device::createModelDevice",
-                          deviceId));
+Device DeviceManager::getDevice(unsigned deviceId, const OptionFlags &options) const {
+  if (deviceId >= Device::gpuCount())
+    throw error(fmt::format("DeviceManager::getDevice({}): this machine has {} hardware devices "
+                            "(GPUs); use Device::createModelDevice for a model",
+                            deviceId, Device::gpuCount()));
+  return Device::createGpuDevice(deviceId, options);
 }
 
 } // namespace aspen

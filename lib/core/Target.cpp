@@ -1,19 +1,31 @@
+#include "core/OptionParsing.hpp"
+
 #include <aspen/Error.hpp>
 #include <aspen/Target.hpp>
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 
 namespace aspen {
 
 namespace {
 
 // Hopper, one tile per SM: a tile is one resident 256-thread block using the opt-in shared
-// memory of an SM (227 KiB). Bandwidth per tile and cycle models global memory shared by SMs.
+// memory of an SM. Bandwidth per tile and cycle models global memory shared by SMs.
+// The numbers are what CUDA reports for the cards (cudaGetDeviceProperties on sm_90): 132 SMs,
+// compute capability 9.0, 1024 threads per block, 227 KiB = 232448 bytes of opt-in shared
+// memory per block (CUDA C++ Programming Guide, "Technical Specifications per Compute
+// Capability", 9.0). H200 SXM: 141 GB HBM3e reported as 143771 MiB (150754820096 bytes) of
+// global memory, 4.8 TB/s (NVIDIA H200 product brief; e.g. as quoted at
+// https://ai-hpc.github.io/ai-hardware-engineer-roadmap/ "H200 Hardware Architecture": 132 SMs,
+// 141 GB, 4.8 TB/s). H100 SXM: 80 GB HBM3 reported as 81559 MiB, 3.35 TB/s.
 Target::GpuSpec hopper(double bandwidth, std::size_t memory) {
-  return {132, 9, 0, 1024, 227 * 1024, memory, bandwidth, 1.98e9};
+  return {132, 9, 0, 1024, 232448, memory, bandwidth, 1.98e9};
 }
+
+constexpr unsigned kDefaultThreadsPerBlock = 256;
 
 } // namespace
 
@@ -35,17 +47,31 @@ Target Target::makeIpu(StringRef name, unsigned tiles, std::size_t bytesPerTile,
   return t;
 }
 
-Target Target::makeGpu(StringRef name, const GpuSpec &spec) {
+Target Target::makeGpu(StringRef name, const GpuSpec &spec, const OptionFlags &options) {
+  unsigned tilesPerSM = 1;
+  unsigned threadsPerBlock = std::min(kDefaultThreadsPerBlock, spec.maxThreadsPerBlock);
+  detail::OptionSpec optionSpec(fmt::format("GPU target '{}'", name));
+  optionSpec.unsignedInteger("tilesPerSM", tilesPerSM, 1, 32)
+      .add("threadsPerBlock",
+           fmt::format("a multiple of 32 from 32 to {}", spec.maxThreadsPerBlock),
+           [&](const std::string &v) {
+             const auto [end, status] =
+                 std::from_chars(v.data(), v.data() + v.size(), threadsPerBlock);
+             return status == std::errc() && end == v.data() + v.size() &&
+                    threadsPerBlock >= 32 && threadsPerBlock % 32 == 0 &&
+                    threadsPerBlock <= spec.maxThreadsPerBlock;
+           });
+  optionSpec.parse(options);
   Target t;
   t.name_ = std::string(name);
   t.type_ = TargetType::GPU;
-  t.tilesPerIPU_ = spec.multiProcessors;
-  t.bytesPerTile_ = spec.sharedMemoryPerBlock;
-  t.workers_ = 256;
+  t.tilesPerIPU_ = spec.multiProcessors * tilesPerSM;
+  t.bytesPerTile_ = spec.sharedMemoryPerBlock / tilesPerSM;
+  t.workers_ = threadsPerBlock;
   t.dataPathWidth_ = 128; // 16-byte vector loads per thread
   t.clockHz_ = spec.clockHz;
   t.exchangeBytesPerCycle_ = static_cast<unsigned>(
-      std::max(1.0, spec.bandwidth / spec.clockHz / spec.multiProcessors));
+      std::max(1.0, spec.bandwidth / spec.clockHz / t.tilesPerIPU_));
   t.atomicStoreGranularity_ = 4;
   t.memcpyBytesPerCycle_ = 16;
   t.gpu_.multiProcessorCount = spec.multiProcessors;
@@ -64,9 +90,9 @@ Target Target::createModel(StringRef name) {
   if (name == "ipu2" || name == "ipu21")
     return makeIpu(name, 1472, 624 * 1024, name == "ipu2" ? 1.33e9 : 1.85e9, 4);
   if (name == "h100")
-    return makeGpu(name, hopper(3.35e12, 80ull << 30));
+    return makeGpu(name, hopper(3.35e12, 81559ull << 20));
   if (name == "h200")
-    return makeGpu(name, hopper(4.8e12, 141ull * 1000 * 1000 * 1000));
+    return makeGpu(name, hopper(4.8e12, 143771ull << 20));
   if (name == "cpu")
     return createCPUTarget();
   throw invalid_option(fmt::format(

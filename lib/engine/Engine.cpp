@@ -1,9 +1,14 @@
 // Engine: the public API over EngineImpl, and EngineImpl's host-facing operations.
 #include "EngineImpl.hpp"
 
+#include "DeviceSubtrees.hpp"
+
 #include "compiler/Compiler.hpp"
 #include "core/Logging.hpp"
 #include "executors/cpu/CpuExecutor.hpp"
+#if ASPEN_HAVE_CUDA
+#include "executors/cuda/CudaExecutor.hpp"
+#endif
 
 #include <aspen/Engine.hpp>
 #include <aspen/Error.hpp>
@@ -17,6 +22,7 @@ EngineImpl::EngineImpl(std::unique_ptr<CompiledGraph> compiled, const EngineOpti
   if (!compiled_)
     throw error("Engine: the Executable is empty (it was moved from or released)");
   profile_ = ExecutionProfile(*compiled_);
+  deviceOnly_ = deviceOnlySteps(*compiled_);
   streams_.reserve(compiled_->streams.size());
   for (const StreamInfo &s : compiled_->streams)
     streams_.emplace_back(s.handle, s.bytes(), s.hostToDevice);
@@ -28,8 +34,12 @@ void EngineImpl::load(const Device &device) {
     throw error("Engine::load: no device (a default-constructed Device); make one with "
                 "Device::createCPUDevice or Device::createModelDevice");
   case DeviceKind::Gpu:
+#if ASPEN_HAVE_CUDA
+    break;
+#else
     throw error("Engine::load: device " + device.describe() +
                 " is a GPU, but this build of Aspen has no CUDA executor");
+#endif
   case DeviceKind::Cpu:
   case DeviceKind::Model:
     break;
@@ -40,7 +50,14 @@ void EngineImpl::load(const Device &device) {
                   "'{}' has {} tiles; running it as compiled",
                   compiled_->target.name, compiled_->target.numTiles, target.getName(),
                   target.getNumTiles());
-  auto executor = makeCpuExecutor({options_.cpuThreads, options_.reverseWorkers});
+  std::unique_ptr<Executor> executor;
+#if ASPEN_HAVE_CUDA
+  if (device.getKind() == DeviceKind::Gpu)
+    executor = makeCudaExecutor(
+        {device.getGpuOrdinal(), options_.cudaControlFlow == CudaControlFlow::Graph});
+#endif
+  if (!executor)
+    executor = makeCpuExecutor({options_.cpuThreads, options_.reverseWorkers});
   executor->load(*compiled_);
   executor_ = std::move(executor);
 }

@@ -119,6 +119,8 @@ EngineOptions parseEngineOptions(const OptionFlags &options) {
   spec.unsignedInteger("aspen.cpu.threads", result.cpuThreads, 1, 1024)
       .enumeration("aspen.cpu.workerOrder", result.reverseWorkers,
                    {{"forward", false}, {"reverse", true}})
+      .enumeration("aspen.cuda.controlFlow", result.cudaControlFlow,
+                   {{"graph", CudaControlFlow::Graph}, {"host", CudaControlFlow::Host}})
       .boolean("debug.allowOutOfMemory", result.allowOutOfMemory)
       // Execution is always measured and debug names are always kept.
       .boolean("debug.instrument", instrument)
@@ -138,7 +140,7 @@ EngineOptions parseEngineOptions(const OptionFlags &options) {
     if (key.rfind("aspen.", 0) == 0 && !spec.knows(key))
       throw invalid_option("Engine option '" + key +
                            "' is not known; Aspen's own options (aspen.*) are "
-                           "aspen.cpu.threads and aspen.cpu.workerOrder");
+                           "aspen.cpu.threads, aspen.cpu.workerOrder and aspen.cuda.controlFlow");
   spec.parse(merged, /*unknownIsError=*/false);
   return result;
 }

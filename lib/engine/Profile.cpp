@@ -33,14 +33,36 @@ void printMemory(std::ostream &out, const CompiledGraph &graph) {
     fmt::print(out, "  Per tile: max {} bytes (tile {}), mean {:.1f} bytes over {} tiles\n",
                *maxTile, maxTile - tiles.begin(), double(total) / double(tiles.size()),
                tiles.size());
-    if (graph.target.bytesPerTile)
+    const auto &peaks = graph.tilePeakBytes;
+    const auto maxPeak = std::max_element(peaks.begin(), peaks.end());
+    if (maxPeak != peaks.end())
+      fmt::print(out, "  Per tile at once: max {} bytes (tile {})\n", *maxPeak,
+                 maxPeak - peaks.begin());
+    if (graph.target.bytesPerTile && maxPeak != peaks.end())
       fmt::print(out, "  Tile budget:                {} bytes ({:.1f}% used at most)\n",
                  graph.target.bytesPerTile,
-                 100.0 * double(*maxTile) / double(graph.target.bytesPerTile));
+                 100.0 * double(*maxPeak) / double(graph.target.bytesPerTile));
   }
   fmt::print(out, "  Vertex state bytes:         {}\n", state);
   fmt::print(out, "  Rearrangement scratch:      {}\n", scratch);
-  fmt::print(out, "  Arena bytes:                {}\n", graph.arenaBytes);
+  fmt::print(out, "  Arena bytes (peak):         {} ({} always live; {} if no buffer shared)\n",
+             graph.arenaBytes, graph.alwaysLiveBytes, graph.bufferBytes);
+  std::vector<const Buffer *> largest;
+  for (const Buffer &b : graph.buffers)
+    largest.push_back(&b);
+  const std::size_t shown = std::min<std::size_t>(largest.size(), 5);
+  std::partial_sort(largest.begin(), largest.begin() + shown, largest.end(),
+                    [](const Buffer *a, const Buffer *b) {
+                      return a->bytes != b->bytes ? a->bytes > b->bytes : a < b;
+                    });
+  fmt::print(out, "  Largest buffers:\n");
+  for (std::size_t i = 0; i < shown; ++i) {
+    const Buffer &b = *largest[i];
+    const char *use = b.kind == BufferKind::Scratch ? "scratch, shared"
+                      : b.isReusable()               ? "reused"
+                                                     : "always live";
+    fmt::print(out, "    {:<30} {:>12} bytes at {} ({})\n", b.name, b.bytes, b.offset, use);
+  }
 }
 
 void printComputeSets(std::ostream &out, const CompiledGraph &graph) {
@@ -76,6 +98,10 @@ void printExecution(std::ostream &out, const CompiledGraph &graph,
   fmt::print(out, "  Stream transfers: {} calls, {} bytes, {:.6f} s\n",
              profile.streamTransfers.calls, profile.streamedBytes,
              profile.streamTransfers.seconds);
+  if (profile.deviceSubtrees.calls)
+    fmt::print(out, "  Device graphs: {} launches, {:.6f} s (their compute sets and copies are "
+                    "timed here, not one by one)\n",
+               profile.deviceSubtrees.calls, profile.deviceSubtrees.seconds);
   fmt::print(out, "  Rearrangement bytes moved: {}\n", profile.rearrangedBytes);
   fmt::print(out, "  Compute sets (time, calls, estimated cycles a call from setPerfEstimate):\n");
   for (std::size_t i = 0; i < graph.computeSets.size(); ++i) {

@@ -23,6 +23,9 @@ struct ExecutionProfile {
   std::vector<Entry> steps;       // by step, each including its children
   std::vector<Entry> programs;    // Engine::run, by program index
   Entry copies, streamTransfers;
+  // Device-only subtrees run whole by the executor (CUDA graphs); their compute sets and copies
+  // are timed as part of these, not one by one.
+  Entry deviceSubtrees;
   std::uint64_t copiedBytes = 0, streamedBytes = 0, rearrangedBytes = 0;
 
   ExecutionProfile() = default;

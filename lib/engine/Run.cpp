@@ -1,4 +1,5 @@
 // EngineImpl::run: interprets the compiled program steps on the executor.
+#include "DeviceSubtrees.hpp"
 #include "EngineImpl.hpp"
 #include "PrintTensor.hpp"
 
@@ -69,6 +70,13 @@ void EngineImpl::transfer(const StreamCopy &copy, bool toDevice) {
 void EngineImpl::runStep(std::uint32_t index) {
   const Step &step = compiled_->steps[index];
   const auto start = Clock::now();
+  if (offeredAsDeviceSubtree(*compiled_, deviceOnly_, index) &&
+      executor_->runDeviceSubtree(index)) {
+    const double seconds = secondsSince(start);
+    profile_.steps[index].add(seconds);
+    profile_.deviceSubtrees.add(seconds);
+    return;
+  }
   switch (step.kind) {
   case StepKind::Sequence:
     for (std::uint32_t child : step.children)

@@ -1,9 +1,12 @@
 // Executor: what the engine needs from a machine that runs a CompiledGraph. The engine
 // interprets control flow and host streams itself; an executor provides memory, copies and
-// compute-set launches. The CPU executor is the reference; a CUDA one implements the same.
+// compute-set launches. The CPU executor is the reference; the CUDA one implements the same,
+// plus the optional hook that runs a whole control-flow subtree on the device.
 #pragma once
 
 #include "compiler/CompiledGraph.hpp"
+
+#include <string>
 
 namespace aspen::detail {
 
@@ -26,6 +29,21 @@ public:
   // Runs compute set `index` (gathers, vertices, scatters) and returns the seconds it took.
   // Raises aspen::runtime_error naming the vertex when one fails.
   virtual double execute(std::uint32_t index) = 0;
+
+  // Optional: runs step `step`, a subtree of device work only (deviceOnlySteps in
+  // engine/DeviceSubtrees.hpp), entirely on the device and returns true; returns false when this
+  // executor does not do that, and the engine interprets the subtree itself. The engine times
+  // such a subtree as a whole: its compute sets are not timed one by one.
+  virtual bool runDeviceSubtree(std::uint32_t /*step*/) { return false; }
 };
+
+// The message of the runtime_error raised when vertex `v` of compute set `cs` returns false.
+inline std::string vertexFailureMessage(const CompiledGraph &graph, const CompiledComputeSet &cs,
+                                        std::uint32_t v) {
+  const CompiledVertex &vertex = cs.vertices[v];
+  return "vertex " + std::to_string(vertex.id) + " (" + graph.vertexTypes[vertex.type].name +
+         ") on tile " + std::to_string(vertex.tile) + " in compute set '" + cs.name +
+         "' returned false from compute()";
+}
 
 } // namespace aspen::detail

@@ -2,9 +2,11 @@
 
 #include "RegionCopy.hpp"
 #include "ThreadPool.hpp"
+#include "executors/FieldResolution.hpp"
 
 #include <aspen/Error.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -80,7 +82,7 @@ public:
         }
     });
     if (failed_ != kNone)
-      throw runtime_error(failureMessage(cs, failed_));
+      throw runtime_error(vertexFailureMessage(*graph_, cs, failed_));
     for (const CopyPlan &scatter : cs.scatters)
       copy(scatter);
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -106,13 +108,6 @@ private:
       failed_ = v;
   }
 
-  std::string failureMessage(const CompiledComputeSet &cs, std::uint32_t v) const {
-    const CompiledVertex &vertex = cs.vertices[v];
-    return "vertex " + std::to_string(vertex.id) + " (" + graph_->vertexTypes[vertex.type].name +
-           ") on tile " + std::to_string(vertex.tile) + " in compute set '" + cs.name +
-           "' returned false from compute()";
-  }
-
   void resolveComputeSets(const CompiledGraph &graph) {
     std::vector<VertexEntry> entries;
     for (const CompiledVertexType &type : graph.vertexTypes) {
@@ -129,29 +124,18 @@ private:
     for (std::size_t c = 0; c < graph.computeSets.size(); ++c) {
       const CompiledComputeSet &cs = graph.computeSets[c];
       LoadedComputeSet &loaded = computeSets_[c];
-      loaded.nested.reserve(cs.nested.size());
-      for (const DescTemplate &d : cs.nested)
-        loaded.nested.push_back(resolve(d, loaded.nested));
-      loaded.fields.reserve(cs.fields.size());
-      for (const DescTemplate &d : cs.fields)
-        loaded.fields.push_back(resolve(d, loaded.nested));
+      // The nested table's final storage exists first, so that descriptors can point into it.
+      loaded.nested.resize(cs.nested.size());
+      ResolvedFields resolved =
+          resolveFields(cs, graph.buffers, reinterpret_cast<std::uintptr_t>(arena_.get()),
+                        reinterpret_cast<std::uintptr_t>(loaded.nested.data()));
+      std::copy(resolved.nested.begin(), resolved.nested.end(), loaded.nested.begin());
+      loaded.fields = std::move(resolved.fields);
       loaded.vertices.reserve(cs.vertices.size());
       for (const CompiledVertex &v : cs.vertices)
         loaded.vertices.push_back({entries[v.type], loaded.fields.data() + v.firstField,
                                    graph.vertexTypes[v.type].isMultiVertex});
     }
-  }
-
-  FieldDesc resolve(const DescTemplate &d, std::vector<FieldDesc> &nested) const {
-    switch (d.base) {
-    case DescTemplate::Arena:
-      return {view_.address(d.buffer, std::int64_t(d.offset)), d.size};
-    case DescTemplate::Nested:
-      return {nested.data() + d.offset, d.size};
-    case DescTemplate::Null:
-      break;
-    }
-    return {nullptr, d.size};
   }
 
   CpuExecutorOptions options_;

@@ -1,0 +1,466 @@
+// The CUDA executor (see CudaExecutor.hpp).
+#include "CudaExecutor.hpp"
+
+#include "CudaCheck.hpp"
+#include "CudaDevice.hpp"
+#include "CudaExecutorKernels.hpp"
+#include "CudaGraph.hpp"
+#include "GpuCodelets.hpp"
+#include "GpuLaunchTables.hpp"
+#include "core/Logging.hpp"
+
+#include <aspen/Error.hpp>
+
+#include <nvtx3/nvToolsExt.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+namespace aspen::detail {
+
+namespace {
+
+class NvtxRange {
+public:
+  explicit NvtxRange(const std::string &name) { nvtxRangePushA(name.c_str()); }
+  NvtxRange(const NvtxRange &) = delete;
+  NvtxRange &operator=(const NvtxRange &) = delete;
+  ~NvtxRange() { nvtxRangePop(); }
+};
+
+// A loaded GPU image and its one kernel of interest; unloaded with the executor.
+class LoadedLibrary {
+public:
+  explicit LoadedLibrary(const std::vector<std::uint8_t> &image) {
+    ASPEN_CUDA_CHECK(
+        cudaLibraryLoadData(&library_, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+  }
+  LoadedLibrary(const LoadedLibrary &) = delete;
+  LoadedLibrary &operator=(const LoadedLibrary &) = delete;
+  ~LoadedLibrary() { cudaLibraryUnload(library_); }
+  cudaKernel_t kernel(const char *name) const {
+    cudaKernel_t kernel = nullptr;
+    ASPEN_CUDA_CHECK(cudaLibraryGetKernel(&kernel, library_, name));
+    return kernel;
+  }
+
+private:
+  cudaLibrary_t library_ = nullptr;
+};
+
+// The executor kernels' cubin, compiled once per process and compute capability.
+const std::vector<std::uint8_t> &executorKernelImage(unsigned computeCapability) {
+  static std::mutex mutex;
+  static std::map<unsigned, std::vector<std::uint8_t>> images;
+  std::lock_guard lock(mutex);
+  auto it = images.find(computeCapability);
+  if (it == images.end())
+    it = images.emplace(computeCapability, compileCudaExecutorKernels(computeCapability)).first;
+  return it->second;
+}
+
+void launch(cudaKernel_t kernel, unsigned blocks, unsigned threads, void **args,
+            cudaStream_t stream) {
+  ASPEN_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void *>(kernel), dim3(blocks),
+                                    dim3(threads), args, 0, stream));
+}
+
+void *devicePointer(std::uint64_t address) {
+  return reinterpret_cast<void *>(static_cast<std::uintptr_t>(address));
+}
+
+std::uint64_t align16(std::uint64_t n) { return (n + 15) / 16 * 16; }
+
+constexpr unsigned kCopyThreads = 256;
+
+// A copy plan with its segments on the device.
+struct LoadedCopy {
+  GpuCopyPlan plan;
+  DeviceBuffer segments;                  // every stage's segments, stage after stage
+  std::vector<std::uint64_t> stageAddress; // of each stage's first segment
+};
+
+LoadedCopy loadCopy(GpuCopyPlan plan) {
+  LoadedCopy loaded;
+  std::vector<GpuCopySegment> all;
+  for (const GpuCopyStage &stage : plan.stages) {
+    loaded.stageAddress.push_back(all.size() * sizeof(GpuCopySegment));
+    all.insert(all.end(), stage.segments.begin(), stage.segments.end());
+  }
+  loaded.segments = DeviceBuffer(all.size() * sizeof(GpuCopySegment));
+  if (!all.empty())
+    ASPEN_CUDA_CHECK(cudaMemcpy(loaded.segments.get(), all.data(),
+                                all.size() * sizeof(GpuCopySegment), cudaMemcpyHostToDevice));
+  for (std::uint64_t &address : loaded.stageAddress)
+    address += loaded.segments.address();
+  loaded.plan = std::move(plan);
+  return loaded;
+}
+
+struct LoadedLaunch {
+  cudaKernel_t kernel = nullptr;
+  std::uint64_t tiles = 0, vertices = 0, fields = 0; // device addresses
+  unsigned numTiles = 0;
+  std::uint32_t failureSlot = 0; // index into the executor's failure words
+};
+
+struct LoadedComputeSet {
+  DeviceBuffer table;
+  std::vector<GpuLaunch> launches; // for failure messages
+  std::vector<LoadedLaunch> loaded;
+  std::vector<LoadedCopy> gathers, scatters;
+  std::uint32_t firstFailureSlot = 0;
+};
+
+class CudaExecutor final : public Executor, private CudaStepWork {
+public:
+  explicit CudaExecutor(const CudaExecutorOptions &options) : options_(options) {}
+
+  ~CudaExecutor() override {
+    graphs_.reset();
+    if (start_)
+      cudaEventDestroy(start_);
+    if (stop_)
+      cudaEventDestroy(stop_);
+    if (stream_)
+      cudaStreamDestroy(stream_);
+  }
+
+  void load(const CompiledGraph &graph) override {
+    graph_ = &graph;
+    useDevice();
+    ASPEN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    ASPEN_CUDA_CHECK(cudaEventCreate(&start_));
+    ASPEN_CUDA_CHECK(cudaEventCreate(&stop_));
+    const unsigned cc = computeCapability();
+    checkWorkers();
+
+    const LoadedLibrary &kernels =
+        *loadedLibraries_.emplace_back(std::make_unique<LoadedLibrary>(executorKernelImage(cc)));
+    copyKernel_ = kernels.kernel("aspen_copy_segments");
+
+    arena_ = DeviceBuffer(std::max<std::uint64_t>(graph.arenaBytes, 64));
+    writeInitialValues();
+
+    std::uint64_t temporaryBytes = 0;
+    auto needTemporary = [&](const CopyPlan &plan) {
+      if (plan.throughTemporary)
+        temporaryBytes = std::max(temporaryBytes, plan.src.bytes());
+    };
+    for (const CopyPlan &plan : graph.copies)
+      needTemporary(plan);
+    for (const CompiledComputeSet &cs : graph.computeSets) {
+      for (const CopyPlan &plan : cs.gathers)
+        needTemporary(plan);
+      for (const CopyPlan &plan : cs.scatters)
+        needTemporary(plan);
+    }
+    temporary_ = DeviceBuffer(temporaryBytes);
+
+    loadComputeSets(cc);
+    for (const CopyPlan &plan : graph.copies)
+      copies_.push_back(
+          loadCopy(gpuCopyPlan(plan, graph.buffers, arena_.address(), temporary_.address())));
+
+    if (options_.graphControlFlow) {
+      if (cudaDriverVersion() >= kCudaGraphControlFlowDriverVersion) {
+        CudaControlKernels control;
+        control.setCondition = kernels.kernel("aspen_set_condition");
+        control.setSwitch = kernels.kernel("aspen_set_switch");
+        control.repeatStart = kernels.kernel("aspen_repeat_start");
+        control.repeatNext = kernels.kernel("aspen_repeat_next");
+        graphs_ = std::make_unique<CudaGraphCache>(graph, static_cast<CudaStepWork &>(*this),
+                                                   control);
+      } else {
+        logger().warn("CUDA executor: driver version {} has no IF/ELSE and SWITCH graph nodes "
+                      "(needs {}); control flow is driven from the host",
+                      cudaDriverVersion(), kCudaGraphControlFlowDriverVersion);
+      }
+    }
+    ASPEN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  void write(const RegionList &regions, const void *host) override {
+    useDevice();
+    transfer(regions, const_cast<void *>(host), true);
+  }
+  void read(const RegionList &regions, void *host) override {
+    useDevice();
+    transfer(regions, host, false);
+  }
+
+  void readScalar(const ScalarRef &scalar, void *host) override {
+    useDevice();
+    ASPEN_CUDA_CHECK(cudaMemcpyAsync(host, scalarAddress(scalar), scalar.type.size(),
+                                     cudaMemcpyDeviceToHost, stream_));
+    ASPEN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  // The engine copies only the graph's own plans, which were loaded with the graph.
+  void copy(const CopyPlan &plan) override {
+    useDevice();
+    const auto &copies = graph_->copies;
+    if (copies.empty() || &plan < copies.data() || &plan >= copies.data() + copies.size())
+      throw internal_error("CUDA executor: a copy plan that is not one of the loaded graph's");
+    enqueueCopy(stream_, std::uint32_t(&plan - copies.data()));
+    ASPEN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  double execute(std::uint32_t index) override {
+    useDevice();
+    const NvtxRange range("compute set " + graph_->computeSets[index].name);
+    ASPEN_CUDA_CHECK(cudaEventRecord(start_, stream_));
+    enqueueComputeSet(stream_, index);
+    ASPEN_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+    ASPEN_CUDA_CHECK(cudaEventSynchronize(stop_));
+    float milliseconds = 0;
+    ASPEN_CUDA_CHECK(cudaEventElapsedTime(&milliseconds, start_, stop_));
+    const LoadedComputeSet &cs = computeSets_[index];
+    checkFailures(cs.firstFailureSlot, std::uint32_t(cs.loaded.size()));
+    return milliseconds * 1e-3;
+  }
+
+  bool runDeviceSubtree(std::uint32_t step) override {
+    if (!graphs_)
+      return false;
+    useDevice();
+    const NvtxRange range("CUDA graph of step '" + graph_->steps[step].name + "'");
+    graphs_->launch(step, stream_);
+    ASPEN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    checkFailures(0, std::uint32_t(failureOwners_.size()));
+    return true;
+  }
+
+private:
+  void useDevice() const { ASPEN_CUDA_CHECK(cudaSetDevice(int(options_.ordinal))); }
+
+  unsigned computeCapability() const {
+    int major = 0, minor = 0;
+    ASPEN_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
+                                            int(options_.ordinal)));
+    ASPEN_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor,
+                                            int(options_.ordinal)));
+    return unsigned(major * 10 + minor);
+  }
+
+  // A tile's workers are the threads of its block.
+  void checkWorkers() const {
+    int maxThreads = 0;
+    ASPEN_CUDA_CHECK(cudaDeviceGetAttribute(&maxThreads, cudaDevAttrMaxThreadsPerBlock,
+                                            int(options_.ordinal)));
+    if (graph_->target.numWorkerContexts > unsigned(maxThreads))
+      throw error("Engine::load: the graph was compiled for target '" + graph_->target.name +
+                  "' with " + std::to_string(graph_->target.numWorkerContexts) +
+                  " workers a tile, but a thread block of GPU " +
+                  std::to_string(options_.ordinal) + " has at most " +
+                  std::to_string(maxThreads) + " threads");
+  }
+
+  // Initial values (constants, vertex state) as one transfer of bytes into their places.
+  void writeInitialValues() {
+    RegionList regions;
+    regions.elementBytes = 1;
+    std::vector<std::uint8_t> packed;
+    for (const InitialValue &init : graph_->initialValues) {
+      if (init.bytes.empty())
+        continue;
+      regions.runs.push_back({init.buffer, std::int64_t(init.offset), 1, init.bytes.size()});
+      packed.insert(packed.end(), init.bytes.begin(), init.bytes.end());
+    }
+    regions.numElements = packed.size();
+    if (!packed.empty())
+      transfer(regions, packed.data(), true);
+  }
+
+  void loadComputeSets(unsigned cc) {
+    const std::vector<std::uint32_t> typeIndices = gpuVertexTypeIndices(*graph_);
+    std::map<std::uint32_t, cudaKernel_t> libraryKernels;
+    auto libraryKernel = [&](std::uint32_t library) {
+      auto it = libraryKernels.find(library);
+      if (it == libraryKernels.end()) {
+        const GpuCodeletImage image = gpuCodeletImage(*graph_->libraries.at(library), cc);
+        logger().debug("CUDA executor: codelets {} from {}",
+                       graph_->libraries[library]->sourceName(), image.origin);
+        const LoadedLibrary &loaded =
+            *loadedLibraries_.emplace_back(std::make_unique<LoadedLibrary>(image.bytes));
+        it = libraryKernels.emplace(library, loaded.kernel(ASPEN_GPU_KERNEL_NAME)).first;
+      }
+      return it->second;
+    };
+    for (std::uint32_t c = 0; c < graph_->computeSets.size(); ++c) {
+      // The table's size does not depend on where it lives: build once to size it, then again
+      // with its address.
+      const std::size_t tableBytes =
+          gpuLaunchTables(*graph_, c, typeIndices, 0, 0, 0).image.size();
+      LoadedComputeSet cs;
+      cs.table = DeviceBuffer(tableBytes);
+      GpuComputeSetTables tables = gpuLaunchTables(*graph_, c, typeIndices, arena_.address(),
+                                                   cs.table.address(), temporary_.address());
+      if (!tables.image.empty())
+        ASPEN_CUDA_CHECK(cudaMemcpy(cs.table.get(), tables.image.data(), tables.image.size(),
+                                    cudaMemcpyHostToDevice));
+      cs.firstFailureSlot = std::uint32_t(failureOwners_.size());
+      for (std::uint32_t l = 0; l < tables.launches.size(); ++l) {
+        const GpuLaunch &launch = tables.launches[l];
+        cs.loaded.push_back({libraryKernel(launch.library),
+                             cs.table.address() + launch.tilesOffset,
+                             cs.table.address() + launch.verticesOffset,
+                             cs.table.address() + tables.fieldsOffset,
+                             unsigned(launch.tiles.size()),
+                             std::uint32_t(failureOwners_.size())});
+        failureOwners_.push_back({c, l});
+      }
+      cs.launches = std::move(tables.launches);
+      for (GpuCopyPlan &plan : tables.gathers)
+        cs.gathers.push_back(loadCopy(std::move(plan)));
+      for (GpuCopyPlan &plan : tables.scatters)
+        cs.scatters.push_back(loadCopy(std::move(plan)));
+      computeSets_.push_back(std::move(cs));
+    }
+    failures_ = DeviceBuffer(std::max<std::size_t>(failureOwners_.size(), 1) * sizeof(unsigned));
+  }
+
+  // CudaStepWork: the stream work of compute sets and copies (also captured into graphs).
+  void enqueueComputeSet(cudaStream_t stream, std::uint32_t index) override {
+    const LoadedComputeSet &cs = computeSets_[index];
+    for (const LoadedCopy &gather : cs.gathers)
+      enqueueCopy(stream, gather);
+    unsigned workers = graph_->target.numWorkerContexts;
+    for (const LoadedLaunch &l : cs.loaded) {
+      if (l.numTiles == 0)
+        continue;
+      void *tiles = devicePointer(l.tiles), *vertices = devicePointer(l.vertices),
+           *fields = devicePointer(l.fields);
+      void *failed = failures_.get() + l.failureSlot * sizeof(unsigned);
+      void *args[] = {&tiles, &vertices, &fields, &failed};
+      launch(l.kernel, l.numTiles, workers, args, stream);
+    }
+    for (const LoadedCopy &scatter : cs.scatters)
+      enqueueCopy(stream, scatter);
+  }
+
+  void enqueueCopy(cudaStream_t stream, std::uint32_t index) override {
+    enqueueCopy(stream, copies_[index]);
+  }
+
+  const void *scalarAddress(const ScalarRef &scalar) const override {
+    return arena_.get() + graph_->buffers[scalar.buffer].offset + scalar.offset;
+  }
+
+  void enqueueCopy(cudaStream_t stream, const LoadedCopy &copy) {
+    for (std::size_t s = 0; s < copy.plan.stages.size(); ++s)
+      enqueueStage(stream, copy.plan.stages[s], copy.stageAddress[s], copy.plan.elementBytes);
+  }
+
+  void enqueueStage(cudaStream_t stream, const GpuCopyStage &stage, std::uint64_t segments,
+                    unsigned elementBytes) {
+    for (const GpuMemcpy &m : stage.memcpys)
+      ASPEN_CUDA_CHECK(cudaMemcpyAsync(devicePointer(m.dst), devicePointer(m.src), m.bytes,
+                                       cudaMemcpyDeviceToDevice, stream));
+    if (stage.segments.empty())
+      return;
+    void *segmentsPointer = devicePointer(segments);
+    void *args[] = {&segmentsPointer, &elementBytes};
+    launch(copyKernel_, unsigned(stage.segments.size()), kCopyThreads, args, stream);
+  }
+
+  // Host <-> arena through the staging buffer: [data, 16-byte aligned][segments]. Contiguous
+  // stretches go straight between host and arena; the rest is one memcpy of the packed data and
+  // the copy kernel.
+  void transfer(const RegionList &regions, void *host, bool toArena) {
+    const std::uint64_t dataBytes = align16(regions.bytes());
+    GpuCopyPlan plan;
+    for (;;) {
+      plan = gpuTransferPlan(regions, graph_->buffers, arena_.address(), staging_.address(),
+                             toArena);
+      const std::uint64_t needed =
+          dataBytes + plan.stages[0].segments.size() * sizeof(GpuCopySegment);
+      if (plan.stages[0].segments.empty() || staging_.bytes() >= needed)
+        break; // memcpys alone use the staging address only as an offset into `host`
+      staging_ = DeviceBuffer(std::max<std::uint64_t>(needed, 2 * staging_.bytes()));
+    }
+    const GpuCopyStage &stage = plan.stages[0];
+    auto *bytes = static_cast<std::uint8_t *>(host);
+    const std::uint64_t stagingBase = staging_.address();
+    if (stage.segments.empty()) {
+      for (const GpuMemcpy &m : stage.memcpys) {
+        if (toArena)
+          ASPEN_CUDA_CHECK(cudaMemcpyAsync(devicePointer(m.dst), bytes + (m.src - stagingBase),
+                                           m.bytes, cudaMemcpyHostToDevice, stream_));
+        else
+          ASPEN_CUDA_CHECK(cudaMemcpyAsync(bytes + (m.dst - stagingBase), devicePointer(m.src),
+                                           m.bytes, cudaMemcpyDeviceToHost, stream_));
+      }
+      ASPEN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      return;
+    }
+    const std::size_t segmentBytes = stage.segments.size() * sizeof(GpuCopySegment);
+    hostStaging_.resize(dataBytes + segmentBytes);
+    if (toArena)
+      std::memcpy(hostStaging_.data(), host, regions.bytes());
+    std::memcpy(hostStaging_.data() + dataBytes, stage.segments.data(), segmentBytes);
+    // Writing: data and segments in one memcpy; reading: the segments only.
+    const std::size_t uploadOffset = toArena ? 0 : dataBytes;
+    ASPEN_CUDA_CHECK(cudaMemcpyAsync(staging_.get() + uploadOffset,
+                                     hostStaging_.data() + uploadOffset,
+                                     hostStaging_.size() - uploadOffset, cudaMemcpyHostToDevice,
+                                     stream_));
+    enqueueStage(stream_, stage, stagingBase + dataBytes, regions.elementBytes);
+    if (!toArena)
+      ASPEN_CUDA_CHECK(cudaMemcpyAsync(host, staging_.get(), regions.bytes(),
+                                       cudaMemcpyDeviceToHost, stream_));
+    ASPEN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  // Raises the failure recorded by launches [first, first + count), clearing the record.
+  void checkFailures(std::uint32_t first, std::uint32_t count) {
+    if (count == 0)
+      return;
+    std::vector<unsigned> words(count);
+    ASPEN_CUDA_CHECK(cudaMemcpyAsync(words.data(), failures_.get() + first * sizeof(unsigned),
+                                     count * sizeof(unsigned), cudaMemcpyDeviceToHost, stream_));
+    ASPEN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    for (std::uint32_t i = 0; i < count; ++i) {
+      if (words[i] == 0)
+        continue;
+      ASPEN_CUDA_CHECK(cudaMemsetAsync(failures_.get() + first * sizeof(unsigned), 0,
+                                       count * sizeof(unsigned), stream_));
+      ASPEN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      const auto [c, l] = failureOwners_[first + i];
+      const std::vector<std::uint32_t> &vertices = computeSets_[c].launches[l].computeSetVertex;
+      if (words[i] > vertices.size())
+        throw internal_error("CUDA executor: launch " + std::to_string(l) + " of compute set '" +
+                             graph_->computeSets[c].name + "' reports failed vertex " +
+                             std::to_string(words[i] - 1) + " of " +
+                             std::to_string(vertices.size()));
+      throw runtime_error(
+          vertexFailureMessage(*graph_, graph_->computeSets[c], vertices[words[i] - 1]));
+    }
+  }
+
+  CudaExecutorOptions options_;
+  const CompiledGraph *graph_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  std::vector<std::unique_ptr<LoadedLibrary>> loadedLibraries_;
+  cudaKernel_t copyKernel_ = nullptr;
+  DeviceBuffer arena_, temporary_, staging_, failures_;
+  std::vector<std::uint8_t> hostStaging_;
+  std::vector<LoadedComputeSet> computeSets_;
+  std::vector<LoadedCopy> copies_;
+  struct FailureOwner {
+    std::uint32_t computeSet, launch;
+  };
+  std::vector<FailureOwner> failureOwners_; // by failure word
+  std::unique_ptr<CudaGraphCache> graphs_;  // destroyed first
+};
+
+} // namespace
+
+std::unique_ptr<Executor> makeCudaExecutor(const CudaExecutorOptions &options) {
+  return std::make_unique<CudaExecutor>(options);
+}
+
+} // namespace aspen::detail

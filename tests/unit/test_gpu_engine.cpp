@@ -1,0 +1,83 @@
+// What the engine decides for the CUDA executor without a GPU: the control-flow option, and
+// which program subtrees are device work only (run as CUDA graphs).
+#include "compiler/Compiler.hpp"
+#include "engine/DeviceSubtrees.hpp"
+#include "engine/EngineOptions.hpp"
+
+#include <aspen/Error.hpp>
+#include <aspen/Graph.hpp>
+#include <aspen/Program.hpp>
+
+#include <catch2/catch.hpp>
+
+using namespace aspen;
+using namespace aspen::program;
+using namespace aspen::detail;
+
+TEST_CASE("aspen.cuda.controlFlow selects graph or host-driven control flow",
+          "[unit][gpu_engine]") {
+  CHECK(parseEngineOptions({}).cudaControlFlow == CudaControlFlow::Graph);
+  CHECK(parseEngineOptions({{"aspen.cuda.controlFlow", "host"}}).cudaControlFlow ==
+        CudaControlFlow::Host);
+  CHECK(parseEngineOptions({{"aspen.cuda.controlFlow", "graph"}}).cudaControlFlow ==
+        CudaControlFlow::Graph);
+  CHECK_THROWS_AS(parseEngineOptions({{"aspen.cuda.controlFlow", "sometimes"}}), invalid_option);
+  CHECK_THROWS_WITH(parseEngineOptions({{"aspen.cuda.controlFlow", "sometimes"}}),
+                    Catch::Contains("aspen.cuda.controlFlow") && Catch::Contains("sometimes") &&
+                        Catch::Contains("graph, host"));
+}
+
+namespace {
+
+// The index of the first step of `kind` found walking down from `root`.
+std::uint32_t findStep(const CompiledGraph &g, std::uint32_t root, StepKind kind) {
+  if (g.steps[root].kind == kind)
+    return root;
+  for (std::uint32_t child : g.steps[root].children)
+    if (const std::uint32_t found = findStep(g, child, kind); found != ~0u)
+      return found;
+  return ~0u;
+}
+
+} // namespace
+
+TEST_CASE("device-only subtrees stop at host interaction", "[unit][gpu_engine]") {
+  Graph g(Target::createGeneric(2));
+  Tensor x = g.addVariable(INT, {}, "x");
+  g.setTileMapping(x, 0);
+  Tensor flag = g.addVariable(BOOL, {}, "flag");
+  g.setTileMapping(flag, 1);
+  Tensor y = g.addVariable(INT, {}, "y");
+  g.setTileMapping(y, 1);
+  const DataStream in = g.addHostToDeviceFIFO("in", INT, 1);
+
+  // program 0: Repeat(If(flag, Copy x->y, Repeat(Copy y->x))) then a stream copy.
+  // program 1: RepeatWhileTrue whose body prints.
+  Program deviceLoop = Repeat(3, If(flag, Copy(x, y), Repeat(2, Copy(y, x))));
+  Program withStream = Sequence({deviceLoop, Copy(in, x)});
+  Program printing = RepeatWhileTrue(Sequence(), flag, Sequence({Copy(x, y), PrintTensor(y)}));
+  const std::vector<Program> programs = {withStream, printing};
+  const auto compiled = compile(g.state(), ArrayRef<Program>(programs), {});
+  const auto deviceOnly = deviceOnlySteps(*compiled);
+
+  const std::uint32_t root0 = compiled->programs[0], root1 = compiled->programs[1];
+  CHECK_FALSE(deviceOnly[root0]); // holds a stream copy
+  const std::uint32_t repeat = findStep(*compiled, root0, StepKind::Repeat);
+  REQUIRE(repeat != ~0u);
+  CHECK(deviceOnly[repeat]);
+  CHECK(offeredAsDeviceSubtree(*compiled, deviceOnly, repeat));
+  const std::uint32_t branch = findStep(*compiled, repeat, StepKind::If);
+  REQUIRE(branch != ~0u);
+  CHECK(deviceOnly[branch]);
+  const std::uint32_t copy = findStep(*compiled, branch, StepKind::Copy);
+  REQUIRE(copy != ~0u);
+  CHECK(deviceOnly[copy]);
+  CHECK_FALSE(offeredAsDeviceSubtree(*compiled, deviceOnly, copy)); // runs directly
+  CHECK_FALSE(deviceOnly[findStep(*compiled, root0, StepKind::StreamToTensor)]);
+
+  CHECK_FALSE(deviceOnly[root1]); // a loop that prints needs the host every iteration
+  const std::uint32_t loop = findStep(*compiled, root1, StepKind::RepeatWhileTrue);
+  REQUIRE(loop != ~0u);
+  CHECK_FALSE(deviceOnly[loop]);
+  CHECK(deviceOnly[findStep(*compiled, loop, StepKind::Copy)]);
+}
