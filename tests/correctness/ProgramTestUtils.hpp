@@ -1,6 +1,8 @@
 // Small helpers shared by the program, stream and engine tests.
 #pragma once
 
+#include "TestDevice.hpp"
+
 #include <aspen/Engine.hpp>
 #include <aspen/Graph.hpp>
 
@@ -19,7 +21,7 @@ inline aspen::Graph makeGraph(unsigned tiles = 4) {
 }
 
 inline aspen::Device deviceFor(const aspen::Graph &g) {
-  return aspen::Device::createModelDevice(g.getTarget());
+  return aspen::test::deviceFor(g.getTarget());
 }
 
 // Host handles for t: a write handle `name` and a read handle `name`-read (a graph's handles

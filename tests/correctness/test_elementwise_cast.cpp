@@ -7,6 +7,8 @@
 // every type, NaN, ±inf, 2^24+1, 2^53+1, 2^60+1, rounding ties of float and half, values just
 // inside and outside every integer range; plus seeded random bit patterns. Every result is the
 // same on 1, 7 and 1472 tiles and with 1 or 4 threads.
+#include "TestDevice.hpp"
+
 #include <aspen/Engine.hpp>
 #include <aspen/Graph.hpp>
 #include <aspen/HalfFloat.hpp>
@@ -217,7 +219,7 @@ run(const Config &config, const std::vector<std::vector<Value>> &inputs,
   for (std::size_t i = 0; i < outs.size(); ++i)
     g.createHostRead("r" + std::to_string(i), outs[i]);
   Engine e(g, prog, {{"aspen.cpu.threads", std::to_string(config.threads)}});
-  e.load(Device::createModelDevice(config.target));
+  e.load(aspen::test::deviceFor(config.target));
   for (std::size_t i = 0; i < kTypes.size(); ++i) {
     const auto bytes = encode(kTypes[i], inputs[i]);
     e.writeTensor("w" + std::to_string(i), bytes.data(), bytes.data() + bytes.size());

@@ -3,6 +3,8 @@
 // double-precision reference for every operation of the table with per-type tolerances.
 #pragma once
 
+#include "TestDevice.hpp"
+
 #include <aspen/Engine.hpp>
 #include <aspen/Graph.hpp>
 #include <aspen/HalfFloat.hpp>
@@ -110,7 +112,7 @@ inline std::vector<std::vector<double>> run(const Target &target, const std::vec
   for (std::size_t i = 0; i < outs.size(); ++i)
     g.createHostRead("r" + std::to_string(i), outs[i]);
   Engine e(g, prog, {{"aspen.cpu.threads", std::to_string(threads)}});
-  e.load(Device::createModelDevice(target));
+  e.load(aspen::test::deviceFor(target));
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     auto bytes = toBytes(inputs[i].type, inputs[i].values);
     e.writeTensor("w" + std::to_string(i), bytes.data(), bytes.data() + bytes.size());

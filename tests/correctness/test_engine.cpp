@@ -69,7 +69,7 @@ TEST_CASE("an Executable survives serialisation with codelets and constants",
   } // the graph and its codelet library handles are gone
   Executable loaded = Executable::deserialize(bytes);
   Engine e(std::move(loaded));
-  e.load(Device::createModelDevice(Target::createGeneric(4)));
+  e.load(aspen::test::deviceFor(Target::createGeneric(4)));
   std::ostringstream printed;
   e.setPrintStream(printed);
   std::vector<float> out(4);
@@ -158,7 +158,7 @@ TEST_CASE("debug.allowOutOfMemory lets an over-full tile compile", "[correctness
   g.createHostRead("big", big);
   REQUIRE_THROWS_AS(Engine(g, Sequence()), graph_memory_allocation_error);
   Engine e(g, Sequence(), {{"debug.allowOutOfMemory", "true"}});
-  e.load(Device::createModelDevice(g.getTarget()));
+  e.load(aspen::test::deviceFor(g.getTarget()));
   std::vector<float> v(300, 1);
   e.readTensor("big", v.data(), v.data() + v.size());
   REQUIRE(v == std::vector<float>(300, 0)); // memory reads as zero before the first write

@@ -1,5 +1,7 @@
 // A damaged executable stream is reported as serialization_error, never loaded: random byte
 // flips, truncations and insertions over a whole serialised executable (codelets included).
+#include "TestDevice.hpp"
+
 #include <aspen/Engine.hpp>
 #include <aspen/Graph.hpp>
 
@@ -33,7 +35,7 @@ std::string serialisedExample() {
 float runSerialised(const std::string &bytes) {
   std::istringstream in(bytes);
   Engine engine(Executable::deserialize(in));
-  engine.load(Device::createModelDevice(Target::createGeneric(2)));
+  engine.load(aspen::test::deviceFor(Target::createGeneric(2)));
   engine.run();
   float out = 0;
   engine.readTensor("out", &out, &out + 1);

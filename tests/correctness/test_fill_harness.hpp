@@ -2,6 +2,8 @@
 // and thread-count configurations every result must be identical on, and host access helpers.
 #pragma once
 
+#include "TestDevice.hpp"
+
 #include <aspen/Engine.hpp>
 #include <aspen/Graph.hpp>
 #include <aspen/ops/Codelets.hpp>
@@ -42,7 +44,7 @@ inline aspen::Engine load(aspen::Graph &g, const aspen::program::Program &p, con
   aspen::Engine e(g, p,
                   {{"aspen.cpu.threads", std::to_string(c.threads)},
                    {"aspen.cpu.workerOrder", c.reverseWorkers ? "reverse" : "forward"}});
-  e.load(aspen::Device::createModelDevice(g.getTarget()));
+  e.load(aspen::test::deviceFor(g.getTarget()));
   return e;
 }
 

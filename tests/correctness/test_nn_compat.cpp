@@ -1,5 +1,7 @@
 // A Poplar-style use of popnn's NonLinearity.hpp and Loss.hpp through include/compat: softmax,
 // cross-entropy loss with numCorrect, the scaled softmax's scaling, and argMax.
+#include "TestDevice.hpp"
+
 #include <poplar/Engine.hpp>
 #include <poplar/Graph.hpp>
 #include <popnn/Loss.hpp>
@@ -42,7 +44,7 @@ TEST_CASE("popnn non-linearity and loss through the compat headers", "[correctne
   graph.createHostRead("best", best);
 
   poplar::Engine engine(graph, prog);
-  engine.load(poplar::Device::createModelDevice(graph.getTarget()));
+  engine.load(aspen::test::deviceFor(graph.getTarget()));
   const std::vector<float> in{0, std::log(2.0f), std::log(5.0f), 3, 1, 1};
   const std::vector<unsigned> lab{2, 1};
   const unsigned zero = 0;

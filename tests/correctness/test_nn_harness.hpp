@@ -3,6 +3,8 @@
 // with a chosen CPU thread count. Also the targets every operation is checked on.
 #pragma once
 
+#include "TestDevice.hpp"
+
 #include <aspen/Engine.hpp>
 #include <aspen/Graph.hpp>
 #include <aspen/HalfFloat.hpp>
@@ -94,7 +96,7 @@ public:
   // returns every output read back as doubles.
   std::map<std::string, Values> run(unsigned threads, unsigned runs = 1) {
     Engine e(graph, prog, {{"aspen.cpu.threads", std::to_string(threads)}});
-    e.load(Device::createModelDevice(graph.getTarget()));
+    e.load(aspen::test::deviceFor(graph.getTarget()));
     for (const auto &[name, in] : inputs_)
       write(e, name, in.first, in.second);
     for (unsigned i = 0; i < runs; ++i)

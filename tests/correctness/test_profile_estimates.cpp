@@ -1,5 +1,7 @@
 // The profile reports each compute set's estimated cycles from Graph::setPerfEstimate: tiles run
 // in parallel, so the estimate is the largest per-tile sum.
+#include "TestDevice.hpp"
+
 #include <aspen/Engine.hpp>
 #include <aspen/Graph.hpp>
 
@@ -39,7 +41,7 @@ TEST_CASE("compute-set estimates are the slowest tile's sum of vertex estimates"
   g.setTileMapping(w, 1);
 
   Engine engine(g, program::Sequence({program::Execute(cs), program::Execute(partial)}));
-  engine.load(Device::createModelDevice(target));
+  engine.load(aspen::test::deviceFor(target));
   engine.run();
   std::ostringstream summary;
   engine.printProfileSummary(summary);

@@ -283,7 +283,7 @@ TEST_CASE("reduce in compute sets, reduceMany and the popops names", "[correctne
   g.createHostRead("sq", many[0]);
   g.createHostRead("min", many[1]);
   Engine e(g, prog);
-  e.load(Device::createModelDevice(g.getTarget()));
+  e.load(aspen::test::deviceFor(g.getTarget()));
   std::vector<float> x(24);
   for (int i = 0; i < 24; ++i)
     x[i] = float(i % 7) - 2.0f;

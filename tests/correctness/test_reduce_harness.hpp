@@ -2,6 +2,8 @@
 // operation table) and a runner that builds one reduction, runs it and reads the result.
 #pragma once
 
+#include "TestDevice.hpp"
+
 #include <aspen/Engine.hpp>
 #include <aspen/Graph.hpp>
 #include <aspen/ops/Codelets.hpp>
@@ -292,7 +294,7 @@ inline std::vector<double> run(const Target &target, const Case &c,
   g.createHostRead("out-read", out);
   // Large cases exceed a model tile's memory; the values are what is tested here.
   Engine e(g, prog, {{"aspen.cpu.threads", threads}, {"debug.allowOutOfMemory", "true"}});
-  e.load(Device::createModelDevice(target));
+  e.load(aspen::test::deviceFor(target));
   const auto inBytes = encode(c.inType, c.in);
   e.writeTensor("in", inBytes.data(), inBytes.data() + inBytes.size());
   const std::size_t n = count(outShape(c));

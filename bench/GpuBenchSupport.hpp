@@ -1,0 +1,43 @@
+// What the GPU benchmarks share: skipping cleanly without a GPU (so scripts/bench.sh keeps
+// working everywhere), checking the CUDA calls of the peers they time, and median timing of
+// work that is complete only once the device is idle.
+#pragma once
+
+#include "BenchSupport.hpp"
+
+#include <aspen/Device.hpp>
+
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+
+namespace aspen::bench {
+
+// True (after printing "no GPU: skipped") when this machine has no GPU Aspen can use.
+inline bool noGpu() {
+  if (Device::gpuCount() > 0)
+    return false;
+  std::printf("no GPU: skipped\n");
+  return true;
+}
+
+inline void checkCuda(cudaError_t status, const char *call, const char *file, int line) {
+  if (status == cudaSuccess)
+    return;
+  std::fprintf(stderr, "%s failed at %s:%d on device 0: %s\n", call, file, line,
+               cudaGetErrorString(status));
+  std::exit(1);
+}
+#define BENCH_CUDA_CHECK(call) ::aspen::bench::checkCuda((call), #call, __FILE__, __LINE__)
+
+// medianSeconds of f followed by waiting for the device, so queued work is counted.
+inline double deviceSeconds(unsigned repetitions, const std::function<void()> &f) {
+  return medianSeconds(repetitions, [&] {
+    f();
+    BENCH_CUDA_CHECK(cudaDeviceSynchronize());
+  });
+}
+
+} // namespace aspen::bench
