@@ -74,7 +74,10 @@ DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
   }
   ASPEN_CUDA_CHECK(status);
   data_ = static_cast<std::uint8_t *>(data);
+  // cudaMemset of device memory returns before it is done, on the default stream, which does not
+  // order the executor's non-blocking streams: wait, so that no later write is zeroed.
   ASPEN_CUDA_CHECK(cudaMemset(data_, 0, bytes));
+  ASPEN_CUDA_CHECK(cudaStreamSynchronize(nullptr));
 }
 
 // Freeing cannot report an error from a destructor; a failure here means the context is

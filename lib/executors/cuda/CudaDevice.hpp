@@ -32,7 +32,7 @@ int cudaDriverVersion();
 class DeviceBuffer {
 public:
   DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t bytes); // zeroed
+  explicit DeviceBuffer(std::size_t bytes); // zeroed before the constructor returns
   DeviceBuffer(DeviceBuffer &&other) noexcept { swap(other); }
   DeviceBuffer &operator=(DeviceBuffer &&other) noexcept {
     DeviceBuffer(std::move(other)).swap(*this);

@@ -119,6 +119,8 @@ public:
   explicit CudaExecutor(const CudaExecutorOptions &options) : options_(options) {}
 
   ~CudaExecutor() override {
+    if (stream_)
+      cudaSetDevice(int(options_.ordinal)); // what is freed below lives on this executor's GPU
     graphs_.reset();
     if (start_)
       cudaEventDestroy(start_);
@@ -179,7 +181,9 @@ public:
                       cudaDriverVersion(), kCudaGraphControlFlowDriverVersion);
       }
     }
-    ASPEN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    // The tables, segments and control words went up with cudaMemcpy from pageable memory, which
+    // may return before the copy lands, on the default stream, which does not order stream_.
+    ASPEN_CUDA_CHECK(cudaDeviceSynchronize());
   }
 
   void write(const RegionList &regions, const void *host) override {
@@ -258,6 +262,21 @@ private:
                   std::to_string(maxThreads) + " threads");
   }
 
+  // The registers a codelet kernel uses can limit its blocks below the device's maximum.
+  void checkBlockSize(cudaKernel_t kernel, const std::string &library) const {
+    cudaFuncAttributes attributes{};
+    ASPEN_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void *>(kernel)));
+    const unsigned workers = graph_->target.numWorkerContexts;
+    if (unsigned(attributes.maxThreadsPerBlock) < workers)
+      throw error("Engine::load: codelets " + library + " use " +
+                  std::to_string(attributes.numRegs) + " registers a thread, so a block on GPU " +
+                  std::to_string(options_.ordinal) + " has at most " +
+                  std::to_string(attributes.maxThreadsPerBlock) +
+                  " threads, but the graph was compiled for target '" + graph_->target.name +
+                  "' with " + std::to_string(workers) +
+                  " workers a tile; create the device with a smaller \"threadsPerBlock\"");
+  }
+
   // Initial values (constants, vertex state) as one transfer of bytes into their places.
   void writeInitialValues() {
     RegionList regions;
@@ -285,7 +304,9 @@ private:
                        graph_->libraries[library]->sourceName(), image.origin);
         const LoadedLibrary &loaded =
             *loadedLibraries_.emplace_back(std::make_unique<LoadedLibrary>(image.bytes));
-        it = libraryKernels.emplace(library, loaded.kernel(ASPEN_GPU_KERNEL_NAME)).first;
+        const cudaKernel_t kernel = loaded.kernel(ASPEN_GPU_KERNEL_NAME);
+        checkBlockSize(kernel, graph_->libraries[library]->sourceName());
+        it = libraryKernels.emplace(library, kernel).first;
       }
       return it->second;
     };

@@ -1,11 +1,8 @@
 // The CUDA executor's copy and control kernels, and their NVRTC compilation.
 #include "CudaExecutorKernels.hpp"
 
-#include <aspen/Error.hpp>
+#include "NvrtcCompiler.hpp"
 
-#include <nvrtc.h>
-
-#include <memory>
 #include <string>
 
 namespace aspen::detail {
@@ -86,47 +83,16 @@ extern "C" __global__ void aspen_repeat_next(cudaGraphConditionalHandle h, unsig
 )CUDA";
 }
 
-namespace {
-
-struct ProgramDeleter {
-  void operator()(nvrtcProgram p) const { nvrtcDestroyProgram(&p); }
-};
-
-std::string programLog(nvrtcProgram program) {
-  std::size_t size = 0;
-  if (nvrtcGetProgramLogSize(program, &size) != NVRTC_SUCCESS || size == 0)
-    return {};
-  std::string log(size, '\0');
-  nvrtcGetProgramLog(program, log.data());
-  log.resize(log.find('\0') == std::string::npos ? log.size() : log.find('\0'));
-  return log;
+std::vector<std::string> cudaExecutorKernelOptions() {
+  // 1105: cuda_device_runtime_api.h includes an internal header NVRTC warns about.
+  return {std::string("-I") + ASPEN_CUDA_INCLUDE_DIR, "-std=c++17", "-diag-suppress=1105"};
 }
-
-void check(nvrtcResult result, const char *call, nvrtcProgram program = nullptr) {
-  if (result != NVRTC_SUCCESS)
-    throw internal_error(std::string("CUDA executor kernels: ") + call + " failed: " +
-                         nvrtcGetErrorString(result) +
-                         (program ? "\n" + programLog(program) : std::string()));
-}
-
-} // namespace
 
 std::vector<std::uint8_t> compileCudaExecutorKernels(unsigned computeCapability) {
-  nvrtcProgram raw = nullptr;
-  check(nvrtcCreateProgram(&raw, cudaExecutorKernelSource(), "aspen_executor_kernels.cu", 0,
-                           nullptr, nullptr),
-        "nvrtcCreateProgram");
-  std::unique_ptr<_nvrtcProgram, ProgramDeleter> program(raw);
-  const std::string arch = "--gpu-architecture=sm_" + std::to_string(computeCapability);
-  const std::string include = std::string("-I") + ASPEN_CUDA_INCLUDE_DIR;
-  // 1105: cuda_device_runtime_api.h includes an internal header NVRTC warns about.
-  const char *options[] = {arch.c_str(), include.c_str(), "-std=c++17", "-diag-suppress=1105"};
-  check(nvrtcCompileProgram(raw, 4, options), "nvrtcCompileProgram", raw);
-  std::size_t size = 0;
-  check(nvrtcGetCUBINSize(raw, &size), "nvrtcGetCUBINSize");
-  std::vector<std::uint8_t> cubin(size);
-  check(nvrtcGetCUBIN(raw, reinterpret_cast<char *>(cubin.data())), "nvrtcGetCUBIN");
-  return cubin;
+  const std::string cubin = nvrtcCompileInternal(
+      kCudaExecutorKernelFile, cudaExecutorKernelSource(), cudaExecutorKernelOptions(),
+      computeCapability);
+  return {cubin.begin(), cubin.end()};
 }
 
 } // namespace aspen::detail

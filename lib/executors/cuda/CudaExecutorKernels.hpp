@@ -5,9 +5,15 @@
 // Kept as a source string compiled by NVRTC when an executor loads (once per process and
 // compute capability), so libaspen needs no nvcc-compiled objects. Needs the toolkit's NVRTC,
 // not a GPU: the no-GPU tests compile it for sm_90.
+//
+// No device link is needed: cudaGraphSetConditional, like printf's vprintf, is a builtin the
+// driver resolves when it loads the cubin. ptxas leaves it undefined in a whole-program cubin
+// (and nvlink with libcudadevrt.a leaves it undefined too, defining nothing for it), while it
+// rejects any other unresolved function.
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace aspen::detail {
@@ -26,6 +32,10 @@ namespace aspen::detail {
 //       a counted loop: h = iterations left != 0.
 // The control kernels run on one thread.
 const char *cudaExecutorKernelSource();
+// The name NVRTC gives the source in messages, and its compile options (besides the
+// architecture).
+inline constexpr const char *kCudaExecutorKernelFile = "aspen_executor_kernels.cu";
+std::vector<std::string> cudaExecutorKernelOptions();
 
 // A cubin of cudaExecutorKernelSource() for compute capability major*10+minor; raises
 // aspen::internal_error with NVRTC's log when it does not compile.

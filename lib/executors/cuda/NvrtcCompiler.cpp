@@ -1,4 +1,5 @@
-// NVRTC program creation, compilation and output retrieval for codelet translation units.
+// NVRTC program creation, compilation and output retrieval for codelet translation units and
+// Aspen's own CUDA code.
 #include "NvrtcCompiler.hpp"
 
 #include "codelets/HostCompiler.hpp"
@@ -54,6 +55,24 @@ std::string hostStyleLocations(const std::string &log) {
   return std::regex_replace(log, location, "$1:$2: ");
 }
 
+// Compiles `program` for sm_`cc` with `options`; NVRTC's result.
+nvrtcResult compileFor(const NvrtcProgram &program, unsigned cc,
+                       const std::vector<std::string> &options) {
+  const std::string archOption = "--gpu-architecture=sm_" + std::to_string(cc);
+  std::vector<const char *> argv{archOption.c_str()};
+  for (const std::string &o : options)
+    argv.push_back(o.c_str());
+  return nvrtcCompileProgram(program.get(), static_cast<int>(argv.size()), argv.data());
+}
+
+std::string cubinOf(const NvrtcProgram &program) {
+  std::size_t size = 0;
+  ASPEN_NVRTC_CHECK(nvrtcGetCUBINSize(program.get(), &size));
+  std::string cubin(size, '\0');
+  ASPEN_NVRTC_CHECK(nvrtcGetCUBIN(program.get(), cubin.data()));
+  return cubin;
+}
+
 std::string directoryOf(const std::string &sourcePath) {
   const std::filesystem::path parent =
       std::filesystem::absolute(std::filesystem::path(sourcePath)).parent_path();
@@ -80,29 +99,32 @@ std::vector<std::string> nvrtcCodeletOptions(const CodeletLibrary &library) {
 NvrtcImages nvrtcCompile(const std::string &codeletFile, const std::string &unit,
                          const std::vector<std::string> &options, unsigned cc) {
   const NvrtcProgram program(unit, codeletFile);
-  const std::string arch = "sm_" + std::to_string(cc);
-  const std::string archOption = "--gpu-architecture=" + arch;
-  std::vector<const char *> argv{archOption.c_str()};
-  for (const std::string &o : options)
-    argv.push_back(o.c_str());
-  const nvrtcResult compiled =
-      nvrtcCompileProgram(program.get(), static_cast<int>(argv.size()), argv.data());
+  const nvrtcResult compiled = compileFor(program, cc, options);
   if (compiled == NVRTC_ERROR_COMPILATION)
-    throw codelet_error("codelet file '" + codeletFile + "' failed to compile for the GPU (" +
-                        arch + ", NVRTC):\n" + hostStyleLocations(program.log()));
+    throw codelet_error("codelet file '" + codeletFile + "' failed to compile for the GPU (sm_" +
+                        std::to_string(cc) + ", NVRTC):\n" + hostStyleLocations(program.log()));
   ASPEN_NVRTC_CHECK(compiled);
 
   NvrtcImages images;
+  images.cubin = cubinOf(program);
   std::size_t size = 0;
-  ASPEN_NVRTC_CHECK(nvrtcGetCUBINSize(program.get(), &size));
-  images.cubin.resize(size);
-  ASPEN_NVRTC_CHECK(nvrtcGetCUBIN(program.get(), images.cubin.data()));
   ASPEN_NVRTC_CHECK(nvrtcGetPTXSize(program.get(), &size));
   images.ptx.resize(size);
   ASPEN_NVRTC_CHECK(nvrtcGetPTX(program.get(), images.ptx.data()));
   while (!images.ptx.empty() && images.ptx.back() == '\0')
     images.ptx.pop_back();
   return images;
+}
+
+std::string nvrtcCompileInternal(const std::string &name, const std::string &source,
+                                 const std::vector<std::string> &options, unsigned cc) {
+  const NvrtcProgram program(source, name);
+  const nvrtcResult compiled = compileFor(program, cc, options);
+  if (compiled == NVRTC_ERROR_COMPILATION)
+    throw internal_error(name + " failed to compile for sm_" + std::to_string(cc) +
+                         " (NVRTC):\n" + program.log());
+  ASPEN_NVRTC_CHECK(compiled);
+  return cubinOf(program);
 }
 
 std::string nvrtcVersion() {

@@ -1,6 +1,8 @@
 // Compiling a CUDA translation unit of codelets with NVRTC (needs the toolkit's NVRTC library at
 // run time, never a GPU).
 //
+// Also compiles Aspen's own CUDA code (the CUDA executor's kernels).
+//
 // Options: C++20, unannotated functions and namespace-scope variables as device code (codelets
 // are plain C++), no FMA contraction (so GPU float results follow the host's operation order),
 // __ASPEN_CODELET__ and __POPC__ defined, and the include folders of host codelet compilation
@@ -31,6 +33,11 @@ std::vector<std::string> nvrtcCodeletOptions(const CodeletLibrary &library);
 // sm_90). `codeletFile` names the source in messages.
 NvrtcImages nvrtcCompile(const std::string &codeletFile, const std::string &unit,
                          const std::vector<std::string> &options, unsigned cc);
+
+// Compiles Aspen's own CUDA source (not a codelet file: a compile error is an internal_error
+// with NVRTC's log) for compute capability `cc`; its cubin.
+std::string nvrtcCompileInternal(const std::string &name, const std::string &source,
+                                 const std::vector<std::string> &options, unsigned cc);
 
 // "13.0": the NVRTC library's version, part of every cache key.
 std::string nvrtcVersion();
