@@ -31,13 +31,6 @@ namespace aspen::linalg {
 
 namespace detail {
 
-// Rows [begin, end) of `rows` that worker `wid` of `workers` owns.
-ASPEN_HD inline void workerRows(unsigned rows, unsigned wid, unsigned workers, unsigned &begin,
-                                unsigned &end) {
-  begin = unsigned((unsigned long long)rows * wid / workers);
-  end = unsigned((unsigned long long)rows * (wid + 1) / workers);
-}
-
 template <class T> ASPEN_HD inline float toFloat(T x) { return float(x); }
 
 // Portable block product of rows [rowBegin, rowEnd): for each row, columns in chunks whose float
@@ -224,7 +217,7 @@ void blockProduct(const ARows &a, const BRows &b, const PRows &p, bool accumulat
   }
 #endif
   unsigned begin, end;
-  workerRows(p.size(), wid, workers, begin, end);
+  ::aspen::detail::workerShare(p.size(), wid, workers, begin, end);
   blockProductRows<InT, PartialsT>(a, b, p, accumulate, begin, end);
 #endif
 }
@@ -272,7 +265,7 @@ ASPEN_HD void reduceParts(const Partials &partials, const Out &out, unsigned num
   if (n == 0)
     return;
   unsigned begin, end;
-  workerRows(out.size() * n, wid, workers, begin, end);
+  ::aspen::detail::workerShare(out.size() * n, wid, workers, begin, end);
   unsigned r = begin / n, j = begin % n;
   for (unsigned e = begin; e < end; ++e) {
     float sum = 0.0f;

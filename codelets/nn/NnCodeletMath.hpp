@@ -129,19 +129,11 @@ template <class V> ASPEN_HD inline bool nnRanksBelow(V a, V b) {
 // whose elements have size()): worker w of n takes the w-th of n contiguous, nearly equal runs.
 template <class Regions, class F>
 ASPEN_HD inline void nnForWorkerShare(const Regions &regions, unsigned w, unsigned n, F f) {
-  unsigned long long total = 0;
-  for (unsigned r = 0; r < regions.size(); ++r)
-    total += regions[r].size();
-  const unsigned long long begin = total * w / n, end = total * (w + 1) / n;
-  unsigned long long at = 0;
-  for (unsigned r = 0; r < regions.size() && at < end; ++r) {
-    const unsigned long long size = regions[r].size();
-    const unsigned long long lo = begin > at ? begin - at : 0;
-    const unsigned long long hi = end - at < size ? end - at : size;
+  const auto each = [&](unsigned r, unsigned long long lo, unsigned long long hi) {
     for (unsigned long long i = lo; i < hi; ++i)
       f(r, static_cast<unsigned>(i));
-    at += size;
-  }
+  };
+  ::aspen::detail::forWorkerShareOfRegions(regions, w, n, each);
 }
 
 } // namespace aspen::nn

@@ -65,7 +65,7 @@ public:
     for (unsigned r = 0; r < subT.size(); ++r) {
       const unsigned width = baseT[r].size() / numBaseRows;
       unsigned begin, end;
-      datamove::workerChunk(subT[r].size(), wid, numWorkers(), begin, end);
+      ::aspen::detail::workerShare(subT[r].size(), wid, numWorkers(), begin, end);
       for (unsigned row = begin / width; begin < end; ++row) {
         const unsigned rowEnd = (row + 1) * width < end ? (row + 1) * width : end;
         unsigned baseRow;
@@ -98,7 +98,7 @@ public:
       const unsigned width = baseT[r].size() / numBaseRows;
       const unsigned numSubTotal = subT[r].size() / width;
       unsigned begin, end;
-      datamove::workerChunk(width, wid, numWorkers(), begin, end);
+      ::aspen::detail::workerShare(width, wid, numWorkers(), begin, end);
       for (unsigned row = 0; row < numSubTotal; ++row) {
         unsigned baseRow;
         if (!datamove::baseRowOf(offsets, baseDims, subDims, wrap, row / numSubRows,
@@ -132,7 +132,7 @@ public:
       const unsigned width = baseT[r].size() / numBaseRows;
       const unsigned numSubTotal = subT[r].size() / width;
       unsigned begin, end;
-      datamove::workerChunk(width, wid, numWorkers(), begin, end);
+      ::aspen::detail::workerShare(width, wid, numWorkers(), begin, end);
       for (unsigned row = 0; row < numSubTotal; ++row) {
         unsigned baseRow;
         if (!datamove::baseRowOf(offsets, baseDims, subDims, false, row / numSubRows,

@@ -12,7 +12,7 @@ public:
   bool compute(unsigned wid) {
     for (unsigned r = 0; r < out.size(); ++r) {
       unsigned begin, end;
-      datamove::workerChunk(out[r].size(), wid, numWorkers(), begin, end);
+      ::aspen::detail::workerShare(out[r].size(), wid, numWorkers(), begin, end);
       for (unsigned i = begin; i < end; ++i)
         out[r][i] = value;
     }
@@ -31,7 +31,7 @@ public:
   bool compute(unsigned wid) {
     for (unsigned r = 0; r < out.size(); ++r) {
       unsigned begin, end;
-      datamove::workerChunk(out[r].size(), wid, numWorkers(), begin, end);
+      ::aspen::detail::workerShare(out[r].size(), wid, numWorkers(), begin, end);
       for (unsigned i = begin; i < end; ++i)
         out[r][i] = T(unsigned(start) + regionBegin[r] + i);
     }

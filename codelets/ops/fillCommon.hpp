@@ -13,15 +13,6 @@
 
 namespace aspen::ops::datamove {
 
-// The part [begin, end) of a run of `size` elements that worker `wid` of `numWorkers` handles:
-// consecutive equal chunks, so every element belongs to exactly one worker.
-ASPEN_HD inline void workerChunk(unsigned size, unsigned wid, unsigned numWorkers, unsigned &begin,
-                                 unsigned &end) {
-  const unsigned chunk = (size + numWorkers - 1) / numWorkers;
-  begin = wid * chunk < size ? wid * chunk : size;
-  end = begin + chunk < size ? begin + chunk : size;
-}
-
 // The arithmetic of a scaled add: float for floating-point data (half is widened), unsigned
 // (wrapping) for integers, so that overflow is defined and the same on every device.
 template <class T> struct ScaledAddArithmetic { typedef float type; };

@@ -19,7 +19,7 @@ public:
     const C b = subtract ? C(0) - C(*scaleB) : C(*scaleB);
     for (unsigned r = 0; r < A.size(); ++r) {
       unsigned begin, end;
-      datamove::workerChunk(A[r].size(), wid, numWorkers(), begin, end);
+      ::aspen::detail::workerShare(A[r].size(), wid, numWorkers(), begin, end);
       for (unsigned i = begin; i < end; ++i)
         A[r][i] = TA(a * C(A[r][i]) + b * C(B[r][i]));
     }

@@ -18,6 +18,7 @@
 #include <aspen/HalfFloat.hpp>
 #include <aspen/detail/VertexAbi.hpp>
 #include <aspen/detail/VertexTypeCodes.hpp>
+#include <aspen/detail/WorkerShare.hpp>
 
 // Poplar's markers for assembly implementations and stack sizes mean nothing here.
 #ifndef IS_EXTERNAL_CODELET

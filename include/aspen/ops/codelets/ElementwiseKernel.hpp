@@ -5,7 +5,7 @@
 // that is a list has the same region sizes. forEachWorkerRange(regions, workerId, numWorkers, f)
 // calls f(region, begin, end) for this worker's part:
 //   host: the concatenated elements are cut into numWorkers contiguous ranges of about equal
-//         size (cache friendly, one cut per worker);
+//         size (cache friendly, one cut per worker; aspen/detail/WorkerShare.hpp);
 //   GPU:  worker w takes elements w, w + numWorkers, ... of each region (coalesced accesses).
 // No standard library (NVRTC).
 #pragma once
@@ -25,20 +25,7 @@ ASPEN_HD inline void forEachWorkerRange(const Regions &regions, unsigned workerI
       f(r, i, i + 1);
   }
 #else
-  unsigned long long total = 0;
-  for (unsigned r = 0; r < numRegions; ++r)
-    total += regions[r].size();
-  const unsigned long long begin = total * workerId / numWorkers;
-  const unsigned long long end = total * (workerId + 1) / numWorkers;
-  unsigned long long regionStart = 0;
-  for (unsigned r = 0; r < numRegions && regionStart < end; ++r) {
-    const unsigned long long n = regions[r].size();
-    const unsigned long long lo = begin > regionStart ? begin - regionStart : 0;
-    const unsigned long long hi = end - regionStart < n ? end - regionStart : n;
-    if (lo < hi)
-      f(r, lo, hi);
-    regionStart += n;
-  }
+  ::aspen::detail::forWorkerShareOfRegions(regions, workerId, numWorkers, f);
 #endif
 }
 
