@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <string>
 
 namespace aspen::linalg::detail {
@@ -80,6 +81,27 @@ std::size_t readCount(const json::Value &v, const std::string &path, char dimNam
   return static_cast<std::size_t>(*n);
 }
 
+// The split counts of one JSON object ("partition" or "serial"), each pinned into its field.
+struct PinnedDim {
+  const char *key;
+  char dimName;
+  std::size_t dim;
+  std::optional<std::size_t> *pin;
+};
+void readPins(const json::Value &value, const std::string &path,
+              std::initializer_list<PinnedDim> dims, const char *keys) {
+  for (const auto &[key, count] : objectAt(value, path)) {
+    const std::string p = path + "." + key;
+    const PinnedDim *match = nullptr;
+    for (const PinnedDim &d : dims)
+      if (key == d.key)
+        match = &d;
+    if (!match)
+      throw invalid_option(fmt::format("{}: unknown key; the keys are {}", p, keys));
+    *match->pin = readCount(count, p, match->dimName, match->dim);
+  }
+}
+
 Type readPartialsType(const json::Value &v, const std::string &path) {
   if (v.isString() && v.asString() == "float")
     return FLOAT;
@@ -94,32 +116,18 @@ MatMulConstraints readConstraints(const std::string &text, const MatMulShape &sh
   for (const auto &[key, value] : objectAt(root, "planConstraints")) {
     const std::string path = "planConstraints." + key;
     if (key == "partition") {
-      for (const auto &[dim, count] : objectAt(value, path)) {
-        const std::string p = path + "." + dim;
-        if (dim == "groups")
-          c.partitionGroups = readCount(count, p, 'G', shape.G);
-        else if (dim == "m")
-          c.partitionM = readCount(count, p, 'M', shape.M);
-        else if (dim == "k")
-          c.partitionK = readCount(count, p, 'K', shape.K);
-        else if (dim == "n")
-          c.partitionN = readCount(count, p, 'N', shape.N);
-        else
-          throw invalid_option(fmt::format("{}: unknown key; the keys are groups, m, k, n", p));
-      }
+      readPins(value, path,
+               {{"groups", 'G', shape.G, &c.partitionGroups},
+                {"m", 'M', shape.M, &c.partitionM},
+                {"k", 'K', shape.K, &c.partitionK},
+                {"n", 'N', shape.N, &c.partitionN}},
+               "groups, m, k, n");
     } else if (key == "serial") {
-      for (const auto &[dim, count] : objectAt(value, path)) {
-        const std::string p = path + "." + dim;
-        if (dim == "m")
-          c.serialM = readCount(count, p, 'M', shape.M);
-        else if (dim == "k")
-          c.serialK = readCount(count, p, 'K', shape.K);
-        else if (dim == "n")
-          c.serialN = readCount(count, p, 'N', shape.N);
-        else
-          throw invalid_option(fmt::format(
-              "{}: unknown key; the keys are m, k, n (groups are never split serially)", p));
-      }
+      readPins(value, path,
+               {{"m", 'M', shape.M, &c.serialM},
+                {"k", 'K', shape.K, &c.serialK},
+                {"n", 'N', shape.N, &c.serialN}},
+               "m, k, n (groups are never split serially)");
     } else if (key == "partialsType") {
       c.partialsType = readPartialsType(value, path);
     } else if (std::find(std::begin(derivedKeys), std::end(derivedKeys), key) !=
