@@ -22,7 +22,6 @@ EngineImpl::EngineImpl(std::unique_ptr<CompiledGraph> compiled, const EngineOpti
   if (!compiled_)
     throw error("Engine: the Executable is empty (it was moved from or released)");
   profile_ = ExecutionProfile(*compiled_);
-  deviceOnly_ = deviceOnlySteps(*compiled_);
   streams_.reserve(compiled_->streams.size());
   for (const StreamInfo &s : compiled_->streams)
     streams_.emplace_back(s.handle, s.bytes(), s.hostToDevice);
@@ -59,6 +58,9 @@ void EngineImpl::load(const Device &device) {
   if (!executor)
     executor = makeCpuExecutor({options_.cpuThreads, options_.reverseWorkers});
   executor->load(*compiled_);
+  // Only an executor that runs device subtrees itself is offered them.
+  deviceOnly_ = executor->runsDeviceSubtrees() ? deviceOnlySteps(*compiled_)
+                                               : std::vector<bool>(compiled_->steps.size());
   executor_ = std::move(executor);
 }
 

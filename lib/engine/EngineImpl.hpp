@@ -43,7 +43,7 @@ private:
   std::ostream *printStream_ = &std::cout;
   ExecutionProfile profile_;
   std::vector<std::uint8_t> staging_;
-  std::vector<bool> deviceOnly_; // deviceOnlySteps(*compiled_)
+  std::vector<bool> deviceOnly_; // deviceOnlySteps(*compiled_) when the executor takes them
 };
 
 } // namespace aspen::detail

@@ -30,10 +30,12 @@ public:
   // Raises aspen::runtime_error naming the vertex when one fails.
   virtual double execute(std::uint32_t index) = 0;
 
-  // Optional: runs step `step`, a subtree of device work only (deviceOnlySteps in
-  // engine/DeviceSubtrees.hpp), entirely on the device and returns true; returns false when this
-  // executor does not do that, and the engine interprets the subtree itself. The engine times
-  // such a subtree as a whole: its compute sets are not timed one by one.
+  // Optional, asked once after load: whether this executor runs whole subtrees of device work
+  // (deviceOnlySteps in engine/DeviceSubtrees.hpp) itself. When it does, the engine hands it
+  // each maximal such subtree through runDeviceSubtree, which runs it entirely on the device and
+  // returns true (false: the engine interprets that subtree itself). The engine times such a
+  // subtree as a whole: its compute sets are not timed one by one.
+  virtual bool runsDeviceSubtrees() const { return false; }
   virtual bool runDeviceSubtree(std::uint32_t /*step*/) { return false; }
 };
 

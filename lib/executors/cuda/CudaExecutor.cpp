@@ -226,6 +226,7 @@ public:
     return milliseconds * 1e-3;
   }
 
+  bool runsDeviceSubtrees() const override { return graphs_ != nullptr; }
   bool runDeviceSubtree(std::uint32_t step) override {
     if (!graphs_)
       return false;
