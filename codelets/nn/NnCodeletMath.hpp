@@ -103,6 +103,43 @@ template <NonLinearityType K> ASPEN_HD inline float nnGradient(float act, float 
   }
 }
 
+// The same two functions with the kind chosen at run time (the recurrent cells take their
+// activations as vertex members). Only element-wise kinds: softmax needs a whole row.
+ASPEN_HD inline float nnForwardOf(NonLinearityType k, float x) {
+  switch (k) {
+#define ASPEN_NN_FORWARD_CASE(name, helper, takesInput)                                           \
+  case NonLinearityType::name:                                                                    \
+    return nnForward<NonLinearityType::name>(x);
+    ASPEN_NN_ELEMENTWISE_NON_LINEARITIES(ASPEN_NN_FORWARD_CASE)
+#undef ASPEN_NN_FORWARD_CASE
+  default:
+    return x;
+  }
+}
+ASPEN_HD inline float nnGradientOf(NonLinearityType k, float act, float g) {
+  switch (k) {
+#define ASPEN_NN_GRADIENT_CASE(name, helper, takesInput)                                          \
+  case NonLinearityType::name:                                                                    \
+    return nnGradient<NonLinearityType::name>(act, g);
+    ASPEN_NN_ELEMENTWISE_NON_LINEARITIES(ASPEN_NN_GRADIENT_CASE)
+#undef ASPEN_NN_GRADIENT_CASE
+  default:
+    return g;
+  }
+}
+// True for the kinds whose gradient is computed from the forward input (GELU, GELU_ERF, SWISH).
+ASPEN_HD inline bool nnGradientTakesInput(NonLinearityType k) {
+  switch (k) {
+#define ASPEN_NN_TAKES_INPUT_CASE(name, helper, takesInput)                                       \
+  case NonLinearityType::name:                                                                    \
+    return takesInput;
+    ASPEN_NN_ELEMENTWISE_NON_LINEARITIES(ASPEN_NN_TAKES_INPUT_CASE)
+#undef ASPEN_NN_TAKES_INPUT_CASE
+  default:
+    return false;
+  }
+}
+
 // True for float: the codelets keep float intermediates in float outputs, but not in half ones.
 template <class T> struct NnIsFloat { static constexpr bool value = false; };
 template <> struct NnIsFloat<float> { static constexpr bool value = true; };

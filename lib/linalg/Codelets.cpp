@@ -1,8 +1,13 @@
-// aspen::linalg::addCodelets: the precompiled linalg codelet families.
+// aspen::linalg::addCodelets: the precompiled linalg codelet families, and ops' (matmuls zero,
+// cast and reduce with its vertices).
 #include "core/LibraryCodelets.hpp"
 
 #include <aspen/linalg/Codelets.hpp>
+#include <aspen/ops/Codelets.hpp>
 
 namespace aspen::linalg {
-void addCodelets(Graph &graph) { aspen::detail::addLibraryCodelets(graph, "linalg"); }
+void addCodelets(Graph &graph) {
+  ops::addCodelets(graph);
+  aspen::detail::addLibraryCodelets(graph, "linalg");
+}
 } // namespace aspen::linalg

@@ -1,11 +1,13 @@
 #include "core/LibraryCodelets.hpp"
 
+#include <aspen/linalg/Codelets.hpp>
 #include <aspen/nn/Codelets.hpp>
-#include <aspen/ops/Codelets.hpp>
 
 namespace aspen::nn {
+// Every codelet library the nn builders use: the recurrent layers call linalg's matmuls, which
+// need ops' vertices in turn (linalg::addCodelets adds them).
 void addCodelets(Graph &graph) {
-  ops::addCodelets(graph);
+  linalg::addCodelets(graph);
   detail::addLibraryCodelets(graph, "nn");
 }
 } // namespace aspen::nn

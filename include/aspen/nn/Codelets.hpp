@@ -1,4 +1,5 @@
-// Adds the codelets of aspen::nn, and those of aspen::ops it builds on (popnn::addCodelets).
+// Adds the codelets of aspen::nn and of the libraries it builds on, aspen::linalg and aspen::ops
+// (popnn::addCodelets): everything the nn builders, the recurrent layers included, need.
 #pragma once
 
 #include <aspen/Graph.hpp>

@@ -5,3 +5,8 @@
 #include <poplar/Implicit.hpp>
 #include <poplin/Namespace.hpp>
 #include <aspen/linalg/MatMul.hpp>
+
+// PopLibs spells the planning cache poplin::matmul::PlanningCache (popnn's headers use it).
+namespace poplin::matmul {
+using aspen::linalg::PlanningCache;
+} // namespace poplin::matmul

@@ -1,0 +1,382 @@
+// The recurrent-layer codelets: the step control of the generic loop (aspen::nn::rnn::Rnn) and
+// the LSTM cell, forward, backward and the cell-state recomputation.
+//
+// Cell vertices work on whole rows of the [B, H] state: a vertex holds R rows, and its 2-D
+// fields list, per row, one segment per gate in the canonical order (forget, input, candidate,
+// output) whatever the weights' cell order (the builder connects slots to gates). Arithmetic is
+// in float; half data is widened on load and rounded once on store. With element-wise
+// activations the workers split the vertex's elements; when an activation is softmax (over a
+// gate's H units, per row) each worker takes whole rows.
+#include "NnCodeletMath.hpp"
+
+namespace aspen::nn {
+
+// One time step's control values, computed at the start of the step by a single thread:
+//   time    the absolute step t: begin + step (forward) or begin + window - 1 - step (reverse)
+//   offset  t - begin, the position of the step in its shard's chunk or window
+//   active  1 when t < min(T, max length): the step does any work
+//   gather  1 when the step is active, gatherSteps > 0 and t % gatherSteps == 0
+//   slot    t % slotModulus (t when slotModulus is 0): the step's place in a gather window
+//   mask    per row, 1 when t < min(T, L_b) (lengths [1] apply to every row); inverse = 1 - mask
+// then advances `step`.
+template <class T> class RnnStepControl : public Vertex {
+public:
+  InOut<Vector<unsigned>> step;
+  Input<Vector<unsigned>> begin;
+  Input<Vector<unsigned>> lengths;
+  Output<Vector<unsigned>> time;
+  Output<Vector<unsigned>> offset;
+  Output<Vector<unsigned>> active;
+  Output<Vector<unsigned>> gather;
+  Output<Vector<unsigned>> slot;
+  Output<Vector<T>> mask;
+  Output<Vector<T>> inverse;
+  unsigned window;
+  unsigned maxTimeSteps;
+  unsigned gatherSteps;
+  unsigned slotModulus;
+  bool reverse;
+  bool compute() {
+    const unsigned i = step[0];
+    const unsigned t = reverse ? begin[0] + window - 1 - i : begin[0] + i;
+    unsigned longest = 0;
+    for (unsigned b = 0; b < lengths.size(); ++b)
+      longest = lengths[b] > longest ? lengths[b] : longest;
+    longest = longest < maxTimeSteps ? longest : maxTimeSteps;
+    const bool isActive = t < longest;
+    time[0] = t;
+    offset[0] = t - begin[0];
+    active[0] = isActive ? 1u : 0u;
+    slot[0] = slotModulus != 0 ? t % slotModulus : t;
+    gather[0] = isActive && gatherSteps != 0 && t % gatherSteps == 0 ? 1u : 0u;
+    const unsigned rows = mask.size();
+    for (unsigned b = 0; b < rows; ++b) {
+      const unsigned length = lengths.size() == 1 ? lengths[0] : lengths[b];
+      const bool on = t < length && t < maxTimeSteps;
+      mask[b] = T(on ? 1.0f : 0.0f);
+      inverse[b] = T(on ? 0.0f : 1.0f);
+    }
+    step[0] = i + 1;
+    return true;
+  }
+};
+
+template class RnnStepControl<float>;
+template class RnnStepControl<half>;
+
+namespace lstm_cell {
+
+constexpr unsigned F = 0, I = 1, G = 2, O = 3;
+
+ASPEN_HD inline bool isSoftmaxKind(unsigned k) {
+  return k == unsigned(NonLinearityType::SOFTMAX) ||
+         k == unsigned(NonLinearityType::SOFTMAX_STABLE);
+}
+
+// Softmax statistics of one row: y_k = exp(x_k - shift) / sum.
+struct RowStats {
+  float shift = 0.0f;
+  float sum = 1.0f;
+};
+
+template <class Value> ASPEN_HD inline RowStats softmaxStats(unsigned n, const Value &value) {
+  RowStats s;
+  if (n == 0)
+    return s;
+  s.shift = value(0);
+  for (unsigned k = 1; k < n; ++k) {
+    const float v = value(k);
+    s.shift = nnRanksAbove(v, s.shift) ? v : s.shift;
+  }
+  s.sum = 0.0f;
+  for (unsigned k = 0; k < n; ++k)
+    s.sum += nnExp(value(k) - s.shift);
+  return s;
+}
+
+ASPEN_HD inline float activate(unsigned kind, float x, const RowStats &s) {
+  if (isSoftmaxKind(kind))
+    return nnExp(x - s.shift) / s.sum;
+  return nnForwardOf(NonLinearityType(kind), x);
+}
+
+// dL/dx from act (output, or input for the kinds that take it), upstream g and, for softmax,
+// dot = sum over the row of g * y.
+ASPEN_HD inline float gradient(unsigned kind, float act, float g, float dot) {
+  if (isSoftmaxKind(kind))
+    return act * (g - dot);
+  return nnGradientOf(NonLinearityType(kind), act, g);
+}
+
+} // namespace lstm_cell
+
+// The forward step of R rows: gates from the pre-activations (`gates`, 4 segments a row) plus the
+// biases (4 segments), c_t = f c_{t-1} + i g and h_t = o phi(c_t), written to cState and hState
+// (in place) and to `out`; `inter` receives the saved intermediates, n segments a row:
+//   saveMode 0: none; 1: [f, i, g, o]; 2: [f, i, g, o, phi(c_t), c_{t-1}]; then h_t if saveH.
+//   rawCandidate: slot 2 holds the candidate's pre-activation and slot 4 holds c_t instead (the
+//   activation's gradient needs its input).
+// Rows whose mask is 0 keep their state, and write zeros to `out` and `inter`.
+template <class T> class LstmCellFwd : public MultiVertex {
+public:
+  Vector<Input<Vector<T>>> gates;
+  Vector<Input<Vector<T>>> bias;
+  Vector<InOut<Vector<T>>> cState;
+  Vector<InOut<Vector<T>>> hState;
+  Vector<Output<Vector<T>>> out;
+  Vector<Output<Vector<T>>> inter;
+  Input<Vector<T>> mask;
+  unsigned activation;
+  unsigned recurrentActivation;
+  unsigned saveMode;
+  bool saveH;
+  bool rawCandidate;
+
+  unsigned numInter() const { return (saveMode == 0 ? 0u : saveMode == 1 ? 4u : 6u) + (saveH ? 1u : 0u); }
+  float pre(unsigned r, unsigned u, unsigned k) const {
+    return float(gates[4 * r + u][k]) + float(bias[u][k]);
+  }
+
+  // Writes the results of elements [k0, k1) of row r; c already holds c_t when cReady.
+  void finish(unsigned r, unsigned k0, unsigned k1, const lstm_cell::RowStats *gs,
+              const lstm_cell::RowStats &cs, bool cReady) {
+    using namespace lstm_cell;
+    const unsigned n = numInter();
+    for (unsigned k = k0; k < k1; ++k) {
+      const float ag = pre(r, G, k);
+      const float f = activate(recurrentActivation, pre(r, F, k), gs[F]);
+      const float i = activate(recurrentActivation, pre(r, I, k), gs[I]);
+      const float g = activate(activation, ag, gs[G]);
+      const float o = activate(recurrentActivation, pre(r, O, k), gs[O]);
+      const float cPrev = cReady ? 0.0f : float(cState[r][k]);
+      const float c = cReady ? float(cState[r][k]) : f * cPrev + i * g;
+      const float phiC = activate(activation, c, cs);
+      const float h = o * phiC;
+      if (saveMode != 0) {
+        inter[n * r + F][k] = T(f);
+        inter[n * r + I][k] = T(i);
+        inter[n * r + G][k] = T(rawCandidate ? ag : g);
+        inter[n * r + O][k] = T(o);
+      }
+      if (saveMode == 2) {
+        inter[n * r + 4][k] = T(rawCandidate ? c : phiC);
+        if (!cReady)
+          inter[n * r + 5][k] = T(cPrev);
+      }
+      if (saveH)
+        inter[n * r + n - 1][k] = T(h);
+      if (!cReady)
+        cState[r][k] = T(c);
+      hState[r][k] = T(h);
+      out[r][k] = T(h);
+    }
+  }
+
+  void zeroRow(unsigned r, unsigned k0, unsigned k1) {
+    const unsigned n = numInter();
+    for (unsigned k = k0; k < k1; ++k) {
+      out[r][k] = T(0.0f);
+      for (unsigned j = 0; j < n; ++j)
+        inter[n * r + j][k] = T(0.0f);
+    }
+  }
+
+  bool compute(unsigned workerId) {
+    using namespace lstm_cell;
+    const RowStats none[4];
+    const RowStats noneC;
+    const bool rowWise = isSoftmaxKind(activation) || isSoftmaxKind(recurrentActivation);
+    if (!rowWise) {
+      nnForWorkerShare(out, workerId, numWorkers(), [&](unsigned r, unsigned k) {
+        if (float(mask[r]) == 0.0f)
+          zeroRow(r, k, k + 1);
+        else
+          finish(r, k, k + 1, none, noneC, false);
+      });
+      return true;
+    }
+    for (unsigned r = workerId; r < out.size(); r += numWorkers()) {
+      const unsigned h = out[r].size();
+      if (float(mask[r]) == 0.0f) {
+        zeroRow(r, 0, h);
+        continue;
+      }
+      RowStats gs[4];
+      for (unsigned u = 0; u < 4; ++u)
+        if (isSoftmaxKind(u == G ? activation : recurrentActivation))
+          gs[u] = softmaxStats(h, [&](unsigned k) { return pre(r, u, k); });
+      if (!isSoftmaxKind(activation)) {
+        finish(r, 0, h, gs, noneC, false);
+        continue;
+      }
+      // phi(c_t) needs the whole row of c_t: compute it first (saving c_{t-1} on the way).
+      const unsigned n = numInter();
+      for (unsigned k = 0; k < h; ++k) {
+        const float f = activate(recurrentActivation, pre(r, F, k), gs[F]);
+        const float i = activate(recurrentActivation, pre(r, I, k), gs[I]);
+        const float g = activate(activation, pre(r, G, k), gs[G]);
+        const float cPrev = float(cState[r][k]);
+        if (saveMode == 2)
+          inter[n * r + 5][k] = T(cPrev);
+        cState[r][k] = T(f * cPrev + i * g);
+      }
+      const RowStats cs = softmaxStats(h, [&](unsigned k) { return float(cState[r][k]); });
+      finish(r, 0, h, gs, cs, true);
+    }
+    return true;
+  }
+};
+
+// The backward step of R rows (rnn-semantics.md): from the saved gates (`fwd`, 4 segments a row),
+// `cell` (2 segments a row: phi(c_t) -- or c_t when rawCell -- and c_{t-1}), the incoming
+// gradient dh = dhMM + dhCarry (+ outGrad when hasOutGrad) and dcState, writes the gate
+// gradients `delta` (4 segments a row, canonical order), dcState = dc * f and dhCarry = 0; the
+// next product delta . Wo^T becomes the next dhMM. rawCandidate: slot 2 of fwd holds the
+// candidate's pre-activation. Rows whose mask is 0 write zero gradients and carry
+// dh (dhCarry = dhMM + dhCarry) and dc unchanged.
+template <class T> class LstmCellBwd : public MultiVertex {
+public:
+  Vector<Input<Vector<T>>> fwd;
+  Vector<Input<Vector<T>>> cell;
+  Vector<Input<Vector<T>>> outGrad;
+  Vector<Input<Vector<T>>> dhMM;
+  Vector<InOut<Vector<T>>> dhCarry;
+  Vector<InOut<Vector<T>>> dcState;
+  Vector<Output<Vector<T>>> delta;
+  Input<Vector<T>> mask;
+  unsigned activation;
+  unsigned recurrentActivation;
+  bool rawCell;
+  bool rawCandidate;
+  bool hasOutGrad;
+
+  struct Element {
+    float f, i, g, gAct, o, phiC, cAct, cPrev, dh;
+  };
+  Element load(unsigned r, unsigned k, const lstm_cell::RowStats &cStats) const {
+    Element e;
+    e.f = float(fwd[4 * r + 0][k]);
+    e.i = float(fwd[4 * r + 1][k]);
+    const float gs = float(fwd[4 * r + 2][k]);
+    e.g = rawCandidate ? nnForwardOf(NonLinearityType(activation), gs) : gs;
+    e.gAct = gs;
+    e.o = float(fwd[4 * r + 3][k]);
+    const float cs = float(cell[2 * r][k]);
+    e.phiC = rawCell ? lstm_cell::activate(activation, cs, cStats) : cs;
+    // The derivative of phi at c_t is taken from its output unless the kind needs its input.
+    e.cAct = rawCell && nnGradientTakesInput(NonLinearityType(activation)) ? cs : e.phiC;
+    e.cPrev = float(cell[2 * r + 1][k]);
+    e.dh = float(dhMM[r][k]) + float(dhCarry[r][k]) + (hasOutGrad ? float(outGrad[r][k]) : 0.0f);
+    return e;
+  }
+
+  // Softmax row sums: dots[0..3] for gates f, i, g, o and dots[4] for phi(c_t).
+  void rowDots(unsigned r, unsigned h, const lstm_cell::RowStats &cStats, float *dots) const {
+    using namespace lstm_cell;
+    for (unsigned j = 0; j < 5; ++j)
+      dots[j] = 0.0f;
+    for (unsigned k = 0; k < h; ++k) {
+      const Element e = load(r, k, cStats);
+      dots[4] += e.dh * e.o * e.phiC;
+    }
+    for (unsigned k = 0; k < h; ++k) {
+      const Element e = load(r, k, cStats);
+      const float dc = gradient(activation, e.cAct, e.dh * e.o, dots[4]) + float(dcState[r][k]);
+      dots[O] += e.dh * e.phiC * e.o;
+      dots[I] += dc * e.g * e.i;
+      dots[G] += dc * e.i * e.g;
+      dots[F] += dc * e.cPrev * e.f;
+    }
+  }
+
+  void finish(unsigned r, unsigned k0, unsigned k1, const lstm_cell::RowStats &cStats,
+              const float *dots) {
+    using namespace lstm_cell;
+    for (unsigned k = k0; k < k1; ++k) {
+      if (float(mask[r]) == 0.0f) {
+        for (unsigned u = 0; u < 4; ++u)
+          delta[4 * r + u][k] = T(0.0f);
+        dhCarry[r][k] = T(float(dhMM[r][k]) + float(dhCarry[r][k]));
+        continue;
+      }
+      const Element e = load(r, k, cStats);
+      const float dOut = gradient(recurrentActivation, e.o, e.dh * e.phiC, dots[O]);
+      const float dc = gradient(activation, e.cAct, e.dh * e.o, dots[4]) + float(dcState[r][k]);
+      const float dIn = gradient(recurrentActivation, e.i, dc * e.g, dots[I]);
+      const float dCand = gradient(activation, rawCandidate ? e.gAct : e.g, dc * e.i, dots[G]);
+      const float dForget = gradient(recurrentActivation, e.f, dc * e.cPrev, dots[F]);
+      delta[4 * r + F][k] = T(dForget);
+      delta[4 * r + I][k] = T(dIn);
+      delta[4 * r + G][k] = T(dCand);
+      delta[4 * r + O][k] = T(dOut);
+      dcState[r][k] = T(dc * e.f);
+      dhCarry[r][k] = T(0.0f);
+    }
+  }
+
+  bool compute(unsigned workerId) {
+    using namespace lstm_cell;
+    const float none[5] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+    const RowStats noStats;
+    if (!isSoftmaxKind(activation) && !isSoftmaxKind(recurrentActivation)) {
+      nnForWorkerShare(dcState, workerId, numWorkers(),
+                       [&](unsigned r, unsigned k) { finish(r, k, k + 1, noStats, none); });
+      return true;
+    }
+    for (unsigned r = workerId; r < dcState.size(); r += numWorkers()) {
+      const unsigned h = dcState[r].size();
+      float dots[5];
+      if (float(mask[r]) == 0.0f) {
+        finish(r, 0, h, noStats, none);
+        continue;
+      }
+      // With c_t saved raw (recomputed), a softmax activation needs its row statistics.
+      RowStats cStats;
+      if (rawCell && isSoftmaxKind(activation))
+        cStats = softmaxStats(h, [&](unsigned k) { return float(cell[2 * r][k]); });
+      rowDots(r, h, cStats, dots);
+      finish(r, 0, h, cStats, dots);
+    }
+    return true;
+  }
+};
+
+// Rebuilds c_t from the saved gates for recomputationMode cellAndTanh: c_t = f c_{t-1} + i g,
+// cState holding c_{t-1} on entry and c_t on exit, cPrev receiving c_{t-1} and cOut c_t (the
+// sequences the backward pass reads). Rows whose mask is 0 keep cState and write zeros.
+template <class T> class LstmCellRecompute : public MultiVertex {
+public:
+  Vector<Input<Vector<T>>> fwd;
+  Vector<InOut<Vector<T>>> cState;
+  Vector<Output<Vector<T>>> cPrev;
+  Vector<Output<Vector<T>>> cOut;
+  Input<Vector<T>> mask;
+  unsigned activation;
+  bool rawCandidate;
+  bool compute(unsigned workerId) {
+    nnForWorkerShare(cState, workerId, numWorkers(), [&](unsigned r, unsigned k) {
+      const float previous = float(cState[r][k]);
+      if (float(mask[r]) == 0.0f) {
+        cPrev[r][k] = T(0.0f);
+        cOut[r][k] = T(0.0f);
+        return;
+      }
+      const float gs = float(fwd[4 * r + 2][k]);
+      const float g = rawCandidate ? nnForwardOf(NonLinearityType(activation), gs) : gs;
+      const float c = float(fwd[4 * r + 0][k]) * previous + float(fwd[4 * r + 1][k]) * g;
+      cPrev[r][k] = T(previous);
+      cOut[r][k] = T(c);
+      cState[r][k] = T(c);
+    });
+    return true;
+  }
+};
+
+template class LstmCellFwd<float>;
+template class LstmCellFwd<half>;
+template class LstmCellBwd<float>;
+template class LstmCellBwd<half>;
+template class LstmCellRecompute<float>;
+template class LstmCellRecompute<half>;
+
+} // namespace aspen::nn

@@ -1,0 +1,210 @@
+// LSTM layers (popnn's Lstm.hpp). The contract -- maths, shapes, options, variable lengths and
+// where Aspen differs from popnn -- is rnn-semantics.md; this header gives the shapes.
+//
+// T = maxTimeSteps, B = batchSize, I = layerSizes[0], H = layerSizes[1]. Gates: forget (f),
+// input (i), candidate (g), output (o); rho = recurrentActivation, phi = activation.
+//   f = rho(a_f), i = rho(a_i), o = rho(a_o), g = phi(a_g), a_u = x.Wi[u] + h.Wo[u] + b[u]
+//   c_t = f*c_{t-1} + i*g,  h_t = o*phi(c_t)
+//
+// Tensors:
+//   input            [T, B, I]            createInput
+//   state            LstmState{output [B, H], cellState [B, H]}   createInitialState
+//   weights          LstmWeights{inputWeights [4, I, H], outputWeights [4, H, H], biases [4, H]},
+//                    dimension 0 in params.cellOrder; created as views of one [I+H, 4H] matrix
+//                    (or two, [I, 4H] and [H, 4H], with preCalcWeights)
+//   output           [T, B, H] (outputFullSequence) or [B, H] (the last step's output)
+//   fwdIntermediates [T, n, B, H]: n = 6 for recomputationMode none ([f, i, g, o, phi(c_t),
+//                    c_{t-1}]), 4 for cellAndTanh ([f, i, g, o]), 0 for full; plus h_t when
+//                    outputFullSequence is false. Gates in this canonical order for any cellOrder.
+//   bwdIntermediates [T, 4, B, H]: the gate gradients, dimension 1 in cellOrder.
+// All tensors of params.dataType (FLOAT or HALF); timeSteps UNSIGNED_INT [1] or [B].
+//
+// Functions:
+//   lstmFwd(graph, params, prog, stateInit, weights, in, intermediates*, debug, options, cache)
+//     -> output. Also lstmFwd(graph, params, stateInit, in, weights, intermediates*, prog, ...)
+//     -> {output, final cell state}. intermediates may be null (inference); with inferenceOnly
+//     it must be.
+//   lstmBwd(graph, params, prog, fwdStateInit, fwdIntermediates, weights, input, output,
+//           outputGrad, lastCellStateGrad* | lastStepStateGrad*, inputGrad*, bwdIntermediates*,
+//           debug, options, cache) -> gradient of the initial state
+//     outputGrad: output's shape. lastCellStateGrad [B, H] or lastStepStateGrad {output [B, H],
+//     cellState [B, H]} (either member may be invalid): incoming gradients of the final state;
+//     not allowed with variable time steps. inputGrad (needs calcInputGradients) receives
+//     [T, B, I]; bwdIntermediates receives [T, 4, B, H].
+//   lstmWU(graph, params, prog, fwdStateInit, fwdIntermediates, bwdIntermediates, weights, input,
+//          output, debug, options, cache) -> weight gradients (LstmWeights, shapes as weights)
+//     dWi[u] = sum_t x_t^T D_u, dWo[u] = sum_t h_{t-1}^T D_u, db[u] = sum_{t,b} D_u.
+//   lstmBwdWithWU(..., outputGrad, lastCellStateGrad* | lastStepStateGrad*, inputGrad*,
+//                 weightsGrad&, ...) -> gradient of the initial state; the weight gradients are
+//     accumulated while the backward loop runs (every rnnStepsPerWU steps), or in one pass after.
+//
+// Options (unknown keys and bad values raise invalid_option naming the key and allowed values):
+//   inferenceOnly (false), preCalcWeights (false): one [T*B, I] x [I, 4H] product before the loop,
+//   partialsType (float|half; default float), weightAccumulatorsType (float|half; default the data
+//   type), recomputationMode (none|cellAndTanh|full; default none), availableMemoryProportion
+//   ((0, 1], default 0.6), numShards (1..min(T, tiles); default estimated from the memory the
+//   sequence tensors need), rnnCodeReuse (default: true when numShards > 1), rnnStepsPerWU (0..T;
+//   0 = one weight-update pass after the loop; default chosen from the memory budget),
+//   disableWUPartialInterleaving (false; true limits the choice to every step or after the loop).
+//   Results do not depend on numShards, rnnCodeReuse, rnnStepsPerWU or recomputationMode beyond
+//   rounding of the weight-gradient sums.
+#pragma once
+
+#include <aspen/DebugContext.hpp>
+#include <aspen/Graph.hpp>
+#include <aspen/OptionFlags.hpp>
+#include <aspen/Program.hpp>
+#include <aspen/linalg/MatMul.hpp>
+#include <aspen/nn/LstmDef.hpp>
+#include <aspen/nn/NonLinearityDef.hpp>
+#include <aspen/nn/Rnn.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace aspen::nn::lstm {
+
+// {forget, input, candidate, output}
+std::vector<BasicLstmCellUnit> getDefaultBasicLstmCellOrder();
+
+struct LstmParams {
+  rnn::RnnParams rnn;
+  // popnn's deprecated copies of rnn's fields, kept equal to them by the constructors.
+  Type dataType;
+  std::size_t batchSize;
+  std::size_t timeSteps;
+  std::vector<std::size_t> layerSizes;
+
+  bool outputFullSequence = true;
+  // false skips the input's contribution x.Wi entirely (popnn: for benchmarking only).
+  bool doInputWeightCalc = true;
+  bool calcInputGradients = true;
+  // Accepted for popnn compatibility: Aspen always returns each row's state at its last step.
+  bool preserveFinalState = false;
+  std::vector<BasicLstmCellUnit> cellOrder = getDefaultBasicLstmCellOrder();
+  NonLinearityType activation = NonLinearityType::TANH;
+  NonLinearityType recurrentActivation = NonLinearityType::SIGMOID;
+
+  LstmParams(Type dataType, std::size_t batchSize, std::size_t timeSteps,
+             std::vector<std::size_t> layerSizes,
+             NonLinearityType activation = NonLinearityType::TANH,
+             NonLinearityType recurrentActivation = NonLinearityType::SIGMOID);
+  LstmParams(Type dataType, std::size_t batchSize, std::size_t maxTimeSteps,
+             const Tensor &timeSteps, std::vector<std::size_t> layerSizes,
+             NonLinearityType activation = NonLinearityType::TANH,
+             NonLinearityType recurrentActivation = NonLinearityType::SIGMOID);
+};
+
+struct LstmState {
+  Tensor output;
+  Tensor cellState;
+  // [2, B, H]: output then cell state.
+  Tensor getAsTensor() const;
+};
+
+struct LstmWeights {
+  Tensor inputWeights;
+  Tensor outputWeights;
+  Tensor biases;
+};
+
+// Multiply-adds count two FLOPs; non-linearities are not counted (popnn's convention).
+//   fwd: T*B*(2*4H*(I*[doInputWeightCalc] + H) + 4H (biases) + 3H (cell: 2 mul, 1 add) + H (out))
+//   bwd: T*B*(2*4H*(H + I*[calcInputGradients]) + 10H (gate gradients))
+//   wu:  T*B*(2*4H*(I + H) + 4H (bias sums))
+std::uint64_t getBasicLstmCellFwdFlops(const LstmParams &params);
+std::uint64_t getBasicLstmCellBwdFlops(const LstmParams &params);
+std::uint64_t getBasicLstmCellWuFlops(const LstmParams &params);
+
+// The matmuls the layer plans with these options (for preplanMatMuls).
+std::vector<std::pair<linalg::MatMulParams, OptionFlags>>
+getMatMulPrePlanParameters(LstmParams params, OptionFlags options);
+
+Tensor createInput(Graph &graph, const LstmParams &params, const DebugContext &debug,
+                   const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
+Tensor createInitialOutput(Graph &graph, const LstmParams &params, const DebugContext &debug,
+                           const OptionFlags &options = {},
+                           linalg::PlanningCache *cache = nullptr);
+Tensor createInitialCellState(Graph &graph, const LstmParams &params, const DebugContext &debug,
+                              const OptionFlags &options = {},
+                              linalg::PlanningCache *cache = nullptr);
+LstmState createInitialState(Graph &graph, const LstmParams &params, const DebugContext &debug,
+                             const OptionFlags &options = {},
+                             linalg::PlanningCache *cache = nullptr);
+void zeroInitialState(Graph &graph, const LstmState &initialState, program::Sequence &prog,
+                      const DebugContext &debug = {});
+
+// {inputWeights [4, I, H], outputWeights [4, H, H]}
+std::pair<Tensor, Tensor> createWeightsKernel(Graph &graph, const LstmParams &params,
+                                              const DebugContext &debug,
+                                              const OptionFlags &options = {},
+                                              linalg::PlanningCache *cache = nullptr);
+// [4, H]
+Tensor createWeightsBiases(Graph &graph, const LstmParams &params, const DebugContext &debug,
+                           const OptionFlags &options = {},
+                           linalg::PlanningCache *cache = nullptr);
+LstmWeights createWeights(Graph &graph, const LstmParams &params, const DebugContext &debug,
+                          const OptionFlags &options = {},
+                          linalg::PlanningCache *cache = nullptr);
+
+Tensor lstmFwd(Graph &graph, const LstmParams &params, program::Sequence &prog,
+               const LstmState &stateInit, const LstmWeights &weights, const Tensor &in,
+               Tensor *intermediates, const DebugContext &debug = {},
+               const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
+std::pair<Tensor, Tensor> lstmFwd(Graph &graph, const LstmParams &params,
+                                  const LstmState &stateInit, const Tensor &in,
+                                  const LstmWeights &weights, Tensor *intermediates,
+                                  program::Sequence &prog, const DebugContext &debug = {},
+                                  const OptionFlags &options = {},
+                                  linalg::PlanningCache *cache = nullptr);
+
+LstmState lstmBwd(Graph &graph, const LstmParams &params, program::Sequence &prog,
+                  const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
+                  const LstmWeights &weights, const Tensor &input, const Tensor &output,
+                  const Tensor &outputGrad, const Tensor *lastCellStateGrad, Tensor *inputGrad,
+                  Tensor *bwdIntermediates, const DebugContext &debug = {},
+                  const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
+LstmState lstmBwd(Graph &graph, const LstmParams &params, program::Sequence &prog,
+                  const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
+                  const LstmWeights &weights, const Tensor &input, const Tensor &output,
+                  const Tensor &outputGrad, const LstmState *lastStepStateGrad,
+                  Tensor *inputGrad, Tensor *bwdIntermediates, const DebugContext &debug = {},
+                  const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
+// A literal nullptr for the incoming state gradient.
+LstmState lstmBwd(Graph &graph, const LstmParams &params, program::Sequence &prog,
+                  const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
+                  const LstmWeights &weights, const Tensor &input, const Tensor &output,
+                  const Tensor &outputGrad, std::nullptr_t, Tensor *inputGrad,
+                  Tensor *bwdIntermediates, const DebugContext &debug = {},
+                  const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
+
+LstmWeights lstmWU(Graph &graph, const LstmParams &params, program::Sequence &prog,
+                   const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
+                   const Tensor &bwdIntermediates, const LstmWeights &weights,
+                   const Tensor &input, const Tensor &output, const DebugContext &debug = {},
+                   const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
+
+LstmState lstmBwdWithWU(Graph &graph, const LstmParams &params, program::Sequence &prog,
+                        const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
+                        const LstmWeights &weights, const Tensor &input, const Tensor &output,
+                        const Tensor &outputGrad, const Tensor *lastCellStateGrad,
+                        Tensor *inputGrad, LstmWeights &weightsGrad,
+                        const DebugContext &debug = {}, const OptionFlags &options = {},
+                        linalg::PlanningCache *cache = nullptr);
+LstmState lstmBwdWithWU(Graph &graph, const LstmParams &params, program::Sequence &prog,
+                        const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
+                        const LstmWeights &weights, const Tensor &input, const Tensor &output,
+                        const Tensor &outputGrad, const LstmState *lastStepStateGrad,
+                        Tensor *inputGrad, LstmWeights &weightsGrad,
+                        const DebugContext &debug = {}, const OptionFlags &options = {},
+                        linalg::PlanningCache *cache = nullptr);
+LstmState lstmBwdWithWU(Graph &graph, const LstmParams &params, program::Sequence &prog,
+                        const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
+                        const LstmWeights &weights, const Tensor &input, const Tensor &output,
+                        const Tensor &outputGrad, std::nullptr_t, Tensor *inputGrad,
+                        LstmWeights &weightsGrad, const DebugContext &debug = {},
+                        const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
+
+} // namespace aspen::nn::lstm

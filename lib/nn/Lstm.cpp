@@ -1,0 +1,304 @@
+// aspen::nn::lstm: tensor creation, FLOP counts and the forward pass.
+//
+// Forward step (one body of the rnn loop, state {h, c}):
+//   pre = [x_t | h] . [Wi; Wo]          one product of [B, I+H] x [I+H, 4H] (the default), or
+//   pre = XW_t + h . Wo                 preCalcWeights: XW = X . Wi for all steps before the loop
+//   LstmCellFwd(pre, biases, c, h) ->   h, c in place, the step's output and intermediates
+#include "LstmInternal.hpp"
+
+#include <aspen/Error.hpp>
+#include <aspen/linalg/MatMul.hpp>
+#include <aspen/ops/Zero.hpp>
+#include <aspen/util/TileMapping.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace aspen::nn::lstm {
+
+using program::Copy;
+using program::Execute;
+using program::Sequence;
+
+namespace {
+
+std::size_t inputSize(const LstmParams &p) { return p.rnn.layerSizes[0]; }
+std::size_t outputSize(const LstmParams &p) { return p.rnn.layerSizes[1]; }
+
+} // namespace
+
+std::uint64_t getBasicLstmCellFwdFlops(const LstmParams &params) {
+  const std::uint64_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
+  const std::uint64_t I = params.rnn.layerSizes.at(0), H = params.rnn.layerSizes.at(1);
+  const std::uint64_t products = 2 * 4 * H * ((params.doInputWeightCalc ? I : 0) + H);
+  return T * B * (products + 4 * H + 3 * H + H);
+}
+
+std::uint64_t getBasicLstmCellBwdFlops(const LstmParams &params) {
+  const std::uint64_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
+  const std::uint64_t I = params.rnn.layerSizes.at(0), H = params.rnn.layerSizes.at(1);
+  const std::uint64_t products = 2 * 4 * H * (H + (params.calcInputGradients ? I : 0));
+  return T * B * (products + 10 * H);
+}
+
+std::uint64_t getBasicLstmCellWuFlops(const LstmParams &params) {
+  const std::uint64_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
+  const std::uint64_t I = params.rnn.layerSizes.at(0), H = params.rnn.layerSizes.at(1);
+  return T * B * (2 * 4 * H * (I + H) + 4 * H);
+}
+
+std::vector<std::pair<linalg::MatMulParams, OptionFlags>>
+getMatMulPrePlanParameters(LstmParams params, OptionFlags options) {
+  detail::checkParams(params, "lstm::getMatMulPrePlanParameters");
+  const Type t = params.rnn.dataType;
+  const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
+  const std::size_t I = inputSize(params), H = outputSize(params);
+  bool inferenceOnly = false, preCalc = false;
+  std::string partials = "float";
+  for (const auto &[key, value] : options) {
+    if (key == "inferenceOnly")
+      inferenceOnly = value == "true" || value == "1";
+    if (key == "preCalcWeights")
+      preCalc = value == "true" || value == "1";
+    if (key == "partialsType")
+      partials = value;
+  }
+  auto mm = [&](std::vector<std::size_t> a, std::vector<std::size_t> b, const char *pass) {
+    linalg::MatMulParams p;
+    p.inputType = t;
+    p.outputType = t;
+    p.aShape = std::move(a);
+    p.bShape = std::move(b);
+    return std::pair<linalg::MatMulParams, OptionFlags>(
+        p, OptionFlags{{"partialsType", partials},
+                       {"fullyConnectedPass", inferenceOnly ? "INFERENCE_FWD" : pass}});
+  };
+  std::vector<std::pair<linalg::MatMulParams, OptionFlags>> out;
+  if (preCalc) {
+    out.push_back(mm({T * B, I}, {I, 4 * H}, "TRAINING_FWD"));
+    out.push_back(mm({B, H}, {H, 4 * H}, "TRAINING_FWD"));
+  } else {
+    out.push_back(mm({B, (params.doInputWeightCalc ? I : 0) + H}, {(params.doInputWeightCalc ? I : 0) + H, 4 * H},
+                     "TRAINING_FWD"));
+  }
+  if (!inferenceOnly) {
+    out.push_back(mm({B, 4 * H}, {4 * H, (params.calcInputGradients ? I : 0) + H}, "TRAINING_BWD"));
+    out.push_back(mm({I + H + 1, T * B}, {T * B, 4 * H}, "TRAINING_WU"));
+  }
+  return out;
+}
+
+namespace {
+
+detail::LstmOptions creationOptions(const Graph &graph, const LstmParams &params,
+                                    const OptionFlags &options, const char *what) {
+  return detail::parseOptions(graph, params, options, what);
+}
+
+} // namespace
+
+Tensor createInput(Graph &graph, const LstmParams &params, const DebugContext &debug,
+                   const OptionFlags &options, linalg::PlanningCache *) {
+  const auto opts = creationOptions(graph, params, options, "lstm::createInput");
+  return rnn::createInputTensor(graph, params.rnn, opts.numShards, debug);
+}
+
+Tensor createInitialOutput(Graph &graph, const LstmParams &params, const DebugContext &debug,
+                           const OptionFlags &options, linalg::PlanningCache *) {
+  const auto opts = creationOptions(graph, params, options, "lstm::createInitialOutput");
+  return rnn::createInitialState(graph, params.rnn, true, 1, opts.numShards, debug)[0];
+}
+
+Tensor createInitialCellState(Graph &graph, const LstmParams &params, const DebugContext &debug,
+                              const OptionFlags &options, linalg::PlanningCache *) {
+  const auto opts = creationOptions(graph, params, options, "lstm::createInitialCellState");
+  return rnn::createInitialState(graph, params.rnn, true, 1, opts.numShards, debug)[0];
+}
+
+LstmState createInitialState(Graph &graph, const LstmParams &params, const DebugContext &debug,
+                             const OptionFlags &options, linalg::PlanningCache *cache) {
+  return {createInitialOutput(graph, params, {debug, "initialOutput"}, options, cache),
+          createInitialCellState(graph, params, {debug, "initialCellState"}, options, cache)};
+}
+
+void zeroInitialState(Graph &graph, const LstmState &initialState, Sequence &prog,
+                      const DebugContext &debug) {
+  ops::zero(graph, concat(initialState.output.flatten(), initialState.cellState.flatten()), prog,
+            debug);
+}
+
+std::pair<Tensor, Tensor> createWeightsKernel(Graph &graph, const LstmParams &params,
+                                              const DebugContext &debug,
+                                              const OptionFlags &options,
+                                              linalg::PlanningCache *) {
+  const auto opts = creationOptions(graph, params, options, "lstm::createWeightsKernel");
+  const std::size_t I = inputSize(params), H = outputSize(params);
+  const Type t = params.rnn.dataType;
+  if (opts.preCalcWeights) {
+    Tensor wi = graph.addVariable(t, {I, 4 * H}, {debug, "inputWeights"});
+    Tensor wo = graph.addVariable(t, {H, 4 * H}, {debug, "outputWeights"});
+    util::mapTensorLinearly(graph, wi);
+    util::mapTensorLinearly(graph, wo);
+    return {detail::fromMatrix(wi), detail::fromMatrix(wo)};
+  }
+  Tensor w = graph.addVariable(t, {I + H, 4 * H}, {debug, "weights"});
+  util::mapTensorLinearly(graph, w);
+  return {detail::fromMatrix(w.slice(0, I, 0)), detail::fromMatrix(w.slice(I, I + H, 0))};
+}
+
+Tensor createWeightsBiases(Graph &graph, const LstmParams &params, const DebugContext &debug,
+                           const OptionFlags &options, linalg::PlanningCache *) {
+  creationOptions(graph, params, options, "lstm::createWeightsBiases");
+  Tensor b = graph.addVariable(params.rnn.dataType, {4, outputSize(params)}, {debug, "biases"});
+  util::mapTensorLinearly(graph, b);
+  return b;
+}
+
+LstmWeights createWeights(Graph &graph, const LstmParams &params, const DebugContext &debug,
+                          const OptionFlags &options, linalg::PlanningCache *cache) {
+  auto [wi, wo] = createWeightsKernel(graph, params, debug, options, cache);
+  return {wi, wo, createWeightsBiases(graph, params, debug, options, cache)};
+}
+
+namespace detail {
+
+namespace {
+
+void checkShape(const Tensor &t, const std::vector<std::size_t> &shape, const Type &type,
+                const std::string &what) {
+  if (!t.valid())
+    throw shape_error(what + " is not a valid tensor");
+  if (t.shape() != shape)
+    throw shape_error(fmt::format("{} must have shape {{{}}}, not {}", what,
+                                  fmt::join(shape, ","), t.shapeToString()));
+  if (t.elementType() != type)
+    throw type_error(fmt::format("{} must be of type {}, not {}", what, type.toString(),
+                                 t.elementType().toString()));
+}
+
+} // namespace
+
+void checkWeights(const LstmParams &params, const LstmWeights &w, const std::string &what) {
+  const std::size_t I = inputSize(params), H = outputSize(params);
+  const Type t = params.rnn.dataType;
+  checkShape(w.inputWeights, {4, I, H}, t, what + ": weights.inputWeights");
+  checkShape(w.outputWeights, {4, H, H}, t, what + ": weights.outputWeights");
+  checkShape(w.biases, {4, H}, t, what + ": weights.biases");
+}
+
+void checkState(const LstmParams &params, const LstmState &s, const std::string &what) {
+  const std::size_t B = params.rnn.batchSize, H = outputSize(params);
+  checkShape(s.output, {B, H}, params.rnn.dataType, what + ".output");
+  checkShape(s.cellState, {B, H}, params.rnn.dataType, what + ".cellState");
+}
+
+void checkInput(const LstmParams &params, const Tensor &in, const std::string &what) {
+  checkShape(in, {params.rnn.maxTimeSteps, params.rnn.batchSize, inputSize(params)},
+             params.rnn.dataType, what);
+}
+
+std::pair<Tensor, Tensor> forward(Graph &graph, const LstmParams &params, const LstmOptions &opts,
+                                  const LstmState &stateInit, const LstmWeights &weights,
+                                  const Tensor &in, const InterLayout &layout, Tensor *inter,
+                                  bool fullSequence, Sequence &prog, const DebugContext &debug,
+                                  linalg::PlanningCache *cache) {
+  const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
+  const std::size_t I = inputSize(params), H = outputSize(params);
+  const Type t = params.rnn.dataType;
+  const OptionFlags mmOptions = matMulOptions(opts, "TRAINING_FWD");
+  const Tensor wi = asMatrix(weights.inputWeights), wo = asMatrix(weights.outputWeights);
+  const bool weighInput = params.doInputWeightCalc;
+  const bool preCalc = opts.preCalcWeights && weighInput;
+
+  Tensor weighted; // [T, B, 4H] with preCalcWeights
+  if (preCalc) {
+    weighted = rnn::detail::addSequence(graph, t, T, B, 4 * H, opts.numShards,
+                                        {debug, "weightedInput"});
+    linalg::matMulWithOutput(graph, in.reshape({T * B, I}), wi, weighted.reshape({T * B, 4 * H}),
+                             prog, {debug, "weighInput"}, mmOptions, cache);
+  }
+  const Tensor w = concat(wi, wo, 0); // [I+H, 4H]
+
+  Tensor outSeq;
+  if (fullSequence)
+    outSeq = rnn::createOutputTensor(graph, params.rnn, opts.numShards, {debug, "output"});
+  Tensor interSeq;
+  if (inter && layout.count() > 0) {
+    interSeq = rnn::detail::addSequence(graph, t, T * layout.count(), B, H, opts.numShards,
+                                        {debug, "intermediates"})
+                   .reshape({T, layout.count(), B, H});
+    *inter = interSeq;
+  } else if (inter) {
+    *inter = graph.addVariable(t, {T, 0, B, H}, {debug, "intermediates"});
+  }
+  Tensor scratchOut; // the cell's per-step output when the sequence is not kept
+  if (!fullSequence)
+    scratchOut = rnn::detail::addStep(graph, t, B, H, {debug, "stepOutput"});
+
+  std::vector<Tensor> inputs;
+  if (weighInput && !preCalc)
+    inputs.push_back(in);
+  auto body = [&](Graph &g, const rnn::TimeStepState &, const rnn::RnnBatchwiseFlags &flags,
+                  std::vector<Tensor> &state, const rnn::RnnSlice &slice, std::vector<Tensor> &,
+                  Sequence *, const DebugContext &dbg) {
+    Sequence step;
+    const Tensor &h = state[0], &c = state[1];
+    Tensor pre;
+    if (preCalc) {
+      pre = slice.interimIn;
+      linalg::matMulAcc(g, pre, 1.0f, h, wo, step, {dbg, "recurrent"}, mmOptions, cache);
+    } else if (weighInput) {
+      Tensor xh = rnn::detail::addStep(g, t, B, I + H, {dbg, "xh"});
+      step.add(Copy(slice.inputs[0], xh.slice(0, I, 1)));
+      step.add(Copy(h, xh.slice(I, I + H, 1)));
+      pre = linalg::matMul(g, xh, w, step, {dbg, "gates"}, mmOptions, cache);
+    } else {
+      pre = linalg::matMul(g, h, wo, step, {dbg, "gates"}, mmOptions, cache);
+    }
+    ComputeSet cs = g.addComputeSet({dbg, "cell"});
+    addCellFwd(g, params, cs, pre, weights.biases, c, h,
+               fullSequence ? slice.outputs[0] : scratchOut,
+               layout.count() > 0 && inter ? slice.interimOut : Tensor(),
+               inter ? layout : InterLayout{}, flags.mask);
+    step.add(Execute(cs));
+    return step;
+  };
+  OptionFlags rnnOptions{{"codeReuse", opts.codeReuse ? "true" : "false"}};
+  Tensor *interOut = inter && layout.count() > 0 ? &interSeq : nullptr;
+  const auto finalState = rnn::Rnn(
+      graph, params.rnn, false, {stateInit.output, stateInit.cellState}, {}, inputs,
+      preCalc ? &weighted : nullptr, interOut, fullSequence ? std::vector<Tensor>{outSeq}
+                                                            : std::vector<Tensor>{},
+      {}, prog, body, opts.numShards, rnnOptions, debug);
+  return {fullSequence ? outSeq : finalState[0], finalState[1]};
+}
+
+} // namespace detail
+
+std::pair<Tensor, Tensor> lstmFwd(Graph &graph, const LstmParams &params,
+                                  const LstmState &stateInit, const Tensor &in,
+                                  const LstmWeights &weights, Tensor *intermediates,
+                                  Sequence &prog, const DebugContext &debug,
+                                  const OptionFlags &options, linalg::PlanningCache *cache) {
+  const std::string what = "lstm::lstmFwd";
+  const auto opts = detail::parseOptions(graph, params, options, what);
+  detail::checkState(params, stateInit, what + ": stateInit");
+  detail::checkWeights(params, weights, what);
+  detail::checkInput(params, in, what + ": input");
+  if (opts.inferenceOnly && intermediates)
+    throw invalid_option(what + ": intermediates were asked for, but the option inferenceOnly is "
+                                "true (an inference pass keeps none)");
+  const auto layout = detail::interLayout(params, opts.recomputation);
+  return detail::forward(graph, params, opts, stateInit, weights, in, layout, intermediates,
+                         params.outputFullSequence, prog, debug, cache);
+}
+
+Tensor lstmFwd(Graph &graph, const LstmParams &params, Sequence &prog, const LstmState &stateInit,
+               const LstmWeights &weights, const Tensor &in, Tensor *intermediates,
+               const DebugContext &debug, const OptionFlags &options,
+               linalg::PlanningCache *cache) {
+  return lstmFwd(graph, params, stateInit, in, weights, intermediates, prog, debug, options, cache)
+      .first;
+}
+
+} // namespace aspen::nn::lstm

@@ -1,0 +1,490 @@
+// aspen::nn::lstm: the backward pass and the weight update.
+//
+// Backward step (reverse loop, state {dhCarry, dc, dhMM}; dh = dhMM + dhCarry):
+//   LstmCellBwd(saved gates, [phi(c_t) | c_t, c_{t-1}], dh (+ dy_t), dc) -> delta (slot order),
+//                                          dc = dc * f, dhCarry = 0 (masked rows carry dh, dc)
+//   [dx_t | dhMM] = delta . [Wi; Wo]^T      one product of [B, 4H] x [4H, I+H]
+// Weight update: acc [I+H+1, 4H] += [x_t | h_{t-1} | 1]^T . delta_t, over all steps after the loop
+// (rnnStepsPerWU = 0) or every k steps inside it (gathered windows of k steps); the rows of acc
+// are then the gradients of Wi, Wo and the biases.
+#include "LstmInternal.hpp"
+
+#include <aspen/Error.hpp>
+#include <aspen/linalg/MatMul.hpp>
+#include <aspen/ops/Cast.hpp>
+#include <aspen/ops/ElementWise.hpp>
+#include <aspen/ops/Zero.hpp>
+#include <aspen/util/TileMapping.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace aspen::nn::lstm {
+
+using program::Copy;
+using program::Execute;
+using program::Sequence;
+
+namespace detail {
+
+void accumulateWeightGrads(Graph &graph, const LstmParams &params, const LstmOptions &opts,
+                           const Tensor &x, const Tensor &hPrev, const Tensor &delta,
+                           const Tensor &acc, Sequence &prog, const DebugContext &debug,
+                           linalg::PlanningCache *cache) {
+  const std::size_t n = delta.dim(0), B = params.rnn.batchSize;
+  const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
+  const Type t = params.rnn.dataType;
+  const std::size_t rows = n * B;
+  auto constant = [&](float value, std::size_t cols, const char *what) {
+    Tensor c = graph.addConstant<float>(t, {1, 1}, value, {debug, what});
+    graph.setTileMapping(c, 0);
+    return c.broadcast(static_cast<unsigned>(rows), 0).broadcast(static_cast<unsigned>(cols), 1);
+  };
+  const Tensor xPart = x.valid() ? x.reshape({rows, I}) : constant(0.0f, I, "noInput");
+  const Tensor a = concat({xPart, hPrev.reshape({rows, H}), constant(1.0f, 1, "ones")}, 1);
+  const Tensor d = delta.dimShuffle({0, 2, 1, 3}).reshape({rows, 4 * H});
+  linalg::matMulAcc(graph, acc, 1.0f, a.transpose(), d, prog, {debug, "weightUpdate"},
+                    matMulOptions(opts, "TRAINING_WU"), cache);
+}
+
+namespace {
+
+struct BwdRequest {
+  const Tensor *lastOutputGrad = nullptr;
+  const Tensor *lastCellGrad = nullptr;
+  Tensor *inputGrad = nullptr;
+  Tensor *bwdIntermediates = nullptr;
+  // Weight update: accumulated into *weightsGrad when set.
+  LstmWeights *weightsGrad = nullptr;
+};
+
+void checkBwdArguments(const LstmParams &params, const LstmOptions &opts,
+                       const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
+                       const LstmWeights &weights, const Tensor &input, const Tensor &output,
+                       const Tensor *outputGrad, const BwdRequest &req, const std::string &what) {
+  const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
+  const std::size_t H = params.rnn.layerSizes[1];
+  checkState(params, fwdStateInit, what + ": fwdStateInit");
+  checkWeights(params, weights, what);
+  checkInput(params, input, what + ": input");
+  const std::vector<std::size_t> outShape =
+      params.outputFullSequence ? std::vector<std::size_t>{T, B, H} : std::vector<std::size_t>{B, H};
+  auto checkLike = [&](const Tensor &t, const std::vector<std::size_t> &shape,
+                       const std::string &name) {
+    if (!t.valid() || t.shape() != shape || t.elementType() != params.rnn.dataType)
+      throw shape_error(fmt::format("{}: {} must be a {} tensor of shape {{{}}}{}", what, name,
+                                    params.rnn.dataType.toString(), fmt::format("{}", shape.size() == 3
+                                        ? fmt::format("{},{},{}", shape[0], shape[1], shape[2])
+                                        : fmt::format("{},{}", shape[0], shape[1])),
+                                    t.valid() ? ", not " + t.shapeToString() + " (" +
+                                                    t.elementType().toString() + ")"
+                                              : ", but it is not valid"));
+  };
+  checkLike(output, outShape, "output");
+  if (outputGrad)
+    checkLike(*outputGrad, outShape, "outputGrad");
+  const auto layout = interLayout(params, opts.recomputation);
+  const std::vector<std::size_t> interShape{T, layout.count(), B, H};
+  if (!fwdIntermediates.valid() || fwdIntermediates.shape() != interShape)
+    throw shape_error(fmt::format("{}: fwdIntermediates must have shape {{{},{},{},{}}} for "
+                                  "recomputationMode {} and outputFullSequence {}, not {}",
+                                  what, T, layout.count(), B, H,
+                                  opts.recomputation == Recomputation::None        ? "none"
+                                  : opts.recomputation == Recomputation::CellAndTanh ? "cellAndTanh"
+                                                                                     : "full",
+                                  params.outputFullSequence,
+                                  fwdIntermediates.valid() ? fwdIntermediates.shapeToString()
+                                                           : "an invalid tensor"));
+  if (req.inputGrad && !params.calcInputGradients)
+    throw invalid_option(what + ": inputGrad was asked for, but params.calcInputGradients is "
+                                "false");
+  if ((req.lastOutputGrad || req.lastCellGrad) && params.rnn.variableTimeSteps())
+    throw invalid_option(what + ": a gradient of the last step's state (lastStepStateGrad / "
+                                "lastCellStateGrad) cannot be given with variable time steps: "
+                                "each row's last step differs");
+  if (req.lastOutputGrad)
+    checkLike(*req.lastOutputGrad, {B, H}, "lastStepStateGrad.output");
+  if (req.lastCellGrad)
+    checkLike(*req.lastCellGrad, {B, H}, "the last cell state's gradient");
+}
+
+// Chooses the interleaving cadence k (0 = one pass after the loop): the forced value, or the
+// largest window of gate gradients and gathered operands that fits the memory budget.
+unsigned chooseStepsPerWU(const Graph &graph, const LstmParams &params, const LstmOptions &opts) {
+  const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
+  const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
+  if (opts.stepsPerWU) {
+    const unsigned k = *opts.stepsPerWU;
+    if (opts.disableWUPartialInterleaving && k > 1 && k < T)
+      throw invalid_option(fmt::format("lstm: rnnStepsPerWU = {} interleaves the weight update "
+                                       "partially, which disableWUPartialInterleaving forbids "
+                                       "(allowed: 0, 1 or {})",
+                                       k, T));
+    return k == T ? 0u : k;
+  }
+  const Target &target = graph.getTarget();
+  const double budget =
+      double(target.getNumTiles()) * target.getBytesPerTile() * opts.availableMemoryProportion;
+  const double perStep = double(B) * (4 * H + I + H + 1) * target.getTypeSize(params.dataType);
+  if (perStep * T <= budget)
+    return 0; // everything fits: one product over all steps after the loop
+  if (opts.disableWUPartialInterleaving)
+    return 1;
+  const double fit = std::floor(budget / perStep);
+  return static_cast<unsigned>(std::clamp(fit, 1.0, double(T - 1)));
+}
+
+LstmState backward(Graph &graph, const LstmParams &params, const LstmOptions &opts,
+                   Sequence &prog, const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
+                   const LstmWeights &weights, const Tensor &input, const Tensor &output,
+                   const Tensor &outputGrad, const BwdRequest &req, const DebugContext &debug,
+                   linalg::PlanningCache *cache) {
+  const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
+  const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
+  const Type t = params.rnn.dataType;
+  const bool full = params.outputFullSequence;
+  const auto layout = interLayout(params, opts.recomputation);
+
+  // The saved gates [T, 4, B, H] and the cell values [T, 2, B, H] the cell reads.
+  Tensor gates, cellSeq, hSeq;
+  bool rawCell = rawCandidate(params);
+  if (opts.recomputation == Recomputation::Full) {
+    // Run the forward pass again, keeping everything, before going backwards.
+    Tensor inter;
+    const InterLayout keepAll{2, false};
+    auto fwd = forward(graph, params, opts, fwdStateInit, weights, input, keepAll, &inter, true,
+                       prog, {debug, "recompute"}, cache);
+    gates = inter.slice(0, 4, 1);
+    cellSeq = inter.slice(4, 6, 1);
+    hSeq = fwd.first;
+  } else {
+    gates = fwdIntermediates.slice(0, 4, 1);
+    if (layout.saveMode == 2) {
+      cellSeq = fwdIntermediates.slice(4, 6, 1);
+    } else {
+      // cellAndTanh: rebuild c_t and c_{t-1} from the saved gates, forwards in time.
+      rawCell = true;
+      Tensor cOut = rnn::createOutputTensor(graph, params.rnn, opts.numShards, {debug, "cOut"});
+      Tensor cPrev = rnn::createOutputTensor(graph, params.rnn, opts.numShards, {debug, "cPrev"});
+      auto body = [&](Graph &g, const rnn::TimeStepState &, const rnn::RnnBatchwiseFlags &flags,
+                      std::vector<Tensor> &state, const rnn::RnnSlice &slice,
+                      std::vector<Tensor> &, Sequence *, const DebugContext &dbg) {
+        ComputeSet cs = g.addComputeSet({dbg, "recomputeCell"});
+        addCellRecompute(g, params, cs, slice.inputs[0], state[0], slice.outputs[1],
+                         slice.outputs[0], flags.mask);
+        return Sequence{Execute(cs)};
+      };
+      OptionFlags rnnOptions{{"codeReuse", opts.codeReuse ? "true" : "false"}};
+      rnn::Rnn(graph, params.rnn, false, {fwdStateInit.cellState}, {}, {gates}, nullptr, nullptr,
+               {cOut, cPrev}, {}, prog, body, opts.numShards, rnnOptions,
+               {debug, "recomputeCell"});
+      cellSeq = concat({cOut.expand({1}), cPrev.expand({1})}, 1);
+    }
+    if (full)
+      hSeq = output;
+    else
+      hSeq = fwdIntermediates.slice(layout.count() - 1, layout.count(), 1).squeeze({1});
+  }
+
+  // Initial state gradients.
+  auto zeros = [&](const char *what) {
+    Tensor z = rnn::detail::addStep(graph, t, B, H, {debug, what});
+    ops::zero(graph, z, prog, {debug, what});
+    return z;
+  };
+  Tensor dhCarry = zeros("dhInit");
+  if (req.lastOutputGrad)
+    prog.add(Copy(*req.lastOutputGrad, dhCarry));
+  if (!full)
+    ops::addInPlace(graph, dhCarry, outputGrad, prog, {debug, "outputGrad"});
+  Tensor dc = zeros("dcInit");
+  if (req.lastCellGrad)
+    prog.add(Copy(*req.lastCellGrad, dc));
+  Tensor dhMM = zeros("dhMMInit");
+
+  const bool wantInputGrad = req.inputGrad != nullptr;
+  const bool weighInput = params.doInputWeightCalc;
+  Tensor inputGradSeq;
+  if (wantInputGrad)
+    inputGradSeq = rnn::createInputTensor(graph, params.rnn, opts.numShards, {debug, "inputGrad"});
+
+  // The weight update's cadence and its accumulator.
+  const bool doWU = req.weightsGrad != nullptr;
+  const unsigned k = doWU ? chooseStepsPerWU(graph, params, opts) : 0;
+  Tensor acc, hPrevSeq;
+  if (doWU) {
+    acc = graph.addVariable(opts.accumulatorsType, {I + H + 1, 4 * H}, {debug, "weightGrads"});
+    util::mapTensorLinearly(graph, acc);
+    ops::zero(graph, acc, prog, {debug, "zeroWeightGrads"});
+    hPrevSeq = rnn::shiftRnnTensor(graph, params.rnn, hSeq, fwdStateInit.output, prog,
+                                   opts.numShards, {debug, "hPrev"});
+  }
+  const bool interleaved = doWU && k != 0;
+  Tensor deltaSeq; // [T, 4, B, H], slot order
+  if (req.bwdIntermediates || (doWU && !interleaved))
+    deltaSeq = rnn::createOutputTensor(graph, params.rnn, 4, opts.numShards, {debug, "delta"})
+                   .reshape({4, T, B, H})
+                   .dimShuffle({1, 0, 2, 3});
+
+  const Tensor wMat = concat(asMatrix(weights.inputWeights), asMatrix(weights.outputWeights), 0);
+  const Tensor woMat = asMatrix(weights.outputWeights);
+  const OptionFlags mmOptions = matMulOptions(opts, "TRAINING_BWD");
+  const bool productWithInput = wantInputGrad && weighInput;
+
+  auto body = [&](Graph &g, const rnn::TimeStepState &, const rnn::RnnBatchwiseFlags &flags,
+                  std::vector<Tensor> &state, const rnn::RnnSlice &slice, std::vector<Tensor> &,
+                  Sequence *, const DebugContext &dbg) {
+    Sequence step;
+    const Tensor &carry = state[0], &dcState = state[1], &mm = state[2];
+    Tensor delta = slice.interimOut;
+    if (!delta.valid())
+      delta = rnn::detail::addSequence(g, t, 4, B, H, 1, {dbg, "delta"});
+    ComputeSet cs = g.addComputeSet({dbg, "cellGrad"});
+    addCellBwd(g, params, cs, slice.inputs[0], slice.inputs[1], rawCell,
+               full ? slice.inputs[2] : Tensor(), mm, carry, dcState, delta, flags.mask);
+    step.add(Execute(cs));
+    const Tensor deltaMat = delta.dimShuffle({1, 0, 2}).reshape({B, 4 * H});
+    if (productWithInput)
+      linalg::matMulWithOutput(g, deltaMat, wMat.transpose(), concat(slice.outputs[0], mm, 1),
+                               step, {dbg, "stateGrad"}, mmOptions, cache);
+    else
+      linalg::matMulWithOutput(g, deltaMat, woMat.transpose(), mm, step, {dbg, "stateGrad"},
+                               mmOptions, cache);
+    return step;
+  };
+
+  std::vector<Tensor> inputs{gates, cellSeq};
+  if (full)
+    inputs.push_back(outputGrad);
+  std::vector<Tensor> outputs;
+  if (productWithInput)
+    outputs.push_back(inputGradSeq);
+
+  rnn::detail::LoopSpec spec{params.rnn};
+  spec.reverse = true;
+  spec.initState = {dhCarry, dc, dhMM};
+  spec.inputs = inputs;
+  spec.outputs = outputs;
+  spec.loopFn = body;
+  spec.numShards = opts.numShards;
+  spec.codeReuse = opts.codeReuse;
+  if (deltaSeq.valid())
+    spec.interimOut = &deltaSeq;
+  if (interleaved) {
+    spec.numTemps = 4;
+    spec.stepsPerGather = k;
+    if (weighInput)
+      spec.gatherInputs = {hPrevSeq, input};
+    else
+      spec.gatherInputs = {hPrevSeq};
+    spec.gatherFn = [&](Graph &g, const rnn::RnnSlice &slice, unsigned, Sequence *,
+                        const DebugContext &dbg) {
+      Sequence s;
+      accumulateWeightGrads(g, params, opts, weighInput ? slice.inputs[1] : Tensor(),
+                            slice.inputs[0], slice.interimOut, acc, s, dbg, cache);
+      return s;
+    };
+    if (deltaSeq.valid()) {
+      // The gather form hands the body a temporary; keep the gate gradients too.
+      spec.interimOut = nullptr;
+      auto inner = spec.loopFn;
+      spec.loopFn = [&, inner](Graph &g, const rnn::TimeStepState &time,
+                               const rnn::RnnBatchwiseFlags &flags, std::vector<Tensor> &state,
+                               const rnn::RnnSlice &slice, std::vector<Tensor> &created,
+                               Sequence *init, const DebugContext &dbg) {
+        Sequence s = inner(g, time, flags, state, slice, created, init, dbg);
+        s.add(Copy(slice.interimOut, slice.outputs.back()));
+        return s;
+      };
+      spec.outputs.push_back(deltaSeq);
+    }
+  }
+  const auto finalState = rnn::detail::runLoop(graph, spec, prog, {debug, "loop"});
+
+  if (wantInputGrad) {
+    if (!productWithInput)
+      ops::zero(graph, inputGradSeq, prog, {debug, "inputGrad"}); // x did not contribute
+    *req.inputGrad = inputGradSeq;
+  }
+  if (req.bwdIntermediates)
+    *req.bwdIntermediates = deltaSeq;
+
+  if (doWU) {
+    if (!interleaved)
+      accumulateWeightGrads(graph, params, opts, weighInput ? input : Tensor(), hPrevSeq,
+                            deltaSeq, acc, prog, {debug, "wu"}, cache);
+    auto result = [&](const Tensor &rowsOfAcc, std::vector<std::size_t> shape, const char *what) {
+      Tensor out = graph.addVariable(t, shape, {debug, what});
+      util::mapTensorLinearly(graph, out);
+      const Tensor view = shape.size() == 3 ? fromMatrix(rowsOfAcc) : rowsOfAcc.reshape({4, H});
+      if (acc.elementType() == t)
+        prog.add(Copy(view, out));
+      else
+        ops::castWithOutput(graph, view, out, prog, {debug, what});
+      return out;
+    };
+    req.weightsGrad->inputWeights = result(acc.slice(0, I, 0), {4, I, H}, "inputWeightsGrad");
+    req.weightsGrad->outputWeights =
+        result(acc.slice(I, I + H, 0), {4, H, H}, "outputWeightsGrad");
+    req.weightsGrad->biases = result(acc.slice(I + H, I + H + 1, 0), {4, H}, "biasesGrad");
+  }
+
+  Tensor initialOutputGrad =
+      ops::add(graph, finalState[2], finalState[0], prog, {debug, "initialOutputGrad"});
+  return {initialOutputGrad, finalState[1]};
+}
+
+LstmState bwdEntry(Graph &graph, const LstmParams &params, Sequence &prog,
+                   const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
+                   const LstmWeights &weights, const Tensor &input, const Tensor &output,
+                   const Tensor &outputGrad, BwdRequest req, const DebugContext &debug,
+                   const OptionFlags &options, linalg::PlanningCache *cache,
+                   const std::string &what) {
+  const auto opts = parseOptions(graph, params, options, what);
+  if (opts.inferenceOnly)
+    throw invalid_option(what + ": the option inferenceOnly is true; a backward pass needs a "
+                                "training forward pass");
+  checkBwdArguments(params, opts, fwdStateInit, fwdIntermediates, weights, input, output,
+                    &outputGrad, req, what);
+  return backward(graph, params, opts, prog, fwdStateInit, fwdIntermediates, weights, input,
+                  output, outputGrad, req, debug, cache);
+}
+
+BwdRequest lastStateRequest(const LstmState *lastStepStateGrad) {
+  BwdRequest req;
+  if (lastStepStateGrad) {
+    if (lastStepStateGrad->output.valid())
+      req.lastOutputGrad = &lastStepStateGrad->output;
+    if (lastStepStateGrad->cellState.valid())
+      req.lastCellGrad = &lastStepStateGrad->cellState;
+  }
+  return req;
+}
+
+} // namespace
+
+} // namespace detail
+
+LstmState lstmBwd(Graph &graph, const LstmParams &params, Sequence &prog,
+                  const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
+                  const LstmWeights &weights, const Tensor &input, const Tensor &output,
+                  const Tensor &outputGrad, const LstmState *lastStepStateGrad, Tensor *inputGrad,
+                  Tensor *bwdIntermediates, const DebugContext &debug, const OptionFlags &options,
+                  linalg::PlanningCache *cache) {
+  auto req = detail::lastStateRequest(lastStepStateGrad);
+  req.inputGrad = inputGrad;
+  req.bwdIntermediates = bwdIntermediates;
+  return detail::bwdEntry(graph, params, prog, fwdStateInit, fwdIntermediates, weights, input,
+                          output, outputGrad, req, debug, options, cache, "lstm::lstmBwd");
+}
+
+LstmState lstmBwd(Graph &graph, const LstmParams &params, Sequence &prog,
+                  const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
+                  const LstmWeights &weights, const Tensor &input, const Tensor &output,
+                  const Tensor &outputGrad, const Tensor *lastCellStateGrad, Tensor *inputGrad,
+                  Tensor *bwdIntermediates, const DebugContext &debug, const OptionFlags &options,
+                  linalg::PlanningCache *cache) {
+  LstmState last;
+  if (lastCellStateGrad)
+    last.cellState = *lastCellStateGrad;
+  return lstmBwd(graph, params, prog, fwdStateInit, fwdIntermediates, weights, input, output,
+                 outputGrad, lastCellStateGrad ? &last : nullptr, inputGrad, bwdIntermediates,
+                 debug, options, cache);
+}
+
+LstmState lstmBwd(Graph &graph, const LstmParams &params, Sequence &prog,
+                  const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
+                  const LstmWeights &weights, const Tensor &input, const Tensor &output,
+                  const Tensor &outputGrad, std::nullptr_t, Tensor *inputGrad,
+                  Tensor *bwdIntermediates, const DebugContext &debug, const OptionFlags &options,
+                  linalg::PlanningCache *cache) {
+  return lstmBwd(graph, params, prog, fwdStateInit, fwdIntermediates, weights, input, output,
+                 outputGrad, static_cast<const LstmState *>(nullptr), inputGrad, bwdIntermediates,
+                 debug, options, cache);
+}
+
+LstmWeights lstmWU(Graph &graph, const LstmParams &params, Sequence &prog,
+                   const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
+                   const Tensor &bwdIntermediates, const LstmWeights &weights,
+                   const Tensor &input, const Tensor &output, const DebugContext &debug,
+                   const OptionFlags &options, linalg::PlanningCache *cache) {
+  const std::string what = "lstm::lstmWU";
+  const auto opts = detail::parseOptions(graph, params, options, what);
+  detail::checkBwdArguments(params, opts, fwdStateInit, fwdIntermediates, weights, input, output,
+                            nullptr, {}, what);
+  const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
+  const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
+  if (!bwdIntermediates.valid() || bwdIntermediates.shape() != std::vector<std::size_t>{T, 4, B, H})
+    throw shape_error(fmt::format("{}: bwdIntermediates must have shape {{{},4,{},{}}}, not {}",
+                                  what, T, B, H,
+                                  bwdIntermediates.valid() ? bwdIntermediates.shapeToString()
+                                                           : "an invalid tensor"));
+  const auto layout = detail::interLayout(params, opts.recomputation);
+  const Tensor hSeq =
+      params.outputFullSequence
+          ? output
+          : fwdIntermediates.slice(layout.count() - 1, layout.count(), 1).squeeze({1});
+  const Tensor hPrev = rnn::shiftRnnTensor(graph, params.rnn, hSeq, fwdStateInit.output, prog,
+                                           opts.numShards, {debug, "hPrev"});
+  Tensor acc = graph.addVariable(opts.accumulatorsType, {I + H + 1, 4 * H}, {debug, "acc"});
+  util::mapTensorLinearly(graph, acc);
+  ops::zero(graph, acc, prog, {debug, "zero"});
+  detail::accumulateWeightGrads(graph, params, opts, params.doInputWeightCalc ? input : Tensor(),
+                                hPrev, bwdIntermediates, acc, prog, debug, cache);
+  LstmWeights grads;
+  auto result = [&](const Tensor &view, std::vector<std::size_t> shape, const char *name) {
+    Tensor out = graph.addVariable(params.rnn.dataType, shape, {debug, name});
+    util::mapTensorLinearly(graph, out);
+    if (acc.elementType() == params.rnn.dataType)
+      prog.add(Copy(view, out));
+    else
+      ops::castWithOutput(graph, view, out, prog, {debug, name});
+    return out;
+  };
+  grads.inputWeights = result(detail::fromMatrix(acc.slice(0, I, 0)), {4, I, H}, "inputWeightsGrad");
+  grads.outputWeights =
+      result(detail::fromMatrix(acc.slice(I, I + H, 0)), {4, H, H}, "outputWeightsGrad");
+  grads.biases = result(acc.slice(I + H, I + H + 1, 0).reshape({4, H}), {4, H}, "biasesGrad");
+  return grads;
+}
+
+LstmState lstmBwdWithWU(Graph &graph, const LstmParams &params, Sequence &prog,
+                        const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
+                        const LstmWeights &weights, const Tensor &input, const Tensor &output,
+                        const Tensor &outputGrad, const LstmState *lastStepStateGrad,
+                        Tensor *inputGrad, LstmWeights &weightsGrad, const DebugContext &debug,
+                        const OptionFlags &options, linalg::PlanningCache *cache) {
+  auto req = detail::lastStateRequest(lastStepStateGrad);
+  req.inputGrad = inputGrad;
+  req.weightsGrad = &weightsGrad;
+  return detail::bwdEntry(graph, params, prog, fwdStateInit, fwdIntermediates, weights, input,
+                          output, outputGrad, req, debug, options, cache, "lstm::lstmBwdWithWU");
+}
+
+LstmState lstmBwdWithWU(Graph &graph, const LstmParams &params, Sequence &prog,
+                        const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
+                        const LstmWeights &weights, const Tensor &input, const Tensor &output,
+                        const Tensor &outputGrad, const Tensor *lastCellStateGrad,
+                        Tensor *inputGrad, LstmWeights &weightsGrad, const DebugContext &debug,
+                        const OptionFlags &options, linalg::PlanningCache *cache) {
+  LstmState last;
+  if (lastCellStateGrad)
+    last.cellState = *lastCellStateGrad;
+  return lstmBwdWithWU(graph, params, prog, fwdStateInit, fwdIntermediates, weights, input,
+                       output, outputGrad, lastCellStateGrad ? &last : nullptr, inputGrad,
+                       weightsGrad, debug, options, cache);
+}
+
+LstmState lstmBwdWithWU(Graph &graph, const LstmParams &params, Sequence &prog,
+                        const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
+                        const LstmWeights &weights, const Tensor &input, const Tensor &output,
+                        const Tensor &outputGrad, std::nullptr_t, Tensor *inputGrad,
+                        LstmWeights &weightsGrad, const DebugContext &debug,
+                        const OptionFlags &options, linalg::PlanningCache *cache) {
+  return lstmBwdWithWU(graph, params, prog, fwdStateInit, fwdIntermediates, weights, input,
+                       output, outputGrad, static_cast<const LstmState *>(nullptr), inputGrad,
+                       weightsGrad, debug, options, cache);
+}
+
+} // namespace aspen::nn::lstm

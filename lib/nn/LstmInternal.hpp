@@ -1,0 +1,92 @@
+// What the LSTM builders share (internal): options, parameter checks, the weight matrices as
+// views, the cell vertices and the weight-gradient product.
+#pragma once
+
+#include "RnnLoop.hpp"
+
+#include <aspen/nn/Lstm.hpp>
+
+#include <array>
+#include <optional>
+#include <string>
+
+namespace aspen::nn::lstm::detail {
+
+enum class Recomputation { None, CellAndTanh, Full };
+
+struct LstmOptions {
+  bool inferenceOnly = false;
+  bool preCalcWeights = false;
+  Type partialsType = FLOAT;
+  Type accumulatorsType = FLOAT; // the data type unless given
+  Recomputation recomputation = Recomputation::None;
+  double availableMemoryProportion = 0.6;
+  unsigned numShards = 1;
+  bool codeReuse = false;
+  std::optional<unsigned> stepsPerWU;
+  bool disableWUPartialInterleaving = false;
+};
+
+// Checks params (sizes, types, cell order, activations, timeSteps) and reads the options;
+// `what` names the builder in messages.
+LstmOptions parseOptions(const Graph &graph, const LstmParams &params, const OptionFlags &options,
+                         const std::string &what);
+void checkParams(const LstmParams &params, const std::string &what);
+// shape_error / type_error naming `what` unless the tensors have the layer's shapes and type.
+void checkWeights(const LstmParams &params, const LstmWeights &weights, const std::string &what);
+void checkState(const LstmParams &params, const LstmState &state, const std::string &what);
+void checkInput(const LstmParams &params, const Tensor &in, const std::string &what);
+
+// The matmul options of the layer's products.
+OptionFlags matMulOptions(const LstmOptions &opts, const char *pass);
+
+// slotOf[gate] = the slot (dim 0 index of the weights) holding canonical gate `gate`.
+std::array<unsigned, 4> slotsOf(const LstmParams &params);
+
+// Saved forward intermediates per step: the layout of rnn-semantics.md.
+struct InterLayout {
+  unsigned saveMode = 0; // 0 none, 1 gates, 2 gates + phi(c_t), c_{t-1}
+  bool saveH = false;
+  unsigned count() const { return (saveMode == 0 ? 0u : saveMode == 1 ? 4u : 6u) + (saveH ? 1u : 0u); }
+};
+InterLayout interLayout(const LstmParams &params, Recomputation mode);
+// True when the activation's gradient needs its input: the candidate slot then holds the
+// pre-activation and the phi(c_t) slot holds c_t.
+bool rawCandidate(const LstmParams &params);
+
+// Weights as matrices: inputWeights [4,I,H] -> [I, 4H], outputWeights -> [H, 4H] (column block
+// s = slot s), biases [4, H].
+Tensor asMatrix(const Tensor &weights);
+// Reverse of asMatrix for a [n, 4H] matrix: [4, n, H].
+Tensor fromMatrix(const Tensor &matrix);
+
+// One step of the forward cell over the rows of hState.
+void addCellFwd(Graph &graph, const LstmParams &params, ComputeSet cs, const Tensor &pre,
+                const Tensor &bias, const Tensor &cState, const Tensor &hState, const Tensor &out,
+                const Tensor &inter, const InterLayout &layout, const Tensor &mask);
+// One step of the backward cell. fwd: [4, B, H] canonical gates; cell: [2, B, H]; delta
+// [4, B, H] in slot order; outGrad may be invalid.
+void addCellBwd(Graph &graph, const LstmParams &params, ComputeSet cs, const Tensor &fwd,
+                const Tensor &cell, bool rawCell, const Tensor &outGrad, const Tensor &dhMM,
+                const Tensor &dhCarry, const Tensor &dcState, const Tensor &delta,
+                const Tensor &mask);
+void addCellRecompute(Graph &graph, const LstmParams &params, ComputeSet cs, const Tensor &fwd,
+                      const Tensor &cState, const Tensor &cPrev, const Tensor &cOut,
+                      const Tensor &mask);
+
+// acc [I+H+1, 4H] += [x | hPrev | 1]^T . delta over n steps: x [n, B, I] (invalid when the
+// input is not weighted), hPrev [n, B, H], delta [n, 4, B, H] (slot order).
+void accumulateWeightGrads(Graph &graph, const LstmParams &params, const LstmOptions &opts,
+                           const Tensor &x, const Tensor &hPrev, const Tensor &delta,
+                           const Tensor &acc, program::Sequence &prog, const DebugContext &debug,
+                           linalg::PlanningCache *cache);
+
+// The forward pass; intermediates (layout) written when inter is non-null. Returns
+// {output sequence [T,B,H] or final output [B,H], final cell state}.
+std::pair<Tensor, Tensor> forward(Graph &graph, const LstmParams &params, const LstmOptions &opts,
+                                  const LstmState &stateInit, const LstmWeights &weights,
+                                  const Tensor &in, const InterLayout &layout, Tensor *inter,
+                                  bool fullSequence, program::Sequence &prog,
+                                  const DebugContext &debug, linalg::PlanningCache *cache);
+
+} // namespace aspen::nn::lstm::detail

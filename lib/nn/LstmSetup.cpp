@@ -1,0 +1,377 @@
+// LSTM parameters, options, layouts and the cell vertices (see LstmInternal.hpp).
+#include "LstmInternal.hpp"
+
+#include "NnWork.hpp"
+#include "core/OptionParsing.hpp"
+
+#include <aspen/Error.hpp>
+#include <aspen/util/VertexTemplates.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <istream>
+#include <ostream>
+
+namespace aspen::nn::lstm {
+
+namespace {
+constexpr const char *kUnitNames[] = {"forget", "input", "cell", "output"};
+}
+
+std::string asString(BasicLstmCellUnit unit) {
+  const int u = static_cast<int>(unit);
+  if (u < 0 || u >= BASIC_LSTM_CELL_NUM_UNITS)
+    throw invalid_option(fmt::format("BasicLstmCellUnit {} is not a gate (0..3: forget, input, "
+                                     "cell, output)",
+                                     u));
+  return kUnitNames[u];
+}
+
+BasicLstmCellUnit parseBasicLstmCellUnit(const std::string &name) {
+  for (int u = 0; u < BASIC_LSTM_CELL_NUM_UNITS; ++u)
+    if (name == kUnitNames[u])
+      return static_cast<BasicLstmCellUnit>(u);
+  throw invalid_option(fmt::format("unknown LSTM gate '{}': the gates are forget, input, cell and "
+                                   "output",
+                                   name));
+}
+
+std::ostream &operator<<(std::ostream &os, BasicLstmCellUnit unit) { return os << asString(unit); }
+
+std::istream &operator>>(std::istream &is, BasicLstmCellUnit &unit) {
+  std::string name;
+  is >> name;
+  for (int u = 0; u < BASIC_LSTM_CELL_NUM_UNITS; ++u)
+    if (name == kUnitNames[u]) {
+      unit = static_cast<BasicLstmCellUnit>(u);
+      return is;
+    }
+  is.setstate(std::ios::failbit);
+  return is;
+}
+
+std::vector<BasicLstmCellUnit> getDefaultBasicLstmCellOrder() {
+  return {BASIC_LSTM_CELL_FORGET_GATE, BASIC_LSTM_CELL_INPUT_GATE, BASIC_LSTM_CELL_CANDIDATE,
+          BASIC_LSTM_CELL_OUTPUT_GATE};
+}
+
+LstmParams::LstmParams(Type dataType, std::size_t batchSize, std::size_t timeSteps,
+                       std::vector<std::size_t> layerSizes, NonLinearityType activation,
+                       NonLinearityType recurrentActivation)
+    : rnn(dataType, batchSize, timeSteps, layerSizes), dataType(dataType), batchSize(batchSize),
+      timeSteps(timeSteps), layerSizes(std::move(layerSizes)), activation(activation),
+      recurrentActivation(recurrentActivation) {}
+
+LstmParams::LstmParams(Type dataType, std::size_t batchSize, std::size_t maxTimeSteps,
+                       const Tensor &timeSteps, std::vector<std::size_t> layerSizes,
+                       NonLinearityType activation, NonLinearityType recurrentActivation)
+    : rnn(dataType, batchSize, maxTimeSteps, timeSteps, layerSizes), dataType(dataType),
+      batchSize(batchSize), timeSteps(maxTimeSteps), layerSizes(std::move(layerSizes)),
+      activation(activation), recurrentActivation(recurrentActivation) {}
+
+Tensor LstmState::getAsTensor() const { return concat({output.expand({0}), cellState.expand({0})}, 0); }
+
+namespace detail {
+
+namespace {
+
+bool isSoftmaxKind(NonLinearityType t) {
+  return t == NonLinearityType::SOFTMAX || t == NonLinearityType::SOFTMAX_STABLE;
+}
+
+} // namespace
+
+void checkParams(const LstmParams &params, const std::string &what) {
+  rnn::detail::checkParams(params.rnn, what);
+  if (params.cellOrder.size() != BASIC_LSTM_CELL_NUM_UNITS)
+    throw invalid_option(fmt::format("{}: cellOrder must name each of the 4 gates (forget, input, "
+                                     "cell, output) once, but has {} entries",
+                                     what, params.cellOrder.size()));
+  bool seen[4] = {false, false, false, false};
+  for (BasicLstmCellUnit u : params.cellOrder) {
+    const int i = static_cast<int>(u);
+    if (i < 0 || i >= BASIC_LSTM_CELL_NUM_UNITS || seen[i])
+      throw invalid_option(fmt::format("{}: cellOrder must name each of the 4 gates (forget, input, "
+                                       "cell, output) once; gate {} is {}",
+                                       what, i,
+                                       i < 0 || i >= BASIC_LSTM_CELL_NUM_UNITS ? "not a gate"
+                                                                               : "repeated"));
+    seen[i] = true;
+  }
+  const NonLinearityType rec = params.recurrentActivation;
+  if (!(rec == NonLinearityType::SIGMOID || rec == NonLinearityType::HARD_SIGMOID ||
+        rec == NonLinearityType::TANH || isSoftmaxKind(rec)))
+    throw invalid_option(fmt::format("{}: recurrentActivation {} is not allowed: a gate activation "
+                                     "must be bounded (SIGMOID, HARD_SIGMOID, TANH, SOFTMAX or "
+                                     "SOFTMAX_STABLE)",
+                                     what, nn::asString(rec)));
+  if (params.activation == NonLinearityType::SOFTMAX_SCALED)
+    throw invalid_option(fmt::format("{}: activation SOFTMAX_SCALED is not allowed (its outputs are "
+                                     "scaled); use SOFTMAX or SOFTMAX_STABLE",
+                                     what));
+  if (static_cast<int>(params.activation) < 0 ||
+      static_cast<int>(params.activation) >= static_cast<int>(kNumNonLinearityTypes))
+    throw invalid_option(fmt::format("{}: activation {} is not a NonLinearityType", what,
+                                     static_cast<int>(params.activation)));
+  if (params.dataType != params.rnn.dataType || params.batchSize != params.rnn.batchSize ||
+      params.timeSteps != params.rnn.maxTimeSteps || params.layerSizes != params.rnn.layerSizes)
+    throw invalid_option(fmt::format("{}: LstmParams' deprecated fields (dataType, batchSize, "
+                                     "timeSteps, layerSizes) differ from params.rnn's; set both "
+                                     "or use the constructors",
+                                     what));
+}
+
+LstmOptions parseOptions(const Graph &graph, const LstmParams &params, const OptionFlags &options,
+                         const std::string &what) {
+  checkParams(params, what);
+  LstmOptions o;
+  o.accumulatorsType = params.dataType;
+  std::optional<unsigned> numShards;
+  std::optional<bool> codeReuse;
+  const unsigned maxShards = static_cast<unsigned>(params.rnn.getMaxShards(graph));
+  aspen::detail::OptionSpec spec(what);
+  auto floatOrHalf = [](Type &target) {
+    return [&target](const std::string &v) {
+      if (v == "float")
+        target = FLOAT;
+      else if (v == "half")
+        target = HALF;
+      else
+        return false;
+      return true;
+    };
+  };
+  spec.boolean("inferenceOnly", o.inferenceOnly)
+      .boolean("preCalcWeights", o.preCalcWeights)
+      .add("partialsType", "float or half", floatOrHalf(o.partialsType))
+      .add("weightAccumulatorsType", "float or half", floatOrHalf(o.accumulatorsType))
+      .enumeration("recomputationMode", o.recomputation,
+                   {{"none", Recomputation::None},
+                    {"cellAndTanh", Recomputation::CellAndTanh},
+                    {"full", Recomputation::Full}})
+      .number("availableMemoryProportion", o.availableMemoryProportion, 1e-9, 1.0)
+      .add("numShards", fmt::format("an integer from 1 to {}", maxShards),
+           [&](const std::string &v) {
+             unsigned n = 0;
+             try {
+               std::size_t used = 0;
+               const unsigned long parsed = std::stoul(v, &used);
+               if (used != v.size() || parsed == 0 || parsed > maxShards)
+                 return false;
+               n = static_cast<unsigned>(parsed);
+             } catch (const std::exception &) {
+               return false;
+             }
+             numShards = n;
+             return true;
+           })
+      .add("rnnCodeReuse", "true or false",
+           [&](const std::string &v) {
+             if (v != "true" && v != "false" && v != "1" && v != "0")
+               return false;
+             codeReuse = v == "true" || v == "1";
+             return true;
+           })
+      .add("rnnStepsPerWU", fmt::format("an integer from 0 to {}", params.rnn.maxTimeSteps),
+           [&](const std::string &v) {
+             try {
+               std::size_t used = 0;
+               const unsigned long parsed = std::stoul(v, &used);
+               if (used != v.size() || parsed > params.rnn.maxTimeSteps || v[0] == '-')
+                 return false;
+               o.stepsPerWU = static_cast<unsigned>(parsed);
+             } catch (const std::exception &) {
+               return false;
+             }
+             return true;
+           })
+      .boolean("disableWUPartialInterleaving", o.disableWUPartialInterleaving);
+  spec.parse(options);
+  if (o.partialsType == HALF && params.dataType == FLOAT)
+    throw invalid_option(fmt::format("{}: partialsType half needs half data, but dataType is float",
+                                     what));
+  if (numShards) {
+    o.numShards = *numShards;
+  } else {
+    // Enough shards that the sequence tensors fit the memory budget of all tiles.
+    const Target &target = graph.getTarget();
+    const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
+    const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
+    const double sequenceBytes = double(T) * B * (I + 8 * H) * target.getTypeSize(params.dataType);
+    const double budget =
+        double(target.getNumTiles()) * target.getBytesPerTile() * o.availableMemoryProportion;
+    const double wanted = budget > 0 ? std::ceil(sequenceBytes / budget) : 1.0;
+    o.numShards = static_cast<unsigned>(std::clamp(wanted, 1.0, double(maxShards)));
+  }
+  o.codeReuse = codeReuse ? *codeReuse : o.numShards > 1;
+  return o;
+}
+
+OptionFlags matMulOptions(const LstmOptions &opts, const char *pass) {
+  return {{"partialsType", opts.partialsType == HALF ? "half" : "float"},
+          {"availableMemoryProportion", fmt::format("{}", opts.availableMemoryProportion)},
+          {"fullyConnectedPass", opts.inferenceOnly ? "INFERENCE_FWD" : pass}};
+}
+
+std::array<unsigned, 4> slotsOf(const LstmParams &params) {
+  std::array<unsigned, 4> slot{};
+  for (unsigned s = 0; s < 4; ++s)
+    slot[static_cast<unsigned>(params.cellOrder[s])] = s;
+  return slot;
+}
+
+InterLayout interLayout(const LstmParams &params, Recomputation mode) {
+  InterLayout l;
+  l.saveMode = mode == Recomputation::None ? 2 : mode == Recomputation::CellAndTanh ? 1 : 0;
+  l.saveH = !params.outputFullSequence;
+  return l;
+}
+
+bool rawCandidate(const LstmParams &params) { return gradientTakesInput(params.activation); }
+
+Tensor asMatrix(const Tensor &weights) {
+  return weights.dimShuffle({1, 0, 2}).reshape({weights.dim(1), 4 * weights.dim(2)});
+}
+
+Tensor fromMatrix(const Tensor &matrix) {
+  return matrix.reshape({matrix.dim(0), 4, matrix.dim(1) / 4}).dimShuffle({1, 0, 2});
+}
+
+namespace {
+
+// Per tile, the rows of `rows` ([B, H]) the tile's vertex works on.
+std::vector<std::vector<Interval>> cellRows(const Graph &graph, const Tensor &rows) {
+  return nn::work::rowsByTile(graph, rows);
+}
+
+std::vector<std::size_t> rowNumbers(const std::vector<Interval> &intervals) {
+  std::vector<std::size_t> rows;
+  for (const Interval &i : intervals)
+    for (std::size_t r = i.begin(); r < i.end(); ++r)
+      rows.push_back(r);
+  return rows;
+}
+
+Tensor maskOf(const Tensor &mask, const std::vector<Interval> &intervals) {
+  std::vector<Tensor> parts;
+  for (const Interval &i : intervals)
+    parts.push_back(mask.slice(i.begin(), i.end()));
+  return concat(parts, 0);
+}
+
+// For each vertex row, the segments of a [n, B, H] tensor: t[j][row] for j in order.
+std::vector<Tensor> segments(const Tensor &t, const std::vector<std::size_t> &rows,
+                             const std::vector<unsigned> &order) {
+  std::vector<Tensor> out;
+  for (std::size_t r : rows)
+    for (unsigned j : order)
+      out.push_back(t[j][r]);
+  return out;
+}
+
+std::vector<Tensor> rowsOf(const Tensor &t, const std::vector<std::size_t> &rows) {
+  std::vector<Tensor> out;
+  for (std::size_t r : rows)
+    out.push_back(t[r]);
+  return out;
+}
+
+std::vector<unsigned> iota(unsigned n) {
+  std::vector<unsigned> v(n);
+  for (unsigned i = 0; i < n; ++i)
+    v[i] = i;
+  return v;
+}
+
+} // namespace
+
+void addCellFwd(Graph &graph, const LstmParams &params, ComputeSet cs, const Tensor &pre,
+                const Tensor &bias, const Tensor &cState, const Tensor &hState, const Tensor &out,
+                const Tensor &inter, const InterLayout &layout, const Tensor &mask) {
+  const auto slot = slotsOf(params);
+  const std::size_t H = params.rnn.layerSizes[1];
+  const Tensor preGates = pre.reshape({pre.dim(0), 4, H}).dimShuffle({1, 0, 2}); // [4, B, H]
+  const std::vector<unsigned> slotOrder{slot[0], slot[1], slot[2], slot[3]};
+  const auto tiles = cellRows(graph, hState);
+  const std::string type = util::templateVertex("aspen::nn::LstmCellFwd", params.dataType);
+  for (unsigned tile = 0; tile < tiles.size(); ++tile) {
+    if (tiles[tile].empty())
+      continue;
+    const auto rows = rowNumbers(tiles[tile]);
+    VertexRef v = graph.addVertex(cs, type);
+    graph.connect(v["gates"], segments(preGates, rows, slotOrder));
+    std::vector<Tensor> biasSegments;
+    for (unsigned u = 0; u < 4; ++u)
+      biasSegments.push_back(bias[slot[u]]);
+    graph.connect(v["bias"], biasSegments);
+    graph.connect(v["cState"], rowsOf(cState, rows));
+    graph.connect(v["hState"], rowsOf(hState, rows));
+    graph.connect(v["out"], rowsOf(out, rows));
+    graph.connect(v["inter"], layout.count() == 0 ? std::vector<Tensor>{}
+                                                  : segments(inter, rows, iota(layout.count())));
+    graph.connect(v["mask"], maskOf(mask, tiles[tile]));
+    graph.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
+    graph.setInitialValue(v["recurrentActivation"],
+                          static_cast<unsigned>(params.recurrentActivation));
+    graph.setInitialValue(v["saveMode"], layout.saveMode);
+    graph.setInitialValue(v["saveH"], layout.saveH);
+    graph.setInitialValue(v["rawCandidate"], rawCandidate(params));
+    graph.setTileMapping(v, tile);
+  }
+}
+
+void addCellBwd(Graph &graph, const LstmParams &params, ComputeSet cs, const Tensor &fwd,
+                const Tensor &cell, bool rawCell, const Tensor &outGrad, const Tensor &dhMM,
+                const Tensor &dhCarry, const Tensor &dcState, const Tensor &delta,
+                const Tensor &mask) {
+  const auto slot = slotsOf(params);
+  const std::vector<unsigned> slotOrder{slot[0], slot[1], slot[2], slot[3]};
+  const auto tiles = cellRows(graph, dcState);
+  const std::string type = util::templateVertex("aspen::nn::LstmCellBwd", params.dataType);
+  for (unsigned tile = 0; tile < tiles.size(); ++tile) {
+    if (tiles[tile].empty())
+      continue;
+    const auto rows = rowNumbers(tiles[tile]);
+    VertexRef v = graph.addVertex(cs, type);
+    graph.connect(v["fwd"], segments(fwd, rows, iota(4)));
+    graph.connect(v["cell"], segments(cell, rows, iota(2)));
+    graph.connect(v["outGrad"], rowsOf(outGrad.valid() ? outGrad : dhCarry, rows));
+    graph.connect(v["dhMM"], rowsOf(dhMM, rows));
+    graph.connect(v["dhCarry"], rowsOf(dhCarry, rows));
+    graph.connect(v["dcState"], rowsOf(dcState, rows));
+    graph.connect(v["delta"], segments(delta, rows, slotOrder));
+    graph.connect(v["mask"], maskOf(mask, tiles[tile]));
+    graph.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
+    graph.setInitialValue(v["recurrentActivation"],
+                          static_cast<unsigned>(params.recurrentActivation));
+    graph.setInitialValue(v["rawCell"], rawCell);
+    graph.setInitialValue(v["rawCandidate"], rawCandidate(params));
+    graph.setInitialValue(v["hasOutGrad"], outGrad.valid());
+    graph.setTileMapping(v, tile);
+  }
+}
+
+void addCellRecompute(Graph &graph, const LstmParams &params, ComputeSet cs, const Tensor &fwd,
+                      const Tensor &cState, const Tensor &cPrev, const Tensor &cOut,
+                      const Tensor &mask) {
+  const auto tiles = cellRows(graph, cState);
+  const std::string type = util::templateVertex("aspen::nn::LstmCellRecompute", params.dataType);
+  for (unsigned tile = 0; tile < tiles.size(); ++tile) {
+    if (tiles[tile].empty())
+      continue;
+    const auto rows = rowNumbers(tiles[tile]);
+    VertexRef v = graph.addVertex(cs, type);
+    graph.connect(v["fwd"], segments(fwd, rows, iota(4)));
+    graph.connect(v["cState"], rowsOf(cState, rows));
+    graph.connect(v["cPrev"], rowsOf(cPrev, rows));
+    graph.connect(v["cOut"], rowsOf(cOut, rows));
+    graph.connect(v["mask"], maskOf(mask, tiles[tile]));
+    graph.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
+    graph.setInitialValue(v["rawCandidate"], rawCandidate(params));
+    graph.setTileMapping(v, tile);
+  }
+}
+
+} // namespace detail
+} // namespace aspen::nn::lstm

@@ -1,0 +1,612 @@
+// The generic recurrent loop (aspen::nn::rnn): sequence tensors laid out per shard, and Rnn, a
+// Repeat over time steps whose body slices the sequences at the step read on the device.
+//
+// One step of the loop, in both forms:
+//   Execute(control)          RnnStepControl: t, its offset in the shard, active, gather, masks
+//   If(active,                steps past the longest sequence do nothing
+//      slices of the inputs   dynamicSlice at the offset
+//      the body               built by loopFn
+//      stores of the outputs  dynamicUpdate at the offset)
+// Shards run one after the other. With code reuse every shard copies its chunk into a window of
+// ceil(T / numShards) steps that one body (a Function) works on, and copies its outputs back.
+#include "RnnLoop.hpp"
+
+#include "NnWork.hpp"
+#include "core/OptionParsing.hpp"
+
+#include <aspen/Error.hpp>
+#include <aspen/ops/DynamicSlice.hpp>
+#include <aspen/ops/Zero.hpp>
+#include <aspen/util/VertexTemplates.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace aspen::nn::rnn {
+
+using program::Copy;
+using program::Execute;
+using program::If;
+using program::Repeat;
+using program::Sequence;
+
+RnnParams::RnnParams(Type dataType, std::size_t batchSize, std::size_t timeSteps,
+                     std::vector<std::size_t> layerSizes)
+    : dataType(dataType), batchSize(batchSize), maxTimeSteps(timeSteps), timeSteps(timeSteps),
+      layerSizes(std::move(layerSizes)) {}
+
+RnnParams::RnnParams(Type dataType, std::size_t batchSize, std::size_t maxTimeSteps,
+                     const Tensor &varTimeSteps, std::vector<std::size_t> layerSizes)
+    : dataType(dataType), batchSize(batchSize), maxTimeSteps(maxTimeSteps),
+      timeSteps(maxTimeSteps), varTimeSteps(varTimeSteps), layerSizes(std::move(layerSizes)) {}
+
+std::size_t RnnParams::getMaxShards(const Graph &) const {
+  return std::max<std::size_t>(1, maxTimeSteps);
+}
+
+std::size_t RnnParams::getMaxShardSize(unsigned numShards) const {
+  return numShards == 0 ? maxTimeSteps : (maxTimeSteps + numShards - 1) / numShards;
+}
+
+namespace {
+
+std::size_t layerSize(const RnnParams &params, unsigned which) {
+  return params.layerSizes.size() > which ? params.layerSizes[which] : 0;
+}
+
+std::size_t stepBytesPerTile(const Graph &graph, const RnnParams &params, std::size_t size) {
+  const std::size_t tiles = graph.getTarget().getNumTiles();
+  const std::size_t elements = params.batchSize * size;
+  return (elements + tiles - 1) / tiles * graph.getTarget().getTypeSize(params.dataType);
+}
+
+} // namespace
+
+std::size_t RnnParams::getInputBytesPerTile(const Graph &graph) const {
+  return stepBytesPerTile(graph, *this, layerSize(*this, 0));
+}
+std::size_t RnnParams::getOutputBytesPerTile(const Graph &graph) const {
+  return stepBytesPerTile(graph, *this, layerSize(*this, 1));
+}
+bool RnnParams::variableTimeSteps() const { return varTimeSteps.valid(); }
+bool RnnParams::batchVariableTimeSteps() const {
+  return varTimeSteps.valid() && varTimeSteps.numElements() > 1;
+}
+
+namespace detail {
+
+TileRange shardTiles(const Target &target, unsigned shard, unsigned numShards) {
+  const unsigned tiles = target.getNumTiles();
+  if (numShards >= tiles)
+    return {shard % tiles, 1};
+  const unsigned first = static_cast<unsigned>(std::uint64_t(shard) * tiles / numShards);
+  const unsigned last = static_cast<unsigned>(std::uint64_t(shard + 1) * tiles / numShards);
+  return {first, last - first};
+}
+
+void mapSteps(Graph &graph, const Tensor &t, TileRange range) {
+  // t: [n, B, size]; every step [B, size] is spread over the range the same way: whole rows
+  // per tile when there are enough rows, else runs of elements.
+  if (t.numElements() == 0)
+    return;
+  const std::size_t n = t.dim(0), rows = t.dim(1), size = t.dim(2);
+  const std::size_t stepElements = rows * size;
+  std::vector<std::pair<std::size_t, std::size_t>> pieces; // [begin, end) within a step
+  const std::size_t count = range.count;
+  if (rows >= count) {
+    for (std::size_t k = 0; k < count; ++k)
+      pieces.emplace_back(k * rows / count * size, (k + 1) * rows / count * size);
+  } else {
+    const std::size_t used = std::min<std::size_t>(count, stepElements);
+    for (std::size_t k = 0; k < used; ++k)
+      pieces.emplace_back(k * stepElements / used, (k + 1) * stepElements / used);
+  }
+  TileToTensorMapping mapping(graph.getTarget().getNumTiles());
+  for (std::size_t step = 0; step < n; ++step)
+    for (std::size_t k = 0; k < pieces.size(); ++k)
+      if (pieces[k].first < pieces[k].second)
+        mapping[range.first + k].push_back(
+            Interval(step * stepElements + pieces[k].first, step * stepElements + pieces[k].second));
+  graph.setTileMapping(t, mapping);
+}
+
+void mapSequence(Graph &graph, const Tensor &t, unsigned numShards) {
+  const std::size_t steps = t.dim(0);
+  const std::size_t shardSize = (steps + numShards - 1) / numShards;
+  for (unsigned s = 0; s < numShards; ++s) {
+    const std::size_t begin = std::min(steps, s * shardSize);
+    const std::size_t end = std::min(steps, begin + shardSize);
+    if (begin < end)
+      mapSteps(graph, t.slice(begin, end, 0), shardTiles(graph.getTarget(), s, numShards));
+  }
+}
+
+Tensor addSequence(Graph &graph, Type type, std::size_t steps, std::size_t rows, std::size_t size,
+                   unsigned numShards, const DebugContext &debug) {
+  Tensor t = graph.addVariable(type, {steps, rows, size}, debug);
+  mapSequence(graph, t, std::max(1u, numShards));
+  return t;
+}
+
+Tensor addStep(Graph &graph, Type type, std::size_t rows, std::size_t size,
+               const DebugContext &debug) {
+  Tensor t = graph.addVariable(type, {1, rows, size}, debug);
+  mapSteps(graph, t, shardTiles(graph.getTarget(), 0, 1));
+  return t[0];
+}
+
+void checkParams(const RnnParams &params, const std::string &what) {
+  if (params.dataType != FLOAT && params.dataType != HALF)
+    throw type_error(fmt::format("{}: dataType must be float or half, not {}", what,
+                                 params.dataType.toString()));
+  if (params.batchSize == 0 || params.maxTimeSteps == 0)
+    throw shape_error(fmt::format("{}: batchSize ({}) and maxTimeSteps ({}) must be at least 1",
+                                  what, params.batchSize, params.maxTimeSteps));
+  if (params.layerSizes.size() != 2 || params.layerSizes[0] == 0 || params.layerSizes[1] == 0)
+    throw shape_error(fmt::format("{}: layerSizes must be {{inputSize, outputSize}}, both at least "
+                                  "1 (got {} sizes)",
+                                  what, params.layerSizes.size()));
+  if (params.varTimeSteps.valid()) {
+    const Tensor &ts = params.varTimeSteps;
+    if (ts.elementType() != UNSIGNED_INT)
+      throw type_error(fmt::format("{}: timeSteps must be unsigned int, not {}", what,
+                                   ts.elementType().toString()));
+    if (ts.rank() != 1 || (ts.dim(0) != 1 && ts.dim(0) != params.batchSize))
+      throw shape_error(fmt::format("{}: timeSteps must have shape [1] or [batchSize = {}], not {}",
+                                    what, params.batchSize, ts.shapeToString()));
+  }
+}
+
+unsigned checkShards(const RnnParams &params, unsigned numShards, const std::string &what) {
+  if (numShards == 0 || numShards > params.maxTimeSteps)
+    throw invalid_option(fmt::format("{}: numShards = {} is out of range: it must be between 1 and "
+                                     "the number of time steps ({})",
+                                     what, numShards, params.maxTimeSteps));
+  return numShards;
+}
+
+namespace {
+
+struct Control {
+  Tensor step, begin, lengths, time, offset, active, gather, slot, mask, inverse;
+  ComputeSet cs;
+};
+
+Control addControl(Graph &graph, const RnnParams &params, Tensor begin, std::size_t window,
+                   unsigned gatherSteps, unsigned slotModulus, bool reverse,
+                   const DebugContext &debug) {
+  Control c;
+  auto scalar = [&](const char *what) {
+    Tensor t = graph.addVariable(UNSIGNED_INT, {1}, {debug, what});
+    graph.setTileMapping(t, 0);
+    return t;
+  };
+  c.step = scalar("step");
+  c.begin = begin;
+  c.time = scalar("time");
+  c.offset = scalar("offset");
+  c.active = scalar("active");
+  c.gather = scalar("gather");
+  c.slot = scalar("slot");
+  if (params.varTimeSteps.valid()) {
+    c.lengths = params.varTimeSteps;
+  } else {
+    c.lengths = graph.addConstant<unsigned>(UNSIGNED_INT, {1},
+                                            static_cast<unsigned>(params.maxTimeSteps),
+                                            {debug, "lengths"});
+    graph.setTileMapping(c.lengths, 0);
+  }
+  c.mask = graph.addVariable(params.dataType, {params.batchSize}, {debug, "mask"});
+  c.inverse = graph.addVariable(params.dataType, {params.batchSize}, {debug, "inverse"});
+  graph.setTileMapping(c.mask, 0);
+  graph.setTileMapping(c.inverse, 0);
+  c.cs = graph.addComputeSet({debug, "control"});
+  VertexRef v = graph.addVertex(c.cs, util::templateVertex("aspen::nn::RnnStepControl",
+                                                           params.dataType),
+                                {{"step", c.step},
+                                 {"begin", c.begin},
+                                 {"lengths", c.lengths},
+                                 {"time", c.time},
+                                 {"offset", c.offset},
+                                 {"active", c.active},
+                                 {"gather", c.gather},
+                                 {"slot", c.slot},
+                                 {"mask", c.mask},
+                                 {"inverse", c.inverse}});
+  graph.setInitialValue(v["window"], static_cast<unsigned>(window));
+  graph.setInitialValue(v["maxTimeSteps"], static_cast<unsigned>(params.maxTimeSteps));
+  graph.setInitialValue(v["gatherSteps"], gatherSteps);
+  graph.setInitialValue(v["slotModulus"], slotModulus);
+  graph.setInitialValue(v["reverse"], reverse);
+  graph.setTileMapping(v, 0);
+  return c;
+}
+
+Tensor unsignedConstant(Graph &graph, unsigned value, const DebugContext &debug) {
+  Tensor t = graph.addConstant<unsigned>(UNSIGNED_INT, {1}, value, debug);
+  graph.setTileMapping(t, 0);
+  return t;
+}
+
+// Step `offset` of `seq` ([n, ...]) as a new tensor (the step's shape).
+Tensor sliceStep(Graph &graph, const Tensor &seq, const Tensor &offset, Sequence &prog,
+                 const DebugContext &debug) {
+  return ops::dynamicSlice(graph, seq, offset, {0}, {1}, prog, debug).squeeze({0});
+}
+
+void storeStep(Graph &graph, const Tensor &seq, const Tensor &step, const Tensor &offset,
+               Sequence &prog, const DebugContext &debug) {
+  ops::dynamicUpdate(graph, seq, step.expand({0}), offset, {0}, {1}, prog, debug);
+}
+
+// A tensor shaped like one step of `seq`, laid out like its first step.
+Tensor stepLike(Graph &graph, const Tensor &seq, const DebugContext &debug) {
+  return graph.clone(seq[0], debug);
+}
+
+} // namespace
+
+std::vector<Tensor> runLoop(Graph &graph, const LoopSpec &spec, Sequence &prog,
+                            const DebugContext &debug) {
+  const RnnParams &params = spec.params;
+  const std::size_t T = params.maxTimeSteps;
+  const unsigned numShards = spec.numShards;
+  const std::size_t shardSize = (T + numShards - 1) / numShards;
+  const bool gatherForm = static_cast<bool>(spec.gatherFn);
+  const std::size_t gatherWindow =
+      gatherForm ? (spec.stepsPerGather == 0 ? T : spec.stepsPerGather) : 0;
+  const bool variable = params.varTimeSteps.valid();
+
+  // The loop-carried state.
+  std::vector<Tensor> state;
+  for (std::size_t i = 0; i < spec.initState.size(); ++i) {
+    Tensor s = graph.clone(spec.initState[i], {debug, fmt::format("state{}", i)});
+    prog.add(Copy(spec.initState[i], s));
+    state.push_back(s);
+  }
+  std::vector<Tensor> outSequences = spec.outputs;
+  if (spec.interimOut)
+    outSequences.push_back(*spec.interimOut);
+  if (spec.stateSequence.output.valid())
+    outSequences.push_back(spec.stateSequence.output);
+  if (variable)
+    for (const Tensor &t : outSequences)
+      ops::zero(graph, t, prog, {debug, "zeroOutputs"});
+
+  // Gather windows: [k, ...] of each gather input and of the body's temporaries.
+  std::vector<Tensor> gatherWindows;
+  Tensor tempWindow;
+  if (gatherForm) {
+    for (std::size_t i = 0; i < spec.gatherInputs.size(); ++i) {
+      const Tensor &g = spec.gatherInputs[i];
+      std::vector<std::size_t> shape = g.shape();
+      shape[0] = gatherWindow;
+      Tensor w = graph.addVariable(g.elementType(), shape, {debug, fmt::format("gatherIn{}", i)});
+      mapSequence(graph, w.reshape({gatherWindow, g.dim(1), g.numElements() / T / g.dim(1)}), 1);
+      ops::zero(graph, w, prog, {debug, "zeroGatherWindow"});
+      gatherWindows.push_back(w);
+    }
+    tempWindow = addSequence(graph, params.dataType, gatherWindow * spec.numTemps,
+                             params.batchSize, layerSize(params, 1), 1, {debug, "tempWindow"})
+                     .reshape({gatherWindow, spec.numTemps, params.batchSize,
+                               layerSize(params, 1)});
+    ops::zero(graph, tempWindow, prog, {debug, "zeroTempWindow"});
+  }
+
+  std::vector<Tensor> created = spec.created;
+  Sequence gatherProgram;
+  bool gatherBuilt = false;
+
+  // Builds the step loop over `window` steps of the sequences `chunks` (views or windows whose
+  // dim 0 is the shard's steps), for shard start `begin`.
+  auto buildLoop = [&](const Tensor &begin, std::size_t window, const std::vector<Tensor> &inputs,
+                       const Tensor *interimIn, const std::vector<Tensor> &outputs,
+                       const Tensor *interimOut, const Tensor *stateOut,
+                       const std::vector<Tensor> &gatherInputs, const DebugContext &dbg) {
+    Sequence loop;
+    Control c = addControl(graph, params, begin, window, spec.stepsPerGather,
+                           static_cast<unsigned>(gatherWindow), spec.reverse, dbg);
+    Sequence body;
+    RnnSlice slice;
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      slice.inputs.push_back(sliceStep(graph, inputs[i], c.offset, body, {dbg, "sliceIn"}));
+    if (interimIn)
+      slice.interimIn = sliceStep(graph, *interimIn, c.offset, body, {dbg, "sliceInterim"});
+    for (std::size_t i = 0; i < outputs.size(); ++i)
+      slice.outputs.push_back(stepLike(graph, outputs[i], {dbg, "outStep"}));
+    if (interimOut)
+      slice.interimOut = stepLike(graph, *interimOut, {dbg, "interimStep"});
+    if (gatherForm)
+      slice.interimOut = addSequence(graph, params.dataType, spec.numTemps, params.batchSize,
+                                     layerSize(params, 1), 1, {dbg, "temps"});
+    TimeStepState time{begin, c.time, c.active};
+    RnnBatchwiseFlags flags{c.mask, c.inverse};
+    Sequence initProg;
+    body.add(spec.loopFn(graph, time, flags, state, slice, created, &initProg, dbg));
+    for (std::size_t i = 0; i < outputs.size(); ++i)
+      storeStep(graph, outputs[i], slice.outputs[i], c.offset, body, {dbg, "storeOut"});
+    if (interimOut)
+      storeStep(graph, *interimOut, slice.interimOut, c.offset, body, {dbg, "storeInterim"});
+    if (stateOut)
+      storeStep(graph, *stateOut, state[spec.stateSequence.stateIndex], c.offset, body,
+                {dbg, "storeState"});
+    if (gatherForm) {
+      storeStep(graph, tempWindow, slice.interimOut, c.slot, body, {dbg, "storeTemps"});
+      for (std::size_t i = 0; i < gatherInputs.size(); ++i) {
+        Tensor step = sliceStep(graph, gatherInputs[i], c.offset, body, {dbg, "sliceGatherIn"});
+        storeStep(graph, gatherWindows[i], step, c.slot, body, {dbg, "storeGatherIn"});
+      }
+      if (!gatherBuilt) {
+        RnnSlice gatherSlice;
+        gatherSlice.inputs = gatherWindows;
+        gatherSlice.interimOut = tempWindow;
+        Sequence gatherInit;
+        gatherProgram = spec.gatherFn(graph, gatherSlice, static_cast<unsigned>(gatherWindow),
+                                      &gatherInit, {debug, "gather"});
+        prog.add(gatherInit);
+        gatherBuilt = true;
+      }
+      if (spec.stepsPerGather != 0)
+        body.add(If(c.gather, gatherProgram, Sequence{}));
+    }
+    prog.add(initProg);
+    Tensor zero = unsignedConstant(graph, 0, {dbg, "zero"});
+    loop.add(Copy(zero, c.step));
+    loop.add(Repeat(static_cast<unsigned>(window),
+                    Sequence{Execute(c.cs), If(c.active, body, Sequence{})}));
+    return loop;
+  };
+
+  auto chunksOf = [&](const std::vector<Tensor> &seqs, std::size_t b, std::size_t e) {
+    std::vector<Tensor> out;
+    for (const Tensor &t : seqs)
+      out.push_back(t.slice(b, e, 0));
+    return out;
+  };
+
+  std::vector<unsigned> order(numShards);
+  for (unsigned s = 0; s < numShards; ++s)
+    order[s] = spec.reverse ? numShards - 1 - s : s;
+
+  if (!spec.codeReuse || numShards == 1) {
+    for (unsigned s : order) {
+      const std::size_t b = s * shardSize, e = std::min(T, b + shardSize);
+      if (b >= e)
+        continue;
+      const DebugContext dbg{debug, fmt::format("shard{}", s)};
+      const Tensor begin = unsignedConstant(graph, static_cast<unsigned>(b), {dbg, "begin"});
+      const std::vector<Tensor> ins = chunksOf(spec.inputs, b, e);
+      const std::vector<Tensor> outs = chunksOf(spec.outputs, b, e);
+      const std::vector<Tensor> gins = chunksOf(spec.gatherInputs, b, e);
+      Tensor interimInChunk, interimOutChunk, stateChunk;
+      if (spec.interimIn)
+        interimInChunk = spec.interimIn->slice(b, e, 0);
+      if (spec.interimOut)
+        interimOutChunk = spec.interimOut->slice(b, e, 0);
+      if (spec.stateSequence.output.valid())
+        stateChunk = spec.stateSequence.output.slice(b, e, 0);
+      prog.add(buildLoop(begin, e - b, ins, spec.interimIn ? &interimInChunk : nullptr, outs,
+                         spec.interimOut ? &interimOutChunk : nullptr,
+                         stateChunk.valid() ? &stateChunk : nullptr, gins, dbg));
+    }
+  } else {
+    // One body over windows of shardSize steps, called once per shard.
+    auto windowOf = [&](const Tensor &seq, const char *what) {
+      std::vector<std::size_t> shape = seq.shape();
+      shape[0] = shardSize;
+      Tensor w = graph.addVariable(seq.elementType(), shape, {debug, what});
+      const std::size_t rows = seq.rank() >= 2 ? seq.dim(1) : 1;
+      mapSequence(graph, w.reshape({shardSize, rows, w.numElements() / shardSize / rows}), 1);
+      return w;
+    };
+    std::vector<Tensor> inWindows, outWindows, gatherInWindows;
+    for (const Tensor &t : spec.inputs)
+      inWindows.push_back(windowOf(t, "inWindow"));
+    for (const Tensor &t : spec.outputs)
+      outWindows.push_back(windowOf(t, "outWindow"));
+    for (const Tensor &t : spec.gatherInputs)
+      gatherInWindows.push_back(windowOf(t, "gatherInWindow"));
+    Tensor interimInWindow, interimOutWindow, stateWindow;
+    if (spec.interimIn)
+      interimInWindow = windowOf(*spec.interimIn, "interimInWindow");
+    if (spec.interimOut)
+      interimOutWindow = windowOf(*spec.interimOut, "interimOutWindow");
+    if (spec.stateSequence.output.valid())
+      stateWindow = windowOf(spec.stateSequence.output, "stateWindow");
+    Tensor begin = graph.addVariable(UNSIGNED_INT, {1}, {debug, "shardBegin"});
+    graph.setTileMapping(begin, 0);
+    Function body = graph.addFunction(buildLoop(
+        begin, shardSize, inWindows, spec.interimIn ? &interimInWindow : nullptr, outWindows,
+        spec.interimOut ? &interimOutWindow : nullptr,
+        stateWindow.valid() ? &stateWindow : nullptr, gatherInWindows, debug));
+    std::vector<Tensor> outWindowsAll = outWindows;
+    if (interimOutWindow.valid())
+      outWindowsAll.push_back(interimOutWindow);
+    if (stateWindow.valid())
+      outWindowsAll.push_back(stateWindow);
+    for (unsigned s : order) {
+      const std::size_t b = s * shardSize, e = std::min(T, b + shardSize);
+      if (b >= e)
+        continue;
+      const DebugContext dbg{debug, fmt::format("shard{}", s)};
+      prog.add(Copy(unsignedConstant(graph, static_cast<unsigned>(b), {dbg, "begin"}), begin));
+      for (std::size_t i = 0; i < spec.inputs.size(); ++i)
+        prog.add(Copy(spec.inputs[i].slice(b, e, 0), inWindows[i].slice(0, e - b, 0)));
+      for (std::size_t i = 0; i < spec.gatherInputs.size(); ++i)
+        prog.add(Copy(spec.gatherInputs[i].slice(b, e, 0), gatherInWindows[i].slice(0, e - b, 0)));
+      if (spec.interimIn)
+        prog.add(Copy(spec.interimIn->slice(b, e, 0), interimInWindow.slice(0, e - b, 0)));
+      if (variable)
+        for (const Tensor &w : outWindowsAll)
+          ops::zero(graph, w, prog, {dbg, "zeroWindow"});
+      prog.add(program::Call(body));
+      for (std::size_t i = 0; i < spec.outputs.size(); ++i)
+        prog.add(Copy(outWindows[i].slice(0, e - b, 0), spec.outputs[i].slice(b, e, 0)));
+      if (spec.interimOut)
+        prog.add(Copy(interimOutWindow.slice(0, e - b, 0), spec.interimOut->slice(b, e, 0)));
+      if (spec.stateSequence.output.valid())
+        prog.add(Copy(stateWindow.slice(0, e - b, 0), spec.stateSequence.output.slice(b, e, 0)));
+    }
+  }
+  if (gatherForm && spec.stepsPerGather == 0)
+    prog.add(gatherProgram);
+
+  std::vector<Tensor> result = state;
+  result.insert(result.end(), created.begin(), created.end());
+  return result;
+}
+
+bool parseCodeReuse(const OptionFlags &options, const std::string &what) {
+  bool codeReuse = false;
+  aspen::detail::OptionSpec spec(what);
+  spec.boolean("codeReuse", codeReuse);
+  spec.parse(options);
+  return codeReuse;
+}
+
+void checkSequence(const RnnParams &params, const Tensor &t, const std::string &what) {
+  if (t.rank() < 1 || t.dim(0) != params.maxTimeSteps)
+    throw shape_error(fmt::format("{} must be a sequence of {} time steps (dimension 0), but has "
+                                  "shape {}",
+                                  what, params.maxTimeSteps, t.shapeToString()));
+}
+
+} // namespace detail
+
+Tensor createInitialState(Graph &graph, const RnnParams &params, bool isOutput, unsigned multiple,
+                          unsigned numShards, const DebugContext &debug) {
+  detail::checkParams(params, "rnn::createInitialState");
+  const std::size_t size = layerSize(params, isOutput ? 1 : 0);
+  Tensor t = graph.addVariable(params.dataType, {multiple, params.batchSize, size}, debug);
+  detail::mapSteps(graph, t, detail::shardTiles(graph.getTarget(), 0, std::max(1u, numShards)));
+  return t;
+}
+
+Tensor createRecurrentTensor(Graph &graph, const RnnParams &params, unsigned size,
+                             unsigned numShards, const DebugContext &debug) {
+  detail::checkParams(params, "rnn::createRecurrentTensor");
+  detail::checkShards(params, numShards, "rnn::createRecurrentTensor");
+  return detail::addSequence(graph, params.dataType, params.maxTimeSteps, params.batchSize, size,
+                             numShards, debug);
+}
+
+Tensor createInputTensor(Graph &graph, const RnnParams &params, unsigned numShards,
+                         const DebugContext &debug) {
+  return createRecurrentTensor(graph, params, static_cast<unsigned>(layerSize(params, 0)),
+                               numShards, debug);
+}
+
+Tensor createOutputTensor(Graph &graph, const RnnParams &params, unsigned numShards,
+                          const DebugContext &debug) {
+  return createOutputTensor(graph, params, 1, numShards, debug);
+}
+
+Tensor createOutputTensor(Graph &graph, const RnnParams &params, unsigned multiple,
+                          unsigned numShards, const DebugContext &debug) {
+  detail::checkParams(params, "rnn::createOutputTensor");
+  detail::checkShards(params, numShards, "rnn::createOutputTensor");
+  std::vector<Tensor> parts;
+  for (unsigned m = 0; m < multiple; ++m)
+    parts.push_back(detail::addSequence(graph, params.dataType, params.maxTimeSteps,
+                                        params.batchSize, layerSize(params, 1), numShards,
+                                        {debug, fmt::format("part{}", m)}));
+  return concat(parts, 0);
+}
+
+Tensor shiftRnnTensor(Graph &graph, const RnnParams &params, const Tensor &tBase,
+                      const Tensor &tSingle, Sequence &prog, unsigned numShards,
+                      const DebugContext &debug) {
+  detail::checkParams(params, "rnn::shiftRnnTensor");
+  detail::checkSequence(params, tBase, "rnn::shiftRnnTensor: tBase");
+  if (tSingle.shape() != tBase[0].shape())
+    throw shape_error(fmt::format("rnn::shiftRnnTensor: tSingle has shape {}, but one step of "
+                                  "tBase has shape {}",
+                                  tSingle.shapeToString(), tBase[0].shapeToString()));
+  const std::size_t T = params.maxTimeSteps;
+  const std::size_t rows = tBase.rank() >= 2 ? tBase.dim(1) : 1;
+  Tensor shifted = graph.addVariable(tBase.elementType(), tBase.shape(), debug);
+  detail::mapSequence(graph, shifted.reshape({T, rows, tBase.numElements() / T / rows}),
+                      std::max(1u, numShards));
+  prog.add(Copy(tSingle, shifted[0]));
+  if (T > 1)
+    prog.add(Copy(tBase.slice(0, T - 1, 0), shifted.slice(1, T, 0)));
+  return shifted;
+}
+
+std::vector<Tensor> Rnn(Graph &graph, const RnnParams &params, bool reverse,
+                        const std::vector<Tensor> &initState, const StateSequence &stateSequence,
+                        const std::vector<Tensor> &inputs, const Tensor *interimIn,
+                        Tensor *interimOut, const std::vector<Tensor> &outputs,
+                        const std::vector<Tensor> &created, Sequence &prog,
+                        const LoopBodyType &loopFn, unsigned numShards, OptionFlags &options,
+                        const DebugContext &debug) {
+  const std::string what = "rnn::Rnn";
+  detail::checkParams(params, what);
+  detail::checkShards(params, numShards, what);
+  detail::LoopSpec spec{params};
+  spec.reverse = reverse;
+  spec.initState = initState;
+  spec.stateSequence = stateSequence;
+  spec.inputs = inputs;
+  spec.interimIn = interimIn;
+  spec.interimOut = interimOut;
+  spec.outputs = outputs;
+  spec.created = created;
+  spec.loopFn = loopFn;
+  spec.numShards = numShards;
+  spec.codeReuse = detail::parseCodeReuse(options, what);
+  for (const Tensor &t : inputs)
+    detail::checkSequence(params, t, what + ": an input");
+  for (const Tensor &t : outputs)
+    detail::checkSequence(params, t, what + ": an output");
+  if (interimIn)
+    detail::checkSequence(params, *interimIn, what + ": interimIn");
+  if (interimOut)
+    detail::checkSequence(params, *interimOut, what + ": interimOut");
+  if (stateSequence.output.valid()) {
+    detail::checkSequence(params, stateSequence.output, what + ": stateSequence.output");
+    if (stateSequence.stateIndex >= initState.size())
+      throw index_error(fmt::format("{}: stateSequence.stateIndex {} is out of range ({} states)",
+                                    what, stateSequence.stateIndex, initState.size()));
+  }
+  return detail::runLoop(graph, spec, prog, debug);
+}
+
+std::vector<Tensor> Rnn(Graph &graph, const RnnParams &params,
+                        const std::vector<Tensor> &initState, const StateSequence &stateSequence,
+                        const std::vector<Tensor> &inputs, const Tensor &interimIn,
+                        unsigned numTemps, Sequence &prog, const LoopBodyType &loopFn,
+                        const std::vector<Tensor> &gatherInputs, const GatherBodyType &gatherFn,
+                        unsigned numShards, unsigned stepsPerGather, OptionFlags &options,
+                        const DebugContext &debug) {
+  const std::string what = "rnn::Rnn (gather form)";
+  detail::checkParams(params, what);
+  detail::checkShards(params, numShards, what);
+  if (stepsPerGather > params.maxTimeSteps)
+    throw invalid_option(fmt::format("{}: stepsPerGather = {} exceeds the {} time steps", what,
+                                     stepsPerGather, params.maxTimeSteps));
+  detail::LoopSpec spec{params};
+  spec.reverse = true;
+  spec.initState = initState;
+  spec.stateSequence = stateSequence;
+  spec.inputs = inputs;
+  if (interimIn.valid()) {
+    detail::checkSequence(params, interimIn, what + ": interimIn");
+    spec.interimIn = &interimIn;
+  }
+  spec.numTemps = numTemps;
+  spec.loopFn = loopFn;
+  spec.gatherInputs = gatherInputs;
+  spec.gatherFn = gatherFn;
+  spec.numShards = numShards;
+  spec.stepsPerGather = stepsPerGather;
+  spec.codeReuse = detail::parseCodeReuse(options, what);
+  for (const Tensor &t : inputs)
+    detail::checkSequence(params, t, what + ": an input");
+  for (const Tensor &t : gatherInputs)
+    detail::checkSequence(params, t, what + ": a gather input");
+  return detail::runLoop(graph, spec, prog, debug);
+}
+
+} // namespace aspen::nn::rnn

@@ -1,0 +1,413 @@
+// An independent double-precision host model of the LSTM layer (rnn-semantics.md is the
+// contract): forward, and backward as exact reverse-mode differentiation of that forward,
+// including the masking of variable sequence lengths and the Jacobian of a softmax activation.
+// lstm_layer checks Aspen against it; tests/unit/test_lstm_reference.cpp checks it against hand
+// values and central finite differences. Plain C++17, no Aspen dependency.
+//
+// Notation: T time steps, B batch rows, I input size, H hidden size. Gate ids: forget 0,
+// input 1, candidate 2, output 3. Every tensor is a flat row-major std::vector<double>:
+//   input            [T, B, I]
+//   initialOutput    [B, H]      h_{-1}
+//   initialCellState [B, H]      c_{-1}
+//   inputWeights     [4, I, H]   dimension 0 in cellOrder slot order (like biases and their
+//   outputWeights    [4, H, H]   gradients); slot s holds gate cellOrder[s]
+//   biases           [4, H]
+//   output           [T, B, H] (outputFullSequence) or [B, H] (each row's final h)
+//
+// Per step, with rho = recAct and phi = act applied to a [H] row at a time (softmax is over that
+// row; every other kind is element-wise):
+//   a_u = [doInputWeightCalc] x_t.Wi[u] + h_{t-1}.Wo[u] + b[u]
+//   f = rho(a_f), i = rho(a_i), o = rho(a_o), g = phi(a_g)
+//   c_t = f*c_{t-1} + i*g,  h_t = o*phi(c_t),  y_t = h_t
+// Variable lengths: L_b = timeSteps[b] (or timeSteps[0] for every row, or T when empty), capped
+// at T. At a step t >= L_b row b keeps its state (h_t = h_{t-1}, c_t = c_{t-1}) and its output
+// y_t is zero, so its final state is its state at step L_b - 1 (the initial state when L_b = 0).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstddef>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace lstmref {
+
+// The one list of activations: enum, names and dispatch follow it.
+#define LSTMREF_ACTIVATIONS(X)                                                                     \
+  X(sigmoid)                                                                                       \
+  X(hard_sigmoid)                                                                                  \
+  X(relu)                                                                                          \
+  X(tanh)                                                                                          \
+  X(gelu)                                                                                          \
+  X(gelu_erf)                                                                                      \
+  X(swish)                                                                                         \
+  X(softmax)
+
+enum class Activation {
+#define LSTMREF_ENUM(name) name,
+  LSTMREF_ACTIVATIONS(LSTMREF_ENUM)
+#undef LSTMREF_ENUM
+};
+
+inline constexpr const char *kActivationNames[] = {
+#define LSTMREF_NAME(name) #name,
+    LSTMREF_ACTIVATIONS(LSTMREF_NAME)
+#undef LSTMREF_NAME
+};
+inline constexpr std::size_t kNumActivations = std::size(kActivationNames);
+static_assert(static_cast<std::size_t>(Activation::softmax) + 1 == kNumActivations,
+              "kActivationNames must follow LSTMREF_ACTIVATIONS");
+
+inline std::string activationName(Activation a) {
+  return kActivationNames[static_cast<std::size_t>(a)];
+}
+
+// The lower-case name; throws std::invalid_argument listing the names otherwise.
+inline Activation parseActivation(const std::string &name) {
+  std::string allowed;
+  for (std::size_t k = 0; k < kNumActivations; ++k) {
+    if (name == kActivationNames[k])
+      return static_cast<Activation>(k);
+    allowed += (k ? ", " : "") + std::string(kActivationNames[k]);
+  }
+  throw std::invalid_argument("unknown activation '" + name + "' (allowed: " + allowed + ")");
+}
+
+inline double sigmoidOf(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+inline constexpr double kPi = 3.14159265358979323846;
+
+// y = act(x) for an element-wise kind; softmax has no scalar form (use forwardRow).
+inline double forward(Activation a, double x) {
+  const double k = std::sqrt(2.0 / kPi);
+  switch (a) {
+  case Activation::sigmoid:
+    return sigmoidOf(x);
+  case Activation::hard_sigmoid:
+    return std::clamp(0.2 * x + 0.5, 0.0, 1.0);
+  case Activation::relu:
+    return x > 0 ? x : 0.0;
+  case Activation::tanh:
+    return std::tanh(x);
+  case Activation::gelu:
+    return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
+  case Activation::gelu_erf:
+    return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
+  case Activation::swish:
+    return x * sigmoidOf(x);
+  case Activation::softmax:
+    break;
+  }
+  throw std::invalid_argument("lstmref::forward: softmax is over a row, not element-wise");
+}
+
+// d act / dx at x for an element-wise kind. hard_sigmoid: 0.2 strictly inside (-2.5, 2.5), 0
+// outside; relu: 1 for x > 0, else 0.
+inline double derivative(Activation a, double x) {
+  const double k = std::sqrt(2.0 / kPi);
+  switch (a) {
+  case Activation::sigmoid: {
+    const double s = sigmoidOf(x);
+    return s * (1.0 - s);
+  }
+  case Activation::hard_sigmoid:
+    return x > -2.5 && x < 2.5 ? 0.2 : 0.0;
+  case Activation::relu:
+    return x > 0 ? 1.0 : 0.0;
+  case Activation::tanh: {
+    const double t = std::tanh(x);
+    return 1.0 - t * t;
+  }
+  case Activation::gelu: {
+    const double t = std::tanh(k * (x + 0.044715 * x * x * x));
+    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * x * x);
+  }
+  case Activation::gelu_erf:
+    return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))) +
+           x * std::exp(-0.5 * x * x) / std::sqrt(2.0 * kPi);
+  case Activation::swish: {
+    const double s = sigmoidOf(x);
+    return s + x * s * (1.0 - s);
+  }
+  case Activation::softmax:
+    break;
+  }
+  throw std::invalid_argument("lstmref::derivative: softmax is over a row, not element-wise");
+}
+
+// y[0..n) = act(x[0..n)): softmax over the row, every other kind element by element.
+inline void forwardRow(Activation a, const double *x, double *y, std::size_t n) {
+  if (a != Activation::softmax) {
+    for (std::size_t j = 0; j < n; ++j)
+      y[j] = forward(a, x[j]);
+    return;
+  }
+  const double m = *std::max_element(x, x + n); // exact in double: only for the exponent's range
+  double sum = 0;
+  for (std::size_t j = 0; j < n; ++j)
+    sum += y[j] = std::exp(x[j] - m);
+  for (std::size_t j = 0; j < n; ++j)
+    y[j] /= sum;
+}
+
+// dx = J^T dy for the row y = act(x): softmax's Jacobian is y_i (delta_ij - y_j), so
+// dx_i = y_i (dy_i - sum_j y_j dy_j); element-wise kinds give dx_j = act'(x_j) dy_j.
+inline void backwardRow(Activation a, const double *x, const double *y, const double *dy,
+                        double *dx, std::size_t n) {
+  if (a != Activation::softmax) {
+    for (std::size_t j = 0; j < n; ++j)
+      dx[j] = derivative(a, x[j]) * dy[j];
+    return;
+  }
+  double dot = 0;
+  for (std::size_t j = 0; j < n; ++j)
+    dot += y[j] * dy[j];
+  for (std::size_t j = 0; j < n; ++j)
+    dx[j] = y[j] * (dy[j] - dot);
+}
+
+enum Gate { kForget = 0, kInput = 1, kCandidate = 2, kOutput = 3 };
+
+struct LstmModel {
+  std::size_t T = 1, B = 1, I = 1, H = 1;
+  std::array<int, 4> cellOrder{kForget, kInput, kCandidate, kOutput}; // gate id of each slot
+  Activation act = Activation::tanh;
+  Activation recAct = Activation::sigmoid;
+  bool outputFullSequence = true;
+  bool doInputWeightCalc = true;
+  std::vector<unsigned> timeSteps; // empty (all T), one length for all rows, or one per row
+
+  // Row b's length, capped at T.
+  std::size_t length(std::size_t b) const {
+    if (timeSteps.empty())
+      return T;
+    return std::min<std::size_t>(timeSteps.size() == 1 ? timeSteps[0] : timeSteps[b], T);
+  }
+  // The slot holding gate `gate`.
+  std::size_t slotOf(int gate) const {
+    return static_cast<std::size_t>(std::find(cellOrder.begin(), cellOrder.end(), gate) -
+                                    cellOrder.begin());
+  }
+  std::size_t outputSize() const { return (outputFullSequence ? T : 1) * B * H; }
+};
+
+struct LstmData {
+  std::vector<double> input;            // [T, B, I]
+  std::vector<double> initialOutput;    // [B, H]
+  std::vector<double> initialCellState; // [B, H]
+  std::vector<double> inputWeights;     // [4, I, H], slot order
+  std::vector<double> outputWeights;    // [4, H, H], slot order
+  std::vector<double> biases;           // [4, H], slot order
+};
+
+struct LstmForward {
+  std::vector<double> output;         // [T, B, H] or [B, H]
+  std::vector<double> finalOutput;    // [B, H]
+  std::vector<double> finalCellState; // [B, H]
+  // What backward needs, every step computed for every row (masked rows included):
+  std::vector<double> preActivations;  // [T, 4, B, H] a_u, gate ids (canonical order)
+  std::vector<double> gates;           // [T, 4, B, H] f, i, g, o
+  std::vector<double> newCellState;    // [T, B, H] f*c_{t-1} + i*g before masking
+  std::vector<double> phiNewCellState; // [T, B, H] phi of it
+  std::vector<double> outputState;     // [T + 1, B, H] h_{t-1} at index t (h_{-1} at 0)
+  std::vector<double> cellState;       // [T + 1, B, H] c_{t-1} at index t
+};
+
+// Incoming gradients of the final state; an empty member means none.
+struct LstmStateGrad {
+  std::vector<double> output;    // [B, H]
+  std::vector<double> cellState; // [B, H]
+};
+
+struct LstmGrads {
+  std::vector<double> inputGrad;            // [T, B, I]
+  std::vector<double> initialOutputGrad;    // [B, H]
+  std::vector<double> initialCellStateGrad; // [B, H]
+  std::vector<double> inputWeightsGrad;     // [4, I, H]
+  std::vector<double> outputWeightsGrad;    // [4, H, H]
+  std::vector<double> biasesGrad;           // [4, H]
+};
+
+namespace detail {
+
+inline void requireSize(const char *what, const std::vector<double> &v, std::size_t expected) {
+  if (v.size() != expected)
+    throw std::invalid_argument(std::string("lstmref: ") + what + " has " +
+                                std::to_string(v.size()) + " elements, expected " +
+                                std::to_string(expected));
+}
+
+inline void validate(const LstmModel &m, const LstmData &d) {
+  std::array<bool, 4> seen{};
+  for (int gate : m.cellOrder) {
+    if (gate < 0 || gate > 3 || seen[gate])
+      throw std::invalid_argument("lstmref: cellOrder is not a permutation of the four gates");
+    seen[gate] = true;
+  }
+  if (!(m.timeSteps.empty() || m.timeSteps.size() == 1 || m.timeSteps.size() == m.B))
+    throw std::invalid_argument("lstmref: timeSteps has " + std::to_string(m.timeSteps.size()) +
+                                " lengths, expected 0, 1 or B = " + std::to_string(m.B));
+  requireSize("input", d.input, m.T * m.B * m.I);
+  requireSize("initialOutput", d.initialOutput, m.B * m.H);
+  requireSize("initialCellState", d.initialCellState, m.B * m.H);
+  requireSize("inputWeights", d.inputWeights, 4 * m.I * m.H);
+  requireSize("outputWeights", d.outputWeights, 4 * m.H * m.H);
+  requireSize("biases", d.biases, 4 * m.H);
+}
+
+} // namespace detail
+
+inline LstmForward forward(const LstmModel &m, const LstmData &d) {
+  detail::validate(m, d);
+  const std::size_t T = m.T, B = m.B, I = m.I, H = m.H, BH = B * H;
+  LstmForward r;
+  r.output.assign(m.outputSize(), 0.0);
+  r.preActivations.assign(T * 4 * BH, 0.0);
+  r.gates.assign(T * 4 * BH, 0.0);
+  r.newCellState.assign(T * BH, 0.0);
+  r.phiNewCellState.assign(T * BH, 0.0);
+  r.outputState.assign((T + 1) * BH, 0.0);
+  r.cellState.assign((T + 1) * BH, 0.0);
+  std::copy(d.initialOutput.begin(), d.initialOutput.end(), r.outputState.begin());
+  std::copy(d.initialCellState.begin(), d.initialCellState.end(), r.cellState.begin());
+  for (std::size_t t = 0; t < T; ++t) {
+    for (std::size_t b = 0; b < B; ++b) {
+      const double *x = &d.input[(t * B + b) * I];
+      const double *hPrev = &r.outputState[t * BH + b * H];
+      const double *cPrev = &r.cellState[t * BH + b * H];
+      auto at = [&](std::vector<double> &v, int gate) { return &v[((t * 4 + gate) * B + b) * H]; };
+      for (int gate = 0; gate < 4; ++gate) {
+        const std::size_t s = m.slotOf(gate);
+        double *a = at(r.preActivations, gate);
+        for (std::size_t j = 0; j < H; ++j) {
+          double sum = d.biases[s * H + j];
+          if (m.doInputWeightCalc)
+            for (std::size_t k = 0; k < I; ++k)
+              sum += x[k] * d.inputWeights[(s * I + k) * H + j];
+          for (std::size_t k = 0; k < H; ++k)
+            sum += hPrev[k] * d.outputWeights[(s * H + k) * H + j];
+          a[j] = sum;
+        }
+        forwardRow(gate == kCandidate ? m.act : m.recAct, a, at(r.gates, gate), H);
+      }
+      const double *f = at(r.gates, kForget), *i = at(r.gates, kInput);
+      const double *g = at(r.gates, kCandidate), *o = at(r.gates, kOutput);
+      double *c = &r.newCellState[t * BH + b * H];
+      double *phiC = &r.phiNewCellState[t * BH + b * H];
+      for (std::size_t j = 0; j < H; ++j)
+        c[j] = f[j] * cPrev[j] + i[j] * g[j];
+      forwardRow(m.act, c, phiC, H);
+      const bool active = t < m.length(b);
+      double *hNext = &r.outputState[(t + 1) * BH + b * H];
+      double *cNext = &r.cellState[(t + 1) * BH + b * H];
+      for (std::size_t j = 0; j < H; ++j) {
+        const double h = o[j] * phiC[j];
+        hNext[j] = active ? h : hPrev[j];
+        cNext[j] = active ? c[j] : cPrev[j];
+        if (m.outputFullSequence)
+          r.output[t * BH + b * H + j] = active ? h : 0.0;
+      }
+    }
+  }
+  r.finalOutput.assign(r.outputState.begin() + T * BH, r.outputState.end());
+  r.finalCellState.assign(r.cellState.begin() + T * BH, r.cellState.end());
+  if (!m.outputFullSequence)
+    r.output = r.finalOutput;
+  return r;
+}
+
+// Gradients of sum(outputGrad * output) + sum(stateGrad.output * finalOutput) +
+// sum(stateGrad.cellState * finalCellState) with respect to every input of forward(m, d); fwd is
+// forward(m, d).
+inline LstmGrads backward(const LstmModel &m, const LstmData &d, const LstmForward &fwd,
+                          const std::vector<double> &outputGrad,
+                          const LstmStateGrad &stateGrad = {}) {
+  detail::validate(m, d);
+  const std::size_t T = m.T, B = m.B, I = m.I, H = m.H, BH = B * H;
+  detail::requireSize("outputGrad", outputGrad, m.outputSize());
+  if (!stateGrad.output.empty())
+    detail::requireSize("lastStepStateGrad.output", stateGrad.output, BH);
+  if (!stateGrad.cellState.empty())
+    detail::requireSize("lastStepStateGrad.cellState", stateGrad.cellState, BH);
+  LstmGrads r;
+  r.inputGrad.assign(T * B * I, 0.0);
+  r.inputWeightsGrad.assign(4 * I * H, 0.0);
+  r.outputWeightsGrad.assign(4 * H * H, 0.0);
+  r.biasesGrad.assign(4 * H, 0.0);
+  // The gradients flowing into h_t and c_t of the state, carried from step t+1 down to t.
+  std::vector<double> dh(BH, 0.0), dc(BH, 0.0);
+  if (!stateGrad.output.empty())
+    dh = stateGrad.output;
+  if (!stateGrad.cellState.empty())
+    dc = stateGrad.cellState;
+  if (!m.outputFullSequence) // output is finalOutput
+    for (std::size_t k = 0; k < BH; ++k)
+      dh[k] += outputGrad[k];
+  std::vector<double> dhTotal(H), dPhiC(H), dcNew(H), dGate(H);
+  std::array<std::vector<double>, 4> delta; // d loss / d a_u for one row, gate ids
+  delta.fill(std::vector<double>(H));
+  for (std::size_t t = T; t-- > 0;) {
+    for (std::size_t b = 0; b < B; ++b) {
+      if (t >= m.length(b)) // the state passes through unchanged and y_t is the constant 0
+        continue;
+      auto at = [&](const std::vector<double> &v, int gate) {
+        return &v[((t * 4 + gate) * B + b) * H];
+      };
+      const double *f = at(fwd.gates, kForget), *i = at(fwd.gates, kInput);
+      const double *g = at(fwd.gates, kCandidate), *o = at(fwd.gates, kOutput);
+      const double *c = &fwd.newCellState[t * BH + b * H];
+      const double *phiC = &fwd.phiNewCellState[t * BH + b * H];
+      const double *cPrev = &fwd.cellState[t * BH + b * H];
+      const double *hPrev = &fwd.outputState[t * BH + b * H];
+      const double *x = &d.input[(t * B + b) * I];
+      double *dhRow = &dh[b * H], *dcRow = &dc[b * H];
+      for (std::size_t j = 0; j < H; ++j) {
+        dhTotal[j] = dhRow[j] + (m.outputFullSequence ? outputGrad[t * BH + b * H + j] : 0.0);
+        dGate[j] = dhTotal[j] * phiC[j]; // d o
+        dPhiC[j] = dhTotal[j] * o[j];
+      }
+      backwardRow(m.recAct, at(fwd.preActivations, kOutput), o, dGate.data(), delta[kOutput].data(),
+                  H);
+      backwardRow(m.act, c, phiC, dPhiC.data(), dcNew.data(), H);
+      for (std::size_t j = 0; j < H; ++j)
+        dcNew[j] += dcRow[j];
+      auto gateBackward = [&](int gate, Activation a, const double *factor) {
+        for (std::size_t j = 0; j < H; ++j)
+          dGate[j] = dcNew[j] * factor[j];
+        backwardRow(a, at(fwd.preActivations, gate), at(fwd.gates, gate), dGate.data(),
+                    delta[gate].data(), H);
+      };
+      gateBackward(kInput, m.recAct, g);
+      gateBackward(kCandidate, m.act, i);
+      gateBackward(kForget, m.recAct, cPrev);
+      for (std::size_t j = 0; j < H; ++j) {
+        dcRow[j] = dcNew[j] * f[j];
+        dhRow[j] = 0.0;
+      }
+      for (int gate = 0; gate < 4; ++gate) {
+        const std::size_t s = m.slotOf(gate);
+        const double *du = delta[gate].data();
+        for (std::size_t j = 0; j < H; ++j) {
+          r.biasesGrad[s * H + j] += du[j];
+          for (std::size_t k = 0; k < H; ++k) {
+            dhRow[k] += du[j] * d.outputWeights[(s * H + k) * H + j];
+            r.outputWeightsGrad[(s * H + k) * H + j] += hPrev[k] * du[j];
+          }
+          if (m.doInputWeightCalc)
+            for (std::size_t k = 0; k < I; ++k) {
+              r.inputGrad[(t * B + b) * I + k] += du[j] * d.inputWeights[(s * I + k) * H + j];
+              r.inputWeightsGrad[(s * I + k) * H + j] += x[k] * du[j];
+            }
+        }
+      }
+    }
+  }
+  r.initialOutputGrad = dh;
+  r.initialCellStateGrad = dc;
+  return r;
+}
+
+} // namespace lstmref
