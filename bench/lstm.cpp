@@ -17,7 +17,7 @@
 // torch.set_num_threads(cores). Without PyTorch the Aspen numbers are still reported.
 //
 // Usage: bench_lstm [--quick] [--max-h N] [--shapes LIST] [--mode inference|training|both]
-//                   [--reps N]        (ASPEN_BENCH_QUICK=1 is --quick)
+//                   [--reps N] [--option key=value]...   (ASPEN_BENCH_QUICK=1 is --quick)
 // The full set takes long on a small machine: scripts/bench.sh passes --max-h 512 by default.
 #include "BenchSupport.hpp"
 
@@ -62,6 +62,8 @@ struct Settings {
   std::vector<Shape> shapes;
   std::vector<Mode> modes = {Mode::Inference, Mode::Training};
   unsigned repetitions = 5;
+  // Extra LSTM options (--option key=value), e.g. preCalcWeights=true.
+  std::vector<std::pair<std::string, std::string>> layerOptions;
 };
 
 // The deterministic data both sides build: element k of the tensor numbered `seed`, uniform in
@@ -95,12 +97,15 @@ std::pair<double, double> checksum(const std::vector<float> &y) {
 // One LSTM program built, compiled and loaded, inputs written.
 class AspenLstm {
 public:
-  AspenLstm(const Target &target, unsigned threads, const Shape &s, Mode mode) : graph_(target) {
+  AspenLstm(const Target &target, unsigned threads, const Shape &s, Mode mode,
+            const std::vector<std::pair<std::string, std::string>> &layerOptions)
+      : graph_(target) {
     nn::addCodelets(graph_);
     lstm::LstmParams params(FLOAT, s.B, s.T, {s.H, s.H});
     const bool training = mode == Mode::Training;
-    const OptionFlags options =
-        training ? OptionFlags{} : OptionFlags{{"inferenceOnly", "true"}};
+    OptionFlags options = training ? OptionFlags{} : OptionFlags{{"inferenceOnly", "true"}};
+    for (const auto &[key, value] : layerOptions)
+      options.set(key, value);
     linalg::PlanningCache cache;
     Tensor in = lstm::createInput(graph_, params, "in", options, &cache);
     lstm::LstmState init = lstm::createInitialState(graph_, params, "init", options, &cache);
@@ -285,7 +290,8 @@ void printResultLine(const Row &r, unsigned tiles, unsigned threads) {
                "                 shape runs when every part of some pattern matches it\n"
                "                 (e.g. --shapes h512-b16,t25)\n"
                "  --mode M       inference, training or both (default both)\n"
-               "  --reps N       timed runs a measurement, after one warm-up (default 5)\n",
+               "  --reps N       timed runs a measurement, after one warm-up (default 5)\n"
+               "  --option K=V   an LSTM option for Aspen's layer (repeatable)\n",
                problem.c_str());
   std::exit(2);
 }
@@ -344,6 +350,12 @@ Settings parseArguments(int argc, char **argv) {
       while (std::getline(list, pattern, ','))
         if (!pattern.empty())
           patterns.push_back(pattern);
+    } else if (flag == "--option") {
+      const std::string kv = value();
+      const auto eq = kv.find('=');
+      if (eq == std::string::npos || eq == 0)
+        usage("--option takes key=value, got '" + kv + "'");
+      settings.layerOptions.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
     } else if (flag == "--reps") {
       settings.repetitions = unsigned(parseCount(flag, value()));
     } else if (flag == "--mode") {
@@ -403,7 +415,7 @@ int main(int argc, char **argv) {
       row.mode = mode;
       row.shape = s;
       try {
-        AspenLstm aspen(target, cores, s, mode);
+        AspenLstm aspen(target, cores, s, mode, settings.layerOptions);
         row.compileSeconds = aspen.compileSeconds();
         row.aspenMs = 1e3 * bench::medianSeconds(settings.repetitions, [&] { aspen.run(); });
         const auto [sum, scale] = checksum(aspen.output());

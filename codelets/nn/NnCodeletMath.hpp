@@ -6,100 +6,59 @@
 #pragma once
 
 #include <aspen/Vertex.hpp>
+#include <aspen/detail/ActivationMath.hpp>
 #include <aspen/nn/codelets/NonLinearityTable.hpp>
 
 namespace aspen::nn {
 
+// The maths of every non-linearity is ActivationMath.hpp's, shared with aspen::ops.
+ASPEN_HD inline float nnExp(float x) { return ::aspen::detail::actExp(x); }
 #if defined(__CUDACC_RTC__) || defined(__CUDA_ARCH__)
-ASPEN_HD inline float nnExp(float x) { return expf(x); }
 ASPEN_HD inline float nnLog(float x) { return logf(x); }
-ASPEN_HD inline float nnTanh(float x) { return tanhf(x); }
-ASPEN_HD inline float nnErf(float x) { return erff(x); }
 #else
-inline float nnExp(float x) { return __builtin_expf(x); }
 inline float nnLog(float x) { return __builtin_logf(x); }
-inline float nnTanh(float x) { return __builtin_tanhf(x); }
-inline float nnErf(float x) { return __builtin_erff(x); }
 #endif
-
-// Beyond this magnitude a float is infinite; used to give the limits at ±inf where the closed
-// forms below would compute inf * 0.
-constexpr float kNnFloatMax = 3.40282347e38f;
-constexpr float kNnSqrt2OverPi = 0.7978845608028654f;
-constexpr float kNnGeluCubic = 0.044715f;
-constexpr float kNnInvSqrt2 = 0.7071067811865476f;
-constexpr float kNnInvSqrt2Pi = 0.3989422804014327f;
-
-ASPEN_HD inline float nnSigmoid(float x) {
-  // Two forms so that exp never overflows: exact saturation to 0 and 1.
-  if (x >= 0.0f)
-    return 1.0f / (1.0f + nnExp(-x));
-  const float e = nnExp(x);
-  return e / (1.0f + e);
-}
 
 // y = f(x) for an element-wise kind.
 template <NonLinearityType K> ASPEN_HD inline float nnForward(float x) {
-  if constexpr (K == NonLinearityType::SIGMOID) {
-    return nnSigmoid(x);
-  } else if constexpr (K == NonLinearityType::HARD_SIGMOID) {
-    const float y = 0.2f * x + 0.5f;
-    return y != y ? y : (y < 0.0f ? 0.0f : (y > 1.0f ? 1.0f : y));
-  } else if constexpr (K == NonLinearityType::RELU) {
-    return x > 0.0f ? x : (x != x ? x : 0.0f);
-  } else if constexpr (K == NonLinearityType::TANH) {
-    return nnTanh(x);
-  } else if constexpr (K == NonLinearityType::GELU) {
-    if (x < -kNnFloatMax)
-      return 0.0f;
-    return 0.5f * x * (1.0f + nnTanh(kNnSqrt2OverPi * (x + kNnGeluCubic * x * x * x)));
-  } else if constexpr (K == NonLinearityType::GELU_ERF) {
-    if (x < -kNnFloatMax)
-      return 0.0f;
-    return 0.5f * x * (1.0f + nnErf(x * kNnInvSqrt2));
-  } else {
+  using namespace ::aspen::detail;
+  if constexpr (K == NonLinearityType::SIGMOID)
+    return actSigmoid(x);
+  else if constexpr (K == NonLinearityType::HARD_SIGMOID)
+    return actHardSigmoid(x);
+  else if constexpr (K == NonLinearityType::RELU)
+    return actRelu(x);
+  else if constexpr (K == NonLinearityType::TANH)
+    return actTanh(x);
+  else if constexpr (K == NonLinearityType::GELU)
+    return actGelu(x);
+  else if constexpr (K == NonLinearityType::GELU_ERF)
+    return actGeluErf(x);
+  else {
     static_assert(K == NonLinearityType::SWISH, "not an element-wise non-linearity");
-    if (x < -kNnFloatMax)
-      return 0.0f;
-    return x * nnSigmoid(x);
+    return actSwish(x);
   }
 }
 
 // dL/dx from `act` (the forward output, or the forward input where the table says so) and
 // g = dL/dy.
 template <NonLinearityType K> ASPEN_HD inline float nnGradient(float act, float g) {
-  if constexpr (K == NonLinearityType::SIGMOID) {
-    return g * act * (1.0f - act);
-  } else if constexpr (K == NonLinearityType::HARD_SIGMOID) {
-    // The true derivative: 0.2 where the output is strictly inside (0, 1), i.e. x in (-2.5, 2.5).
-    return act > 0.0f && act < 1.0f ? 0.2f * g : (act != act ? act : 0.0f * g);
-  } else if constexpr (K == NonLinearityType::RELU) {
-    return act > 0.0f ? g : (act != act ? act : 0.0f * g);
-  } else if constexpr (K == NonLinearityType::TANH) {
-    return g * (1.0f - act * act);
-  } else if constexpr (K == NonLinearityType::GELU) {
-    // Beyond |x| = 10 the derivative is 1 or 0 to float precision, and x^3 may overflow.
-    const float x = act;
-    if (x > 10.0f || x < -10.0f)
-      return x > 0.0f ? g : 0.0f * g;
-    const float x2 = x * x;
-    const float t = nnTanh(kNnSqrt2OverPi * (x + kNnGeluCubic * x2 * x));
-    const float dInner = kNnSqrt2OverPi * (1.0f + 3.0f * kNnGeluCubic * x2);
-    return g * (0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * dInner);
-  } else if constexpr (K == NonLinearityType::GELU_ERF) {
-    const float x = act;
-    if (x > kNnFloatMax || x < -kNnFloatMax)
-      return x > 0.0f ? g : 0.0f * g;
-    const float cdf = 0.5f * (1.0f + nnErf(x * kNnInvSqrt2));
-    const float pdf = kNnInvSqrt2Pi * nnExp(-0.5f * x * x);
-    return g * (cdf + x * pdf);
-  } else {
+  using namespace ::aspen::detail;
+  if constexpr (K == NonLinearityType::SIGMOID)
+    return actSigmoidGrad(act, g);
+  else if constexpr (K == NonLinearityType::HARD_SIGMOID)
+    return actHardSigmoidGrad(act, g);
+  else if constexpr (K == NonLinearityType::RELU)
+    return actReluGrad(act, g);
+  else if constexpr (K == NonLinearityType::TANH)
+    return actTanhGrad(act, g);
+  else if constexpr (K == NonLinearityType::GELU)
+    return actGeluGrad(act, g);
+  else if constexpr (K == NonLinearityType::GELU_ERF)
+    return actGeluErfGrad(act, g);
+  else {
     static_assert(K == NonLinearityType::SWISH, "not an element-wise non-linearity");
-    const float x = act;
-    if (x > kNnFloatMax || x < -kNnFloatMax)
-      return x > 0.0f ? g : 0.0f * g;
-    const float s = nnSigmoid(x);
-    return g * s * (1.0f + x * (1.0f - s));
+    return actSwishGrad(act, g);
   }
 }
 

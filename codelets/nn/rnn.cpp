@@ -110,6 +110,185 @@ ASPEN_HD inline float gradient(unsigned kind, float act, float g, float dot) {
 
 } // namespace lstm_cell
 
+
+namespace lstm_cell {
+
+// The activation functors of the element-wise paths: a kind fixed at compile time (the default
+// sigmoid / tanh pair, with no dispatch in the loop) or chosen at run time. Both call the same
+// functions of NnCodeletMath.hpp, so results do not depend on the path.
+template <NonLinearityType K> struct Fixed {
+  ASPEN_HD float forward(float x) const { return nnForward<K>(x); }
+  ASPEN_HD float gradient(float act, float g) const { return nnGradient<K>(act, g); }
+  ASPEN_HD bool takesInput() const { return nnGradientTakesInput(K); }
+};
+struct Dynamic {
+  NonLinearityType kind;
+  ASPEN_HD float forward(float x) const { return nnForwardOf(kind, x); }
+  ASPEN_HD float gradient(float act, float g) const { return nnGradientOf(kind, act, g); }
+  ASPEN_HD bool takesInput() const { return nnGradientTakesInput(kind); }
+};
+
+// Elements are processed in chunks through local arrays: the loops over a chunk touch no
+// memory that could alias, so the host compiler vectorises them (one element per chunk on the
+// GPU, where a thread's arrays would live in slow local memory).
+#if defined(__CUDACC_RTC__) || defined(__CUDA_ARCH__)
+constexpr unsigned kChunk = 1;
+#else
+constexpr unsigned kChunk = 64;
+#endif
+
+// Elements [lo, hi) of row r of the forward cell, element-wise activations rho (gates) and phi.
+template <class T, class V, class Rho, class Phi>
+ASPEN_HD inline void fwdElements(V &v, unsigned r, unsigned lo, unsigned hi, Rho rho, Phi phi) {
+  const unsigned n = v.numInter();
+  T *out = v.out[r].data();
+  if (float(v.mask[r]) == 0.0f) {
+    for (unsigned k = lo; k < hi; ++k)
+      out[k] = T(0.0f);
+    for (unsigned j = 0; j < n; ++j) {
+      T *s = v.inter[n * r + j].data();
+      for (unsigned k = lo; k < hi; ++k)
+        s[k] = T(0.0f);
+    }
+    return;
+  }
+  const T *af = v.gates[4 * r + F].data(), *ai = v.gates[4 * r + I].data();
+  const T *ag = v.gates[4 * r + G].data(), *ao = v.gates[4 * r + O].data();
+  const T *bf = v.bias[F].data(), *bi = v.bias[I].data(), *bg = v.bias[G].data(),
+          *bo = v.bias[O].data();
+  T *c = v.cState[r].data(), *h = v.hState[r].data();
+  const bool gates = v.saveMode != 0, cell = v.saveMode == 2, raw = v.rawCandidate;
+  for (unsigned k0 = lo; k0 < hi; k0 += kChunk) {
+    const unsigned m = hi - k0 < kChunk ? hi - k0 : kChunk;
+    float f[kChunk], i[kChunk], g[kChunk], o[kChunk], preG[kChunk], cPrev[kChunk],
+        cNew[kChunk], phiC[kChunk], hNew[kChunk];
+    for (unsigned j = 0; j < m; ++j) {
+      const unsigned k = k0 + j;
+      f[j] = float(af[k]) + float(bf[k]);
+      i[j] = float(ai[k]) + float(bi[k]);
+      preG[j] = float(ag[k]) + float(bg[k]);
+      o[j] = float(ao[k]) + float(bo[k]);
+      cPrev[j] = float(c[k]);
+    }
+    for (unsigned j = 0; j < m; ++j) {
+      f[j] = rho.forward(f[j]);
+      i[j] = rho.forward(i[j]);
+      g[j] = phi.forward(preG[j]);
+      o[j] = rho.forward(o[j]);
+      cNew[j] = f[j] * cPrev[j] + i[j] * g[j];
+      phiC[j] = phi.forward(cNew[j]);
+      hNew[j] = o[j] * phiC[j];
+    }
+    for (unsigned j = 0; j < m; ++j) {
+      const unsigned k = k0 + j;
+      c[k] = T(cNew[j]);
+      h[k] = T(hNew[j]);
+      out[k] = T(hNew[j]);
+    }
+    if (gates) {
+      T *sf = v.inter[n * r + F].data(), *si = v.inter[n * r + I].data();
+      T *sg = v.inter[n * r + G].data(), *so = v.inter[n * r + O].data();
+      for (unsigned j = 0; j < m; ++j) {
+        const unsigned k = k0 + j;
+        sf[k] = T(f[j]);
+        si[k] = T(i[j]);
+        sg[k] = T(raw ? preG[j] : g[j]);
+        so[k] = T(o[j]);
+      }
+    }
+    if (cell) {
+      T *sc = v.inter[n * r + 4].data(), *sp = v.inter[n * r + 5].data();
+      for (unsigned j = 0; j < m; ++j) {
+        sc[k0 + j] = T(raw ? cNew[j] : phiC[j]);
+        sp[k0 + j] = T(cPrev[j]);
+      }
+    }
+    if (v.saveH) {
+      T *sh = v.inter[n * r + n - 1].data();
+      for (unsigned j = 0; j < m; ++j)
+        sh[k0 + j] = T(hNew[j]);
+    }
+  }
+}
+
+// Elements [lo, hi) of row r of the backward cell (element-wise activations).
+template <class T, class V, class Rho, class Phi>
+ASPEN_HD inline void bwdElements(V &v, unsigned r, unsigned lo, unsigned hi, Rho rho, Phi phi) {
+  T *dF = v.delta[4 * r + F].data(), *dI = v.delta[4 * r + I].data();
+  T *dG = v.delta[4 * r + G].data(), *dO = v.delta[4 * r + O].data();
+  T *carry = v.dhCarry[r].data(), *dc = v.dcState[r].data();
+  const T *mm = v.dhMM[r].data();
+  if (float(v.mask[r]) == 0.0f) {
+    for (unsigned k = lo; k < hi; ++k) {
+      dF[k] = dI[k] = dG[k] = dO[k] = T(0.0f);
+      carry[k] = T(float(mm[k]) + float(carry[k]));
+    }
+    return;
+  }
+  const T *sf = v.fwd[4 * r + F].data(), *si = v.fwd[4 * r + I].data();
+  const T *sg = v.fwd[4 * r + G].data(), *so = v.fwd[4 * r + O].data();
+  const T *sc = v.cell[2 * r].data(), *sp = v.cell[2 * r + 1].data();
+  const T *dy = v.outGrad[r].data();
+  const bool rawCell = v.rawCell, rawCand = v.rawCandidate, hasOutGrad = v.hasOutGrad;
+  const bool phiTakesInput = phi.takesInput();
+  for (unsigned k0 = lo; k0 < hi; k0 += kChunk) {
+    const unsigned m = hi - k0 < kChunk ? hi - k0 : kChunk;
+    float f[kChunk], i[kChunk], gs[kChunk], o[kChunk], cs[kChunk], cPrev[kChunk], dh[kChunk],
+        dcIn[kChunk], rF[kChunk], rI[kChunk], rG[kChunk], rO[kChunk], rC[kChunk];
+    for (unsigned j = 0; j < m; ++j) {
+      const unsigned k = k0 + j;
+      f[j] = float(sf[k]);
+      i[j] = float(si[k]);
+      gs[j] = float(sg[k]);
+      o[j] = float(so[k]);
+      cs[j] = float(sc[k]);
+      cPrev[j] = float(sp[k]);
+      dh[j] = float(mm[k]) + float(carry[k]) + (hasOutGrad ? float(dy[k]) : 0.0f);
+      dcIn[j] = float(dc[k]);
+    }
+    for (unsigned j = 0; j < m; ++j) {
+      const float g = rawCand ? phi.forward(gs[j]) : gs[j];
+      const float phiC = rawCell ? phi.forward(cs[j]) : cs[j];
+      const float cAct = rawCell && phiTakesInput ? cs[j] : phiC;
+      rO[j] = rho.gradient(o[j], dh[j] * phiC);
+      const float dCell = phi.gradient(cAct, dh[j] * o[j]) + dcIn[j];
+      rI[j] = rho.gradient(i[j], dCell * g);
+      rG[j] = phi.gradient(rawCand ? gs[j] : g, dCell * i[j]);
+      rF[j] = rho.gradient(f[j], dCell * cPrev[j]);
+      rC[j] = dCell * f[j];
+    }
+    for (unsigned j = 0; j < m; ++j) {
+      const unsigned k = k0 + j;
+      dF[k] = T(rF[j]);
+      dI[k] = T(rI[j]);
+      dG[k] = T(rG[j]);
+      dO[k] = T(rO[j]);
+      dc[k] = T(rC[j]);
+      carry[k] = T(0.0f);
+    }
+  }
+}
+
+// Runs body(r, lo, hi) over this worker's share of the rows of `rows`, with (rho, phi) fixed at
+// compile time for sigmoid / tanh and dispatched at run time otherwise.
+template <class Rows, class Body>
+ASPEN_HD inline void forElementShare(const Rows &rows, unsigned w, unsigned n, unsigned rec,
+                                     unsigned act, Body body) {
+  const bool fixed = rec == unsigned(NonLinearityType::SIGMOID) &&
+                     act == unsigned(NonLinearityType::TANH);
+  ::aspen::detail::forWorkerShareOfRegions(rows, w, n, [&](unsigned r, unsigned long long lo,
+                                                           unsigned long long hi) {
+    if (fixed)
+      body(r, unsigned(lo), unsigned(hi), Fixed<NonLinearityType::SIGMOID>(),
+           Fixed<NonLinearityType::TANH>());
+    else
+      body(r, unsigned(lo), unsigned(hi), Dynamic{NonLinearityType(rec)},
+           Dynamic{NonLinearityType(act)});
+  });
+}
+
+} // namespace lstm_cell
+
 // The forward step of R rows: gates from the pre-activations (`gates`, 4 segments a row) plus the
 // biases (4 segments), c_t = f c_{t-1} + i g and h_t = o phi(c_t), written to cState and hState
 // (in place) and to `out`; `inter` receives the saved intermediates, n segments a row:
@@ -187,12 +366,10 @@ public:
     const RowStats noneC;
     const bool rowWise = isSoftmaxKind(activation) || isSoftmaxKind(recurrentActivation);
     if (!rowWise) {
-      nnForWorkerShare(out, workerId, numWorkers(), [&](unsigned r, unsigned k) {
-        if (float(mask[r]) == 0.0f)
-          zeroRow(r, k, k + 1);
-        else
-          finish(r, k, k + 1, none, noneC, false);
-      });
+      forElementShare(out, workerId, numWorkers(), recurrentActivation, activation,
+                      [&](unsigned r, unsigned lo, unsigned hi, auto rho, auto phi) {
+                        fwdElements<T>(*this, r, lo, hi, rho, phi);
+                      });
       return true;
     }
     for (unsigned r = workerId; r < out.size(); r += numWorkers()) {
@@ -319,8 +496,10 @@ public:
     const float none[5] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
     const RowStats noStats;
     if (!isSoftmaxKind(activation) && !isSoftmaxKind(recurrentActivation)) {
-      nnForWorkerShare(dcState, workerId, numWorkers(),
-                       [&](unsigned r, unsigned k) { finish(r, k, k + 1, noStats, none); });
+      forElementShare(dcState, workerId, numWorkers(), recurrentActivation, activation,
+                      [&](unsigned r, unsigned lo, unsigned hi, auto rho, auto phi) {
+                        bwdElements<T>(*this, r, lo, hi, rho, phi);
+                      });
       return true;
     }
     for (unsigned r = workerId; r < dcState.size(); r += numWorkers()) {

@@ -80,7 +80,8 @@ std::vector<std::string> HostCompiler::commonFlags(const std::string &sourcePath
 std::vector<std::string> HostCompiler::sharedObjectFlags() {
   // Hidden by default: codelet libraries loaded side by side never bind to each other's inline
   // functions (two files may define classes of the same name); the wrapper exports its symbols.
-  return {"-O2", "-fPIC", "-shared", "-Wno-attributes", "-fvisibility=hidden"};
+  // -fno-trapping-math changes no result; it lets branch-free maths (ActivationMath.hpp) vectorise.
+  return {"-O2", "-fPIC", "-shared", "-Wno-attributes", "-fvisibility=hidden", "-fno-trapping-math"};
 }
 
 std::string HostCompiler::preprocess(const std::string &sourcePath, const std::string &source,

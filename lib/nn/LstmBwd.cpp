@@ -227,10 +227,16 @@ LstmState backward(Graph &graph, const LstmParams &params, const LstmOptions &op
                    .reshape({4, T, B, H})
                    .dimShuffle({1, 0, 2, 3});
 
-  const Tensor wMat = concat(asMatrix(weights.inputWeights), asMatrix(weights.outputWeights), 0);
-  const Tensor woMat = asMatrix(weights.outputWeights);
   const OptionFlags mmOptions = matMulOptions(opts, "TRAINING_BWD");
   const bool productWithInput = wantInputGrad && weighInput;
+  // The step's product reads the weights transposed, [4H, I+H] (or [4H, H]): transpose them once
+  // before the loop so that every step reads rows in place instead of gathering columns.
+  const Tensor wSource = productWithInput ? concat(asMatrix(weights.inputWeights),
+                                                   asMatrix(weights.outputWeights), 0)
+                                          : asMatrix(weights.outputWeights);
+  Tensor wT = graph.addVariable(t, {4 * H, wSource.dim(0)}, {debug, "weightsTransposed"});
+  util::mapTensorLinearly(graph, wT);
+  prog.add(Copy(wSource.transpose(), wT));
 
   auto body = [&](Graph &g, const rnn::TimeStepState &, const rnn::RnnBatchwiseFlags &flags,
                   std::vector<Tensor> &state, const rnn::RnnSlice &slice, std::vector<Tensor> &,
@@ -245,12 +251,9 @@ LstmState backward(Graph &graph, const LstmParams &params, const LstmOptions &op
                full ? slice.inputs[2] : Tensor(), mm, carry, dcState, delta, flags.mask);
     step.add(Execute(cs));
     const Tensor deltaMat = delta.dimShuffle({1, 0, 2}).reshape({B, 4 * H});
-    if (productWithInput)
-      linalg::matMulWithOutput(g, deltaMat, wMat.transpose(), concat(slice.outputs[0], mm, 1),
-                               step, {dbg, "stateGrad"}, mmOptions, cache);
-    else
-      linalg::matMulWithOutput(g, deltaMat, woMat.transpose(), mm, step, {dbg, "stateGrad"},
-                               mmOptions, cache);
+    linalg::matMulWithOutput(g, deltaMat, wT,
+                             productWithInput ? concat(slice.outputs[0], mm, 1) : mm, step,
+                             {dbg, "stateGrad"}, mmOptions, cache);
     return step;
   };
 

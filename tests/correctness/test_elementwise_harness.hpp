@@ -169,7 +169,7 @@ inline double wrapTo(Type t, long long v) {
   return static_cast<double>(u);
 }
 
-static_assert(ops::kNumUnaryOps == 34 && ops::kNumBinaryOps == 26 && ops::kNumTernaryOps == 2,
+static_assert(ops::kNumUnaryOps == 34 && ops::kNumBinaryOps == 30 && ops::kNumTernaryOps == 2,
               "add the new operation to the reference below");
 
 inline double refUnary(UnaryOpType op, Type t, double x) {
@@ -193,7 +193,8 @@ inline double refUnary(UnaryOpType op, Type t, double x) {
   case UnaryOpType::EXPONENT_MINUS_ONE: return std::expm1(x);
   case UnaryOpType::EXPONENT2: return std::exp2(x);
   case UnaryOpType::FLOOR: return std::floor(x);
-  case UnaryOpType::GELU_ERF: return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
+  // Its limit at -inf, as aspen::nn defines it (the closed form gives -inf * 0).
+  case UnaryOpType::GELU_ERF: return std::isinf(x) && x < 0 ? 0 : 0.5 * x * (1 + std::erf(x / std::sqrt(2.0)));
   case UnaryOpType::INVERSE: return 1 / x;
   case UnaryOpType::IS_FINITE: return std::isfinite(x);
   case UnaryOpType::IS_INF: return std::isinf(x);
@@ -261,6 +262,14 @@ inline double refBinary(BinaryOpType op, Type t, double a, double b) {
     return t.isSigned() ? static_cast<double>(i >> (j & 31)) : refBinary(BinaryOpType::SHIFT_RIGHT, t, a, b);
   case BinaryOpType::SUBTRACT: return fp ? a - b : wrapTo(t, i - j);
   case BinaryOpType::VARIANCE_TO_INV_STD_DEV: return 1 / std::sqrt(a + b);
+  // a: the forward output (input for GELU_ERF), b: dL/dy.
+  case BinaryOpType::SIGMOID_GRAD: return b * a * (1 - a);
+  case BinaryOpType::TANH_GRAD: return b * (1 - a * a);
+  case BinaryOpType::RELU_GRAD: return std::isnan(a) ? a : a > 0 ? b : 0 * b;
+  case BinaryOpType::GELU_ERF_GRAD:
+    if (std::isinf(a)) return a > 0 ? b : 0 * b;
+    return b * (0.5 * (1 + std::erf(a / std::sqrt(2.0))) +
+                a * std::exp(-0.5 * a * a) / std::sqrt(2 * 3.14159265358979323846));
   }
   return NAN;
 }

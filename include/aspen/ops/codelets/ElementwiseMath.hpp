@@ -8,7 +8,8 @@
 //   integers   +, -, *, neg, abs, square wrap modulo 2^bits; x / 0 == 0 and x % 0 == 0;
 //              MIN / -1 == MIN (wraps) and MIN % -1 == 0; shift counts are taken modulo 32;
 //              SHIFT_RIGHT is logical (on the bits of T), SHIFT_RIGHT_SIGN_EXTEND arithmetic
-//   MAXIMUM / MINIMUM  propagate NaN (as NumPy's maximum/minimum); RELU keeps NaN
+//   MAXIMUM / MINIMUM  propagate NaN (as NumPy's maximum/minimum); RELU keeps NaN (and gives +0
+//              for -0 on floats, as aspen::nn)
 //   SIGNUM     -1, 0 or 1; for floats ±0 and NaN are returned unchanged
 //   cast       between all twelve element types (the nine above and signed char, long long,
 //              unsigned long long): float/half -> integer: truncation toward zero, saturating
@@ -19,6 +20,7 @@
 #pragma once
 
 #include <aspen/HalfFloat.hpp>
+#include <aspen/detail/ActivationMath.hpp>
 #include <aspen/ops/codelets/ElementwiseOpTable.hpp>
 
 #if defined(__CUDACC_RTC__) || defined(__CUDA_ARCH__)
@@ -98,9 +100,8 @@ template <class T> ASPEN_HD inline float EXPONENT(float x) { return ASPEN_EW_LIB
 template <class T> ASPEN_HD inline float EXPONENT_MINUS_ONE(float x) { return ASPEN_EW_LIBM(expm1f)(x); }
 template <class T> ASPEN_HD inline float EXPONENT2(float x) { return ASPEN_EW_LIBM(exp2f)(x); }
 template <class T> ASPEN_HD inline float FLOOR(float x) { return ASPEN_EW_LIBM(floorf)(x); }
-template <class T> ASPEN_HD inline float GELU_ERF(float x) {
-  return 0.5f * x * (1.0f + ASPEN_EW_LIBM(erff)(x * 0.70710678118654752f));
-}
+// The non-linearities are aspen::nn's (ActivationMath.hpp): the same bits from ops and nn.
+template <class T> ASPEN_HD inline float GELU_ERF(float x) { return detail::actGeluErf(x); }
 template <class T> ASPEN_HD inline float INVERSE(float x) { return 1.0f / x; }
 template <class T> ASPEN_HD inline bool IS_FINITE(float x) { return finite(x); }
 template <class T> ASPEN_HD inline bool IS_INF(float x) { return infinite(x); }
@@ -116,7 +117,12 @@ template <class T> ASPEN_HD inline Compute<T> NEGATE(Compute<T> x) {
     return wrap<T>(0u - ASPEN_EW_U(x));
 }
 template <class T> ASPEN_HD inline T POPCOUNT(T x) { return static_cast<T>(ASPEN_EW_POPC(ASPEN_EW_U(x))); }
-template <class T> ASPEN_HD inline Compute<T> RELU(Compute<T> x) { return x < 0 ? Compute<T>(0) : x; }
+template <class T> ASPEN_HD inline Compute<T> RELU(Compute<T> x) {
+  if constexpr (IsFloat<T>::value)
+    return detail::actRelu(x);
+  else
+    return x < 0 ? Compute<T>(0) : x;
+}
 template <class T> ASPEN_HD inline float ROUND(float x) { return ASPEN_EW_LIBM(roundf)(x); }
 template <class T> ASPEN_HD inline Compute<T> SIGNUM(Compute<T> x) {
   return x > 0 ? Compute<T>(1) : x < 0 ? Compute<T>(-1) : x;
@@ -130,10 +136,10 @@ template <class T> ASPEN_HD inline Compute<T> SQUARE(Compute<T> x) {
     return wrap<T>(ASPEN_EW_U(x) * ASPEN_EW_U(x));
 }
 template <class T> ASPEN_HD inline float TAN(float x) { return ASPEN_EW_LIBM(tanf)(x); }
-template <class T> ASPEN_HD inline float TANH(float x) { return ASPEN_EW_LIBM(tanhf)(x); }
+template <class T> ASPEN_HD inline float TANH(float x) { return detail::actTanh(x); }
 template <class T> ASPEN_HD inline float TRUNC(float x) { return ASPEN_EW_LIBM(truncf)(x); }
 template <class T> ASPEN_HD inline float RSQRT(float x) { return 1.0f / ASPEN_EW_LIBM(sqrtf)(x); }
-template <class T> ASPEN_HD inline float SIGMOID(float x) { return 1.0f / (1.0f + ASPEN_EW_LIBM(expf)(-x)); }
+template <class T> ASPEN_HD inline float SIGMOID(float x) { return detail::actSigmoid(x); }
 
 // --- binary -------------------------------------------------------------------------------
 #define ASPEN_EW_WRAPPING(NAME, op)                                                             \
@@ -202,6 +208,12 @@ template <class T> ASPEN_HD inline T SHIFT_RIGHT_SIGN_EXTEND(T a, T b) {
 template <class T> ASPEN_HD inline float VARIANCE_TO_INV_STD_DEV(float a, float b) {
   return 1.0f / ASPEN_EW_LIBM(sqrtf)(a + b);
 }
+// Gradients of the non-linearities (Aspen's, beyond popops): a = the forward output (SIGMOID,
+// TANH, RELU) or input (GELU_ERF), b = dL/dy; the result is dL/dx, as aspen::nn computes it.
+template <class T> ASPEN_HD inline float SIGMOID_GRAD(float a, float b) { return detail::actSigmoidGrad(a, b); }
+template <class T> ASPEN_HD inline float TANH_GRAD(float a, float b) { return detail::actTanhGrad(a, b); }
+template <class T> ASPEN_HD inline float RELU_GRAD(float a, float b) { return detail::actReluGrad(a, b); }
+template <class T> ASPEN_HD inline float GELU_ERF_GRAD(float a, float b) { return detail::actGeluErfGrad(a, b); }
 
 // --- ternary ------------------------------------------------------------------------------
 template <class T> ASPEN_HD inline Compute<T> CLAMP(Compute<T> x, Compute<T> lo, Compute<T> hi) {

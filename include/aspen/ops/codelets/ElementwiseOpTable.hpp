@@ -69,7 +69,8 @@
   X(RSQRT, Rsqrt, rsqrt, FP, SAME)                                                              \
   X(SIGMOID, Sigmoid, sigmoid, FP, SAME)
 
-// --- binary operations (26, as popops) -----------------------------------------------------
+// --- binary operations (26 of popops, then 4 of Aspen: the gradients of the non-linearities,
+// (forward output or input, dL/dy) -> dL/dx, computed as aspen::nn computes them) -------------
 #define ASPEN_EW_BINARY_OPS(X)                                                                  \
   X(ADD, Add, add, NUM, SAME)                                                                   \
   X(ATAN2, Atan2, atan2, FP, SAME)                                                              \
@@ -96,7 +97,11 @@
   X(SHIFT_RIGHT, Shr, shiftRight, INT, SAME)                                                    \
   X(SHIFT_RIGHT_SIGN_EXTEND, ShrSE, shiftRightSignExtend, INT, SAME)                            \
   X(SUBTRACT, Sub, sub, NUM, SAME)                                                              \
-  X(VARIANCE_TO_INV_STD_DEV, VarianceToInvStdDev, varianceToInvStdDev, FP, SAME)
+  X(VARIANCE_TO_INV_STD_DEV, VarianceToInvStdDev, varianceToInvStdDev, FP, SAME)             \
+  X(SIGMOID_GRAD, SigmoidGrad, sigmoidGrad, FP, SAME)                                           \
+  X(TANH_GRAD, TanhGrad, tanhGrad, FP, SAME)                                                    \
+  X(RELU_GRAD, ReluGrad, reluGrad, FP, SAME)                                                    \
+  X(GELU_ERF_GRAD, GeluErfGrad, geluErfGrad, FP, SAME)
 
 // --- ternary operations: CLAMP(x, lo, hi), SELECT(a, b, predicate: bool) ----------------------
 #define ASPEN_EW_TERNARY_OPS(X)                                                                 \
@@ -117,7 +122,7 @@ inline constexpr unsigned kNumBinaryOps = 0 ASPEN_EW_BINARY_OPS(ASPEN_EW_COUNT);
 inline constexpr unsigned kNumTernaryOps = 0 ASPEN_EW_TERNARY_OPS(ASPEN_EW_COUNT);
 #undef ASPEN_EW_COUNT
 static_assert(kNumUnaryOps == 34, "popops has 34 unary operations");
-static_assert(kNumBinaryOps == 26, "popops has 26 binary operations");
+static_assert(kNumBinaryOps == 26 + 4, "popops has 26 binary operations; Aspen adds 4 gradients");
 static_assert(kNumTernaryOps == 2, "popops has 2 ternary operations");
 
 } // namespace aspen::ops
