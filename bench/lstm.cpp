@@ -178,6 +178,9 @@ std::string torchSetup(const Shape &s, unsigned threads) {
     slotOfTorchGate.push_back(
         std::find(cellOrder.begin(), cellOrder.end(), gate) - cellOrder.begin());
   return fmt::format(
+      // Aspen's process runs OpenBLAS on one thread a tile (see main); the peer keeps its own.
+      "import os\n"
+      "os.environ.pop(\"OPENBLAS_NUM_THREADS\", None)\n"
       "import time, torch\n"
       "torch.set_num_threads({threads})\n"
       "T, B, I, H = {T}, {B}, {H}, {H}\n"
@@ -391,6 +394,11 @@ Settings parseArguments(int argc, char **argv) {
 } // namespace
 
 int main(int argc, char **argv) {
+  // One tile a core, each running its block products with a single-threaded OpenBLAS: with
+  // OpenBLAS's own threads on top, 2 tiles on 2 cores oversubscribe, and OpenBLAS's idle threads
+  // spin into the peer's measurement (docs/performance.md). Set before the linalg codelets load
+  // OpenBLAS; the PyTorch peer removes it and keeps its default threading.
+  setenv("OPENBLAS_NUM_THREADS", "1", 1);
   const Settings settings = parseArguments(argc, argv);
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const Target target = Target::createGeneric(cores, 1, std::size_t(256) << 20);

@@ -1,0 +1,449 @@
+// The LSTM layer and the generic recurrent loop beyond what lstm_layer checks against its host
+// model: the non-linearities give the same bits through aspen::ops and aspen::nn (so a cell
+// written with ops::map matches the layer), results do not depend on shards, code reuse,
+// recomputation or the weight-update cadence, rnn::Rnn runs user bodies (forward, reverse,
+// sharded, per-row lengths, gathers), and the FLOP counts and pre-plan parameters are the
+// documented ones.
+#include "test_nn_harness.hpp"
+
+#include <aspen/linalg/MatMul.hpp>
+#include <aspen/nn/Lstm.hpp>
+#include <aspen/nn/NonLinearity.hpp>
+#include <aspen/ops/ElementWise.hpp>
+#include <aspen/ops/Zero.hpp>
+
+#include <algorithm>
+#include <tuple>
+
+using namespace aspen;
+using namespace nntest;
+namespace lstm = aspen::nn::lstm;
+namespace rnn = aspen::nn::rnn;
+using nn::NonLinearityType;
+using program::Copy;
+using program::Sequence;
+
+namespace {
+
+// Inputs in [-30, 30) with the edges that matter (0, -0, +-inf, NaN, saturation).
+Values activationInputs(std::size_t n, unsigned seed) {
+  Values v = randomValues(n, -30.0, 30.0, seed);
+  const Values edges{0.0, -0.0, 1e-30, -1e-30, 0.6249, 0.625, -0.625, 9.0, -9.0, 20.0, -20.0,
+                     88.0, -88.0, 100.0, -100.0, INFINITY, -INFINITY, NAN};
+  std::copy(edges.begin(), edges.end(), v.begin());
+  return v;
+}
+
+} // namespace
+
+TEST_CASE("ops and nn compute the non-linearities and their gradients with the same bits",
+          "[correctness][lstm][nonlinearity]") {
+  for (Type type : {FLOAT, HALF}) {
+    Harness h(Target::createGeneric(3));
+    const std::size_t n = 4000;
+    Tensor x = h.input(type, {n}, "x", activationInputs(n, 7));
+    Tensor g = h.input(type, {n}, "g", randomValues(n, -2.0, 2.0, 8));
+    using namespace ops::expr;
+    struct Kind {
+      const char *name;
+      NonLinearityType nnType;
+      Tensor (*forward)(Graph &, const Tensor &, Sequence &, const DebugContext &,
+                        const OptionFlags &);
+      Tensor (*gradient)(Graph &, const Tensor &, const Tensor &, Sequence &,
+                         const DebugContext &, const OptionFlags &);
+    };
+    const Kind kinds[] = {
+        {"sigmoid", NonLinearityType::SIGMOID, ops::sigmoid, ops::sigmoidGrad},
+        {"tanh", NonLinearityType::TANH, ops::tanh, ops::tanhGrad},
+        {"relu", NonLinearityType::RELU, ops::relu, ops::reluGrad},
+        {"gelu_erf", NonLinearityType::GELU_ERF, ops::geluErf, ops::geluErfGrad}};
+    for (const Kind &k : kinds) {
+      const std::string name = k.name;
+      const Tensor yOps = k.forward(h.graph, x, h.prog, {}, {});
+      const Tensor yNn = nn::nonLinearity(h.graph, k.nnType, x, h.prog);
+      // The gradient's first operand: the output, or the input for gelu_erf.
+      const Tensor act = nn::gradientTakesInput(k.nnType) ? x : yNn;
+      h.output("ops " + name, yOps);
+      h.output("nn " + name, yNn);
+      h.output("ops grad " + name, k.gradient(h.graph, act, g, h.prog, {}, {}));
+      h.output("nn grad " + name, nn::nonLinearityInputGradient(h.graph, k.nnType, act, g, h.prog));
+    }
+    // Inside a fused expression (one generated codelet) too.
+    h.output("fused", ops::map(h.graph, Sigmoid(_1) * Tanh(_1), {x}, h.prog));
+    h.output("separate", ops::mul(h.graph, nn::nonLinearity(h.graph, NonLinearityType::SIGMOID, x, h.prog),
+                                  nn::nonLinearity(h.graph, NonLinearityType::TANH, x, h.prog), h.prog));
+    auto out = h.run(2);
+    for (const Kind &k : kinds) {
+      INFO(k.name << " on " << type.toString());
+      CHECK(sameValues(out[std::string("ops ") + k.name], out[std::string("nn ") + k.name]));
+      CHECK(sameValues(out[std::string("ops grad ") + k.name],
+                       out[std::string("nn grad ") + k.name]));
+    }
+    if (type == FLOAT) // half rounds after every node of a fused expression
+      CHECK(sameValues(out["fused"], out["separate"]));
+  }
+}
+
+TEST_CASE("a one-step LSTM cell written with ops::map gives the layer's bits",
+          "[correctness][lstm]") {
+  const std::size_t B = 3, I = 4, H = 5;
+  Harness h(Target::createGeneric(4));
+  lstm::LstmParams params(FLOAT, B, 1, {I, H});
+  params.cellOrder = {lstm::BASIC_LSTM_CELL_OUTPUT_GATE, lstm::BASIC_LSTM_CELL_FORGET_GATE,
+                      lstm::BASIC_LSTM_CELL_CANDIDATE, lstm::BASIC_LSTM_CELL_INPUT_GATE};
+  const OptionFlags options{{"inferenceOnly", "true"}};
+  Tensor in = lstm::createInput(h.graph, params, "in", options);
+  lstm::LstmState init = lstm::createInitialState(h.graph, params, "init", options);
+  lstm::LstmWeights w = lstm::createWeights(h.graph, params, "w", options);
+  const std::pair<const char *, Tensor> writes[] = {{"in", in}, {"h0", init.output},
+                                                     {"c0", init.cellState}, {"wi", w.inputWeights},
+                                                     {"wo", w.outputWeights}, {"b", w.biases}};
+  for (const auto &[name, t] : writes)
+    h.graph.createHostWrite(name, t);
+  auto [y, c] = lstm::lstmFwd(h.graph, params, init, in, w, nullptr, h.prog, "lstm", options);
+  h.output("layer h", y[0]);
+  h.output("layer c", c);
+
+  // The same step by hand: pre = [x | h0] . [Wi; Wo] (the layer's product), then the cell.
+  Tensor xh = h.graph.addVariable(FLOAT, {B, I + H}, "xh");
+  util::mapTensorLinearly(h.graph, xh);
+  h.prog.add(Copy(in[0], xh.slice(0, I, 1)));
+  h.prog.add(Copy(init.output, xh.slice(I, I + H, 1)));
+  auto matrix = [](const Tensor &t) { return t.dimShuffle({1, 0, 2}).reshape({t.dim(1), 4 * t.dim(2)}); };
+  const Tensor wMat = concat(matrix(w.inputWeights), matrix(w.outputWeights), 0);
+  const OptionFlags mmOptions{{"partialsType", "float"},
+                              {"availableMemoryProportion", "0.6"},
+                              {"fullyConnectedPass", "INFERENCE_FWD"}};
+  const Tensor pre = linalg::matMul(h.graph, xh, wMat, h.prog, "pre", mmOptions);
+  auto gate = [&](lstm::BasicLstmCellUnit u) {
+    const unsigned slot = static_cast<unsigned>(
+        std::find(params.cellOrder.begin(), params.cellOrder.end(), u) - params.cellOrder.begin());
+    return std::pair{pre.slice(slot * H, (slot + 1) * H, 1), w.biases[slot].expand({0}).broadcast(B, 0)};
+  };
+  using namespace ops::expr;
+  auto [af, bf] = gate(lstm::BASIC_LSTM_CELL_FORGET_GATE);
+  auto [ai, bi] = gate(lstm::BASIC_LSTM_CELL_INPUT_GATE);
+  auto [ag, bg] = gate(lstm::BASIC_LSTM_CELL_CANDIDATE);
+  auto [ao, bo] = gate(lstm::BASIC_LSTM_CELL_OUTPUT_GATE);
+  const Tensor cHand = ops::map(h.graph,
+                                Sigmoid(_1 + _2) * _3 + Sigmoid(_4 + _5) * Tanh(_6 + _7),
+                                {af, bf, init.cellState, ai, bi, ag, bg}, h.prog);
+  const Tensor hHand = ops::map(h.graph, Sigmoid(_1 + _2) * Tanh(_3), {ao, bo, cHand}, h.prog);
+  h.output("hand h", hHand);
+  h.output("hand c", cHand);
+
+  Engine e(h.graph, h.prog);
+  e.load(aspen::test::deviceFor(h.graph.getTarget()));
+  auto write = [&](const char *name, const Tensor &t, unsigned seed) {
+    const auto v = convert<float>(randomValues(t.numElements(), -1.5, 1.5, seed));
+    e.writeTensor(name, v.data(), v.data() + v.size());
+  };
+  write("in", in, 1);
+  write("h0", init.output, 2);
+  write("c0", init.cellState, 3);
+  write("wi", w.inputWeights, 4);
+  write("wo", w.outputWeights, 5);
+  write("b", w.biases, 6);
+  e.run();
+  auto read = [&](const std::string &name) {
+    std::vector<float> v(B * H);
+    e.readTensor(name, v.data(), v.data() + v.size());
+    return widen(v);
+  };
+  CHECK(sameValues(read("layer c"), read("hand c")));
+  CHECK(sameValues(read("layer h"), read("hand h")));
+  // Not trivially equal: the state moved.
+  CHECK(read("layer c") != Values(B * H, 0.0));
+}
+
+namespace {
+
+struct Config {
+  std::string name;
+  OptionFlags fwd, bwd;
+};
+
+struct LstmRun {
+  Values output, finalCell, inputGrad, outputGrad0, cellGrad0, wiGrad, woGrad, bGrad;
+};
+
+// A training step (lstmFwd + lstmBwdWithWU) on a 4-tile target with fixed data.
+LstmRun trainingStep(const Config &config, bool variableLengths, NonLinearityType activation) {
+  const std::size_t T = 5, B = 3, I = 3, H = 4;
+  Harness h(Target::createGeneric(4));
+  Tensor lengths;
+  if (variableLengths) {
+    lengths = h.graph.addVariable(UNSIGNED_INT, {B}, "lengths");
+    h.graph.setTileMapping(lengths, 0);
+    h.graph.createHostWrite("lengths", lengths);
+  }
+  lstm::LstmParams params = variableLengths ? lstm::LstmParams(FLOAT, B, T, lengths, {I, H})
+                                            : lstm::LstmParams(FLOAT, B, T, {I, H});
+  params.activation = activation;
+  Tensor in = lstm::createInput(h.graph, params, "in", config.fwd);
+  lstm::LstmState init = lstm::createInitialState(h.graph, params, "init", config.fwd);
+  lstm::LstmWeights w = lstm::createWeights(h.graph, params, "w", config.fwd);
+  Tensor inter;
+  auto [out, c] = lstm::lstmFwd(h.graph, params, init, in, w, &inter, h.prog, "fwd", config.fwd);
+  Tensor dy = h.graph.clone(out, "dy");
+  Tensor dx;
+  lstm::LstmWeights dw;
+  lstm::LstmState d0 = lstm::lstmBwdWithWU(h.graph, params, h.prog, init, inter, w, in, out, dy,
+                                           nullptr, &dx, dw, "bwd", config.bwd);
+  const std::pair<const char *, Tensor> writes[] = {
+      {"in", in}, {"h0", init.output}, {"c0", init.cellState}, {"wi", w.inputWeights},
+      {"wo", w.outputWeights}, {"b", w.biases}, {"dy", dy}};
+  for (const auto &[name, t] : writes)
+    h.graph.createHostWrite(name, t);
+  const std::pair<const char *, Tensor> reads[] = {
+      {"out", out}, {"c", c}, {"dx", dx}, {"dh0", d0.output}, {"dc0", d0.cellState},
+      {"dwi", dw.inputWeights}, {"dwo", dw.outputWeights}, {"db", dw.biases}};
+  for (const auto &[name, t] : reads)
+    h.graph.createHostRead(name, t);
+  Engine e(h.graph, h.prog, {{"aspen.cpu.threads", "3"}});
+  e.load(aspen::test::deviceFor(h.graph.getTarget()));
+  unsigned seed = 10;
+  for (const auto &[name, t] : writes) {
+    const auto v = convert<float>(randomValues(t.numElements(), -1.0, 1.0, seed++));
+    e.writeTensor(name, v.data(), v.data() + v.size());
+  }
+  if (variableLengths) {
+    const std::vector<unsigned> l{4, 0, 5};
+    e.writeTensor("lengths", l.data(), l.data() + l.size());
+  }
+  e.run();
+  auto read = [&](const char *name, const Tensor &t) {
+    std::vector<float> v(t.numElements());
+    e.readTensor(name, v.data(), v.data() + v.size());
+    return widen(v);
+  };
+  return {read("out", out), read("c", c),   read("dx", dx),   read("dh0", d0.output),
+          read("dc0", d0.cellState), read("dwi", dw.inputWeights), read("dwo", dw.outputWeights),
+          read("db", dw.biases)};
+}
+
+void requireWithin(const Values &got, const Values &want, const std::string &what) {
+  requireClose(got, want, 1e-6, 1e-5, what);
+}
+
+} // namespace
+
+TEST_CASE("LSTM results do not depend on shards, code reuse, recomputation or the WU cadence",
+          "[correctness][lstm]") {
+  const bool variable = GENERATE(false, true);
+  const NonLinearityType activation = GENERATE(NonLinearityType::TANH, NonLinearityType::GELU);
+  INFO("variable lengths " << variable << ", activation " << nn::asString(activation));
+  auto both = [](OptionFlags o) { return Config{"", o, o}; };
+  const LstmRun base = trainingStep(both({{"numShards", "1"}, {"rnnStepsPerWU", "0"}}), variable,
+                                    activation);
+  // Same arithmetic in every step: identical bits.
+  const std::vector<Config> identical{
+      both({{"numShards", "3"}, {"rnnCodeReuse", "false"}, {"rnnStepsPerWU", "0"}}),
+      both({{"numShards", "3"}, {"rnnCodeReuse", "true"}, {"rnnStepsPerWU", "0"}}),
+      both({{"numShards", "5"}, {"rnnStepsPerWU", "0"}}),
+      both({{"recomputationMode", "cellAndTanh"}, {"rnnStepsPerWU", "0"}}),
+      both({{"recomputationMode", "full"}, {"rnnStepsPerWU", "0"}, {"numShards", "2"}}),
+      both({{"preCalcWeights", "false"}, {"rnnStepsPerWU", "0"}})};
+  for (const Config &c : identical) {
+    std::string name;
+    for (const auto &[k, v] : c.fwd)
+      name += k + "=" + v + " ";
+    INFO(name);
+    const LstmRun r = trainingStep(c, variable, activation);
+    CHECK(sameValues(r.output, base.output));
+    CHECK(sameValues(r.finalCell, base.finalCell));
+    CHECK(sameValues(r.inputGrad, base.inputGrad));
+    CHECK(sameValues(r.outputGrad0, base.outputGrad0));
+    CHECK(sameValues(r.cellGrad0, base.cellGrad0));
+    CHECK(sameValues(r.wiGrad, base.wiGrad));
+    CHECK(sameValues(r.bGrad, base.bGrad));
+  }
+  // The weight update summed in other groups of steps: equal within rounding.
+  for (const char *k : {"1", "2", "3"}) {
+    for (const char *shards : {"1", "3"}) {
+      INFO("rnnStepsPerWU " << k << ", numShards " << shards);
+      const LstmRun r =
+          trainingStep(both({{"rnnStepsPerWU", k}, {"numShards", shards}}), variable, activation);
+      CHECK(sameValues(r.inputGrad, base.inputGrad));
+      requireWithin(r.wiGrad, base.wiGrad, "dWi");
+      requireWithin(r.woGrad, base.woGrad, "dWo");
+      requireWithin(r.bGrad, base.bGrad, "db");
+    }
+  }
+}
+
+TEST_CASE("FLOP counts and pre-plan parameters are the documented ones", "[correctness][lstm]") {
+  lstm::LstmParams p(FLOAT, 2, 3, {5, 7});
+  // fwd: T B (2*4H*(I+H) + 8H) = 6 (56*12 + 56) = 4368
+  CHECK(lstm::getBasicLstmCellFwdFlops(p) == 6u * (2 * 28 * 12 + 8 * 7));
+  // bwd: T B (2*4H*(H+I) + 10H)
+  CHECK(lstm::getBasicLstmCellBwdFlops(p) == 6u * (2 * 28 * 12 + 70));
+  // wu: T B (2*4H*(I+H) + 4H)
+  CHECK(lstm::getBasicLstmCellWuFlops(p) == 6u * (2 * 28 * 12 + 28));
+  p.doInputWeightCalc = false;
+  p.calcInputGradients = false;
+  CHECK(lstm::getBasicLstmCellFwdFlops(p) == 6u * (2 * 28 * 7 + 8 * 7));
+  CHECK(lstm::getBasicLstmCellBwdFlops(p) == 6u * (2 * 28 * 7 + 70));
+
+  lstm::LstmParams q(HALF, 2, 3, {5, 7});
+  auto mms = lstm::getMatMulPrePlanParameters(q, {{"partialsType", "half"}});
+  REQUIRE(mms.size() == 3);
+  CHECK(mms[0].first.aShape == std::vector<std::size_t>{2, 12});
+  CHECK(mms[0].first.bShape == std::vector<std::size_t>{12, 28});
+  CHECK(mms[0].first.inputType == HALF);
+  CHECK(mms[1].first.aShape == std::vector<std::size_t>{2, 28});
+  CHECK(mms[1].first.bShape == std::vector<std::size_t>{28, 12});
+  CHECK(mms[2].first.aShape == std::vector<std::size_t>{13, 6});
+  CHECK(mms[2].first.bShape == std::vector<std::size_t>{6, 28});
+  auto inference = lstm::getMatMulPrePlanParameters(q, {{"inferenceOnly", "true"},
+                                                        {"preCalcWeights", "true"}});
+  REQUIRE(inference.size() == 2);
+  CHECK(inference[0].first.aShape == std::vector<std::size_t>{6, 5});
+  CHECK(inference[1].first.aShape == std::vector<std::size_t>{2, 7});
+}
+
+namespace {
+
+// Running sums s_t = s_{t-1} + x_t over [T, B, 2] through rnn::Rnn, and the host's version.
+struct SumCase {
+  std::size_t T = 7, B = 3;
+  bool reverse = false;
+  unsigned shards = 1;
+  bool reuse = false;
+  std::vector<unsigned> lengths; // empty: every row runs T steps
+};
+
+void checkRunningSums(const SumCase &c) {
+  Harness h(Target::createGeneric(3));
+  const std::size_t T = c.T, B = c.B, S = 2;
+  Tensor lengths;
+  if (!c.lengths.empty()) {
+    lengths = h.input(UNSIGNED_INT, {c.lengths.size()}, "lengths",
+                      Values(c.lengths.begin(), c.lengths.end()), false);
+  }
+  rnn::RnnParams params = c.lengths.empty() ? rnn::RnnParams(FLOAT, B, T, {S, S})
+                                            : rnn::RnnParams(FLOAT, B, T, lengths, {S, S});
+  const Values xs = randomValues(T * B * S, -1, 1, 3);
+  Tensor x = rnn::createInputTensor(h.graph, params, c.shards);
+  h.graph.createHostWrite("x", x);
+  Tensor s0 = rnn::createInitialState(h.graph, params, true, 1, c.shards)[0];
+  h.graph.createHostWrite("s0", s0);
+  Tensor ys = rnn::createOutputTensor(h.graph, params, c.shards);
+  Tensor states = rnn::createOutputTensor(h.graph, params, c.shards);
+  OptionFlags options{{"codeReuse", c.reuse ? "true" : "false"}};
+  auto body = [&](Graph &g, const rnn::TimeStepState &, const rnn::RnnBatchwiseFlags &flags,
+                  std::vector<Tensor> &state, const rnn::RnnSlice &slice, std::vector<Tensor> &,
+                  Sequence *, const DebugContext &dbg) {
+    Sequence step;
+    using namespace ops::expr;
+    // Rows past their length keep their state: s += mask * x.
+    ops::mapInPlace(g, _1 + _2 * _3, {state[0], slice.inputs[0], flags.mask.expand({1}).broadcast(S, 1)},
+                    step, dbg);
+    step.add(Copy(state[0], slice.outputs[0]));
+    return step;
+  };
+  auto finals = rnn::Rnn(h.graph, params, c.reverse, {s0}, {states, 0}, {x}, nullptr, nullptr,
+                         {ys}, {}, h.prog, body, c.shards, options);
+  h.output("final", finals[0]);
+  h.output("ys", ys);
+  h.output("states", states);
+  Engine e(h.graph, h.prog);
+  e.load(aspen::test::deviceFor(h.graph.getTarget()));
+  const auto xf = convert<float>(xs);
+  e.writeTensor("x", xf.data(), xf.data() + xf.size());
+  const auto s0f = convert<float>(randomValues(B * S, -1, 1, 4));
+  e.writeTensor("s0", s0f.data(), s0f.data() + s0f.size());
+  if (!c.lengths.empty())
+    e.writeTensor("lengths", c.lengths.data(), c.lengths.data() + c.lengths.size());
+  e.run();
+  auto read = [&](const char *name, std::size_t n) {
+    std::vector<float> v(n);
+    e.readTensor(name, v.data(), v.data() + n);
+    return widen(v);
+  };
+  // The host: the same float additions in the same order.
+  std::vector<float> s(s0f);
+  std::vector<float> ysWant(T * B * S, 0.0f);
+  for (std::size_t i = 0; i < T; ++i) {
+    const std::size_t t = c.reverse ? T - 1 - i : i;
+    for (std::size_t b = 0; b < B; ++b) {
+      const unsigned L = c.lengths.empty() ? T : c.lengths.size() == 1 ? c.lengths[0] : c.lengths[b];
+      const std::size_t longest =
+          c.lengths.empty() ? T : *std::max_element(c.lengths.begin(), c.lengths.end());
+      if (t >= std::min<std::size_t>(longest, T))
+        continue;
+      const float m = t < L ? 1.0f : 0.0f;
+      for (std::size_t k = 0; k < S; ++k) {
+        s[b * S + k] = s[b * S + k] + xf[(t * B + b) * S + k] * m;
+        ysWant[(t * B + b) * S + k] = s[b * S + k];
+      }
+    }
+  }
+  CHECK(sameValues(read("final", B * S), widen(s)));
+  CHECK(sameValues(read("ys", T * B * S), widen(ysWant)));
+  CHECK(sameValues(read("states", T * B * S), widen(ysWant)));
+}
+
+} // namespace
+
+TEST_CASE("rnn::Rnn runs a user body forwards, backwards, sharded and with per-row lengths",
+          "[correctness][lstm][rnn]") {
+  checkRunningSums({});
+  checkRunningSums({.reverse = true});
+  checkRunningSums({.shards = 3});
+  checkRunningSums({.shards = 3, .reuse = true});
+  checkRunningSums({.reverse = true, .shards = 4, .reuse = true});
+  checkRunningSums({.lengths = {4}});
+  checkRunningSums({.shards = 3, .lengths = {5, 0, 7}});
+  checkRunningSums({.reverse = true, .shards = 2, .reuse = true, .lengths = {2, 6, 9}});
+}
+
+TEST_CASE("rnn::Rnn's gather form hands every step's temporaries to the gather body once",
+          "[correctness][lstm][rnn]") {
+  const std::size_t T = 7, B = 2, H = 3;
+  for (unsigned k : {0u, 1u, 3u, 7u}) {
+    for (unsigned shards : {1u, 3u}) {
+      INFO("stepsPerGather " << k << ", shards " << shards);
+      Harness h(Target::createGeneric(2));
+      rnn::RnnParams params(FLOAT, B, T, {H, H});
+      Tensor x = rnn::createInputTensor(h.graph, params, shards);
+      h.graph.createHostWrite("x", x);
+      Tensor acc = h.graph.addVariable(FLOAT, {B, H}, "acc");
+      h.graph.setTileMapping(acc, 0);
+      ops::zero(h.graph, acc, h.prog);
+      Tensor s0 = rnn::createInitialState(h.graph, params, true, 1, shards)[0];
+      ops::zero(h.graph, s0, h.prog);
+      // Body: temp = x_t (one temporary). Gather: acc += sum over the window of temp * x.
+      auto body = [&](Graph &, const rnn::TimeStepState &, const rnn::RnnBatchwiseFlags &,
+                      std::vector<Tensor> &, const rnn::RnnSlice &slice, std::vector<Tensor> &,
+                      Sequence *, const DebugContext &) {
+        return Sequence{Copy(slice.inputs[0], slice.interimOut[0])};
+      };
+      auto gather = [&](Graph &g, const rnn::RnnSlice &slice, unsigned steps, Sequence *,
+                        const DebugContext &dbg) {
+        Sequence s;
+        for (unsigned j = 0; j < steps; ++j)
+          ops::mapInPlace(g, ops::expr::_1 + ops::expr::_2 * ops::expr::_3,
+                          {acc, slice.interimOut[j][0], slice.inputs[0][j]}, s, dbg);
+        return s;
+      };
+      OptionFlags options;
+      rnn::Rnn(h.graph, params, {s0}, {}, {x}, Tensor(), 1, h.prog, body, {x}, gather, shards, k,
+               options);
+      h.output("acc", acc);
+      Engine e(h.graph, h.prog);
+      e.load(aspen::test::deviceFor(h.graph.getTarget()));
+      const auto xf = convert<float>(randomValues(T * B * H, -1, 1, 9));
+      e.writeTensor("x", xf.data(), xf.data() + xf.size());
+      e.run();
+      std::vector<float> got(B * H);
+      e.readTensor("acc", got.data(), got.data() + got.size());
+      for (std::size_t i = 0; i < B * H; ++i) {
+        double want = 0;
+        for (std::size_t t = 0; t < T; ++t)
+          want += double(xf[t * B * H + i]) * xf[t * B * H + i];
+        CHECK(close(got[i], want, 1e-5, 1e-5));
+      }
+    }
+  }
+}
