@@ -17,7 +17,8 @@
 // torch.set_num_threads(cores). Without PyTorch the Aspen numbers are still reported.
 //
 // Usage: bench_lstm [--quick] [--max-h N] [--shapes LIST] [--mode inference|training|both]
-//                   [--reps N] [--option key=value]...   (ASPEN_BENCH_QUICK=1 is --quick)
+//                   [--reps N] [--option key=value]... [--profile]   (ASPEN_BENCH_QUICK=1 is
+//                   --quick)
 // The full set takes long on a small machine: scripts/bench.sh passes --max-h 512 by default.
 #include "BenchSupport.hpp"
 
@@ -33,6 +34,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <exception>
 #include <limits>
 #include <memory>
@@ -64,6 +66,7 @@ struct Settings {
   unsigned repetitions = 5;
   // Extra LSTM options (--option key=value), e.g. preCalcWeights=true.
   std::vector<std::pair<std::string, std::string>> layerOptions;
+  bool profile = false; // --profile: Aspen's profile summary after each measurement
 };
 
 // The deterministic data both sides build: element k of the tensor numbered `seed`, uniform in
@@ -147,6 +150,7 @@ public:
 
   double compileSeconds() const { return compileSeconds_; }
   void run() { engine_->run(0); }
+  void printProfile() const { engine_->printProfileSummary(std::cout); }
   std::vector<float> output() {
     std::vector<float> y(outputSize_);
     engine_->readTensor("out", y.data(), y.data() + y.size());
@@ -178,9 +182,6 @@ std::string torchSetup(const Shape &s, unsigned threads) {
     slotOfTorchGate.push_back(
         std::find(cellOrder.begin(), cellOrder.end(), gate) - cellOrder.begin());
   return fmt::format(
-      // Aspen's process runs OpenBLAS on one thread a tile (see main); the peer keeps its own.
-      "import os\n"
-      "os.environ.pop(\"OPENBLAS_NUM_THREADS\", None)\n"
       "import time, torch\n"
       "torch.set_num_threads({threads})\n"
       "T, B, I, H = {T}, {B}, {H}, {H}\n"
@@ -294,7 +295,8 @@ void printResultLine(const Row &r, unsigned tiles, unsigned threads) {
                "                 (e.g. --shapes h512-b16,t25)\n"
                "  --mode M       inference, training or both (default both)\n"
                "  --reps N       timed runs a measurement, after one warm-up (default 5)\n"
-               "  --option K=V   an LSTM option for Aspen's layer (repeatable)\n",
+               "  --option K=V   an LSTM option for Aspen's layer (repeatable)\n"
+               "  --profile      print Aspen's profile summary after each measurement\n",
                problem.c_str());
   std::exit(2);
 }
@@ -353,6 +355,8 @@ Settings parseArguments(int argc, char **argv) {
       while (std::getline(list, pattern, ','))
         if (!pattern.empty())
           patterns.push_back(pattern);
+    } else if (flag == "--profile") {
+      settings.profile = true;
     } else if (flag == "--option") {
       const std::string kv = value();
       const auto eq = kv.find('=');
@@ -394,10 +398,12 @@ Settings parseArguments(int argc, char **argv) {
 } // namespace
 
 int main(int argc, char **argv) {
-  // One tile a core, each running its block products with a single-threaded OpenBLAS: with
-  // OpenBLAS's own threads on top, 2 tiles on 2 cores oversubscribe, and OpenBLAS's idle threads
-  // spin into the peer's measurement (docs/performance.md). Set before the linalg codelets load
-  // OpenBLAS; the PyTorch peer removes it and keeps its default threading.
+  // OpenBLAS single-threaded, for both sides. Aspen runs one tile a core, each tile's block
+  // products one sgemm: OpenBLAS's own threads on top would oversubscribe the cores, and its idle
+  // threads spin into the other side's measurement. PyTorch (its intra-op threads set to the
+  // same count) is also faster so than with OpenBLAS threading of its own: 223 against 413 ms
+  // for a training step at H=512, B=16, T=25 here (docs/performance.md). Set before the linalg
+  // codelets load OpenBLAS; the peer's Python inherits it.
   setenv("OPENBLAS_NUM_THREADS", "1", 1);
   const Settings settings = parseArguments(argc, argv);
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
@@ -426,6 +432,8 @@ int main(int argc, char **argv) {
         AspenLstm aspen(target, cores, s, mode, settings.layerOptions);
         row.compileSeconds = aspen.compileSeconds();
         row.aspenMs = 1e3 * bench::medianSeconds(settings.repetitions, [&] { aspen.run(); });
+        if (settings.profile)
+          aspen.printProfile();
         const auto [sum, scale] = checksum(aspen.output());
         const double difference = peer ? torchRelativeDifference(s, cores, sum, scale) : -1;
         if (difference >= 0)

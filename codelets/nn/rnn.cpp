@@ -64,6 +64,89 @@ public:
 template class RnnStepControl<float>;
 template class RnnStepControl<half>;
 
+// One step of a sequence in or out, at an offset read on the device: `from` / `to` list the
+// same part of every step ([n] regions), so a vertex touches only the step it copies and the
+// sequence needs no rearrangement. An offset past the sequence is a failure (the loop's control
+// never produces one).
+template <class T> class RnnSliceStep : public MultiVertex {
+public:
+  Input<Vector<unsigned>> offset;
+  Vector<Input<Vector<T>>> from;
+  Output<Vector<T>> to;
+  bool compute(unsigned workerId) {
+    const unsigned t = offset[0];
+    if (t >= from.size())
+      return false;
+    const T *src = from[t].data();
+    T *dst = to.data();
+    unsigned lo, hi;
+    ::aspen::detail::workerShare(to.size(), workerId, numWorkers(), lo, hi);
+    for (unsigned i = lo; i < hi; ++i)
+      dst[i] = src[i];
+    return true;
+  }
+};
+
+template <class T> class RnnStoreStep : public MultiVertex {
+public:
+  Input<Vector<unsigned>> offset;
+  Input<Vector<T>> from;
+  Vector<InOut<Vector<T>>> to;
+  bool compute(unsigned workerId) {
+    const unsigned t = offset[0];
+    if (t >= to.size())
+      return false;
+    const T *src = from.data();
+    T *dst = to[t].data();
+    unsigned lo, hi;
+    ::aspen::detail::workerShare(from.size(), workerId, numWorkers(), lo, hi);
+    for (unsigned i = lo; i < hi; ++i)
+      dst[i] = src[i];
+    return true;
+  }
+};
+
+template class RnnSliceStep<float>;
+template class RnnSliceStep<half>;
+template class RnnSliceStep<int>;
+template class RnnSliceStep<unsigned>;
+template class RnnStoreStep<float>;
+template class RnnStoreStep<half>;
+template class RnnStoreStep<int>;
+template class RnnStoreStep<unsigned>;
+
+// out = rows [first, first + out.size() / rows) of in^T: `in` is a row-major rows x cols
+// matrix, `out` that band of its transpose (the backward pass's weights, once a run). Blocked so
+// that both sides stay in cache; workers split the band's rows.
+template <class T> class TransposeBand : public MultiVertex {
+public:
+  Input<Vector<T>> in;
+  Output<Vector<T>> out;
+  unsigned rows;
+  unsigned cols;
+  unsigned first;
+  bool compute(unsigned workerId) {
+    const unsigned bandRows = rows == 0 ? 0 : out.size() / rows;
+    unsigned lo, hi;
+    ::aspen::detail::workerShare(bandRows, workerId, numWorkers(), lo, hi);
+    const T *src = in.data();
+    T *dst = out.data();
+    const unsigned block = 32;
+    for (unsigned j0 = lo; j0 < hi; j0 += block)
+      for (unsigned i0 = 0; i0 < rows; i0 += block) {
+        const unsigned j1 = j0 + block < hi ? j0 + block : hi;
+        const unsigned i1 = i0 + block < rows ? i0 + block : rows;
+        for (unsigned j = j0; j < j1; ++j)
+          for (unsigned i = i0; i < i1; ++i)
+            dst[j * rows + i] = src[i * cols + first + j];
+      }
+    return true;
+  }
+};
+
+template class TransposeBand<float>;
+template class TransposeBand<half>;
+
 namespace lstm_cell {
 
 constexpr unsigned F = 0, I = 1, G = 2, O = 3;

@@ -4,9 +4,9 @@
 // One step of the loop, in both forms:
 //   Execute(control)          RnnStepControl: t, its offset in the shard, active, gather, masks
 //   If(active,                steps past the longest sequence do nothing
-//      slices of the inputs   dynamicSlice at the offset
+//      slices of the inputs   RnnSliceStep at the offset: only that step is read
 //      the body               built by loopFn
-//      stores of the outputs  dynamicUpdate at the offset)
+//      stores of the outputs  RnnStoreStep at the offset)
 // Shards run one after the other. With code reuse every shard copies its chunk into a window of
 // ceil(T / numShards) steps that one body (a Function) works on, and copies its outputs back.
 #include "RnnLoop.hpp"
@@ -15,8 +15,8 @@
 #include "core/OptionParsing.hpp"
 
 #include <aspen/Error.hpp>
-#include <aspen/ops/DynamicSlice.hpp>
 #include <aspen/ops/Zero.hpp>
+#include <aspen/util/TileMapping.hpp>
 #include <aspen/util/VertexTemplates.hpp>
 
 #include <fmt/format.h>
@@ -229,15 +229,44 @@ Tensor unsignedConstant(Graph &graph, unsigned value, const DebugContext &debug)
   return t;
 }
 
-// Step `offset` of `seq` ([n, ...]) as a new tensor (the step's shape).
+// Vertices copying step `offset` of `seq` ([n, ...]) to or from `step` (one step's shape): per
+// tile and contiguous region of the step, one vertex listing that region in every step.
+void addStepCopies(Graph &graph, ComputeSet cs, bool toStep, const Tensor &seq,
+                   const Tensor &step, const Tensor &offset) {
+  const Tensor stepFlat = step.flatten();
+  if (stepFlat.numElements() == 0)
+    return;
+  const std::string type = util::templateVertex(
+      toStep ? "aspen::nn::RnnSliceStep" : "aspen::nn::RnnStoreStep", seq.elementType());
+  const auto tiles = util::getTileContiguousRegions(graph, stepFlat);
+  for (unsigned tile = 0; tile < tiles.size(); ++tile)
+    for (const Interval &region : tiles[tile]) {
+      std::vector<Tensor> steps;
+      for (std::size_t t = 0; t < seq.dim(0); ++t)
+        steps.push_back(seq[t].flatten().slice(region));
+      VertexRef v = graph.addVertex(cs, type);
+      graph.connect(v["offset"], offset);
+      graph.connect(v[toStep ? "from" : "to"], steps);
+      graph.connect(v[toStep ? "to" : "from"], stepFlat.slice(region));
+      graph.setTileMapping(v, tile);
+    }
+}
+
+// Step `offset` of `seq` ([n, ...]) as a new tensor (the step's shape, laid out like seq[0]).
 Tensor sliceStep(Graph &graph, const Tensor &seq, const Tensor &offset, Sequence &prog,
                  const DebugContext &debug) {
-  return ops::dynamicSlice(graph, seq, offset, {0}, {1}, prog, debug).squeeze({0});
+  Tensor step = graph.clone(seq[0], debug);
+  ComputeSet cs = graph.addComputeSet(debug);
+  addStepCopies(graph, cs, true, seq, step, offset);
+  prog.add(Execute(cs));
+  return step;
 }
 
 void storeStep(Graph &graph, const Tensor &seq, const Tensor &step, const Tensor &offset,
                Sequence &prog, const DebugContext &debug) {
-  ops::dynamicUpdate(graph, seq, step.expand({0}), offset, {0}, {1}, prog, debug);
+  ComputeSet cs = graph.addComputeSet(debug);
+  addStepCopies(graph, cs, false, seq, step, offset);
+  prog.add(Execute(cs));
 }
 
 // A tensor shaped like one step of `seq`, laid out like its first step.
