@@ -237,20 +237,23 @@ ASPEN_HD inline void fwdElements(V &v, unsigned r, unsigned lo, unsigned hi, Rho
   }
   const T *af = v.gates[4 * r + F].data(), *ai = v.gates[4 * r + I].data();
   const T *ag = v.gates[4 * r + G].data(), *ao = v.gates[4 * r + O].data();
+  const T *xf = v.gatesIn[4 * r + F].data(), *xi = v.gatesIn[4 * r + I].data();
+  const T *xg = v.gatesIn[4 * r + G].data(), *xo = v.gatesIn[4 * r + O].data();
   const T *bf = v.bias[F].data(), *bi = v.bias[I].data(), *bg = v.bias[G].data(),
           *bo = v.bias[O].data();
   T *c = v.cState[r].data(), *h = v.hState[r].data();
   const bool gates = v.saveMode != 0, cell = v.saveMode == 2, raw = v.rawCandidate;
+  const bool in = v.hasGatesIn;
   for (unsigned k0 = lo; k0 < hi; k0 += kChunk) {
     const unsigned m = hi - k0 < kChunk ? hi - k0 : kChunk;
     float f[kChunk], i[kChunk], g[kChunk], o[kChunk], preG[kChunk], cPrev[kChunk],
         cNew[kChunk], phiC[kChunk], hNew[kChunk];
     for (unsigned j = 0; j < m; ++j) {
       const unsigned k = k0 + j;
-      f[j] = float(af[k]) + float(bf[k]);
-      i[j] = float(ai[k]) + float(bi[k]);
-      preG[j] = float(ag[k]) + float(bg[k]);
-      o[j] = float(ao[k]) + float(bo[k]);
+      f[j] = v.preActivation(af[k], xf[k], in) + float(bf[k]);
+      i[j] = v.preActivation(ai[k], xi[k], in) + float(bi[k]);
+      preG[j] = v.preActivation(ag[k], xg[k], in) + float(bg[k]);
+      o[j] = v.preActivation(ao[k], xo[k], in) + float(bo[k]);
       cPrev[j] = float(c[k]);
     }
     for (unsigned j = 0; j < m; ++j) {
@@ -372,8 +375,8 @@ ASPEN_HD inline void forElementShare(const Rows &rows, unsigned w, unsigned n, u
 
 } // namespace lstm_cell
 
-// The forward step of R rows: gates from the pre-activations (`gates`, 4 segments a row) plus the
-// biases (4 segments), c_t = f c_{t-1} + i g and h_t = o phi(c_t), written to cState and hState
+// The forward step of R rows: gates from the pre-activations (`gates`, 4 segments a row; plus
+// `gatesIn` when hasGatesIn) plus the biases (4 segments), c_t = f c_{t-1} + i g and h_t = o phi(c_t), written to cState and hState
 // (in place) and to `out`; `inter` receives the saved intermediates, n segments a row:
 //   saveMode 0: none; 1: [f, i, g, o]; 2: [f, i, g, o, phi(c_t), c_{t-1}]; then h_t if saveH.
 //   rawCandidate: slot 2 holds the candidate's pre-activation and slot 4 holds c_t instead (the
@@ -382,6 +385,7 @@ ASPEN_HD inline void forElementShare(const Rows &rows, unsigned w, unsigned n, u
 template <class T> class LstmCellFwd : public MultiVertex {
 public:
   Vector<Input<Vector<T>>> gates;
+  Vector<Input<Vector<T>>> gatesIn;
   Vector<Input<Vector<T>>> bias;
   Vector<InOut<Vector<T>>> cState;
   Vector<InOut<Vector<T>>> hState;
@@ -393,10 +397,17 @@ public:
   unsigned saveMode;
   bool saveH;
   bool rawCandidate;
+  bool hasGatesIn;
 
+  // The product's pre-activation plus, with hasGatesIn, the pre-weighted input's (x.Wi summed
+  // before the loop): added in float, rounded to T once, as a product accumulating into it would.
+  static float preActivation(T product, T weighedInput, bool withInput) {
+    return withInput ? float(T(float(weighedInput) + float(product))) : float(product);
+  }
   unsigned numInter() const { return (saveMode == 0 ? 0u : saveMode == 1 ? 4u : 6u) + (saveH ? 1u : 0u); }
   float pre(unsigned r, unsigned u, unsigned k) const {
-    return float(gates[4 * r + u][k]) + float(bias[u][k]);
+    return preActivation(gates[4 * r + u][k], gatesIn[4 * r + u][k], hasGatesIn) +
+           float(bias[u][k]);
   }
 
   // Writes the results of elements [k0, k1) of row r; c already holds c_t when cReady.

@@ -14,6 +14,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <optional>
+
 namespace aspen::nn::lstm {
 
 using program::Copy;
@@ -53,7 +55,8 @@ getMatMulPrePlanParameters(LstmParams params, OptionFlags options) {
   const Type t = params.rnn.dataType;
   const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
   const std::size_t I = inputSize(params), H = outputSize(params);
-  bool inferenceOnly = false, preCalc = false;
+  bool inferenceOnly = false;
+  std::optional<bool> preCalc; // when not given the layer chooses (by memory): list both forms
   std::string partials = "float";
   for (const auto &[key, value] : options) {
     if (key == "inferenceOnly")
@@ -74,15 +77,21 @@ getMatMulPrePlanParameters(LstmParams params, OptionFlags options) {
                        {"fullyConnectedPass", inferenceOnly ? "INFERENCE_FWD" : pass}});
   };
   std::vector<std::pair<linalg::MatMulParams, OptionFlags>> out;
-  if (preCalc) {
+  const std::size_t weighed = params.doInputWeightCalc ? I : 0;
+  if (!preCalc || !*preCalc)
+    out.push_back(mm({B, weighed + H}, {weighed + H, 4 * H}, "TRAINING_FWD"));
+  if ((!preCalc || *preCalc) && params.doInputWeightCalc) {
     out.push_back(mm({T * B, I}, {I, 4 * H}, "TRAINING_FWD"));
     out.push_back(mm({B, H}, {H, 4 * H}, "TRAINING_FWD"));
-  } else {
-    out.push_back(mm({B, (params.doInputWeightCalc ? I : 0) + H}, {(params.doInputWeightCalc ? I : 0) + H, 4 * H},
-                     "TRAINING_FWD"));
   }
   if (!inferenceOnly) {
-    out.push_back(mm({B, 4 * H}, {4 * H, (params.calcInputGradients ? I : 0) + H}, "TRAINING_BWD"));
+    // Each backward step: delta . Wo^T (and Wi^T when the input gradient is taken in the loop);
+    // the input gradient of all steps at once; the weight update over all steps.
+    out.push_back(mm({B, 4 * H}, {4 * H, H}, "TRAINING_BWD"));
+    if (params.calcInputGradients) {
+      out.push_back(mm({B, 4 * H}, {4 * H, I + H}, "TRAINING_BWD"));
+      out.push_back(mm({T * B, 4 * H}, {4 * H, I}, "TRAINING_BWD"));
+    }
     out.push_back(mm({I + H + 1, T * B}, {T * B, 4 * H}, "TRAINING_WU"));
   }
   return out;
@@ -243,10 +252,11 @@ std::pair<Tensor, Tensor> forward(Graph &graph, const LstmParams &params, const 
                   Sequence *, const DebugContext &dbg) {
     Sequence step;
     const Tensor &h = state[0], &c = state[1];
-    Tensor pre;
+    Tensor pre, preIn;
     if (preCalc) {
-      pre = slice.interimIn;
-      linalg::matMulAcc(g, pre, 1.0f, h, wo, step, {dbg, "recurrent"}, mmOptions, cache);
+      // The cell adds the step's pre-weighted input to h . Wo.
+      preIn = slice.interimIn;
+      pre = linalg::matMul(g, h, wo, step, {dbg, "recurrent"}, mmOptions, cache);
     } else if (weighInput) {
       Tensor xh = rnn::detail::addStep(g, t, B, I + H, {dbg, "xh"});
       step.add(Copy(slice.inputs[0], xh.slice(0, I, 1)));
@@ -256,7 +266,7 @@ std::pair<Tensor, Tensor> forward(Graph &graph, const LstmParams &params, const 
       pre = linalg::matMul(g, h, wo, step, {dbg, "gates"}, mmOptions, cache);
     }
     ComputeSet cs = g.addComputeSet({dbg, "cell"});
-    addCellFwd(g, params, cs, pre, weights.biases, c, h,
+    addCellFwd(g, params, cs, pre, preIn, weights.biases, c, h,
                fullSequence ? slice.outputs[0] : scratchOut,
                layout.count() > 0 && inter ? slice.interimOut : Tensor(),
                inter ? layout : InterLayout{}, flags.mask);

@@ -30,10 +30,10 @@ using program::Sequence;
 namespace detail {
 
 void accumulateWeightGrads(Graph &graph, const LstmParams &params, const LstmOptions &opts,
-                           const Tensor &x, const Tensor &hPrev, const Tensor &delta,
+                           const Tensor &x, const Tensor &hPrev, const Tensor &deltaRows,
                            const Tensor &acc, Sequence &prog, const DebugContext &debug,
                            linalg::PlanningCache *cache) {
-  const std::size_t n = delta.dim(0), B = params.rnn.batchSize;
+  const std::size_t B = params.rnn.batchSize, n = deltaRows.dim(0) / B;
   const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
   const Type t = params.rnn.dataType;
   const std::size_t rows = n * B;
@@ -44,8 +44,7 @@ void accumulateWeightGrads(Graph &graph, const LstmParams &params, const LstmOpt
   };
   const Tensor xPart = x.valid() ? x.reshape({rows, I}) : constant(0.0f, I, "noInput");
   const Tensor a = concat({xPart, hPrev.reshape({rows, H}), constant(1.0f, 1, "ones")}, 1);
-  const Tensor d = delta.dimShuffle({0, 2, 1, 3}).reshape({rows, 4 * H});
-  linalg::matMulAcc(graph, acc, 1.0f, a.transpose(), d, prog, {debug, "weightUpdate"},
+  linalg::matMulAcc(graph, acc, 1.0f, a.transpose(), deltaRows, prog, {debug, "weightUpdate"},
                     matMulOptions(opts, "TRAINING_WU"), cache);
 }
 
@@ -249,57 +248,71 @@ LstmState backward(Graph &graph, const LstmParams &params, const LstmOptions &op
                                    opts.numShards, {debug, "hPrev"});
   }
   const bool interleaved = doWU && k != 0;
-  Tensor deltaSeq; // [T, 4, B, H], slot order
+  // The gate gradients of all steps, kept as [T, B, 4H] (a step is the rows of the product
+  // delta . W^T) and handed out as the [T, 4, B, H] view rnn-semantics.md gives them.
+  Tensor deltaRowsSeq;
   if (req.bwdIntermediates || (doWU && !interleaved))
-    deltaSeq = rnn::createOutputTensor(graph, params.rnn, 4, opts.numShards, {debug, "delta"})
-                   .reshape({4, T, B, H})
-                   .dimShuffle({1, 0, 2, 3});
+    deltaRowsSeq = rnn::detail::addSequence(graph, t, T, B, 4 * H, opts.numShards,
+                                            {debug, "delta"});
+  auto asGates = [&](const Tensor &rows) { // [n, B, 4H] -> [n, 4, B, H]
+    return rows.reshape({rows.dim(0), B, 4, H}).dimShuffle({0, 2, 1, 3});
+  };
 
   const OptionFlags mmOptions = matMulOptions(opts, "TRAINING_BWD");
   const bool productWithInput = wantInputGrad && weighInput;
-  // The step's product reads the weights transposed, [4H, I+H] (or [4H, H]): transpose them once
-  // before the loop so that every step reads rows in place instead of gathering columns.
-  const Tensor wSource = productWithInput ? concat(asMatrix(weights.inputWeights),
-                                                   asMatrix(weights.outputWeights), 0)
-                                          : asMatrix(weights.outputWeights);
-  const Tensor wT = transposeOnce(graph, wSource, prog, {debug, "weightsTransposed"});
+  // With the gate gradients of every step kept, the input gradient is one product after the
+  // loop ([T*B, 4H] x [4H, I]) and each step multiplies by Wo^T only; otherwise each step's
+  // product covers [Wi; Wo]^T.
+  const bool inputGradAfterLoop = productWithInput && deltaRowsSeq.valid();
+  const bool inputGradInLoop = productWithInput && !inputGradAfterLoop;
+  // The products read the weights transposed: transpose them once before the loop so that every
+  // step reads rows in place instead of gathering columns.
+  const Tensor wT = transposeOnce(graph,
+                                  inputGradInLoop ? concat(asMatrix(weights.inputWeights),
+                                                           asMatrix(weights.outputWeights), 0)
+                                                  : asMatrix(weights.outputWeights),
+                                  prog, {debug, "weightsTransposed"});
 
   auto body = [&](Graph &g, const rnn::TimeStepState &, const rnn::RnnBatchwiseFlags &flags,
                   std::vector<Tensor> &state, const rnn::RnnSlice &slice, std::vector<Tensor> &,
                   Sequence *, const DebugContext &dbg) {
     Sequence step;
     const Tensor &carry = state[0], &dcState = state[1], &mm = state[2];
-    Tensor delta = slice.interimOut;
-    if (!delta.valid())
-      delta = rnn::detail::addSequence(g, t, 4, B, H, 1, {dbg, "delta"});
+    // delta: the step's gate gradients as [B, 4H] rows, or the gather form's [4, B, H] temporary.
+    Tensor deltaRows, deltaGates;
+    if (interleaved) {
+      deltaGates = slice.interimOut;
+      deltaRows = deltaGates.dimShuffle({1, 0, 2}).reshape({B, 4 * H});
+    } else {
+      deltaRows = slice.interimOut.valid() ? slice.interimOut
+                                           : rnn::detail::addStep(g, t, B, 4 * H, {dbg, "delta"});
+      deltaGates = deltaRows.reshape({B, 4, H}).dimShuffle({1, 0, 2});
+    }
     ComputeSet cs = g.addComputeSet({dbg, "cellGrad"});
     addCellBwd(g, params, cs, slice.inputs[0], slice.inputs[1], rawCell,
-               full ? slice.inputs[2] : Tensor(), mm, carry, dcState, delta, flags.mask);
+               full ? slice.inputs[2] : Tensor(), mm, carry, dcState, deltaGates, flags.mask);
     step.add(Execute(cs));
-    const Tensor deltaMat = delta.dimShuffle({1, 0, 2}).reshape({B, 4 * H});
-    linalg::matMulWithOutput(g, deltaMat, wT,
-                             productWithInput ? concat(slice.outputs[0], mm, 1) : mm, step,
+    linalg::matMulWithOutput(g, deltaRows, wT,
+                             inputGradInLoop ? concat(slice.outputs[0], mm, 1) : mm, step,
                              {dbg, "stateGrad"}, mmOptions, cache);
+    if (interleaved && deltaRowsSeq.valid())
+      step.add(Copy(deltaRows, slice.outputs.back()));
     return step;
   };
 
   std::vector<Tensor> inputs{gates, cellSeq};
   if (full)
     inputs.push_back(outputGrad);
-  std::vector<Tensor> outputs;
-  if (productWithInput)
-    outputs.push_back(inputGradSeq);
 
   rnn::detail::LoopSpec spec{params.rnn};
   spec.reverse = true;
   spec.initState = {dhCarry, dc, dhMM};
   spec.inputs = inputs;
-  spec.outputs = outputs;
+  if (inputGradInLoop)
+    spec.outputs.push_back(inputGradSeq);
   spec.loopFn = body;
   spec.numShards = opts.numShards;
   spec.codeReuse = opts.codeReuse;
-  if (deltaSeq.valid())
-    spec.interimOut = &deltaSeq;
   if (interleaved) {
     spec.numTemps = 4;
     spec.stepsPerGather = k;
@@ -310,39 +323,39 @@ LstmState backward(Graph &graph, const LstmParams &params, const LstmOptions &op
     spec.gatherFn = [&](Graph &g, const rnn::RnnSlice &slice, unsigned, Sequence *,
                         const DebugContext &dbg) {
       Sequence s;
+      const Tensor window = slice.interimOut; // [k, 4, B, H]
       accumulateWeightGrads(g, params, opts, weighInput ? slice.inputs[1] : Tensor(),
-                            slice.inputs[0], slice.interimOut, acc, s, dbg, cache);
+                            slice.inputs[0],
+                            window.dimShuffle({0, 2, 1, 3}).reshape({window.dim(0) * B, 4 * H}),
+                            acc, s, dbg, cache);
       return s;
     };
-    if (deltaSeq.valid()) {
-      // The gather form hands the body a temporary; keep the gate gradients too.
-      spec.interimOut = nullptr;
-      auto inner = spec.loopFn;
-      spec.loopFn = [&, inner](Graph &g, const rnn::TimeStepState &time,
-                               const rnn::RnnBatchwiseFlags &flags, std::vector<Tensor> &state,
-                               const rnn::RnnSlice &slice, std::vector<Tensor> &created,
-                               Sequence *init, const DebugContext &dbg) {
-        Sequence s = inner(g, time, flags, state, slice, created, init, dbg);
-        s.add(Copy(slice.interimOut, slice.outputs.back()));
-        return s;
-      };
-      spec.outputs.push_back(deltaSeq);
-    }
+    if (deltaRowsSeq.valid())
+      spec.outputs.push_back(deltaRowsSeq); // the body copies its temporary there
+  } else if (deltaRowsSeq.valid()) {
+    spec.interimOut = &deltaRowsSeq;
   }
   const auto finalState = rnn::detail::runLoop(graph, spec, prog, {debug, "loop"});
 
   if (wantInputGrad) {
-    if (!productWithInput)
+    if (inputGradAfterLoop) {
+      const Tensor wiT = transposeOnce(graph, asMatrix(weights.inputWeights), prog,
+                                       {debug, "inputWeightsTransposed"});
+      linalg::matMulWithOutput(graph, deltaRowsSeq.reshape({T * B, 4 * H}), wiT,
+                               inputGradSeq.reshape({T * B, I}), prog, {debug, "inputGrad"},
+                               mmOptions, cache);
+    } else if (!productWithInput) {
       ops::zero(graph, inputGradSeq, prog, {debug, "inputGrad"}); // x did not contribute
+    }
     *req.inputGrad = inputGradSeq;
   }
   if (req.bwdIntermediates)
-    *req.bwdIntermediates = deltaSeq;
+    *req.bwdIntermediates = asGates(deltaRowsSeq);
 
   if (doWU) {
     if (!interleaved)
       accumulateWeightGrads(graph, params, opts, weighInput ? input : Tensor(), hPrevSeq,
-                            deltaSeq, acc, prog, {debug, "wu"}, cache);
+                            deltaRowsSeq.reshape({T * B, 4 * H}), acc, prog, {debug, "wu"}, cache);
     auto result = [&](const Tensor &rowsOfAcc, std::vector<std::size_t> shape, const char *what) {
       Tensor out = graph.addVariable(t, shape, {debug, what});
       util::mapTensorLinearly(graph, out);
@@ -460,7 +473,9 @@ LstmWeights lstmWU(Graph &graph, const LstmParams &params, Sequence &prog,
   util::mapTensorLinearly(graph, acc);
   ops::zero(graph, acc, prog, {debug, "zero"});
   detail::accumulateWeightGrads(graph, params, opts, params.doInputWeightCalc ? input : Tensor(),
-                                hPrev, bwdIntermediates, acc, prog, debug, cache);
+                                hPrev,
+                                bwdIntermediates.dimShuffle({0, 2, 1, 3}).reshape({T * B, 4 * H}),
+                                acc, prog, debug, cache);
   LstmWeights grads;
   auto result = [&](const Tensor &view, std::vector<std::size_t> shape, const char *name) {
     Tensor out = graph.addVariable(params.rnn.dataType, shape, {debug, name});

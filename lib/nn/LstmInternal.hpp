@@ -60,9 +60,10 @@ Tensor asMatrix(const Tensor &weights);
 // Reverse of asMatrix for a [n, 4H] matrix: [4, n, H].
 Tensor fromMatrix(const Tensor &matrix);
 
-// One step of the forward cell over the rows of hState.
+// One step of the forward cell over the rows of hState. pre [B, 4H] (slot columns), plus preIn
+// of the same shape when valid (the pre-weighted input).
 void addCellFwd(Graph &graph, const LstmParams &params, ComputeSet cs, const Tensor &pre,
-                const Tensor &bias, const Tensor &cState, const Tensor &hState, const Tensor &out,
+                const Tensor &preIn, const Tensor &bias, const Tensor &cState, const Tensor &hState, const Tensor &out,
                 const Tensor &inter, const InterLayout &layout, const Tensor &mask);
 // One step of the backward cell. fwd: [4, B, H] canonical gates; cell: [2, B, H]; delta
 // [4, B, H] in slot order; outGrad may be invalid.
@@ -75,9 +76,9 @@ void addCellRecompute(Graph &graph, const LstmParams &params, ComputeSet cs, con
                       const Tensor &mask);
 
 // acc [I+H+1, 4H] += [x | hPrev | 1]^T . delta over n steps: x [n, B, I] (invalid when the
-// input is not weighted), hPrev [n, B, H], delta [n, 4, B, H] (slot order).
+// input is not weighted), hPrev [n, B, H], deltaRows [n*B, 4H] (column block s = slot s).
 void accumulateWeightGrads(Graph &graph, const LstmParams &params, const LstmOptions &opts,
-                           const Tensor &x, const Tensor &hPrev, const Tensor &delta,
+                           const Tensor &x, const Tensor &hPrev, const Tensor &deltaRows,
                            const Tensor &acc, program::Sequence &prog, const DebugContext &debug,
                            linalg::PlanningCache *cache);
 

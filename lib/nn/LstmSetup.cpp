@@ -142,8 +142,15 @@ LstmOptions parseOptions(const Graph &graph, const LstmParams &params, const Opt
       return true;
     };
   };
+  std::optional<bool> preCalcWeights;
   spec.boolean("inferenceOnly", o.inferenceOnly)
-      .boolean("preCalcWeights", o.preCalcWeights)
+      .add("preCalcWeights", "true or false",
+           [&](const std::string &v) {
+             if (v != "true" && v != "false" && v != "1" && v != "0")
+               return false;
+             preCalcWeights = v == "true" || v == "1";
+             return true;
+           })
       .add("partialsType", "float or half", floatOrHalf(o.partialsType))
       .add("weightAccumulatorsType", "float or half", floatOrHalf(o.accumulatorsType))
       .enumeration("recomputationMode", o.recomputation,
@@ -205,6 +212,18 @@ LstmOptions parseOptions(const Graph &graph, const LstmParams &params, const Opt
     o.numShards = static_cast<unsigned>(std::clamp(wanted, 1.0, double(maxShards)));
   }
   o.codeReuse = codeReuse ? *codeReuse : o.numShards > 1;
+  if (preCalcWeights) {
+    o.preCalcWeights = *preCalcWeights;
+  } else {
+    // Weigh the whole input sequence in one product when its result, [T, B, 4H], fits the memory
+    // budget: each step then multiplies by Wo alone, half the weights a step reads.
+    const Target &target = graph.getTarget();
+    const double weighted = double(params.rnn.maxTimeSteps) * params.rnn.batchSize * 4 *
+                            params.rnn.layerSizes[1] * target.getTypeSize(params.dataType);
+    const double budget =
+        double(target.getNumTiles()) * target.getBytesPerTile() * o.availableMemoryProportion;
+    o.preCalcWeights = params.doInputWeightCalc && weighted <= budget;
+  }
   return o;
 }
 
@@ -287,7 +306,7 @@ std::vector<unsigned> iota(unsigned n) {
 } // namespace
 
 void addCellFwd(Graph &graph, const LstmParams &params, ComputeSet cs, const Tensor &pre,
-                const Tensor &bias, const Tensor &cState, const Tensor &hState, const Tensor &out,
+                const Tensor &preIn, const Tensor &bias, const Tensor &cState, const Tensor &hState, const Tensor &out,
                 const Tensor &inter, const InterLayout &layout, const Tensor &mask) {
   const auto slot = slotsOf(params);
   const std::size_t H = params.rnn.layerSizes[1];
@@ -301,6 +320,12 @@ void addCellFwd(Graph &graph, const LstmParams &params, ComputeSet cs, const Ten
     const auto rows = rowNumbers(tiles[tile]);
     VertexRef v = graph.addVertex(cs, type);
     graph.connect(v["gates"], segments(preGates, rows, slotOrder));
+    graph.connect(v["gatesIn"],
+                  preIn.valid()
+                      ? segments(preIn.reshape({pre.dim(0), 4, H}).dimShuffle({1, 0, 2}), rows,
+                                 slotOrder)
+                      : segments(preGates, rows, slotOrder));
+    graph.setInitialValue(v["hasGatesIn"], preIn.valid());
     std::vector<Tensor> biasSegments;
     for (unsigned u = 0; u < 4; ++u)
       biasSegments.push_back(bias[slot[u]]);

@@ -238,7 +238,9 @@ void addStepCopies(Graph &graph, ComputeSet cs, bool toStep, const Tensor &seq,
     return;
   const std::string type = util::templateVertex(
       toStep ? "aspen::nn::RnnSliceStep" : "aspen::nn::RnnStoreStep", seq.elementType());
-  const auto tiles = util::getTileContiguousRegions(graph, stepFlat);
+  // Regions contiguous in the sequence's first step (a view such as a concatenation splits
+  // them), which the step tensor, a clone of it, shares.
+  const auto tiles = util::getTileContiguousRegions(graph, seq[0].flatten());
   for (unsigned tile = 0; tile < tiles.size(); ++tile)
     for (const Interval &region : tiles[tile]) {
       std::vector<Tensor> steps;

@@ -39,7 +39,9 @@
 //     accumulated while the backward loop runs (every rnnStepsPerWU steps), or in one pass after.
 //
 // Options (unknown keys and bad values raise invalid_option naming the key and allowed values):
-//   inferenceOnly (false), preCalcWeights (false): one [T*B, I] x [I, 4H] product before the loop,
+//   inferenceOnly (false), preCalcWeights: one [T*B, I] x [I, 4H] product before the loop, each
+//   step then multiplying by Wo alone (default: true when its [T, B, 4H] result fits the memory
+//   budget -- popnn's default is false; the results differ by rounding only),
 //   partialsType (float|half; default float), weightAccumulatorsType (float|half; default the data
 //   type), recomputationMode (none|cellAndTanh|full; default none), availableMemoryProportion
 //   ((0, 1], default 0.6), numShards (1..min(T, tiles); default estimated from the memory the
