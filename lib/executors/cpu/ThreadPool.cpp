@@ -1,6 +1,14 @@
 #include "ThreadPool.hpp"
 
+#include <chrono>
 #include <utility>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define ASPEN_CPU_RELAX() _mm_pause()
+#else
+#define ASPEN_CPU_RELAX() std::this_thread::yield()
+#endif
 
 namespace aspen::detail {
 
@@ -13,6 +21,7 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
+    stoppingFlag_.store(true, std::memory_order_release);
   }
   wake_.notify_all();
   for (std::thread &t : workers_)
@@ -40,10 +49,22 @@ void ThreadPool::runIterations() {
 }
 
 void ThreadPool::workerLoop() {
+  constexpr auto kPoll = std::chrono::microseconds(50);
   std::uint64_t seen = 0;
-  std::unique_lock lock(mutex_);
   for (;;) {
+    // Poll for the next loop before sleeping (see the header).
+    const auto until = std::chrono::steady_clock::now() + kPoll;
+    unsigned spins = 0;
+    while (published_.load(std::memory_order_acquire) == seen &&
+           !stoppingFlag_.load(std::memory_order_acquire)) {
+      ASPEN_CPU_RELAX();
+      if (++spins % 64 == 0 && std::chrono::steady_clock::now() >= until)
+        break;
+    }
+    std::unique_lock lock(mutex_);
+    ++sleepers_;
     wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+    --sleepers_;
     if (stopping_)
       return;
     seen = generation_;
@@ -62,6 +83,7 @@ void ThreadPool::parallelFor(std::size_t n, const std::function<void(std::size_t
       task(i);
     return;
   }
+  bool anyAsleep;
   {
     std::lock_guard lock(mutex_);
     task_ = &task;
@@ -69,8 +91,11 @@ void ThreadPool::parallelFor(std::size_t n, const std::function<void(std::size_t
     next_ = 0;
     error_ = nullptr;
     ++generation_;
+    published_.store(generation_, std::memory_order_release);
+    anyAsleep = sleepers_ != 0;
   }
-  wake_.notify_all();
+  if (anyAsleep)
+    wake_.notify_all();
   runIterations();
   std::unique_lock lock(mutex_);
   done_.wait(lock, [&] { return busy_ == 0 && next_ >= count_; });
