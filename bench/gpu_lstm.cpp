@@ -13,6 +13,7 @@
 //
 // Usage: bench_gpu_lstm [--max-h N]    (scripts/gpu-check.sh passes --max-h 512)
 #include "GpuBenchSupport.hpp"
+#include "LstmBenchData.hpp"
 
 #include <aspen/Engine.hpp>
 #include <aspen/nn/Codelets.hpp>
@@ -46,31 +47,7 @@ struct Shape {
   std::size_t H, B;
 };
 
-// bench_lstm's data: element k of the tensor numbered `seed`, uniform in [-scale, scale); the
-// peer's data() computes the same doubles.
-enum Seed : unsigned { kInput = 1, kInputWeights = 2, kOutputWeights = 3, kBiases = 4,
-                       kChecksumWeights = 9 };
-std::vector<float> data(std::size_t n, Seed seed, double scale) {
-  std::vector<float> v(n);
-  for (std::uint64_t k = 0; k < n; ++k) {
-    const std::uint64_t m = (k * 2654435761ull + seed * 40503ull) % 1000003ull;
-    v[k] = float((double(m) * (2.0 / 1000003) - 1.0) * scale);
-  }
-  return v;
-}
-double weightScale(std::size_t H) { return 1.0 / std::sqrt(double(2 * H)); }
-constexpr double kBiasScale = 0.1;
-
-// {sum_k y[k] * w[k], sum_k |y[k] * w[k]|} with w = data(kChecksumWeights).
-std::pair<double, double> checksum(const std::vector<float> &y) {
-  const std::vector<float> w = data(y.size(), kChecksumWeights, 1.0);
-  double sum = 0, scale = 0;
-  for (std::size_t k = 0; k < y.size(); ++k) {
-    sum += double(y[k]) * w[k];
-    scale += std::fabs(double(y[k]) * w[k]);
-  }
-  return {sum, scale};
-}
+using namespace aspen::bench::lstm_data;
 
 struct Result {
   double ms;                 // median time of one forward

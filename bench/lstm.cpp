@@ -21,6 +21,7 @@
 //                   --quick)
 // The full set takes long on a small machine: scripts/bench.sh passes --max-h 512 by default.
 #include "BenchSupport.hpp"
+#include "LstmBenchData.hpp"
 
 #include <aspen/Engine.hpp>
 #include <aspen/nn/Codelets.hpp>
@@ -69,33 +70,7 @@ struct Settings {
   bool profile = false; // --profile: Aspen's profile summary after each measurement
 };
 
-// The deterministic data both sides build: element k of the tensor numbered `seed`, uniform in
-// [-scale, scale). The peer's data() in torchSetup computes the same doubles.
-enum Seed : unsigned { kInput = 1, kInputWeights = 2, kOutputWeights = 3, kBiases = 4,
-                       kOutputGrad = 5, kChecksumWeights = 9 };
-std::vector<float> data(std::size_t n, Seed seed, double scale) {
-  std::vector<float> v(n);
-  for (std::uint64_t k = 0; k < n; ++k) {
-    const std::uint64_t m = (k * 2654435761ull + seed * 40503ull) % 1000003ull;
-    v[k] = float((double(m) * (2.0 / 1000003) - 1.0) * scale);
-  }
-  return v;
-}
-// Weights of this size keep the gates' pre-activations of order 1 (no saturated sigmoids).
-double weightScale(const Shape &s) { return 1.0 / std::sqrt(double(2 * s.H)); }
-constexpr double kBiasScale = 0.1;
-
-// sum_k y[k] * w[k] with w = data(kChecksumWeights), and the same sum of absolute values (the
-// scale a difference is measured against).
-std::pair<double, double> checksum(const std::vector<float> &y) {
-  const std::vector<float> w = data(y.size(), kChecksumWeights, 1.0);
-  double sum = 0, scale = 0;
-  for (std::size_t k = 0; k < y.size(); ++k) {
-    sum += double(y[k]) * w[k];
-    scale += std::fabs(double(y[k]) * w[k]);
-  }
-  return {sum, scale};
-}
+using namespace aspen::bench::lstm_data;
 
 // One LSTM program built, compiled and loaded, inputs written.
 class AspenLstm {
@@ -140,8 +115,8 @@ public:
     compileSeconds_ =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     write("in", data(s.T * s.B * s.H, kInput, 1.0));
-    write("inputWeights", data(4 * s.H * s.H, kInputWeights, weightScale(s)));
-    write("outputWeights", data(4 * s.H * s.H, kOutputWeights, weightScale(s)));
+    write("inputWeights", data(4 * s.H * s.H, kInputWeights, weightScale(s.H)));
+    write("outputWeights", data(4 * s.H * s.H, kOutputWeights, weightScale(s.H)));
     write("biases", data(4 * s.H, kBiases, kBiasScale));
     if (training)
       write("outGrad", data(s.T * s.B * s.H, kOutputGrad, 1.0));
@@ -203,7 +178,7 @@ std::string torchSetup(const Shape &s, unsigned threads) {
       fmt::arg("threads", threads), fmt::arg("T", s.T), fmt::arg("B", s.B), fmt::arg("H", s.H),
       fmt::arg("p0", slotOfTorchGate[0]), fmt::arg("p1", slotOfTorchGate[1]),
       fmt::arg("p2", slotOfTorchGate[2]), fmt::arg("p3", slotOfTorchGate[3]),
-      fmt::arg("ws", weightScale(s)), fmt::arg("bs", kBiasScale), fmt::arg("xSeed", kInput),
+      fmt::arg("ws", weightScale(s.H)), fmt::arg("bs", kBiasScale), fmt::arg("xSeed", kInput),
       fmt::arg("wiSeed", kInputWeights), fmt::arg("woSeed", kOutputWeights),
       fmt::arg("bSeed", kBiases));
 }

@@ -7,7 +7,7 @@
 // in float; half data is widened on load and rounded once on store. With element-wise
 // activations the workers split the vertex's elements; when an activation is softmax (over a
 // gate's H units, per row) each worker takes whole rows.
-#include "NnCodeletMath.hpp"
+#include "RnnCellMath.hpp"
 
 namespace aspen::nn {
 
@@ -196,29 +196,7 @@ ASPEN_HD inline float gradient(unsigned kind, float act, float g, float dot) {
 
 namespace lstm_cell {
 
-// The activation functors of the element-wise paths: a kind fixed at compile time (the default
-// sigmoid / tanh pair, with no dispatch in the loop) or chosen at run time. Both call the same
-// functions of NnCodeletMath.hpp, so results do not depend on the path.
-template <NonLinearityType K> struct Fixed {
-  ASPEN_HD float forward(float x) const { return nnForward<K>(x); }
-  ASPEN_HD float gradient(float act, float g) const { return nnGradient<K>(act, g); }
-  ASPEN_HD bool takesInput() const { return nnGradientTakesInput(K); }
-};
-struct Dynamic {
-  NonLinearityType kind;
-  ASPEN_HD float forward(float x) const { return nnForwardOf(kind, x); }
-  ASPEN_HD float gradient(float act, float g) const { return nnGradientOf(kind, act, g); }
-  ASPEN_HD bool takesInput() const { return nnGradientTakesInput(kind); }
-};
-
-// Elements are processed in chunks through local arrays: the loops over a chunk touch no
-// memory that could alias, so the host compiler vectorises them (one element per chunk on the
-// GPU, where a thread's arrays would live in slow local memory).
-#if defined(__CUDACC_RTC__) || defined(__CUDA_ARCH__)
-constexpr unsigned kChunk = 1;
-#else
-constexpr unsigned kChunk = 64;
-#endif
+using namespace ::aspen::nn::cell;
 
 // Elements [lo, hi) of row r of the forward cell, element-wise activations rho (gates) and phi.
 template <class T, class V, class Rho, class Phi>
@@ -353,24 +331,6 @@ ASPEN_HD inline void bwdElements(V &v, unsigned r, unsigned lo, unsigned hi, Rho
       carry[k] = T(0.0f);
     }
   }
-}
-
-// Runs body(r, lo, hi) over this worker's share of the rows of `rows`, with (rho, phi) fixed at
-// compile time for sigmoid / tanh and dispatched at run time otherwise.
-template <class Rows, class Body>
-ASPEN_HD inline void forElementShare(const Rows &rows, unsigned w, unsigned n, unsigned rec,
-                                     unsigned act, Body body) {
-  const bool fixed = rec == unsigned(NonLinearityType::SIGMOID) &&
-                     act == unsigned(NonLinearityType::TANH);
-  ::aspen::detail::forWorkerShareOfRegions(rows, w, n, [&](unsigned r, unsigned long long lo,
-                                                           unsigned long long hi) {
-    if (fixed)
-      body(r, unsigned(lo), unsigned(hi), Fixed<NonLinearityType::SIGMOID>(),
-           Fixed<NonLinearityType::TANH>());
-    else
-      body(r, unsigned(lo), unsigned(hi), Dynamic{NonLinearityType(rec)},
-           Dynamic{NonLinearityType(act)});
-  });
 }
 
 } // namespace lstm_cell

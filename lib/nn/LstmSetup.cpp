@@ -201,15 +201,9 @@ LstmOptions parseOptions(const Graph &graph, const LstmParams &params, const Opt
   if (numShards) {
     o.numShards = *numShards;
   } else {
-    // Enough shards that the sequence tensors fit the memory budget of all tiles.
-    const Target &target = graph.getTarget();
-    const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
-    const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
-    const double sequenceBytes = double(T) * B * (I + 8 * H) * target.getTypeSize(params.dataType);
-    const double budget =
-        double(target.getNumTiles()) * target.getBytesPerTile() * o.availableMemoryProportion;
-    const double wanted = budget > 0 ? std::ceil(sequenceBytes / budget) : 1.0;
-    o.numShards = static_cast<unsigned>(std::clamp(wanted, 1.0, double(maxShards)));
+    const std::size_t H = params.rnn.layerSizes[1];
+    o.numShards = rnn::detail::estimateShards(graph, params.rnn, params.rnn.layerSizes[0] + 8 * H,
+                                              o.availableMemoryProportion);
   }
   o.codeReuse = codeReuse ? *codeReuse : o.numShards > 1;
   if (preCalcWeights) {
@@ -314,11 +308,8 @@ void addCellFwd(Graph &graph, const LstmParams &params, ComputeSet cs, const Ten
   const std::vector<unsigned> slotOrder{slot[0], slot[1], slot[2], slot[3]};
   const auto tiles = cellRows(graph, hState);
   const std::string type = util::templateVertex("aspen::nn::LstmCellFwd", params.dataType);
-  for (unsigned tile = 0; tile < tiles.size(); ++tile) {
-    if (tiles[tile].empty())
-      continue;
-    const auto rows = rowNumbers(tiles[tile]);
-    VertexRef v = graph.addVertex(cs, type);
+  nn::work::addRowVertices(graph, cs, type, tiles, [&](VertexRef v, const std::vector<Interval> &intervals) {
+    const auto rows = rowNumbers(intervals);
     graph.connect(v["gates"], segments(preGates, rows, slotOrder));
     graph.connect(v["gatesIn"],
                   preIn.valid()
@@ -335,15 +326,14 @@ void addCellFwd(Graph &graph, const LstmParams &params, ComputeSet cs, const Ten
     graph.connect(v["out"], rowsOf(out, rows));
     graph.connect(v["inter"], layout.count() == 0 ? std::vector<Tensor>{}
                                                   : segments(inter, rows, iota(layout.count())));
-    graph.connect(v["mask"], maskOf(mask, tiles[tile]));
+    graph.connect(v["mask"], maskOf(mask, intervals));
     graph.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
     graph.setInitialValue(v["recurrentActivation"],
                           static_cast<unsigned>(params.recurrentActivation));
     graph.setInitialValue(v["saveMode"], layout.saveMode);
     graph.setInitialValue(v["saveH"], layout.saveH);
     graph.setInitialValue(v["rawCandidate"], rawCandidate(params));
-    graph.setTileMapping(v, tile);
-  }
+  });
 }
 
 void addCellBwd(Graph &graph, const LstmParams &params, ComputeSet cs, const Tensor &fwd,
@@ -354,11 +344,8 @@ void addCellBwd(Graph &graph, const LstmParams &params, ComputeSet cs, const Ten
   const std::vector<unsigned> slotOrder{slot[0], slot[1], slot[2], slot[3]};
   const auto tiles = cellRows(graph, dcState);
   const std::string type = util::templateVertex("aspen::nn::LstmCellBwd", params.dataType);
-  for (unsigned tile = 0; tile < tiles.size(); ++tile) {
-    if (tiles[tile].empty())
-      continue;
-    const auto rows = rowNumbers(tiles[tile]);
-    VertexRef v = graph.addVertex(cs, type);
+  nn::work::addRowVertices(graph, cs, type, tiles, [&](VertexRef v, const std::vector<Interval> &intervals) {
+    const auto rows = rowNumbers(intervals);
     graph.connect(v["fwd"], segments(fwd, rows, iota(4)));
     graph.connect(v["cell"], segments(cell, rows, iota(2)));
     graph.connect(v["outGrad"], rowsOf(outGrad.valid() ? outGrad : dhCarry, rows));
@@ -366,15 +353,14 @@ void addCellBwd(Graph &graph, const LstmParams &params, ComputeSet cs, const Ten
     graph.connect(v["dhCarry"], rowsOf(dhCarry, rows));
     graph.connect(v["dcState"], rowsOf(dcState, rows));
     graph.connect(v["delta"], segments(delta, rows, slotOrder));
-    graph.connect(v["mask"], maskOf(mask, tiles[tile]));
+    graph.connect(v["mask"], maskOf(mask, intervals));
     graph.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
     graph.setInitialValue(v["recurrentActivation"],
                           static_cast<unsigned>(params.recurrentActivation));
     graph.setInitialValue(v["rawCell"], rawCell);
     graph.setInitialValue(v["rawCandidate"], rawCandidate(params));
     graph.setInitialValue(v["hasOutGrad"], outGrad.valid());
-    graph.setTileMapping(v, tile);
-  }
+  });
 }
 
 void addCellRecompute(Graph &graph, const LstmParams &params, ComputeSet cs, const Tensor &fwd,
@@ -382,20 +368,16 @@ void addCellRecompute(Graph &graph, const LstmParams &params, ComputeSet cs, con
                       const Tensor &mask) {
   const auto tiles = cellRows(graph, cState);
   const std::string type = util::templateVertex("aspen::nn::LstmCellRecompute", params.dataType);
-  for (unsigned tile = 0; tile < tiles.size(); ++tile) {
-    if (tiles[tile].empty())
-      continue;
-    const auto rows = rowNumbers(tiles[tile]);
-    VertexRef v = graph.addVertex(cs, type);
+  nn::work::addRowVertices(graph, cs, type, tiles, [&](VertexRef v, const std::vector<Interval> &intervals) {
+    const auto rows = rowNumbers(intervals);
     graph.connect(v["fwd"], segments(fwd, rows, iota(4)));
     graph.connect(v["cState"], rowsOf(cState, rows));
     graph.connect(v["cPrev"], rowsOf(cPrev, rows));
     graph.connect(v["cOut"], rowsOf(cOut, rows));
-    graph.connect(v["mask"], maskOf(mask, tiles[tile]));
+    graph.connect(v["mask"], maskOf(mask, intervals));
     graph.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
     graph.setInitialValue(v["rawCandidate"], rawCandidate(params));
-    graph.setTileMapping(v, tile);
-  }
+  });
 }
 
 } // namespace detail

@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace aspen::nn::rnn {
 
@@ -156,6 +157,16 @@ void checkParams(const RnnParams &params, const std::string &what) {
       throw shape_error(fmt::format("{}: timeSteps must have shape [1] or [batchSize = {}], not {}",
                                     what, params.batchSize, ts.shapeToString()));
   }
+}
+
+unsigned estimateShards(const Graph &graph, const RnnParams &params, std::size_t elementsPerRow,
+                        double proportion) {
+  const Target &target = graph.getTarget();
+  const double sequenceBytes = double(params.maxTimeSteps) * params.batchSize * elementsPerRow *
+                               target.getTypeSize(params.dataType);
+  const double budget = double(target.getNumTiles()) * target.getBytesPerTile() * proportion;
+  const double wanted = budget > 0 ? std::ceil(sequenceBytes / budget) : 1.0;
+  return static_cast<unsigned>(std::clamp(wanted, 1.0, double(params.getMaxShards(graph))));
 }
 
 unsigned checkShards(const RnnParams &params, unsigned numShards, const std::string &what) {
@@ -503,6 +514,36 @@ void checkSequence(const RnnParams &params, const Tensor &t, const std::string &
                                   what, params.maxTimeSteps, t.shapeToString()));
 }
 
+// The checks of both forms of Rnn (errors name `what`), then the loop.
+std::vector<Tensor> checkAndRun(Graph &graph, LoopSpec &spec, const OptionFlags &options,
+                                Sequence &prog, const DebugContext &debug,
+                                const std::string &what) {
+  const RnnParams &params = spec.params;
+  checkParams(params, what);
+  checkShards(params, spec.numShards, what);
+  if (spec.stepsPerGather > params.maxTimeSteps)
+    throw invalid_option(fmt::format("{}: stepsPerGather = {} exceeds the {} time steps", what,
+                                     spec.stepsPerGather, params.maxTimeSteps));
+  spec.codeReuse = parseCodeReuse(options, what);
+  for (const Tensor &t : spec.inputs)
+    checkSequence(params, t, what + ": an input");
+  for (const Tensor &t : spec.outputs)
+    checkSequence(params, t, what + ": an output");
+  for (const Tensor &t : spec.gatherInputs)
+    checkSequence(params, t, what + ": a gather input");
+  if (spec.interimIn)
+    checkSequence(params, *spec.interimIn, what + ": interimIn");
+  if (spec.interimOut)
+    checkSequence(params, *spec.interimOut, what + ": interimOut");
+  if (spec.stateSequence.output.valid()) {
+    checkSequence(params, spec.stateSequence.output, what + ": stateSequence.output");
+    if (spec.stateSequence.stateIndex >= spec.initState.size())
+      throw index_error(fmt::format("{}: stateSequence.stateIndex {} is out of range ({} states)",
+                                    what, spec.stateSequence.stateIndex, spec.initState.size()));
+  }
+  return runLoop(graph, spec, prog, debug);
+}
+
 } // namespace detail
 
 Tensor createInitialState(Graph &graph, const RnnParams &params, bool isOutput, unsigned multiple,
@@ -572,9 +613,6 @@ std::vector<Tensor> Rnn(Graph &graph, const RnnParams &params, bool reverse,
                         const std::vector<Tensor> &created, Sequence &prog,
                         const LoopBodyType &loopFn, unsigned numShards, OptionFlags &options,
                         const DebugContext &debug) {
-  const std::string what = "rnn::Rnn";
-  detail::checkParams(params, what);
-  detail::checkShards(params, numShards, what);
   detail::LoopSpec spec{params};
   spec.reverse = reverse;
   spec.initState = initState;
@@ -586,22 +624,7 @@ std::vector<Tensor> Rnn(Graph &graph, const RnnParams &params, bool reverse,
   spec.created = created;
   spec.loopFn = loopFn;
   spec.numShards = numShards;
-  spec.codeReuse = detail::parseCodeReuse(options, what);
-  for (const Tensor &t : inputs)
-    detail::checkSequence(params, t, what + ": an input");
-  for (const Tensor &t : outputs)
-    detail::checkSequence(params, t, what + ": an output");
-  if (interimIn)
-    detail::checkSequence(params, *interimIn, what + ": interimIn");
-  if (interimOut)
-    detail::checkSequence(params, *interimOut, what + ": interimOut");
-  if (stateSequence.output.valid()) {
-    detail::checkSequence(params, stateSequence.output, what + ": stateSequence.output");
-    if (stateSequence.stateIndex >= initState.size())
-      throw index_error(fmt::format("{}: stateSequence.stateIndex {} is out of range ({} states)",
-                                    what, stateSequence.stateIndex, initState.size()));
-  }
-  return detail::runLoop(graph, spec, prog, debug);
+  return detail::checkAndRun(graph, spec, options, prog, debug, "rnn::Rnn");
 }
 
 std::vector<Tensor> Rnn(Graph &graph, const RnnParams &params,
@@ -611,33 +634,20 @@ std::vector<Tensor> Rnn(Graph &graph, const RnnParams &params,
                         const std::vector<Tensor> &gatherInputs, const GatherBodyType &gatherFn,
                         unsigned numShards, unsigned stepsPerGather, OptionFlags &options,
                         const DebugContext &debug) {
-  const std::string what = "rnn::Rnn (gather form)";
-  detail::checkParams(params, what);
-  detail::checkShards(params, numShards, what);
-  if (stepsPerGather > params.maxTimeSteps)
-    throw invalid_option(fmt::format("{}: stepsPerGather = {} exceeds the {} time steps", what,
-                                     stepsPerGather, params.maxTimeSteps));
   detail::LoopSpec spec{params};
   spec.reverse = true;
   spec.initState = initState;
   spec.stateSequence = stateSequence;
   spec.inputs = inputs;
-  if (interimIn.valid()) {
-    detail::checkSequence(params, interimIn, what + ": interimIn");
+  if (interimIn.valid())
     spec.interimIn = &interimIn;
-  }
   spec.numTemps = numTemps;
   spec.loopFn = loopFn;
   spec.gatherInputs = gatherInputs;
   spec.gatherFn = gatherFn;
   spec.numShards = numShards;
   spec.stepsPerGather = stepsPerGather;
-  spec.codeReuse = detail::parseCodeReuse(options, what);
-  for (const Tensor &t : inputs)
-    detail::checkSequence(params, t, what + ": an input");
-  for (const Tensor &t : gatherInputs)
-    detail::checkSequence(params, t, what + ": a gather input");
-  return detail::runLoop(graph, spec, prog, debug);
+  return detail::checkAndRun(graph, spec, options, prog, debug, "rnn::Rnn (gather form)");
 }
 
 } // namespace aspen::nn::rnn

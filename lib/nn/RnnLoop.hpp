@@ -31,6 +31,11 @@ Tensor addSequence(Graph &graph, Type type, std::size_t steps, std::size_t rows,
 Tensor addStep(Graph &graph, Type type, std::size_t rows, std::size_t size,
                const DebugContext &debug);
 
+// The default shard count: enough shards that the sequence tensors, `elementsPerRow` elements a
+// step and batch row, fit `proportion` of all tiles' memory (clamped to [1, T]).
+unsigned estimateShards(const Graph &graph, const RnnParams &params, std::size_t elementsPerRow,
+                        double proportion);
+
 // Raise the Rnn errors (type_error, shape_error, invalid_option) naming `what`.
 void checkParams(const RnnParams &params, const std::string &what);
 unsigned checkShards(const RnnParams &params, unsigned numShards, const std::string &what);

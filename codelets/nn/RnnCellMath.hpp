@@ -1,0 +1,52 @@
+// What the recurrent cells' element loops share (codelets/nn/rnn.cpp, gru.cpp): activation
+// functors fixed at compile time or dispatched at run time, the chunk size of the vectorised
+// loops, and the split of a vertex's rows between its workers. No standard library (NVRTC).
+#pragma once
+
+#include "NnCodeletMath.hpp"
+
+namespace aspen::nn::cell {
+
+// The activation functors of the element-wise paths: a kind fixed at compile time (the default
+// sigmoid / tanh pair, with no dispatch in the loop) or chosen at run time. Both call the same
+// functions of NnCodeletMath.hpp, so results do not depend on the path.
+template <NonLinearityType K> struct Fixed {
+  ASPEN_HD float forward(float x) const { return nnForward<K>(x); }
+  ASPEN_HD float gradient(float act, float g) const { return nnGradient<K>(act, g); }
+  ASPEN_HD bool takesInput() const { return nnGradientTakesInput(K); }
+};
+struct Dynamic {
+  NonLinearityType kind;
+  ASPEN_HD float forward(float x) const { return nnForwardOf(kind, x); }
+  ASPEN_HD float gradient(float act, float g) const { return nnGradientOf(kind, act, g); }
+  ASPEN_HD bool takesInput() const { return nnGradientTakesInput(kind); }
+};
+
+// Elements are processed in chunks through local arrays: the loops over a chunk touch no
+// memory that could alias, so the host compiler vectorises them (one element per chunk on the
+// GPU, where a thread's arrays would live in slow local memory).
+#if defined(__CUDACC_RTC__) || defined(__CUDA_ARCH__)
+constexpr unsigned kChunk = 1;
+#else
+constexpr unsigned kChunk = 64;
+#endif
+
+// Runs body(r, lo, hi) over this worker's share of the rows of `rows`, with (rho, phi) fixed at
+// compile time for sigmoid / tanh and dispatched at run time otherwise.
+template <class Rows, class Body>
+ASPEN_HD inline void forElementShare(const Rows &rows, unsigned w, unsigned n, unsigned rec,
+                                     unsigned act, Body body) {
+  const bool fixed = rec == unsigned(NonLinearityType::SIGMOID) &&
+                     act == unsigned(NonLinearityType::TANH);
+  ::aspen::detail::forWorkerShareOfRegions(rows, w, n, [&](unsigned r, unsigned long long lo,
+                                                           unsigned long long hi) {
+    if (fixed)
+      body(r, unsigned(lo), unsigned(hi), Fixed<NonLinearityType::SIGMOID>(),
+           Fixed<NonLinearityType::TANH>());
+    else
+      body(r, unsigned(lo), unsigned(hi), Dynamic{NonLinearityType(rec)},
+           Dynamic{NonLinearityType(act)});
+  });
+}
+
+} // namespace aspen::nn::cell
