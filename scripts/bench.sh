@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Does all set-up (packages, including the peers: NumPy with OpenBLAS, and PyTorch for bench_lstm;
-# configure, build), then runs every benchmark in bench/ and writes their output to
-# bench-results/<date>.txt. bench_lstm's full shape set takes long on a small machine: it runs with
-# ASPEN_BENCH_LSTM_ARGS, by default "--max-h 512" (set it empty for the full set).
+# Does all set-up (packages, including the peers: NumPy with OpenBLAS, and PyTorch for bench_lstm
+# and bench_gru; configure, build), then runs every benchmark in bench/ and writes their output to
+# bench-results/<date>.txt. The full shape sets of bench_lstm and bench_gru take long on a small
+# machine: they run with ASPEN_BENCH_LSTM_ARGS and ASPEN_BENCH_GRU_ARGS, each by default
+# "--max-h 512" (set one empty for its full set).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 peers=(python3-numpy libopenblas0 python3-torch)
@@ -18,6 +19,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 scripts/setup.sh build
 read -ra lstm_args <<<"${ASPEN_BENCH_LSTM_ARGS---max-h 512}"
+read -ra gru_args <<<"${ASPEN_BENCH_GRU_ARGS---max-h 512}"
 mkdir -p bench-results
 out="bench-results/$(date +%Y-%m-%d).txt"
 {
@@ -26,6 +28,7 @@ out="bench-results/$(date +%Y-%m-%d).txt"
     name=$(basename "$b")
     args=()
     [ "$name" = bench_lstm ] && args=("${lstm_args[@]}")
+    [ "$name" = bench_gru ] && args=("${gru_args[@]}")
     echo "## $name${args[*]:+ ${args[*]}}"
     # A benchmark that finds a wrong result exits non-zero; the others still run.
     "$b" "${args[@]}" 2>&1 || echo "($name exited with status $?)"

@@ -146,10 +146,14 @@ run_bench() {
 }
 for bench in "$build_dir"/bench/bench_gpu_*; do
   [ -x "$bench" ] || { fail "no GPU benchmarks in $build_dir/bench"; break; }
-  [ "$(basename "$bench")" = bench_gpu_lstm ] && continue # below, at a size for its limit
+  case "$(basename "$bench")" in
+  bench_gpu_lstm | bench_gpu_gru) continue ;; # below, at a size for their limits
+  esac
   run_bench 60 "$bench"
 done
 # LSTM vs cuDNN at T = 50 for H <= 512 (8 shapes; all 12 without --max-h).
 run_bench 60 "$build_dir/bench/bench_gpu_lstm" --max-h 512
+# GRU vs cuDNN at T = 50 for H = 256 (4 shapes): what is left of the run's 8 minutes by then.
+run_bench 60 "$build_dir/bench/bench_gpu_gru" --max-h 256
 
 finish

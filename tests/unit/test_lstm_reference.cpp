@@ -1,9 +1,10 @@
 // The double-precision LSTM host model that lstm_layer checks Aspen against
 // (tools/lstm_layer/LstmReference.hpp): hand-computed values, every gradient of backward()
 // against central finite differences of forward(), the variable-length semantics of
-// rnn-semantics.md, and the .npy writer that lstm_layer --save-tensors uses.
+// rnn-semantics.md, the activations they share with the GRU model
+// (tools/rnn_common/RnnReference.hpp) and the .npy writer that lstm_layer --save-tensors uses.
 #include "../../tools/lstm_layer/LstmReference.hpp"
-#include "../../tools/lstm_layer/NpyWriter.hpp"
+#include "../../tools/rnn_common/NpyWriter.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -18,6 +19,7 @@
 #include <vector>
 
 using namespace lstmref;
+using namespace rnnref;
 
 namespace {
 

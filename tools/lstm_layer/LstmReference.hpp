@@ -2,7 +2,8 @@
 // contract): forward, and backward as exact reverse-mode differentiation of that forward,
 // including the masking of variable sequence lengths and the Jacobian of a softmax activation.
 // lstm_layer checks Aspen against it; tests/unit/test_lstm_reference.cpp checks it against hand
-// values and central finite differences. Plain C++17, no Aspen dependency.
+// values and central finite differences. Plain C++17, no Aspen dependency; the activations and
+// the sequence-length rule are rnnref's (../rnn_common/RnnReference.hpp).
 //
 // Notation: T time steps, B batch rows, I input size, H hidden size. Gate ids: forget 0,
 // input 1, candidate 2, output 3. Every tensor is a flat row-major std::vector<double>:
@@ -24,173 +25,30 @@
 // y_t is zero, so its final state is its state at step L_b - 1 (the initial state when L_b = 0).
 #pragma once
 
+#include "../rnn_common/RnnReference.hpp"
+
 #include <algorithm>
 #include <array>
-#include <cmath>
 #include <cstddef>
-#include <iterator>
-#include <stdexcept>
-#include <string>
 #include <vector>
 
 namespace lstmref {
-
-// The one list of activations: enum, names and dispatch follow it.
-#define LSTMREF_ACTIVATIONS(X)                                                                     \
-  X(sigmoid)                                                                                       \
-  X(hard_sigmoid)                                                                                  \
-  X(relu)                                                                                          \
-  X(tanh)                                                                                          \
-  X(gelu)                                                                                          \
-  X(gelu_erf)                                                                                      \
-  X(swish)                                                                                         \
-  X(softmax)
-
-enum class Activation {
-#define LSTMREF_ENUM(name) name,
-  LSTMREF_ACTIVATIONS(LSTMREF_ENUM)
-#undef LSTMREF_ENUM
-};
-
-inline constexpr const char *kActivationNames[] = {
-#define LSTMREF_NAME(name) #name,
-    LSTMREF_ACTIVATIONS(LSTMREF_NAME)
-#undef LSTMREF_NAME
-};
-inline constexpr std::size_t kNumActivations = std::size(kActivationNames);
-static_assert(static_cast<std::size_t>(Activation::softmax) + 1 == kNumActivations,
-              "kActivationNames must follow LSTMREF_ACTIVATIONS");
-
-inline std::string activationName(Activation a) {
-  return kActivationNames[static_cast<std::size_t>(a)];
-}
-
-// The lower-case name; throws std::invalid_argument listing the names otherwise.
-inline Activation parseActivation(const std::string &name) {
-  std::string allowed;
-  for (std::size_t k = 0; k < kNumActivations; ++k) {
-    if (name == kActivationNames[k])
-      return static_cast<Activation>(k);
-    allowed += (k ? ", " : "") + std::string(kActivationNames[k]);
-  }
-  throw std::invalid_argument("unknown activation '" + name + "' (allowed: " + allowed + ")");
-}
-
-inline double sigmoidOf(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-
-inline constexpr double kPi = 3.14159265358979323846;
-
-// y = act(x) for an element-wise kind; softmax has no scalar form (use forwardRow).
-inline double forward(Activation a, double x) {
-  const double k = std::sqrt(2.0 / kPi);
-  switch (a) {
-  case Activation::sigmoid:
-    return sigmoidOf(x);
-  case Activation::hard_sigmoid:
-    return std::clamp(0.2 * x + 0.5, 0.0, 1.0);
-  case Activation::relu:
-    return x > 0 ? x : 0.0;
-  case Activation::tanh:
-    return std::tanh(x);
-  case Activation::gelu:
-    return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
-  case Activation::gelu_erf:
-    return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));
-  case Activation::swish:
-    return x * sigmoidOf(x);
-  case Activation::softmax:
-    break;
-  }
-  throw std::invalid_argument("lstmref::forward: softmax is over a row, not element-wise");
-}
-
-// d act / dx at x for an element-wise kind. hard_sigmoid: 0.2 strictly inside (-2.5, 2.5), 0
-// outside; relu: 1 for x > 0, else 0.
-inline double derivative(Activation a, double x) {
-  const double k = std::sqrt(2.0 / kPi);
-  switch (a) {
-  case Activation::sigmoid: {
-    const double s = sigmoidOf(x);
-    return s * (1.0 - s);
-  }
-  case Activation::hard_sigmoid:
-    return x > -2.5 && x < 2.5 ? 0.2 : 0.0;
-  case Activation::relu:
-    return x > 0 ? 1.0 : 0.0;
-  case Activation::tanh: {
-    const double t = std::tanh(x);
-    return 1.0 - t * t;
-  }
-  case Activation::gelu: {
-    const double t = std::tanh(k * (x + 0.044715 * x * x * x));
-    return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * 0.044715 * x * x);
-  }
-  case Activation::gelu_erf:
-    return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))) +
-           x * std::exp(-0.5 * x * x) / std::sqrt(2.0 * kPi);
-  case Activation::swish: {
-    const double s = sigmoidOf(x);
-    return s + x * s * (1.0 - s);
-  }
-  case Activation::softmax:
-    break;
-  }
-  throw std::invalid_argument("lstmref::derivative: softmax is over a row, not element-wise");
-}
-
-// y[0..n) = act(x[0..n)): softmax over the row, every other kind element by element.
-inline void forwardRow(Activation a, const double *x, double *y, std::size_t n) {
-  if (a != Activation::softmax) {
-    for (std::size_t j = 0; j < n; ++j)
-      y[j] = forward(a, x[j]);
-    return;
-  }
-  const double m = *std::max_element(x, x + n); // exact in double: only for the exponent's range
-  double sum = 0;
-  for (std::size_t j = 0; j < n; ++j)
-    sum += y[j] = std::exp(x[j] - m);
-  for (std::size_t j = 0; j < n; ++j)
-    y[j] /= sum;
-}
-
-// dx = J^T dy for the row y = act(x): softmax's Jacobian is y_i (delta_ij - y_j), so
-// dx_i = y_i (dy_i - sum_j y_j dy_j); element-wise kinds give dx_j = act'(x_j) dy_j.
-inline void backwardRow(Activation a, const double *x, const double *y, const double *dy,
-                        double *dx, std::size_t n) {
-  if (a != Activation::softmax) {
-    for (std::size_t j = 0; j < n; ++j)
-      dx[j] = derivative(a, x[j]) * dy[j];
-    return;
-  }
-  double dot = 0;
-  for (std::size_t j = 0; j < n; ++j)
-    dot += y[j] * dy[j];
-  for (std::size_t j = 0; j < n; ++j)
-    dx[j] = y[j] * (dy[j] - dot);
-}
 
 enum Gate { kForget = 0, kInput = 1, kCandidate = 2, kOutput = 3 };
 
 struct LstmModel {
   std::size_t T = 1, B = 1, I = 1, H = 1;
   std::array<int, 4> cellOrder{kForget, kInput, kCandidate, kOutput}; // gate id of each slot
-  Activation act = Activation::tanh;
-  Activation recAct = Activation::sigmoid;
+  rnnref::Activation act = rnnref::Activation::tanh;
+  rnnref::Activation recAct = rnnref::Activation::sigmoid;
   bool outputFullSequence = true;
   bool doInputWeightCalc = true;
   std::vector<unsigned> timeSteps; // empty (all T), one length for all rows, or one per row
 
   // Row b's length, capped at T.
-  std::size_t length(std::size_t b) const {
-    if (timeSteps.empty())
-      return T;
-    return std::min<std::size_t>(timeSteps.size() == 1 ? timeSteps[0] : timeSteps[b], T);
-  }
+  std::size_t length(std::size_t b) const { return rnnref::sequenceLength(timeSteps, T, b); }
   // The slot holding gate `gate`.
-  std::size_t slotOf(int gate) const {
-    return static_cast<std::size_t>(std::find(cellOrder.begin(), cellOrder.end(), gate) -
-                                    cellOrder.begin());
-  }
+  std::size_t slotOf(int gate) const { return rnnref::slotOf(cellOrder, gate); }
   std::size_t outputSize() const { return (outputFullSequence ? T : 1) * B * H; }
 };
 
@@ -234,22 +92,12 @@ struct LstmGrads {
 namespace detail {
 
 inline void requireSize(const char *what, const std::vector<double> &v, std::size_t expected) {
-  if (v.size() != expected)
-    throw std::invalid_argument(std::string("lstmref: ") + what + " has " +
-                                std::to_string(v.size()) + " elements, expected " +
-                                std::to_string(expected));
+  rnnref::requireSize("lstmref", what, v, expected);
 }
 
 inline void validate(const LstmModel &m, const LstmData &d) {
-  std::array<bool, 4> seen{};
-  for (int gate : m.cellOrder) {
-    if (gate < 0 || gate > 3 || seen[gate])
-      throw std::invalid_argument("lstmref: cellOrder is not a permutation of the four gates");
-    seen[gate] = true;
-  }
-  if (!(m.timeSteps.empty() || m.timeSteps.size() == 1 || m.timeSteps.size() == m.B))
-    throw std::invalid_argument("lstmref: timeSteps has " + std::to_string(m.timeSteps.size()) +
-                                " lengths, expected 0, 1 or B = " + std::to_string(m.B));
+  rnnref::requirePermutation("lstmref", m.cellOrder, "four gates");
+  rnnref::requireTimeSteps("lstmref", m.timeSteps, m.B);
   requireSize("input", d.input, m.T * m.B * m.I);
   requireSize("initialOutput", d.initialOutput, m.B * m.H);
   requireSize("initialCellState", d.initialCellState, m.B * m.H);
@@ -291,7 +139,7 @@ inline LstmForward forward(const LstmModel &m, const LstmData &d) {
             sum += hPrev[k] * d.outputWeights[(s * H + k) * H + j];
           a[j] = sum;
         }
-        forwardRow(gate == kCandidate ? m.act : m.recAct, a, at(r.gates, gate), H);
+        rnnref::forwardRow(gate == kCandidate ? m.act : m.recAct, a, at(r.gates, gate), H);
       }
       const double *f = at(r.gates, kForget), *i = at(r.gates, kInput);
       const double *g = at(r.gates, kCandidate), *o = at(r.gates, kOutput);
@@ -299,7 +147,7 @@ inline LstmForward forward(const LstmModel &m, const LstmData &d) {
       double *phiC = &r.phiNewCellState[t * BH + b * H];
       for (std::size_t j = 0; j < H; ++j)
         c[j] = f[j] * cPrev[j] + i[j] * g[j];
-      forwardRow(m.act, c, phiC, H);
+      rnnref::forwardRow(m.act, c, phiC, H);
       const bool active = t < m.length(b);
       double *hNext = &r.outputState[(t + 1) * BH + b * H];
       double *cNext = &r.cellState[(t + 1) * BH + b * H];
@@ -369,16 +217,16 @@ inline LstmGrads backward(const LstmModel &m, const LstmData &d, const LstmForwa
         dGate[j] = dhTotal[j] * phiC[j]; // d o
         dPhiC[j] = dhTotal[j] * o[j];
       }
-      backwardRow(m.recAct, at(fwd.preActivations, kOutput), o, dGate.data(), delta[kOutput].data(),
-                  H);
-      backwardRow(m.act, c, phiC, dPhiC.data(), dcNew.data(), H);
+      rnnref::backwardRow(m.recAct, at(fwd.preActivations, kOutput), o, dGate.data(),
+                          delta[kOutput].data(), H);
+      rnnref::backwardRow(m.act, c, phiC, dPhiC.data(), dcNew.data(), H);
       for (std::size_t j = 0; j < H; ++j)
         dcNew[j] += dcRow[j];
-      auto gateBackward = [&](int gate, Activation a, const double *factor) {
+      auto gateBackward = [&](int gate, rnnref::Activation a, const double *factor) {
         for (std::size_t j = 0; j < H; ++j)
           dGate[j] = dcNew[j] * factor[j];
-        backwardRow(a, at(fwd.preActivations, gate), at(fwd.gates, gate), dGate.data(),
-                    delta[gate].data(), H);
+        rnnref::backwardRow(a, at(fwd.preActivations, gate), at(fwd.gates, gate), dGate.data(),
+                            delta[gate].data(), H);
       };
       gateBackward(kInput, m.recAct, g);
       gateBackward(kCandidate, m.act, i);

@@ -1,5 +1,5 @@
-// Writes NumPy .npy files (format version 1.0) of float32 for lstm_layer --save-tensors, and
-// escapes strings for its JSON manifest. Plain C++17, header-only.
+// Writes NumPy .npy files (format version 1.0) of float32 for lstm_layer's and gru_layer's
+// --save-tensors, and escapes strings for their JSON manifest. Plain C++17, header-only.
 //
 // Layout: the magic "\x93NUMPY", version bytes 1 0, a little-endian uint16 header length, then
 // the header -- a Python dict literal {'descr': '<f4', 'fortran_order': False, 'shape': (..), }

@@ -1,0 +1,211 @@
+// GRU and AUGRU layers (popnn's Gru.hpp). The contract -- maths, shapes, options, variable
+// lengths and where Aspen differs from popnn -- is rnn-semantics.md; this header gives the shapes.
+//
+// T = maxTimeSteps, B = batchSize, I = layerSizes[0], H = layerSizes[1]. Gates: reset (r),
+// update (u), candidate (c); rho = recurrentActivation, phi = activation.
+//   resetAfter false: r = rho(x.Wi_r + h.Wo_r + b_r), u = rho(x.Wi_u + h.Wo_u + b_u),
+//                     c = phi(x.Wi_c + (r*h).Wo_c + b_c)
+//   resetAfter true:  r, u as above with biases bx + bh; n = h.Wo_c + bh_c,
+//                     c = phi(x.Wi_c + bx_c + r*n)
+//   AUGRU:            u <- (1 - a_t) * u, a [B, T] broadcast over H
+//   h' = u*h + (1-u)*c
+//
+// Tensors:
+//   input            [T, B, I]            createInput
+//   initial state    [B, H]               createInitialState
+//   weights          GruWeights{inputWeights [3, I, H], outputWeights [3, H, H],
+//                    biases [3, H] or [3, 2, H] with resetAfter ([g][0] input, [g][1] recurrent)},
+//                    dimension 0 in params.cellOrder
+//   attention        [B, T]               createAttention (AUGRU)
+//   output           [T, B, H] (outputFullSequence) or [B, H] (each row's last output)
+//   fwdIntermediates [T, n, B, H]: [r, u, c] (u after attention), then h_t when
+//                    outputFullSequence is false, then n when resetAfter. Canonical order for any
+//                    cellOrder. When the activation's gradient needs its input (gelu, gelu_erf,
+//                    swish) slot 2 holds the candidate's pre-activation instead of c.
+//   bwdIntermediates [T, 3, B, H]: the gradients of the gates' pre-activations, dimension 1 in
+//                    cellOrder (as the weights).
+// All tensors of params.dataType (FLOAT or HALF); timeSteps (or realTimeSteps) UNSIGNED_INT [1]
+// or [B].
+//
+// Functions (the realTimeSteps overloads take the per-row lengths as an argument instead of
+// through params; giving both is an error):
+//   gruFwd(graph, params, stateInit, in, weights, intermediates*, prog, debug, options, cache)
+//     -> output. intermediates may be null (inference); with inferenceOnly it must be.
+//   gruBwd(graph, params, prog, fwdOutputInit, fwdIntermediates, weights, input, output,
+//          outputGrad, inputGrad*, bwdIntermediates*, debug, options, cache)
+//     -> gradient of the initial state [B, H]. inputGrad (needs calcInputGradients) receives
+//     [T, B, I].
+//   gruWU(graph, params, prog, fwdOutputInit, fwdIntermediates, bwdIntermediates, weights, input,
+//         output, debug, options, cache) -> weight gradients (GruWeights, shapes as weights)
+//   gruBwdWithWU(..., outputGrad, inputGrad*, weightsGrad&, ...) -> gradient of the initial state
+//   auGruFwd / auGruBwd / auGruWU / auGruBwdWithWU: the same with the attention tensor; auGruBwd
+//     and auGruBwdWithWU also return d(attention) [B, T] through attentionGrad*.
+//
+// Options (unknown keys and bad values raise invalid_option naming the key and allowed values):
+//   inferenceOnly (false), partialsType (float|half; default float), availableMemoryProportion
+//   ((0, 1], default 0.6), numShards (1..T; default estimated from the memory the sequence tensors
+//   need), rnnCodeReuse (default: true when numShards > 1). The weight update is one pass over
+//   all steps after the backward loop. Results do not depend on numShards or rnnCodeReuse.
+#pragma once
+
+#include <aspen/DebugContext.hpp>
+#include <aspen/Graph.hpp>
+#include <aspen/OptionFlags.hpp>
+#include <aspen/Program.hpp>
+#include <aspen/linalg/MatMul.hpp>
+#include <aspen/nn/GruDef.hpp>
+#include <aspen/nn/NonLinearityDef.hpp>
+#include <aspen/nn/Rnn.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace aspen::nn::gru {
+
+// {reset, update, candidate}
+std::vector<BasicGruCellUnit> getDefaultBasicGruCellOrder();
+
+struct GruParams {
+  rnn::RnnParams rnn;
+  // popnn's deprecated copies of rnn's fields, kept equal to them by the constructors.
+  Type dataType;
+  std::size_t batchSize;
+  std::size_t timeSteps;
+  std::vector<std::size_t> layerSizes;
+
+  bool outputFullSequence = true;
+  bool calcInputGradients = true;
+  std::vector<BasicGruCellUnit> cellOrder = getDefaultBasicGruCellOrder();
+  bool resetAfter = false;
+  NonLinearityType activation = NonLinearityType::TANH;
+  NonLinearityType recurrentActivation = NonLinearityType::SIGMOID;
+
+  GruParams(Type dataType, std::size_t batchSize, std::size_t timeSteps,
+            std::vector<std::size_t> layerSizes,
+            NonLinearityType activation = NonLinearityType::TANH,
+            NonLinearityType recurrentActivation = NonLinearityType::SIGMOID);
+  GruParams(Type dataType, std::size_t batchSize, std::size_t maxTimeSteps,
+            const Tensor &timeSteps, std::vector<std::size_t> layerSizes,
+            NonLinearityType activation = NonLinearityType::TANH,
+            NonLinearityType recurrentActivation = NonLinearityType::SIGMOID);
+};
+
+struct GruWeights {
+  Tensor inputWeights;
+  Tensor outputWeights;
+  Tensor biases;
+};
+
+// Multiply-adds count two FLOPs; non-linearities are not counted.
+//   fwd: T*B*(2*3H*(I + H) + 3H (biases) + 4H (cell: r*h or r*n, the blend))
+//   bwd: T*B*(2*3H*(H + I*[calcInputGradients]) + 10H (gate gradients))
+//   wu:  T*B*(2*3H*(I + H) + 3H (bias sums)) (6H with resetAfter)
+std::uint64_t getBasicGruCellFwdFlops(const GruParams &params);
+std::uint64_t getBasicGruCellBwdFlops(const GruParams &params);
+std::uint64_t getBasicGruCellWuFlops(const GruParams &params);
+
+Tensor createInput(Graph &graph, const GruParams &params, const DebugContext &debug,
+                   const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
+Tensor createInitialState(Graph &graph, const GruParams &params, const DebugContext &debug,
+                          const OptionFlags &options = {},
+                          linalg::PlanningCache *cache = nullptr);
+void zeroInitialState(Graph &graph, const Tensor &initialState, program::Sequence &prog,
+                      const DebugContext &debug = {});
+std::pair<Tensor, Tensor> createWeightsKernel(Graph &graph, const GruParams &params,
+                                              const DebugContext &debug,
+                                              const OptionFlags &options = {},
+                                              linalg::PlanningCache *cache = nullptr);
+Tensor createWeightsBiases(Graph &graph, const GruParams &params, const DebugContext &debug,
+                           const OptionFlags &options = {},
+                           linalg::PlanningCache *cache = nullptr);
+GruWeights createWeights(Graph &graph, const GruParams &params, const DebugContext &debug,
+                         const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
+// [B, T]
+Tensor createAttention(Graph &graph, const GruParams &params, const DebugContext &debug,
+                       const OptionFlags &options = {});
+
+Tensor gruFwd(Graph &graph, const GruParams &params, const Tensor &stateInit, const Tensor &in,
+              const GruWeights &weights, Tensor *intermediates, program::Sequence &prog,
+              const DebugContext &debug = {}, const OptionFlags &options = {},
+              linalg::PlanningCache *cache = nullptr);
+Tensor gruFwd(Graph &graph, const GruParams &params, const Tensor &stateInit, const Tensor &in,
+              const Tensor &realTimeSteps, const GruWeights &weights, Tensor *intermediates,
+              program::Sequence &prog, const DebugContext &debug = {},
+              const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
+Tensor auGruFwd(Graph &graph, const GruParams &params, const Tensor &stateInit, const Tensor &in,
+                const GruWeights &weights, Tensor *intermediates, const Tensor &attention,
+                program::Sequence &prog, const DebugContext &debug = {},
+                const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
+Tensor auGruFwd(Graph &graph, const GruParams &params, const Tensor &stateInit, const Tensor &in,
+                const Tensor &realTimeSteps, const GruWeights &weights, Tensor *intermediates,
+                const Tensor &attention, program::Sequence &prog, const DebugContext &debug = {},
+                const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
+
+Tensor gruBwd(Graph &graph, const GruParams &params, program::Sequence &prog,
+              const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
+              const GruWeights &weights, const Tensor &input, const Tensor &output,
+              const Tensor &outputGrad, Tensor *inputGrad, Tensor *bwdIntermediates,
+              const DebugContext &debug = {}, const OptionFlags &options = {},
+              linalg::PlanningCache *cache = nullptr);
+Tensor gruBwd(Graph &graph, const GruParams &params, program::Sequence &prog,
+              const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
+              const GruWeights &weights, const Tensor &input, const Tensor &realTimeSteps,
+              const Tensor &output, const Tensor &outputGrad, Tensor *inputGrad,
+              Tensor *bwdIntermediates, const DebugContext &debug = {},
+              const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
+Tensor auGruBwd(Graph &graph, const GruParams &params, program::Sequence &prog,
+                const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
+                const GruWeights &weights, const Tensor &input, const Tensor &output,
+                const Tensor &outputGrad, Tensor *inputGrad, Tensor *bwdIntermediates,
+                const Tensor &attention, Tensor *attentionGrad, const DebugContext &debug = {},
+                const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
+Tensor auGruBwd(Graph &graph, const GruParams &params, program::Sequence &prog,
+                const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
+                const GruWeights &weights, const Tensor &input, const Tensor &realTimeSteps,
+                const Tensor &output, const Tensor &outputGrad, Tensor *inputGrad,
+                Tensor *bwdIntermediates, const Tensor &attention, Tensor *attentionGrad,
+                const DebugContext &debug = {}, const OptionFlags &options = {},
+                linalg::PlanningCache *cache = nullptr);
+
+GruWeights gruWU(Graph &graph, const GruParams &params, program::Sequence &prog,
+                 const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
+                 const Tensor &bwdIntermediates, const GruWeights &weights, const Tensor &input,
+                 const Tensor &output, const DebugContext &debug = {},
+                 const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
+GruWeights auGruWU(Graph &graph, const GruParams &params, program::Sequence &prog,
+                   const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
+                   const Tensor &bwdIntermediates, const GruWeights &weights,
+                   const Tensor &input, const Tensor &output, const DebugContext &debug = {},
+                   const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
+
+Tensor gruBwdWithWU(Graph &graph, const GruParams &params, program::Sequence &prog,
+                    const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
+                    const GruWeights &weights, const Tensor &input, const Tensor &output,
+                    const Tensor &outputGrad, Tensor *inputGrad, GruWeights &weightsGrad,
+                    const DebugContext &debug = {}, const OptionFlags &options = {},
+                    linalg::PlanningCache *cache = nullptr);
+Tensor gruBwdWithWU(Graph &graph, const GruParams &params, program::Sequence &prog,
+                    const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
+                    const GruWeights &weights, const Tensor &input, const Tensor &realTimeSteps,
+                    const Tensor &output, const Tensor &outputGrad, Tensor *inputGrad,
+                    GruWeights &weightsGrad, const DebugContext &debug = {},
+                    const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
+Tensor auGruBwdWithWU(Graph &graph, const GruParams &params, program::Sequence &prog,
+                      const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
+                      const GruWeights &weights, const Tensor &input, const Tensor &output,
+                      const Tensor &outputGrad, Tensor *inputGrad, GruWeights &weightsGrad,
+                      const Tensor &attention, Tensor *attentionGrad,
+                      const DebugContext &debug = {}, const OptionFlags &options = {},
+                      linalg::PlanningCache *cache = nullptr);
+Tensor auGruBwdWithWU(Graph &graph, const GruParams &params, program::Sequence &prog,
+                      const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
+                      const GruWeights &weights, const Tensor &input,
+                      const Tensor &realTimeSteps, const Tensor &output,
+                      const Tensor &outputGrad, Tensor *inputGrad, GruWeights &weightsGrad,
+                      const Tensor &attention, Tensor *attentionGrad,
+                      const DebugContext &debug = {}, const OptionFlags &options = {},
+                      linalg::PlanningCache *cache = nullptr);
+
+} // namespace aspen::nn::gru

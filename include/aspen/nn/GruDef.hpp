@@ -1,0 +1,28 @@
+// The gates of a basic GRU cell (popnn's GruDef.hpp) and how they are named.
+//
+// A cell order is a permutation of the three gates: cellOrder[i] is the gate whose weights,
+// biases and weight gradients sit in slot i of dimension 0. Names (operator<< / operator>>, and
+// gru_layer's --cell-order flag): reset, update, cell (the candidate).
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+namespace aspen::nn::gru {
+
+enum BasicGruCellUnit {
+  BASIC_GRU_CELL_RESET_GATE = 0,
+  BASIC_GRU_CELL_UPDATE_GATE = 1,
+  BASIC_GRU_CELL_CANDIDATE = 2,
+  BASIC_GRU_CELL_NUM_UNITS = 3
+};
+
+// "reset", "update", "cell"; raises invalid_option for another value.
+std::string asString(BasicGruCellUnit unit);
+// Reads one of those names; raises invalid_option naming the allowed names otherwise.
+BasicGruCellUnit parseBasicGruCellUnit(const std::string &name);
+std::ostream &operator<<(std::ostream &os, BasicGruCellUnit unit);
+// Sets failbit on an unknown name.
+std::istream &operator>>(std::istream &is, BasicGruCellUnit &unit);
+
+} // namespace aspen::nn::gru

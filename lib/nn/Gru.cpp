@@ -1,0 +1,586 @@
+// aspen::nn::gru: parameters, options, tensor creation, FLOP counts and the forward pass.
+//
+// The input is weighted for all steps in one product before the loop, XW = X . Wi ([T, B, 3H]).
+// A forward step (rnn loop, state h):
+//   resetAfter false: [h.Wo_r | h.Wo_u] (one product), GruCellA -> r, u, r*h; (r*h).Wo_c;
+//                     GruCellB -> c, h
+//   resetAfter true:  h.Wo (one product), GruCellResetAfter -> r, u, n, c, h
+#include "GruInternal.hpp"
+
+#include "NnWork.hpp"
+#include "core/OptionParsing.hpp"
+
+#include <aspen/Error.hpp>
+#include <aspen/linalg/MatMul.hpp>
+#include <aspen/ops/Zero.hpp>
+#include <aspen/util/TileMapping.hpp>
+#include <aspen/util/VertexTemplates.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <functional>
+#include <istream>
+#include <optional>
+#include <ostream>
+
+namespace aspen::nn::gru {
+
+using program::Copy;
+using program::Execute;
+using program::Sequence;
+
+namespace {
+constexpr const char *kUnitNames[] = {"reset", "update", "cell"};
+}
+
+std::string asString(BasicGruCellUnit unit) {
+  const int u = static_cast<int>(unit);
+  if (u < 0 || u >= BASIC_GRU_CELL_NUM_UNITS)
+    throw invalid_option(fmt::format("BasicGruCellUnit {} is not a gate (0..2: reset, update, "
+                                     "cell)",
+                                     u));
+  return kUnitNames[u];
+}
+
+BasicGruCellUnit parseBasicGruCellUnit(const std::string &name) {
+  for (int u = 0; u < BASIC_GRU_CELL_NUM_UNITS; ++u)
+    if (name == kUnitNames[u])
+      return static_cast<BasicGruCellUnit>(u);
+  throw invalid_option(fmt::format("unknown GRU gate '{}': the gates are reset, update and cell",
+                                   name));
+}
+
+std::ostream &operator<<(std::ostream &os, BasicGruCellUnit unit) { return os << asString(unit); }
+
+std::istream &operator>>(std::istream &is, BasicGruCellUnit &unit) {
+  std::string name;
+  is >> name;
+  for (int u = 0; u < BASIC_GRU_CELL_NUM_UNITS; ++u)
+    if (name == kUnitNames[u]) {
+      unit = static_cast<BasicGruCellUnit>(u);
+      return is;
+    }
+  is.setstate(std::ios::failbit);
+  return is;
+}
+
+std::vector<BasicGruCellUnit> getDefaultBasicGruCellOrder() {
+  return {BASIC_GRU_CELL_RESET_GATE, BASIC_GRU_CELL_UPDATE_GATE, BASIC_GRU_CELL_CANDIDATE};
+}
+
+GruParams::GruParams(Type dataType, std::size_t batchSize, std::size_t timeSteps,
+                     std::vector<std::size_t> layerSizes, NonLinearityType activation,
+                     NonLinearityType recurrentActivation)
+    : rnn(dataType, batchSize, timeSteps, layerSizes), dataType(dataType), batchSize(batchSize),
+      timeSteps(timeSteps), layerSizes(std::move(layerSizes)), activation(activation),
+      recurrentActivation(recurrentActivation) {}
+
+GruParams::GruParams(Type dataType, std::size_t batchSize, std::size_t maxTimeSteps,
+                     const Tensor &timeSteps, std::vector<std::size_t> layerSizes,
+                     NonLinearityType activation, NonLinearityType recurrentActivation)
+    : rnn(dataType, batchSize, maxTimeSteps, timeSteps, layerSizes), dataType(dataType),
+      batchSize(batchSize), timeSteps(maxTimeSteps), layerSizes(std::move(layerSizes)),
+      activation(activation), recurrentActivation(recurrentActivation) {}
+
+namespace detail {
+
+void checkParams(const GruParams &params, const std::string &what) {
+  rnn::detail::checkParams(params.rnn, what);
+  if (params.cellOrder.size() != BASIC_GRU_CELL_NUM_UNITS)
+    throw invalid_option(fmt::format("{}: cellOrder must name each of the 3 gates (reset, update, "
+                                     "cell) once, but has {} entries",
+                                     what, params.cellOrder.size()));
+  bool seen[3] = {false, false, false};
+  for (BasicGruCellUnit u : params.cellOrder) {
+    const int i = static_cast<int>(u);
+    if (i < 0 || i >= BASIC_GRU_CELL_NUM_UNITS || seen[i])
+      throw invalid_option(fmt::format("{}: cellOrder must name each of the 3 gates (reset, "
+                                       "update, cell) once; gate {} is {}",
+                                       what, i,
+                                       i < 0 || i >= BASIC_GRU_CELL_NUM_UNITS ? "not a gate"
+                                                                              : "repeated"));
+    seen[i] = true;
+  }
+  const NonLinearityType rec = params.recurrentActivation;
+  if (!(rec == NonLinearityType::SIGMOID || rec == NonLinearityType::HARD_SIGMOID ||
+        rec == NonLinearityType::TANH))
+    throw invalid_option(fmt::format("{}: recurrentActivation {} is not allowed: a GRU gate "
+                                     "activation must be bounded and element-wise (SIGMOID, "
+                                     "HARD_SIGMOID or TANH)",
+                                     what, nn::asString(rec)));
+  if (isSoftmax(params.activation))
+    throw invalid_option(fmt::format("{}: activation {} is not supported by the GRU: its cells are "
+                                     "element-wise (the LSTM supports softmax)",
+                                     what, nn::asString(params.activation)));
+  if (params.dataType != params.rnn.dataType || params.batchSize != params.rnn.batchSize ||
+      params.timeSteps != params.rnn.maxTimeSteps || params.layerSizes != params.rnn.layerSizes)
+    throw invalid_option(fmt::format("{}: GruParams' deprecated fields (dataType, batchSize, "
+                                     "timeSteps, layerSizes) differ from params.rnn's; set both "
+                                     "or use the constructors",
+                                     what));
+}
+
+GruOptions parseOptions(const Graph &graph, const GruParams &params, const OptionFlags &options,
+                        const std::string &what) {
+  checkParams(params, what);
+  GruOptions o;
+  std::optional<unsigned> numShards;
+  std::optional<bool> codeReuse;
+  const unsigned maxShards = static_cast<unsigned>(params.rnn.getMaxShards(graph));
+  aspen::detail::OptionSpec spec(what);
+  spec.boolean("inferenceOnly", o.inferenceOnly)
+      .enumeration("partialsType", o.partialsType, {{"float", FLOAT}, {"half", HALF}})
+      .number("availableMemoryProportion", o.availableMemoryProportion, 1e-9, 1.0)
+      .add("numShards", fmt::format("an integer from 1 to {}", maxShards),
+           [&](const std::string &v) {
+             try {
+               std::size_t used = 0;
+               const unsigned long parsed = std::stoul(v, &used);
+               if (used != v.size() || parsed == 0 || parsed > maxShards)
+                 return false;
+               numShards = static_cast<unsigned>(parsed);
+             } catch (const std::exception &) {
+               return false;
+             }
+             return true;
+           })
+      .add("rnnCodeReuse", "true or false", [&](const std::string &v) {
+        if (v != "true" && v != "false" && v != "1" && v != "0")
+          return false;
+        codeReuse = v == "true" || v == "1";
+        return true;
+      });
+  spec.parse(options);
+  if (o.partialsType == HALF && params.dataType == FLOAT)
+    throw invalid_option(fmt::format("{}: partialsType half needs half data, but dataType is float",
+                                     what));
+  const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
+  o.numShards = numShards ? *numShards
+                          : rnn::detail::estimateShards(graph, params.rnn, I + 8 * H,
+                                                        o.availableMemoryProportion);
+  o.codeReuse = codeReuse ? *codeReuse : o.numShards > 1;
+  return o;
+}
+
+OptionFlags matMulOptions(const GruOptions &opts, const char *pass) {
+  return {{"partialsType", opts.partialsType == HALF ? "half" : "float"},
+          {"availableMemoryProportion", fmt::format("{}", opts.availableMemoryProportion)},
+          {"fullyConnectedPass", opts.inferenceOnly ? "INFERENCE_FWD" : pass}};
+}
+
+GruParams withRealTimeSteps(const GruParams &params, const Tensor &realTimeSteps,
+                            const std::string &what) {
+  if (params.rnn.varTimeSteps.valid())
+    throw invalid_option(what + ": realTimeSteps was given, but params already has timeSteps; "
+                                "give the lengths once");
+  GruParams p = params;
+  p.rnn.varTimeSteps = realTimeSteps;
+  return p;
+}
+
+std::array<unsigned, 3> slotsOf(const GruParams &params) {
+  std::array<unsigned, 3> slot{};
+  for (unsigned s = 0; s < 3; ++s)
+    slot[static_cast<unsigned>(params.cellOrder[s])] = s;
+  return slot;
+}
+
+Tensor canonicalGates(const GruParams &params, const Tensor &t) {
+  const auto slot = slotsOf(params);
+  return concat({t.slice(slot[0], slot[0] + 1, 0), t.slice(slot[1], slot[1] + 1, 0),
+                 t.slice(slot[2], slot[2] + 1, 0)},
+                0);
+}
+
+Tensor slotGates(const GruParams &params, const Tensor &t) {
+  std::vector<Tensor> parts;
+  for (BasicGruCellUnit u : params.cellOrder) {
+    const unsigned g = static_cast<unsigned>(u);
+    parts.push_back(t.slice(g, g + 1, 0));
+  }
+  return concat(parts, 0);
+}
+
+Tensor canonicalMatrix(Graph &graph, const GruParams &params, const Tensor &weights,
+                       bool transposed, Sequence &prog, const DebugContext &debug) {
+  const Tensor canon = canonicalGates(params, weights); // [3, n, H]
+  const std::size_t n = weights.dim(1), H = weights.dim(2);
+  const Tensor matrix = canon.dimShuffle({1, 0, 2}).reshape({n, 3 * H}); // [n, 3H]
+  Tensor out = graph.addVariable(weights.elementType(),
+                                 transposed ? std::vector<std::size_t>{3 * H, n}
+                                            : std::vector<std::size_t>{n, 3 * H},
+                                 debug);
+  util::mapTensorLinearly(graph, out);
+  prog.add(Copy(transposed ? matrix.transpose() : matrix, out));
+  return out;
+}
+
+InterLayout interLayout(const GruParams &params) {
+  return {!params.outputFullSequence, params.resetAfter};
+}
+
+bool rawCandidate(const GruParams &params) { return gradientTakesInput(params.activation); }
+
+void checkTensor(const Tensor &t, const std::vector<std::size_t> &shape, Type type,
+                 const std::string &what) {
+  if (!t.valid())
+    throw shape_error(what + " is not a valid tensor");
+  if (t.shape() != shape)
+    throw shape_error(fmt::format("{} must have shape {{{}}}, not {}", what, fmt::join(shape, ","),
+                                  t.shapeToString()));
+  if (t.elementType() != type)
+    throw type_error(fmt::format("{} must be of type {}, not {}", what, type.toString(),
+                                 t.elementType().toString()));
+}
+
+void checkWeights(const GruParams &params, const GruWeights &w, const std::string &what) {
+  const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
+  const Type t = params.rnn.dataType;
+  checkTensor(w.inputWeights, {3, I, H}, t, what + ": weights.inputWeights");
+  checkTensor(w.outputWeights, {3, H, H}, t, what + ": weights.outputWeights");
+  checkTensor(w.biases,
+              params.resetAfter ? std::vector<std::size_t>{3, 2, H}
+                                : std::vector<std::size_t>{3, H},
+              t, what + ": weights.biases");
+}
+
+} // namespace detail
+
+std::uint64_t getBasicGruCellFwdFlops(const GruParams &params) {
+  const std::uint64_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
+  const std::uint64_t I = params.rnn.layerSizes.at(0), H = params.rnn.layerSizes.at(1);
+  return T * B * (2 * 3 * H * (I + H) + 3 * H + 4 * H);
+}
+
+std::uint64_t getBasicGruCellBwdFlops(const GruParams &params) {
+  const std::uint64_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
+  const std::uint64_t I = params.rnn.layerSizes.at(0), H = params.rnn.layerSizes.at(1);
+  return T * B * (2 * 3 * H * (H + (params.calcInputGradients ? I : 0)) + 10 * H);
+}
+
+std::uint64_t getBasicGruCellWuFlops(const GruParams &params) {
+  const std::uint64_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
+  const std::uint64_t I = params.rnn.layerSizes.at(0), H = params.rnn.layerSizes.at(1);
+  return T * B * (2 * 3 * H * (I + H) + (params.resetAfter ? 6 : 3) * H);
+}
+
+Tensor createInput(Graph &graph, const GruParams &params, const DebugContext &debug,
+                   const OptionFlags &options, linalg::PlanningCache *) {
+  const auto opts = detail::parseOptions(graph, params, options, "gru::createInput");
+  return rnn::createInputTensor(graph, params.rnn, opts.numShards, debug);
+}
+
+Tensor createInitialState(Graph &graph, const GruParams &params, const DebugContext &debug,
+                          const OptionFlags &options, linalg::PlanningCache *) {
+  const auto opts = detail::parseOptions(graph, params, options, "gru::createInitialState");
+  return rnn::createInitialState(graph, params.rnn, true, 1, opts.numShards, debug)[0];
+}
+
+void zeroInitialState(Graph &graph, const Tensor &initialState, Sequence &prog,
+                      const DebugContext &debug) {
+  ops::zero(graph, initialState, prog, debug);
+}
+
+std::pair<Tensor, Tensor> createWeightsKernel(Graph &graph, const GruParams &params,
+                                              const DebugContext &debug,
+                                              const OptionFlags &options,
+                                              linalg::PlanningCache *) {
+  detail::parseOptions(graph, params, options, "gru::createWeightsKernel");
+  const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
+  Tensor wi = graph.addVariable(params.rnn.dataType, {3, I, H}, {debug, "inputWeights"});
+  Tensor wo = graph.addVariable(params.rnn.dataType, {3, H, H}, {debug, "outputWeights"});
+  util::mapTensorLinearly(graph, wi);
+  util::mapTensorLinearly(graph, wo);
+  return {wi, wo};
+}
+
+Tensor createWeightsBiases(Graph &graph, const GruParams &params, const DebugContext &debug,
+                           const OptionFlags &options, linalg::PlanningCache *) {
+  detail::parseOptions(graph, params, options, "gru::createWeightsBiases");
+  const std::size_t H = params.rnn.layerSizes[1];
+  Tensor b = graph.addVariable(params.rnn.dataType,
+                               params.resetAfter ? std::vector<std::size_t>{3, 2, H}
+                                                 : std::vector<std::size_t>{3, H},
+                               {debug, "biases"});
+  util::mapTensorLinearly(graph, b);
+  return b;
+}
+
+GruWeights createWeights(Graph &graph, const GruParams &params, const DebugContext &debug,
+                         const OptionFlags &options, linalg::PlanningCache *cache) {
+  auto [wi, wo] = createWeightsKernel(graph, params, debug, options, cache);
+  return {wi, wo, createWeightsBiases(graph, params, debug, options, cache)};
+}
+
+Tensor createAttention(Graph &graph, const GruParams &params, const DebugContext &debug,
+                       const OptionFlags &options) {
+  detail::parseOptions(graph, params, options, "gru::createAttention");
+  Tensor a = graph.addVariable(params.rnn.dataType,
+                               {params.rnn.batchSize, params.rnn.maxTimeSteps}, debug);
+  util::mapTensorLinearly(graph, a);
+  return a;
+}
+
+namespace detail {
+
+namespace {
+
+using rnn::detail::addStep;
+
+// Per tile, the rows of `state` ([B, H]) a cell vertex works on, and the segment helpers.
+std::vector<std::size_t> rowNumbers(const std::vector<Interval> &intervals) {
+  std::vector<std::size_t> rows;
+  for (const Interval &i : intervals)
+    for (std::size_t r = i.begin(); r < i.end(); ++r)
+      rows.push_back(r);
+  return rows;
+}
+// For each row, t[j][row] for j in `gates` (t: [n, B, H]).
+std::vector<Tensor> segments(const Tensor &t, const std::vector<std::size_t> &rows,
+                             std::initializer_list<unsigned> gates) {
+  std::vector<Tensor> out;
+  for (std::size_t r : rows)
+    for (unsigned j : gates)
+      out.push_back(t[j][r]);
+  return out;
+}
+std::vector<Tensor> rowsOf(const Tensor &t, const std::vector<std::size_t> &rows) {
+  std::vector<Tensor> out;
+  for (std::size_t r : rows)
+    out.push_back(t[r]);
+  return out;
+}
+Tensor elementsOf(const Tensor &perRow, const std::vector<Interval> &intervals) {
+  std::vector<Tensor> parts;
+  for (const Interval &i : intervals)
+    parts.push_back(perRow.slice(i.begin(), i.end()));
+  return concat(parts, 0);
+}
+// [B, 3H] canonical columns as [3, B, H].
+Tensor gatesOf(const Tensor &rows3) {
+  return rows3.reshape({rows3.dim(0), 3, rows3.dim(1) / 3}).dimShuffle({1, 0, 2});
+}
+
+} // namespace
+
+// Adds one cell vertex per tile owning rows of `state`; connect(v, rows, intervals).
+void addCellVertices(Graph &graph, ComputeSet cs, const std::string &type, const Tensor &state,
+                     const std::function<void(VertexRef, const std::vector<std::size_t> &,
+                                              const std::vector<Interval> &)> &connect) {
+  nn::work::addRowVertices(graph, cs, type, nn::work::rowsByTile(graph, state),
+                           [&](VertexRef v, const std::vector<Interval> &intervals) {
+                             connect(v, rowNumbers(intervals), intervals);
+                           });
+}
+
+struct ForwardResult {
+  Tensor output;       // [T, B, H] or [B, H]
+  Tensor finalState;   // [B, H]
+};
+
+ForwardResult forward(Graph &graph, const GruParams &params, const GruOptions &opts,
+                      const Tensor &stateInit, const Tensor &in, const GruWeights &weights,
+                      Tensor *intermediates, const Tensor *attention, Sequence &prog,
+                      const DebugContext &debug, linalg::PlanningCache *cache) {
+  const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
+  const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
+  const Type t = params.rnn.dataType;
+  const OptionFlags mmOptions = matMulOptions(opts, "TRAINING_FWD");
+  const InterLayout layout = interLayout(params);
+  const bool full = params.outputFullSequence;
+
+  // XW = X . Wi for every step, canonical columns.
+  const Tensor wi = canonicalMatrix(graph, params, weights.inputWeights, false, prog,
+                                    {debug, "inputWeights"});
+  const Tensor wo = canonicalMatrix(graph, params, weights.outputWeights, false, prog,
+                                    {debug, "outputWeights"});
+  Tensor xw = rnn::detail::addSequence(graph, t, T, B, 3 * H, opts.numShards, {debug, "xw"});
+  linalg::matMulWithOutput(graph, in.reshape({T * B, I}), wi, xw.reshape({T * B, 3 * H}), prog,
+                           {debug, "weighInput"}, mmOptions, cache);
+  // Biases in canonical order: [3, H] or, with resetAfter, [6, H] (input r, u, c, recurrent r,
+  // u, c).
+  const Tensor canonBias = canonicalGates(params, weights.biases);
+  const Tensor bias = params.resetAfter
+                          ? concat(canonBias.dimShuffle({1, 0, 2})[0],
+                                   canonBias.dimShuffle({1, 0, 2})[1], 0)
+                          : canonBias;
+  // The attention as a [T, B] sequence.
+  std::vector<Tensor> inputs;
+  if (attention) {
+    Tensor attSeq = graph.addVariable(t, {T, B}, {debug, "attention"});
+    rnn::detail::mapSequence(graph, attSeq.reshape({T, 1, B}), opts.numShards);
+    prog.add(Copy(attention->transpose(), attSeq));
+    inputs.push_back(attSeq);
+  }
+
+  Tensor outSeq;
+  if (full)
+    outSeq = rnn::createOutputTensor(graph, params.rnn, opts.numShards, {debug, "output"});
+  Tensor interSeq; // kept for the backward pass; an inference pass keeps one step only
+  if (intermediates)
+    interSeq = rnn::detail::addSequence(graph, t, T * layout.count(), B, H, opts.numShards,
+                                        {debug, "intermediates"})
+                   .reshape({T, layout.count(), B, H});
+  Tensor scratchOut;
+  if (!full)
+    scratchOut = addStep(graph, t, B, H, {debug, "stepOutput"});
+
+  auto body = [&](Graph &g, const rnn::TimeStepState &, const rnn::RnnBatchwiseFlags &flags,
+                  std::vector<Tensor> &state, const rnn::RnnSlice &slice, std::vector<Tensor> &,
+                  Sequence *, const DebugContext &dbg) {
+    Sequence step;
+    const Tensor &h = state[0];
+    const Tensor xwGates = gatesOf(slice.interimIn); // [3, B, H]
+    const Tensor inter = slice.interimOut.valid() // [n, B, H]
+                             ? slice.interimOut
+                             : rnn::detail::addSequence(g, t, layout.count(), B, H, 1,
+                                                        {dbg, "intermediates"});
+    const Tensor out = full ? slice.outputs[0] : scratchOut;
+    const Tensor att = attention ? slice.inputs[0] : flags.mask;
+    const auto common = [&](VertexRef v, const std::vector<Interval> &intervals) {
+      g.connect(v["mask"], elementsOf(flags.mask, intervals));
+      g.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
+    };
+    if (!params.resetAfter) {
+      const Tensor woRU = wo.slice(0, 2 * H, 1);
+      const Tensor woC = wo.slice(2 * H, 3 * H, 1);
+      const Tensor hwRU = linalg::matMul(g, h, woRU, step, {dbg, "hwRU"}, mmOptions, cache);
+      const Tensor hwGates = hwRU.reshape({B, 2, H}).dimShuffle({1, 0, 2});
+      Tensor rh = addStep(g, t, B, H, {dbg, "rh"});
+      ComputeSet csA = g.addComputeSet({dbg, "gates"});
+      addCellVertices(g, csA, util::templateVertex("aspen::nn::GruCellA", t), h,
+                      [&](VertexRef v, const std::vector<std::size_t> &rows, const auto &iv) {
+                        g.connect(v["xw"], segments(xwGates, rows, {0, 1, 2}));
+                        g.connect(v["hw"], segments(hwGates, rows, {0, 1}));
+                        g.connect(v["bias"], std::vector<Tensor>{bias[0], bias[1], bias[2]});
+                        g.connect(v["h"], rowsOf(h, rows));
+                        g.connect(v["attention"], elementsOf(att, iv));
+                        g.connect(v["gates"], segments(inter, rows, {0, 1}));
+                        g.connect(v["rh"], rowsOf(rh, rows));
+                        g.setInitialValue(v["recurrentActivation"],
+                                          static_cast<unsigned>(params.recurrentActivation));
+                        g.setInitialValue(v["hasAttention"], attention != nullptr);
+                        common(v, iv);
+                      });
+      step.add(Execute(csA));
+      const Tensor chw = linalg::matMul(g, rh, woC, step, {dbg, "hwC"}, mmOptions, cache);
+      ComputeSet csB = g.addComputeSet({dbg, "state"});
+      addCellVertices(g, csB, util::templateVertex("aspen::nn::GruCellB", t), h,
+                      [&](VertexRef v, const std::vector<std::size_t> &rows, const auto &iv) {
+                        g.connect(v["xw"], segments(xwGates, rows, {2}));
+                        g.connect(v["chw"], rowsOf(chw, rows));
+                        g.connect(v["bias"], std::vector<Tensor>{bias[2]});
+                        g.connect(v["u"], segments(inter, rows, {1}));
+                        g.connect(v["h"], rowsOf(h, rows));
+                        g.connect(v["c"], segments(inter, rows, {2}));
+                        g.connect(v["out"], rowsOf(out, rows));
+                        g.connect(v["hSave"], layout.saveH
+                                                  ? segments(inter, rows, {layout.hSlot()})
+                                                  : std::vector<Tensor>{});
+                        g.setInitialValue(v["rawCandidate"], rawCandidate(params));
+                        g.setInitialValue(v["saveH"], layout.saveH);
+                        common(v, iv);
+                      });
+      step.add(Execute(csB));
+    } else {
+      const Tensor hw = linalg::matMul(g, h, wo, step, {dbg, "hw"}, mmOptions, cache);
+      const Tensor hwGates = gatesOf(hw);
+      ComputeSet cs = g.addComputeSet({dbg, "cell"});
+      addCellVertices(g, cs, util::templateVertex("aspen::nn::GruCellResetAfter", t), h,
+                      [&](VertexRef v, const std::vector<std::size_t> &rows, const auto &iv) {
+                        g.connect(v["xw"], segments(xwGates, rows, {0, 1, 2}));
+                        g.connect(v["hw"], segments(hwGates, rows, {0, 1, 2}));
+                        g.connect(v["bias"], std::vector<Tensor>{bias[0], bias[1], bias[2],
+                                                                 bias[3], bias[4], bias[5]});
+                        g.connect(v["h"], rowsOf(h, rows));
+                        g.connect(v["attention"], elementsOf(att, iv));
+                        std::vector<Tensor> saved;
+                        for (std::size_t r : rows)
+                          for (unsigned j = 0; j < layout.count(); ++j)
+                            saved.push_back(inter[j][r]);
+                        g.connect(v["inter"], saved);
+                        g.connect(v["out"], rowsOf(out, rows));
+                        g.setInitialValue(v["recurrentActivation"],
+                                          static_cast<unsigned>(params.recurrentActivation));
+                        g.setInitialValue(v["hasAttention"], attention != nullptr);
+                        g.setInitialValue(v["rawCandidate"], rawCandidate(params));
+                        g.setInitialValue(v["saveH"], layout.saveH);
+                        common(v, iv);
+                      });
+      step.add(Execute(cs));
+    }
+    return step;
+  };
+  OptionFlags rnnOptions{{"codeReuse", opts.codeReuse ? "true" : "false"}};
+  const auto finalState = rnn::Rnn(graph, params.rnn, false, {stateInit}, {}, inputs, &xw,
+                                   intermediates ? &interSeq : nullptr, full ? std::vector<Tensor>{outSeq}
+                                                   : std::vector<Tensor>{},
+                                   {}, prog, body, opts.numShards, rnnOptions, debug);
+  if (intermediates)
+    *intermediates = interSeq;
+  return {full ? outSeq : finalState[0], finalState[0]};
+}
+
+} // namespace detail
+
+namespace {
+
+Tensor fwdEntry(Graph &graph, const GruParams &params, const Tensor &stateInit, const Tensor &in,
+                const GruWeights &weights, Tensor *intermediates, const Tensor *attention,
+                Sequence &prog, const DebugContext &debug, const OptionFlags &options,
+                linalg::PlanningCache *cache, const std::string &what) {
+  const auto opts = detail::parseOptions(graph, params, options, what);
+  const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
+  const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
+  const Type t = params.rnn.dataType;
+  detail::checkTensor(stateInit, {B, H}, t, what + ": stateInit");
+  detail::checkTensor(in, {T, B, I}, t, what + ": input");
+  detail::checkWeights(params, weights, what);
+  if (attention)
+    detail::checkTensor(*attention, {B, T}, t, what + ": attention");
+  if (opts.inferenceOnly && intermediates)
+    throw invalid_option(what + ": intermediates were asked for, but the option inferenceOnly is "
+                                "true (an inference pass keeps none)");
+  return detail::forward(graph, params, opts, stateInit, in, weights, intermediates, attention,
+                         prog, debug, cache)
+      .output;
+}
+
+} // namespace
+
+Tensor gruFwd(Graph &graph, const GruParams &params, const Tensor &stateInit, const Tensor &in,
+              const GruWeights &weights, Tensor *intermediates, Sequence &prog,
+              const DebugContext &debug, const OptionFlags &options,
+              linalg::PlanningCache *cache) {
+  return fwdEntry(graph, params, stateInit, in, weights, intermediates, nullptr, prog, debug,
+                  options, cache, "gru::gruFwd");
+}
+
+Tensor gruFwd(Graph &graph, const GruParams &params, const Tensor &stateInit, const Tensor &in,
+              const Tensor &realTimeSteps, const GruWeights &weights, Tensor *intermediates,
+              Sequence &prog, const DebugContext &debug, const OptionFlags &options,
+              linalg::PlanningCache *cache) {
+  return fwdEntry(graph, detail::withRealTimeSteps(params, realTimeSteps, "gru::gruFwd"),
+                  stateInit, in, weights, intermediates, nullptr, prog, debug, options, cache,
+                  "gru::gruFwd");
+}
+
+Tensor auGruFwd(Graph &graph, const GruParams &params, const Tensor &stateInit, const Tensor &in,
+                const GruWeights &weights, Tensor *intermediates, const Tensor &attention,
+                Sequence &prog, const DebugContext &debug, const OptionFlags &options,
+                linalg::PlanningCache *cache) {
+  return fwdEntry(graph, params, stateInit, in, weights, intermediates, &attention, prog, debug,
+                  options, cache, "gru::auGruFwd");
+}
+
+Tensor auGruFwd(Graph &graph, const GruParams &params, const Tensor &stateInit, const Tensor &in,
+                const Tensor &realTimeSteps, const GruWeights &weights, Tensor *intermediates,
+                const Tensor &attention, Sequence &prog, const DebugContext &debug,
+                const OptionFlags &options, linalg::PlanningCache *cache) {
+  return fwdEntry(graph, detail::withRealTimeSteps(params, realTimeSteps, "gru::auGruFwd"),
+                  stateInit, in, weights, intermediates, &attention, prog, debug, options, cache,
+                  "gru::auGruFwd");
+}
+
+} // namespace aspen::nn::gru

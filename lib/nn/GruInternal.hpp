@@ -1,0 +1,60 @@
+// What the GRU builders share (internal): options, checks, the weights in canonical gate order
+// and the cell vertices.
+//
+// Internally every [., 3H] matrix and [3, ...] gate tensor is in the canonical order (reset,
+// update, candidate); the public tensors (weights, biases, their gradients, bwdIntermediates) are
+// in params.cellOrder, converted by views (slotView) or one copy per run (canonicalMatrix).
+#pragma once
+
+#include "RnnLoop.hpp"
+
+#include <aspen/nn/Gru.hpp>
+
+#include <array>
+#include <string>
+
+namespace aspen::nn::gru::detail {
+
+struct GruOptions {
+  bool inferenceOnly = false;
+  Type partialsType = FLOAT;
+  double availableMemoryProportion = 0.6;
+  unsigned numShards = 1;
+  bool codeReuse = false;
+};
+
+void checkParams(const GruParams &params, const std::string &what);
+GruOptions parseOptions(const Graph &graph, const GruParams &params, const OptionFlags &options,
+                        const std::string &what);
+OptionFlags matMulOptions(const GruOptions &opts, const char *pass);
+// params with realTimeSteps as its lengths (error when params has lengths already).
+GruParams withRealTimeSteps(const GruParams &params, const Tensor &realTimeSteps,
+                            const std::string &what);
+
+// slot[g] = the slot of canonical gate g.
+std::array<unsigned, 3> slotsOf(const GruParams &params);
+// t [3, ...] in slot order -> the same in canonical order (a view).
+Tensor canonicalGates(const GruParams &params, const Tensor &t);
+// t [3, ...] in canonical order -> slot order (a view).
+Tensor slotGates(const GruParams &params, const Tensor &t);
+// weights [3, n, H] in slot order -> a new [n, 3H] matrix in canonical column order (copied in
+// `prog`), optionally transposed ([3H, n]).
+Tensor canonicalMatrix(Graph &graph, const GruParams &params, const Tensor &weights,
+                       bool transposed, program::Sequence &prog, const DebugContext &debug);
+
+// Saved intermediates: [r, u, c, (h), (n)].
+struct InterLayout {
+  bool saveH = false;
+  bool saveN = false;
+  unsigned count() const { return 3 + (saveH ? 1u : 0u) + (saveN ? 1u : 0u); }
+  unsigned hSlot() const { return 3; }
+  unsigned nSlot() const { return 3 + (saveH ? 1u : 0u); }
+};
+InterLayout interLayout(const GruParams &params);
+bool rawCandidate(const GruParams &params);
+
+void checkWeights(const GruParams &params, const GruWeights &w, const std::string &what);
+void checkTensor(const Tensor &t, const std::vector<std::size_t> &shape, Type type,
+                 const std::string &what);
+
+} // namespace aspen::nn::gru::detail

@@ -1,0 +1,679 @@
+// What the recurrent-layer drivers (lstm_layer, gru_layer) share: the flag parser and the flags
+// every layer has, seeded random inputs, the device, compiling and timing the program, the
+// comparison with the host model and --save-tensors. Each driver adds its layer's flags, builds
+// its layer and runs its reference (LstmReference.hpp, GruReference.hpp).
+//
+// Inputs are uniform in [-1, 1] (weights scaled by 1/sqrt(H)) from std::mt19937(--seed) and
+// rounded to the data type before both Aspen and the model see them. A result element passes
+// when |aspen - reference| <= abs + rel * |reference|; default tolerances: float rel 2e-4 /
+// abs 1e-5, half rel 2e-2 / abs 2e-3 (half rounds every stored value to 11 significant bits,
+// and the errors of T steps compound).
+//
+// Exit status: 0 all results agree (or --compile-only compiled); 1 a result disagrees or the
+// build or run failed; 2 bad usage, including options Aspen rejects (aspen::invalid_option).
+#pragma once
+
+#include "NpyWriter.hpp"
+#include "RnnReference.hpp"
+
+#include <aspen/Device.hpp>
+#include <aspen/Engine.hpp>
+#include <aspen/Error.hpp>
+#include <aspen/Graph.hpp>
+#include <aspen/HalfFloat.hpp>
+#include <aspen/OptionFlags.hpp>
+#include <aspen/Program.hpp>
+#include <aspen/Target.hpp>
+#include <aspen/nn/NonLinearityDef.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace rnnlayer {
+
+using Shape = std::vector<std::size_t>;
+
+// A bad command line: reported with exit status 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The activation names of the flags, the reference's kinds and Aspen's.
+struct ActivationName {
+  const char *name;
+  rnnref::Activation reference;
+  aspen::nn::NonLinearityType aspen;
+};
+inline constexpr ActivationName kActivations[] = {
+    {"sigmoid", rnnref::Activation::sigmoid, aspen::nn::NonLinearityType::SIGMOID},
+    {"hard_sigmoid", rnnref::Activation::hard_sigmoid, aspen::nn::NonLinearityType::HARD_SIGMOID},
+    {"relu", rnnref::Activation::relu, aspen::nn::NonLinearityType::RELU},
+    {"tanh", rnnref::Activation::tanh, aspen::nn::NonLinearityType::TANH},
+    {"gelu", rnnref::Activation::gelu, aspen::nn::NonLinearityType::GELU},
+    {"gelu_erf", rnnref::Activation::gelu_erf, aspen::nn::NonLinearityType::GELU_ERF},
+    {"swish", rnnref::Activation::swish, aspen::nn::NonLinearityType::SWISH},
+    {"softmax", rnnref::Activation::softmax, aspen::nn::NonLinearityType::SOFTMAX}};
+static_assert(std::size(kActivations) == rnnref::kNumActivations,
+              "every activation of the reference needs a flag name");
+
+// The settings every layer driver has; a driver's Config derives from it.
+struct CommonConfig {
+  std::size_t inputSize = 0, outputSize = 0, batchSize = 0, sequenceSize = 0;
+  std::string phase;
+  aspen::Type dataType = aspen::FLOAT;
+  std::string dataTypeName;
+  const ActivationName *activation = nullptr;
+  const ActivationName *recurrentActivation = nullptr;
+  bool ignoreInputGradient = false, outputAllSequence = true, compileOnly = false, profile = false;
+  std::vector<unsigned> variableTimeSteps;
+  unsigned runs = 1, seed = 1;
+  std::optional<unsigned> tilesPerIpu;
+  std::optional<double> relTolerance, absTolerance;
+  std::string device, saveTensors;
+  // Layer options given on the command line (the others keep the library's defaults).
+  aspen::OptionFlags layerOptions;
+  bool help = false;
+
+  bool backward() const { return phase != "fwd"; }
+  bool weightUpdate() const { return phase == "wu" || phase == "all"; }
+};
+
+// --- Flags -----------------------------------------------------------------------------------
+
+inline std::string trim(const std::string &s) {
+  const auto begin = s.find_first_not_of(" \t");
+  return begin == std::string::npos ? "" : s.substr(begin, s.find_last_not_of(" \t") - begin + 1);
+}
+
+// "{a, b,c}", "a,b,c" or joined lists "{a},{b,c}" -> {"a", "b", "c"}
+inline std::vector<std::string> parseList(const std::string &flag, const std::string &value) {
+  std::vector<std::string> items;
+  std::size_t at = 0;
+  while (true) {
+    const std::size_t comma = value.find(',', at);
+    std::string item = trim(value.substr(at, comma == std::string::npos ? comma : comma - at));
+    if (!item.empty() && item.front() == '{')
+      item = trim(item.substr(1));
+    if (!item.empty() && item.back() == '}')
+      item = trim(item.substr(0, item.size() - 1));
+    if (item.empty() || item.find_first_of("{}") != std::string::npos)
+      throw UsageError(fmt::format("--{}: '{}' is not a list like {{a,b,c}}", flag, value));
+    items.push_back(item);
+    if (comma == std::string::npos)
+      return items;
+    at = comma + 1;
+  }
+}
+
+template <typename T> T parseNumber(const std::string &flag, const std::string &value) {
+  T result{};
+  const char *end = value.data() + value.size();
+  const auto [ptr, ec] = std::from_chars(value.data(), end, result);
+  if (ec != std::errc() || ptr != end || value.empty())
+    throw UsageError(fmt::format("--{}: '{}' is not a{} number", flag, value,
+                                 std::is_integral_v<T> ? " non-negative whole" : ""));
+  return result;
+}
+
+inline unsigned parsePositive(const std::string &flag, const std::string &value) {
+  const auto n = parseNumber<unsigned>(flag, value);
+  if (n == 0)
+    throw UsageError(fmt::format("--{}: must be at least 1, not 0", flag));
+  return n;
+}
+
+inline bool parseBool(const std::string &flag, const std::string &value) {
+  if (value == "1" || value == "true")
+    return true;
+  if (value == "0" || value == "false")
+    return false;
+  throw UsageError(fmt::format("--{}: '{}' is not 0 or 1", flag, value));
+}
+
+inline std::string parseChoice(const std::string &flag, const std::string &value,
+                               const std::vector<std::string> &allowed) {
+  if (std::find(allowed.begin(), allowed.end(), value) != allowed.end())
+    return value;
+  std::string names;
+  for (const std::string &a : allowed)
+    names += (names.empty() ? "" : ", ") + a;
+  throw UsageError(fmt::format("--{}: '{}' is not one of {}", flag, value, names));
+}
+
+inline const ActivationName *parseActivationFlag(const std::string &flag,
+                                                 const std::string &value) {
+  for (const ActivationName &a : kActivations)
+    if (value == a.name)
+      return &a;
+  std::string names;
+  for (const ActivationName &a : kActivations)
+    names += (names.empty() ? "" : ", ") + std::string(a.name);
+  throw UsageError(fmt::format("--{}: '{}' is not one of {}", flag, value, names));
+}
+
+// A cell order flag: each name read by `parseUnit` (which raises aspen::error for an unknown
+// one), and all of `allUnits` named exactly once (`names` lists them for the message).
+template <typename Unit, typename ParseUnit>
+std::vector<Unit> parseCellOrder(const std::string &flag, const std::string &value,
+                                 ParseUnit parseUnit, std::vector<Unit> allUnits,
+                                 const char *names) {
+  std::vector<Unit> order;
+  for (const std::string &name : parseList(flag, value)) {
+    try {
+      order.push_back(parseUnit(name));
+    } catch (const aspen::error &e) {
+      throw UsageError(fmt::format("--{}: '{}': {}", flag, name, e.what()));
+    }
+  }
+  std::vector<Unit> sorted = order;
+  std::sort(sorted.begin(), sorted.end());
+  std::sort(allUnits.begin(), allUnits.end());
+  if (sorted != allUnits)
+    throw UsageError(
+        fmt::format("--{}: '{}' must name each of {} exactly once", flag, value, names));
+  return order;
+}
+
+enum class FlagKind {
+  Value,  // --flag value or --flag=value
+  Switch, // as Value, and given alone means "1"
+  List    // as Value; given more than once, the lists join (so a shell's brace expansion
+          // of an unquoted --flag={a,b} still means {a,b})
+};
+
+template <typename Config> struct Flag {
+  std::string name;
+  // Applied before the command line; nullptr: the flag is unset unless given, and
+  // unsetMeaning says what that means.
+  const char *defaultValue;
+  std::string help;
+  std::function<void(Config &, const std::string &flag, const std::string &value)> set;
+  FlagKind kind = FlagKind::Value;
+  const char *unsetMeaning = "the layer's";
+};
+
+// Sets a layer option from a flag, its value first checked by `check`.
+template <typename Config>
+auto layerOption(const char *key,
+                 std::function<std::string(const std::string &, const std::string &)> check) {
+  return [key, check](Config &c, const std::string &flag, const std::string &value) {
+    c.layerOptions.set(key, check(flag, value));
+  };
+}
+
+inline std::string checkPrecision(const std::string &flag, const std::string &value) {
+  return parseChoice(flag, value, {"float", "half"});
+}
+inline std::string checkBool(const std::string &flag, const std::string &value) {
+  return parseBool(flag, value) ? "true" : "false";
+}
+
+// The flags that describe the layer, common to every recurrent layer; `layer` ("lstm", "gru")
+// names its functions in the help.
+template <typename Config> std::vector<Flag<Config>> layerFlags(const std::string &layer) {
+  using F = Flag<Config>;
+  return {
+      F{"help", nullptr, "print the flags and exit",
+        [](Config &c, auto &f, auto &v) { c.help = parseBool(f, v); }, FlagKind::Switch, "0"},
+      F{"input-size", "4", "I, the size of each input vector",
+        [](Config &c, auto &f, auto &v) { c.inputSize = parsePositive(f, v); }},
+      F{"output-size", "4", "H, the hidden (output) size",
+        [](Config &c, auto &f, auto &v) { c.outputSize = parsePositive(f, v); }},
+      F{"batch-size", "1", "B",
+        [](Config &c, auto &f, auto &v) { c.batchSize = parsePositive(f, v); }},
+      F{"sequence-size", "3", "T, the number of time steps",
+        [](Config &c, auto &f, auto &v) { c.sequenceSize = parsePositive(f, v); }},
+      F{"phase", "fwd", fmt::format("fwd | bwd | wu (bwd, then {0}WU) | all ({0}BwdWithWU)", layer),
+        [](Config &c, auto &f, auto &v) {
+          c.phase = parseChoice(f, v, {"fwd", "bwd", "wu", "all"});
+        }},
+      F{"data-type", "float", "float | half",
+        [](Config &c, auto &f, auto &v) {
+          c.dataTypeName = checkPrecision(f, v);
+          c.dataType = c.dataTypeName == "half" ? aspen::HALF : aspen::FLOAT;
+        }},
+      F{"partials-type", nullptr, "float | half (option partialsType)",
+        layerOption<Config>("partialsType", checkPrecision)},
+      F{"shards", nullptr, "time-axis shards, 1..min(T, tiles) (option numShards)",
+        layerOption<Config>("numShards",
+                            [](auto &f, auto &v) { return std::to_string(parsePositive(f, v)); })},
+      F{"code-reuse", nullptr, "0 | 1: one step body for every shard (option rnnCodeReuse)",
+        layerOption<Config>("rnnCodeReuse", checkBool)},
+      F{"available-memory-proportion", nullptr, "(0, 1] (option availableMemoryProportion)",
+        layerOption<Config>("availableMemoryProportion",
+                            [](auto &f, auto &v) {
+                              const double p = parseNumber<double>(f, v);
+                              if (!(p > 0 && p <= 1))
+                                throw UsageError(fmt::format("--{}: {} is not in (0, 1]", f, v));
+                              return v;
+                            })},
+      F{"activation", "tanh",
+        "tanh | sigmoid | hard_sigmoid | relu | gelu | gelu_erf | swish | softmax",
+        [](Config &c, auto &f, auto &v) { c.activation = parseActivationFlag(f, v); }},
+      F{"recurrent-activation", "sigmoid", "as --activation (relu is refused by the layer)",
+        [](Config &c, auto &f, auto &v) { c.recurrentActivation = parseActivationFlag(f, v); }},
+      F{"ignore-input-gradient", "0", "do not compute the input gradient (calcInputGradients)",
+        [](Config &c, auto &f, auto &v) { c.ignoreInputGradient = parseBool(f, v); },
+        FlagKind::Switch},
+      F{"output-all-sequence", "1", "0 | 1: output [T,B,H], or only the last step's [B,H]",
+        [](Config &c, auto &f, auto &v) { c.outputAllSequence = parseBool(f, v); }},
+      F{"variable-time-steps", nullptr, "{L} or {L_0,...,L_B-1}: sequence lengths (0..T; >T is T)",
+        [](Config &c, auto &f, auto &v) {
+          c.variableTimeSteps.clear();
+          for (const std::string &item : parseList(f, v))
+            c.variableTimeSteps.push_back(parseNumber<unsigned>(f, item));
+        },
+        FlagKind::List, "every row runs T steps"},
+  };
+}
+
+// The flags of the run and its check, common to every driver.
+template <typename Config> std::vector<Flag<Config>> runFlags() {
+  using F = Flag<Config>;
+  return {
+      F{"runs", "1", "run the program this many times (reports the mean time)",
+        [](Config &c, auto &f, auto &v) { c.runs = parsePositive(f, v); }},
+      F{"device", "cpu", "cpu | gpu | a model target: h200, h100, ipu2, ipu21, ipu1",
+        [](Config &c, auto &, auto &v) { c.device = v; }},
+      F{"tiles-per-ipu", nullptr, "tiles of a model device",
+        [](Config &c, auto &f, auto &v) { c.tilesPerIpu = parsePositive(f, v); }, FlagKind::Value,
+        "the model's"},
+      F{"rel-tolerance", nullptr, "relative tolerance",
+        [](Config &c, auto &f, auto &v) { c.relTolerance = parseNumber<double>(f, v); },
+        FlagKind::Value, "float 2e-4, half 2e-2"},
+      F{"abs-tolerance", nullptr, "absolute tolerance",
+        [](Config &c, auto &f, auto &v) { c.absTolerance = parseNumber<double>(f, v); },
+        FlagKind::Value, "float 1e-5, half 2e-3"},
+      F{"compile-only", "0", "build and compile the graph, do not run it",
+        [](Config &c, auto &f, auto &v) { c.compileOnly = parseBool(f, v); }, FlagKind::Switch},
+      F{"profile", "0", "print the engine's profile summary after the runs",
+        [](Config &c, auto &f, auto &v) { c.profile = parseBool(f, v); }, FlagKind::Switch},
+      F{"seed", "1", "seed of the random inputs",
+        [](Config &c, auto &f, auto &v) { c.seed = parseNumber<unsigned>(f, v); }},
+      F{"save-tensors", nullptr, "DIR: write every tensor as .npy and DIR/manifest.json",
+        [](Config &c, auto &, auto &v) { c.saveTensors = v; }, FlagKind::Value, "none"},
+  };
+}
+
+// `usage` is the text above the list of flags.
+template <typename Config>
+void printHelp(const std::string &usage, const std::vector<Flag<Config>> &flags) {
+  fmt::print("{}\n", usage);
+  for (const Flag<Config> &f : flags) {
+    const std::string name = f.kind == FlagKind::Switch ? fmt::format("--{}", f.name)
+                                                        : fmt::format("--{} <value>", f.name);
+    fmt::print("  {:<42} {} [default: {}]\n", name, f.help,
+               f.defaultValue ? f.defaultValue : f.unsetMeaning);
+  }
+}
+
+// Applies the defaults, then the command line, then checks what every layer needs; the
+// driver checks its own flags afterwards (unless help is set).
+template <typename Config>
+Config parseCommandLine(int argc, char **argv, const std::vector<Flag<Config>> &flags) {
+  Config c;
+  for (const Flag<Config> &f : flags)
+    if (f.defaultValue)
+      f.set(c, f.name, f.defaultValue);
+  const auto find = [&](const std::string &name) {
+    return std::find_if(flags.begin(), flags.end(),
+                        [&](const Flag<Config> &f) { return name == f.name; });
+  };
+  std::map<std::string, std::string> lists; // the List flags given so far, joined
+  for (int k = 1; k < argc; ++k) {
+    const std::string arg = argv[k];
+    if (arg.rfind("--", 0) != 0 || arg.size() == 2)
+      throw UsageError(fmt::format("unexpected argument '{}' (flags start with --)", arg));
+    const std::size_t eq = arg.find('=');
+    const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+    const auto flag = find(name);
+    if (flag == flags.end())
+      throw UsageError(fmt::format("unknown flag '--{}'", name));
+    std::string value;
+    if (eq != std::string::npos)
+      value = arg.substr(eq + 1);
+    else if (flag->kind == FlagKind::Switch)
+      value = "1";
+    else if (k + 1 < argc)
+      value = argv[++k];
+    else
+      throw UsageError(fmt::format("--{} needs a value", name));
+    if (flag->kind == FlagKind::List) {
+      std::string &joined = lists[name];
+      joined = joined.empty() ? value : joined + "," + value;
+    } else {
+      flag->set(c, name, value);
+    }
+  }
+  for (const auto &[name, joined] : lists)
+    find(name)->set(c, name, joined);
+  if (c.help)
+    return c;
+  if (!c.variableTimeSteps.empty() && c.variableTimeSteps.size() != 1 &&
+      c.variableTimeSteps.size() != c.batchSize)
+    throw UsageError(fmt::format("--variable-time-steps: {} lengths given; give 1 or "
+                                 "--batch-size = {}",
+                                 c.variableTimeSteps.size(), c.batchSize));
+  if (c.tilesPerIpu && (c.device == "cpu" || c.device == "gpu"))
+    throw UsageError(fmt::format("--tiles-per-ipu applies to model devices, not '{}'", c.device));
+  if (c.phase == "fwd")
+    c.layerOptions.set("inferenceOnly", "true");
+  return c;
+}
+
+// --- Host data -------------------------------------------------------------------------------
+
+inline std::size_t elements(const Shape &shape) {
+  std::size_t n = 1;
+  for (std::size_t d : shape)
+    n *= d;
+  return n;
+}
+
+inline std::string shapeString(const Shape &shape) {
+  std::string s;
+  for (std::size_t d : shape)
+    s += (s.empty() ? "" : ",") + std::to_string(d);
+  return "[" + s + "]";
+}
+
+inline double roundTo(aspen::Type type, double x) {
+  return type == aspen::HALF ? double(float(aspen::half(float(x)))) : double(float(x));
+}
+
+// offset + scale * uniform(-1, 1), rounded to `type`.
+inline std::vector<double> randomValues(std::mt19937 &rng, const Shape &shape, double scale,
+                                        aspen::Type type, double offset = 0.0) {
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  std::vector<double> v(elements(shape));
+  for (double &x : v)
+    x = roundTo(type, offset + scale * uniform(rng));
+  return v;
+}
+
+inline void writeValues(aspen::Engine &engine, const std::string &handle, aspen::Type type,
+                        const std::vector<double> &v) {
+  if (type == aspen::HALF) {
+    std::vector<aspen::half> h(v.begin(), v.end());
+    engine.writeTensor(handle, h.data(), h.data() + h.size());
+  } else {
+    std::vector<float> f(v.begin(), v.end());
+    engine.writeTensor(handle, f.data(), f.data() + f.size());
+  }
+}
+
+inline std::vector<double> readValues(aspen::Engine &engine, const std::string &handle,
+                                      aspen::Type type, std::size_t n) {
+  if (type == aspen::HALF) {
+    std::vector<aspen::half> h(n);
+    engine.readTensor(handle, h.data(), h.data() + h.size());
+    return {h.begin(), h.end()};
+  }
+  std::vector<float> f(n);
+  engine.readTensor(handle, f.data(), f.data() + f.size());
+  return {f.begin(), f.end()};
+}
+
+// One tensor that the run reads or writes: its shape, meaning, values and the reference's.
+struct NamedTensor {
+  std::string name;
+  Shape shape;
+  std::string meaning;
+  std::vector<double> values;
+  std::vector<double> reference; // empty for inputs
+};
+
+// The timeSteps tensor of --variable-time-steps (an invalid tensor without it), written by
+// writeTimeSteps.
+inline aspen::Tensor addTimeSteps(aspen::Graph &graph, const CommonConfig &c) {
+  if (c.variableTimeSteps.empty())
+    return {};
+  aspen::Tensor timeSteps =
+      graph.addVariable(aspen::UNSIGNED_INT, {c.variableTimeSteps.size()}, "timeSteps");
+  graph.setTileMapping(timeSteps, 0);
+  graph.createHostWrite("timeSteps", timeSteps);
+  return timeSteps;
+}
+
+inline void writeTimeSteps(aspen::Engine &engine, const CommonConfig &c,
+                           std::vector<NamedTensor> &saved) {
+  if (c.variableTimeSteps.empty())
+    return;
+  engine.writeTensor("timeSteps", c.variableTimeSteps.data(),
+                     c.variableTimeSteps.data() + c.variableTimeSteps.size());
+  saved.push_back({"timeSteps",
+                   {c.variableTimeSteps.size()},
+                   "sequence lengths (of all rows, or of each row)",
+                   {c.variableTimeSteps.begin(), c.variableTimeSteps.end()},
+                   {}});
+}
+
+// --- Device, compiling and running -----------------------------------------------------------
+
+inline aspen::Device makeDevice(const CommonConfig &c) {
+  using aspen::Device;
+  if (c.device == "cpu")
+    return Device::createCPUDevice();
+  if (c.device == "gpu")
+    return Device::createGpuDevice(0);
+  try {
+    return Device::createModelDevice(c.tilesPerIpu
+                                         ? aspen::Target::createModel(c.device, *c.tilesPerIpu)
+                                         : aspen::Target::createModel(c.device));
+  } catch (const aspen::error &e) {
+    throw UsageError(fmt::format("--device '{}': {}", c.device, e.what()));
+  }
+}
+
+// The engine of `prog`, loaded on `device`; none with --compile-only (after saying so).
+inline std::optional<aspen::Engine> compileAndLoad(const std::string &tool, const CommonConfig &c,
+                                                   const aspen::Graph &graph,
+                                                   const aspen::program::Sequence &prog,
+                                                   const aspen::Device &device,
+                                                   double &compileSeconds) {
+  const auto compileStart = std::chrono::steady_clock::now();
+  aspen::Engine engine(graph, prog);
+  compileSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - compileStart).count();
+  if (c.compileOnly) {
+    fmt::print("{}: COMPILED in {:.1f} ms (not run: --compile-only)\n", tool, 1e3 * compileSeconds);
+    return std::nullopt;
+  }
+  engine.load(device);
+  return engine;
+}
+
+// Runs the program --runs times, prints the times and, with --profile, the profile.
+inline void runTimed(const std::string &tool, aspen::Engine &engine, const CommonConfig &c,
+                     double compileSeconds) {
+  const auto runStart = std::chrono::steady_clock::now();
+  for (unsigned r = 0; r < c.runs; ++r)
+    engine.run(0);
+  const double runSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - runStart).count();
+  fmt::print("{}: compiled in {:.1f} ms; {} run(s), {:.3f} ms per run\n", tool,
+             1e3 * compileSeconds, c.runs, 1e3 * runSeconds / c.runs);
+  if (c.profile)
+    engine.printProfileSummary(std::cout);
+}
+
+// --- Checking and saving ---------------------------------------------------------------------
+
+inline bool compare(const NamedTensor &t, double rel, double abs) {
+  double maxAbs = 0, maxRel = 0;
+  std::size_t bad = 0, firstBad = 0;
+  for (std::size_t k = 0; k < t.values.size(); ++k) {
+    const double a = t.values[k], r = t.reference[k], err = std::abs(a - r);
+    if (!(err <= abs + rel * std::abs(r))) { // NaN fails too
+      if (bad++ == 0)
+        firstBad = k;
+    }
+    maxAbs = std::max(maxAbs, std::isnan(err) ? INFINITY : err);
+    if (r != 0)
+      maxRel = std::max(maxRel, std::isnan(err) ? INFINITY : err / std::abs(r));
+  }
+  fmt::print("  {:<22} {:<12} max abs err {:.3e}  max rel err {:.3e}  ", t.name,
+             shapeString(t.shape), maxAbs, maxRel);
+  if (bad == 0)
+    fmt::print("ok\n");
+  else
+    fmt::print("MISMATCH in {} of {} (first at {}: aspen {:.7g} reference {:.7g})\n", bad,
+               t.values.size(), firstBad, t.values[firstBad], t.reference[firstBad]);
+  return bad == 0;
+}
+
+// What a result should be: its shape, meaning and the reference's values.
+struct Expected {
+  Shape shape;
+  std::string meaning;
+  const std::vector<double> *reference;
+};
+
+// Reads every result (registered with createHostRead as NAME-read), compares it with
+// expected(NAME) under the tolerances and appends it to `saved`; prints a line per result and
+// the verdict line, and returns the exit status (0 all agree, 1 otherwise).
+inline int checkResults(const std::string &tool, aspen::Engine &engine, const CommonConfig &c,
+                        const std::vector<std::pair<std::string, aspen::Tensor>> &results,
+                        const std::function<Expected(const std::string &)> &expected,
+                        std::vector<NamedTensor> &saved) {
+  const bool half = c.dataType == aspen::HALF;
+  const double rel = c.relTolerance.value_or(half ? 2e-2 : 2e-4);
+  const double abs = c.absTolerance.value_or(half ? 2e-3 : 1e-5);
+  fmt::print("{}: |aspen - reference| <= {} + {} * |reference|\n", tool, abs, rel);
+  bool pass = true;
+  for (const auto &[name, tensor] : results) {
+    const Expected e = expected(name);
+    if (tensor.numElements() != elements(e.shape))
+      throw std::runtime_error(fmt::format("{} has {} elements, expected {} ({})", name,
+                                           tensor.numElements(), elements(e.shape),
+                                           shapeString(e.shape)));
+    NamedTensor t{name, e.shape, e.meaning,
+                  readValues(engine, name + "-read", c.dataType, elements(e.shape)), *e.reference};
+    pass &= compare(t, rel, abs);
+    saved.push_back(std::move(t));
+  }
+  return pass ? 0 : 1;
+}
+
+inline int printVerdict(const std::string &tool, const CommonConfig &c, int status,
+                        std::size_t checked) {
+  fmt::print("{}: {} ({} tensors checked; phase {}, {}, T={} B={} I={} H={})\n", tool,
+             status == 0 ? "PASS" : "FAIL", checked, c.phase, c.dataTypeName, c.sequenceSize,
+             c.batchSize, c.inputSize, c.outputSize);
+  return status;
+}
+
+// A JSON value of the manifest's params.
+inline std::string jsonString(const std::string &s) { return "\"" + npy::jsonEscape(s) + "\""; }
+inline std::string jsonBool(bool b) { return b ? "true" : "false"; }
+
+// Writes every tensor as DIR/NAME.npy and DIR/manifest.json: {"params": {params in order},
+// "tensors": {NAME: {"file", "shape", "meaning"}}}. params' values are JSON already.
+inline void saveTensors(const std::string &tool, const std::string &dirName,
+                        const std::vector<std::pair<std::string, std::string>> &params,
+                        const std::vector<NamedTensor> &tensors) {
+  namespace fs = std::filesystem;
+  const fs::path dir(dirName);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    throw std::runtime_error(fmt::format("cannot create '{}': {}", dir.string(), ec.message()));
+  std::string json = "{\n  \"params\": {";
+  for (std::size_t k = 0; k < params.size(); ++k)
+    json += fmt::format("{}\n    \"{}\": {}", k ? "," : "", npy::jsonEscape(params[k].first),
+                        params[k].second);
+  json += "\n  },\n  \"tensors\": {";
+  for (std::size_t k = 0; k < tensors.size(); ++k) {
+    const NamedTensor &t = tensors[k];
+    const std::string file = t.name + ".npy";
+    npy::write((dir / file).string(), t.values, t.shape);
+    std::string shape;
+    for (std::size_t d : t.shape)
+      shape += (shape.empty() ? "" : ", ") + std::to_string(d);
+    json += fmt::format(
+        "{}\n    \"{}\": {{\"file\": \"{}\", \"shape\": [{}], \"meaning\": \"{}\"}}", k ? "," : "",
+        npy::jsonEscape(t.name), npy::jsonEscape(file), shape, npy::jsonEscape(t.meaning));
+  }
+  json += "\n  }\n}\n";
+  const std::string manifest = (dir / "manifest.json").string();
+  std::ofstream out(manifest);
+  out << json;
+  out.close();
+  if (!out)
+    throw std::runtime_error(fmt::format("cannot write '{}'", manifest));
+  fmt::print("{}: saved {} tensors and manifest.json in {}\n", tool, tensors.size(), dir.string());
+}
+
+// The params every layer's manifest starts with.
+inline std::vector<std::pair<std::string, std::string>>
+commonManifestParams(const std::string &layer, const CommonConfig &c,
+                     const std::vector<std::string> &cellOrder) {
+  std::string order;
+  for (const std::string &name : cellOrder)
+    order += (order.empty() ? "" : ", ") + jsonString(name);
+  return {{"layer", jsonString(layer)},
+          {"sequenceSize", std::to_string(c.sequenceSize)},
+          {"batchSize", std::to_string(c.batchSize)},
+          {"inputSize", std::to_string(c.inputSize)},
+          {"outputSize", std::to_string(c.outputSize)},
+          {"cellOrder", "[" + order + "]"},
+          {"activation", jsonString(c.activation->name)},
+          {"recurrentActivation", jsonString(c.recurrentActivation->name)},
+          {"outputFullSequence", jsonBool(c.outputAllSequence)}};
+}
+
+// --- main ------------------------------------------------------------------------------------
+
+// A driver's main: parse (UsageError -> 2), help, run; errors of the run map to exit statuses
+// as the header says.
+template <typename Config>
+int driverMain(const std::string &tool, int argc, char **argv,
+               const std::function<Config(int, char **)> &parse, const std::function<void()> &help,
+               const std::function<int(const Config &)> &run) {
+  Config config;
+  try {
+    config = parse(argc, argv);
+  } catch (const UsageError &e) {
+    fmt::print(stderr, "{0}: {1}\nRun '{0} --help' for the flags.\n", tool, e.what());
+    return 2;
+  }
+  if (config.help) {
+    help();
+    return 0;
+  }
+  try {
+    return run(config);
+  } catch (const UsageError &e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "{}: {}\n", tool, e.what());
+    return 2;
+  } catch (const aspen::invalid_option &e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "{}: the layer refused the options: {}\n", tool, e.what());
+    return 2;
+  } catch (const std::exception &e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "{}: FAIL ({})\n", tool, e.what());
+    return 1;
+  }
+}
+
+} // namespace rnnlayer
