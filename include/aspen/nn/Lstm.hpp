@@ -44,8 +44,8 @@
 //   budget -- popnn's default is false; the results differ by rounding only),
 //   partialsType (float|half; default float), weightAccumulatorsType (float|half; default the data
 //   type), recomputationMode (none|cellAndTanh|full; default none), availableMemoryProportion
-//   ((0, 1], default 0.6), numShards (1..min(T, tiles); default estimated from the memory the
-//   sequence tensors need), rnnCodeReuse (default: true when numShards > 1), rnnStepsPerWU (0..T;
+//   ((0, 1], default 0.6), numShards (1..T, shards share tiles when there are more shards than
+//   tiles; default estimated from the memory the sequence tensors need), rnnCodeReuse (default: true when numShards > 1), rnnStepsPerWU (0..T;
 //   0 = one weight-update pass after the loop; default chosen from the memory budget),
 //   disableWUPartialInterleaving (false; true limits the choice to every step or after the loop).
 //   Results do not depend on numShards, rnnCodeReuse, rnnStepsPerWU or recomputationMode beyond
