@@ -31,37 +31,23 @@ using program::Execute;
 using program::Sequence;
 
 namespace {
-constexpr const char *kUnitNames[] = {"reset", "update", "cell"};
+const std::vector<std::string> kGateNames{"reset", "update", "cell"};
 }
 
 std::string asString(BasicGruCellUnit unit) {
-  const int u = static_cast<int>(unit);
-  if (u < 0 || u >= BASIC_GRU_CELL_NUM_UNITS)
-    throw invalid_option(fmt::format("BasicGruCellUnit {} is not a gate (0..2: reset, update, "
-                                     "cell)",
-                                     u));
-  return kUnitNames[u];
+  return nn::work::gateName(kGateNames, static_cast<int>(unit), "BasicGruCellUnit");
 }
 
 BasicGruCellUnit parseBasicGruCellUnit(const std::string &name) {
-  for (int u = 0; u < BASIC_GRU_CELL_NUM_UNITS; ++u)
-    if (name == kUnitNames[u])
-      return static_cast<BasicGruCellUnit>(u);
-  throw invalid_option(fmt::format("unknown GRU gate '{}': the gates are reset, update and cell",
-                                   name));
+  return static_cast<BasicGruCellUnit>(nn::work::parseGateName(kGateNames, name, "GRU"));
 }
 
 std::ostream &operator<<(std::ostream &os, BasicGruCellUnit unit) { return os << asString(unit); }
 
 std::istream &operator>>(std::istream &is, BasicGruCellUnit &unit) {
-  std::string name;
-  is >> name;
-  for (int u = 0; u < BASIC_GRU_CELL_NUM_UNITS; ++u)
-    if (name == kUnitNames[u]) {
-      unit = static_cast<BasicGruCellUnit>(u);
-      return is;
-    }
-  is.setstate(std::ios::failbit);
+  int u = 0;
+  if (nn::work::readGateName(kGateNames, is, u))
+    unit = static_cast<BasicGruCellUnit>(u);
   return is;
 }
 
@@ -328,35 +314,6 @@ namespace {
 
 using rnn::detail::addStep;
 
-// Per tile, the rows of `state` ([B, H]) a cell vertex works on, and the segment helpers.
-std::vector<std::size_t> rowNumbers(const std::vector<Interval> &intervals) {
-  std::vector<std::size_t> rows;
-  for (const Interval &i : intervals)
-    for (std::size_t r = i.begin(); r < i.end(); ++r)
-      rows.push_back(r);
-  return rows;
-}
-// For each row, t[j][row] for j in `gates` (t: [n, B, H]).
-std::vector<Tensor> segments(const Tensor &t, const std::vector<std::size_t> &rows,
-                             std::initializer_list<unsigned> gates) {
-  std::vector<Tensor> out;
-  for (std::size_t r : rows)
-    for (unsigned j : gates)
-      out.push_back(t[j][r]);
-  return out;
-}
-std::vector<Tensor> rowsOf(const Tensor &t, const std::vector<std::size_t> &rows) {
-  std::vector<Tensor> out;
-  for (std::size_t r : rows)
-    out.push_back(t[r]);
-  return out;
-}
-Tensor elementsOf(const Tensor &perRow, const std::vector<Interval> &intervals) {
-  std::vector<Tensor> parts;
-  for (const Interval &i : intervals)
-    parts.push_back(perRow.slice(i.begin(), i.end()));
-  return concat(parts, 0);
-}
 // [B, 3H] canonical columns as [3, B, H].
 Tensor gatesOf(const Tensor &rows3) {
   return rows3.reshape({rows3.dim(0), 3, rows3.dim(1) / 3}).dimShuffle({1, 0, 2});
@@ -364,14 +321,10 @@ Tensor gatesOf(const Tensor &rows3) {
 
 } // namespace
 
-// Adds one cell vertex per tile owning rows of `state`; connect(v, rows, intervals).
+// Adds one cell vertex per tile owning rows of `state`; connect(v, the tile's rows).
 void addCellVertices(Graph &graph, ComputeSet cs, const std::string &type, const Tensor &state,
-                     const std::function<void(VertexRef, const std::vector<std::size_t> &,
-                                              const std::vector<Interval> &)> &connect) {
-  nn::work::addRowVertices(graph, cs, type, nn::work::rowsByTile(graph, state),
-                           [&](VertexRef v, const std::vector<Interval> &intervals) {
-                             connect(v, rowNumbers(intervals), intervals);
-                           });
+                     const std::function<void(VertexRef, const std::vector<Interval> &)> &connect) {
+  nn::work::addRowVertices(graph, cs, type, nn::work::rowsByTile(graph, state), connect);
 }
 
 struct ForwardResult {
@@ -438,8 +391,8 @@ ForwardResult forward(Graph &graph, const GruParams &params, const GruOptions &o
                                                         {dbg, "intermediates"});
     const Tensor out = full ? slice.outputs[0] : scratchOut;
     const Tensor att = attention ? slice.inputs[0] : flags.mask;
-    const auto common = [&](VertexRef v, const std::vector<Interval> &intervals) {
-      g.connect(v["mask"], elementsOf(flags.mask, intervals));
+    const auto common = [&](VertexRef v, const std::vector<Interval> &rows) {
+      g.connect(v["mask"], nn::work::rowElements(flags.mask, rows));
       g.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
     };
     if (!params.resetAfter) {
@@ -450,37 +403,37 @@ ForwardResult forward(Graph &graph, const GruParams &params, const GruOptions &o
       Tensor rh = addStep(g, t, B, H, {dbg, "rh"});
       ComputeSet csA = g.addComputeSet({dbg, "gates"});
       addCellVertices(g, csA, util::templateVertex("aspen::nn::GruCellA", t), h,
-                      [&](VertexRef v, const std::vector<std::size_t> &rows, const auto &iv) {
-                        g.connect(v["xw"], segments(xwGates, rows, {0, 1, 2}));
-                        g.connect(v["hw"], segments(hwGates, rows, {0, 1}));
+                      [&](VertexRef v, const std::vector<Interval> &rows) {
+                        g.connect(v["xw"], nn::work::gateSegments(xwGates, rows, {0, 1, 2}));
+                        g.connect(v["hw"], nn::work::gateSegments(hwGates, rows, {0, 1}));
                         g.connect(v["bias"], std::vector<Tensor>{bias[0], bias[1], bias[2]});
-                        g.connect(v["h"], rowsOf(h, rows));
-                        g.connect(v["attention"], elementsOf(att, iv));
-                        g.connect(v["gates"], segments(inter, rows, {0, 1}));
-                        g.connect(v["rh"], rowsOf(rh, rows));
+                        g.connect(v["h"], nn::work::rowList(h, rows));
+                        g.connect(v["attention"], nn::work::rowElements(att, rows));
+                        g.connect(v["gates"], nn::work::gateSegments(inter, rows, {0, 1}));
+                        g.connect(v["rh"], nn::work::rowList(rh, rows));
                         g.setInitialValue(v["recurrentActivation"],
                                           static_cast<unsigned>(params.recurrentActivation));
                         g.setInitialValue(v["hasAttention"], attention != nullptr);
-                        common(v, iv);
+                        common(v, rows);
                       });
       step.add(Execute(csA));
       const Tensor chw = linalg::matMul(g, rh, woC, step, {dbg, "hwC"}, mmOptions, cache);
       ComputeSet csB = g.addComputeSet({dbg, "state"});
       addCellVertices(g, csB, util::templateVertex("aspen::nn::GruCellB", t), h,
-                      [&](VertexRef v, const std::vector<std::size_t> &rows, const auto &iv) {
-                        g.connect(v["xw"], segments(xwGates, rows, {2}));
-                        g.connect(v["chw"], rowsOf(chw, rows));
+                      [&](VertexRef v, const std::vector<Interval> &rows) {
+                        g.connect(v["xw"], nn::work::gateSegments(xwGates, rows, {2}));
+                        g.connect(v["chw"], nn::work::rowList(chw, rows));
                         g.connect(v["bias"], std::vector<Tensor>{bias[2]});
-                        g.connect(v["u"], segments(inter, rows, {1}));
-                        g.connect(v["h"], rowsOf(h, rows));
-                        g.connect(v["c"], segments(inter, rows, {2}));
-                        g.connect(v["out"], rowsOf(out, rows));
+                        g.connect(v["u"], nn::work::gateSegments(inter, rows, {1}));
+                        g.connect(v["h"], nn::work::rowList(h, rows));
+                        g.connect(v["c"], nn::work::gateSegments(inter, rows, {2}));
+                        g.connect(v["out"], nn::work::rowList(out, rows));
                         g.connect(v["hSave"], layout.saveH
-                                                  ? segments(inter, rows, {layout.hSlot()})
+                                                  ? nn::work::gateSegments(inter, rows, {layout.hSlot()})
                                                   : std::vector<Tensor>{});
                         g.setInitialValue(v["rawCandidate"], rawCandidate(params));
                         g.setInitialValue(v["saveH"], layout.saveH);
-                        common(v, iv);
+                        common(v, rows);
                       });
       step.add(Execute(csB));
     } else {
@@ -488,25 +441,24 @@ ForwardResult forward(Graph &graph, const GruParams &params, const GruOptions &o
       const Tensor hwGates = gatesOf(hw);
       ComputeSet cs = g.addComputeSet({dbg, "cell"});
       addCellVertices(g, cs, util::templateVertex("aspen::nn::GruCellResetAfter", t), h,
-                      [&](VertexRef v, const std::vector<std::size_t> &rows, const auto &iv) {
-                        g.connect(v["xw"], segments(xwGates, rows, {0, 1, 2}));
-                        g.connect(v["hw"], segments(hwGates, rows, {0, 1, 2}));
+                      [&](VertexRef v, const std::vector<Interval> &rows) {
+                        g.connect(v["xw"], nn::work::gateSegments(xwGates, rows, {0, 1, 2}));
+                        g.connect(v["hw"], nn::work::gateSegments(hwGates, rows, {0, 1, 2}));
                         g.connect(v["bias"], std::vector<Tensor>{bias[0], bias[1], bias[2],
                                                                  bias[3], bias[4], bias[5]});
-                        g.connect(v["h"], rowsOf(h, rows));
-                        g.connect(v["attention"], elementsOf(att, iv));
-                        std::vector<Tensor> saved;
-                        for (std::size_t r : rows)
-                          for (unsigned j = 0; j < layout.count(); ++j)
-                            saved.push_back(inter[j][r]);
-                        g.connect(v["inter"], saved);
-                        g.connect(v["out"], rowsOf(out, rows));
+                        g.connect(v["h"], nn::work::rowList(h, rows));
+                        g.connect(v["attention"], nn::work::rowElements(att, rows));
+                        std::vector<unsigned> slots(layout.count());
+                        for (unsigned j = 0; j < layout.count(); ++j)
+                          slots[j] = j;
+                        g.connect(v["inter"], nn::work::gateSegments(inter, rows, slots));
+                        g.connect(v["out"], nn::work::rowList(out, rows));
                         g.setInitialValue(v["recurrentActivation"],
                                           static_cast<unsigned>(params.recurrentActivation));
                         g.setInitialValue(v["hasAttention"], attention != nullptr);
                         g.setInitialValue(v["rawCandidate"], rawCandidate(params));
                         g.setInitialValue(v["saveH"], layout.saveH);
-                        common(v, iv);
+                        common(v, rows);
                       });
       step.add(Execute(cs));
     }

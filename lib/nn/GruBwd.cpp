@@ -33,34 +33,10 @@ using program::Sequence;
 
 namespace detail {
 
-void addCellVertices(Graph &graph, ComputeSet cs, const std::string &type, const Tensor &state,
-                     const std::function<void(VertexRef, const std::vector<std::size_t> &,
-                                              const std::vector<Interval> &)> &connect);
-
 namespace {
 
 using rnn::detail::addStep;
 
-std::vector<Tensor> segments(const Tensor &t, const std::vector<std::size_t> &rows,
-                             std::initializer_list<unsigned> gates) {
-  std::vector<Tensor> out;
-  for (std::size_t r : rows)
-    for (unsigned j : gates)
-      out.push_back(t[j][r]);
-  return out;
-}
-std::vector<Tensor> rowsOf(const Tensor &t, const std::vector<std::size_t> &rows) {
-  std::vector<Tensor> out;
-  for (std::size_t r : rows)
-    out.push_back(t[r]);
-  return out;
-}
-Tensor elementsOf(const Tensor &perRow, const std::vector<Interval> &intervals) {
-  std::vector<Tensor> parts;
-  for (const Interval &i : intervals)
-    parts.push_back(perRow.slice(i.begin(), i.end()));
-  return concat(parts, 0);
-}
 Tensor gatesOf(const Tensor &rows3) {
   return rows3.reshape({rows3.dim(0), 3, rows3.dim(1) / 3}).dimShuffle({1, 0, 2});
 }
@@ -206,10 +182,10 @@ Tensor backward(Graph &graph, const GruParams &params, const GruOptions &opts, S
     const Tensor att = req.attention ? slice.inputs.back() : flags.mask;
     const Tensor dX = slice.outputs[0];            // [B, 3H]
     const Tensor attGrad = req.attention ? slice.outputs.back() : flags.inverse;
-    const auto common = [&](VertexRef v, const std::vector<Interval> &iv) {
-      g.connect(v["mask"], elementsOf(flags.mask, iv));
-      g.connect(v["attention"], elementsOf(att, iv));
-      g.connect(v["attGrad"], elementsOf(attGrad, iv));
+    const auto common = [&](VertexRef v, const std::vector<Interval> &rows) {
+      g.connect(v["mask"], nn::work::rowElements(flags.mask, rows));
+      g.connect(v["attention"], nn::work::rowElements(att, rows));
+      g.connect(v["attGrad"], nn::work::rowElements(attGrad, rows));
       g.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
       g.setInitialValue(v["recurrentActivation"],
                         static_cast<unsigned>(params.recurrentActivation));
@@ -221,27 +197,27 @@ Tensor backward(Graph &graph, const GruParams &params, const GruOptions &opts, S
       const Tensor dGates = gatesOf(dX);
       ComputeSet csA = g.addComputeSet({dbg, "gradA"});
       addCellVertices(g, csA, util::templateVertex("aspen::nn::GruBwdA", t), carry,
-                      [&](VertexRef v, const std::vector<std::size_t> &rows, const auto &iv) {
-                        g.connect(v["fwd"], segments(fwd, rows, {0, 1, 2}));
-                        g.connect(v["hPrev"], rowsOf(hp, rows));
-                        g.connect(v["outGrad"], rowsOf(dy, rows));
-                        g.connect(v["dhMM"], rowsOf(mm, rows));
-                        g.connect(v["dhCarry"], rowsOf(carry, rows));
-                        g.connect(v["delta"], segments(dGates, rows, {0, 1, 2}));
-                        common(v, iv);
+                      [&](VertexRef v, const std::vector<Interval> &rows) {
+                        g.connect(v["fwd"], nn::work::gateSegments(fwd, rows, {0, 1, 2}));
+                        g.connect(v["hPrev"], nn::work::rowList(hp, rows));
+                        g.connect(v["outGrad"], nn::work::rowList(dy, rows));
+                        g.connect(v["dhMM"], nn::work::rowList(mm, rows));
+                        g.connect(v["dhCarry"], nn::work::rowList(carry, rows));
+                        g.connect(v["delta"], nn::work::gateSegments(dGates, rows, {0, 1, 2}));
+                        common(v, rows);
                       });
       step.add(Execute(csA));
       const Tensor drh = linalg::matMul(g, dX.slice(2 * H, 3 * H, 1), woT.slice(2 * H, 3 * H, 0),
                                         step, {dbg, "drh"}, mmOptions, cache);
       ComputeSet csB = g.addComputeSet({dbg, "gradB"});
       addCellVertices(g, csB, util::templateVertex("aspen::nn::GruBwdB", t), carry,
-                      [&](VertexRef v, const std::vector<std::size_t> &rows, const auto &iv) {
-                        g.connect(v["reset"], segments(fwd, rows, {0}));
-                        g.connect(v["hPrev"], rowsOf(hp, rows));
-                        g.connect(v["drh"], rowsOf(drh, rows));
-                        g.connect(v["mask"], elementsOf(flags.mask, iv));
-                        g.connect(v["dhCarry"], rowsOf(carry, rows));
-                        g.connect(v["delta"], segments(dGates, rows, {0}));
+                      [&](VertexRef v, const std::vector<Interval> &rows) {
+                        g.connect(v["reset"], nn::work::gateSegments(fwd, rows, {0}));
+                        g.connect(v["hPrev"], nn::work::rowList(hp, rows));
+                        g.connect(v["drh"], nn::work::rowList(drh, rows));
+                        g.connect(v["mask"], nn::work::rowElements(flags.mask, rows));
+                        g.connect(v["dhCarry"], nn::work::rowList(carry, rows));
+                        g.connect(v["delta"], nn::work::gateSegments(dGates, rows, {0}));
                         g.setInitialValue(v["recurrentActivation"],
                                           static_cast<unsigned>(params.recurrentActivation));
                       });
@@ -252,15 +228,15 @@ Tensor backward(Graph &graph, const GruParams &params, const GruOptions &opts, S
       const Tensor dH = slice.outputs[1];
       ComputeSet cs = g.addComputeSet({dbg, "grad"});
       addCellVertices(g, cs, util::templateVertex("aspen::nn::GruBwdResetAfter", t), carry,
-                      [&](VertexRef v, const std::vector<std::size_t> &rows, const auto &iv) {
-                        g.connect(v["fwd"], segments(fwd, rows, {0, 1, 2, layout.nSlot()}));
-                        g.connect(v["hPrev"], rowsOf(hp, rows));
-                        g.connect(v["outGrad"], rowsOf(dy, rows));
-                        g.connect(v["dhMM"], rowsOf(mm, rows));
-                        g.connect(v["dhCarry"], rowsOf(carry, rows));
-                        g.connect(v["deltaX"], segments(gatesOf(dX), rows, {0, 1, 2}));
-                        g.connect(v["deltaH"], segments(gatesOf(dH), rows, {0, 1, 2}));
-                        common(v, iv);
+                      [&](VertexRef v, const std::vector<Interval> &rows) {
+                        g.connect(v["fwd"], nn::work::gateSegments(fwd, rows, {0, 1, 2, layout.nSlot()}));
+                        g.connect(v["hPrev"], nn::work::rowList(hp, rows));
+                        g.connect(v["outGrad"], nn::work::rowList(dy, rows));
+                        g.connect(v["dhMM"], nn::work::rowList(mm, rows));
+                        g.connect(v["dhCarry"], nn::work::rowList(carry, rows));
+                        g.connect(v["deltaX"], nn::work::gateSegments(gatesOf(dX), rows, {0, 1, 2}));
+                        g.connect(v["deltaH"], nn::work::gateSegments(gatesOf(dH), rows, {0, 1, 2}));
+                        common(v, rows);
                       });
       step.add(Execute(cs));
       linalg::matMulWithOutput(g, dH, woT, mm, step, {dbg, "dhMM"}, mmOptions, cache);

@@ -11,6 +11,7 @@
 #include <aspen/nn/Gru.hpp>
 
 #include <array>
+#include <functional>
 #include <string>
 
 namespace aspen::nn::gru::detail {
@@ -52,6 +53,10 @@ struct InterLayout {
 };
 InterLayout interLayout(const GruParams &params);
 bool rawCandidate(const GruParams &params);
+
+// One cell vertex per tile owning rows of `state` ([B, H]); connect(v, the tile's rows).
+void addCellVertices(Graph &graph, ComputeSet cs, const std::string &type, const Tensor &state,
+                     const std::function<void(VertexRef, const std::vector<Interval> &)> &connect);
 
 void checkWeights(const GruParams &params, const GruWeights &w, const std::string &what);
 void checkTensor(const Tensor &t, const std::vector<std::size_t> &shape, Type type,

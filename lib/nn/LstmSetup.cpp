@@ -16,38 +16,23 @@
 namespace aspen::nn::lstm {
 
 namespace {
-constexpr const char *kUnitNames[] = {"forget", "input", "cell", "output"};
+const std::vector<std::string> kGateNames{"forget", "input", "cell", "output"};
 }
 
 std::string asString(BasicLstmCellUnit unit) {
-  const int u = static_cast<int>(unit);
-  if (u < 0 || u >= BASIC_LSTM_CELL_NUM_UNITS)
-    throw invalid_option(fmt::format("BasicLstmCellUnit {} is not a gate (0..3: forget, input, "
-                                     "cell, output)",
-                                     u));
-  return kUnitNames[u];
+  return nn::work::gateName(kGateNames, static_cast<int>(unit), "BasicLstmCellUnit");
 }
 
 BasicLstmCellUnit parseBasicLstmCellUnit(const std::string &name) {
-  for (int u = 0; u < BASIC_LSTM_CELL_NUM_UNITS; ++u)
-    if (name == kUnitNames[u])
-      return static_cast<BasicLstmCellUnit>(u);
-  throw invalid_option(fmt::format("unknown LSTM gate '{}': the gates are forget, input, cell and "
-                                   "output",
-                                   name));
+  return static_cast<BasicLstmCellUnit>(nn::work::parseGateName(kGateNames, name, "LSTM"));
 }
 
 std::ostream &operator<<(std::ostream &os, BasicLstmCellUnit unit) { return os << asString(unit); }
 
 std::istream &operator>>(std::istream &is, BasicLstmCellUnit &unit) {
-  std::string name;
-  is >> name;
-  for (int u = 0; u < BASIC_LSTM_CELL_NUM_UNITS; ++u)
-    if (name == kUnitNames[u]) {
-      unit = static_cast<BasicLstmCellUnit>(u);
-      return is;
-    }
-  is.setstate(std::ios::failbit);
+  int u = 0;
+  if (nn::work::readGateName(kGateNames, is, u))
+    unit = static_cast<BasicLstmCellUnit>(u);
   return is;
 }
 
@@ -253,48 +238,17 @@ Tensor fromMatrix(const Tensor &matrix) {
 
 namespace {
 
-// Per tile, the rows of `rows` ([B, H]) the tile's vertex works on.
-std::vector<std::vector<Interval>> cellRows(const Graph &graph, const Tensor &rows) {
-  return nn::work::rowsByTile(graph, rows);
-}
-
-std::vector<std::size_t> rowNumbers(const std::vector<Interval> &intervals) {
-  std::vector<std::size_t> rows;
-  for (const Interval &i : intervals)
-    for (std::size_t r = i.begin(); r < i.end(); ++r)
-      rows.push_back(r);
-  return rows;
-}
-
-Tensor maskOf(const Tensor &mask, const std::vector<Interval> &intervals) {
-  std::vector<Tensor> parts;
-  for (const Interval &i : intervals)
-    parts.push_back(mask.slice(i.begin(), i.end()));
-  return concat(parts, 0);
-}
-
-// For each vertex row, the segments of a [n, B, H] tensor: t[j][row] for j in order.
-std::vector<Tensor> segments(const Tensor &t, const std::vector<std::size_t> &rows,
-                             const std::vector<unsigned> &order) {
-  std::vector<Tensor> out;
-  for (std::size_t r : rows)
-    for (unsigned j : order)
-      out.push_back(t[j][r]);
-  return out;
-}
-
-std::vector<Tensor> rowsOf(const Tensor &t, const std::vector<std::size_t> &rows) {
-  std::vector<Tensor> out;
-  for (std::size_t r : rows)
-    out.push_back(t[r]);
-  return out;
-}
-
-std::vector<unsigned> iota(unsigned n) {
+// 0, 1, ..., n-1: every saved intermediate of a row.
+std::vector<unsigned> allSlots(unsigned n) {
   std::vector<unsigned> v(n);
   for (unsigned i = 0; i < n; ++i)
     v[i] = i;
   return v;
+}
+
+// Per tile, the rows of `rows` ([B, H]) the tile's vertex works on.
+std::vector<std::vector<Interval>> cellRows(const Graph &graph, const Tensor &rows) {
+  return nn::work::rowsByTile(graph, rows);
 }
 
 } // namespace
@@ -308,25 +262,24 @@ void addCellFwd(Graph &graph, const LstmParams &params, ComputeSet cs, const Ten
   const std::vector<unsigned> slotOrder{slot[0], slot[1], slot[2], slot[3]};
   const auto tiles = cellRows(graph, hState);
   const std::string type = util::templateVertex("aspen::nn::LstmCellFwd", params.dataType);
-  nn::work::addRowVertices(graph, cs, type, tiles, [&](VertexRef v, const std::vector<Interval> &intervals) {
-    const auto rows = rowNumbers(intervals);
-    graph.connect(v["gates"], segments(preGates, rows, slotOrder));
+  nn::work::addRowVertices(graph, cs, type, tiles, [&](VertexRef v, const std::vector<Interval> &rows) {
+    graph.connect(v["gates"], nn::work::gateSegments(preGates, rows, slotOrder));
     graph.connect(v["gatesIn"],
                   preIn.valid()
-                      ? segments(preIn.reshape({pre.dim(0), 4, H}).dimShuffle({1, 0, 2}), rows,
+                      ? nn::work::gateSegments(preIn.reshape({pre.dim(0), 4, H}).dimShuffle({1, 0, 2}), rows,
                                  slotOrder)
-                      : segments(preGates, rows, slotOrder));
+                      : nn::work::gateSegments(preGates, rows, slotOrder));
     graph.setInitialValue(v["hasGatesIn"], preIn.valid());
     std::vector<Tensor> biasSegments;
     for (unsigned u = 0; u < 4; ++u)
       biasSegments.push_back(bias[slot[u]]);
     graph.connect(v["bias"], biasSegments);
-    graph.connect(v["cState"], rowsOf(cState, rows));
-    graph.connect(v["hState"], rowsOf(hState, rows));
-    graph.connect(v["out"], rowsOf(out, rows));
+    graph.connect(v["cState"], nn::work::rowList(cState, rows));
+    graph.connect(v["hState"], nn::work::rowList(hState, rows));
+    graph.connect(v["out"], nn::work::rowList(out, rows));
     graph.connect(v["inter"], layout.count() == 0 ? std::vector<Tensor>{}
-                                                  : segments(inter, rows, iota(layout.count())));
-    graph.connect(v["mask"], maskOf(mask, intervals));
+                                                  : nn::work::gateSegments(inter, rows, allSlots(layout.count())));
+    graph.connect(v["mask"], nn::work::rowElements(mask, rows));
     graph.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
     graph.setInitialValue(v["recurrentActivation"],
                           static_cast<unsigned>(params.recurrentActivation));
@@ -344,16 +297,15 @@ void addCellBwd(Graph &graph, const LstmParams &params, ComputeSet cs, const Ten
   const std::vector<unsigned> slotOrder{slot[0], slot[1], slot[2], slot[3]};
   const auto tiles = cellRows(graph, dcState);
   const std::string type = util::templateVertex("aspen::nn::LstmCellBwd", params.dataType);
-  nn::work::addRowVertices(graph, cs, type, tiles, [&](VertexRef v, const std::vector<Interval> &intervals) {
-    const auto rows = rowNumbers(intervals);
-    graph.connect(v["fwd"], segments(fwd, rows, iota(4)));
-    graph.connect(v["cell"], segments(cell, rows, iota(2)));
-    graph.connect(v["outGrad"], rowsOf(outGrad.valid() ? outGrad : dhCarry, rows));
-    graph.connect(v["dhMM"], rowsOf(dhMM, rows));
-    graph.connect(v["dhCarry"], rowsOf(dhCarry, rows));
-    graph.connect(v["dcState"], rowsOf(dcState, rows));
-    graph.connect(v["delta"], segments(delta, rows, slotOrder));
-    graph.connect(v["mask"], maskOf(mask, intervals));
+  nn::work::addRowVertices(graph, cs, type, tiles, [&](VertexRef v, const std::vector<Interval> &rows) {
+    graph.connect(v["fwd"], nn::work::gateSegments(fwd, rows, std::vector<unsigned>{0, 1, 2, 3}));
+    graph.connect(v["cell"], nn::work::gateSegments(cell, rows, std::vector<unsigned>{0, 1}));
+    graph.connect(v["outGrad"], nn::work::rowList(outGrad.valid() ? outGrad : dhCarry, rows));
+    graph.connect(v["dhMM"], nn::work::rowList(dhMM, rows));
+    graph.connect(v["dhCarry"], nn::work::rowList(dhCarry, rows));
+    graph.connect(v["dcState"], nn::work::rowList(dcState, rows));
+    graph.connect(v["delta"], nn::work::gateSegments(delta, rows, slotOrder));
+    graph.connect(v["mask"], nn::work::rowElements(mask, rows));
     graph.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
     graph.setInitialValue(v["recurrentActivation"],
                           static_cast<unsigned>(params.recurrentActivation));
@@ -368,13 +320,12 @@ void addCellRecompute(Graph &graph, const LstmParams &params, ComputeSet cs, con
                       const Tensor &mask) {
   const auto tiles = cellRows(graph, cState);
   const std::string type = util::templateVertex("aspen::nn::LstmCellRecompute", params.dataType);
-  nn::work::addRowVertices(graph, cs, type, tiles, [&](VertexRef v, const std::vector<Interval> &intervals) {
-    const auto rows = rowNumbers(intervals);
-    graph.connect(v["fwd"], segments(fwd, rows, iota(4)));
-    graph.connect(v["cState"], rowsOf(cState, rows));
-    graph.connect(v["cPrev"], rowsOf(cPrev, rows));
-    graph.connect(v["cOut"], rowsOf(cOut, rows));
-    graph.connect(v["mask"], maskOf(mask, intervals));
+  nn::work::addRowVertices(graph, cs, type, tiles, [&](VertexRef v, const std::vector<Interval> &rows) {
+    graph.connect(v["fwd"], nn::work::gateSegments(fwd, rows, std::vector<unsigned>{0, 1, 2, 3}));
+    graph.connect(v["cState"], nn::work::rowList(cState, rows));
+    graph.connect(v["cPrev"], nn::work::rowList(cPrev, rows));
+    graph.connect(v["cOut"], nn::work::rowList(cOut, rows));
+    graph.connect(v["mask"], nn::work::rowElements(mask, rows));
     graph.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
     graph.setInitialValue(v["rawCandidate"], rawCandidate(params));
   });

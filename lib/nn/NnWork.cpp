@@ -3,6 +3,7 @@
 #include <aspen/Error.hpp>
 #include <aspen/util/TileMapping.hpp>
 
+#include <istream>
 #include <sstream>
 
 namespace aspen::nn::work {
@@ -61,6 +62,53 @@ std::vector<Tensor> rowList(const Tensor &rows, const std::vector<Interval> &int
 
 Tensor rowElements(const Tensor &perRow, const std::vector<Interval> &intervals) {
   return concat(perRow.slices(intervals));
+}
+
+std::vector<Tensor> gateSegments(const Tensor &t, const std::vector<Interval> &intervals,
+                                 const std::vector<unsigned> &gates) {
+  std::vector<Tensor> out;
+  for (const Interval &i : intervals)
+    for (std::size_t r = i.begin(); r < i.end(); ++r)
+      for (unsigned j : gates)
+        out.push_back(t[j][r]);
+  return out;
+}
+
+namespace {
+std::string listed(const std::vector<std::string> &names) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return out;
+}
+} // namespace
+
+std::string gateName(const std::vector<std::string> &names, int unit, const std::string &kind) {
+  if (unit < 0 || unit >= static_cast<int>(names.size()))
+    throw invalid_option(kind + " " + std::to_string(unit) + " is not a gate (0.." +
+                         std::to_string(names.size() - 1) + ": " + listed(names) + ")");
+  return names[unit];
+}
+
+int parseGateName(const std::vector<std::string> &names, const std::string &name,
+                  const std::string &layer) {
+  for (std::size_t u = 0; u < names.size(); ++u)
+    if (name == names[u])
+      return static_cast<int>(u);
+  throw invalid_option("unknown " + layer + " gate '" + name + "': the gates are " +
+                       listed(names));
+}
+
+bool readGateName(const std::vector<std::string> &names, std::istream &is, int &unit) {
+  std::string name;
+  is >> name;
+  for (std::size_t u = 0; u < names.size(); ++u)
+    if (name == names[u]) {
+      unit = static_cast<int>(u);
+      return true;
+    }
+  is.setstate(std::ios::failbit);
+  return false;
 }
 
 std::string describe(const Tensor &t) {

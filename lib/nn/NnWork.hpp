@@ -41,6 +41,20 @@ void addRowVertices(Graph &graph, ComputeSet cs, const std::string &vertexType,
                     const std::vector<std::vector<Interval>> &tileRows,
                     const std::function<void(VertexRef, const std::vector<Interval> &)> &connect);
 
+// For the rows in `intervals`, t[j][row] for each j of `gates` (t: [n, R, C]): the per-row gate
+// segments of a recurrent cell's 2-D fields, row by row.
+std::vector<Tensor> gateSegments(const Tensor &t, const std::vector<Interval> &intervals,
+                                 const std::vector<unsigned> &gates);
+
+// The recurrent layers' gate names (LSTM: forget, input, cell, output; GRU: reset, update,
+// cell): the name of gate `unit` (invalid_option naming `kind` and the names otherwise), the
+// gate named `name` (invalid_option listing the names otherwise), and that gate for stream
+// input (false for an unknown name).
+std::string gateName(const std::vector<std::string> &names, int unit, const std::string &kind);
+int parseGateName(const std::vector<std::string> &names, const std::string &name,
+                  const std::string &layer);
+bool readGateName(const std::vector<std::string> &names, std::istream &is, int &unit);
+
 // The tensor's names, shape and type for messages: "'probs' {2,3} (float)".
 std::string describe(const Tensor &t);
 // Raises type_error unless t is FLOAT or HALF, naming the builder, the argument and the type.

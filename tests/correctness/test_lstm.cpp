@@ -335,7 +335,7 @@ struct SumCase {
   bool reverse = false;
   unsigned shards = 1;
   bool reuse = false;
-  std::vector<unsigned> lengths; // empty: every row runs T steps
+  std::vector<unsigned> lengths{}; // empty: every row runs T steps
 };
 
 void checkRunningSums(const SumCase &c) {
