@@ -67,6 +67,19 @@ public:
       const T *xr = xw[3 * r + R].data(), *xu = xw[3 * r + U].data();
       const T *hr = hw[2 * r].data(), *hu = hw[2 * r + 1].data();
       const T *br = bias[R].data(), *bu = bias[U].data(), *hp = h[r].data();
+      if (isSoftmaxKind(recurrentActivation)) {
+        // Softmax over the row: its statistics first.
+        auto preR = [&](unsigned k) { return float(xr[k]) + float(hr[k]) + float(br[k]); };
+        auto preU = [&](unsigned k) { return float(xu[k]) + float(hu[k]) + float(bu[k]); };
+        const RowStats sr = softmaxStats(n, preR), su = softmaxStats(n, preU);
+        for (unsigned k = 0; k < n; ++k) {
+          const float vr = activate(recurrentActivation, preR(k), sr);
+          outR[k] = T(vr);
+          outU[k] = T(activate(recurrentActivation, preU(k), su) * keep);
+          outRh[k] = T(vr * float(hp[k]));
+        }
+        continue;
+      }
       withActivations(recurrentActivation, activation, [&](auto rho, auto) {
         for (unsigned k0 = 0; k0 < n; k0 += kChunk) {
           const unsigned m = n - k0 < kChunk ? n - k0 : kChunk;
@@ -122,6 +135,20 @@ public:
         continue;
       }
       const T *xc = xw[r].data(), *hc = chw[r].data(), *bc = bias[0].data(), *uu = u[r].data();
+      if (isSoftmaxKind(activation)) {
+        auto preC = [&](unsigned k) { return float(xc[k]) + float(hc[k]) + float(bc[k]); };
+        const RowStats sc = softmaxStats(n, preC);
+        for (unsigned k = 0; k < n; ++k) {
+          const float vc = activate(activation, preC(k), sc), vu = float(uu[k]);
+          const float vh = vu * float(state[k]) + (1.0f - vu) * vc;
+          outC[k] = T(vc);
+          state[k] = T(vh);
+          outY[k] = T(vh);
+          if (saveH)
+            outH[k] = T(vh);
+        }
+        continue;
+      }
       withActivations(unsigned(NonLinearityType::SIGMOID), activation, [&](auto, auto phi) {
         for (unsigned k0 = 0; k0 < n; k0 += kChunk) {
           const unsigned m = n - k0 < kChunk ? n - k0 : kChunk;
@@ -175,6 +202,7 @@ public:
       const unsigned n = h[r].size();
       T *sr = inter[ni * r].data(), *su = inter[ni * r + 1].data(), *sc = inter[ni * r + 2].data();
       T *sh = saveH ? inter[ni * r + 3].data() : sc, *sn = inter[ni * r + ni - 1].data();
+      T *sr_ = sr, *su_ = su, *sc_ = sc, *sh_ = sh, *sn_ = sn;
       T *state = h[r].data(), *outY = out[r].data();
       if (float(mask[r]) == 0.0f) {
         zero(sr, n), zero(su, n), zero(sc, n), zero(sh, n), zero(sn, n), zero(outY, n);
@@ -185,6 +213,37 @@ public:
       const T *hr = hw[3 * r + R].data(), *hu = hw[3 * r + U].data(), *hc = hw[3 * r + C].data();
       const T *bxr = bias[0].data(), *bxu = bias[1].data(), *bxc = bias[2].data();
       const T *bhr = bias[3].data(), *bhu = bias[4].data(), *bhc = bias[5].data();
+      if (isSoftmaxKind(activation) || isSoftmaxKind(recurrentActivation)) {
+        auto preR = [&](unsigned k) {
+          return (float(xr[k]) + float(bxr[k])) + (float(hr[k]) + float(bhr[k]));
+        };
+        auto preU = [&](unsigned k) {
+          return (float(xu[k]) + float(bxu[k])) + (float(hu[k]) + float(bhu[k]));
+        };
+        const RowStats sr = isSoftmaxKind(recurrentActivation) ? softmaxStats(n, preR) : RowStats();
+        const RowStats su = isSoftmaxKind(recurrentActivation) ? softmaxStats(n, preU) : RowStats();
+        auto vn = [&](unsigned k) { return float(hc[k]) + float(bhc[k]); };
+        auto preC = [&](unsigned k) {
+          return float(xc[k]) + float(bxc[k]) + activate(recurrentActivation, preR(k), sr) * vn(k);
+        };
+        const RowStats sc = isSoftmaxKind(activation) ? softmaxStats(n, preC) : RowStats();
+        for (unsigned k = 0; k < n; ++k) {
+          const float vr = activate(recurrentActivation, preR(k), sr);
+          const float vu = activate(recurrentActivation, preU(k), su) * keep;
+          const float pre = preC(k);
+          const float vc = activate(activation, pre, sc);
+          const float vh = vu * float(state[k]) + (1.0f - vu) * vc;
+          sr_[k] = T(vr);
+          su_[k] = T(vu);
+          sc_[k] = T(rawCandidate ? pre : vc);
+          sn_[k] = T(vn(k));
+          if (saveH)
+            sh_[k] = T(vh);
+          state[k] = T(vh);
+          outY[k] = T(vh);
+        }
+        continue;
+      }
       withActivations(recurrentActivation, activation, [&](auto rho, auto phi) {
         for (unsigned k0 = 0; k0 < n; k0 += kChunk) {
           const unsigned m = n - k0 < kChunk ? n - k0 : kChunk;
@@ -284,6 +343,31 @@ public:
       const T *su = fwd[3 * r + U].data(), *sc = fwd[3 * r + C].data(), *hp = hPrev[r].data();
       const T *dy = outGrad[r].data();
       float dAttSum = 0.0f;
+      if (isSoftmaxKind(activation) || isSoftmaxKind(recurrentActivation)) {
+        // Softmax gradients need the row's sums of upstream * output first.
+        const float keep = hasAttention ? 1.0f - float(attention[r]) : 1.0f;
+        auto dhAt = [&](unsigned k) {
+          return float(mm[k]) + float(carry[k]) + (hasOutGrad ? float(dy[k]) : 0.0f);
+        };
+        auto ut = [&](unsigned k) { return keep != 0.0f ? float(su[k]) / keep : 0.0f; };
+        float dotC = 0.0f, dotU = 0.0f;
+        for (unsigned k = 0; k < n; ++k) {
+          const float dh = dhAt(k), u = float(su[k]), c = float(sc[k]);
+          dotC += dh * (1.0f - u) * c;
+          dotU += dh * (float(hp[k]) - c) * keep * ut(k);
+        }
+        for (unsigned k = 0; k < n; ++k) {
+          const float dh = dhAt(k), u = float(su[k]), c = float(sc[k]);
+          const float du = dh * (float(hp[k]) - c);
+          dC[k] = T(gradient(activation, c, dh * (1.0f - u), dotC));
+          dU[k] = T(gradient(recurrentActivation, ut(k), du * keep, dotU));
+          dAttSum += -du * ut(k);
+          carry[k] = T(dh * u);
+        }
+        if (hasAttention)
+          attGrad[r] = T(dAttSum);
+        continue;
+      }
       withActivations(recurrentActivation, activation, [&](auto rho, auto phi) {
         const BwdCommon<decltype(rho), decltype(phi)> common{
             rho, phi, rawCandidate, hasAttention ? 1.0f - float(attention[r]) : 1.0f};
@@ -326,6 +410,17 @@ public:
         continue;
       }
       const T *sr = reset[r].data(), *hp = hPrev[r].data(), *g = drh[r].data();
+      if (isSoftmaxKind(recurrentActivation)) {
+        float dot = 0.0f;
+        for (unsigned k = 0; k < n; ++k)
+          dot += float(g[k]) * float(hp[k]) * float(sr[k]);
+        for (unsigned k = 0; k < n; ++k) {
+          const float rr = float(sr[k]), gg = float(g[k]);
+          dR[k] = T(gradient(recurrentActivation, rr, gg * float(hp[k]), dot));
+          carry[k] = T(float(carry[k]) + gg * rr);
+        }
+        continue;
+      }
       withActivations(recurrentActivation, unsigned(NonLinearityType::TANH),
                       [&](auto rho, auto) {
                         for (unsigned k = 0; k < n; ++k) {
@@ -379,6 +474,41 @@ public:
       const T *sr = fwd[4 * r].data(), *su = fwd[4 * r + 1].data(), *sc = fwd[4 * r + 2].data(),
               *sn = fwd[4 * r + 3].data(), *hp = hPrev[r].data(), *dy = outGrad[r].data();
       float dAttSum = 0.0f;
+      if (isSoftmaxKind(activation) || isSoftmaxKind(recurrentActivation)) {
+        const float keep = hasAttention ? 1.0f - float(attention[r]) : 1.0f;
+        auto dhAt = [&](unsigned k) {
+          return float(mm[k]) + float(carry[k]) + (hasOutGrad ? float(dy[k]) : 0.0f);
+        };
+        auto ut = [&](unsigned k) { return keep != 0.0f ? float(su[k]) / keep : 0.0f; };
+        float dotC = 0.0f, dotU = 0.0f;
+        for (unsigned k = 0; k < n; ++k) {
+          const float dh = dhAt(k), u = float(su[k]), c = float(sc[k]);
+          dotC += dh * (1.0f - u) * c;
+          dotU += dh * (float(hp[k]) - c) * keep * ut(k);
+        }
+        auto dCandAt = [&](unsigned k) {
+          return gradient(activation, float(sc[k]), dhAt(k) * (1.0f - float(su[k])), dotC);
+        };
+        float dotR = 0.0f;
+        for (unsigned k = 0; k < n; ++k)
+          dotR += dCandAt(k) * float(sn[k]) * float(sr[k]);
+        for (unsigned k = 0; k < n; ++k) {
+          const float dh = dhAt(k), u = float(su[k]), c = float(sc[k]), rr = float(sr[k]);
+          const float du = dh * (float(hp[k]) - c);
+          const float dCand = dCandAt(k);
+          const float dReset = gradient(recurrentActivation, rr, dCand * float(sn[k]), dotR);
+          const float dUpd = gradient(recurrentActivation, ut(k), du * keep, dotU);
+          xR[k] = hR[k] = T(dReset);
+          xU[k] = hU[k] = T(dUpd);
+          xC[k] = T(dCand);
+          hN[k] = T(dCand * rr);
+          dAttSum += -du * ut(k);
+          carry[k] = T(dh * u);
+        }
+        if (hasAttention)
+          attGrad[r] = T(dAttSum);
+        continue;
+      }
       withActivations(recurrentActivation, activation, [&](auto rho, auto phi) {
         const BwdCommon<decltype(rho), decltype(phi)> common{
             rho, phi, rawCandidate, hasAttention ? 1.0f - float(attention[r]) : 1.0f};

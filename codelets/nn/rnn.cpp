@@ -151,45 +151,7 @@ namespace lstm_cell {
 
 constexpr unsigned F = 0, I = 1, G = 2, O = 3;
 
-ASPEN_HD inline bool isSoftmaxKind(unsigned k) {
-  return k == unsigned(NonLinearityType::SOFTMAX) ||
-         k == unsigned(NonLinearityType::SOFTMAX_STABLE);
-}
-
-// Softmax statistics of one row: y_k = exp(x_k - shift) / sum.
-struct RowStats {
-  float shift = 0.0f;
-  float sum = 1.0f;
-};
-
-template <class Value> ASPEN_HD inline RowStats softmaxStats(unsigned n, const Value &value) {
-  RowStats s;
-  if (n == 0)
-    return s;
-  s.shift = value(0);
-  for (unsigned k = 1; k < n; ++k) {
-    const float v = value(k);
-    s.shift = nnRanksAbove(v, s.shift) ? v : s.shift;
-  }
-  s.sum = 0.0f;
-  for (unsigned k = 0; k < n; ++k)
-    s.sum += nnExp(value(k) - s.shift);
-  return s;
-}
-
-ASPEN_HD inline float activate(unsigned kind, float x, const RowStats &s) {
-  if (isSoftmaxKind(kind))
-    return nnExp(x - s.shift) / s.sum;
-  return nnForwardOf(NonLinearityType(kind), x);
-}
-
-// dL/dx from act (output, or input for the kinds that take it), upstream g and, for softmax,
-// dot = sum over the row of g * y.
-ASPEN_HD inline float gradient(unsigned kind, float act, float g, float dot) {
-  if (isSoftmaxKind(kind))
-    return act * (g - dot);
-  return nnGradientOf(NonLinearityType(kind), act, g);
-}
+using namespace ::aspen::nn::cell;
 
 } // namespace lstm_cell
 

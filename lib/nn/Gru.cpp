@@ -90,15 +90,16 @@ void checkParams(const GruParams &params, const std::string &what) {
   }
   const NonLinearityType rec = params.recurrentActivation;
   if (!(rec == NonLinearityType::SIGMOID || rec == NonLinearityType::HARD_SIGMOID ||
-        rec == NonLinearityType::TANH))
-    throw invalid_option(fmt::format("{}: recurrentActivation {} is not allowed: a GRU gate "
-                                     "activation must be bounded and element-wise (SIGMOID, "
-                                     "HARD_SIGMOID or TANH)",
+        rec == NonLinearityType::TANH || rec == NonLinearityType::SOFTMAX ||
+        rec == NonLinearityType::SOFTMAX_STABLE))
+    throw invalid_option(fmt::format("{}: recurrentActivation {} is not allowed: a gate activation "
+                                     "must be bounded (SIGMOID, HARD_SIGMOID, TANH, SOFTMAX or "
+                                     "SOFTMAX_STABLE)",
                                      what, nn::asString(rec)));
-  if (isSoftmax(params.activation))
-    throw invalid_option(fmt::format("{}: activation {} is not supported by the GRU: its cells are "
-                                     "element-wise (the LSTM supports softmax)",
-                                     what, nn::asString(params.activation)));
+  if (params.activation == NonLinearityType::SOFTMAX_SCALED)
+    throw invalid_option(fmt::format("{}: activation SOFTMAX_SCALED is not allowed (its outputs are "
+                                     "scaled); use SOFTMAX or SOFTMAX_STABLE",
+                                     what));
   if (params.dataType != params.rnn.dataType || params.batchSize != params.rnn.batchSize ||
       params.timeSteps != params.rnn.maxTimeSteps || params.layerSizes != params.rnn.layerSizes)
     throw invalid_option(fmt::format("{}: GruParams' deprecated fields (dataType, batchSize, "

@@ -43,9 +43,9 @@ TEST_CASE("GRU misuse", "[error][gru]") {
   REQUIRE_THROWS_WITH(gru::gruFwd(g, p, init, in, w, nullptr, prog),
                       Contains("recurrentActivation RELU") && Contains("bounded"));
   p = params;
-  p.activation = NonLinearityType::SOFTMAX;
+  p.activation = NonLinearityType::SOFTMAX_SCALED;
   REQUIRE_THROWS_WITH(gru::gruFwd(g, p, init, in, w, nullptr, prog),
-                      Contains("SOFTMAX") && Contains("not supported by the GRU"));
+                      Contains("SOFTMAX_SCALED") && Contains("not allowed"));
   // Shapes and types.
   REQUIRE_THROWS_WITH(gru::gruFwd(g, params, init, variable(g, FLOAT, {3, 2, 6}, "wide"), w,
                                   nullptr, prog),
