@@ -1,0 +1,379 @@
+// The vanilla RNN (popnn's Recurrent functions): built from matMul, ops' additions and nn's
+// non-linearities; the sequences run as rnn loops inside the device program.
+#include "RnnLoop.hpp"
+
+#include <aspen/Error.hpp>
+#include <aspen/linalg/MatMul.hpp>
+#include <aspen/nn/NonLinearity.hpp>
+#include <aspen/nn/Recurrent.hpp>
+#include <aspen/ops/ElementWise.hpp>
+#include <aspen/ops/Reduce.hpp>
+#include <aspen/ops/Zero.hpp>
+#include <aspen/util/TileMapping.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace aspen::nn::rnn {
+
+using program::Copy;
+using program::Sequence;
+
+namespace {
+
+void checkShape(const Tensor &t, const std::vector<std::size_t> &shape, const Type &type,
+                const std::string &what) {
+  if (!t.valid())
+    throw shape_error(what + " is not a valid tensor");
+  if (t.shape() != shape)
+    throw shape_error(fmt::format("{} must have shape {{{}}}, not {}", what, fmt::join(shape, ","),
+                                  t.shapeToString()));
+  if (t.elementType() != type)
+    throw type_error(fmt::format("{} must be of type {}, not {}", what, type.toString(),
+                                 t.elementType().toString()));
+}
+
+void checkType(const Type &t, const std::string &what) {
+  if (t != FLOAT && t != HALF)
+    throw type_error(fmt::format("{}: the data type must be float or half, not {}", what,
+                                 t.toString()));
+}
+
+void checkNonLinearity(NonLinearityType nl, const std::string &what) {
+  if (gradientTakesInput(nl) || nl == NonLinearityType::SOFTMAX_SCALED)
+    throw invalid_option(fmt::format("{}: nonLinearityType {} is not allowed: the RNN keeps only "
+                                     "its outputs, so the kind's gradient must follow from them "
+                                     "(SIGMOID, HARD_SIGMOID, RELU, TANH, SOFTMAX or "
+                                     "SOFTMAX_STABLE)",
+                                     what, nn::asString(nl)));
+}
+
+OptionFlags mmOptions(const Type &partialsType, bool inferenceOnly, const char *pass) {
+  return {{"partialsType", partialsType == HALF ? "half" : "float"},
+          {"fullyConnectedPass", inferenceOnly ? "INFERENCE_FWD" : pass}};
+}
+
+Tensor mapped(Graph &graph, const Type &t, std::vector<std::size_t> shape,
+              const DebugContext &debug) {
+  Tensor v = graph.addVariable(t, shape, debug);
+  util::mapTensorLinearly(graph, v);
+  return v;
+}
+
+// [n, B, m] rows times a [m, k] matrix -> [n, B, k].
+Tensor multiplySteps(Graph &graph, const Tensor &seq, const Tensor &matrix, Sequence &prog,
+                     const OptionFlags &options, const DebugContext &debug,
+                     linalg::PlanningCache *cache) {
+  const std::size_t n = seq.dim(0), B = seq.dim(1);
+  return linalg::matMul(graph, seq.reshape({n * B, seq.dim(2)}), matrix, prog, debug, options,
+                        cache)
+      .reshape({n, B, matrix.dim(1)});
+}
+
+} // namespace
+
+std::vector<std::pair<linalg::MatMulParams, OptionFlags>>
+getMatMulPrePlanParameters(std::size_t numSteps, std::size_t batchSize, std::size_t inputSize,
+                           std::size_t outputSize, const Type &dType, const Type &partialsType,
+                           bool inferenceOnly, bool hasFeedforwardWeights) {
+  auto mm = [&](std::vector<std::size_t> a, std::vector<std::size_t> b, const char *pass) {
+    linalg::MatMulParams p;
+    p.inputType = dType;
+    p.outputType = dType;
+    p.aShape = std::move(a);
+    p.bShape = std::move(b);
+    return std::pair{p, mmOptions(partialsType, inferenceOnly, pass)};
+  };
+  const std::size_t T = numSteps, B = batchSize, I = inputSize, H = outputSize;
+  std::vector<std::pair<linalg::MatMulParams, OptionFlags>> out;
+  if (hasFeedforwardWeights)
+    out.push_back(mm({T * B, I}, {I, H}, "TRAINING_FWD"));
+  out.push_back(mm({B, H}, {H, H}, "TRAINING_FWD"));
+  if (!inferenceOnly) {
+    out.push_back(mm({B, H}, {H, H}, "TRAINING_BWD"));
+    out.push_back(mm({T * B, H}, {H, I}, "TRAINING_BWD"));
+    out.push_back(mm({I, T * B}, {T * B, H}, "TRAINING_WU"));
+    out.push_back(mm({H, T * B}, {T * B, H}, "TRAINING_WU"));
+  }
+  return out;
+}
+
+std::uint64_t getFwdFlops(unsigned sequenceSize, unsigned batchSize, unsigned inputSize,
+                          unsigned outputSize, bool weightInput) {
+  const std::uint64_t T = sequenceSize, B = batchSize, I = inputSize, H = outputSize;
+  return T * B * ((weightInput ? 2 * I * H : 0) + 2 * H * H + 2 * H);
+}
+
+std::uint64_t getBwdFlops(unsigned sequenceSize, unsigned batchSize, unsigned inputSize,
+                          unsigned outputSize, bool calcInputGrad) {
+  const std::uint64_t T = sequenceSize, B = batchSize, I = inputSize, H = outputSize;
+  return T * B * (2 * H * H + H + (calcInputGrad ? 2 * I * H : 0));
+}
+
+std::uint64_t getWuFlops(unsigned sequenceSize, unsigned batchSize, unsigned inputSize,
+                         unsigned outputSize) {
+  const std::uint64_t T = sequenceSize, B = batchSize, I = inputSize, H = outputSize;
+  return T * B * (2 * I * H + 2 * H * H + H);
+}
+
+Tensor createInput(Graph &graph, unsigned numSteps, unsigned batchSize, unsigned inputSize,
+                   unsigned outputSize, const Type &dType, const Type &, bool,
+                   const DebugContext &debug, linalg::PlanningCache *) {
+  checkType(dType, "rnn::createInput");
+  RnnParams params(dType, batchSize, numSteps, {inputSize, outputSize});
+  return createInputTensor(graph, params, 1, debug);
+}
+
+Tensor createFwdState(Graph &graph, const Type &dType, unsigned batchSize, unsigned outputSize,
+                      Sequence &prog, bool initState, bool, const DebugContext &debug,
+                      linalg::PlanningCache *) {
+  checkType(dType, "rnn::createFwdState");
+  Tensor state = detail::addStep(graph, dType, batchSize, outputSize, debug);
+  if (initState)
+    ops::zero(graph, state, prog, {debug, "zero"});
+  return state;
+}
+
+Tensor getOutputFromFwdState(const Tensor &fwdState) { return fwdState; }
+
+Tensor createWeightsInput(Graph &graph, unsigned, unsigned, unsigned inputSize,
+                          unsigned outputSize, const Type &dType, const Type &, bool,
+                          const DebugContext &debug, linalg::PlanningCache *) {
+  checkType(dType, "rnn::createWeightsInput");
+  return mapped(graph, dType, {inputSize, outputSize}, debug);
+}
+
+Tensor createWeightsFeedback(Graph &graph, unsigned, unsigned outputSize, const Type &dType,
+                             const Type &, bool, const DebugContext &debug,
+                             linalg::PlanningCache *) {
+  checkType(dType, "rnn::createWeightsFeedback");
+  return mapped(graph, dType, {outputSize, outputSize}, debug);
+}
+
+Tensor forwardWeightInput(Graph &graph, const Tensor &actIn, const Tensor &weights,
+                          Sequence &prog, const Type &partialsType, bool inferenceOnly,
+                          const DebugContext &debug, linalg::PlanningCache *cache) {
+  const std::string what = "rnn::forwardWeightInput";
+  if (actIn.rank() != 3 || weights.rank() != 2 || actIn.dim(2) != weights.dim(0))
+    throw shape_error(fmt::format("{}: actIn must be [T, B, I] and weights [I, H]; got {} and {}",
+                                  what, actIn.shapeToString(), weights.shapeToString()));
+  checkType(actIn.elementType(), what);
+  return multiplySteps(graph, actIn, weights, prog,
+                       mmOptions(partialsType, inferenceOnly, "TRAINING_FWD"), debug, cache);
+}
+
+Tensor forwardIterate(Graph &graph, const Tensor &feedFwdIn, const Tensor &initState,
+                      const Tensor &feedbackWeights, const Tensor &biases, Sequence &prog,
+                      NonLinearityType nl, const Type &partialsType, bool inferenceOnly,
+                      const DebugContext &debug, linalg::PlanningCache *cache) {
+  const std::string what = "rnn::forwardIterate";
+  checkNonLinearity(nl, what);
+  if (feedFwdIn.rank() != 3)
+    throw shape_error(fmt::format("{}: feedFwdIn must be [T, B, H], not {}", what,
+                                  feedFwdIn.shapeToString()));
+  const std::size_t T = feedFwdIn.dim(0), B = feedFwdIn.dim(1), H = feedFwdIn.dim(2);
+  const Type t = feedFwdIn.elementType();
+  checkType(t, what);
+  checkShape(initState, {B, H}, t, what + ": initState");
+  checkShape(feedbackWeights, {H, H}, t, what + ": feedbackWeights");
+  checkShape(biases, {H}, t, what + ": biases");
+  RnnParams params(t, B, T, {H, H});
+  const OptionFlags options = mmOptions(partialsType, inferenceOnly, "TRAINING_FWD");
+  Tensor out = createOutputTensor(graph, params, 1, {debug, "output"});
+  const Tensor bias = biases.expand({0}).broadcast(static_cast<unsigned>(B), 0);
+  auto body = [&](Graph &g, const TimeStepState &, const RnnBatchwiseFlags &,
+                  std::vector<Tensor> &state, const RnnSlice &slice, std::vector<Tensor> &,
+                  Sequence *, const DebugContext &dbg) {
+    Sequence step;
+    const Tensor pre = linalg::matMul(g, state[0], feedbackWeights, step, {dbg, "feedback"},
+                                      options, cache);
+    ops::addInPlace(g, pre, slice.inputs[0], step, {dbg, "feedForward"});
+    ops::addInPlace(g, pre, bias, step, {dbg, "bias"});
+    nn::nonLinearityInPlace(g, nl, pre, step, {dbg, "nonLinearity"});
+    step.add(Copy(pre, state[0]));
+    step.add(Copy(pre, slice.outputs[0]));
+    return step;
+  };
+  OptionFlags loopOptions;
+  Rnn(graph, params, false, {initState}, {}, {feedFwdIn}, nullptr, nullptr, {out}, {}, prog, body,
+      1, loopOptions, debug);
+  return out;
+}
+
+Tensor createBwdState(Graph &graph, const Type &dType, unsigned batchSize, unsigned outputSize,
+                      Sequence &prog, const DebugContext &debug, linalg::PlanningCache *) {
+  checkType(dType, "rnn::createBwdState");
+  Tensor state = detail::addStep(graph, dType, batchSize, outputSize, debug);
+  ops::zero(graph, state, prog, {debug, "zero"});
+  return state;
+}
+
+namespace {
+
+// delta_t = nl'(y_t) * (dy_t + delta_{t+1} . Wfb^T)
+Tensor gradientAtAdder(Graph &graph, const Tensor &nextLayerGrad, const Tensor &bwdState,
+                       const Tensor &actOut, const Tensor &weightsFeedback, Sequence &prog,
+                       NonLinearityType nl, const OptionFlags &options,
+                       const DebugContext &debug, linalg::PlanningCache *cache) {
+  const Tensor g = linalg::matMul(graph, bwdState, weightsFeedback.transpose(), prog,
+                                  {debug, "feedback"}, options, cache);
+  ops::addInPlace(graph, g, nextLayerGrad, prog, {debug, "outputGrad"});
+  return nn::nonLinearityInputGradient(graph, nl, actOut, g, prog, {debug, "nonLinearity"});
+}
+
+void checkStep(const Tensor &nextLayerGrad, const Tensor &bwdState, const Tensor &actOut,
+               const Tensor &weightsFeedback, NonLinearityType nl, const std::string &what) {
+  checkNonLinearity(nl, what);
+  if (nextLayerGrad.rank() != 2)
+    throw shape_error(fmt::format("{}: nextLayerGrad must be [B, H], not {}", what,
+                                  nextLayerGrad.shapeToString()));
+  const Type t = nextLayerGrad.elementType();
+  checkType(t, what);
+  const std::size_t B = nextLayerGrad.dim(0), H = nextLayerGrad.dim(1);
+  checkShape(bwdState, {B, H}, t, what + ": bwdState");
+  checkShape(actOut, {B, H}, t, what + ": actOut");
+  checkShape(weightsFeedback, {H, H}, t, what + ": weightsFeedback");
+}
+
+} // namespace
+
+std::pair<Tensor, Tensor> backwardGradientStep(Graph &graph, const Tensor &nextLayerGrad,
+                                               const Tensor &bwdState, const Tensor &actOut,
+                                               const Tensor &weightsInput,
+                                               const Tensor &weightsFeedback, Sequence &prog,
+                                               NonLinearityType nl, const Type &partialsType,
+                                               const DebugContext &debug,
+                                               linalg::PlanningCache *cache) {
+  const std::string what = "rnn::backwardGradientStep";
+  checkStep(nextLayerGrad, bwdState, actOut, weightsFeedback, nl, what);
+  if (weightsInput.rank() != 2 || weightsInput.dim(1) != nextLayerGrad.dim(1))
+    throw shape_error(fmt::format("{}: weightsInput must be [I, {}], not {}", what,
+                                  nextLayerGrad.dim(1), weightsInput.shapeToString()));
+  const OptionFlags options = mmOptions(partialsType, false, "TRAINING_BWD");
+  const Tensor delta = gradientAtAdder(graph, nextLayerGrad, bwdState, actOut, weightsFeedback,
+                                       prog, nl, options, debug, cache);
+  const Tensor dx = linalg::matMul(graph, delta, weightsInput.transpose(), prog,
+                                   {debug, "inputGrad"}, options, cache);
+  return {dx, delta};
+}
+
+Tensor backwardGradientStep(Graph &graph, const Tensor &nextLayerGrad, const Tensor &bwdState,
+                            const Tensor &actOut, const Tensor &weightsFeedback, Sequence &prog,
+                            NonLinearityType nl, const Type &partialsType,
+                            const DebugContext &debug, linalg::PlanningCache *cache) {
+  checkStep(nextLayerGrad, bwdState, actOut, weightsFeedback, nl, "rnn::backwardGradientStep");
+  return gradientAtAdder(graph, nextLayerGrad, bwdState, actOut, weightsFeedback, prog, nl,
+                         mmOptions(partialsType, false, "TRAINING_BWD"), debug, cache);
+}
+
+void paramDeltaUpdate(Graph &graph, const Tensor &bwdState, const Tensor &actIn,
+                      const Tensor &prevOut, Tensor &weightsInputDeltasAcc,
+                      Tensor &weightsFeedbackDeltasAcc, Tensor &biasDeltasAcc, Sequence &prog,
+                      const Type &partialsType, const DebugContext &debug,
+                      linalg::PlanningCache *cache) {
+  const std::string what = "rnn::paramDeltaUpdate";
+  if (bwdState.rank() != 2 || actIn.rank() != 2)
+    throw shape_error(fmt::format("{}: bwdState must be [B, H] and actIn [B, I]; got {} and {}",
+                                  what, bwdState.shapeToString(), actIn.shapeToString()));
+  const std::size_t B = bwdState.dim(0), H = bwdState.dim(1), I = actIn.dim(1);
+  const Type t = bwdState.elementType();
+  checkShape(actIn, {B, I}, t, what + ": actIn");
+  checkShape(prevOut, {B, H}, t, what + ": prevOut");
+  checkShape(weightsInputDeltasAcc, {I, H}, weightsInputDeltasAcc.elementType(),
+             what + ": weightsInputDeltasAcc");
+  checkShape(weightsFeedbackDeltasAcc, {H, H}, weightsFeedbackDeltasAcc.elementType(),
+             what + ": weightsFeedbackDeltasAcc");
+  checkShape(biasDeltasAcc, {H}, biasDeltasAcc.elementType(), what + ": biasDeltasAcc");
+  const OptionFlags options = mmOptions(partialsType, false, "TRAINING_WU");
+  linalg::matMulAcc(graph, weightsInputDeltasAcc, 1.0f, actIn.transpose(), bwdState, prog,
+                    {debug, "inputWeights"}, options, cache);
+  linalg::matMulAcc(graph, weightsFeedbackDeltasAcc, 1.0f, prevOut.transpose(), bwdState, prog,
+                    {debug, "feedbackWeights"}, options, cache);
+  const Tensor sum = ops::reduce(graph, bwdState, biasDeltasAcc.elementType(), {0},
+                                 {ops::Operation::ADD}, prog, {debug, "biases"});
+  ops::addInPlace(graph, biasDeltasAcc, sum, prog, {debug, "biases"});
+}
+
+Tensor rnnFwdSequence(Graph &graph, Sequence &prog, const Tensor &fwdStateInit,
+                      const Tensor *weightedIn, const Tensor &biases,
+                      const Tensor &feedFwdWeights, const Tensor &feedbackWeights,
+                      const Tensor &prevLayerActs, const NonLinearityType &nl,
+                      const Type &partialsType, bool inferenceOnly, const DebugContext &debug,
+                      linalg::PlanningCache *cache) {
+  const Tensor ff = weightedIn ? *weightedIn
+                               : forwardWeightInput(graph, prevLayerActs, feedFwdWeights, prog,
+                                                    partialsType, inferenceOnly,
+                                                    {debug, "weighInput"}, cache);
+  return forwardIterate(graph, ff, fwdStateInit, feedbackWeights, biases, prog, nl, partialsType,
+                        inferenceOnly, debug, cache);
+}
+
+std::tuple<Tensor, Tensor, Tensor, Tensor>
+rnnBwdSequence(Graph &graph, bool doWU, bool ignoreInputGradientCalc, Sequence &prog,
+               const Tensor &fwdStateInit, const Tensor &fwdState, const Tensor &biases,
+               const Tensor &feedFwdWeights, const Tensor &feedbackWeights,
+               const Tensor &outGradient, const Tensor &actIn, const NonLinearityType &nl,
+               const Type &partialsType, const DebugContext &debug,
+               linalg::PlanningCache *cache) {
+  const std::string what = "rnn::rnnBwdSequence";
+  checkNonLinearity(nl, what);
+  if (fwdState.rank() != 3 || actIn.rank() != 3)
+    throw shape_error(fmt::format("{}: fwdState must be [T, B, H] and actIn [T, B, I]; got {} "
+                                  "and {}",
+                                  what, fwdState.shapeToString(), actIn.shapeToString()));
+  const std::size_t T = fwdState.dim(0), B = fwdState.dim(1), H = fwdState.dim(2);
+  const std::size_t I = actIn.dim(2);
+  const Type t = fwdState.elementType();
+  checkType(t, what);
+  checkShape(fwdStateInit, {B, H}, t, what + ": fwdStateInit");
+  checkShape(outGradient, {T, B, H}, t, what + ": outGradient");
+  checkShape(actIn, {T, B, I}, t, what + ": actIn");
+  checkShape(feedFwdWeights, {I, H}, t, what + ": feedFwdWeights");
+  checkShape(feedbackWeights, {H, H}, t, what + ": feedbackWeights");
+  checkShape(biases, {H}, t, what + ": biases");
+  RnnParams params(t, B, T, {I, H});
+  const OptionFlags options = mmOptions(partialsType, false, "TRAINING_BWD");
+  // delta_t for every step, in a reverse loop whose state is delta_{t+1}.
+  Tensor deltas = createOutputTensor(graph, params, 1, {debug, "delta"});
+  Tensor state0 = createBwdState(graph, t, static_cast<unsigned>(B), static_cast<unsigned>(H),
+                                 prog, {debug, "bwdState"});
+  const Tensor wfbT = graph.clone(feedbackWeights.transpose(), {debug, "feedbackTransposed"});
+  prog.add(Copy(feedbackWeights.transpose(), wfbT));
+  auto body = [&](Graph &g, const TimeStepState &, const RnnBatchwiseFlags &,
+                  std::vector<Tensor> &state, const RnnSlice &slice, std::vector<Tensor> &,
+                  Sequence *, const DebugContext &dbg) {
+    Sequence step;
+    const Tensor gsum = linalg::matMul(g, state[0], wfbT, step, {dbg, "feedback"}, options, cache);
+    ops::addInPlace(g, gsum, slice.inputs[0], step, {dbg, "outputGrad"});
+    const Tensor delta =
+        nn::nonLinearityInputGradient(g, nl, slice.inputs[1], gsum, step, {dbg, "nonLinearity"});
+    step.add(Copy(delta, state[0]));
+    step.add(Copy(delta, slice.outputs[0]));
+    return step;
+  };
+  OptionFlags loopOptions;
+  Rnn(graph, params, true, {state0}, {}, {outGradient, fwdState}, nullptr, nullptr, {deltas}, {},
+      prog, body, 1, loopOptions, {debug, "loop"});
+  const Tensor deltaRows = deltas.reshape({T * B, H});
+  Tensor dx;
+  if (!ignoreInputGradientCalc)
+    dx = linalg::matMul(graph, deltaRows, feedFwdWeights.transpose(), prog, {debug, "inputGrad"},
+                        options, cache)
+             .reshape({T, B, I});
+  Tensor dWff, dWfb, db;
+  if (doWU) {
+    const OptionFlags wu = mmOptions(partialsType, false, "TRAINING_WU");
+    dWff = linalg::matMul(graph, actIn.reshape({T * B, I}).transpose(), deltaRows, prog,
+                          {debug, "inputWeightsGrad"}, wu, cache);
+    // y_{t-1}: the initial state, then the outputs of steps 0..T-2.
+    const Tensor prev =
+        T > 1 ? concat(fwdStateInit.expand({0}), fwdState.slice(0, T - 1, 0), 0)
+              : fwdStateInit.expand({0});
+    dWfb = linalg::matMul(graph, prev.reshape({T * B, H}).transpose(), deltaRows, prog,
+                          {debug, "feedbackWeightsGrad"}, wu, cache);
+    db = ops::reduce(graph, deltaRows, t, {0}, {ops::Operation::ADD}, prog, {debug, "biasesGrad"});
+  }
+  return {dx, dWff, dWfb, db};
+}
+
+} // namespace aspen::nn::rnn
