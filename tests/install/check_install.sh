@@ -11,7 +11,7 @@ cmake --install "$build_dir" --prefix "$work/prefix" >/dev/null
 cmake -S "$source_dir" -B "$work/build" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/build" >/dev/null
 "$work/build/consumer"
-for driver in lstm_layer gru_layer; do
+for driver in lstm_layer gru_layer rnn_layer; do
   (cd "$work" && env -i PATH=/usr/bin:/bin HOME="$work" ASPEN_CACHE_DIR="$work/cache" \
      "$work/prefix/bin/$driver" --input-size 3 --output-size 4 --batch-size 2 --phase all \
      | grep -q "$driver: PASS") || { echo "installed $driver failed"; exit 1; }
