@@ -25,6 +25,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+
 namespace aspen::nn::gru {
 
 using program::Copy;
@@ -62,6 +65,94 @@ Tensor previousOutputs(Graph &graph, const GruParams &params, const GruOptions &
                              {debug, "hPrev"});
 }
 
+// The weight-gradient accumulators (float), canonical columns: [Wi; bx] [I+1, 3H], and
+// [Wo; bh] [H+1, 3H] (resetAfter) or [Wo_r | Wo_u] [H, 2H] and Wo_c [H, H].
+struct WuAcc {
+  Tensor x, h, ru, c;
+};
+
+WuAcc zeroAccumulators(Graph &graph, const GruParams &params, Sequence &prog,
+                       const DebugContext &debug) {
+  const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
+  auto acc = [&](std::vector<std::size_t> shape, const char *what) {
+    Tensor a = graph.addVariable(FLOAT, shape, {debug, what});
+    util::mapTensorLinearly(graph, a);
+    ops::zero(graph, a, prog, {debug, what});
+    return a;
+  };
+  WuAcc a;
+  a.x = acc({I + 1, 3 * H}, "accX");
+  if (params.resetAfter) {
+    a.h = acc({H + 1, 3 * H}, "accH");
+  } else {
+    a.ru = acc({H, 2 * H}, "accRU");
+    a.c = acc({H, H}, "accC");
+  }
+  return a;
+}
+
+// acc += the products of n rows: x [n, I], hPrev [n, H], reset [n, H] (resetAfter false),
+// deltaX [n, 3H] and deltaH [n, 3H] (resetAfter), canonical columns.
+void accumulate(Graph &graph, const GruParams &params, const GruOptions &opts, const WuAcc &acc,
+                const Tensor &x, const Tensor &hPrev, const Tensor &reset, const Tensor &deltaX,
+                const Tensor &deltaH, Sequence &prog, const DebugContext &debug,
+                linalg::PlanningCache *cache) {
+  const std::size_t H = params.rnn.layerSizes[1];
+  const std::size_t rows = x.dim(0);
+  const Type t = params.rnn.dataType;
+  const OptionFlags mmOptions = matMulOptions(opts, "TRAINING_WU");
+  Tensor ones = graph.addConstant<float>(t, {1, 1}, 1.0f, {debug, "ones"});
+  graph.setTileMapping(ones, 0);
+  const Tensor onesColumn = ones.broadcast(static_cast<unsigned>(rows), 0);
+  // [dWi; dbx] += [X | 1]^T . deltaX
+  linalg::matMulAcc(graph, acc.x, 1.0f, concat(x, onesColumn, 1).transpose(), deltaX, prog,
+                    {debug, "dWi"}, mmOptions, cache);
+  if (params.resetAfter) {
+    linalg::matMulAcc(graph, acc.h, 1.0f, concat(hPrev, onesColumn, 1).transpose(), deltaH, prog,
+                      {debug, "dWo"}, mmOptions, cache);
+  } else {
+    // The candidate's recurrent product saw r*h_{t-1}.
+    const Tensor rh = ops::mul(graph, reset, hPrev, prog, {debug, "rh"});
+    linalg::matMulAcc(graph, acc.ru, 1.0f, hPrev.transpose(), deltaX.slice(0, 2 * H, 1), prog,
+                      {debug, "dWoRU"}, mmOptions, cache);
+    linalg::matMulAcc(graph, acc.c, 1.0f, rh.transpose(), deltaX.slice(2 * H, 3 * H, 1), prog,
+                      {debug, "dWoC"}, mmOptions, cache);
+  }
+}
+
+// The accumulators as GruWeights in slot order and the data type.
+GruWeights finish(Graph &graph, const GruParams &params, const WuAcc &acc, Sequence &prog,
+                  const DebugContext &debug) {
+  const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
+  const Type t = params.rnn.dataType;
+  // Canonical [n, 3H] -> [3, n, H] in slot order, cast into fresh tensors.
+  auto result = [&](const Tensor &matrix, const char *what) {
+    const Tensor gates = matrix.reshape({matrix.dim(0), 3, H}).dimShuffle({1, 0, 2});
+    const Tensor view = slotGates(params, gates);
+    Tensor out = graph.addVariable(t, view.shape(), {debug, what});
+    util::mapTensorLinearly(graph, out);
+    if (t == FLOAT)
+      prog.add(Copy(view, out));
+    else
+      ops::castWithOutput(graph, view, out, prog, {debug, what});
+    return out;
+  };
+  const Tensor dWo = params.resetAfter ? acc.h.slice(0, H, 0) : concat(acc.ru, acc.c, 1);
+  GruWeights grads;
+  grads.inputWeights = result(acc.x.slice(0, I, 0), "inputWeightsGrad");
+  grads.outputWeights = result(dWo, "outputWeightsGrad");
+  const Tensor dbx = result(acc.x.slice(I, I + 1, 0), "biasesGrad").reshape({3, H});
+  if (params.resetAfter) {
+    const Tensor dbh = result(acc.h.slice(H, H + 1, 0), "recurrentBiasesGrad").reshape({3, H});
+    grads.biases = graph.addVariable(t, {3, 2, H}, {debug, "biasesGrad"}); // [g][0], [g][1]
+    util::mapTensorLinearly(graph, grads.biases);
+    prog.add(Copy(concat(dbx.expand({1}), dbh.expand({1}), 1), grads.biases));
+  } else {
+    grads.biases = dbx;
+  }
+  return grads;
+}
+
 // The weight gradients from the gate gradients of all steps (rows [T*B, 3H], canonical).
 GruWeights weightUpdate(Graph &graph, const GruParams &params, const GruOptions &opts,
                         const Tensor &input, const Tensor &hPrev, const Tensor &fwdIntermediates,
@@ -69,56 +160,30 @@ GruWeights weightUpdate(Graph &graph, const GruParams &params, const GruOptions 
                         const DebugContext &debug, linalg::PlanningCache *cache) {
   const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
   const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
-  const Type t = params.rnn.dataType;
-  const std::size_t rows = T * B;
-  const OptionFlags mmOptions = matMulOptions(opts, "TRAINING_WU");
-  Tensor ones = graph.addConstant<float>(t, {1, 1}, 1.0f, {debug, "ones"});
-  graph.setTileMapping(ones, 0);
-  const Tensor onesColumn = ones.broadcast(static_cast<unsigned>(rows), 0);
-  // [dWi; dbx] = [X | 1]^T . deltaX
-  const Tensor xAndOne = concat(input.reshape({rows, I}), onesColumn, 1);
-  const Tensor accX = linalg::matMul(graph, xAndOne.transpose(), deltaX, prog, {debug, "dWi"},
-                                     mmOptions, cache); // [I+1, 3H]
-  const Tensor hRows = hPrev.reshape({rows, H});
-  Tensor dWo, dbh;                                       // dWo [H, 3H] canonical columns
-  if (params.resetAfter) {
-    const Tensor accH = linalg::matMul(graph, concat(hRows, onesColumn, 1).transpose(), deltaH,
-                                       prog, {debug, "dWo"}, mmOptions, cache); // [H+1, 3H]
-    dWo = accH.slice(0, H, 0);
-    dbh = accH.slice(H, H + 1, 0);
-  } else {
-    // The candidate's recurrent product saw r*h_{t-1}.
-    const Tensor reset = fwdIntermediates.slice(0, 1, 1).squeeze({1}).reshape({rows, H});
-    const Tensor rh = ops::mul(graph, reset, hRows, prog, {debug, "rh"});
-    const Tensor dWoRU = linalg::matMul(graph, hRows.transpose(), deltaX.slice(0, 2 * H, 1), prog,
-                                        {debug, "dWoRU"}, mmOptions, cache);
-    const Tensor dWoC = linalg::matMul(graph, rh.transpose(), deltaX.slice(2 * H, 3 * H, 1), prog,
-                                       {debug, "dWoC"}, mmOptions, cache);
-    dWo = concat(dWoRU, dWoC, 1);
-  }
-  // Canonical [n, 3H] -> [3, n, H] in slot order, copied into fresh tensors.
-  auto result = [&](const Tensor &matrix, const char *what) {
-    const Tensor gates = matrix.reshape({matrix.dim(0), 3, H}).dimShuffle({1, 0, 2});
-    const Tensor view = slotGates(params, gates);
-    Tensor out = graph.addVariable(t, view.shape(), {debug, what});
-    util::mapTensorLinearly(graph, out);
-    prog.add(Copy(view, out));
-    return out;
-  };
-  GruWeights grads;
-  grads.inputWeights = result(accX.slice(0, I, 0), "inputWeightsGrad");
-  grads.outputWeights = result(dWo, "outputWeightsGrad");
-  const Tensor dbx = result(accX.slice(I, I + 1, 0), "biasesGrad")
-                         .reshape({3, H}); // [3, 1, H] -> [3, H]
-  if (params.resetAfter) {
-    const Tensor dbhSlots = result(dbh, "recurrentBiasesGrad").reshape({3, H});
-    grads.biases = graph.addVariable(t, {3, 2, H}, {debug, "biasesGrad"}); // [g][0], [g][1]
-    util::mapTensorLinearly(graph, grads.biases);
-    prog.add(Copy(concat(dbx.expand({1}), dbhSlots.expand({1}), 1), grads.biases));
-  } else {
-    grads.biases = dbx;
-  }
-  return grads;
+  const WuAcc acc = zeroAccumulators(graph, params, prog, debug);
+  const Tensor reset = params.resetAfter
+                           ? Tensor()
+                           : fwdIntermediates.slice(0, 1, 1).squeeze({1}).reshape({T * B, H});
+  accumulate(graph, params, opts, acc, input.reshape({T * B, I}), hPrev.reshape({T * B, H}),
+             reset, deltaX, deltaH, prog, debug, cache);
+  return finish(graph, params, acc, prog, debug);
+}
+
+// The interleaving cadence k (0: one pass after the loop): the forced value, or one pass when
+// the gate gradients of all steps fit the memory budget, else the largest window that does.
+unsigned chooseStepsPerWU(const Graph &graph, const GruParams &params, const GruOptions &opts) {
+  const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
+  const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
+  if (opts.stepsPerWU)
+    return *opts.stepsPerWU == T ? 0u : *opts.stepsPerWU;
+  const Target &target = graph.getTarget();
+  const double budget =
+      double(target.getNumTiles()) * target.getBytesPerTile() * opts.availableMemoryProportion;
+  const double perStep = double(B) * ((params.resetAfter ? 6 : 3) * H + I + 2 * H) *
+                         target.getTypeSize(params.rnn.dataType);
+  if (perStep * T <= budget)
+    return 0;
+  return static_cast<unsigned>(std::clamp(std::floor(budget / perStep), 1.0, double(T - 1)));
 }
 
 Tensor backward(Graph &graph, const GruParams &params, const GruOptions &opts, Sequence &prog,
@@ -148,11 +213,30 @@ Tensor backward(Graph &graph, const GruParams &params, const GruOptions &opts, S
     ops::addInPlace(graph, dhCarry, outputGrad, prog, {debug, "outputGrad"});
   Tensor dhMM = zeros("dhMMInit");
 
-  Tensor deltaX = rnn::detail::addSequence(graph, t, T, B, 3 * H, opts.numShards,
-                                           {debug, "deltaX"});
-  Tensor deltaH;
-  if (params.resetAfter)
-    deltaH = rnn::detail::addSequence(graph, t, T, B, 3 * H, opts.numShards, {debug, "deltaH"});
+  // The weight update: one pass after the loop over the kept gate gradients, or every k steps
+  // inside it (the gather form of the loop: then only k steps of gate gradients are kept, and the
+  // input gradient is taken step by step).
+  const bool doWU = req.weightsGrad != nullptr;
+  const unsigned k = doWU && !req.bwdIntermediates ? chooseStepsPerWU(graph, params, opts) : 0;
+  const bool interleaved = k != 0;
+  Tensor deltaX, deltaH;
+  if (!interleaved) {
+    deltaX = rnn::detail::addSequence(graph, t, T, B, 3 * H, opts.numShards, {debug, "deltaX"});
+    if (params.resetAfter)
+      deltaH = rnn::detail::addSequence(graph, t, T, B, 3 * H, opts.numShards,
+                                        {debug, "deltaH"});
+  }
+  WuAcc acc;
+  Tensor wiT, inputGradSeq;
+  if (interleaved) {
+    acc = zeroAccumulators(graph, params, prog, {debug, "wu"});
+    if (req.inputGrad) {
+      wiT = canonicalMatrix(graph, params, weights.inputWeights, true, prog,
+                            {debug, "inputWeightsTransposed"});
+      inputGradSeq = rnn::createInputTensor(graph, params.rnn, opts.numShards,
+                                            {debug, "inputGrad"});
+    }
+  }
   Tensor attGradSeq;
   std::vector<Tensor> inputs{fwdIntermediates, hPrev};
   if (full)
@@ -165,9 +249,13 @@ Tensor backward(Graph &graph, const GruParams &params, const GruOptions &opts, S
     attGradSeq = graph.addVariable(t, {T, B}, {debug, "attentionGrad"});
     rnn::detail::mapSequence(graph, attGradSeq.reshape({T, 1, B}), opts.numShards);
   }
-  std::vector<Tensor> outputs{deltaX};
+  std::vector<Tensor> outputs;
+  if (deltaX.valid())
+    outputs.push_back(deltaX);
   if (deltaH.valid())
     outputs.push_back(deltaH);
+  if (inputGradSeq.valid())
+    outputs.push_back(inputGradSeq);
   if (attGradSeq.valid())
     outputs.push_back(attGradSeq);
 
@@ -180,7 +268,24 @@ Tensor backward(Graph &graph, const GruParams &params, const GruOptions &opts, S
     const Tensor hp = slice.inputs[1];
     const Tensor dy = full ? slice.inputs[2] : carry;
     const Tensor att = req.attention ? slice.inputs.back() : flags.mask;
-    const Tensor dX = slice.outputs[0];            // [B, 3H]
+    // The step's gate gradients as [B, 3H] rows (dX, dH) and [3, B, H] gates (canonical).
+    Tensor dX, dH, dGates, dHGates;
+    if (interleaved) {
+      const Tensor temps = slice.interimOut; // [3 or 6, B, H]
+      dGates = temps.slice(0, 3, 0);
+      dX = dGates.dimShuffle({1, 0, 2}).reshape({B, 3 * H});
+      if (params.resetAfter) {
+        dHGates = temps.slice(3, 6, 0);
+        dH = dHGates.dimShuffle({1, 0, 2}).reshape({B, 3 * H});
+      }
+    } else {
+      dX = slice.outputs[0];
+      dGates = gatesOf(dX);
+      if (params.resetAfter) {
+        dH = slice.outputs[1];
+        dHGates = gatesOf(dH);
+      }
+    }
     const Tensor attGrad = req.attention ? slice.outputs.back() : flags.inverse;
     const auto common = [&](VertexRef v, const std::vector<Interval> &rows) {
       g.connect(v["mask"], nn::work::rowElements(flags.mask, rows));
@@ -194,7 +299,6 @@ Tensor backward(Graph &graph, const GruParams &params, const GruOptions &opts, S
       g.setInitialValue(v["rawCandidate"], rawCandidate(params));
     };
     if (!params.resetAfter) {
-      const Tensor dGates = gatesOf(dX);
       ComputeSet csA = g.addComputeSet({dbg, "gradA"});
       addCellVertices(g, csA, util::templateVertex("aspen::nn::GruBwdA", t), carry,
                       [&](VertexRef v, const std::vector<Interval> &rows) {
@@ -225,7 +329,6 @@ Tensor backward(Graph &graph, const GruParams &params, const GruOptions &opts, S
       linalg::matMulWithOutput(g, dX.slice(0, 2 * H, 1), woT.slice(0, 2 * H, 0), mm, step,
                                {dbg, "dhMM"}, mmOptions, cache);
     } else {
-      const Tensor dH = slice.outputs[1];
       ComputeSet cs = g.addComputeSet({dbg, "grad"});
       addCellVertices(g, cs, util::templateVertex("aspen::nn::GruBwdResetAfter", t), carry,
                       [&](VertexRef v, const std::vector<Interval> &rows) {
@@ -234,20 +337,61 @@ Tensor backward(Graph &graph, const GruParams &params, const GruOptions &opts, S
                         g.connect(v["outGrad"], nn::work::rowList(dy, rows));
                         g.connect(v["dhMM"], nn::work::rowList(mm, rows));
                         g.connect(v["dhCarry"], nn::work::rowList(carry, rows));
-                        g.connect(v["deltaX"], nn::work::gateSegments(gatesOf(dX), rows, {0, 1, 2}));
-                        g.connect(v["deltaH"], nn::work::gateSegments(gatesOf(dH), rows, {0, 1, 2}));
+                        g.connect(v["deltaX"], nn::work::gateSegments(dGates, rows, {0, 1, 2}));
+                        g.connect(v["deltaH"], nn::work::gateSegments(dHGates, rows, {0, 1, 2}));
                         common(v, rows);
                       });
       step.add(Execute(cs));
       linalg::matMulWithOutput(g, dH, woT, mm, step, {dbg, "dhMM"}, mmOptions, cache);
     }
+    if (inputGradSeq.valid()) // the input gradient step by step (interleaved WU)
+      linalg::matMulWithOutput(g, dX, wiT, slice.outputs[deltaX.valid() ? 1 : 0], step,
+                               {dbg, "inputGrad"}, mmOptions, cache);
     return step;
   };
-  OptionFlags rnnOptions{{"codeReuse", opts.codeReuse ? "true" : "false"}};
-  const auto finalState =
-      rnn::Rnn(graph, params.rnn, true, {dhCarry, dhMM}, {}, inputs, nullptr, nullptr, outputs,
-               {}, prog, body, opts.numShards, rnnOptions, {debug, "loop"});
+  rnn::detail::LoopSpec spec{params.rnn};
+  spec.reverse = true;
+  spec.initState = {dhCarry, dhMM};
+  spec.inputs = inputs;
+  spec.outputs = outputs;
+  spec.loopFn = body;
+  spec.numShards = opts.numShards;
+  spec.codeReuse = opts.codeReuse;
+  if (interleaved) {
+    spec.numTemps = params.resetAfter ? 6 : 3;
+    spec.stepsPerGather = k;
+    spec.gatherInputs = {input, hPrev};
+    if (!params.resetAfter)
+      spec.gatherInputs.push_back(fwdIntermediates.slice(0, 1, 1).squeeze({1})); // r
+    spec.gatherFn = [&](Graph &g, const rnn::RnnSlice &slice, unsigned steps, Sequence *,
+                        const DebugContext &dbg) {
+      Sequence s;
+      const std::size_t rows = std::size_t(steps) * B;
+      const Tensor win = slice.interimOut; // [k, 3 or 6, B, H]
+      auto gateRows = [&](unsigned first) {
+        return win.slice(first, first + 3, 1).dimShuffle({0, 2, 1, 3}).reshape({rows, 3 * H});
+      };
+      accumulate(g, params, opts, acc, slice.inputs[0].reshape({rows, I}),
+                 slice.inputs[1].reshape({rows, H}),
+                 params.resetAfter ? Tensor() : slice.inputs[2].reshape({rows, H}), gateRows(0),
+                 params.resetAfter ? gateRows(3) : Tensor(), s, dbg, cache);
+      return s;
+    };
+  }
+  const auto finalState = rnn::detail::runLoop(graph, spec, prog, {debug, "loop"});
 
+  if (interleaved) {
+    if (req.inputGrad)
+      *req.inputGrad = inputGradSeq;
+    *req.weightsGrad = finish(graph, params, acc, prog, {debug, "wu"});
+    if (req.attentionGrad) {
+      Tensor grad = graph.addVariable(t, {B, T}, {debug, "attentionGradient"});
+      util::mapTensorLinearly(graph, grad);
+      prog.add(Copy(attGradSeq.transpose(), grad));
+      *req.attentionGrad = grad;
+    }
+    return ops::add(graph, finalState[1], finalState[0], prog, {debug, "initialOutputGrad"});
+  }
   const Tensor deltaRows = deltaX.reshape({T * B, 3 * H});
   if (req.inputGrad) {
     const Tensor wiT = canonicalMatrix(graph, params, weights.inputWeights, true, prog,

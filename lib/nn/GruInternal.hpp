@@ -12,6 +12,7 @@
 
 #include <array>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace aspen::nn::gru::detail {
@@ -22,6 +23,9 @@ struct GruOptions {
   double availableMemoryProportion = 0.6;
   unsigned numShards = 1;
   bool codeReuse = false;
+  // The weight update every k steps inside the backward loop (0: one pass after it); chosen
+  // from the memory budget unless given.
+  std::optional<unsigned> stepsPerWU;
 };
 
 void checkParams(const GruParams &params, const std::string &what);

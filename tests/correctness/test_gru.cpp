@@ -1,7 +1,8 @@
 // The GRU beyond what gru_layer checks against its host model: results do not depend on shards
-// or code reuse, the realTimeSteps overloads equal lengths given through params, an AUGRU with
-// zero attention is the GRU, gruWU equals the weight update of gruBwdWithWU, and the FLOP
-// counts are the documented ones.
+// or code reuse (bit for bit) or on the weight-update cadence (within rounding), the
+// realTimeSteps overloads equal lengths given through params, an AUGRU with zero attention is
+// the GRU, gruWU equals the weight update of gruBwdWithWU, and the FLOP counts are the
+// documented ones.
 #include "test_nn_harness.hpp"
 
 #include <aspen/nn/Gru.hpp>
@@ -156,7 +157,27 @@ TEST_CASE("GRU results do not depend on shards, code reuse, the form of the leng
     const GruRun r = trainingStep(c);
     requireSame(r, ref);
     CHECK(r.attGrad.size() == 3 * 5);
+    // and with the weight update interleaved, the same attention gradient.
+    c.options = {{"rnnStepsPerWU", "2"}};
+    const GruRun ri = trainingStep(c);
+    CHECK(sameValues(ri.attGrad, r.attGrad));
+    requireClose(ri.woGrad, r.woGrad, 1e-6, 1e-5, "dWo (AUGRU, interleaved)");
   }
+  for (const char *k : {"1", "2", "5"})
+    for (const char *shards : {"1", "3"}) {
+      // The weight update every k steps (5 = T: one pass) and the input gradient step by step:
+      // other groupings of the same sums, equal within rounding.
+      INFO("rnnStepsPerWU " << k << ", numShards " << shards);
+      Case c = base;
+      c.options = {{"rnnStepsPerWU", k}, {"numShards", shards}};
+      const GruRun r = trainingStep(c);
+      CHECK(sameValues(r.output, ref.output));
+      CHECK(sameValues(r.stateGrad, ref.stateGrad));
+      requireClose(r.inputGrad, ref.inputGrad, 1e-6, 1e-5, "dx");
+      requireClose(r.wiGrad, ref.wiGrad, 1e-6, 1e-5, "dWi");
+      requireClose(r.woGrad, ref.woGrad, 1e-6, 1e-5, "dWo");
+      requireClose(r.bGrad, ref.bGrad, 1e-6, 1e-5, "db");
+    }
   {
     INFO("gruBwd + gruWU give gruBwdWithWU's weight gradients");
     Case c = base;
