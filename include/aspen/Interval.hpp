@@ -13,8 +13,17 @@ public:
   constexpr std::size_t begin() const noexcept { return begin_; }
   constexpr std::size_t end() const noexcept { return end_; }
   constexpr std::size_t size() const noexcept { return end_ - begin_; }
-  friend constexpr bool operator==(const Interval &, const Interval &) = default;
-  friend constexpr auto operator<=>(const Interval &, const Interval &) = default;
+  // Spelled out (not defaulted) so that C++17 code can include the public headers.
+  friend constexpr bool operator==(const Interval &a, const Interval &b) {
+    return a.begin_ == b.begin_ && a.end_ == b.end_;
+  }
+  friend constexpr bool operator!=(const Interval &a, const Interval &b) { return !(a == b); }
+  friend constexpr bool operator<(const Interval &a, const Interval &b) {
+    return a.begin_ != b.begin_ ? a.begin_ < b.begin_ : a.end_ < b.end_;
+  }
+  friend constexpr bool operator>(const Interval &a, const Interval &b) { return b < a; }
+  friend constexpr bool operator<=(const Interval &a, const Interval &b) { return !(b < a); }
+  friend constexpr bool operator>=(const Interval &a, const Interval &b) { return !(a < b); }
   friend std::ostream &operator<<(std::ostream &os, const Interval &i) {
     return os << '[' << i.begin_ << ',' << i.end_ << ')';
   }

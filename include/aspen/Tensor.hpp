@@ -26,7 +26,8 @@ enum class UpsampleMethod { REPEAT };
 
 struct VariableRef {
   unsigned id = 0;
-  friend bool operator==(const VariableRef &, const VariableRef &) = default;
+  friend bool operator==(const VariableRef &a, const VariableRef &b) { return a.id == b.id; }
+  friend bool operator!=(const VariableRef &a, const VariableRef &b) { return a.id != b.id; }
 };
 
 // A run of elements [interval) of variable `var`, in elements of the variable.

@@ -51,7 +51,10 @@ struct MatMulParams {
 struct MatMulSplit {
   std::size_t groups = 1, m = 1, k = 1, n = 1;
   std::size_t product() const { return groups * m * k * n; }
-  friend bool operator==(const MatMulSplit &, const MatMulSplit &) = default;
+  friend bool operator==(const MatMulSplit &a, const MatMulSplit &b) {
+    return a.groups == b.groups && a.m == b.m && a.k == b.k && a.n == b.n;
+  }
+  friend bool operator!=(const MatMulSplit &a, const MatMulSplit &b) { return !(a == b); }
 };
 
 struct MatMulPlan {
@@ -72,7 +75,15 @@ struct MatMulPlan {
   std::string toString() const; // a few aligned lines
   std::string toJson() const;
   std::string constraintsJson() const; // partition, serial and partialsType only
-  friend bool operator==(const MatMulPlan &, const MatMulPlan &) = default;
+  // Every member (spelled out so that C++17 code can include this header).
+  friend bool operator==(const MatMulPlan &a, const MatMulPlan &b) {
+    return a.G == b.G && a.M == b.M && a.K == b.K && a.N == b.N && a.inputType == b.inputType &&
+           a.outputType == b.outputType && a.partialsType == b.partialsType &&
+           a.partition == b.partition && a.serial == b.serial && a.tilesUsed == b.tilesUsed &&
+           a.maxTileBytes == b.maxTileBytes && a.meanTileBytes == b.meanTileBytes &&
+           a.exchangeBytes == b.exchangeBytes && a.estimatedCycles == b.estimatedCycles;
+  }
+  friend bool operator!=(const MatMulPlan &a, const MatMulPlan &b) { return !(a == b); }
 };
 
 // Plans kept by (target, params, options); safe to share between threads.
