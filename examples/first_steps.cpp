@@ -1,19 +1,46 @@
 // First steps with Aspen: variables and constants, copies into views, custom vertices from a
 // codelet file, PrintTensor and host streams, run on the default device.
+//
+// Usage: first_steps [cpu|gpu]   (default: the default device: the first GPU when there is one,
+// else the CPU executor modelling an H200). The printed values do not depend on the device.
 #include <aspen/Engine.hpp>
+#include <aspen/Error.hpp>
 #include <aspen/Graph.hpp>
+#include <aspen/Target.hpp>
 
+#include <cstdlib>
 #include <iostream>
+#include <string>
 #include <vector>
 
 using namespace aspen;
 using namespace aspen::program;
 
-int main() {
-  Device device = Device::createDefaultDevice();
+namespace {
+// The device named on the command line; "cpu" is the CPU executor modelling the H200 target that
+// the default device models when there is no GPU.
+Device deviceNamed(const std::string &name) {
+  if (name.empty())
+    return Device::createDefaultDevice();
+  if (name == "cpu")
+    return Device::createModelDevice(Target::createModel("h200"));
+  if (name == "gpu")
+    return Device::createGpuDevice(0);
+  throw invalid_option("first_steps: unknown device '" + name + "' (expected 'cpu' or 'gpu')");
+}
+
+// The example's codelets: next to its source, or where ASPEN_EXAMPLES_DIR says (a bundle).
+std::string codeletFile() {
+  const char *dir = std::getenv("ASPEN_EXAMPLES_DIR");
+  return std::string(dir && *dir ? dir : ASPEN_EXAMPLES_DIR) + "/codelets/first_steps_codelets.cpp";
+}
+} // namespace
+
+int runExample(const std::string &deviceName) {
+  Device device = deviceNamed(deviceName);
   std::cout << "Running on " << device.describe() << "\n";
   Graph graph(device.getTarget());
-  graph.addCodelets(ASPEN_EXAMPLES_DIR "/codelets/first_steps_codelets.cpp");
+  graph.addCodelets(codeletFile());
 
   // A 4x4 matrix spread over four tiles, one row each.
   Tensor m = graph.addVariable(FLOAT, {4, 4}, "m");
@@ -77,4 +104,17 @@ int main() {
     std::cout << " ]\n";
   }
   return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 2) {
+    std::cerr << "usage: first_steps [cpu|gpu]\n";
+    return 2;
+  }
+  try {
+    return runExample(argc == 2 ? argv[1] : "");
+  } catch (const aspen::error &e) {
+    std::cerr << "first_steps: " << e.what() << "\n";
+    return 1;
+  }
 }

@@ -4,6 +4,7 @@
 
 #include "CodeletCache.hpp"
 #include "Subprocess.hpp"
+#include "core/LibraryCodelets.hpp"
 
 #include <aspen/Error.hpp>
 
@@ -24,12 +25,20 @@ std::string envOr(const char *name, const std::string &fallback) {
   return value && *value ? std::string(value) : fallback;
 }
 
+// $ASPEN_INCLUDE_DIR; else the source tree's headers when libaspen is the build tree's; else the
+// include folder beside libaspen's folder (an installed or bundled prefix, wherever it was
+// moved); else the install prefix configured at build time.
 std::string findIncludeDir() {
   std::string dir = envOr("ASPEN_INCLUDE_DIR", "");
-  if (dir.empty())
-    dir = fs::exists(fs::path(ASPEN_SOURCE_INCLUDE_DIR) / "aspen" / "Vertex.hpp")
-              ? ASPEN_SOURCE_INCLUDE_DIR
-              : ASPEN_INSTALL_INCLUDE_DIR;
+  if (dir.empty()) {
+    const fs::path besideLibrary = fs::path(aspenLibraryFolder()).parent_path() / "include";
+    if (aspenRunsFromBuildTree())
+      dir = ASPEN_SOURCE_INCLUDE_DIR;
+    else if (!aspenLibraryFolder().empty() && fs::exists(besideLibrary / "aspen" / "Vertex.hpp"))
+      dir = besideLibrary.string();
+    else
+      dir = ASPEN_INSTALL_INCLUDE_DIR;
+  }
   std::error_code ec;
   const fs::path canonical = fs::weakly_canonical(dir, ec);
   return ec ? dir : canonical.string();

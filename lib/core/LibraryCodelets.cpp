@@ -30,13 +30,16 @@ bool sameFolder(const fs::path &a, const fs::path &b) {
 }
 } // namespace
 
+std::string aspenLibraryFolder() { return libraryFolder().string(); }
+
+bool aspenRunsFromBuildTree() { return sameFolder(libraryFolder(), ASPEN_BUILD_LIB_DIR); }
+
 std::string libraryCodeletsDir() {
   if (const char *env = std::getenv("ASPEN_CODELETS_DIR"); env && *env)
     return env;
-  const fs::path folder = libraryFolder();
-  if (sameFolder(folder, ASPEN_BUILD_LIB_DIR))
+  if (aspenRunsFromBuildTree())
     return ASPEN_BUILD_CODELETS_DIR;
-  return (folder / ASPEN_INSTALL_CODELETS_SUBDIR).string();
+  return (libraryFolder() / ASPEN_INSTALL_CODELETS_SUBDIR).string();
 }
 
 std::vector<std::string> libraryCodeletFiles(std::string_view library) {

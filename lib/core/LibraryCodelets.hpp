@@ -9,6 +9,11 @@
 
 namespace aspen::detail {
 
+// The folder of the libaspen this code runs in (empty when unknown), and whether that is the
+// build tree's (then the source tree's headers and the build's codelets are the ones to use).
+std::string aspenLibraryFolder();
+bool aspenRunsFromBuildTree();
+
 // The folder holding the library codelet files: $ASPEN_CODELETS_DIR when set; otherwise, when
 // libaspen is the one in the build tree, the build tree's codelets folder; otherwise
 // <folder of libaspen>/aspen/codelets (the installed layout).

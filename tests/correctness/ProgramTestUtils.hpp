@@ -2,6 +2,7 @@
 #pragma once
 
 #include "TestDevice.hpp"
+#include "TestPaths.hpp"
 
 #include <aspen/Engine.hpp>
 #include <aspen/Graph.hpp>
@@ -11,7 +12,7 @@
 
 namespace progtest {
 
-inline const char *kCodelets = ASPEN_TEST_CODELETS_DIR "/prog_basic.cpp";
+inline const std::string kCodelets = aspen::test::codelet("prog_basic.cpp");
 
 // A graph on a small generic target (6 workers a tile) with the test codelets.
 inline aspen::Graph makeGraph(unsigned tiles = 4) {

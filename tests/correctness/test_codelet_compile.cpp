@@ -1,6 +1,8 @@
 // Host compilation of codelet files: entry points called directly with FieldDescs for every
 // field kind, compiled metadata, template instances, MultiVertex workers, the on-disk cache,
 // aspen-cc output and serialised binaries.
+#include "TestPaths.hpp"
+
 #include <catch2/catch.hpp>
 
 #include "codelets/CodeletCache.hpp"
@@ -23,7 +25,7 @@ using namespace aspen::detail;
 
 namespace {
 
-const std::string kFieldsFile = std::string(ASPEN_TEST_CODELETS_DIR) + "/cc_fields.cpp";
+const std::string kFieldsFile = aspen::test::codelet("cc_fields.cpp");
 
 std::shared_ptr<const CodeletLibrary> fieldsLibrary() {
   static const auto lib = CodeletLibrary::compileFile(kFieldsFile);
@@ -334,7 +336,7 @@ TEST_CASE("binary() bytes load back with loadBinary", "[codelets]") {
 #ifdef ASPEN_TEST_PRECOMPILED_CODELETS
 TEST_CASE("aspen-cc output (aspen_add_codelets) loads with loadPrecompiled", "[codelets]") {
   const auto compiled = fieldsLibrary();
-  const auto precompiled = CodeletLibrary::loadPrecompiled(ASPEN_TEST_PRECOMPILED_CODELETS);
+  const auto precompiled = CodeletLibrary::loadPrecompiled(aspen::test::precompiledCodelets());
   REQUIRE(precompiled->vertexTypes().size() == compiled->vertexTypes().size());
   for (std::size_t i = 0; i < compiled->vertexTypes().size(); ++i) {
     const VertexTypeInfo &a = compiled->vertexTypes()[i];

@@ -1,6 +1,7 @@
 // A damaged executable stream is reported as serialization_error, never loaded: random byte
 // flips, truncations and insertions over a whole serialised executable (codelets included).
 #include "TestDevice.hpp"
+#include "TestPaths.hpp"
 
 #include <aspen/Engine.hpp>
 #include <aspen/Graph.hpp>
@@ -15,7 +16,7 @@ using namespace aspen;
 namespace {
 std::string serialisedExample() {
   Graph g(Target::createGeneric(2));
-  g.addCodelets(ASPEN_TEST_CODELETS_DIR "/graph_fields.cpp");
+  g.addCodelets(aspen::test::codelet("graph_fields.cpp"));
   Tensor in = g.addConstant<float>(FLOAT, {3}, {1, 2, 3}, "in");
   Tensor out = g.addVariable(FLOAT, {}, "out");
   g.setTileMapping(in, 0);

@@ -7,6 +7,7 @@
 // executor's results bit for bit, and the tables must place every field where the compiled
 // descriptors say, list every vertex once and keep each tile's order.
 #include "ProgramTestUtils.hpp"
+#include "TestPaths.hpp"
 #include "compiler/Compiler.hpp"
 #include "executors/cuda/GpuLaunchTables.hpp"
 
@@ -155,7 +156,7 @@ struct MixedProgram {
 
   MixedProgram() {
     g.addCodelets(progtest::kCodelets);
-    g.addCodelets(ASPEN_TEST_CODELETS_DIR "/graph_fields.cpp");
+    g.addCodelets(aspen::test::codelet("graph_fields.cpp"));
     Tensor m = g.addVariable(FLOAT, {R, C}, "m");
     for (unsigned r = 0; r < R; ++r)
       g.setTileMapping(m[r], r % 4);

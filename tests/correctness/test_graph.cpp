@@ -1,4 +1,5 @@
 // Graph construction: tile mappings through views, clones, constants and vertex state.
+#include "TestPaths.hpp"
 #include "core/GraphState.hpp"
 
 #include <aspen/Graph.hpp>
@@ -125,7 +126,7 @@ TEST_CASE("variables and unbroadcast tensors are found again", "[correctness][gr
 
 TEST_CASE("field limits come from the vertex type", "[correctness][graph]") {
   Graph g(Target::createGeneric(1));
-  g.addCodelets(ASPEN_TEST_CODELETS_DIR "/graph_fields.cpp");
+  g.addCodelets(aspen::test::codelet("graph_fields.cpp"));
   REQUIRE(g.getMaxVertexFieldValue("FieldKinds", "small") == 255.0);
   REQUIRE(g.getMaxFieldDim("FieldKinds", "rows", 1) >= 4294967295.0);
   REQUIRE_THROWS_AS(g.getMaxFieldDim("FieldKinds", "in", 1), index_error);

@@ -1,6 +1,7 @@
 // The profile reports each compute set's estimated cycles from Graph::setPerfEstimate: tiles run
 // in parallel, so the estimate is the largest per-tile sum.
 #include "TestDevice.hpp"
+#include "TestPaths.hpp"
 
 #include <aspen/Engine.hpp>
 #include <aspen/Graph.hpp>
@@ -14,7 +15,7 @@ using namespace aspen;
 TEST_CASE("compute-set estimates are the slowest tile's sum of vertex estimates", "[correctness][profile]") {
   const Target target = Target::createGeneric(2);
   Graph g(target);
-  g.addCodelets(ASPEN_TEST_CODELETS_DIR "/graph_fields.cpp");
+  g.addCodelets(aspen::test::codelet("graph_fields.cpp"));
   ComputeSet cs = g.addComputeSet("estimated");
   Tensor in = g.addVariable(FLOAT, {3, 2}, "in");
   Tensor out = g.addVariable(FLOAT, {3}, "out");
@@ -53,7 +54,7 @@ TEST_CASE("compute-set estimates are the slowest tile's sum of vertex estimates"
 TEST_CASE("a registered estimator computes estimates from the vertex's fields", "[correctness][profile]") {
   const Target target = Target::createGeneric(1);
   Graph g(target);
-  g.addCodelets(ASPEN_TEST_CODELETS_DIR "/graph_fields.cpp");
+  g.addCodelets(aspen::test::codelet("graph_fields.cpp"));
   REQUIRE_THROWS_AS(g.registerPerfEstimator("Unknown", [](const VertexIntrospector &, const Target &) {
                       return VertexPerfEstimate(1);
                     }),

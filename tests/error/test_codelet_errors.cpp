@@ -1,4 +1,6 @@
 // Codelet mistakes are user errors (codelet_error) whose messages point at the user's file.
+#include "TestPaths.hpp"
+
 #include <catch2/catch.hpp>
 
 #include "codelets/CodeletLibrary.hpp"
@@ -13,7 +15,7 @@ using namespace aspen::detail;
 
 namespace {
 
-const std::string kDir = ASPEN_TEST_CODELETS_DIR;
+const std::string kDir = aspen::test::codeletsDir();
 
 std::string messageOf(const std::function<void()> &action) {
   try {

@@ -1,5 +1,6 @@
 // Misuse of the Graph and programs: each case raises the specific aspen::error subclass, with a
 // message naming the object and the rule, and leaves the graph usable.
+#include "TestPaths.hpp"
 #include "core/GraphState.hpp"
 
 #include <aspen/Engine.hpp>
@@ -19,7 +20,7 @@ struct Fixture {
   Tensor i4 = graph.addVariable(INT, {4}, "i4");
   Tensor scalar = graph.addVariable(FLOAT, {}, "scalar");
   ComputeSet cs = graph.addComputeSet("cs");
-  Fixture() { graph.addCodelets(ASPEN_TEST_CODELETS_DIR "/graph_fields.cpp"); }
+  Fixture() { graph.addCodelets(aspen::test::codelet("graph_fields.cpp")); }
   VertexRef vertex() { return graph.addVertex(cs, "FieldKinds"); }
 };
 

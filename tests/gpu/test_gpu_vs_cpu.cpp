@@ -6,6 +6,7 @@
 // pass by both backends agreeing on nonsense. Every test here needs a GPU and prints
 // ASPEN-SKIPPED without one (CTest: "Skipped").
 #include "TestDevice.hpp"
+#include "TestPaths.hpp"
 
 #include <aspen/Engine.hpp>
 #include <aspen/Error.hpp>
@@ -173,7 +174,7 @@ Tensor intConstant(Graph &g, int value, unsigned tile) {
 
 Graph programGraph(unsigned tiles) {
   Graph g(Target::createGeneric(tiles));
-  g.addCodelets(ASPEN_TEST_CODELETS_DIR "/prog_basic.cpp");
+  g.addCodelets(aspen::test::codelet("prog_basic.cpp"));
   return g;
 }
 

@@ -4,9 +4,12 @@
 // expression compile with NVRTC; a stale or missing fatbin falls back to NVRTC; NVRTC errors
 // name the codelet file and line; the second compile comes from the disk cache.
 // Needs the CUDA toolkit (NVRTC, ptxas), not a GPU.
+#include "TestPaths.hpp"
 #include "codelets/CodeletLibrary.hpp"
+#include "core/LibraryCodelets.hpp"
 #include "executors/cuda/GpuCodelets.hpp"
 #include "executors/cuda/GpuWrapperGenerator.hpp"
+#include "executors/cuda/NvrtcCompiler.hpp"
 #include "ops/ExprCodegen.hpp"
 #include "ops/ExprLowering.hpp"
 
@@ -40,10 +43,10 @@ std::vector<fs::path> filesWithExtension(const fs::path &dir, const std::string 
 
 // ptxas's exit status on `ptx` for sm_90 (its diagnostics go to the test's output).
 int assemble(const std::string &ptx, const std::string &name) {
-  const fs::path path = fs::path(ASPEN_TEST_BINARY_DIR) / ("gpu_codegen_" + name + ".ptx");
+  const fs::path path = fs::path(aspen::test::binaryDir()) / ("gpu_codegen_" + name + ".ptx");
   std::ofstream(path) << ptx;
   const std::string command =
-      std::string(ASPEN_PTXAS_EXECUTABLE) + " -arch=sm_90 -o /dev/null " + path.string();
+      cudaToolkitBinDir() + "/ptxas -arch=sm_90 -o /dev/null " + path.string();
   return std::system(command.c_str());
 }
 
@@ -69,7 +72,7 @@ private:
 };
 
 fs::path freshDir(const std::string &name) {
-  const fs::path dir = fs::path(ASPEN_TEST_BINARY_DIR) / name;
+  const fs::path dir = fs::path(aspen::test::binaryDir()) / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;
@@ -81,7 +84,7 @@ std::string stem(const fs::path &p) { return p.stem().string(); }
 
 TEST_CASE("every library codelet family has a precompiled GPU image with its content hash",
           "[gpu_codegen]") {
-  const std::vector<fs::path> gps = filesWithExtension(ASPEN_BUILD_CODELETS_DIR, ".gp");
+  const std::vector<fs::path> gps = filesWithExtension(libraryCodeletsDir(), ".gp");
   REQUIRE(gps.size() >= 12); // ops: 8 families, nn: 4, linalg: 1
   for (const fs::path &gp : gps) {
     INFO(gp.string());
@@ -94,7 +97,7 @@ TEST_CASE("every library codelet family has a precompiled GPU image with its con
 }
 
 TEST_CASE("library codelet families give PTX that ptxas accepts for sm_90", "[gpu_codegen]") {
-  for (const fs::path &gp : filesWithExtension(ASPEN_BUILD_CODELETS_DIR, ".gp")) {
+  for (const fs::path &gp : filesWithExtension(libraryCodeletsDir(), ".gp")) {
     INFO(gp.string());
     const auto library = CodeletLibrary::loadPrecompiled(gp.string());
     const std::string ptx = gpuCodeletPtx(*library, 90);
@@ -104,9 +107,9 @@ TEST_CASE("library codelet families give PTX that ptxas accepts for sm_90", "[gp
 }
 
 TEST_CASE("a missing or stale fatbin falls back to NVRTC", "[gpu_codegen]") {
+  const fs::path built(libraryCodeletsDir());
   const fs::path dir = freshDir("gpu_codegen_fatbins");
   const ScopedEnv codelets("ASPEN_CODELETS_DIR", dir.string());
-  const fs::path built(ASPEN_BUILD_CODELETS_DIR);
   const auto fill = CodeletLibrary::loadPrecompiled((built / "ops_fill.gp").string());
 
   const GpuCodeletImage missing = gpuCodeletImage(*fill, 90);
@@ -127,7 +130,7 @@ TEST_CASE("a missing or stale fatbin falls back to NVRTC", "[gpu_codegen]") {
 
 TEST_CASE("the test codelet files compile with NVRTC and ptxas", "[gpu_codegen]") {
   unsigned compiled = 0;
-  for (const fs::path &file : filesWithExtension(ASPEN_TEST_CODELETS_DIR, ".cpp")) {
+  for (const fs::path &file : filesWithExtension(aspen::test::codeletsDir(), ".cpp")) {
     if (stem(file) == "cc_syntax_error")
       continue; // does not compile anywhere
     INFO(file.string());
@@ -143,7 +146,7 @@ TEST_CASE("the test codelet files compile with NVRTC and ptxas", "[gpu_codegen]"
 
 TEST_CASE("the dispatch kernel switches on the index in vertexTypes()", "[gpu_codegen]") {
   const auto library =
-      CodeletLibrary::compileFile(std::string(ASPEN_TEST_CODELETS_DIR) + "/cc_fields.cpp");
+      CodeletLibrary::compileFile(aspen::test::codelet("cc_fields.cpp"));
   const std::string source = gpuCodeletSource(*library);
   const auto &types = library->vertexTypes();
   REQUIRE(types.size() >= 4);
@@ -203,7 +206,7 @@ TEST_CASE("an NVRTC error names the codelet file and line", "[gpu_codegen]") {
 TEST_CASE("the second NVRTC compile of a library comes from the disk cache", "[gpu_codegen]") {
   const ScopedEnv cache("ASPEN_CACHE_DIR", freshDir("gpu_codegen_cache").string());
   const auto library =
-      CodeletLibrary::compileFile(std::string(ASPEN_TEST_CODELETS_DIR) + "/prog_basic.cpp");
+      CodeletLibrary::compileFile(aspen::test::codelet("prog_basic.cpp"));
   const GpuCodeletImage first = gpuCodeletImage(*library, 90);
   const GpuCodeletImage second = gpuCodeletImage(*library, 90);
   CHECK(first.origin == "nvrtc");

@@ -2,7 +2,9 @@
 // where ptxas is found, assembles): every unary, binary and ternary operation at least once, on
 // float, half and integer types, casts between all twelve element types, scalar operands and
 // constants.
-// Needs the CUDA toolkit (NVRTC), not a GPU. ASPEN_SOURCE_INCLUDE_DIR is Aspen's include folder.
+// Needs the CUDA toolkit (NVRTC), not a GPU. Aspen's include folder is the one codelets compile with.
+#include "TestPaths.hpp"
+#include "codelets/HostCompiler.hpp"
 #include "ops/ExprCodegen.hpp"
 #include "ops/ExprLowering.hpp"
 
@@ -87,7 +89,7 @@ TEST_CASE("generated CUDA sources compile with NVRTC for sm_90", "[gpu_codegen][
   nvrtcProgram prog;
   REQUIRE(nvrtcCreateProgram(&prog, source.c_str(), "expressions.cu", 0, nullptr, nullptr) ==
           NVRTC_SUCCESS);
-  const std::string include = std::string("-I") + ASPEN_SOURCE_INCLUDE_DIR;
+  const std::string include = "-I" + aspen::detail::HostCompiler::get().includeDir;
   const char *options[] = {"--gpu-architecture=compute_90", "--std=c++20", include.c_str()};
   const nvrtcResult compiled = nvrtcCompileProgram(prog, 3, options);
   std::size_t logSize = 0;
@@ -109,7 +111,7 @@ TEST_CASE("generated CUDA sources compile with NVRTC for sm_90", "[gpu_codegen][
   const std::string ptxas = std::string(cudaHome ? cudaHome : "/usr/local/cuda") + "/bin/ptxas";
   if (std::FILE *f = std::fopen(ptxas.c_str(), "r")) {
     std::fclose(f);
-    const std::string ptxPath = std::string(ASPEN_TEST_BINARY_DIR) + "/nvrtc_expressions.ptx";
+    const std::string ptxPath = aspen::test::binaryDir() + "/nvrtc_expressions.ptx";
     std::ofstream(ptxPath) << ptx.c_str();
     const std::string command = ptxas + " -arch=sm_90 -o /dev/null " + ptxPath;
     CHECK(std::system(command.c_str()) == 0);

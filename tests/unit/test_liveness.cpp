@@ -2,6 +2,7 @@
 // range of each reusable one (steps numbered by hand in run order) and the offsets that first-fit
 // placement gives. Every variable is 256 floats (1024 bytes, a multiple of the 64-byte alignment),
 // so offsets are whole multiples of 1024 above the always-live and scratch region.
+#include "TestPaths.hpp"
 #include "compiler/CompiledGraph.hpp"
 #include "core/TensorRegions.hpp"
 
@@ -294,7 +295,7 @@ TEST_CASE("Liveness: live ranges survive serialisation", "[unit][liveness]") {
 
 TEST_CASE("ASPEN_COMPILER_DUMP writes each pass's result to a folder", "[unit][liveness]") {
   const std::filesystem::path folder =
-      std::filesystem::path(ASPEN_TEST_BINARY_DIR) / "liveness-dump";
+      std::filesystem::path(aspen::test::binaryDir()) / "liveness-dump";
   std::filesystem::remove_all(folder);
   LivenessGraph lg;
   Tensor in = lg.input("in"), t = lg.var("t");

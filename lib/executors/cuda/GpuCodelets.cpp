@@ -115,7 +115,7 @@ std::vector<std::uint8_t> buildGpuFatbin(const CodeletLibrary &library,
   fs::create_directories(dir);
   std::vector<fs::path> inputs;
   std::vector<std::string> argv{
-      (fs::path(ASPEN_PTXAS_EXECUTABLE).parent_path() / "fatbinary").string(), "-64",
+      (fs::path(cudaToolkitBinDir()) / "fatbinary").string(), "-64",
       "--compress=false"};
   auto addImage = [&](const std::string &bytes, const char *kind, const char *extension,
                       unsigned cc) {

@@ -9,6 +9,7 @@
 
 #include <nvrtc.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <regex>
 
@@ -92,7 +93,7 @@ std::vector<std::string> nvrtcCodeletOptions(const CodeletLibrary &library) {
   for (const std::string &flag : splitFlags(library.compileFlags()))
     if (flag.starts_with("-I") || flag.starts_with("-D") || flag.starts_with("-U"))
       options.push_back(flag);
-  options.push_back(std::string("-I") + ASPEN_CUDA_INCLUDE_DIR);
+  options.push_back("-I" + cudaToolkitIncludeDir());
   return options;
 }
 
@@ -131,6 +132,26 @@ std::string nvrtcVersion() {
   int major = 0, minor = 0;
   ASPEN_NVRTC_CHECK(::nvrtcVersion(&major, &minor));
   return std::to_string(major) + "." + std::to_string(minor);
+}
+
+namespace {
+std::string cudaHome() {
+  const char *home = std::getenv("CUDA_HOME");
+  return home && *home ? std::string(home) : std::string();
+}
+} // namespace
+
+std::string cudaToolkitIncludeDir() {
+  if (const char *dir = std::getenv("ASPEN_CUDA_INCLUDE_DIR"); dir && *dir)
+    return dir;
+  const std::string home = cudaHome();
+  return home.empty() ? std::string(ASPEN_CUDA_INCLUDE_DIR) : home + "/include";
+}
+
+std::string cudaToolkitBinDir() {
+  const std::string home = cudaHome();
+  return home.empty() ? std::filesystem::path(ASPEN_PTXAS_EXECUTABLE).parent_path().string()
+                      : home + "/bin";
 }
 
 } // namespace aspen::detail

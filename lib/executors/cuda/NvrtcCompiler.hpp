@@ -42,4 +42,10 @@ std::string nvrtcCompileInternal(const std::string &name, const std::string &sou
 // "13.0": the NVRTC library's version, part of every cache key.
 std::string nvrtcVersion();
 
+// The CUDA toolkit's include and bin folders: $ASPEN_CUDA_INCLUDE_DIR (include only), else
+// $CUDA_HOME's, else the toolkit Aspen was built with. The environment serves a machine whose
+// toolkit lives elsewhere than the build machine's (a GPU machine running a bundle).
+std::string cudaToolkitIncludeDir();
+std::string cudaToolkitBinDir();
+
 } // namespace aspen::detail
