@@ -5,6 +5,7 @@
 // device-runtime definition shows in the compiler: ptxas refuses a cubin with any other
 // unresolved function. Needs the toolkit, not a GPU. The symbols are read from the ELF's symbol
 // table here, independently of NVRTC.
+#include "codelets/CodeletCache.hpp"
 #include "executors/cuda/CudaExecutorKernels.hpp"
 #include "executors/cuda/NvrtcCompiler.hpp"
 
@@ -12,11 +13,16 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <set>
+
+#include <unistd.h>
 #include <string>
 
 using namespace aspen::detail;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -65,28 +71,84 @@ ElfSymbols elfSymbols(const std::string &elf) {
   return result;
 }
 
-const char *const kKernels[] = {"aspen_copy_segments", "aspen_set_condition", "aspen_set_switch",
-                                "aspen_repeat_start", "aspen_repeat_next"};
+const char *const kControlKernels[] = {"aspen_set_condition", "aspen_set_switch",
+                                       "aspen_repeat_start", "aspen_repeat_next"};
 
 } // namespace
 
-TEST_CASE("the CUDA executor's kernels compile for sm_90 into a loadable cubin",
+TEST_CASE("the CUDA executor's kernels compile for sm_90 into loadable cubins",
           "[gpu_codegen][cuda_executor]") {
-  const std::vector<std::uint8_t> image = compileCudaExecutorKernels(90);
-  const ElfSymbols symbols = elfSymbols(std::string(image.begin(), image.end()));
-  CHECK(symbols.type == 2);
-  for (const char *kernel : kKernels)
-    CHECK(symbols.defined.count(kernel) == 1);
-  CHECK(symbols.strongUndefined == std::set<std::string>{"cudaGraphSetConditional"});
+  SECTION("the copy module: the copy kernel and nothing the loader must resolve") {
+    const std::vector<std::uint8_t> image = compileCudaExecutorKernels(ExecutorModule::Copy, 90);
+    const ElfSymbols symbols = elfSymbols(std::string(image.begin(), image.end()));
+    CHECK(symbols.type == 2);
+    CHECK(symbols.defined.count("aspen_copy_segments") == 1);
+    for (const char *kernel : kControlKernels)
+      CHECK(symbols.defined.count(kernel) == 0);
+    CHECK(symbols.strongUndefined.empty());
+  }
+  SECTION("the control module: the control kernels, needing only cudaGraphSetConditional") {
+    const std::vector<std::uint8_t> image =
+        compileCudaExecutorKernels(ExecutorModule::Control, 90);
+    const ElfSymbols symbols = elfSymbols(std::string(image.begin(), image.end()));
+    CHECK(symbols.type == 2);
+    for (const char *kernel : kControlKernels)
+      CHECK(symbols.defined.count(kernel) == 1);
+    CHECK(symbols.defined.count("aspen_copy_segments") == 0);
+    CHECK(symbols.strongUndefined == std::set<std::string>{"cudaGraphSetConditional"});
+  }
+}
+
+TEST_CASE("the CUDA executor's kernels are cached on disk by content, not by folder",
+          "[gpu_codegen][cuda_executor]") {
+  for (const ExecutorModule module : {ExecutorModule::Copy, ExecutorModule::Control}) {
+    const std::vector<std::uint8_t> &image = cudaExecutorKernelImage(module, 90);
+    CHECK(image == compileCudaExecutorKernels(module, 90));
+    // The cached file holds the same bytes, under a name that says the module and architecture.
+    std::vector<fs::path> cached;
+    for (const auto &entry : fs::directory_iterator(codeletCacheDir() / "gpu")) {
+      const std::string name = entry.path().filename().string();
+      if (name.starts_with(std::string(cudaExecutorKernelFile(module)) + ".") &&
+          name.ends_with(".sm_90.cubin"))
+        cached.push_back(entry.path());
+    }
+    REQUIRE(!cached.empty());
+    bool found = false;
+    for (const fs::path &file : cached)
+      found |= readWholeFile(file) == std::string(image.begin(), image.end());
+    CHECK(found);
+  }
+}
+
+TEST_CASE("the executor kernels' cache serves a toolkit in another folder",
+          "[gpu_codegen][cuda_executor]") {
+  // The same toolkit seen through another path (as on a GPU machine running a bundle): other
+  // options, the same cache file, the same cubin.
+  const fs::path alias = fs::temp_directory_path() / ("aspen-cuda-alias-" + std::to_string(::getpid()));
+  fs::create_directory_symlink(cudaToolkitIncludeDir(), alias);
+  const std::string before = cudaExecutorKernelCacheName(ExecutorModule::Control, 90);
+  const std::vector<std::string> optionsBefore = cudaExecutorKernelOptions(ExecutorModule::Control);
+  ::setenv("ASPEN_CUDA_INCLUDE_DIR", alias.c_str(), 1);
+  const std::string after = cudaExecutorKernelCacheName(ExecutorModule::Control, 90);
+  const std::vector<std::string> optionsAfter = cudaExecutorKernelOptions(ExecutorModule::Control);
+  const std::vector<std::uint8_t> image = compileCudaExecutorKernels(ExecutorModule::Control, 90);
+  ::unsetenv("ASPEN_CUDA_INCLUDE_DIR");
+  fs::remove(alias);
+  CHECK(optionsBefore != optionsAfter);
+  CHECK(before == after);
+  CHECK(image == compileCudaExecutorKernels(ExecutorModule::Control, 90));
+  // What the key does cover: the architecture.
+  CHECK(cudaExecutorKernelCacheName(ExecutorModule::Control, 80) != before);
 }
 
 TEST_CASE("NVRTC refuses a cubin with an unresolved device function",
           "[gpu_codegen][cuda_executor]") {
-  const std::string source = std::string(cudaExecutorKernelSource()) +
-                             "extern \"C\" __device__ void aspenUndefined(unsigned);\n"
-                             "extern \"C\" __global__ void aspen_calls_undefined() {\n"
-                             "  aspenUndefined(1u);\n}\n";
-  CHECK_THROWS_WITH(
-      nvrtcCompileInternal(kCudaExecutorKernelFile, source, cudaExecutorKernelOptions(), 90),
-      Catch::Matchers::Contains("Unresolved extern function 'aspenUndefined'"));
+  const std::string source =
+      std::string(cudaExecutorKernelSource(ExecutorModule::Control)) +
+      "extern \"C\" __device__ void aspenUndefined(unsigned);\n"
+      "extern \"C\" __global__ void aspen_calls_undefined() {\n"
+      "  aspenUndefined(1u);\n}\n";
+  CHECK_THROWS_WITH(nvrtcCompileInternal(cudaExecutorKernelFile(ExecutorModule::Control), source,
+                                         cudaExecutorKernelOptions(ExecutorModule::Control), 90),
+                    Catch::Matchers::Contains("Unresolved extern function 'aspenUndefined'"));
 }

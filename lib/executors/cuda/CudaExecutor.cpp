@@ -16,7 +16,8 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <mutex>
+#include <optional>
+#include <utility>
 
 namespace aspen::detail {
 
@@ -50,15 +51,14 @@ private:
   cudaLibrary_t library_ = nullptr;
 };
 
-// The executor kernels' cubin, compiled once per process and compute capability.
-const std::vector<std::uint8_t> &executorKernelImage(unsigned computeCapability) {
-  static std::mutex mutex;
-  static std::map<unsigned, std::vector<std::uint8_t>> images;
-  std::lock_guard lock(mutex);
-  auto it = images.find(computeCapability);
-  if (it == images.end())
-    it = images.emplace(computeCapability, compileCudaExecutorKernels(computeCapability)).first;
-  return it->second;
+// Makes the driver load `kernel` into the current context now. With lazy loading (CUDA's
+// default) a kernel is otherwise loaded at its first launch, which for the copy and control
+// kernels can be inside a CUDA graph capture, where loading is not allowed on every driver.
+// Returns its attributes (registers, the largest block it can run).
+cudaFuncAttributes loadNow(cudaKernel_t kernel) {
+  cudaFuncAttributes attributes{};
+  ASPEN_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void *>(kernel)));
+  return attributes;
 }
 
 void launch(cudaKernel_t kernel, unsigned blocks, unsigned threads, void **args,
@@ -139,9 +139,10 @@ public:
     const unsigned cc = computeCapability();
     checkWorkers();
 
-    const LoadedLibrary &kernels =
-        *loadedLibraries_.emplace_back(std::make_unique<LoadedLibrary>(executorKernelImage(cc)));
-    copyKernel_ = kernels.kernel("aspen_copy_segments");
+    const LoadedLibrary &copyKernels = *loadedLibraries_.emplace_back(
+        std::make_unique<LoadedLibrary>(cudaExecutorKernelImage(ExecutorModule::Copy, cc)));
+    copyKernel_ = copyKernels.kernel("aspen_copy_segments");
+    loadNow(copyKernel_);
 
     arena_ = DeviceBuffer(std::max<std::uint64_t>(graph.arenaBytes, 64));
     writeInitialValues();
@@ -167,19 +168,13 @@ public:
           loadCopy(gpuCopyPlan(plan, graph.buffers, arena_.address(), temporary_.address())));
 
     if (options_.graphControlFlow) {
-      if (cudaDriverVersion() >= kCudaGraphControlFlowDriverVersion) {
-        CudaControlKernels control;
-        control.setCondition = kernels.kernel("aspen_set_condition");
-        control.setSwitch = kernels.kernel("aspen_set_switch");
-        control.repeatStart = kernels.kernel("aspen_repeat_start");
-        control.repeatNext = kernels.kernel("aspen_repeat_next");
-        graphs_ = std::make_unique<CudaGraphCache>(graph, static_cast<CudaStepWork &>(*this),
-                                                   control);
-      } else {
+      if (cudaDriverVersion() < kCudaGraphControlFlowDriverVersion)
         logger().warn("CUDA executor: driver version {} has no IF/ELSE and SWITCH graph nodes "
                       "(needs {}); control flow is driven from the host",
                       cudaDriverVersion(), kCudaGraphControlFlowDriverVersion);
-      }
+      else if (const std::optional<CudaControlKernels> control = loadControlKernels(cc))
+        graphs_ = std::make_unique<CudaGraphCache>(graph, static_cast<CudaStepWork &>(*this),
+                                                   *control);
     }
     // The tables, segments and control words went up with cudaMemcpy from pageable memory, which
     // may return before the copy lands, on the default stream, which does not order stream_.
@@ -250,6 +245,30 @@ private:
     return unsigned(major * 10 + minor);
   }
 
+  // The control kernels of CUDA graph conditional nodes, loaded now; none, with a warning, when
+  // NVRTC, the driver or the GPU refuses them: the executor then drives control flow from the
+  // host, which needs only the copy and codelet kernels.
+  std::optional<CudaControlKernels> loadControlKernels(unsigned cc) {
+    try {
+      const LoadedLibrary &library = *loadedLibraries_.emplace_back(
+          std::make_unique<LoadedLibrary>(cudaExecutorKernelImage(ExecutorModule::Control, cc)));
+      CudaControlKernels control;
+      for (auto [kernel, name] : {std::pair{&control.setCondition, "aspen_set_condition"},
+                                  std::pair{&control.setSwitch, "aspen_set_switch"},
+                                  std::pair{&control.repeatStart, "aspen_repeat_start"},
+                                  std::pair{&control.repeatNext, "aspen_repeat_next"}}) {
+        *kernel = library.kernel(name);
+        loadNow(*kernel);
+      }
+      return control;
+    } catch (const error &e) {
+      logger().warn("CUDA executor: the control kernels of CUDA graph conditional nodes do not "
+                    "load on GPU {} ({}); control flow is driven from the host",
+                    options_.ordinal, e.what());
+      return std::nullopt;
+    }
+  }
+
   // A tile's workers are the threads of its block.
   void checkWorkers() const {
     int maxThreads = 0;
@@ -263,10 +282,10 @@ private:
                   std::to_string(maxThreads) + " threads");
   }
 
-  // The registers a codelet kernel uses can limit its blocks below the device's maximum.
+  // The registers a codelet kernel uses can limit its blocks below the device's maximum. Also
+  // loads the kernel now (see loadNow).
   void checkBlockSize(cudaKernel_t kernel, const std::string &library) const {
-    cudaFuncAttributes attributes{};
-    ASPEN_CUDA_CHECK(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void *>(kernel)));
+    const cudaFuncAttributes attributes = loadNow(kernel);
     const unsigned workers = graph_->target.numWorkerContexts;
     if (unsigned(attributes.maxThreadsPerBlock) < workers)
       throw error("Engine::load: codelets " + library + " use " +
@@ -436,7 +455,8 @@ private:
     ASPEN_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
 
-  // Raises the failure recorded by launches [first, first + count), clearing the record.
+  // Raises the failure recorded by launches [first, first + count), clearing the record: the
+  // lowest failing vertex of the first compute set with one, as the CPU executor reports it.
   void checkFailures(std::uint32_t first, std::uint32_t count) {
     if (count == 0)
       return;
@@ -444,22 +464,26 @@ private:
     ASPEN_CUDA_CHECK(cudaMemcpyAsync(words.data(), failures_.get() + first * sizeof(unsigned),
                                      count * sizeof(unsigned), cudaMemcpyDeviceToHost, stream_));
     ASPEN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    std::optional<std::pair<std::uint32_t, std::uint32_t>> failed; // compute set, its vertex
     for (std::uint32_t i = 0; i < count; ++i) {
       if (words[i] == 0)
         continue;
-      ASPEN_CUDA_CHECK(cudaMemsetAsync(failures_.get() + first * sizeof(unsigned), 0,
-                                       count * sizeof(unsigned), stream_));
-      ASPEN_CUDA_CHECK(cudaStreamSynchronize(stream_));
       const auto [c, l] = failureOwners_[first + i];
       const std::vector<std::uint32_t> &vertices = computeSets_[c].launches[l].computeSetVertex;
-      if (words[i] > vertices.size())
+      const unsigned v = ~words[i];
+      if (v >= vertices.size())
         throw internal_error("CUDA executor: launch " + std::to_string(l) + " of compute set '" +
                              graph_->computeSets[c].name + "' reports failed vertex " +
-                             std::to_string(words[i] - 1) + " of " +
-                             std::to_string(vertices.size()));
-      throw runtime_error(
-          vertexFailureMessage(*graph_, graph_->computeSets[c], vertices[words[i] - 1]));
+                             std::to_string(v) + " of " + std::to_string(vertices.size()));
+      failed = std::min(failed.value_or(std::pair{c, vertices[v]}), std::pair{c, vertices[v]});
     }
+    if (!failed)
+      return;
+    ASPEN_CUDA_CHECK(cudaMemsetAsync(failures_.get() + first * sizeof(unsigned), 0,
+                                     count * sizeof(unsigned), stream_));
+    ASPEN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    throw runtime_error(
+        vertexFailureMessage(*graph_, graph_->computeSets[failed->first], failed->second));
   }
 
   CudaExecutorOptions options_;

@@ -4,10 +4,15 @@
 // offset, loaded with the graph's initial values. A compute set runs as its gathers, one launch
 // per codelet library (GpuLaunchTables: one block per tile record, the compiled target's worker
 // count of threads) and its scatters, all on one stream; a vertex whose compute() returns false
-// is reported like the CPU executor does. Copies and non-contiguous host transfers run the copy
-// kernel (CudaExecutorKernels.hpp) or memcpys. Device-only control-flow subtrees run as cached
-// CUDA graphs (CudaGraph.hpp) unless control flow is host-driven. Compute sets run one by one are
-// timed with CUDA events; NVTX ranges name compute sets and graph subtrees.
+// is reported like the CPU executor does (the lowest failing vertex of the compute set). Copies and
+// non-contiguous host transfers run the copy kernel (CudaExecutorKernels.hpp) or memcpys.
+// Device-only control-flow subtrees run as cached CUDA graphs (CudaGraph.hpp) unless control flow
+// is host-driven. Compute sets run one by one are timed with CUDA events; NVTX ranges name compute
+// sets and graph subtrees.
+//
+// Every kernel is loaded into the context when the engine loads (CUDA loads lazily by default,
+// and a first load inside a graph capture is refused by some drivers), and the codelet kernels'
+// register counts are checked against the block size then.
 #pragma once
 
 #include "executors/Executor.hpp"
@@ -19,7 +24,8 @@ namespace aspen::detail {
 struct CudaExecutorOptions {
   unsigned ordinal = 0;
   // Run device-only control-flow subtrees as CUDA graphs. Ignored (host-driven, with a warning)
-  // when the driver is older than kCudaGraphControlFlowDriverVersion.
+  // when the driver is older than kCudaGraphControlFlowDriverVersion, or when the control
+  // kernels (a module of their own) do not compile or load.
   bool graphControlFlow = true;
 };
 

@@ -2,15 +2,24 @@
 #include "CudaExecutorKernels.hpp"
 
 #include "NvrtcCompiler.hpp"
+#include "codelets/CodeletCache.hpp"
+#include "codelets/ContentHash.hpp"
+#include "core/Logging.hpp"
 
+#include <aspen/Error.hpp>
+
+#include <filesystem>
+#include <map>
+#include <mutex>
 #include <string>
 
 namespace aspen::detail {
 
-const char *cudaExecutorKernelSource() {
-  return R"CUDA(
-#include <cuda_device_runtime_api.h>
+namespace fs = std::filesystem;
 
+namespace {
+
+const char *const kCopySource = R"CUDA(
 struct GpuCopySegment {
   unsigned long long dst, src;
   long long dstStride, srcStride;
@@ -40,6 +49,11 @@ extern "C" __global__ void aspen_copy_segments(const GpuCopySegment *segments,
       reinterpret_cast<unsigned char *>(s.dst + i * s.dstStride)[b] =
           reinterpret_cast<const unsigned char *>(s.src + i * s.srcStride)[b];
 }
+
+)CUDA";
+
+const char *const kControlSource = R"CUDA(
+#include <cuda_device_runtime_api.h>
 
 __device__ unsigned long long scalarBits(const void *scalar, unsigned bytes) {
   unsigned long long bits = 0;
@@ -81,18 +95,71 @@ extern "C" __global__ void aspen_repeat_next(cudaGraphConditionalHandle h, unsig
   cudaGraphSetConditional(h, left != 0 ? 1u : 0u);
 }
 )CUDA";
+
+// The CUDA toolkit's include folder as an option, and the same option as a cache key sees it (a
+// folder name is not content: the bundle's cache serves a toolkit installed elsewhere).
+const char *const kToolkitIncludeKey = "-I<cuda toolkit include>";
+
+} // namespace
+
+const char *cudaExecutorKernelSource(ExecutorModule module) {
+  return module == ExecutorModule::Copy ? kCopySource : kControlSource;
 }
 
-std::vector<std::string> cudaExecutorKernelOptions() {
+const char *cudaExecutorKernelFile(ExecutorModule module) {
+  return module == ExecutorModule::Copy ? "aspen_copy_kernels.cu" : "aspen_control_kernels.cu";
+}
+
+std::vector<std::string> cudaExecutorKernelOptions(ExecutorModule module) {
+  if (module == ExecutorModule::Copy)
+    return {"-std=c++17"};
   // 1105: cuda_device_runtime_api.h includes an internal header NVRTC warns about.
-  return {std::string("-I") + ASPEN_CUDA_INCLUDE_DIR, "-std=c++17", "-diag-suppress=1105"};
+  return {"-I" + cudaToolkitIncludeDir(), "-std=c++17", "-diag-suppress=1105"};
 }
 
-std::vector<std::uint8_t> compileCudaExecutorKernels(unsigned computeCapability) {
-  const std::string cubin = nvrtcCompileInternal(
-      kCudaExecutorKernelFile, cudaExecutorKernelSource(), cudaExecutorKernelOptions(),
-      computeCapability);
+std::vector<std::uint8_t> compileCudaExecutorKernels(ExecutorModule module,
+                                                     unsigned computeCapability) {
+  const std::string cubin =
+      nvrtcCompileInternal(cudaExecutorKernelFile(module), cudaExecutorKernelSource(module),
+                           cudaExecutorKernelOptions(module), computeCapability);
   return {cubin.begin(), cubin.end()};
+}
+
+std::string cudaExecutorKernelCacheName(ExecutorModule module, unsigned computeCapability) {
+  ContentHash key;
+  key.add(cudaExecutorKernelSource(module)).add(nvrtcVersion()).add(std::to_string(computeCapability));
+  for (const std::string &option : cudaExecutorKernelOptions(module))
+    key.add(option.starts_with("-I") ? kToolkitIncludeKey : option);
+  return std::string(cudaExecutorKernelFile(module)) + "." + key.hex() + ".sm_" +
+         std::to_string(computeCapability) + ".cubin";
+}
+
+const std::vector<std::uint8_t> &cudaExecutorKernelImage(ExecutorModule module,
+                                                         unsigned computeCapability) {
+  static std::mutex mutex;
+  static std::map<std::pair<ExecutorModule, unsigned>, std::vector<std::uint8_t>> images;
+  std::lock_guard lock(mutex);
+  auto it = images.find({module, computeCapability});
+  if (it != images.end())
+    return it->second;
+
+  const fs::path path =
+      codeletCacheDir() / "gpu" / cudaExecutorKernelCacheName(module, computeCapability);
+  std::vector<std::uint8_t> image;
+  if (fs::is_regular_file(path)) {
+    const std::string bytes = readWholeFile(path);
+    image.assign(bytes.begin(), bytes.end());
+  } else {
+    image = compileCudaExecutorKernels(module, computeCapability);
+    // The cache is an optimisation: a folder that cannot be written costs a compile next time.
+    try {
+      fs::create_directories(path.parent_path());
+      writeFileAtomically(path, std::string(image.begin(), image.end()));
+    } catch (const std::exception &e) {
+      logger().debug("CUDA executor: cannot cache {}: {}", path.string(), e.what());
+    }
+  }
+  return images.emplace(std::pair{module, computeCapability}, std::move(image)).first->second;
 }
 
 } // namespace aspen::detail
