@@ -25,6 +25,9 @@
 namespace aspen {
 namespace detail {
 
+// The largest block a GPU runs (every CUDA device since compute capability 2.0).
+#define ASPEN_GPU_MAX_THREADS_PER_BLOCK 1024
+
 struct GpuTileRecord {
   unsigned tile;  // the tile of the compiled target, for messages
   unsigned begin; // vertices [begin, end) of the vertex table

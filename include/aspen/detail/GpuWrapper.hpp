@@ -87,9 +87,17 @@ template <class V> struct GpuVertexStorage {
   __device__ V &vertex() { return *reinterpret_cast<V *>(bytes); }
 };
 
-// Records the first failing vertex (index + 1) of a launch.
+// Records a failing vertex of a launch so that the lowest one is reported, as on the CPU, in
+// whatever order blocks and threads run: the word holds ~vertex (0 = none), so the highest word
+// is the lowest vertex.
 __device__ inline void gpuReportFailure(unsigned *failedVertex, unsigned vertex) {
-  atomicCAS(failedVertex, 0u, vertex + 1u);
+  atomicMax(failedVertex, ~vertex);
+}
+
+// The lanes of this thread's warp that exist: all 32, except in a block's last, partial warp.
+__device__ inline unsigned gpuWarpLanes() {
+  const unsigned inWarp = blockDim.x - (threadIdx.x & ~31u);
+  return inWarp >= 32 ? 0xffffffffu : (1u << inWarp) - 1u;
 }
 
 } // namespace detail

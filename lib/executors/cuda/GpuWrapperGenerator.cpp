@@ -40,7 +40,9 @@ void writeCase(std::ostringstream &out, std::size_t k, const VertexTypeInfo &ver
       (vertex.scope.empty() ? "::" : "::" + vertex.scope + "::") + deviceEntry(k);
   out << "    case " << k << ":\n";
   if (vertex.isMultiVertex) {
-    out << "      ok = " << entry << "(fields + record.firstField, threadIdx.x);\n";
+    // Threads that skipped a single-thread vertex meet the one that ran it here.
+    out << "      __syncwarp(::aspen::detail::gpuWarpLanes());\n"
+        << "      ok = " << entry << "(fields + record.firstField, threadIdx.x);\n";
   } else {
     out << "      if ((v - tile.begin) % blockDim.x != threadIdx.x)\n"
         << "        continue;\n"
@@ -66,7 +68,8 @@ std::string generateGpuWrapper(const CodeletLibrary &library) {
 
   out << "extern \"C\" __device__ const char aspen_codelets_content_hash[] = \"" << kGpuHashMarker
       << library.contentHash() << "\";\n\n"
-      << "extern \"C\" __global__ void " << ASPEN_GPU_KERNEL_NAME
+      << "extern \"C\" __global__ void\n"
+      << "__launch_bounds__(ASPEN_GPU_MAX_THREADS_PER_BLOCK) " << ASPEN_GPU_KERNEL_NAME
       << "(const ::aspen::detail::GpuTileRecord *tiles,\n"
       << "    const ::aspen::detail::GpuVertexRecord *vertices,\n"
       << "    const ::aspen::detail::FieldDesc *fields, unsigned *failedVertex) {\n"
