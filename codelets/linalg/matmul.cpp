@@ -31,25 +31,28 @@ namespace aspen::linalg {
 
 namespace detail {
 
+// Element counts and indices: 64-bit, as a tile's memory on a GPU target can exceed 2^32 bytes.
+using ::aspen::detail::SizeType;
+
 template <class T> ASPEN_HD inline float toFloat(T x) { return float(x); }
 
 // Portable block product of rows [rowBegin, rowEnd): for each row, columns in chunks whose float
 // accumulators live on the stack; k ascending within a chunk.
 template <class InT, class PartialsT, class ARows, class BRows, class PRows>
 ASPEN_HD void blockProductRows(const ARows &a, const BRows &b, const PRows &p, bool accumulate,
-                               unsigned rowBegin, unsigned rowEnd) {
+                               SizeType rowBegin, SizeType rowEnd) {
   constexpr unsigned kChunk = 64;
-  const unsigned kSize = b.size();
-  for (unsigned i = rowBegin; i < rowEnd; ++i) {
+  const SizeType kSize = b.size();
+  for (SizeType i = rowBegin; i < rowEnd; ++i) {
     const auto aRow = a[i];
     const auto pRow = p[i];
-    const unsigned n = pRow.size();
-    for (unsigned j0 = 0; j0 < n; j0 += kChunk) {
-      const unsigned w = n - j0 < kChunk ? n - j0 : kChunk;
+    const SizeType n = pRow.size();
+    for (SizeType j0 = 0; j0 < n; j0 += kChunk) {
+      const unsigned w = n - j0 < kChunk ? unsigned(n - j0) : kChunk;
       float acc[kChunk];
       for (unsigned j = 0; j < w; ++j)
         acc[j] = accumulate ? toFloat(pRow[j0 + j]) : 0.0f;
-      for (unsigned k = 0; k < kSize; ++k) {
+      for (SizeType k = 0; k < kSize; ++k) {
         const float x = toFloat(aRow[k]);
         const InT *bRow = b[k].data() + j0;
         for (unsigned j = 0; j < w; ++j)
@@ -64,10 +67,10 @@ ASPEN_HD void blockProductRows(const ARows &a, const BRows &b, const PRows &p, b
 #if defined(__CUDA_ARCH__)
 // One element of the block product in float, k ascending (the FFMA path and the MMA edges).
 template <class InT, class ARows, class BRows>
-__device__ float dotColumn(const ARows &a, const BRows &b, unsigned i, unsigned j, unsigned k0,
-                           unsigned k1, float acc) {
+__device__ float dotColumn(const ARows &a, const BRows &b, SizeType i, SizeType j, SizeType k0,
+                           SizeType k1, float acc) {
   const auto aRow = a[i];
-  for (unsigned k = k0; k < k1; ++k)
+  for (SizeType k = k0; k < k1; ++k)
     acc = fmaf(toFloat(aRow[k]), toFloat(b[k][j]), acc);
   return acc;
 }
@@ -83,27 +86,27 @@ __device__ inline unsigned packHalves(half lo, half hi) {
 template <class PartialsT, class ARows, class BRows, class PRows>
 __device__ void halfBlockProduct(const ARows &a, const BRows &b, const PRows &p, bool accumulate,
                                  unsigned wid, unsigned workers) {
-  const unsigned m = p.size(), n = m ? p[0].size() : 0, kSize = b.size();
+  const SizeType m = p.size(), n = m ? p[0].size() : 0, kSize = b.size();
   const unsigned fullWarps = workers / 32;
-  const unsigned tilesM = fullWarps ? m / 16 : 0, tilesN = fullWarps ? n / 8 : 0;
-  const unsigned kFull = kSize - kSize % 16;
+  const SizeType tilesM = fullWarps ? m / 16 : 0, tilesN = fullWarps ? n / 8 : 0;
+  const SizeType kFull = kSize - kSize % 16;
   if (wid < fullWarps * 32) {
     const unsigned warp = wid / 32, lane = wid % 32, group = lane / 4, inGroup = lane % 4;
-    for (unsigned t = warp; t < tilesM * tilesN; t += fullWarps) {
-      const unsigned i0 = (t / tilesN) * 16, j0 = (t % tilesN) * 8;
-      const unsigned r0 = i0 + group, r1 = r0 + 8, c = j0 + inGroup * 2;
+    for (SizeType t = warp; t < tilesM * tilesN; t += fullWarps) {
+      const SizeType i0 = (t / tilesN) * 16, j0 = (t % tilesN) * 8;
+      const SizeType r0 = i0 + group, r1 = r0 + 8, c = j0 + inGroup * 2;
       float d[4];
       d[0] = accumulate ? toFloat(p[r0][c]) : 0.0f;
       d[1] = accumulate ? toFloat(p[r0][c + 1]) : 0.0f;
       d[2] = accumulate ? toFloat(p[r1][c]) : 0.0f;
       d[3] = accumulate ? toFloat(p[r1][c + 1]) : 0.0f;
-      for (unsigned k0 = 0; k0 < kFull; k0 += 16) {
-        const unsigned ka = k0 + inGroup * 2;
+      for (SizeType k0 = 0; k0 < kFull; k0 += 16) {
+        const SizeType ka = k0 + inGroup * 2;
         const unsigned a0 = packHalves(a[r0][ka], a[r0][ka + 1]);
         const unsigned a1 = packHalves(a[r1][ka], a[r1][ka + 1]);
         const unsigned a2 = packHalves(a[r0][ka + 8], a[r0][ka + 9]);
         const unsigned a3 = packHalves(a[r1][ka + 8], a[r1][ka + 9]);
-        const unsigned col = j0 + group;
+        const SizeType col = j0 + group;
         const unsigned b0 = packHalves(b[ka][col], b[ka + 1][col]);
         const unsigned b1 = packHalves(b[ka + 8][col], b[ka + 9][col]);
         asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
@@ -122,9 +125,9 @@ __device__ void halfBlockProduct(const ARows &a, const BRows &b, const PRows &p,
     }
   }
   // Edge elements: rows below the last full tile row, or columns right of the last full column.
-  const unsigned coveredM = tilesM * 16, coveredN = tilesN * 8;
-  for (unsigned e = wid; e < m * n; e += workers) {
-    const unsigned i = e / n, j = e % n;
+  const SizeType coveredM = tilesM * 16, coveredN = tilesN * 8;
+  for (SizeType e = wid; e < m * n; e += workers) {
+    const SizeType i = e / n, j = e % n;
     if (i < coveredM && j < coveredN)
       continue;
     const float init = accumulate ? toFloat(p[i][j]) : 0.0f;
@@ -142,7 +145,7 @@ template <class Rows> std::size_t constantStride(const Rows &rows, std::size_t w
   const std::ptrdiff_t stride = rows[1].data() - rows[0].data();
   if (stride < std::ptrdiff_t(width))
     return 0;
-  for (unsigned i = 2; i < rows.size(); ++i)
+  for (std::size_t i = 2; i < rows.size(); ++i)
     if (rows[i].data() - rows[i - 1].data() != stride)
       return 0;
   return std::size_t(stride);
@@ -151,7 +154,7 @@ template <class Rows> std::size_t constantStride(const Rows &rows, std::size_t w
 // Rows packed one after another (when they are not evenly spaced).
 template <class Rows> std::vector<float> packRows(const Rows &rows, std::size_t width) {
   std::vector<float> packed(rows.size() * width);
-  for (unsigned i = 0; i < rows.size(); ++i)
+  for (std::size_t i = 0; i < rows.size(); ++i)
     for (std::size_t j = 0; j < width; ++j)
       packed[i * width + j] = rows[i][j];
   return packed;
@@ -166,7 +169,7 @@ void blasBlockProduct(const ARows &a, const BRows &b, const PRows &p, bool accum
     return;
   if (k == 0) {
     if (!accumulate)
-      for (unsigned i = 0; i < m; ++i)
+      for (std::size_t i = 0; i < m; ++i)
         for (std::size_t j = 0; j < n; ++j)
           p[i][j] = 0.0f;
     return;
@@ -184,7 +187,7 @@ void blasBlockProduct(const ARows &a, const BRows &b, const PRows &p, bool accum
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(m), int(n), int(k), 1.0f, aData,
               int(lda), bData, int(ldb), accumulate ? 1.0f : 0.0f, pData, int(ldp));
   if (!pPacked.empty())
-    for (unsigned i = 0; i < m; ++i)
+    for (std::size_t i = 0; i < m; ++i)
       for (std::size_t j = 0; j < n; ++j)
         p[i][j] = pPacked[i * n + j];
 }
@@ -201,9 +204,9 @@ void blockProduct(const ARows &a, const BRows &b, const PRows &p, bool accumulat
   if constexpr (sizeof(InT) == 2) {
     halfBlockProduct<PartialsT>(a, b, p, accumulate, wid, workers);
   } else {
-    const unsigned m = p.size(), n = p[0].size(), kSize = b.size();
-    for (unsigned e = wid; e < m * n; e += workers) {
-      const unsigned i = e / n, j = e % n;
+    const SizeType m = p.size(), n = p[0].size(), kSize = b.size();
+    for (SizeType e = wid; e < m * n; e += workers) {
+      const SizeType i = e / n, j = e % n;
       const float init = accumulate ? float(p[i][j]) : 0.0f;
       p[i][j] = PartialsT(dotColumn<InT>(a, b, i, j, 0, kSize, init));
     }
@@ -216,7 +219,7 @@ void blockProduct(const ARows &a, const BRows &b, const PRows &p, bool accumulat
     return;
   }
 #endif
-  unsigned begin, end;
+  SizeType begin, end;
   ::aspen::detail::workerShare(p.size(), wid, workers, begin, end);
   blockProductRows<InT, PartialsT>(a, b, p, accumulate, begin, end);
 #endif
@@ -261,13 +264,13 @@ namespace detail {
 template <bool Accumulate, class OutT, class Partials, class Out>
 ASPEN_HD void reduceParts(const Partials &partials, const Out &out, unsigned numParts, float k,
                           unsigned wid, unsigned workers) {
-  const unsigned n = out.size() ? out[0].size() : 0;
+  const SizeType n = out.size() ? out[0].size() : 0;
   if (n == 0)
     return;
-  unsigned begin, end;
+  SizeType begin, end;
   ::aspen::detail::workerShare(out.size() * n, wid, workers, begin, end);
-  unsigned r = begin / n, j = begin % n;
-  for (unsigned e = begin; e < end; ++e) {
+  SizeType r = begin / n, j = begin % n;
+  for (SizeType e = begin; e < end; ++e) {
     float sum = 0.0f;
     for (unsigned p = 0; p < numParts; ++p)
       sum += toFloat(partials[r * numParts + p][j]);

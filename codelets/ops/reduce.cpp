@@ -19,6 +19,8 @@
 
 namespace aspen::ops {
 
+using ::aspen::detail::SizeType;
+
 template <Operation Op, class In, class Acc> class ReducePartial : public MultiVertex {
 public:
   Vector<Input<Vector<In>>> in;
@@ -42,12 +44,14 @@ public:
       }
       for (unsigned s = partitionSegments[p]; s < partitionSegments[p + 1]; ++s) {
         const In *x = in[s].data();
-        const unsigned n = in[s].size(), group = segmentGroup[s];
+        const SizeType n = in[s].size();
+        const unsigned group = segmentGroup[s];
         if (group == 1) {
           State::addElementwise(planes, segmentSlot[s], x, n);
           continue;
         }
-        for (unsigned begin = 0, slot = segmentSlot[s]; begin < n; begin += group, ++slot) {
+        unsigned slot = segmentSlot[s];
+        for (SizeType begin = 0; begin < n; begin += group, ++slot) {
           state.load(planes, slot);
           state.addRun(x + begin, n - begin < group ? n - begin : group);
           state.store(planes, slot);
@@ -74,7 +78,7 @@ public:
     using State = reduce_codelets::State<Op, Acc>;
     constexpr unsigned W = reduce_codelets::StateWidth<Op, Acc>::value;
     const unsigned numPartitions = partitionSlots.size() - 1;
-    const unsigned plane = states.size() / W;
+    const SizeType plane = states.size() / W;
     Acc *planes[W];
     for (unsigned w = 0; w < W; ++w)
       planes[w] = &states[w * plane];
@@ -88,14 +92,16 @@ public:
         const Acc *from[W];
         for (unsigned w = 0; w < W; ++w)
           from[w] = runs[r * W + w].data();
-        const unsigned n = runs[r * W].size(), group = runGroup[r];
+        const SizeType n = runs[r * W].size();
+        const unsigned group = runGroup[r];
         if (group == 1) {
           State::mergeElementwise(planes, runSlot[r], from, n);
           continue;
         }
-        for (unsigned j = 0, slot = runSlot[r]; j < n; ++slot) {
+        unsigned slot = runSlot[r];
+        for (SizeType j = 0; j < n; ++slot) {
           state.load(planes, slot);
-          for (const unsigned stop = j + group; j < stop; ++j)
+          for (const SizeType stop = j + group; j < stop; ++j)
             state.merge(from, j);
           state.store(planes, slot);
         }

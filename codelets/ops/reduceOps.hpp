@@ -12,9 +12,13 @@
 #pragma once
 
 #include <aspen/HalfFloat.hpp>
+#include <aspen/Vertex.hpp>
 #include <aspen/ops/Operation.hpp>
 
 namespace aspen::ops::reduce_codelets {
+
+// Element counts and indices: 64-bit, as a tile's memory on a GPU target can exceed 2^32 bytes.
+using ::aspen::detail::SizeType;
 
 // expf and logf: the host's builtins, CUDA's device functions under NVRTC and nvcc.
 #if defined(__CUDACC_RTC__) || defined(__CUDA_ARCH__)
@@ -150,27 +154,27 @@ inline constexpr unsigned kLanes = 8; // independent accumulators per run (they 
 template <Operation Op, class A, unsigned W = StateWidth<Op, A>::value> struct State {
   A v;
   ASPEN_HD void init() { v = Identity<Op>::template get<A>(); }
-  ASPEN_HD void load(A *const *p, unsigned i) { v = p[0][i]; }
-  ASPEN_HD void store(A *const *p, unsigned i) const { p[0][i] = v; }
-  ASPEN_HD void merge(const A *const *q, unsigned j) { v = combine<Op, A>(v, q[0][j]); }
+  ASPEN_HD void load(A *const *p, SizeType i) { v = p[0][i]; }
+  ASPEN_HD void store(A *const *p, SizeType i) const { p[0][i] = v; }
+  ASPEN_HD void merge(const A *const *q, SizeType j) { v = combine<Op, A>(v, q[0][j]); }
   template <class In>
-  static ASPEN_HD void addElementwise(A *const *p, unsigned i, const In *__restrict__ x,
-                                      unsigned n) {
+  static ASPEN_HD void addElementwise(A *const *p, SizeType i, const In *__restrict__ x,
+                                      SizeType n) {
     A *__restrict__ d = p[0] + i;
-    for (unsigned k = 0; k < n; ++k)
+    for (SizeType k = 0; k < n; ++k)
       d[k] = combine<Op, A>(d[k], mapInput<Op, A>(x[k]));
   }
-  static ASPEN_HD void mergeElementwise(A *const *p, unsigned i, const A *const *q, unsigned n) {
+  static ASPEN_HD void mergeElementwise(A *const *p, SizeType i, const A *const *q, SizeType n) {
     A *__restrict__ d = p[0] + i;
     const A *__restrict__ v = q[0];
-    for (unsigned k = 0; k < n; ++k)
+    for (SizeType k = 0; k < n; ++k)
       d[k] = combine<Op, A>(d[k], v[k]);
   }
-  template <class In> ASPEN_HD void addRun(const In *x, unsigned n) {
+  template <class In> ASPEN_HD void addRun(const In *x, SizeType n) {
     A lane[kLanes];
     for (unsigned l = 0; l < kLanes; ++l)
       lane[l] = Identity<Op>::template get<A>();
-    unsigned i = 0;
+    SizeType i = 0;
     for (; i + kLanes <= n; i += kLanes)
       for (unsigned l = 0; l < kLanes; ++l)
         lane[l] = combine<Op, A>(lane[l], mapInput<Op, A>(x[i + l]));
@@ -186,30 +190,30 @@ template <Operation Op, class A, unsigned W = StateWidth<Op, A>::value> struct S
 template <Operation Op> struct State<Op, float, 2> {
   float sum, comp;
   ASPEN_HD void init() { sum = comp = 0.0f; }
-  ASPEN_HD void load(float *const *p, unsigned i) { sum = p[0][i], comp = p[1][i]; }
-  ASPEN_HD void store(float *const *p, unsigned i) const { p[0][i] = sum, p[1][i] = comp; }
-  ASPEN_HD void merge(const float *const *q, unsigned j) {
+  ASPEN_HD void load(float *const *p, SizeType i) { sum = p[0][i], comp = p[1][i]; }
+  ASPEN_HD void store(float *const *p, SizeType i) const { p[0][i] = sum, p[1][i] = comp; }
+  ASPEN_HD void merge(const float *const *q, SizeType j) {
     compensatedAdd(sum, comp, q[0][j]);
     comp += q[1][j];
   }
   template <class In>
-  static ASPEN_HD void addElementwise(float *const *p, unsigned i, const In *__restrict__ x,
-                                      unsigned n) {
+  static ASPEN_HD void addElementwise(float *const *p, SizeType i, const In *__restrict__ x,
+                                      SizeType n) {
     float *__restrict__ sums = p[0] + i;
     float *__restrict__ comps = p[1] + i;
-    for (unsigned k = 0; k < n; ++k) {
+    for (SizeType k = 0; k < n; ++k) {
       float s = sums[k], c = comps[k];
       compensatedAdd(s, c, mapInput<Op, float>(x[k]));
       sums[k] = s, comps[k] = c;
     }
   }
-  static ASPEN_HD void mergeElementwise(float *const *p, unsigned i, const float *const *q,
-                                        unsigned n) {
+  static ASPEN_HD void mergeElementwise(float *const *p, SizeType i, const float *const *q,
+                                        SizeType n) {
     float *__restrict__ sums = p[0] + i;
     float *__restrict__ comps = p[1] + i;
     const float *__restrict__ otherSums = q[0];
     const float *__restrict__ otherComps = q[1];
-    for (unsigned k = 0; k < n; ++k) {
+    for (SizeType k = 0; k < n; ++k) {
       float s = sums[k], c = comps[k];
       compensatedAdd(s, c, otherSums[k]);
       sums[k] = s, comps[k] = c + otherComps[k];
@@ -218,14 +222,15 @@ template <Operation Op> struct State<Op, float, 2> {
   // Blocks of kLanes x kBlockSteps elements are summed in independent lanes (which vectorise),
   // the lanes pairwise; each block sum is then added with compensation. The error is that of a
   // 64-element sum relative to each block, not of an n-element one.
-  template <class In> ASPEN_HD void addRun(const In *x, unsigned n) {
+  template <class In> ASPEN_HD void addRun(const In *x, SizeType n) {
     constexpr unsigned kBlockSteps = 8;
-    unsigned i = 0;
+    SizeType i = 0;
     while (n - i >= kLanes) {
       float lane[kLanes];
       for (unsigned l = 0; l < kLanes; ++l)
         lane[l] = 0.0f;
-      const unsigned steps = (n - i) / kLanes < kBlockSteps ? (n - i) / kLanes : kBlockSteps;
+      const unsigned steps =
+          (n - i) / kLanes < kBlockSteps ? unsigned((n - i) / kLanes) : kBlockSteps;
       for (unsigned step = 0; step < steps; ++step, i += kLanes)
         for (unsigned l = 0; l < kLanes; ++l)
           lane[l] += mapInput<Op, float>(x[i + l]);
@@ -245,22 +250,22 @@ template <Operation Op> struct State<Op, float, 2> {
 template <> struct State<Operation::LOG_ADD, float, 2> {
   float max, sum;
   ASPEN_HD void init() { max = Bounds<float>::lowest(), sum = 0.0f; }
-  ASPEN_HD void load(float *const *p, unsigned i) { max = p[0][i], sum = p[1][i]; }
-  ASPEN_HD void store(float *const *p, unsigned i) const { p[0][i] = max, p[1][i] = sum; }
-  ASPEN_HD void merge(const float *const *q, unsigned j) {
+  ASPEN_HD void load(float *const *p, SizeType i) { max = p[0][i], sum = p[1][i]; }
+  ASPEN_HD void store(float *const *p, SizeType i) const { p[0][i] = max, p[1][i] = sum; }
+  ASPEN_HD void merge(const float *const *q, SizeType j) {
     logAddMerge(max, sum, q[0][j], q[1][j]);
   }
   template <class In>
-  static ASPEN_HD void addElementwise(float *const *p, unsigned i, const In *x, unsigned n) {
-    for (unsigned k = 0; k < n; ++k)
+  static ASPEN_HD void addElementwise(float *const *p, SizeType i, const In *x, SizeType n) {
+    for (SizeType k = 0; k < n; ++k)
       logAddMerge(p[0][i + k], p[1][i + k], static_cast<float>(x[k]), 1.0f);
   }
-  static ASPEN_HD void mergeElementwise(float *const *p, unsigned i, const float *const *q,
-                                        unsigned n) {
-    for (unsigned k = 0; k < n; ++k)
+  static ASPEN_HD void mergeElementwise(float *const *p, SizeType i, const float *const *q,
+                                        SizeType n) {
+    for (SizeType k = 0; k < n; ++k)
       logAddMerge(p[0][i + k], p[1][i + k], q[0][k], q[1][k]);
   }
-  template <class In> ASPEN_HD void addRun(const In *x, unsigned n) {
+  template <class In> ASPEN_HD void addRun(const In *x, SizeType n) {
     State<Operation::MAX, float, 1> runMax;
     runMax.init();
     runMax.addRun(x, n);
@@ -270,7 +275,7 @@ template <> struct State<Operation::LOG_ADD, float, 2> {
       return;
     }
     float s = 0.0f, c = 0.0f;
-    for (unsigned i = 0; i < n; ++i)
+    for (SizeType i = 0; i < n; ++i)
       compensatedAdd(s, c, reduceExp(static_cast<float>(x[i]) - m));
     logAddMerge(max, sum, m, s + c);
   }

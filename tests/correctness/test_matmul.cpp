@@ -2,6 +2,7 @@
 // model (test_matmul_harness.hpp): shapes from 1x1x1 to 1025, transposed and strided operands,
 // grouped, half and float, every form, every fullyConnectedPass, constrained plans, thread count
 // and worker order, empty dimensions, and the rearranged bytes of a transposed operand.
+#include "TestPaths.hpp"
 #include "correctness/test_matmul_harness.hpp"
 
 #include <cstring>
@@ -134,6 +135,50 @@ TEST_CASE("constrained plans (k partitions, serial splits) agree within rounding
     }
 }
 
+// On a GPU, half products on tiles with full warps run on the tensor cores (mma.sync m16n8k16,
+// float accumulators) and everything outside whole 16x8x16 blocks in scalar code; on the CPU,
+// the portable loop. One tile of 64 workers (two full warps) takes the whole 37x45 . 45x27
+// product: 2 full tile rows and 5 edge rows, 3 full tile columns and 3 edge columns, 2 full k
+// slices and a remainder of 13. Small integers make every product and sum exact in float, so
+// the result must equal the double model exactly, element for element, on every path.
+TEST_CASE("half matMul on 64 workers a tile: tensor-core blocks, edges and k remainder exact",
+          "[correctness][matmul]") {
+  for (const Form form : {Form::Plain, Form::AccFloat}) {
+    Case c;
+    c.inType = HALF, c.outType = FLOAT, c.form = form, c.k = 2.0f;
+    c.M = 37, c.K = 45, c.N = 27, c.tiles = 1, c.workers = 64;
+    c.options = {{"partialsType", "float"},
+                 {"planConstraints",
+                  R"({"partition": {"m": 1, "n": 1, "k": 1}, "serial": {"m": 1, "n": 1, "k": 1}})"}};
+    std::mt19937 rng(29);
+    std::uniform_int_distribution<int> small(-3, 3);
+    Values v;
+    for (std::size_t i = 0; i < c.M * c.K; ++i)
+      v.a.push_back(small(rng));
+    for (std::size_t i = 0; i < c.K * c.N; ++i)
+      v.b.push_back(small(rng));
+    for (std::size_t i = 0; i < c.M * c.N; ++i)
+      v.c0.push_back(small(rng));
+    const Result r = run(c, v);
+    CHECK(r.sentinelsIntact);
+    REQUIRE(r.out.size() == c.M * c.N);
+    std::size_t exact = 0;
+    for (std::size_t i = 0; i < c.M; ++i)
+      for (std::size_t j = 0; j < c.N; ++j) {
+        double sum = 0;
+        for (std::size_t kk = 0; kk < c.K; ++kk)
+          sum += v.a[i * c.K + kk] * v.b[kk * c.N + j];
+        const double expected = form == Form::AccFloat ? v.c0[i * c.N + j] + 2.0 * sum : sum;
+        exact += r.out[i * c.N + j] == expected;
+        if (r.out[i * c.N + j] != expected)
+          UNSCOPED_INFO("[" << i << "," << j << "] = " << r.out[i * c.N + j] << ", expected "
+                            << expected);
+      }
+    INFO("form " << int(form));
+    CHECK(exact == c.M * c.N);
+  }
+}
+
 TEST_CASE("matMul results do not depend on threads or worker order", "[correctness][matmul]") {
   Case c;
   c.M = 40, c.K = 70, c.N = 30, c.form = Form::AccFloat, c.k = 1.5f;
@@ -226,7 +271,7 @@ TEST_CASE("tensors from createMatMulInput*/Output feed matMul without rearrangem
 TEST_CASE("the portable codelet loop and the host BLAS path agree", "[correctness][matmul]") {
   // Compiling the codelet source here (without the build's ASPEN_LINALG_HOST_BLAS flag) gives
   // the portable loop; the precompiled family has the BLAS path when the build found OpenBLAS.
-  static const std::string source = ASPEN_TEST_CODELETS_DIR "/../../codelets/linalg/matmul.cpp";
+  static const std::string source = aspen::test::codelet("../../codelets/linalg/matmul.cpp");
   auto portable = [](Graph &g) { g.addCodelets(source, CodeletFileType::Auto, "-O2"); };
   for (const char *constraints : {R"({"partition": {"m": 2, "n": 2, "k": 1}})",
                                   R"({"partition": {"k": 3}, "serial": {"m": 2}})"}) {

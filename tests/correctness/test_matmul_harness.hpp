@@ -42,6 +42,7 @@ struct Case {
   float k = 1.0f;
   OptionFlags options;
   unsigned tiles = 8;
+  unsigned workers = 6; // a tile's workers (on a GPU, the threads of its block)
 };
 
 constexpr double kSentinel = -12345.0;
@@ -86,7 +87,7 @@ inline Tensor transposed(const Tensor &t) {
 // default); engineOptions add to the thread count and memory switch.
 inline Result run(const Case &c, const Values &v, const OptionFlags &engineOptions = {},
                   void (*addCodelets)(Graph &) = linalg::addCodelets) {
-  const Target target = Target::createGeneric(c.tiles);
+  const Target target = Target::createGeneric(c.tiles, c.workers);
   Graph g(target);
   ops::addCodelets(g);
   addCodelets(g);
