@@ -1,7 +1,12 @@
 // aspen::linalg::matMul on the GPU against cuBLAS measured in the same run: square FLOAT and HALF
 // products (float partials and accumulation on both sides: cublasGemmEx with
 // CUBLAS_COMPUTE_32F, no TF32), reported as GFLOP/s (2·M·N·K per product) and as the ratio
-// Aspen/cuBLAS. Both results are read back and compared, so a fast wrong answer shows up.
+// Aspen/cuBLAS. Both results are read back and compared, so a fast wrong answer shows up. The
+// host time to build and compile each graph is printed too.
+//
+// Usage: bench_gpu_matmul [--sizes N,N,...]   (default 1024,2048: what today's tiled plan
+// builds in seconds; larger sizes plan into many serial steps until the GPU memory model of
+// issue 12 lands, so ask for them explicitly)
 #include "GpuBenchSupport.hpp"
 
 #include <aspen/Engine.hpp>
@@ -13,6 +18,7 @@
 #include <cublas_v2.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -24,7 +30,7 @@
 using namespace aspen;
 
 namespace {
-constexpr std::size_t kSizes[] = {1024, 4096};
+const std::vector<std::size_t> kDefaultSizes = {1024, 2048};
 constexpr unsigned kRepeats = 5;
 constexpr int kReps = 5;
 
@@ -63,11 +69,13 @@ float decode(Type type, const std::uint8_t *p) {
 
 struct Result {
   double seconds;                   // median time of one product
+  double buildSeconds = 0;          // host time to build and compile the graph (Aspen only)
   std::vector<std::uint8_t> output; // C, row-major, of the product's type
 };
 
 Result aspenMatMul(const Target &target, Type type, std::size_t n,
                    const std::vector<std::uint8_t> &a, const std::vector<std::uint8_t> &b) {
+  const auto buildStart = std::chrono::steady_clock::now();
   Graph g(target);
   ops::addCodelets(g);
   linalg::addCodelets(g);
@@ -79,10 +87,13 @@ Result aspenMatMul(const Target &target, Type type, std::size_t n,
   g.createHostWrite("b", tb);
   g.createHostRead("c", c);
   Engine e(g, program::Repeat(kRepeats, product), {{"debug.allowOutOfMemory", "true"}});
+  const double buildSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - buildStart).count();
   e.load(Device::createGpuDevice(0));
   e.writeTensor("a", a.data(), a.data() + a.size());
   e.writeTensor("b", b.data(), b.data() + b.size());
   Result r;
+  r.buildSeconds = buildSeconds;
   r.seconds = bench::deviceSeconds(kReps, [&] { e.run(); }) / kRepeats;
   r.output.resize(n * n * type.size());
   e.readTensor("c", r.output.data(), r.output.data() + r.output.size());
@@ -117,9 +128,35 @@ Result cublasMatMul(cublasHandle_t handle, Type type, std::size_t n,
     BENCH_CUDA_CHECK(cudaFree(p));
   return r;
 }
+// "1024,2048" as sizes; exits with a message on anything else.
+std::vector<std::size_t> parseSizes(const char *text) {
+  std::vector<std::size_t> sizes;
+  const char *p = text;
+  while (*p) {
+    char *end = nullptr;
+    const unsigned long long n = std::strtoull(p, &end, 10);
+    if (end == p || n == 0 || n > 65536 || (*end != ',' && *end != '\0')) {
+      std::fprintf(stderr, "bench_gpu_matmul: --sizes wants sizes in [1, 65536] separated by "
+                           "commas, not '%s'\n", text);
+      std::exit(2);
+    }
+    sizes.push_back(std::size_t(n));
+    p = *end == ',' ? end + 1 : end;
+  }
+  return sizes;
+}
 } // namespace
 
-int main() {
+int main(int argc, char **argv) {
+  std::vector<std::size_t> sizes = kDefaultSizes;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
+      sizes = parseSizes(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: bench_gpu_matmul [--sizes N,N,...]\n");
+      return 2;
+    }
+  }
   if (bench::noGpu())
     return 0;
   const Target target = Device::createGpuDevice(0).getTarget();
@@ -129,7 +166,7 @@ int main() {
   std::printf("matMul on %u blocks (%s) against cuBLAS (GemmEx, 32-bit accumulation)\n",
               target.getNumTiles(), target.getName().c_str());
   for (Type type : {FLOAT, HALF})
-    for (std::size_t n : kSizes) {
+    for (std::size_t n : sizes) {
       std::mt19937 rng{static_cast<unsigned>(n)};
       std::uniform_real_distribution<float> dist(-1, 1);
       std::vector<float> av(n * n), bv(n * n);
@@ -149,9 +186,10 @@ int main() {
       }
       const double flops = 2.0 * double(n) * n * n;
       std::printf("%-5s %5zu^3: aspen %8.1f GFLOP/s | cuBLAS %8.1f GFLOP/s | aspen/cuBLAS %5.2fx | "
-                  "max |difference| %.2g (of max |C| %.3g)\n",
+                  "max |difference| %.2g (of max |C| %.3g) | built in %.1f s\n",
                   type == HALF ? "half" : "float", n, flops / ours.seconds / 1e9,
-                  flops / peer.seconds / 1e9, peer.seconds / ours.seconds, maxDiff, maxPeer);
+                  flops / peer.seconds / 1e9, peer.seconds / ours.seconds, maxDiff, maxPeer,
+                  ours.buildSeconds);
     }
   BENCH_CUBLAS_CHECK(cublasDestroy(handle));
   return 0;
