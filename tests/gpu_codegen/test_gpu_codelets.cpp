@@ -102,6 +102,7 @@ TEST_CASE("library codelet families give PTX that ptxas accepts for sm_90", "[gp
     const auto library = CodeletLibrary::loadPrecompiled(gp.string());
     const std::string ptx = gpuCodeletPtx(*library, 90);
     CHECK(ptx.find(".visible .entry " ASPEN_GPU_KERNEL_NAME "(") != std::string::npos);
+    CHECK(ptx.find(".maxntid 1024, 1, 1") != std::string::npos); // ptxas keeps it to 64 registers
     CHECK(assemble(ptx, stem(gp)) == 0);
   }
 }
@@ -169,9 +170,16 @@ TEST_CASE("the dispatch kernel switches on the index in vertexTypes()", "[gpu_co
                              (types[k].isMultiVertex ? "(fields + record.firstField, threadIdx.x)"
                                                      : "(fields + record.firstField, 0)");
     CHECK(source.find(call, dispatch) < source.find("break;", dispatch));
+    // A MultiVertex first joins the warp's threads (some may have run a single-thread vertex),
+    // so warp-wide instructions inside it see every lane; a Vertex runs on its thread alone.
+    const std::size_t join = source.find("__syncwarp(::aspen::detail::gpuWarpLanes());", dispatch);
+    CHECK((join < source.find(call, dispatch)) == types[k].isMultiVertex);
     previous = entry;
   }
   CHECK(source.find(kGpuHashMarker + library->contentHash()) != std::string::npos);
+  // The kernel loads for any block size a GPU allows, whatever registers its vertices need.
+  CHECK(source.find("__launch_bounds__(ASPEN_GPU_MAX_THREADS_PER_BLOCK) " ASPEN_GPU_KERNEL_NAME
+                    "(") != std::string::npos);
 }
 
 TEST_CASE("an NVRTC error names the codelet file and line", "[gpu_codegen]") {
