@@ -37,8 +37,9 @@ const std::string &aspenHeadersDigest() {
         files.push_back(entry.path());
     std::sort(files.begin(), files.end());
     ContentHash hash;
+    const fs::path root = fs::path(HostCompiler::get().includeDir);
     for (const fs::path &file : files)
-      hash.add(file.string()).add(readWholeFile(file));
+      hash.add(fs::relative(file, root).string()).add(readWholeFile(file));
     return hash.hex();
   }();
   return digest;
@@ -48,10 +49,14 @@ const std::string &aspenHeadersDigest() {
 NvrtcImages compileCached(const CodeletLibrary &library, unsigned cc, bool &cached) {
   const std::string unit = generateGpuWrapper(library);
   const std::vector<std::string> options = nvrtcCodeletOptions(library);
+  // The key holds contents, not where they are: the unit (the source, and the content hash of it
+  // preprocessed with everything it includes), Aspen's headers, NVRTC's version, and the options
+  // with each include folder reduced to its last name. So a cache warmed on one machine serves a
+  // bundle or an install moved to another folder.
   ContentHash key;
   key.add(unit).add(nvrtcVersion()).add(std::to_string(cc)).add(aspenHeadersDigest());
   for (const std::string &o : options)
-    key.add(o);
+    key.add(o.starts_with("-I") ? "-I<" + fs::path(o.substr(2)).filename().string() + ">" : o);
   const fs::path dir = codeletCacheDir() / "gpu";
   const fs::path stem = dir / (key.hex() + ".sm_" + std::to_string(cc));
   const fs::path cubinPath = stem.string() + ".cubin", ptxPath = stem.string() + ".ptx";

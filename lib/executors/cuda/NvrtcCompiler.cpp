@@ -80,6 +80,19 @@ std::string directoryOf(const std::string &sourcePath) {
   return parent.empty() ? std::filesystem::current_path().string() : parent.string();
 }
 
+// The folder of a codelet file's own headers: the one its source was compiled from; or, when that
+// is gone (a library codelet family run from a bundle or a moved install, whose .gp records the
+// build machine's path), the folder of the same name under $ASPEN_CODELETS_SOURCE_DIR.
+std::string codeletHeadersDir(const CodeletLibrary &library) {
+  const std::string dir = directoryOf(library.sourceName());
+  const char *sources = std::getenv("ASPEN_CODELETS_SOURCE_DIR");
+  if (std::filesystem::is_directory(dir) || !sources || !*sources)
+    return dir;
+  const std::filesystem::path moved =
+      std::filesystem::path(sources) / std::filesystem::path(dir).filename();
+  return std::filesystem::is_directory(moved) ? moved.string() : dir;
+}
+
 } // namespace
 
 std::vector<std::string> nvrtcCodeletOptions(const CodeletLibrary &library) {
@@ -89,7 +102,7 @@ std::vector<std::string> nvrtcCodeletOptions(const CodeletLibrary &library) {
                                    "-I" + host.includeDir};
   if (!host.compatIncludeDir.empty())
     options.push_back("-I" + host.compatIncludeDir);
-  options.push_back("-I" + directoryOf(library.sourceName()));
+  options.push_back("-I" + codeletHeadersDir(library));
   for (const std::string &flag : splitFlags(library.compileFlags()))
     if (flag.starts_with("-I") || flag.starts_with("-D") || flag.starts_with("-U"))
       options.push_back(flag);

@@ -6,7 +6,8 @@
 // Options: C++20, unannotated functions and namespace-scope variables as device code (codelets
 // are plain C++), no FMA contraction (so GPU float results follow the host's operation order),
 // __ASPEN_CODELET__ and __POPC__ defined, and the include folders of host codelet compilation
-// (HostCompiler: Aspen's headers, Poplar's header names, the codelet file's folder) plus the
+// (HostCompiler: Aspen's headers, Poplar's header names, the codelet file's folder, or when that
+// folder is gone the one of the same name under $ASPEN_CODELETS_SOURCE_DIR) plus the
 // CUDA toolkit's, and the -I/-D/-U of the library's compile flags. Every nvrtc* call is checked;
 // a failure names the call. A compile error raises codelet_error naming the codelet file, with
 // NVRTC's log (file:line of the codelet file, through the unit's #line directives).
