@@ -1,38 +1,73 @@
 #!/usr/bin/env bash
-# The GPU acceptance run. On a machine with an NVIDIA GPU and the CUDA toolkit: installs missing
-# Debian packages and builds Aspen for sm_90 in build-gpu (scripts/setup.sh), records nvidia-smi,
-# runs the GPU tests (ctest -L "gpu|gpu_codegen"), the CPU suite (everything else) and the GPU
-# benchmarks, and writes OUTDIR/summary.txt (counts, times, benchmark numbers) and OUTDIR/logs/*.
+# The GPU acceptance run, from a bundle made by scripts/gpu-bundle.sh: it builds, installs and
+# fetches nothing, so it runs on a bare machine with an NVIDIA GPU, the CUDA toolkit and python3.
+# Records the GPU, runs the bundle's GPU tests (tests.tsv: ctest -L 'gpu|gpu_codegen') in
+# parallel, control flow first, reruns the failures with CUDA_MODULE_LOADING=EAGER, runs the
+# examples and the GPU benchmarks, and writes seven files in OUTDIR: summary.txt (counts, times,
+# failures, the PASS/FAIL line), nvidia-smi.txt, tests.log, reruns.log, examples.log, bench.log
+# and performance.md (the benchmarks' figures, to paste into docs/performance.md).
 # Exits non-zero on any failure; with a GPU present, a skipped GPU test or benchmark is a failure
-# too (it checked nothing). Every step has a time limit and the whole run stays under 8 minutes.
+# too (it checked nothing). Every step has a time limit and the whole run stays under 5 minutes.
 #
-# Usage: scripts/gpu-check.sh [--no-gpu-ok] OUTDIR
-#   --no-gpu-ok  dry run on a machine without a GPU: builds and runs everything, and then expects
-#                the GPU tests and benchmarks to report themselves skipped (never passed).
-# Environment: ASPEN_GPU_BUILD_DIR (default build-gpu), ASPEN_BUILD_JOBS (default: all cores),
-#              ASPEN_GPU_CHECK_SECONDS (the whole run's limit, default 470), ASPEN_GPU_CHECK_SLOW
-#              (multiplies every step's limit, default 1: for dry runs on small machines).
+# Usage: gpu-check.sh [--no-gpu-ok] BUNDLE OUTDIR    (BUNDLE/gpu-check.sh or scripts/gpu-check.sh;
+#        BUNDLE/gpu-check.sh [--no-gpu-ok] OUTDIR      run from the bundle, BUNDLE may be left out)
+#   --no-gpu-ok  dry run on a machine without a GPU: the 'gpu' tests and the benchmarks must
+#                report themselves skipped (never pass), the gpu_codegen tests must pass (they
+#                need only the toolkit), and the examples run on the CPU.
+# Environment: ASPEN_GPU_CHECK_SECONDS (the whole run's limit, default 285), ASPEN_GPU_CHECK_SLOW
+#              (multiplies every limit, the whole run's too, default 1: for dry runs on small
+#              machines), ASPEN_GPU_CHECK_JOBS (tests at once, default 8, or the cores if fewer).
+# The programs get ASPEN_CACHE_DIR (a copy of BUNDLE/cache), ASPEN_TEST_CODELETS_DIR,
+# ASPEN_TEST_BINARY_DIR, ASPEN_TEST_PRECOMPILED_CODELETS, ASPEN_EXAMPLES_DIR, ASPEN_BENCH_DIR,
+# ASPEN_INCLUDE_DIR and ASPEN_CODELETS_DIR (all in the bundle or a temporary folder),
+# ASPEN_CODELETS_SOURCE_DIR, CUDA_HOME and ASPEN_CUDA_INCLUDE_DIR (nvcc's toolkit), and the
+# toolkit's libraries on LD_LIBRARY_PATH (not for the benchmarks' python3: ASPEN_BENCH_PYTHON).
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 2
 
+usage() {
+  echo "usage: gpu-check.sh [--no-gpu-ok] BUNDLE OUTDIR   (BUNDLE may be left out when run as BUNDLE/gpu-check.sh)" >&2
+  exit 2
+}
 no_gpu_ok=0
 if [ "${1:-}" = "--no-gpu-ok" ]; then
   no_gpu_ok=1
   shift
 fi
-if [ $# -ne 1 ]; then
-  echo "usage: scripts/gpu-check.sh [--no-gpu-ok] OUTDIR" >&2
-  exit 2
+script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# BUNDLE/gpu-check.sh OUTDIR: the bundle is the script's own folder.
+if [ $# -eq 1 ] && [ -f "$script_dir/VERSION" ] && [ -f "$script_dir/tests.tsv" ]; then
+  set -- "$script_dir" "$1"
 fi
-out=$(mkdir -p "$1" && cd "$1" && pwd)
-logs="$out/logs"
-mkdir -p "$logs"
-summary="$out/summary.txt"
-build_dir=${ASPEN_GPU_BUILD_DIR:-build-gpu}
-jobs=${ASPEN_BUILD_JOBS:-$(nproc)}
+[ $# -eq 2 ] || usage
+bundle=$(cd "$1" 2>/dev/null && pwd) || {
+  echo "gpu-check: no folder '$1'" >&2
+  exit 2
+}
+for f in VERSION tests.tsv bin; do
+  [ -e "$bundle/$f" ] || {
+    echo "gpu-check: '$1' is not a bundle from scripts/gpu-bundle.sh (no $f)" >&2
+    exit 2
+  }
+done
+out=$(mkdir -p "$2" && cd "$2" && pwd) || exit 2
 slow=${ASPEN_GPU_CHECK_SLOW:-1}
-deadline=$((SECONDS + ${ASPEN_GPU_CHECK_SECONDS:-470}))
+seconds=${ASPEN_GPU_CHECK_SECONDS:-285}
+cores=$(nproc)
+jobs=${ASPEN_GPU_CHECK_JOBS:-$((cores < 8 ? cores : 8))}
+for n in "$slow" "$seconds" "$jobs"; do
+  case "$n" in '' | *[!0-9]* | 0)
+    echo "gpu-check: ASPEN_GPU_CHECK_* must be positive whole numbers" >&2
+    exit 2
+    ;;
+  esac
+done
+# The steps end 15 s before the whole run's limit: the reports after them need a moment.
+deadline=$((SECONDS + seconds * slow - 15))
 failures=0
+summary=$out/summary.txt
+work=$(mktemp -d "${TMPDIR:-/tmp}/aspen-gpu-check.XXXXXX") || exit 2
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/scratch" "$work/examples" "$work/bench"
 
 note() { echo "$*" | tee -a "$summary"; }
 fail() {
@@ -42,118 +77,248 @@ fail() {
 # Seconds a step may take: its own limit, or what is left of the whole run if that is less.
 limit() {
   local own=$(($1 * slow)) left=$((deadline - SECONDS))
-  [ "$left" -lt "$own" ] && echo $((left > 1 ? left : 1)) || echo "$own"
+  if [ "$left" -lt "$own" ]; then echo $((left > 1 ? left : 1)); else echo "$own"; fi
+}
+version() { sed -n "s/^$1: //p" "$bundle/VERSION" | head -n 1; }
+# The Python helpers beside this script (scripts/ or the bundle), else the bundle's.
+helper() { if [ -f "$script_dir/$1" ]; then echo "$script_dir/$1"; else echo "$bundle/$1"; fi; }
+card="no GPU"
+reported=0
+bench_report() {
+  reported=1
+  local about
+  about="$(version build_type) build for sm_$(version cuda_architectures), CUDA $(version toolkit),"
+  about+=" $cores cores; scripts/gpu-check.sh runs each benchmark once at the sizes shown, and"
+  about+=" each ratio is against the peer measured in the same run."
+  timeout 15 python3 "$(helper gpu_bench_report.py)" --index "$work/bench/index.tsv" \
+    --out "$out/performance.md" --date "$(date -u +%Y-%m-%d)" --card "$card" \
+    --commit "$(version commit)" --about "$about" ||
+    fail "performance.md: gpu_bench_report.py failed"
 }
 finish() {
+  [ "$reported" -eq 1 ] || bench_report
+  for f in tests.log reruns.log examples.log bench.log nvidia-smi.txt; do
+    [ -f "$out/$f" ] || echo "(not reached)" >"$out/$f"
+  done
   note "== result: $([ "$failures" -eq 0 ] && echo PASS || echo "FAIL ($failures failures)")," \
-    "$SECONDS s in all; logs in $logs"
+    "$SECONDS s in all; logs in $out"
   exit $((failures > 0))
 }
 
 : >"$summary"
-note "# Aspen GPU check, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, commit" \
-  "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (modified)')"
+: >"$work/bench/index.tsv"
+note "# Aspen GPU check, $(date -u '+%Y-%m-%d %H:%M UTC'), $cores cores, $(hostname 2>/dev/null)"
+note "bundle: $bundle: commit $(version commit), $(version build_type), sm_$(version \
+  cuda_architectures), made $(version date) with CUDA $(version toolkit)"
 
-# --- The machine: a GPU is what this script is for; without one it stops here unless told. ---
+# --- The machine: a GPU is what this run is for; without one it stops here unless told. ---
 have_gpu=0
-if command -v nvidia-smi >/dev/null && nvidia-smi >"$logs/nvidia-smi.txt" 2>&1 &&
-  nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+if command -v nvidia-smi >/dev/null && timeout "$(limit 30)" nvidia-smi >"$out/nvidia-smi.txt" 2>&1 &&
+  timeout "$(limit 30)" nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
   have_gpu=1
-  note "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap \
-    --format=csv,noheader 2>/dev/null | head -n 1)"
+  gpu=$(timeout "$(limit 30)" nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap \
+    --format=csv,noheader 2>/dev/null | head -n 1)
+  card=$(echo "$gpu" | awk -F', ' '{printf "%s, driver %s", $1, $2}')
+  note "gpu: $gpu ($(nvidia-smi -L 2>/dev/null | grep -c '^GPU ') in all)"
 else
+  command -v nvidia-smi >/dev/null || echo "nvidia-smi: not found" >"$out/nvidia-smi.txt"
   note "gpu: none (nvidia-smi $(command -v nvidia-smi >/dev/null && echo 'finds no GPU' || echo 'is missing'))"
 fi
 nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 if [ -x "$nvcc" ]; then
-  note "toolkit: $("$nvcc" --version | grep -m1 release)"
+  CUDA_HOME=$(dirname "$(dirname "$(readlink -f "$nvcc")")")
+  note "toolkit: $(timeout "$(limit 30)" "$nvcc" --version | grep -m1 release) ($CUDA_HOME)"
 else
-  fail "no CUDA toolkit (nvcc not on PATH nor in /usr/local/cuda/bin)"
+  fail "no CUDA toolkit (nvcc not on PATH nor in /usr/local/cuda/bin): the programs need its libraries"
   finish
 fi
+# Codelets compiled from source (the tests' own) need a host C++ compiler too: c++, or ASPEN_CXX.
+cxx=${ASPEN_CXX:-c++}
+if command -v "$cxx" >/dev/null; then
+  note "host compiler: $(timeout "$(limit 30)" "$cxx" --version 2>&1 | head -n 1) ($(command -v "$cxx"))"
+else
+  note "host compiler: none ($cxx not found): codelets compiled from source will fail; set ASPEN_CXX"
+fi
+command -v python3 >/dev/null || {
+  fail "no python3: the test runner needs it"
+  finish
+}
 if [ "$have_gpu" -eq 0 ] && [ "$no_gpu_ok" -eq 0 ]; then
   fail "there is no GPU on this machine: nothing to check (use --no-gpu-ok for a dry run)"
   finish
 fi
-PATH="$(dirname "$nvcc"):$PATH"
-export PATH
 
-# --- Set-up and build: Debian packages when missing, then CMake for sm_90 with all cores. ---
-start=$SECONDS
-if ASPEN_BUILD_JOBS=$jobs ASPEN_CMAKE_FLAGS="-DASPEN_CUDA=ON -DASPEN_CUDA_ARCHITECTURES=90" \
-  timeout "$(limit 300)" scripts/setup.sh "$build_dir" >"$logs/build.log" 2>&1; then
-  note "build: ok in $((SECONDS - start)) s ($build_dir, $jobs jobs)"
-else
-  fail "build (exit $?, $((SECONDS - start)) s; 124 = time limit): see logs/build.log"
-  tail -n 20 "$logs/build.log" | sed 's/^/  /' | tee -a "$summary"
-  finish
-fi
-
-# Runs ctest with the given arguments into logs/$1.log and notes the counts; $2 is the time
-# limit; skipped tests are allowed only when $3 is 1.
-run_ctest() {
-  local name=$1 seconds=$2 skips_ok=$3
-  shift 3
-  local start=$SECONDS rc=0
-  timeout "$(limit "$seconds")" ctest --test-dir "$build_dir" --output-on-failure --timeout $((120 * slow)) \
-    "$@" >"$logs/$name.log" 2>&1 || rc=$?
-  local passed skipped failed total
-  passed=$(grep -c ' Passed ' "$logs/$name.log")
-  skipped=$(grep -c '\*\*\*Skipped' "$logs/$name.log")
-  failed=$(grep -cE '\*\*\*(Failed|Timeout|Exception)|Not Run' "$logs/$name.log")
-  total=$(grep -oE 'tests failed out of [0-9]+' "$logs/$name.log" | grep -oE '[0-9]+$' || echo 0)
-  note "$name: $passed passed, $failed failed, $skipped skipped of ${total:-0} ($((SECONDS - start)) s)"
-  if [ "$rc" -ne 0 ]; then
-    fail "$name: ctest exit $rc (124 = time limit): see logs/$name.log"
-    grep -E '\*\*\*(Failed|Timeout|Exception)' "$logs/$name.log" | head -n 20 | sed 's/^/  /' |
-      tee -a "$summary"
-  fi
-  [ "${total:-0}" -gt 0 ] || fail "$name: no tests ran"
-  if [ "$skipped" -gt 0 ] && [ "$skips_ok" -eq 0 ]; then
-    fail "$name: $skipped tests skipped on a machine with a GPU"
-    grep '\*\*\*Skipped' "$logs/$name.log" | head -n 10 | sed 's/^/  /' | tee -a "$summary"
-  fi
-}
-
-skips_ok=$((1 - have_gpu))
-run_ctest gpu-tests 150 "$skips_ok" -L 'gpu|gpu_codegen' -j 8
-run_ctest cpu-tests 120 1 -LE gpu -j "$jobs"
-if [ "$have_gpu" -eq 0 ]; then
-  # Without a GPU every test that needs one must say so; none may pass or fail instead.
-  gpu_only=$(grep -cE 'Test +#[0-9]+: gpu' "$logs/gpu-tests.log")
-  gpu_skipped=$(grep -E 'Test +#[0-9]+: gpu' "$logs/gpu-tests.log" | grep -c '\*\*\*Skipped')
-  [ "$gpu_only" -eq "$gpu_skipped" ] ||
-    fail "gpu-tests: $((gpu_only - gpu_skipped)) of the $gpu_only gpu: tests did not skip without a GPU"
-fi
-
-# --- GPU benchmarks: each prints its numbers (or "no GPU: skipped" and exits 0 without one). ---
-# Runs benchmark $2 with arguments $3... into logs/<name>.log, $1 being its time limit.
-run_bench() {
-  local seconds=$1 bench=$2
-  shift 2
-  local name start=$SECONDS rc=0
-  name=$(basename "$bench")
-  timeout "$(limit "$seconds")" "$bench" "$@" >"$logs/$name.log" 2>&1 || rc=$?
-  if [ "$rc" -ne 0 ]; then
-    fail "$name: exit $rc (124 = time limit): see logs/$name.log"
-    tail -n 20 "$logs/$name.log" | sed 's/^/  /' | tee -a "$summary"
-  elif grep -q 'no GPU: skipped' "$logs/$name.log" && [ "$have_gpu" -eq 1 ]; then
-    fail "$name: skipped on a machine with a GPU"
-  else
-    note "$name${*:+ $*} ($((SECONDS - start)) s):"
-    sed 's/^/  /' "$logs/$name.log" | tee -a "$summary"
-  fi
-}
-for bench in "$build_dir"/bench/bench_gpu_*; do
-  [ -x "$bench" ] || { fail "no GPU benchmarks in $build_dir/bench"; break; }
-  case "$(basename "$bench")" in
-  bench_gpu_lstm | bench_gpu_gru) continue ;; # below, at a size for their limits
-  esac
-  run_bench 60 "$bench"
+# --- The programs' environment: everything in the bundle, a scratch folder, and the toolkit. ---
+cuda_libs=""
+for d in "$CUDA_HOME/lib64" "$CUDA_HOME/lib" "$CUDA_HOME/targets/x86_64-linux/lib"; do
+  [ -d "$d" ] && cuda_libs=${cuda_libs:+$cuda_libs:}$d
 done
-# LSTM vs cuDNN at T = 50 for H <= 512 (8 shapes; all 12 without --max-h).
-run_bench 60 "$build_dir/bench/bench_gpu_lstm" --max-h 512
-# GRU vs cuDNN at T = 50 for H = 256 (4 shapes): what is left of the run's 8 minutes by then.
-run_bench 60 "$build_dir/bench/bench_gpu_gru" --max-h 256
+export CUDA_HOME
+export ASPEN_CUDA_INCLUDE_DIR=$CUDA_HOME/include
+# The benchmarks' peer (PyTorch, through python3) brings its own CUDA libraries: it gets the
+# library path this run started with, not the toolkit's.
+if [ -z "${ASPEN_BENCH_PYTHON:-}" ]; then
+  if [ -n "${LD_LIBRARY_PATH:-}" ]; then
+    ASPEN_BENCH_PYTHON="env LD_LIBRARY_PATH='$LD_LIBRARY_PATH' python3"
+  else
+    ASPEN_BENCH_PYTHON="env -u LD_LIBRARY_PATH python3"
+  fi
+  export ASPEN_BENCH_PYTHON
+fi
+export LD_LIBRARY_PATH=$cuda_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+PATH=$(dirname "$nvcc"):$PATH
+export PATH
+export ASPEN_CACHE_DIR=$work/cache
+export ASPEN_TEST_CODELETS_DIR=$bundle/src/tests/codelets
+export ASPEN_TEST_BINARY_DIR=$work/scratch
+export ASPEN_TEST_PRECOMPILED_CODELETS=$bundle/share/cc_fields.gp
+export ASPEN_EXAMPLES_DIR=$bundle/src/examples
+export ASPEN_BENCH_DIR=$bundle/src/bench
+export ASPEN_INCLUDE_DIR=$bundle/include
+# The bundle carries the build machine's libstdc++; where this machine has a newer one (they are
+# backward compatible) the programs get that instead, so that codelets compiled here by a newer
+# compiler can be loaded into them.
+glibcxx() { grep -ao 'GLIBCXX_3\.4\.[0-9]*' "$1" 2>/dev/null | sort -uV | tail -n 1; }
+system_cxx=""
+for c in $(ldconfig -p 2>/dev/null | awk '/libstdc\+\+\.so\.6 \(libc6,x86-64/ {print $NF}') \
+  /usr/lib/x86_64-linux-gnu/libstdc++.so.6 /usr/lib64/libstdc++.so.6; do
+  if [ -f "$c" ]; then
+    system_cxx=$(readlink -f "$c")
+    break
+  fi
+done
+if [ -f "$bundle/lib/libstdc++.so.6" ] && [ -n "$system_cxx" ]; then
+  ours=$(glibcxx "$bundle/lib/libstdc++.so.6") theirs=$(glibcxx "$system_cxx")
+  if [ -n "$theirs" ] && [ "$theirs" != "$ours" ] &&
+    [ "$(printf '%s\n' "$ours" "$theirs" | sort -V | tail -n 1)" = "$theirs" ]; then
+    mkdir -p "$work/lib"
+    ln -s "$system_cxx" "$work/lib/libstdc++.so.6"
+    gcc_s=$(dirname "$system_cxx")/libgcc_s.so.1
+    [ -f "$gcc_s" ] && ln -s "$gcc_s" "$work/lib/libgcc_s.so.1"
+    LD_LIBRARY_PATH=$work/lib:$LD_LIBRARY_PATH
+    note "libstdc++: this machine's ($theirs, $system_cxx) is newer than the bundle's ($ours): used instead"
+  else
+    note "libstdc++: the bundle's ($ours; this machine's: ${theirs:-none})"
+  fi
+fi
+codelets_dir=$(version codelets_dir)
+export ASPEN_CODELETS_DIR=$bundle/${codelets_dir:-lib/aspen/codelets}
+export ASPEN_CODELETS_SOURCE_DIR=$bundle/src/codelets
+# The bundle may be read-only: the programs get a copy of its warm cache.
+start=$SECONDS
+if [ -d "$bundle/cache" ]; then
+  if ! timeout "$(limit 60)" cp -R "$bundle/cache" "$ASPEN_CACHE_DIR" ||
+    ! chmod -R u+w "$ASPEN_CACHE_DIR"; then
+    fail "copying the bundle's codelet cache"
+  fi
+fi
+mkdir -p "$ASPEN_CACHE_DIR"
+note "cache: $(find "$ASPEN_CACHE_DIR" -type f | wc -l) files from the bundle ($((SECONDS - start)) s)"
 
+# --- The GPU tests: run_bundle_tests.py notes the counts and every kind of failure. ---
+start=$SECONDS
+tests_limit=$(limit 150)
+expect=gpu
+[ "$have_gpu" -eq 1 ] || expect=no-gpu
+rc=0
+timeout -k 10 "$tests_limit" python3 "$(helper run_bundle_tests.py)" --bundle "$bundle" \
+  --log "$out/tests.log" --rerun-log "$out/reruns.log" -j "$jobs" --timeout $((120 * slow)) \
+  --deadline $((tests_limit > 20 ? tests_limit - 10 : tests_limit)) --expect "$expect" \
+  --workdir "$work/scratch" >"$work/tests.txt" || rc=$?
+tee -a "$summary" <"$work/tests.txt"
+failures=$((failures + $(grep -c '^FAIL:' "$work/tests.txt")))
+if [ "$rc" -ne 0 ] && ! grep -q '^FAIL:' "$work/tests.txt"; then
+  fail "tests: the runner exited $rc (124 = time limit) after $((SECONDS - start)) s: see tests.log"
+fi
+
+# --- The examples: first_steps prints what first_steps.expected says (on the GPU when there is
+# --- one), logistic_regression agrees with its host model, mlp's loss falls. ---
+# Runs example $2 (arguments $3...) with time limit $1 into examples.log; its output in
+# $work/examples/<name>.out (standard output) and .err.
+run_example() {
+  local seconds=$1 name=$2 rc=0 start=$SECONDS
+  shift 2
+  timeout -k 5 "$(limit "$seconds")" "$bundle/bin/$name" "$@" \
+    >"$work/examples/$name.out" 2>"$work/examples/$name.err" </dev/null || rc=$?
+  {
+    echo "==== $name${*:+ $*}: exit $rc, $((SECONDS - start)) s"
+    cat "$work/examples/$name.out"
+    [ -s "$work/examples/$name.err" ] && echo "---- standard error" && cat "$work/examples/$name.err"
+  } >>"$out/examples.log"
+  [ "$rc" -eq 0 ] || fail "example $name${*:+ $*}: exit $rc (124 = time limit): see examples.log"
+  return "$rc"
+}
+: >"$out/examples.log"
+start=$SECONDS
+device=cpu
+[ "$have_gpu" -eq 1 ] && device=gpu
+if run_example 30 first_steps "$device"; then
+  if diff <(tail -n +2 "$bundle/src/examples/first_steps.expected") \
+    <(tail -n +2 "$work/examples/first_steps.out") >"$work/examples/first_steps.diff"; then
+    note "example first_steps $device: ok (prints what first_steps.expected says)"
+  else
+    fail "example first_steps $device: its output differs from first_steps.expected (diff in examples.log)"
+    { echo "---- diff first_steps.expected output"; cat "$work/examples/first_steps.diff"; } >>"$out/examples.log"
+  fi
+fi
+for example in "logistic_regression:(agrees)" "mlp:(loss falls)"; do
+  name=${example%%:*} expected=${example#*:}
+  if run_example 30 "$name"; then
+    if grep -qF "$expected" "$work/examples/$name.out"; then
+      note "example $name: ok ($(grep -F "$expected" "$work/examples/$name.out" | tail -n 1))"
+    else
+      fail "example $name: no '$expected' in its output: see examples.log"
+    fi
+  fi
+done
+note "examples: done in $((SECONDS - start)) s"
+
+# --- GPU benchmarks: each prints its figures (or "no GPU: skipped" and exits 0 without one). ---
+# Runs benchmark $2 with arguments $3... into bench.log and $work/bench/<name>.out, $1 being its
+# time limit, and lists it in $work/bench/index.tsv for performance.md.
+run_bench() {
+  local seconds=$1 name=$2 rc=0 start=$SECONDS
+  shift 2
+  local output=$work/bench/$name.out
+  if [ ! -x "$bundle/bin/$name" ]; then
+    fail "$name: not in the bundle"
+    return
+  fi
+  timeout -k 5 "$(limit "$seconds")" "$bundle/bin/$name" "$@" >"$output" 2>&1 </dev/null || rc=$?
+  local took=$((SECONDS - start))
+  { echo "==== $name${*:+ $*}: exit $rc, $took s"; cat "$output"; } >>"$out/bench.log"
+  printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$*" "$took" "$rc" "$output" >>"$work/bench/index.tsv"
+  if [ "$rc" -ne 0 ]; then
+    fail "$name${*:+ $*}: exit $rc (124 = time limit) after $took s: see bench.log"
+    tail -n 10 "$output" | sed 's/^/  /' | tee -a "$summary"
+  elif grep -q 'no GPU: skipped' "$output"; then
+    if [ "$have_gpu" -eq 1 ]; then
+      fail "$name: skipped on a machine with a GPU"
+    else
+      note "$name${*:+ $*}: no GPU: skipped, as it should be without one ($took s)"
+    fi
+  elif [ "$have_gpu" -eq 0 ]; then
+    fail "$name: did not say 'no GPU: skipped' on a machine without a GPU: see bench.log"
+  else
+    note "$name${*:+ $*} ($took s):"
+    grep -v '^RESULT ' "$output" | sed 's/^/  /' | tee -a "$summary"
+  fi
+}
+: >"$out/bench.log"
+start=$SECONDS
+run_bench 20 bench_gpu_launch
+run_bench 20 bench_gpu_copy
+run_bench 30 bench_gpu_matmul
+# LSTM vs cuDNN at T = 50 for H <= 512 (8 shapes; all 12 without --max-h).
+run_bench 60 bench_gpu_lstm --max-h 512
+# GRU vs cuDNN at T = 50 for H = 256 (4 shapes).
+run_bench 45 bench_gpu_gru --max-h 256
+for bench in "$bundle"/bin/bench_gpu_*; do
+  case "${bench##*/}" in
+  bench_gpu_launch | bench_gpu_copy | bench_gpu_matmul | bench_gpu_lstm | bench_gpu_gru) ;;
+  *) run_bench 30 "${bench##*/}" ;;
+  esac
+done
+note "benchmarks: done in $((SECONDS - start)) s"
+bench_report
 finish
