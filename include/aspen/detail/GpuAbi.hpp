@@ -15,8 +15,14 @@
 // (i - begin) % blockDim.x. Vertex v's field descriptors start at fields[vertices[v].firstField]
 // (same layout and meaning as the host ABI in VertexAbi.hpp, with device addresses), and
 // vertices[v].type is the index of the vertex class in the library's vertex list
-// (CodeletLibrary::vertexTypes() order). When compute() returns false the kernel stores v + 1
-// into *failedVertex (the first failure wins, via atomicCAS from 0).
+// (CodeletLibrary::vertexTypes() order). When compute() returns false the kernel stores ~v into
+// *failedVertex with atomicMax, so the word (0 when nothing failed) names the lowest failing
+// vertex of the launch, whatever order blocks and threads run in.
+// The kernel is declared __launch_bounds__(ASPEN_GPU_MAX_THREADS_PER_BLOCK, 1), so it loads for
+// any block size a device allows (at most 64 registers a thread, and no fewer: one block of 1024
+// threads a multiprocessor is all the bound asks for), and each warp reconverges (__syncwarp)
+// before a MultiVertex, so that warp-wide instructions (mma.sync, shuffles) in one see every
+// lane of the warp.
 // No standard library here: this header is also compiled by NVRTC.
 #pragma once
 

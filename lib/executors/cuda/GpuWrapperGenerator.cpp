@@ -69,7 +69,7 @@ std::string generateGpuWrapper(const CodeletLibrary &library) {
   out << "extern \"C\" __device__ const char aspen_codelets_content_hash[] = \"" << kGpuHashMarker
       << library.contentHash() << "\";\n\n"
       << "extern \"C\" __global__ void\n"
-      << "__launch_bounds__(ASPEN_GPU_MAX_THREADS_PER_BLOCK) " << ASPEN_GPU_KERNEL_NAME
+      << "__launch_bounds__(ASPEN_GPU_MAX_THREADS_PER_BLOCK, 1) " << ASPEN_GPU_KERNEL_NAME
       << "(const ::aspen::detail::GpuTileRecord *tiles,\n"
       << "    const ::aspen::detail::GpuVertexRecord *vertices,\n"
       << "    const ::aspen::detail::FieldDesc *fields, unsigned *failedVertex) {\n"
