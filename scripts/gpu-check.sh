@@ -133,11 +133,20 @@ else
   finish
 fi
 # Codelets compiled from source (the tests' own) need a host C++ compiler too: c++, or ASPEN_CXX.
-cxx=${ASPEN_CXX:-c++}
-if command -v "$cxx" >/dev/null; then
-  note "host compiler: $(timeout "$(limit 30)" "$cxx" --version 2>&1 | head -n 1) ($(command -v "$cxx"))"
+# The programs were built knowing the build machine's compiler path; this machine's may differ,
+# so the first of ASPEN_CXX, c++, g++, clang++ found here is the one they get.
+cxx=""
+for candidate in ${ASPEN_CXX:-} c++ g++ clang++; do
+  if command -v "$candidate" >/dev/null; then
+    cxx=$(command -v "$candidate")
+    break
+  fi
+done
+if [ -n "$cxx" ]; then
+  export ASPEN_CXX=$cxx
+  note "host compiler: $(timeout "$(limit 30)" "$cxx" --version 2>&1 | head -n 1) ($cxx)"
 else
-  note "host compiler: none ($cxx not found): codelets compiled from source will fail; set ASPEN_CXX"
+  note "host compiler: none (no ${ASPEN_CXX:+$ASPEN_CXX, }c++, g++ or clang++): codelets compiled from source will fail"
 fi
 command -v python3 >/dev/null || {
   fail "no python3: the test runner needs it"
