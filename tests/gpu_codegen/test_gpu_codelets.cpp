@@ -7,11 +7,11 @@
 #include "TestPaths.hpp"
 #include "codelets/CodeletLibrary.hpp"
 #include "core/LibraryCodelets.hpp"
-#include "executors/cuda/GpuCodelets.hpp"
-#include "executors/cuda/GpuWrapperGenerator.hpp"
-#include "executors/cuda/NvrtcCompiler.hpp"
 #include "ops/ExprCodegen.hpp"
 #include "ops/ExprLowering.hpp"
+#include "targets/cuda/GpuCodelets.hpp"
+#include "targets/cuda/GpuWrapperGenerator.hpp"
+#include "targets/cuda/NvrtcCompiler.hpp"
 
 #include <aspen/Error.hpp>
 #include <aspen/detail/GpuAbi.hpp>

@@ -7,7 +7,7 @@
 // table here, independently of NVRTC.
 #include "codelets/CodeletCache.hpp"
 #include "executors/cuda/CudaExecutorKernels.hpp"
-#include "executors/cuda/NvrtcCompiler.hpp"
+#include "targets/cuda/NvrtcCompiler.hpp"
 
 #include <aspen/Error.hpp>
 

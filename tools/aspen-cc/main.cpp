@@ -10,7 +10,7 @@
 #include "codelets/CodeletCache.hpp"
 #include "codelets/CodeletLibrary.hpp"
 #if ASPEN_HAVE_CUDA
-#include "executors/cuda/GpuCodelets.hpp"
+#include "targets/cuda/GpuCodelets.hpp"
 #endif
 
 #include <aspen/Error.hpp>

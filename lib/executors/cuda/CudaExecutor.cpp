@@ -5,9 +5,9 @@
 #include "CudaDevice.hpp"
 #include "CudaExecutorKernels.hpp"
 #include "CudaGraph.hpp"
-#include "GpuCodelets.hpp"
 #include "GpuLaunchTables.hpp"
 #include "core/Logging.hpp"
+#include "targets/cuda/GpuCodelets.hpp"
 
 #include <aspen/Error.hpp>
 

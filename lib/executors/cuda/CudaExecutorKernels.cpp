@@ -1,10 +1,10 @@
 // The CUDA executor's copy and control kernels, and their NVRTC compilation.
 #include "CudaExecutorKernels.hpp"
 
-#include "NvrtcCompiler.hpp"
 #include "codelets/CodeletCache.hpp"
 #include "codelets/ContentHash.hpp"
 #include "core/Logging.hpp"
+#include "targets/cuda/NvrtcCompiler.hpp"
 
 #include <aspen/Error.hpp>
 
