@@ -110,6 +110,32 @@ struct CompiledComputeSet {
   std::uint32_t verticesWithoutEstimate = 0;
 };
 
+// A library call (LibraryCalls.hpp) after lowering: every operand is one contiguous row-major
+// run (DescTemplate::Arena, size in elements), gathered into this kernel's scratch buffer
+// first where the tensor was not one (and scattered back after, for written operands).
+enum class KernelKind : std::uint8_t { Gemm };
+const char *kernelKindName(KernelKind kind);
+
+// c[g] = alpha * a[g] . b[g] + beta * c[g] over g < G; row-major [M,K], [K,N], [M,N] blocks
+// one after another.
+struct GemmShape {
+  std::uint64_t G = 1, M = 1, K = 1, N = 1;
+  Type inputType = FLOAT, outputType = FLOAT;
+  bool accumulate = false; // beta = 1, else 0
+  bool allowTF32 = false;
+  std::uint64_t flops() const { return 2 * G * M * K * N; }
+};
+
+struct CompiledKernel {
+  KernelKind kind = KernelKind::Gemm;
+  std::string name;
+  GemmShape gemm;
+  // Gemm: a, b, c, scale (Null when alpha = 1; else one float).
+  std::vector<DescTemplate> operands;
+  std::vector<CopyPlan> gathers, scatters;
+  std::uint64_t rearrangedBytes = 0; // moved by gathers and scatters per execution
+};
+
 struct StreamInfo {
   std::string handle;
   Type type;
@@ -148,6 +174,7 @@ enum class StepKind : std::uint8_t {
   Switch,           // scalar; children: [default, case...]; cases
   PrintTensor,      // index: print
   Abort,            // scalar
+  Kernel,           // index: kernel
   Nop,              // Sync, WriteUndef, empty programs
 };
 const char *stepKindName(StepKind kind);
@@ -192,6 +219,7 @@ struct CompiledGraph {
   std::vector<std::shared_ptr<const CodeletLibrary>> libraries;
   std::vector<CompiledVertexType> vertexTypes;
   std::vector<CompiledComputeSet> computeSets;
+  std::vector<CompiledKernel> kernels;
   std::vector<CopyPlan> copies;
   std::vector<StreamCopy> streamCopies;
   std::vector<PrintInfo> prints;

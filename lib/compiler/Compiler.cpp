@@ -4,6 +4,7 @@
 #include "Liveness.hpp"
 #include "LowerComputeSets.hpp"
 #include "LowerCopies.hpp"
+#include "LowerKernels.hpp"
 #include "LowerPrograms.hpp"
 #include "MemoryLayout.hpp"
 #include "Verify.hpp"
@@ -110,14 +111,15 @@ std::unique_ptr<CompiledGraph> compile(const GraphState &graph,
                  t.getTileClockFrequency()};
   addVariableBuffers(graph, *out);
 
-  PassRunner pass(6, progress, *out);
+  PassRunner pass(7, progress, *out);
   const auto computeSets = pass("verify", [&] { return verifyGraph(graph, programs); });
   const auto copies = pass("lower copies", [&] { return lowerCopies(graph, programs, *out); });
   const auto csIndex =
       pass("lower compute sets", [&] { return lowerComputeSets(graph, computeSets, *out); });
+  const auto kernels = pass("lower kernels", [&] { return lowerKernels(graph, programs, *out); });
   pass("liveness", [&] { analyseLiveness(graph, programs, *out); });
   pass("memory layout", [&] { planMemory(graph, options.allowOutOfMemory, *out); });
-  pass("lower programs", [&] { lowerPrograms(graph, programs, copies, csIndex, *out); });
+  pass("lower programs", [&] { lowerPrograms(graph, programs, copies, csIndex, kernels, *out); });
   return out;
 }
 

@@ -54,6 +54,25 @@ void dumpComputeSets(const CompiledGraph &graph, std::ostream &out) {
   }
 }
 
+void dumpKernels(const CompiledGraph &graph, std::ostream &out) {
+  for (std::size_t i = 0; i < graph.kernels.size(); ++i) {
+    const CompiledKernel &k = graph.kernels[i];
+    const GemmShape &s = k.gemm;
+    fmt::print(out, "kernel {} '{}': {} G={} M={} K={} N={} {} -> {}{}{}, {} gathers, {} "
+                    "scatters\n",
+               i, k.name, kernelKindName(k.kind), s.G, s.M, s.K, s.N, s.inputType.toString(),
+               s.outputType.toString(), s.accumulate ? " accumulate" : "",
+               s.allowTF32 ? " tf32" : "", k.gathers.size(), k.scatters.size());
+    for (const DescTemplate &d : k.operands)
+      if (d.base == DescTemplate::Arena)
+        fmt::print(out, "  operand b{}+{} x{}\n", d.buffer, d.offset, d.size);
+    for (const CopyPlan &g : k.gathers)
+      fmt::print(out, "  gather {} -> {}\n", regionsText(g.src), regionsText(g.dst));
+    for (const CopyPlan &c : k.scatters)
+      fmt::print(out, "  scatter {} -> {}\n", regionsText(c.src), regionsText(c.dst));
+  }
+}
+
 void dumpSteps(const CompiledGraph &graph, std::uint32_t step, int depth, std::ostream &out) {
   const Step &s = graph.steps[step];
   fmt::print(out, "{:{}}{} #{}", "", 2 * depth, stepKindName(s.kind), step);
@@ -64,7 +83,8 @@ void dumpSteps(const CompiledGraph &graph, std::uint32_t step, int depth, std::o
   case StepKind::Copy:
   case StepKind::StreamToTensor:
   case StepKind::TensorToStream:
-  case StepKind::PrintTensor: fmt::print(out, " index {}", s.index); break;
+  case StepKind::PrintTensor:
+  case StepKind::Kernel: fmt::print(out, " index {}", s.index); break;
   case StepKind::Repeat: fmt::print(out, " count {}", s.count); break;
   default: break;
   }
@@ -83,6 +103,7 @@ void dumpCompiledGraph(const CompiledGraph &graph, std::ostream &out) {
              graph.target.numTiles, graph.target.numWorkerContexts, graph.target.bytesPerTile);
   dumpBuffers(graph, out);
   dumpComputeSets(graph, out);
+  dumpKernels(graph, out);
   for (std::size_t i = 0; i < graph.copies.size(); ++i)
     fmt::print(out, "copy {}{}: {} -> {}\n", i,
                graph.copies[i].throughTemporary ? " (through a temporary)" : "",

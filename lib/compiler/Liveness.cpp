@@ -117,7 +117,8 @@ void addWrite(Effects &effects, const Tensor &t, bool touches) {
   });
 }
 
-// The effects of the steps that move data between variables: compute sets, copies, WriteUndef.
+// The effects of the steps that move data between variables: compute sets, library calls,
+// copies, WriteUndef.
 // Everything else a step touches is always live and needs no tracking.
 Effects effectsOf(const GraphState &graph, const ProgramNode &node) {
   Effects effects;
@@ -150,6 +151,14 @@ Effects effectsOf(const GraphState &graph, const ProgramNode &node) {
     break;
   case ProgramKind::WriteUndef:
     addWrite(effects, node.tensor, false);
+    break;
+  case ProgramKind::LibraryCall: // Gemm: reads a, b, scale (and c when accumulating), writes c
+    for (std::size_t i : {0, 1, 3})
+      if (node.operands.at(i).valid())
+        addRead(effects, node.operands[i]);
+    if (node.flags & kGemmAccumulate)
+      addRead(effects, node.operands.at(2));
+    addWrite(effects, node.operands.at(2), true);
     break;
   default:
     break;

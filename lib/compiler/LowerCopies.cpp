@@ -29,8 +29,8 @@ std::vector<Extent> extentsOf(const RegionList &regions) {
   return extents;
 }
 
-// Conservative (extents of strided runs, not their elements): a false positive only costs a
-// copy through a temporary.
+} // namespace
+
 bool mayOverlap(const RegionList &a, const RegionList &b) {
   const std::vector<Extent> ea = extentsOf(a), eb = extentsOf(b);
   auto before = [](const Extent &x, const Extent &y) {
@@ -46,8 +46,6 @@ bool mayOverlap(const RegionList &a, const RegionList &b) {
   }
   return false;
 }
-
-} // namespace
 
 CopyPlan makeCopyPlan(RegionList src, RegionList dst) {
   CopyPlan plan;

@@ -20,4 +20,8 @@ CopyIndex lowerCopies(const GraphState &graph, ArrayRef<program::Program> progra
 
 CopyPlan makeCopyPlan(RegionList src, RegionList dst);
 
+// Whether two region lists may share bytes. Conservative (extents of strided runs, not their
+// elements): a false positive only costs a trip through a temporary.
+bool mayOverlap(const RegionList &a, const RegionList &b);
+
 } // namespace aspen::detail

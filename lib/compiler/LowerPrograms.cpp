@@ -20,6 +20,7 @@ const char *stepKindName(StepKind kind) {
   case StepKind::Switch: return "Switch";
   case StepKind::PrintTensor: return "PrintTensor";
   case StepKind::Abort: return "AbortOnCondition";
+  case StepKind::Kernel: return "Kernel";
   case StepKind::Nop: return "Nop";
   }
   return "?";
@@ -31,8 +32,8 @@ class ProgramLowering {
 public:
   ProgramLowering(const GraphState &graph, const CopyIndex &copies,
                   const std::unordered_map<unsigned, std::uint32_t> &computeSets,
-                  CompiledGraph &out)
-      : graph_(graph), copies_(copies), computeSets_(computeSets), out_(out) {}
+                  const KernelIndex &kernels, CompiledGraph &out)
+      : graph_(graph), copies_(copies), computeSets_(computeSets), kernels_(kernels), out_(out) {}
 
   std::uint32_t lower(const program::Program &p) {
     if (p.isEmpty())
@@ -113,6 +114,12 @@ private:
       step.scalar = scalarOf(node.tensor);
       step.cases = node.caseValues;
       break;
+    case ProgramKind::LibraryCall:
+      step.kind = StepKind::Kernel;
+      step.index = kernels_.at(&node);
+      if (step.name.empty())
+        step.name = kernelKindName(out_.kernels[step.index].kind);
+      break;
     case ProgramKind::PrintTensor: {
       step.kind = StepKind::PrintTensor;
       step.index = static_cast<std::uint32_t>(out_.prints.size());
@@ -129,6 +136,7 @@ private:
   const GraphState &graph_;
   const CopyIndex &copies_;
   const std::unordered_map<unsigned, std::uint32_t> &computeSets_;
+  const KernelIndex &kernels_;
   CompiledGraph &out_;
   std::unordered_map<const ProgramNode *, std::uint32_t> done_;
 };
@@ -138,8 +146,8 @@ private:
 void lowerPrograms(const GraphState &graph, ArrayRef<program::Program> programs,
                    const CopyIndex &copies,
                    const std::unordered_map<unsigned, std::uint32_t> &computeSets,
-                   CompiledGraph &out) {
-  ProgramLowering lowering(graph, copies, computeSets, out);
+                   const KernelIndex &kernels, CompiledGraph &out) {
+  ProgramLowering lowering(graph, copies, computeSets, kernels, out);
   for (const program::Program &p : programs)
     out.programs.push_back(lowering.lower(p));
   for (const auto &[handle, t] : graph.hostWrites)

@@ -1,11 +1,12 @@
 // Program lowering: the programs become a tree of steps (CompiledGraph::steps) whose leaves
-// refer to lowered compute sets, copies and prints; a node shared by several programs, or a
+// refer to lowered compute sets, kernels, copies and prints; a node shared by several programs, or a
 // function called from several places, becomes one step. Also records host handles and streams.
-// Assumes a verified graph whose copies and compute sets are lowered.
+// Assumes a verified graph whose copies, compute sets and kernels are lowered.
 #pragma once
 
 #include "CompiledGraph.hpp"
 #include "LowerCopies.hpp"
+#include "LowerKernels.hpp"
 #include "core/GraphState.hpp"
 
 #include <unordered_map>
@@ -15,6 +16,6 @@ namespace aspen::detail {
 void lowerPrograms(const GraphState &graph, ArrayRef<program::Program> programs,
                    const CopyIndex &copies,
                    const std::unordered_map<unsigned, std::uint32_t> &computeSets,
-                   CompiledGraph &out);
+                   const KernelIndex &kernels, CompiledGraph &out);
 
 } // namespace aspen::detail

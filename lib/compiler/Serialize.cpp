@@ -25,7 +25,7 @@ namespace {
 using namespace detail;
 
 constexpr char kMagic[8] = {'A', 'S', 'P', 'E', 'N', 'E', 'X', 'E'};
-constexpr std::uint32_t kFormatVersion = 5;
+constexpr std::uint32_t kFormatVersion = 6; // 6: library-call kernels
 
 class Writer {
 public:
@@ -72,6 +72,14 @@ public:
     put(c.name), put(c.vertices), put(c.tiles), put(c.fields), put(c.nested);
     put(c.gathers), put(c.scatters), put(c.rearrangedBytes), put(c.estimatedCycles),
         put(c.estimatedFlops), put(c.verticesWithoutEstimate);
+  }
+  void put(const GemmShape &s) {
+    put(s.G), put(s.M), put(s.K), put(s.N), put(s.inputType), put(s.outputType);
+    put(s.accumulate), put(s.allowTF32);
+  }
+  void put(const CompiledKernel &k) {
+    put(k.kind), put(k.name), put(k.gemm), put(k.operands), put(k.gathers), put(k.scatters);
+    put(k.rearrangedBytes);
   }
   void put(const StreamInfo &s) { put(s.handle), put(s.type), put(s.numElements), put(s.hostToDevice); }
   void put(const StreamCopy &s) { put(s.stream), put(s.tensor); }
@@ -164,6 +172,14 @@ public:
     get(c.gathers), get(c.scatters), get(c.rearrangedBytes), get(c.estimatedCycles),
         get(c.estimatedFlops), get(c.verticesWithoutEstimate);
   }
+  void get(GemmShape &s) {
+    get(s.G), get(s.M), get(s.K), get(s.N), get(s.inputType), get(s.outputType);
+    get(s.accumulate), get(s.allowTF32);
+  }
+  void get(CompiledKernel &k) {
+    get(k.kind), get(k.name), get(k.gemm), get(k.operands), get(k.gathers), get(k.scatters);
+    get(k.rearrangedBytes);
+  }
   void get(StreamInfo &s) { get(s.handle), get(s.type), get(s.numElements), get(s.hostToDevice); }
   void get(StreamCopy &s) { get(s.stream), get(s.tensor); }
   void get(HostHandle &h) { get(h.type), get(h.regions); }
@@ -192,7 +208,7 @@ template <class IO, class G> void transferGraph(IO &io, G &g) {
   auto each = [&](auto &...members) { (io.item(members), ...); };
   each(g.target, g.buffers, g.arenaBytes, g.alwaysLiveBytes, g.bufferBytes, g.initialValues,
        g.tileBytes, g.tilePeakBytes, g.variableBytes, g.libraries, g.vertexTypes,
-       g.computeSets, g.copies, g.streamCopies, g.prints, g.steps, g.programs, g.streams);
+       g.computeSets, g.kernels, g.copies, g.streamCopies, g.prints, g.steps, g.programs, g.streams);
 }
 
 // A stream that parses can still be corrupt: check every index and byte range before an
@@ -236,6 +252,25 @@ void validate(Reader &io, const CompiledGraph &g) {
       for (const CopyPlan &p : *plans)
         checkRegions(p.src), checkRegions(p.dst);
   }
+  for (const CompiledKernel &k : g.kernels) {
+    check(k.kind == KernelKind::Gemm && k.operands.size() == 4, "kernel");
+    const GemmShape &s = k.gemm;
+    const std::uint64_t elements[] = {s.G * s.M * s.K, s.G * s.K * s.N, s.G * s.M * s.N, 1};
+    const std::uint64_t bytes[] = {s.inputType.size(), s.inputType.size(), s.outputType.size(),
+                                   4};
+    for (std::size_t i = 0; i < 4; ++i) {
+      const DescTemplate &d = k.operands[i];
+      const bool optional = i == 3;
+      check(d.base == DescTemplate::Arena ? d.size == elements[i] && d.buffer < g.buffers.size() &&
+                                                d.offset + d.size * bytes[i] <=
+                                                    g.buffers[d.buffer].bytes
+                                          : optional && d.base == DescTemplate::Null,
+            "kernel operand");
+    }
+    for (const auto *plans : {&k.gathers, &k.scatters})
+      for (const CopyPlan &p : *plans)
+        checkRegions(p.src), checkRegions(p.dst);
+  }
   for (const CopyPlan &p : g.copies)
     checkRegions(p.src), checkRegions(p.dst);
   for (const StreamCopy &c : g.streamCopies)
@@ -251,6 +286,7 @@ void validate(Reader &io, const CompiledGraph &g) {
     const std::size_t limit = s.kind == StepKind::Execute          ? g.computeSets.size()
                               : s.kind == StepKind::Copy           ? g.copies.size()
                               : s.kind == StepKind::PrintTensor    ? g.prints.size()
+                              : s.kind == StepKind::Kernel         ? g.kernels.size()
                               : s.kind == StepKind::StreamToTensor ||
                                       s.kind == StepKind::TensorToStream
                                   ? g.streamCopies.size()

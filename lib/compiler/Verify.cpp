@@ -107,6 +107,14 @@ public:
     case ProgramKind::PrintTensor:
       checkTensor(node.tensor, name + " tensor");
       break;
+    case ProgramKind::LibraryCall: {
+      static constexpr const char *roles[] = {"a", "b", "c", "scale"};
+      for (std::size_t i = 0; i < node.operands.size() && i < 4; ++i)
+        if (i != 3 || node.operands[i].valid())
+          checkTensor(node.operands[i], name + " " + roles[i]);
+      checkWritable(node.operands.at(2), name + " c");
+      break;
+    }
     case ProgramKind::Empty:
     case ProgramKind::Sequence:
     case ProgramKind::Repeat:

@@ -3,6 +3,7 @@
 #include "TensorRegions.hpp"
 
 #include <aspen/Error.hpp>
+#include <aspen/LibraryCalls.hpp>
 #include <aspen/Program.hpp>
 
 #include <fmt/format.h>
@@ -30,6 +31,7 @@ const char *programKindName(ProgramKind kind) {
   case ProgramKind::PrintTensor: return "PrintTensor";
   case ProgramKind::Sync: return "Sync";
   case ProgramKind::AbortOnCondition: return "AbortOnCondition";
+  case ProgramKind::LibraryCall: return "Gemm";
   }
   return "Program";
 }
@@ -262,6 +264,50 @@ AbortOnCondition::AbortOnCondition(const Tensor &predicate, const DebugContext &
     : Program(makeNode(ProgramKind::AbortOnCondition, debug)) {
   requireScalar(predicate, ProgramKind::AbortOnCondition, "predicate", debug);
   mutableNode().tensor = predicate;
+}
+
+namespace {
+std::string gemmOperand(const char *role, const Tensor &t) {
+  return fmt::format("{} {} {} of type {}", role, t.getDebugStr(), t.shapeToString(),
+                     t.elementType().toString());
+}
+} // namespace
+
+Gemm::Gemm(const Tensor &a, const Tensor &b, const Tensor &c, const GemmOptions &options,
+           const DebugContext &debug)
+    : Program(makeNode(ProgramKind::LibraryCall, debug)) {
+  requireValid(a, ProgramKind::LibraryCall, "a", debug);
+  requireValid(b, ProgramKind::LibraryCall, "b", debug);
+  requireValid(c, ProgramKind::LibraryCall, "c", debug);
+  const std::string what = fmt::format("Gemm '{}': {} . {} -> {}", debug.getPathName(),
+                                       gemmOperand("a", a), gemmOperand("b", b),
+                                       gemmOperand("c", c));
+  const unsigned rank = a.rank();
+  if ((rank != 2 && rank != 3) || b.rank() != rank || c.rank() != rank)
+    throw shape_error(what + ": a, b and c must all have rank 2 ([M,K] . [K,N] -> [M,N]) or all "
+                             "rank 3 ([G,M,K] . [G,K,N] -> [G,M,N])");
+  const std::size_t off = rank - 2;
+  if (off && (b.dim(0) != a.dim(0) || c.dim(0) != a.dim(0)))
+    throw shape_error(what + ": the group counts (dimension 0) differ");
+  if (a.dim(off + 1) != b.dim(off))
+    throw shape_error(what + ": the inner dimensions differ (a's columns against b's rows)");
+  if (c.dim(off) != a.dim(off) || c.dim(off + 1) != b.dim(off + 1))
+    throw shape_error(what + ": c must have a's rows and b's columns");
+  const Type in = a.elementType(), out = c.elementType();
+  if ((in != FLOAT && in != HALF) || b.elementType() != in)
+    throw type_error(what + ": a and b must both be float or both be half");
+  if (out != FLOAT && out != HALF)
+    throw type_error(what + ": c must be float or half");
+  if (options.scale.valid() &&
+      (options.scale.numElements() != 1 || options.scale.elementType() != FLOAT))
+    throw type_error(fmt::format("{}: the scale {} {} of type {} must be one float element", what,
+                                 options.scale.getDebugStr(), options.scale.shapeToString(),
+                                 options.scale.elementType().toString()));
+  ProgramNode &node = mutableNode();
+  node.libraryKernel = detail::LibraryKernel::Gemm;
+  node.operands = {a, b, c, options.scale};
+  node.flags = (options.accumulate ? detail::kGemmAccumulate : 0) |
+               (options.allowTF32 ? detail::kGemmAllowTF32 : 0);
 }
 
 } // namespace program

@@ -28,7 +28,14 @@ enum class ProgramKind : std::uint8_t {
   PrintTensor,      // title, tensor
   Sync,
   AbortOnCondition, // tensor: predicate
+  LibraryCall,      // libraryKernel over operands (LibraryCalls.hpp)
 };
+
+// The native kernels a LibraryCall runs; every executor implements each of them.
+enum class LibraryKernel : std::uint8_t {
+  Gemm, // operands: a, b, c, scale (invalid when alpha = 1); flags: kGemmAccumulate, kGemmTF32
+};
+inline constexpr std::uint32_t kGemmAccumulate = 1, kGemmAllowTF32 = 2;
 
 const char *programKindName(ProgramKind kind);
 
@@ -43,6 +50,9 @@ struct ProgramNode {
   unsigned id = kInvalidId;
   unsigned count = 0;
   std::string title;
+  LibraryKernel libraryKernel = LibraryKernel::Gemm; // LibraryCall
+  std::vector<Tensor> operands;                      // LibraryCall
+  std::uint32_t flags = 0;                           // LibraryCall
 };
 
 } // namespace aspen::detail

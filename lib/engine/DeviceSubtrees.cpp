@@ -9,6 +9,7 @@ bool isDeviceWork(StepKind kind) {
   switch (kind) {
   case StepKind::Sequence:
   case StepKind::Execute:
+  case StepKind::Kernel:
   case StepKind::Copy:
   case StepKind::Repeat:
   case StepKind::RepeatWhileTrue:
@@ -51,7 +52,8 @@ std::vector<bool> deviceOnlySteps(const CompiledGraph &graph) {
 bool offeredAsDeviceSubtree(const CompiledGraph &graph, const std::vector<bool> &deviceOnly,
                             std::uint32_t step) {
   const StepKind kind = graph.steps[step].kind;
-  return deviceOnly[step] && kind != StepKind::Execute && kind != StepKind::Copy &&
+  return deviceOnly[step] && kind != StepKind::Execute && kind != StepKind::Kernel &&
+         kind != StepKind::Copy &&
          kind != StepKind::Nop;
 }
 

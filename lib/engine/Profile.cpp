@@ -10,7 +10,8 @@
 namespace aspen::detail {
 
 ExecutionProfile::ExecutionProfile(const CompiledGraph &graph)
-    : computeSets(graph.computeSets.size()), steps(graph.steps.size()),
+    : computeSets(graph.computeSets.size()), kernels(graph.kernels.size()),
+      steps(graph.steps.size()),
       programs(graph.programs.size()) {}
 
 namespace {
@@ -113,6 +114,14 @@ void printExecution(std::ostream &out, const CompiledGraph &graph,
       fmt::print(out, " ({} of {} vertices without an estimate)", cs.verticesWithoutEstimate,
                  cs.vertices.size());
     fmt::print(out, "\n");
+  }
+  if (!graph.kernels.empty())
+    fmt::print(out, "  Library calls (time, calls, flops a call):\n");
+  for (std::size_t i = 0; i < graph.kernels.size(); ++i) {
+    const CompiledKernel &k = graph.kernels[i];
+    fmt::print(out, "    {} {}: {:.6f} s, {} calls, {} flops, {} bytes rearranged a call\n",
+               kernelKindName(k.kind), k.name, profile.kernels[i].seconds,
+               profile.kernels[i].calls, k.gemm.flops(), k.rearrangedBytes);
   }
   if (!options.showExecutionSteps)
     return;

@@ -86,6 +86,10 @@ void EngineImpl::runStep(std::uint32_t index) {
     profile_.computeSets[step.index].add(executor_->execute(step.index));
     profile_.rearrangedBytes += compiled_->computeSets[step.index].rearrangedBytes;
     break;
+  case StepKind::Kernel:
+    profile_.kernels[step.index].add(executor_->runKernel(step.index));
+    profile_.rearrangedBytes += compiled_->kernels[step.index].rearrangedBytes;
+    break;
   case StepKind::Copy: {
     const CopyPlan &plan = compiled_->copies[step.index];
     executor_->copy(plan);

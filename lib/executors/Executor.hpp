@@ -1,6 +1,6 @@
 // Executor: what the engine needs from a machine that runs a CompiledGraph. The engine
-// interprets control flow and host streams itself; an executor provides memory, copies and
-// compute-set launches. The CPU executor is the reference; the CUDA one implements the same,
+// interprets control flow and host streams itself; an executor provides memory, copies,
+// compute-set launches and the native library kernels (LibraryCalls.hpp). The CPU executor is the reference; the CUDA one implements the same,
 // plus the optional hook that runs a whole control-flow subtree on the device.
 #pragma once
 
@@ -29,6 +29,10 @@ public:
   // Runs compute set `index` (gathers, vertices, scatters) and returns the seconds it took.
   // Raises aspen::runtime_error naming the vertex when one fails.
   virtual double execute(std::uint32_t index) = 0;
+
+  // Runs library-call kernel `index` (gathers, the library call, scatters) and returns the
+  // seconds it took.
+  virtual double runKernel(std::uint32_t index) = 0;
 
   // Optional, asked once after load: whether this executor runs whole subtrees of device work
   // (deviceOnlySteps in engine/DeviceSubtrees.hpp) itself. When it does, the engine hands it

@@ -1,5 +1,6 @@
 #include "CpuExecutor.hpp"
 
+#include "CpuGemm.hpp"
 #include "RegionCopy.hpp"
 #include "ThreadPool.hpp"
 #include "executors/FieldResolution.hpp"
@@ -52,6 +53,8 @@ public:
         std::memcpy(view_.address(init.buffer, std::int64_t(init.offset)), init.bytes.data(),
                     init.bytes.size());
     resolveComputeSets(graph);
+    for (const CompiledKernel &kernel : graph.kernels)
+      checkCpuGemm(kernel);
   }
 
   void write(const RegionList &regions, const void *host) override {
@@ -84,6 +87,26 @@ public:
     if (failed_ != kNone)
       throw runtime_error(vertexFailureMessage(*graph_, cs, failed_));
     for (const CopyPlan &scatter : cs.scatters)
+      copy(scatter);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+
+  double runKernel(std::uint32_t index) override {
+    const auto start = std::chrono::steady_clock::now();
+    const CompiledKernel &kernel = graph_->kernels[index];
+    for (const CopyPlan &gather : kernel.gathers)
+      copy(gather);
+    auto address = [&](const DescTemplate &d) -> void * {
+      return d.base == DescTemplate::Arena ? view_.address(d.buffer, std::int64_t(d.offset))
+                                           : nullptr;
+    };
+    const auto &ops = kernel.operands;
+    float alpha = 1.0f;
+    if (const void *scale = address(ops[3]))
+      std::memcpy(&alpha, scale, sizeof alpha);
+    cpuGemm(kernel.gemm, address(ops[0]), address(ops[1]), address(ops[2]), alpha, pool_,
+            kernelWorkspace_);
+    for (const CopyPlan &scatter : kernel.scatters)
       copy(scatter);
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
@@ -145,6 +168,7 @@ private:
   ArenaView view_;
   std::vector<LoadedComputeSet> computeSets_;
   std::vector<std::uint8_t> temporary_;
+  std::vector<float> kernelWorkspace_;
   std::mutex failureMutex_;
   std::uint32_t failed_ = kNone;
 };

@@ -4,6 +4,7 @@
 #include "CudaCheck.hpp"
 #include "CudaDevice.hpp"
 #include "CudaExecutorKernels.hpp"
+#include "CudaGemm.hpp"
 #include "CudaGraph.hpp"
 #include "GpuLaunchTables.hpp"
 #include "core/Logging.hpp"
@@ -160,12 +161,19 @@ public:
       for (const CopyPlan &plan : cs.scatters)
         needTemporary(plan);
     }
+    for (const CompiledKernel &kernel : graph.kernels) {
+      for (const CopyPlan &plan : kernel.gathers)
+        needTemporary(plan);
+      for (const CopyPlan &plan : kernel.scatters)
+        needTemporary(plan);
+    }
     temporary_ = DeviceBuffer(temporaryBytes);
 
     loadComputeSets(cc);
     for (const CopyPlan &plan : graph.copies)
       copies_.push_back(
           loadCopy(gpuCopyPlan(plan, graph.buffers, arena_.address(), temporary_.address())));
+    loadKernels();
 
     if (options_.graphControlFlow) {
       if (cudaDriverVersion() < kCudaGraphControlFlowDriverVersion)
@@ -208,17 +216,16 @@ public:
   }
 
   double execute(std::uint32_t index) override {
-    useDevice();
-    const NvtxRange range("compute set " + graph_->computeSets[index].name);
-    ASPEN_CUDA_CHECK(cudaEventRecord(start_, stream_));
-    enqueueComputeSet(stream_, index);
-    ASPEN_CUDA_CHECK(cudaEventRecord(stop_, stream_));
-    ASPEN_CUDA_CHECK(cudaEventSynchronize(stop_));
-    float milliseconds = 0;
-    ASPEN_CUDA_CHECK(cudaEventElapsedTime(&milliseconds, start_, stop_));
+    const double seconds = timedOnStream("compute set " + graph_->computeSets[index].name,
+                                         [&] { enqueueComputeSet(stream_, index); });
     const LoadedComputeSet &cs = computeSets_[index];
     checkFailures(cs.firstFailureSlot, std::uint32_t(cs.loaded.size()));
-    return milliseconds * 1e-3;
+    return seconds;
+  }
+
+  double runKernel(std::uint32_t index) override {
+    return timedOnStream("kernel " + graph_->kernels[index].name,
+                         [&] { enqueueKernel(stream_, index); });
   }
 
   bool runsDeviceSubtrees() const override { return graphs_ != nullptr; }
@@ -235,6 +242,20 @@ public:
 
 private:
   void useDevice() const { ASPEN_CUDA_CHECK(cudaSetDevice(int(options_.ordinal))); }
+
+  // Runs what `enqueue` puts on the stream, in an NVTX range named `name`, and returns the
+  // seconds between events recorded around it.
+  template <class Enqueue> double timedOnStream(const std::string &name, Enqueue &&enqueue) {
+    useDevice();
+    const NvtxRange range(name);
+    ASPEN_CUDA_CHECK(cudaEventRecord(start_, stream_));
+    enqueue();
+    ASPEN_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+    ASPEN_CUDA_CHECK(cudaEventSynchronize(stop_));
+    float milliseconds = 0;
+    ASPEN_CUDA_CHECK(cudaEventElapsedTime(&milliseconds, start_, stop_));
+    return milliseconds * 1e-3;
+  }
 
   unsigned computeCapability() const {
     int major = 0, minor = 0;
@@ -363,7 +384,31 @@ private:
     failures_ = DeviceBuffer(std::max<std::size_t>(failureOwners_.size(), 1) * sizeof(unsigned));
   }
 
+  // The library calls: their gathers and scatters, and the cuBLASLt plans.
+  void loadKernels() {
+    for (const CompiledKernel &kernel : graph_->kernels) {
+      LoadedKernel loaded;
+      for (const CopyPlan &plan : kernel.gathers)
+        loaded.gathers.push_back(loadCopy(
+            gpuCopyPlan(plan, graph_->buffers, arena_.address(), temporary_.address())));
+      for (const CopyPlan &plan : kernel.scatters)
+        loaded.scatters.push_back(loadCopy(
+            gpuCopyPlan(plan, graph_->buffers, arena_.address(), temporary_.address())));
+      kernels_.push_back(std::move(loaded));
+    }
+    gemm_ = std::make_unique<CudaGemmKernels>(*graph_, arena_.address());
+  }
+
   // CudaStepWork: the stream work of compute sets and copies (also captured into graphs).
+  void enqueueKernel(cudaStream_t stream, std::uint32_t index) override {
+    const LoadedKernel &kernel = kernels_[index];
+    for (const LoadedCopy &gather : kernel.gathers)
+      enqueueCopy(stream, gather);
+    gemm_->enqueue(stream, index);
+    for (const LoadedCopy &scatter : kernel.scatters)
+      enqueueCopy(stream, scatter);
+  }
+
   void enqueueComputeSet(cudaStream_t stream, std::uint32_t index) override {
     const LoadedComputeSet &cs = computeSets_[index];
     for (const LoadedCopy &gather : cs.gathers)
@@ -496,6 +541,11 @@ private:
   std::vector<std::uint8_t> hostStaging_;
   std::vector<LoadedComputeSet> computeSets_;
   std::vector<LoadedCopy> copies_;
+  struct LoadedKernel {
+    std::vector<LoadedCopy> gathers, scatters;
+  };
+  std::vector<LoadedKernel> kernels_;
+  std::unique_ptr<CudaGemmKernels> gemm_;
   struct FailureOwner {
     std::uint32_t computeSet, launch;
   };

@@ -157,6 +157,9 @@ void CudaGraphCache::enqueueStep(cudaStream_t stream, std::uint32_t index, unsig
   case StepKind::Copy:
     work_.enqueueCopy(stream, step.index);
     return;
+  case StepKind::Kernel:
+    work_.enqueueKernel(stream, step.index);
+    return;
   case StepKind::Nop:
     return;
   case StepKind::If: {

@@ -1,7 +1,8 @@
 // CUDA graphs of device-only program subtrees (engine/DeviceSubtrees.hpp), built once per
 // subtree and cached.
 //
-// A subtree is captured from the stream work the executor enqueues for its compute sets and
+// A subtree is captured from the stream work the executor enqueues for its compute sets,
+// library calls (cuBLASLt matmuls are capturable: their workspace is allocated at load) and
 // copies; control flow becomes conditional nodes whose condition a one-thread control kernel
 // (CudaExecutorKernels.hpp) sets on the device just before the node runs:
 //   If           IF node with two bodies (then, else); condition = predicate is true
@@ -31,6 +32,7 @@ public:
   virtual ~CudaStepWork() = default;
   virtual void enqueueComputeSet(cudaStream_t stream, std::uint32_t computeSet) = 0;
   virtual void enqueueCopy(cudaStream_t stream, std::uint32_t copy) = 0;
+  virtual void enqueueKernel(cudaStream_t stream, std::uint32_t kernel) = 0;
   virtual const void *scalarAddress(const ScalarRef &scalar) const = 0;
 };
 

@@ -1,0 +1,240 @@
+// Library calls (LibraryCalls.hpp): program::Gemm run by the executor's native library, checked
+// against a double-precision host product and against the same product planned as vertices
+// (linalg::matMul with method "vertices"), with every operand form the compiler must handle:
+// whole variables (used in place), transposed and sliced views (gathered and scattered),
+// operands sharing bytes with the output, accumulation with a scale tensor, half inputs and
+// outputs, groups, a Gemm inside a loop, and an Executable round trip. Sentinel elements around
+// a sliced output catch stray writes. On ASPEN_TEST_DEVICE=gpu the same checks run on cuBLASLt.
+#include "TestDevice.hpp"
+
+#include <aspen/Engine.hpp>
+#include <aspen/LibraryCalls.hpp>
+#include <aspen/linalg/Codelets.hpp>
+#include <aspen/linalg/MatMul.hpp>
+#include <aspen/ops/Codelets.hpp>
+#include <aspen/util/TileMapping.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+#include <sstream>
+#include <vector>
+
+using namespace aspen;
+
+namespace {
+
+std::vector<float> randomValues(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = u(rng);
+  return v;
+}
+
+// Values exactly representable in half, so that half and float runs see the same inputs.
+std::vector<float> halfValues(std::size_t n, unsigned seed) {
+  std::vector<float> v = randomValues(n, seed);
+  for (float &x : v)
+    x = float(half(x));
+  return v;
+}
+
+// c[g] = alpha * a[g] . b[g] + beta * c0[g] in double, row-major blocks.
+std::vector<double> reference(std::size_t G, std::size_t M, std::size_t K, std::size_t N,
+                              const std::vector<float> &a, const std::vector<float> &b,
+                              double alpha = 1, double beta = 0,
+                              const std::vector<float> &c0 = {}) {
+  std::vector<double> c(G * M * N);
+  for (std::size_t g = 0; g < G; ++g)
+    for (std::size_t i = 0; i < M; ++i)
+      for (std::size_t j = 0; j < N; ++j) {
+        double sum = 0;
+        for (std::size_t k = 0; k < K; ++k)
+          sum += double(a[(g * M + i) * K + k]) * double(b[(g * K + k) * N + j]);
+        const std::size_t o = (g * M + i) * N + j;
+        c[o] = alpha * sum + (beta != 0 ? beta * double(c0[o]) : 0.0);
+      }
+  return c;
+}
+
+// |x - ref| <= tolerance * (1 + |ref|) everywhere.
+void checkClose(const std::vector<float> &x, const std::vector<double> &ref, double tolerance) {
+  REQUIRE(x.size() == ref.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    INFO("element " << i << ": " << x[i] << " against " << ref[i]);
+    REQUIRE(std::fabs(double(x[i]) - ref[i]) <= tolerance * (1 + std::fabs(ref[i])));
+  }
+}
+
+Graph makeGraph(unsigned tiles = 4) {
+  Graph g(Target::createGeneric(tiles));
+  ops::addCodelets(g);
+  linalg::addCodelets(g);
+  return g;
+}
+
+Tensor variable(Graph &g, Type type, std::vector<std::size_t> shape, const std::string &name) {
+  Tensor t = g.addVariable(type, shape, name);
+  util::mapTensorLinearly(g, t);
+  g.createHostWrite(name, t);
+  g.createHostRead(name + "-read", t);
+  return t;
+}
+
+template <class T> void write(Engine &e, const std::string &name, const std::vector<T> &v) {
+  e.writeTensor(name, v.data(), v.data() + v.size());
+}
+template <class T = float> std::vector<T> read(Engine &e, const std::string &name, std::size_t n) {
+  std::vector<T> v(n);
+  e.readTensor(name + "-read", v.data(), v.data() + n);
+  return v;
+}
+
+std::vector<float> widen(const std::vector<half> &h) {
+  return std::vector<float>(h.begin(), h.end());
+}
+std::vector<half> narrow(const std::vector<float> &f) {
+  return std::vector<half>(f.begin(), f.end());
+}
+
+} // namespace
+
+TEST_CASE("Gemm of whole float variables equals the double product and the vertex plan",
+          "[correctness][kernel]") {
+  const std::size_t M = 37, K = 53, N = 29;
+  Graph g = makeGraph();
+  Tensor a = variable(g, FLOAT, {M, K}, "a"), b = variable(g, FLOAT, {K, N}, "b");
+  Tensor c = variable(g, FLOAT, {M, N}, "c");
+  program::Sequence byVertices;
+  Tensor v =
+      linalg::matMul(g, a, b, byVertices, "v", {{"planConstraints", R"({"method": "vertices"})"}});
+  g.createHostRead("v-read", v);
+  Engine e(g, {program::Gemm(a, b, c, {}, "gemm"), byVertices});
+  e.load(test::deviceFor(g.getTarget()));
+  const auto av = randomValues(M * K, 1), bv = randomValues(K * N, 2);
+  write(e, "a", av);
+  write(e, "b", bv);
+  e.run(0);
+  e.run(1);
+  const auto ref = reference(1, M, K, N, av, bv);
+  checkClose(read(e, "c", M * N), ref, 1e-5);
+  checkClose(read(e, "v", M * N), ref, 1e-5);
+}
+
+TEST_CASE("Gemm gathers transposed and sliced operands and scatters a sliced output",
+          "[correctness][kernel]") {
+  const std::size_t M = 12, K = 20, N = 9;
+  Graph g = makeGraph();
+  Tensor at = variable(g, FLOAT, {K, M}, "at");           // a = at^T: not row-major
+  Tensor wide = variable(g, FLOAT, {K, 2 * N}, "wide");   // b = every other column
+  Tensor big = variable(g, FLOAT, {M + 2, N + 3}, "big"); // c = an inner window
+  Tensor a = at.transpose(), b = wide.subSample(2, 1);
+  Tensor c = big.slice({1, 2}, {M + 1, N + 2});
+  Engine e(g, program::Gemm(a, b, c));
+  e.load(test::deviceFor(g.getTarget()));
+  const auto atv = randomValues(K * M, 3), widev = randomValues(K * 2 * N, 4);
+  const float sentinel = 12345.0f;
+  write(e, "at", atv);
+  write(e, "wide", widev);
+  write(e, "big", std::vector<float>((M + 2) * (N + 3), sentinel));
+  e.run();
+  std::vector<float> av(M * K), bv(K * N);
+  for (std::size_t i = 0; i < M; ++i)
+    for (std::size_t k = 0; k < K; ++k)
+      av[i * K + k] = atv[k * M + i];
+  for (std::size_t k = 0; k < K; ++k)
+    for (std::size_t j = 0; j < N; ++j)
+      bv[k * N + j] = widev[k * 2 * N + 2 * j];
+  const auto ref = reference(1, M, K, N, av, bv);
+  const auto out = read(e, "big", (M + 2) * (N + 3));
+  std::vector<float> inside;
+  for (std::size_t i = 0; i < M + 2; ++i)
+    for (std::size_t j = 0; j < N + 3; ++j) {
+      const bool in = i >= 1 && i < M + 1 && j >= 2 && j < N + 2;
+      if (in)
+        inside.push_back(out[i * (N + 3) + j]);
+      else
+        REQUIRE(out[i * (N + 3) + j] == sentinel);
+    }
+  checkClose(inside, ref, 1e-5);
+}
+
+TEST_CASE("Gemm accumulates with a scale tensor, also in a loop", "[correctness][kernel]") {
+  const std::size_t M = 16, K = 24, N = 8;
+  Graph g = makeGraph();
+  Tensor a = variable(g, FLOAT, {M, K}, "a"), b = variable(g, FLOAT, {K, N}, "b");
+  Tensor c = variable(g, FLOAT, {M, N}, "c"), k = variable(g, FLOAT, {}, "k");
+  program::GemmOptions options;
+  options.scale = k;
+  options.accumulate = true;
+  const program::Program gemm = program::Gemm(a, b, c, options);
+  Engine e(g, {gemm, program::Repeat(3, gemm)});
+  e.load(test::deviceFor(g.getTarget()));
+  const auto av = randomValues(M * K, 5), bv = randomValues(K * N, 6), cv = randomValues(M * N, 7);
+  write(e, "a", av);
+  write(e, "b", bv);
+  write(e, "c", cv);
+  write(e, "k", std::vector<float>{-0.75f});
+  e.run(0);
+  checkClose(read(e, "c", M * N), reference(1, M, K, N, av, bv, -0.75, 1, cv), 1e-5);
+  write(e, "c", cv);
+  e.run(1);
+  checkClose(read(e, "c", M * N), reference(1, M, K, N, av, bv, 3 * -0.75, 1, cv), 1e-5);
+}
+
+TEST_CASE("Gemm whose output is also its input reads the input's old values",
+          "[correctness][kernel]") {
+  const std::size_t M = 10, K = 10, N = 10;
+  Graph g = makeGraph();
+  Tensor a = variable(g, FLOAT, {M, K}, "a"), b = variable(g, FLOAT, {K, N}, "b");
+  Engine e(g, program::Gemm(a, b, a)); // a = a . b
+  e.load(test::deviceFor(g.getTarget()));
+  const auto av = randomValues(M * K, 8), bv = randomValues(K * N, 9);
+  write(e, "a", av);
+  write(e, "b", bv);
+  e.run();
+  checkClose(read(e, "a", M * N), reference(1, M, K, N, av, bv), 1e-5);
+}
+
+TEST_CASE("Gemm of grouped half inputs to float and half outputs", "[correctness][kernel]") {
+  const std::size_t G = 3, M = 8, K = 40, N = 16;
+  Graph g = makeGraph();
+  Tensor a = variable(g, HALF, {G, M, K}, "a"), b = variable(g, HALF, {G, K, N}, "b");
+  Tensor cf = variable(g, FLOAT, {G, M, N}, "cf"), ch = variable(g, HALF, {G, M, N}, "ch");
+  Engine e(g, program::Sequence{program::Gemm(a, b, cf), program::Gemm(a, b, ch)});
+  e.load(test::deviceFor(g.getTarget()));
+  const auto av = halfValues(G * M * K, 10), bv = halfValues(G * K * N, 11);
+  write(e, "a", narrow(av));
+  write(e, "b", narrow(bv));
+  e.run();
+  const auto ref = reference(G, M, K, N, av, bv);
+  // Float accumulation of exact half products: float rounding only.
+  checkClose(read(e, "cf", G * M * N), ref, 1e-5);
+  // One rounding to half at the end: half an ulp of half (2^-11 relative).
+  checkClose(widen(read<half>(e, "ch", G * M * N)), ref, 1.0 / 1024);
+}
+
+TEST_CASE("a Gemm survives Executable serialisation", "[correctness][kernel][executable]") {
+  const std::size_t M = 5, K = 7, N = 3;
+  std::stringstream bytes;
+  {
+    Graph g = makeGraph();
+    Tensor at = variable(g, FLOAT, {K, M}, "at"), b = variable(g, FLOAT, {K, N}, "b");
+    Tensor c = variable(g, FLOAT, {M, N}, "c");
+    compileGraph(g, {program::Gemm(at.transpose(), b, c)}).serialize(bytes);
+  }
+  Engine e(Executable::deserialize(bytes));
+  e.load(test::deviceFor(Target::createGeneric(4)));
+  const auto atv = randomValues(K * M, 12), bv = randomValues(K * N, 13);
+  write(e, "at", atv);
+  write(e, "b", bv);
+  e.run();
+  std::vector<float> av(M * K);
+  for (std::size_t i = 0; i < M; ++i)
+    for (std::size_t k = 0; k < K; ++k)
+      av[i * K + k] = atv[k * M + i];
+  checkClose(read(e, "c", M * N), reference(1, M, K, N, av, bv), 1e-5);
+}
