@@ -317,7 +317,7 @@ run_bench() {
 start=$SECONDS
 run_bench 20 bench_gpu_launch
 run_bench 20 bench_gpu_copy
-run_bench 30 bench_gpu_matmul
+run_bench 60 bench_gpu_matmul
 # LSTM vs cuDNN at T = 50 for H <= 512 (8 shapes; all 12 without --max-h).
 run_bench 60 bench_gpu_lstm --max-h 512
 # GRU vs cuDNN at T = 50 for H = 256 (4 shapes).

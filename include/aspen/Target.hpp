@@ -2,7 +2,11 @@
 //
 // Named models: "ipu1" (1216 tiles, 256 KiB each), "ipu2" and "ipu21" (1472 tiles, 624 KiB each,
 // 6 workers), "h100" and "h200" (one tile per SM: 132 tiles, 256 workers a tile = threads of a
-// block, 227 KiB of shared memory a tile; the numbers a real card reports), "cpu" (one tile).
+// block; the numbers a real card reports), "cpu" (one tile).
+//
+// Memory on a GPU target: a tile's bytes are its share of the card's global memory, where the
+// CUDA executor keeps every tensor. Shared memory is not tile memory: it is a per-block resource
+// that kernels ask for (GpuProperties::sharedMemoryPerBlockOptin says how much a block may).
 // createGeneric() makes a target with any number of tiles for small tests. A real GPU's target is
 // made by makeGpu from its cudaGetDeviceProperties (Device::createGpuDevice).
 #pragma once
@@ -62,6 +66,13 @@ public:
   unsigned getAtomicStoreGranularity() const { return atomicStoreGranularity_; }
   unsigned getTilesPerSharedExchangeBus() const { return 2; }
   unsigned getMemcpyBytesPerCycle() const { return memcpyBytesPerCycle_; }
+  // Multiply-accumulates one tile completes per cycle in a matrix product with `inputType`
+  // inputs on the unit built for it, at the card's or chip's published dense peak: on a GPU the
+  // FP32 lanes of an SM for float (the tensor cores' TF32 rate with `tensorFloat32`) and the
+  // tensor cores' FP16 rate with float accumulation for half, by compute capability; on an IPU
+  // the AMP units (ipu2: 64 half or 16 float a cycle; ipu1: 32 or 8); elsewhere the vector width
+  // times the workers.
+  unsigned getMatMulMacsPerCycle(Type inputType, bool tensorFloat32 = false) const;
   double getTileClockFrequency() const { return clockHz_; }
   std::size_t getMemoryBytes() const { return getBytesPerTile() * getNumTiles(); }
   bool isGpu() const { return type_ == TargetType::GPU; }
@@ -82,8 +93,8 @@ public:
   };
   // A GPU target: tiles = multiProcessors x option "tilesPerSM" (default 1, at most 32),
   // workers = option "threadsPerBlock" (default 256, a multiple of 32 up to the card's
-  // maxThreadsPerBlock), bytes per tile = the opt-in shared memory of a block divided among the
-  // tiles of an SM. Raises invalid_option for a bad option value.
+  // maxThreadsPerBlock), bytes per tile = the card's global memory divided among the tiles.
+  // Raises invalid_option for a bad option value.
   static Target makeGpu(StringRef name, const GpuSpec &spec, const OptionFlags &options = {});
 
 private:
@@ -102,6 +113,7 @@ private:
   unsigned atomicStoreGranularity_ = 4;
   unsigned memcpyBytesPerCycle_ = 8;
   double clockHz_ = 1.0e9;
+  unsigned ampMacsHalf_ = 0, ampMacsFloat_ = 0; // IPU AMP rates; 0: not an IPU
   GpuProperties gpu_;
 };
 

@@ -66,7 +66,7 @@ Target Target::makeGpu(StringRef name, const GpuSpec &spec, const OptionFlags &o
   t.name_ = std::string(name);
   t.type_ = TargetType::GPU;
   t.tilesPerIPU_ = spec.multiProcessors * tilesPerSM;
-  t.bytesPerTile_ = spec.sharedMemoryPerBlock / tilesPerSM;
+  t.bytesPerTile_ = spec.memory / t.tilesPerIPU_;
   t.workers_ = threadsPerBlock;
   t.dataPathWidth_ = 128; // 16-byte vector loads per thread
   t.clockHz_ = spec.clockHz;
@@ -85,10 +85,20 @@ Target Target::makeGpu(StringRef name, const GpuSpec &spec, const OptionFlags &o
 }
 
 Target Target::createModel(StringRef name) {
-  if (name == "ipu1")
-    return makeIpu(name, 1216, 256 * 1024, 1.6e9, 8);
-  if (name == "ipu2" || name == "ipu21")
-    return makeIpu(name, 1472, 624 * 1024, name == "ipu2" ? 1.33e9 : 1.85e9, 4);
+  // AMP rates: GC2 (ipu1) 125 TFLOPS half at 1.6 GHz on 1216 tiles = 32 MACs a tile and cycle;
+  // GC200 (ipu2) 250 TFLOPS half, 62.5 float at 1.33 GHz on 1472 tiles = 64 and 16.
+  if (name == "ipu1") {
+    Target t = makeIpu(name, 1216, 256 * 1024, 1.6e9, 8);
+    t.ampMacsHalf_ = 32;
+    t.ampMacsFloat_ = 8;
+    return t;
+  }
+  if (name == "ipu2" || name == "ipu21") {
+    Target t = makeIpu(name, 1472, 624 * 1024, name == "ipu2" ? 1.33e9 : 1.85e9, 4);
+    t.ampMacsHalf_ = 64;
+    t.ampMacsFloat_ = 16;
+    return t;
+  }
   if (name == "h100")
     return makeGpu(name, hopper(3.35e12, 81559ull << 20));
   if (name == "h200")
@@ -155,6 +165,39 @@ std::size_t Target::getTypeSize(Type type) const {
 unsigned Target::getVectorWidth(Type type) const {
   const std::size_t bits = getTypeSize(type) * 8;
   return static_cast<unsigned>(std::max<std::size_t>(1, dataPathWidth_ / bits));
+}
+
+namespace {
+// Per SM and cycle, dense: FP32 lanes, tensor-core FP16 (float accumulation) and TF32 MACs, by
+// compute capability (NVIDIA's architecture whitepapers: A100 64 FP32 lanes, 1024 FP16 and 512
+// TF32 tensor MACs an SM; GA10x/AD10x 128, 512, 256; H100/H200 128, 2048, 1024; B200 128, 4096,
+// 2048). A card older than sm_80 has no TF32: its float rate is the FP32 lanes'.
+struct SmRates {
+  unsigned fp32, fp16, tf32;
+};
+SmRates smRates(unsigned major, unsigned minor) {
+  if (major >= 10)
+    return {128, 4096, 2048};
+  if (major == 9)
+    return {128, 2048, 1024};
+  if (major == 8)
+    return minor == 0 ? SmRates{64, 1024, 512} : SmRates{128, 512, 256};
+  return {64, 512, 64};
+}
+} // namespace
+
+unsigned Target::getMatMulMacsPerCycle(Type inputType, bool tensorFloat32) const {
+  const bool isHalf = inputType == HALF;
+  if (type_ == TargetType::GPU) {
+    const SmRates r = smRates(gpu_.computeCapabilityMajor, gpu_.computeCapabilityMinor);
+    const unsigned perSM = isHalf ? r.fp16 : tensorFloat32 ? r.tf32 : r.fp32;
+    const unsigned tilesPerSM =
+        std::max(1u, getNumTiles() / std::max(1u, gpu_.multiProcessorCount));
+    return std::max(1u, perSM / tilesPerSM);
+  }
+  if (ampMacsHalf_ != 0)
+    return isHalf ? ampMacsHalf_ : ampMacsFloat_;
+  return getVectorWidth(inputType) * workers_;
 }
 
 std::string Target::toString() const {

@@ -5,6 +5,7 @@
 #include "linalg/MatMulLayout.hpp"
 #include "linalg/MatMulPlanner.hpp"
 
+#include <aspen/LibraryCalls.hpp>
 #include <aspen/util/VertexTemplates.hpp>
 
 #include <fmt/format.h>
@@ -137,6 +138,15 @@ struct Builder {
 void buildMatMul(Graph &graph, const MatMulPlan &plan, const Tensor &A3, const Tensor &B3,
                  const Tensor &out3, const std::optional<MatMulScale> &scale,
                  program::Sequence &prog, const DebugContext &debug) {
+  if (plan.method == MatMulMethod::Library) {
+    program::GemmOptions options;
+    if (scale) {
+      options.scale = scale->k;
+      options.accumulate = true;
+    }
+    prog.add(program::Gemm(A3, B3, out3, options, {debug, "gemm"}));
+    return;
+  }
   Builder{graph, plan, A3, B3, out3, scale, prog, debug}.build();
 }
 

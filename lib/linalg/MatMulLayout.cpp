@@ -3,6 +3,8 @@
 
 #include "linalg/MatMulPlanner.hpp"
 
+#include <aspen/util/TileMapping.hpp>
+
 namespace aspen::linalg::detail {
 
 unsigned matMulTile(const MatMulPlan &plan, std::size_t g, std::size_t m, std::size_t n,
@@ -19,6 +21,10 @@ Interval rowChunk(const Interval &rows, std::size_t parts, std::size_t index) {
 
 void mapMatMulOperand(Graph &graph, const Tensor &t, const MatMulPlan &plan,
                       MatMulOperand operand) {
+  if (plan.method == MatMulMethod::Library) { // the library reads it whole, from anywhere
+    util::mapTensorLinearly(graph, t);
+    return;
+  }
   const MatMulSplit &p = plan.partition, &s = plan.serial;
   // The operand's row and column dimensions, as (size, parts, serial) of the plan.
   struct Dim {

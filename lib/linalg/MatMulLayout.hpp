@@ -2,7 +2,9 @@
 // operands and output that createMatMulInputLHS/RHS/Output give (MatMulPlanner.hpp defines the
 // block geometry).
 //
-// Mapping rule. Block product (g, m, n, k) of every serial step runs on
+// A library plan's operands are mapped linearly over all tiles (util::mapTensorLinearly).
+//
+// Mapping rule of a vertex plan. Block product (g, m, n, k) of every serial step runs on
 // tile ((g * pm + m) * pn + n) * pk + k. An A block (g, m, k) is read by the pn tiles
 // (g, m, *, k): its rows are cut into pn chunks and chunk j lives on tile (g, m, j, k). A B block
 // (g, k, n) is read by the pm tiles (g, *, n, k): chunk i of its rows lives on tile (g, i, n, k).

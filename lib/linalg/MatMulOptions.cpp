@@ -33,8 +33,15 @@ const char *toString(FullyConnectedPass pass) {
 
 bool MatMulConstraints::empty() const { return *this == MatMulConstraints{}; }
 
+bool MatMulConstraints::pinsSplits() const {
+  return partitionGroups || partitionM || partitionK || partitionN || serialM || serialK ||
+         serialN;
+}
+
 std::string MatMulConstraints::toJson() const {
   json::Value root = json::Value::object();
+  if (method)
+    root.set("method", json::Value::string(aspen::linalg::toString(*method)));
   auto pins = [](std::initializer_list<std::pair<const char *, std::optional<std::size_t>>> keys) {
     json::Value part = json::Value::object();
     for (const auto &[key, value] : keys)
@@ -130,15 +137,23 @@ MatMulConstraints readConstraints(const std::string &text, const MatMulShape &sh
                "m, k, n (groups are never split serially)");
     } else if (key == "partialsType") {
       c.partialsType = readPartialsType(value, path);
+    } else if (key == "method") {
+      if (value.isString() && value.asString() == "library")
+        c.method = MatMulMethod::Library;
+      else if (value.isString() && value.asString() == "vertices")
+        c.method = MatMulMethod::Vertices;
+      else
+        throw invalid_option(fmt::format("{} = {}: must be \"library\" or \"vertices\"", path,
+                                         value.write()));
     } else if (std::find(std::begin(derivedKeys), std::end(derivedKeys), key) !=
                std::end(derivedKeys)) {
       throw invalid_option(fmt::format(
-          "{}: derived by the planner, not a constraint; pin only partition, serial and "
-          "partialsType (MatMulPlan::constraintsJson writes those)",
+          "{}: derived by the planner, not a constraint; pin only method, partition, serial "
+          "and partialsType (MatMulPlan::constraintsJson writes those)",
           path));
     } else {
       throw invalid_option(fmt::format(
-          "{}: unknown key; the keys are partition, serial and partialsType", path));
+          "{}: unknown key; the keys are method, partition, serial and partialsType", path));
     }
   }
   return c;
@@ -221,6 +236,11 @@ MatMulOptions parseMatMulOptions(const OptionFlags &options, const MatMulParams 
     checkChunks(c.partitionM, c.serialM, 'm', 'M', shape.M);
     checkChunks(c.partitionK, c.serialK, 'k', 'K', shape.K);
     checkChunks(c.partitionN, c.serialN, 'n', 'N', shape.N);
+    if (c.method == MatMulMethod::Library && c.pinsSplits())
+      throw invalid_option(fmt::format(
+          "planConstraints {}: method \"library\" runs the product as one call, so partition "
+          "and serial counts cannot be pinned with it",
+          c.toJson()));
   }
   if (parsed.partialsType == HALF && params.inputType == FLOAT)
     throw invalid_option(fmt::format(

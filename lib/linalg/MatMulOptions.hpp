@@ -21,7 +21,10 @@ struct MatMulConstraints {
   std::optional<std::size_t> partitionGroups, partitionM, partitionK, partitionN;
   std::optional<std::size_t> serialM, serialK, serialN;
   std::optional<Type> partialsType;
+  std::optional<MatMulMethod> method;
   bool empty() const;
+  // Whether a partition or serial count is pinned (which pins method "vertices").
+  bool pinsSplits() const;
   // The constraints written back as the "planConstraints" JSON schema (keys in a fixed order).
   std::string toJson() const;
   friend bool operator==(const MatMulConstraints &, const MatMulConstraints &) = default;

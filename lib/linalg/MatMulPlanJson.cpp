@@ -23,6 +23,11 @@ json::Value number(std::uint64_t n) { return json::Value::number(n); }
 
 json::Value pinnable(const MatMulPlan &plan) {
   json::Value root = json::Value::object();
+  root.set("method", json::Value::string(toString(plan.method)));
+  if (plan.method == MatMulMethod::Library) { // one call: nothing is split
+    root.set("partialsType", json::Value::string(plan.partialsType.toString()));
+    return root;
+  }
   root.set("partition", json::Value::object({{"groups", number(plan.partition.groups)},
                                              {"m", number(plan.partition.m)},
                                              {"k", number(plan.partition.k)},
@@ -35,6 +40,10 @@ json::Value pinnable(const MatMulPlan &plan) {
 }
 
 } // namespace
+
+const char *toString(MatMulMethod method) {
+  return method == MatMulMethod::Library ? "library" : "vertices";
+}
 
 bool operator<(const MatMulParams &a, const MatMulParams &b) { return tie(a) < tie(b); }
 bool operator==(const MatMulParams &a, const MatMulParams &b) { return tie(a) == tie(b); }
@@ -60,13 +69,14 @@ std::string MatMulPlan::toJson() const {
 
 std::string MatMulPlan::toString() const {
   return fmt::format(
-      "matMul plan: G {} x M {} x K {} x N {}, {} inputs, {} partials, {} output\n"
+      "matMul plan: {}, G {} x M {} x K {} x N {}, {} inputs, {} partials, {} output\n"
       "  partition   groups {}, m {}, k {}, n {} ({} tiles)\n"
       "  serial      m {}, k {}, n {} ({} steps)\n"
       "  tile bytes  max {}, mean {:.0f}\n"
       "  exchange    {} bytes\n"
       "  cycles      {} (estimated)\n",
-      G, M, K, N, inputType.toString(), partialsType.toString(), outputType.toString(),
+      linalg::toString(method), G, M, K, N, inputType.toString(), partialsType.toString(),
+      outputType.toString(),
       partition.groups, partition.m, partition.k, partition.n, tilesUsed, serial.m, serial.k,
       serial.n, serialSteps(), maxTileBytes, meanTileBytes, exchangeBytes, estimatedCycles);
 }

@@ -10,9 +10,11 @@
 // ranked by (serial steps, estimated cycles, tiles used, partition, serial), so a plan has
 // serial steps only when no one-step plan fits.
 //
-// Cost model, per tile and serial step: compute = block MACs / (vector width of the input type
-// * workers); exchange = bytes of the A block (when partition.n > 1: the block lives on one of
-// the tiles that read it) and of the B block (when partition.m > 1) / exchange bytes per cycle;
+// Cost model, per tile and serial step: compute = block MACs / the tile's vertex MAC rate (on a
+// GPU the FP32 lanes of its SM: codelets do not use tensor cores; elsewhere the vector width of
+// the input type * workers); exchange = bytes of the A block (when partition.n > 1: the block
+// lives on one of the tiles that read it) and of the B block (when partition.m > 1) / exchange
+// bytes per cycle;
 // a fixed sync cost per compute set. When partition.k > 1, each (m, n) serial step ends with a
 // reduction in which every tile receives and adds (k - 1) / k of a partials block.
 #include "linalg/MatMulPlanner.hpp"
@@ -45,6 +47,16 @@ bool isMatMulType(Type t) { return t == FLOAT || t == HALF; }
 
 // Sync and launch of one compute set, in cycles.
 constexpr std::uint64_t computeSetSyncCycles = 100;
+
+// Launch and set-up of one library call, in cycles: a few kernel launches' worth.
+constexpr std::uint64_t libraryCallCycles = 4 * computeSetSyncCycles;
+
+// MACs one tile's vertices complete per cycle (see the cost model above).
+std::uint64_t vertexMacsPerCycle(const Target &target, Type type) {
+  if (target.isGpu())
+    return target.getMatMulMacsPerCycle(FLOAT);
+  return std::uint64_t(target.getVectorWidth(type)) * target.getNumWorkerContexts();
+}
 
 // At most this many chunk counts per dimension come from the geometric thinning.
 constexpr std::size_t geometricCandidates = 32;
@@ -189,10 +201,8 @@ public:
     const MatMulConstraints &c = options.constraints;
     pins_ = {DimPins{c.partitionM, c.serialM}, DimPins{c.partitionK, c.serialK},
              DimPins{c.partitionN, c.serialN}};
-    rate_ = std::uint64_t(target.getVectorWidth(proto_.inputType)) *
-            target.getNumWorkerContexts();
-    partialsRate_ = std::uint64_t(target.getVectorWidth(proto_.partialsType)) *
-                    target.getNumWorkerContexts();
+    rate_ = vertexMacsPerCycle(target, proto_.inputType);
+    partialsRate_ = vertexMacsPerCycle(target, proto_.partialsType);
   }
 
   std::optional<MatMulPlan> run() {
@@ -366,6 +376,33 @@ void checkPinsOnTarget(const MatMulConstraints &c, const Target &target) {
   }
 }
 
+// Whether the executors' libraries take these types (cuBLASLt: float -> float, half -> half,
+// half -> float).
+bool libraryTakes(Type in, Type out) { return in == out || (in == HALF && out == FLOAT); }
+
+// The library plan of `proto`'s product, when its types are supported and its operands, mapped
+// linearly over all tiles, fit the budget.
+std::optional<MatMulPlan> libraryPlan(const Target &target, const MatMulPlan &proto,
+                                      std::uint64_t budget) {
+  if (!libraryTakes(proto.inputType, proto.outputType))
+    return std::nullopt;
+  MatMulPlan p = proto;
+  p.method = MatMulMethod::Library;
+  const std::uint64_t tiles = target.getNumTiles();
+  const std::uint64_t G = p.G, M = p.M, K = p.K, N = p.N;
+  const double bytes = double(p.inputType.size()) * G * K * (double(M) + double(N)) +
+                       double(p.outputType.size()) * G * M * N;
+  p.tilesUsed = tiles;
+  p.meanTileBytes = bytes / double(tiles);
+  p.maxTileBytes = static_cast<std::uint64_t>(std::ceil(p.meanTileBytes));
+  if (p.maxTileBytes > budget)
+    return std::nullopt;
+  p.exchangeBytes = 0;
+  const std::uint64_t rate = std::uint64_t(target.getMatMulMacsPerCycle(p.inputType)) * tiles;
+  p.estimatedCycles = ceilDiv(G * M * K * N, rate) + libraryCallCycles;
+  return p;
+}
+
 } // namespace
 
 MatMulPlan planMatMul(const Target &target, const MatMulParams &params,
@@ -380,10 +417,34 @@ MatMulPlan planMatMul(const Target &target, const MatMulParams &params,
   proto.inputType = params.inputType;
   proto.outputType = params.outputType;
   proto.partialsType = options.partialsType;
-  if (auto plan = Search(target, shape, options, proto).run())
-    return *plan;
-
+  const MatMulConstraints &c = options.constraints;
   const std::uint64_t budget = matMulTileBudget(target, options);
+  const bool vertices = c.method != MatMulMethod::Library;
+  const bool library = c.method != MatMulMethod::Vertices && !c.pinsSplits();
+  std::optional<MatMulPlan> best;
+  if (library)
+    best = libraryPlan(target, proto, budget);
+  if (vertices)
+    if (auto plan = Search(target, shape, options, proto).run())
+      if (!best || plan->estimatedCycles <= best->estimatedCycles)
+        best = plan;
+  if (best)
+    return *best;
+  if (!vertices) {
+    if (!libraryTakes(params.inputType, params.outputType))
+      throw invalid_option(fmt::format(
+          "planConstraints.method = \"library\": matMul {} has {} inputs and a {} output; the "
+          "libraries take float -> float, half -> half and half -> float",
+          shapes(params), params.inputType.toString(), params.outputType.toString()));
+    throw graph_memory_allocation_error(fmt::format(
+        "matMul {} as a library call: its operands need {} bytes per tile spread over the {} "
+        "tiles of target {}, more than the {} bytes available ({} bytes x "
+        "availableMemoryProportion {})",
+        shapes(params), libraryPlan(target, proto, ~std::uint64_t(0))->maxTileBytes,
+        target.getNumTiles(), target.getName(), budget, target.getBytesPerTile(),
+        options.availableMemoryProportion));
+  }
+
   const std::size_t groupChunks = chunkCandidates(shape.G, target.getNumTiles(), 0).back();
   const std::uint64_t smallest = matMulTileBytes(proto, ceilDiv(shape.G, groupChunks), 1, 1, 1);
   if (options.constraints.empty() && smallest <= budget)

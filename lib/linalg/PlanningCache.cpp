@@ -37,10 +37,12 @@ MatMulPlan cachedPlan(PlanningCache &cache, const Target &target, const MatMulPa
                       const MatMulOptions &options) {
   PlanningCache::Impl &impl = cache.impl();
   PlanningCache::Impl::Key key{
-      fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", target.getName(),
+      fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", target.getName(),
                   static_cast<int>(target.getTargetType()), target.getNumTiles(),
                   target.getBytesPerTile(), target.getNumWorkerContexts(),
                   target.getExchangeBytesPerCycle(), target.getDataPathWidth(),
+                  target.getMatMulMacsPerCycle(FLOAT), target.getMatMulMacsPerCycle(HALF),
+                  target.getTileClockFrequency(),
                   options.partialsType.toString(), options.availableMemoryProportion,
                   options.constraints.toJson()),
       params};

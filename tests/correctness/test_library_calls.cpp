@@ -238,3 +238,36 @@ TEST_CASE("a Gemm survives Executable serialisation", "[correctness][kernel][exe
       av[i * K + k] = atv[k * M + i];
   checkClose(read(e, "c", M * N), reference(1, M, K, N, av, bv), 1e-5);
 }
+
+TEST_CASE("matMul with a library plan equals matMul with a vertex plan",
+          "[correctness][kernel][matmul]") {
+  // matMul, matMulAcc and grouped products on the ipu2 model, where a large product plans as a
+  // library call and a small one as vertices; both pinned both ways and compared with the
+  // double product.
+  const std::size_t M = 64, K = 96, N = 48;
+  for (const char *method : {"library", "vertices"}) {
+    INFO("method " << method);
+    Graph g(Target::createModel("ipu2", 16));
+    ops::addCodelets(g);
+    linalg::addCodelets(g);
+    const OptionFlags options{{"planConstraints", std::string(R"({"method": ")") + method + "\"}"}};
+    const linalg::MatMulPlan plan =
+        linalg::planMatMul(g.getTarget(), {FLOAT, FLOAT, {M, K}, {K, N}}, options);
+    REQUIRE(linalg::toString(plan.method) == std::string(method));
+    Tensor a = linalg::createMatMulInputLHS(g, FLOAT, {M, K}, {K, N}, "a", options);
+    Tensor b = linalg::createMatMulInputRHS(g, FLOAT, {M, K}, {K, N}, "b", options);
+    program::Sequence prog;
+    Tensor c = linalg::matMul(g, a, b, prog, "c", options);
+    linalg::matMulAcc(g, c, 0.5f, a, b, prog, "acc", options);
+    for (auto [name, t] : {std::pair{"a", a}, std::pair{"b", b}})
+      g.createHostWrite(name, t);
+    g.createHostRead("c-read", c);
+    Engine e(g, prog);
+    e.load(test::deviceFor(g.getTarget()));
+    const auto av = randomValues(M * K, 14), bv = randomValues(K * N, 15);
+    write(e, "a", av);
+    write(e, "b", bv);
+    e.run();
+    checkClose(read(e, "c", M * N), reference(1, M, K, N, av, bv, 1.5), 1e-5);
+  }
+}

@@ -1,9 +1,12 @@
-// Misuse of library calls (program::Gemm): the user error naming the operands and the rule, at
-// construction or at compilation, and a graph that stays usable afterwards.
+// Misuse of library calls (program::Gemm) and of the matmul method constraint: the user error
+// naming the operands and the rule, at construction or at compilation, and a graph that stays
+// usable afterwards.
 #include "correctness/test_fill_harness.hpp"
 
 #include <aspen/Engine.hpp>
 #include <aspen/LibraryCalls.hpp>
+#include <aspen/linalg/Codelets.hpp>
+#include <aspen/linalg/MatMul.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -75,4 +78,29 @@ TEST_CASE("Gemm with a constant, unmapped or foreign operand fails to compile, a
   std::vector<float> c(10);
   e.readTensor("C", c.data(), c.data() + c.size());
   REQUIRE(c == std::vector<float>{6, 6, 6, 6, 6, 15, 15, 15, 15, 15});
+}
+
+TEST_CASE("matMul's method constraint rejects bad values and impossible pins",
+          "[error][kernel][matmul]") {
+  const Target ipu2 = Target::createModel("ipu2");
+  const linalg::MatMulParams floats{FLOAT, FLOAT, {64, 64}, {64, 64}};
+  auto plan = [&](const linalg::MatMulParams &p, const char *constraints) {
+    linalg::planMatMul(ipu2, p, {{"planConstraints", constraints}});
+  };
+  requireError<invalid_option>([&] { plan(floats, R"({"method": "cublas"})"); },
+                               {"planConstraints.method", "\"library\"", "\"vertices\""});
+  requireError<invalid_option>(
+      [&] { plan(floats, R"({"method": "library", "partition": {"m": 2}})"); },
+      {"method \"library\"", "partition"});
+  requireError<invalid_option>(
+      [&] {
+        plan({FLOAT, HALF, {64, 64}, {64, 64}}, R"({"method": "library"})");
+      },
+      {"library", "float inputs", "half output"});
+  requireError<graph_memory_allocation_error>(
+      [&] {
+        linalg::planMatMul(Target::createGeneric(2, 6, 1024), floats,
+                           {{"planConstraints", R"({"method": "library"})"}});
+      },
+      {"library call", "bytes per tile", "1024"});
 }

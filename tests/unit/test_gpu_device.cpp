@@ -23,8 +23,30 @@ TEST_CASE("the h200 model is what cudaGetDeviceProperties reports for an H200",
   CHECK(p.memoryBandwidthBytesPerSecond == 4.8e12);
   CHECK(t.getNumTiles() == 132);
   CHECK(t.getNumWorkerContexts() == 256);
-  CHECK(t.getBytesPerTile() == 232448);
+  // A tile's memory is its share of global memory, where the executor keeps tensors.
+  CHECK(t.getBytesPerTile() == 150754820096ull / 132);
   CHECK(t.getTargetType() == TargetType::GPU);
+}
+
+TEST_CASE("GPU matmul rates are the cards' published dense peaks", "[unit][gpu_device]") {
+  // H200 SXM at 1.98 GHz on 132 SMs: 67 TFLOPS FP32, 535 TF32, 1070 FP16 with float
+  // accumulation (2 flops a MAC).
+  const Target t = Target::createModel("h200");
+  auto tflops = [&](Type type, bool tf32) {
+    return 2.0 * t.getMatMulMacsPerCycle(type, tf32) * t.getNumTiles() *
+           t.getTileClockFrequency() / 1e12;
+  };
+  CHECK(tflops(FLOAT, false) == Approx(66.9).epsilon(0.01));
+  CHECK(tflops(FLOAT, true) == Approx(535.2).epsilon(0.01));
+  CHECK(tflops(HALF, false) == Approx(1070.5).epsilon(0.01));
+  // Two tiles an SM share its units.
+  const Target::GpuSpec spec{100, 9, 0, 1024, 100000, 1ull << 34, 1e12, 1.5e9};
+  CHECK(Target::makeGpu("card", spec, {{"tilesPerSM", "2"}}).getMatMulMacsPerCycle(HALF) == 1024);
+  // An A100 (sm_80) has 64 FP32 lanes an SM; the ipu2's AMP does 64 half or 16 float MACs a tile.
+  const Target::GpuSpec a100{108, 8, 0, 1024, 166912, 1ull << 36, 2e12, 1.41e9};
+  CHECK(Target::makeGpu("a100", a100).getMatMulMacsPerCycle(FLOAT) == 64);
+  CHECK(Target::createModel("ipu2").getMatMulMacsPerCycle(HALF) == 64);
+  CHECK(Target::createModel("ipu2").getMatMulMacsPerCycle(FLOAT) == 16);
 }
 
 TEST_CASE("a GPU target takes tiles per SM and threads per block from its options",
@@ -33,13 +55,14 @@ TEST_CASE("a GPU target takes tiles per SM and threads per block from its option
   const Target plain = Target::makeGpu("card", spec);
   CHECK(plain.getNumTiles() == 100);
   CHECK(plain.getNumWorkerContexts() == 256);
-  CHECK(plain.getBytesPerTile() == 100000);
+  CHECK(plain.getBytesPerTile() == (1ull << 34) / 100);
+  CHECK(plain.getGpuProperties().sharedMemoryPerBlockOptin == 100000);
 
   const Target two =
       Target::makeGpu("card", spec, {{"tilesPerSM", "2"}, {"threadsPerBlock", "768"}});
   CHECK(two.getNumTiles() == 200);
   CHECK(two.getNumWorkerContexts() == 768);
-  CHECK(two.getBytesPerTile() == 50000);
+  CHECK(two.getBytesPerTile() == (1ull << 34) / 200);
   CHECK(two.getGpuProperties().multiProcessorCount == 100);
 
   // A card whose blocks are smaller than the default takes its own limit.

@@ -134,8 +134,10 @@ void checkTarget(const Target &t) {
   for (const auto &shapes : {shapes2d, shapesGrouped})
     for (const Shape3 &s : shapes)
       for (const Types &ty : types) {
-        const MatMulPlan plan = planMatMul(t, params(s, ty.in, ty.out),
-                                           {{"partialsType", ty.partials.toString()}});
+        const MatMulPlan plan =
+            planMatMul(t, params(s, ty.in, ty.out),
+                       {{"partialsType", ty.partials.toString()},
+                        {"planConstraints", R"({"method": "vertices"})"}});
         checkPlan(t, s, ty.in, ty.out, ty.partials, plan);
       }
 }
@@ -222,8 +224,10 @@ TEST_CASE("matmul plan exchange and reduction costs match a hand computation",
 TEST_CASE("matmul plans fit a smaller availableMemoryProportion", "[matmul][plan]") {
   const Target t = Target::createModel("ipu2");
   const Shape3 s{1, 2048, 2048, 2048};
-  const MatMulPlan full = planMatMul(t, params(s));
-  const MatMulPlan tight = planMatMul(t, params(s), {{"availableMemoryProportion", "0.05"}});
+  const OptionFlags vertices{{"planConstraints", R"({"method": "vertices"})"}};
+  const MatMulPlan full = planMatMul(t, params(s), vertices);
+  const MatMulPlan tight = planMatMul(
+      t, params(s), {{"availableMemoryProportion", "0.05"}, *vertices.begin()});
   CHECK(tight.maxTileBytes <= budgetOf(t, 0.05));
   CHECK(full.maxTileBytes > budgetOf(t, 0.05));
   CHECK(tight.serialSteps() > full.serialSteps());
@@ -336,9 +340,64 @@ TEST_CASE("matmul plans round-trip through constraintsJson", "[matmul][plan]") {
       const json::Value full = json::parse(plan.toJson(), "toJson");
       CHECK(full.find("tilesUsed")->asUnsigned() == plan.tilesUsed);
       CHECK(full.find("estimatedCycles")->asUnsigned() == plan.estimatedCycles);
-      CHECK(full.find("partition")->find("m")->asUnsigned() == plan.partition.m);
+      CHECK(full.find("method")->asString() == toString(plan.method));
+      if (plan.method == MatMulMethod::Vertices)
+        CHECK(full.find("partition")->find("m")->asUnsigned() == plan.partition.m);
       CHECK(full.find("params")->find("K")->asUnsigned() == s.K);
     }
+}
+
+TEST_CASE("matmul library plans cost the target's peak rate plus a call", "[matmul][plan]") {
+  const Target h200 = Target::createModel("h200"), ipu2 = Target::createModel("ipu2");
+  const OptionFlags library{{"planConstraints", R"({"method": "library"})"}};
+  // H200: 128 FP32 MACs an SM and cycle, 2048 half (tensor cores); 132 SMs; 400 cycles a call.
+  const MatMulPlan f = planMatMul(h200, params({1, 4096, 4096, 4096}), library);
+  CHECK(f.method == MatMulMethod::Library);
+  CHECK(f.estimatedCycles == ceilDiv(4096ull * 4096 * 4096, 128 * 132) + 400);
+  CHECK(f.tilesUsed == 132);
+  CHECK(f.exchangeBytes == 0);
+  CHECK(f.partition == MatMulSplit{});
+  CHECK(f.serialSteps() == 1);
+  CHECK(f.meanTileBytes == Approx(3.0 * 4 * 4096 * 4096 / 132));
+  const MatMulPlan h = planMatMul(h200, params({2, 512, 256, 128}, HALF, FLOAT), library);
+  CHECK(h.estimatedCycles == ceilDiv(2ull * 512 * 256 * 128, 2048 * 132) + 400);
+  // ipu2: the AMP's 16 float MACs a tile and cycle on 1472 tiles.
+  const MatMulPlan i = planMatMul(ipu2, params({1, 1024, 1024, 1024}), library);
+  CHECK(i.estimatedCycles == ceilDiv(1024ull * 1024 * 1024, 16 * 1472) + 400);
+}
+
+TEST_CASE("the planner picks the method with fewer estimated cycles", "[matmul][plan]") {
+  const OptionFlags library{{"planConstraints", R"({"method": "library"})"}};
+  const OptionFlags vertices{{"planConstraints", R"({"method": "vertices"})"}};
+  for (const Target &t : {Target::createModel("ipu2"), Target::createModel("h200"),
+                          Target::createModel("ipu1"), Target::createGeneric(16)})
+    for (const Shape3 &s : {Shape3{1, 1, 1, 1}, Shape3{1, 7, 13, 5}, Shape3{1, 64, 64, 64},
+                            Shape3{1, 16, 1024, 2048}, Shape3{1, 1024, 1024, 1024},
+                            Shape3{1, 64, 2048, 4096}, Shape3{8, 100, 200, 300}}) {
+      const MatMulPlan chosen = planMatMul(t, params(s));
+      const MatMulPlan vtx = planMatMul(t, params(s), vertices);
+      INFO(t.getName() << " " << s.G << "x" << s.M << "x" << s.K << "x" << s.N << ": vertices "
+                       << vtx.estimatedCycles);
+      if (std::ceil(4.0 * s.G * (s.M * s.K + s.K * s.N + s.M * s.N) / t.getNumTiles()) >
+          double(budgetOf(t))) { // the operands spread over all tiles do not fit: no library plan
+        CHECK_THROWS_AS(planMatMul(t, params(s), library), graph_memory_allocation_error);
+        CHECK(chosen == vtx);
+        continue;
+      }
+      const MatMulPlan lib = planMatMul(t, params(s), library);
+      INFO("library " << lib.estimatedCycles);
+      CHECK(chosen == (lib.estimatedCycles < vtx.estimatedCycles ? lib : vtx));
+    }
+  // The ends: a 1x1x1 product is not worth a call; the benchmark shapes are.
+  for (const Target &t : {Target::createModel("ipu2"), Target::createModel("h200")}) {
+    CHECK(planMatMul(t, params({1, 1, 1, 1})).method == MatMulMethod::Vertices);
+    for (const Shape3 &s : {Shape3{1, 1024, 1024, 1024}, Shape3{1, 16, 1024, 2048},
+                            Shape3{1, 64, 2048, 4096}})
+      CHECK(planMatMul(t, params(s)).method == MatMulMethod::Library);
+  }
+  // float inputs and a half output: no library takes them.
+  CHECK(planMatMul(Target::createModel("h200"), params({1, 4096, 4096, 4096}, FLOAT, HALF))
+            .method == MatMulMethod::Vertices);
 }
 
 TEST_CASE("matmul graph queries report the target's plan", "[matmul][plan]") {

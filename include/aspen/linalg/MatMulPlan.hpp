@@ -1,4 +1,16 @@
-// The matmul planner: how a (grouped) matrix product is partitioned over tiles.
+// The matmul planner: how a (grouped) matrix product is computed: as one library call
+// (method "library": program::Gemm, LibraryCalls.hpp) or partitioned over tiles as vertices
+// (method "vertices").
+//
+// A library plan hands the whole product to the executor's native library (cuBLASLt on a GPU,
+// OpenBLAS on the CPU executor); its operands are mapped linearly over all tiles, partition and
+// serial are all 1, tilesUsed is the tile count and it moves no bytes between tiles. It needs
+// inputs and output of the same type, or half inputs and a float output, and it accumulates in
+// float whatever partialsType says. The planner picks the method with the fewer estimated
+// cycles: a library call costs the product's MACs at the whole target's peak matmul rate
+// (Target::getMatMulMacsPerCycle) plus a fixed call cost (a kernel launch on a GPU, 2000
+// cycles elsewhere); a vertex plan its estimate below. Pinning any partition or serial count
+// pins method "vertices".
 //
 // A plan for C[G,M,N] = A[G,M,K] . B[G,K,N] splits G, M, K and N into `partition` parts
 // (tiles used = groups * m * k * n; each tile computes one block product, and when k > 1 the k
@@ -17,7 +29,8 @@
 //
 // JSON form (MatMulPlan::toJson, and the schema of the "planConstraints" option, where any subset
 // of the keys pins that part of the plan):
-//   {"partition": {"groups": 1, "m": 4, "k": 1, "n": 8},
+//   {"method": "vertices",
+//    "partition": {"groups": 1, "m": 4, "k": 1, "n": 8},
 //    "serial": {"m": 1, "k": 1, "n": 1},
 //    "partialsType": "float"}
 // toJson() also writes the derived numbers ("tilesUsed", "maxTileBytes", "meanTileBytes",
@@ -57,7 +70,11 @@ struct MatMulSplit {
   friend bool operator!=(const MatMulSplit &a, const MatMulSplit &b) { return !(a == b); }
 };
 
+enum class MatMulMethod { Vertices, Library };
+const char *toString(MatMulMethod method); // "vertices", "library"
+
 struct MatMulPlan {
+  MatMulMethod method = MatMulMethod::Vertices;
   // Normalised to 3-D: G, M, K, N.
   std::size_t G = 1, M = 1, K = 1, N = 1;
   Type inputType = FLOAT, outputType = FLOAT, partialsType = FLOAT;
@@ -74,10 +91,10 @@ struct MatMulPlan {
   std::size_t serialSteps() const { return serial.m * serial.k * serial.n; }
   std::string toString() const; // a few aligned lines
   std::string toJson() const;
-  std::string constraintsJson() const; // partition, serial and partialsType only
+  std::string constraintsJson() const; // method, partition, serial and partialsType only
   // Every member (spelled out so that C++17 code can include this header).
   friend bool operator==(const MatMulPlan &a, const MatMulPlan &b) {
-    return a.G == b.G && a.M == b.M && a.K == b.K && a.N == b.N && a.inputType == b.inputType &&
+    return a.method == b.method && a.G == b.G && a.M == b.M && a.K == b.K && a.N == b.N && a.inputType == b.inputType &&
            a.outputType == b.outputType && a.partialsType == b.partialsType &&
            a.partition == b.partition && a.serial == b.serial && a.tilesUsed == b.tilesUsed &&
            a.maxTileBytes == b.maxTileBytes && a.meanTileBytes == b.meanTileBytes &&
