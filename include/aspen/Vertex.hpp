@@ -1,7 +1,8 @@
 // Authoring header for codelets: vertex base classes and field types.
 //
-// A codelet is a class deriving from Vertex (`bool compute()` or `void compute()`) or
-// MultiVertex (`compute(unsigned workerId)` on numWorkers() workers). Its data members are its
+// A codelet is a class deriving from Vertex (`bool compute()` or `void compute()`),
+// MultiVertex (`compute(unsigned workerId)` on numWorkers() workers) or BlockVertex
+// (`compute(aspen::Block &block)` on every thread of a thread block at once: see below). Its data members are its
 // fields, discovered from the source by name (no registration macro):
 //   Input<T> / Output<T> / InOut<T>                 scalar edge: *in, *out = v, *out += v
 //   Input<Vector<T>> / Output<...> / InOut<...>      vector edge: size(), [i], range-for, ->size()
@@ -129,6 +130,46 @@ public:
     return detail::currentNumWorkers;
 #endif
   }
+};
+
+// A block codelet: the home for hand-written kernels. compute(aspen::Block &block) runs on every
+// thread of every block of a launch (program::Launch, BlockCodelets.hpp) at once; the threads
+// of a block share block.shared<T>() (block.sharedBytes() bytes, uninitialised) and wait for
+// each other at block.sync(), which every thread of the block must reach (CUDA's
+// __syncthreads rules). On a GPU it is one kernel (blockDim = threads, gridDim = blocks, dynamic
+// shared memory); on the CPU executor the threads of a block run as fibers, one after another
+// between barriers, so results agree wherever the codelet has no data race.
+class BlockVertex {};
+
+class Block {
+public:
+#if defined(__CUDA_ARCH__)
+  __device__ Block(void *shared, unsigned long long sharedBytes)
+      : shared_(shared), sharedBytes_(sharedBytes) {}
+  __device__ unsigned threadId() const { return threadIdx.x; }
+  __device__ unsigned numThreads() const { return blockDim.x; }
+  __device__ unsigned blockId() const { return blockIdx.x; }
+  __device__ unsigned numBlocks() const { return gridDim.x; }
+  __device__ void sync() const { __syncthreads(); }
+  template <class T> __device__ T *shared() const { return static_cast<T *>(shared_); }
+  __device__ unsigned long long sharedBytes() const { return sharedBytes_; }
+
+private:
+  void *shared_;
+  unsigned long long sharedBytes_;
+#else
+  explicit Block(const detail::BlockState *state) : s_(state) {}
+  unsigned threadId() const { return s_->threadId; }
+  unsigned numThreads() const { return s_->numThreads; }
+  unsigned blockId() const { return s_->blockId; }
+  unsigned numBlocks() const { return s_->numBlocks; }
+  void sync() const { s_->barrier(s_->runner); }
+  template <class T> T *shared() const { return static_cast<T *>(s_->shared); }
+  unsigned long long sharedBytes() const { return s_->sharedBytes; }
+
+private:
+  const detail::BlockState *s_;
+#endif
 };
 
 // Poplar's older supervisor vertices run compute() once, like a Vertex.

@@ -118,12 +118,16 @@ std::shared_ptr<const CodeletLibrary> CodeletLibrary::Impl::load(const fs::path 
     type.name = vr.name;
     type.scope = vr.scope;
     type.isMultiVertex = vr.isMultiVertex != 0;
+    type.isBlockVertex = vr.isBlockVertex != 0;
     for (unsigned f = 0; f < vr.numFields; ++f)
       type.fields.push_back(fieldInfo(vr.fields[f]));
     type.entry = reinterpret_cast<VertexEntry>(dlsym(lib->impl_->handle, vr.entrySymbol));
-    if (!type.entry)
-      throw codelet_error("codelet library '" + displayName + "' lacks the entry point '" +
-                          vr.entrySymbol + "' of vertex '" + type.name + "'");
+    type.blockEntry =
+        reinterpret_cast<BlockEntry>(dlsym(lib->impl_->handle, vr.blockEntrySymbol));
+    if (!type.entry || !type.blockEntry)
+      throw codelet_error("codelet library '" + displayName + "' lacks the entry points '" +
+                          vr.entrySymbol + "' and '" + vr.blockEntrySymbol + "' of vertex '" +
+                          type.name + "'");
     type.library = lib.get();
     lib->types_.push_back(std::move(type));
   }

@@ -45,8 +45,10 @@ struct VertexTypeInfo {
   std::string scope;          // the namespace where generated code names the class (template
                               // arguments are looked up there), e.g. "ns" or ""
   bool isMultiVertex = false;
+  bool isBlockVertex = false; // run by program::Launch through blockEntry, never through entry
   std::vector<FieldInfo> fields;
-  VertexEntry entry = nullptr; // host entry point
+  VertexEntry entry = nullptr;      // host entry point
+  BlockEntry blockEntry = nullptr; // host entry point of a block codelet's threads
   const CodeletLibrary *library = nullptr;
   // Index of the field called `name`, or -1.
   int fieldIndex(std::string_view name) const;

@@ -199,7 +199,7 @@ private:
   bool keep_ = true;
 };
 
-const char *const kVertexBases[] = {"Vertex", "MultiVertex", "SupervisorVertex",
+const char *const kVertexBases[] = {"Vertex", "MultiVertex", "BlockVertex", "SupervisorVertex",
                                     "SupervisorVertexIf"};
 
 enum class Access { Public, Protected, Private };

@@ -2,7 +2,7 @@
 //
 // Input is the output of `g++ -E` (with linemarkers). Declarations coming from system headers
 // and from files under `ignoredDirs` (Aspen's own headers) are ignored. A vertex class is a
-// class or struct at namespace scope deriving directly from Vertex, MultiVertex or
+// class or struct at namespace scope deriving directly from Vertex, MultiVertex, BlockVertex or
 // SupervisorVertex (optionally qualified by aspen:: or poplar::); a class template is a vertex
 // type once per explicit instantiation (`template class ns::V<float>;`). Fields are the class's
 // non-static data members in declaration order; they must be public (a private or protected

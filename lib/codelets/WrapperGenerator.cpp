@@ -19,21 +19,35 @@ std::string rawStringLiteral(const std::string &text) {
   return "R\"" + delimiter + "(" + text + ")" + delimiter + "\"";
 }
 
-// Entry point, field records and vertex record of vertex k, inside the vertex's namespace so
-// that its template arguments mean what they meant where it was instantiated.
+// Entry points, field records and vertex record of vertex k, inside the vertex's namespace so
+// that its template arguments mean what they meant where it was instantiated. Every class gets
+// both a vertex entry and a block entry; the one that does not fit its kind returns 0 and is
+// never called (the record's isBlockVertex says which is real).
 void writeVertex(std::ostringstream &out, std::size_t k, const ParsedVertex &vertex) {
   const std::string &type = vertex.qualifiedType;
+  const std::string bind = "aspen_bind_" + std::to_string(k);
   out << "// " << vertex.name << "\n";
   if (!vertex.scope.empty())
     out << "namespace " << vertex.scope << " {\n";
-  out << "extern \"C\" __attribute__((visibility(\"default\"))) int " << entrySymbol(k)
-      << "(const ::aspen::detail::FieldDesc *fields, unsigned workerId, unsigned numWorkers) {\n"
-      << "  ::aspen::detail::VertexStorage<" << type << "> storage;\n"
-      << "  auto &vertex = storage.vertex();\n";
+  out << "static void " << bind << "(" << type
+      << " &vertex, const ::aspen::detail::FieldDesc *fields) {\n";
   for (std::size_t f = 0; f < vertex.fields.size(); ++f)
     out << "  ::aspen::detail::bindField(vertex." << vertex.fields[f].name << ", fields[" << f
         << "]);\n";
-  out << "  return ::aspen::detail::runCompute(vertex, workerId, numWorkers);\n}\n";
+  if (vertex.fields.empty())
+    out << "  (void)vertex;\n  (void)fields;\n";
+  out << "}\n"
+      << "extern \"C\" __attribute__((visibility(\"default\"))) int " << entrySymbol(k)
+      << "(const ::aspen::detail::FieldDesc *fields, unsigned workerId, unsigned numWorkers) {\n"
+      << "  ::aspen::detail::VertexStorage<" << type << "> storage;\n"
+      << "  " << bind << "(storage.vertex(), fields);\n"
+      << "  return ::aspen::detail::runCompute(storage.vertex(), workerId, numWorkers);\n}\n"
+      << "extern \"C\" __attribute__((visibility(\"default\"))) int " << blockEntrySymbol(k)
+      << "(const ::aspen::detail::FieldDesc *fields, const ::aspen::detail::BlockState *thread) "
+         "{\n"
+      << "  ::aspen::detail::VertexStorage<" << type << "> storage;\n"
+      << "  " << bind << "(storage.vertex(), fields);\n"
+      << "  return ::aspen::detail::runBlockCompute(storage.vertex(), thread);\n}\n";
   if (!vertex.fields.empty()) {
     out << "static constexpr ::aspen::detail::CodeletFieldRecord aspen_fields_" << k << "[] = {\n";
     for (const ParsedField &field : vertex.fields)
@@ -43,7 +57,8 @@ void writeVertex(std::ostringstream &out, std::size_t k, const ParsedVertex &ver
   }
   out << "static constexpr ::aspen::detail::CodeletVertexRecord aspen_vertex_record_" << k
       << " = {\"" << vertex.name << "\", \"" << entrySymbol(k) << "\", \"" << vertex.scope
-      << "\", ::aspen::detail::isMultiVertex<" << type << ">(), " << vertex.fields.size() << ", "
+      << "\", ::aspen::detail::isMultiVertex<" << type << ">(), ::aspen::detail::isBlockVertex<"
+      << type << ">(), \"" << blockEntrySymbol(k) << "\", " << vertex.fields.size() << ", "
       << (vertex.fields.empty() ? std::string("nullptr") : "aspen_fields_" + std::to_string(k))
       << "};\n";
   if (!vertex.scope.empty())
@@ -55,6 +70,10 @@ void writeVertex(std::ostringstream &out, std::size_t k, const ParsedVertex &ver
 
 std::string entrySymbol(std::size_t vertexIndex) {
   return "aspen_vertex_" + std::to_string(vertexIndex);
+}
+
+std::string blockEntrySymbol(std::size_t vertexIndex) {
+  return "aspen_block_vertex_" + std::to_string(vertexIndex);
 }
 
 std::string generateWrapper(const std::string &sourcePath, const std::string &source,
@@ -74,7 +93,7 @@ std::string generateWrapper(const std::string &sourcePath, const std::string &so
     out << "  " << (vertices[k].scope.empty() ? "" : "::" + vertices[k].scope)
         << "::aspen_vertex_record_" << k << ",\n";
   if (vertices.empty())
-    out << "  {nullptr, nullptr, nullptr, 0, 0, nullptr},\n";
+    out << "  {nullptr, nullptr, nullptr, 0, 0, nullptr, 0, nullptr},\n";
   out << "};\n\n"
       << "static const char aspen_source_name[] = \"" << escapeForStringLiteral(sourcePath)
       << "\";\n"

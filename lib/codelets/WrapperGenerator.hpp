@@ -16,6 +16,8 @@
 namespace aspen::detail {
 
 std::string entrySymbol(std::size_t vertexIndex);
+// The block entry (BlockEntry, VertexAbi.hpp) of the vertexIndex-th vertex.
+std::string blockEntrySymbol(std::size_t vertexIndex);
 
 std::string generateWrapper(const std::string &sourcePath, const std::string &source,
                             const std::vector<ParsedVertex> &vertices,

@@ -79,6 +79,7 @@ struct CompiledVertexType {
   std::string name;
   std::uint32_t library = 0; // index into CompiledGraph::libraries
   bool isMultiVertex = false;
+  bool isBlockVertex = false;
 };
 
 struct CompiledVertex {
@@ -110,10 +111,12 @@ struct CompiledComputeSet {
   std::uint32_t verticesWithoutEstimate = 0;
 };
 
-// A library call (LibraryCalls.hpp) after lowering: every operand is one contiguous row-major
-// run (DescTemplate::Arena, size in elements), gathered into this kernel's scratch buffer
-// first where the tensor was not one (and scattered back after, for written operands).
-enum class KernelKind : std::uint8_t { Gemm };
+// A kernel step after lowering. Gemm, a library call (LibraryCalls.hpp): every operand is one
+// contiguous row-major run (DescTemplate::Arena, size in elements), gathered into this kernel's
+// scratch buffer first where the tensor was not one (and scattered back after, for written
+// operands). Block, a block codelet (BlockCodelets.hpp): the one vertex of compute set
+// `launch.computeSet`, whose fields, gathers and scatters are the compute set's.
+enum class KernelKind : std::uint8_t { Gemm, Block };
 const char *kernelKindName(KernelKind kind);
 
 // c[g] = alpha * a[g] . b[g] + beta * c[g] over g < G; row-major [M,K], [K,N], [M,N] blocks
@@ -126,10 +129,17 @@ struct GemmShape {
   std::uint64_t flops() const { return 2 * G * M * K * N; }
 };
 
+struct BlockLaunch {
+  std::uint32_t computeSet = 0;
+  std::uint32_t blocks = 1, threadsPerBlock = 1;
+  std::uint64_t sharedBytes = 0;
+};
+
 struct CompiledKernel {
   KernelKind kind = KernelKind::Gemm;
   std::string name;
-  GemmShape gemm;
+  GemmShape gemm;     // Gemm
+  BlockLaunch launch; // Block
   // Gemm: a, b, c, scale (Null when alpha = 1; else one float).
   std::vector<DescTemplate> operands;
   std::vector<CopyPlan> gathers, scatters;

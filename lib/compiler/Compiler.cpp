@@ -116,7 +116,8 @@ std::unique_ptr<CompiledGraph> compile(const GraphState &graph,
   const auto copies = pass("lower copies", [&] { return lowerCopies(graph, programs, *out); });
   const auto csIndex =
       pass("lower compute sets", [&] { return lowerComputeSets(graph, computeSets, *out); });
-  const auto kernels = pass("lower kernels", [&] { return lowerKernels(graph, programs, *out); });
+  const auto kernels =
+      pass("lower kernels", [&] { return lowerKernels(graph, programs, csIndex, *out); });
   pass("liveness", [&] { analyseLiveness(graph, programs, *out); });
   pass("memory layout", [&] { planMemory(graph, options.allowOutOfMemory, *out); });
   pass("lower programs", [&] { lowerPrograms(graph, programs, copies, csIndex, kernels, *out); });

@@ -57,6 +57,13 @@ void dumpComputeSets(const CompiledGraph &graph, std::ostream &out) {
 void dumpKernels(const CompiledGraph &graph, std::ostream &out) {
   for (std::size_t i = 0; i < graph.kernels.size(); ++i) {
     const CompiledKernel &k = graph.kernels[i];
+    if (k.kind == KernelKind::Block) {
+      const BlockLaunch &l = k.launch;
+      fmt::print(out, "kernel {} '{}': Block of compute set {}, {} blocks x {} threads, {} shared "
+                      "bytes a block\n",
+                 i, k.name, l.computeSet, l.blocks, l.threadsPerBlock, l.sharedBytes);
+      continue;
+    }
     const GemmShape &s = k.gemm;
     fmt::print(out, "kernel {} '{}': {} G={} M={} K={} N={} {} -> {}{}{}, {} gathers, {} "
                     "scatters\n",

@@ -117,13 +117,14 @@ void addWrite(Effects &effects, const Tensor &t, bool touches) {
   });
 }
 
-// The effects of the steps that move data between variables: compute sets, library calls,
-// copies, WriteUndef.
+// The effects of the steps that move data between variables: compute sets (executed or
+// launched), library calls, copies, WriteUndef.
 // Everything else a step touches is always live and needs no tracking.
 Effects effectsOf(const GraphState &graph, const ProgramNode &node) {
   Effects effects;
   switch (node.kind) {
   case ProgramKind::Execute:
+  case ProgramKind::Launch:
     for (unsigned v : graph.computeSets[node.id].vertices) {
       const VertexRecord &vertex = graph.vertices[v];
       for (std::size_t f = 0; f < vertex.fields.size(); ++f) {

@@ -177,7 +177,7 @@ private:
       out_.libraries.push_back(*lib);
     }
     const auto index = static_cast<std::uint32_t>(out_.vertexTypes.size());
-    out_.vertexTypes.push_back({type.name, library, type.isMultiVertex});
+    out_.vertexTypes.push_back({type.name, library, type.isMultiVertex, type.isBlockVertex});
     typeIndex_.emplace(&type, index);
     return index;
   }

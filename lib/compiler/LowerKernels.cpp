@@ -3,6 +3,7 @@
 #include "LowerCopies.hpp"
 #include "ProgramWalk.hpp"
 #include "Regions.hpp"
+#include "Verify.hpp"
 
 #include <aspen/Error.hpp>
 
@@ -10,8 +11,8 @@ namespace aspen::detail {
 
 const char *kernelKindName(KernelKind kind) {
   switch (kind) {
-  case KernelKind::Gemm:
-    return "Gemm";
+  case KernelKind::Gemm: return "Gemm";
+  case KernelKind::Block: return "Block";
   }
   return "?";
 }
@@ -106,12 +107,22 @@ private:
 } // namespace
 
 KernelIndex lowerKernels(const GraphState &graph, ArrayRef<program::Program> programs,
+                         const std::unordered_map<unsigned, std::uint32_t> &computeSets,
                          CompiledGraph &out) {
   KernelLowering lowering(out);
   KernelIndex index;
   forEachProgramNode(graph, programs, [&](const ProgramNode &node) {
-    if (node.kind == ProgramKind::LibraryCall)
+    if (node.kind == ProgramKind::LibraryCall) {
       index[&node] = lowering.lower(node);
+    } else if (node.kind == ProgramKind::Launch) {
+      CompiledKernel kernel;
+      kernel.kind = KernelKind::Block;
+      kernel.name = node.debugName.empty() ? graph.computeSets[node.id].name : node.debugName;
+      kernel.launch = {computeSets.at(node.id), node.launch.blocks,
+                       launchThreads(node.launch, graph.target), node.launch.sharedBytes};
+      index[&node] = static_cast<std::uint32_t>(out.kernels.size());
+      out.kernels.push_back(std::move(kernel));
+    }
   });
   return index;
 }

@@ -115,10 +115,12 @@ private:
       step.cases = node.caseValues;
       break;
     case ProgramKind::LibraryCall:
+    case ProgramKind::Launch:
       step.kind = StepKind::Kernel;
       step.index = kernels_.at(&node);
       if (step.name.empty())
-        step.name = kernelKindName(out_.kernels[step.index].kind);
+        step.name = node.kind == ProgramKind::Launch ? graph_.computeSets[node.id].name
+                                                     : kernelKindName(out_.kernels[step.index].kind);
       break;
     case ProgramKind::PrintTensor: {
       step.kind = StepKind::PrintTensor;

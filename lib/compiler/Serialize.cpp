@@ -25,7 +25,7 @@ namespace {
 using namespace detail;
 
 constexpr char kMagic[8] = {'A', 'S', 'P', 'E', 'N', 'E', 'X', 'E'};
-constexpr std::uint32_t kFormatVersion = 6; // 6: library-call kernels
+constexpr std::uint32_t kFormatVersion = 7; // 6: library-call kernels; 7: block codelets
 
 class Writer {
 public:
@@ -65,7 +65,9 @@ public:
     put(b.alwaysLive), put(b.liveProgram), put(b.liveBegin), put(b.liveEnd);
   }
   void put(const InitialValue &v) { put(v.buffer), put(v.offset), put(v.bytes); }
-  void put(const CompiledVertexType &t) { put(t.name), put(t.library), put(t.isMultiVertex); }
+  void put(const CompiledVertexType &t) {
+    put(t.name), put(t.library), put(t.isMultiVertex), put(t.isBlockVertex);
+  }
   void put(const CompiledVertex &v) { put(v.type), put(v.firstField), put(v.tile), put(v.id); }
   void put(const TileGroup &g) { put(g.tile), put(g.begin), put(g.end); }
   void put(const CompiledComputeSet &c) {
@@ -77,8 +79,12 @@ public:
     put(s.G), put(s.M), put(s.K), put(s.N), put(s.inputType), put(s.outputType);
     put(s.accumulate), put(s.allowTF32);
   }
+  void put(const BlockLaunch &l) {
+    put(l.computeSet), put(l.blocks), put(l.threadsPerBlock), put(l.sharedBytes);
+  }
   void put(const CompiledKernel &k) {
-    put(k.kind), put(k.name), put(k.gemm), put(k.operands), put(k.gathers), put(k.scatters);
+    put(k.kind), put(k.name), put(k.gemm), put(k.launch), put(k.operands), put(k.gathers),
+        put(k.scatters);
     put(k.rearrangedBytes);
   }
   void put(const StreamInfo &s) { put(s.handle), put(s.type), put(s.numElements), put(s.hostToDevice); }
@@ -164,7 +170,9 @@ public:
     get(b.alwaysLive), get(b.liveProgram), get(b.liveBegin), get(b.liveEnd);
   }
   void get(InitialValue &v) { get(v.buffer), get(v.offset), get(v.bytes); }
-  void get(CompiledVertexType &t) { get(t.name), get(t.library), get(t.isMultiVertex); }
+  void get(CompiledVertexType &t) {
+    get(t.name), get(t.library), get(t.isMultiVertex), get(t.isBlockVertex);
+  }
   void get(CompiledVertex &v) { get(v.type), get(v.firstField), get(v.tile), get(v.id); }
   void get(TileGroup &g) { get(g.tile), get(g.begin), get(g.end); }
   void get(CompiledComputeSet &c) {
@@ -176,8 +184,12 @@ public:
     get(s.G), get(s.M), get(s.K), get(s.N), get(s.inputType), get(s.outputType);
     get(s.accumulate), get(s.allowTF32);
   }
+  void get(BlockLaunch &l) {
+    get(l.computeSet), get(l.blocks), get(l.threadsPerBlock), get(l.sharedBytes);
+  }
   void get(CompiledKernel &k) {
-    get(k.kind), get(k.name), get(k.gemm), get(k.operands), get(k.gathers), get(k.scatters);
+    get(k.kind), get(k.name), get(k.gemm), get(k.launch), get(k.operands), get(k.gathers),
+        get(k.scatters);
     get(k.rearrangedBytes);
   }
   void get(StreamInfo &s) { get(s.handle), get(s.type), get(s.numElements), get(s.hostToDevice); }
@@ -253,6 +265,13 @@ void validate(Reader &io, const CompiledGraph &g) {
         checkRegions(p.src), checkRegions(p.dst);
   }
   for (const CompiledKernel &k : g.kernels) {
+    if (k.kind == KernelKind::Block) {
+      const BlockLaunch &l = k.launch;
+      check(l.computeSet < g.computeSets.size() && g.computeSets[l.computeSet].vertices.size() == 1 &&
+                l.blocks >= 1 && l.threadsPerBlock >= 1 && k.operands.empty(),
+            "block kernel");
+      continue;
+    }
     check(k.kind == KernelKind::Gemm && k.operands.size() == 4, "kernel");
     const GemmShape &s = k.gemm;
     const std::uint64_t elements[] = {s.G * s.M * s.K, s.G * s.K * s.N, s.G * s.M * s.N, 1};

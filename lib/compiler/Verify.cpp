@@ -59,6 +59,16 @@ public:
         throw control_program_error(name + " executes compute set #" + std::to_string(node.id) +
                                     " of another graph");
       useComputeSet(node.id);
+      for (unsigned v : graph_.computeSets[node.id].vertices)
+        if (graph_.vertices[v].type->isBlockVertex)
+          throw control_program_error(
+              name + " executes compute set " + quoted(graph_.computeSets[node.id].name) +
+              ", which holds block codelet " + quoted(graph_.vertices[v].type->name) +
+              " (vertex " + std::to_string(v) + "); a block codelet runs only through "
+              "program::Launch");
+      break;
+    case ProgramKind::Launch:
+      checkLaunch(node, name);
       break;
     case ProgramKind::Copy:
       checkTensor(node.tensor, name + " source");
@@ -121,6 +131,44 @@ public:
     case ProgramKind::Sync:
       break;
     }
+  }
+
+  // The largest dynamic shared memory a block may ask for: the GPU target's opt-in limit, else
+  // the largest any current GPU gives (227 KiB on sm_90), so that a graph planned for a model
+  // also runs on a real card.
+  std::uint64_t maxSharedBytes() const {
+    const GpuProperties &gpu = graph_.target.getGpuProperties();
+    return graph_.target.isGpu() ? gpu.sharedMemoryPerBlockOptin : 232448;
+  }
+
+  void checkLaunch(const ProgramNode &node, const std::string &name) {
+    if (node.graph != &graph_ || node.id >= graph_.computeSets.size())
+      throw control_program_error(name + " launches compute set #" + std::to_string(node.id) +
+                                  " of another graph");
+    const ComputeSetRecord &cs = graph_.computeSets[node.id];
+    const std::string what = name + " of compute set " + quoted(cs.name);
+    if (cs.vertices.size() != 1 || !graph_.vertices[cs.vertices[0]].type->isBlockVertex)
+      throw control_program_error(
+          what + ": the compute set must hold exactly one vertex of a block codelet (a class "
+                 "deriving from BlockVertex), but holds " +
+          std::to_string(cs.vertices.size()) + " vertices" +
+          (cs.vertices.empty() ? std::string()
+                               : ", the first of class " +
+                                     quoted(graph_.vertices[cs.vertices[0]].type->name)));
+    const unsigned threads = launchThreads(node.launch, graph_.target);
+    const unsigned maxThreads =
+        graph_.target.isGpu() ? graph_.target.getGpuProperties().maxThreadsPerBlock : 1024;
+    if (threads > maxThreads)
+      throw control_program_error(what + ": " + std::to_string(threads) +
+                                  " threads a block is more than the " +
+                                  std::to_string(maxThreads) + " a block of target " +
+                                  quoted(graph_.target.getName()) + " may have");
+    if (node.launch.sharedBytes > maxSharedBytes())
+      throw control_program_error(what + ": " + std::to_string(node.launch.sharedBytes) +
+                                  " bytes of shared memory a block is more than the " +
+                                  std::to_string(maxSharedBytes()) + " target " +
+                                  quoted(graph_.target.getName()) + " allows");
+    useComputeSet(node.id);
   }
 
   void checkHostHandles() {

@@ -6,16 +6,27 @@
 //  - predicates and Switch controls are scalars of a usable type
 //  - copies match in element count and type; written tensors hold no aliases or constants
 //  - no two vertices of one compute set write the same variable element
-//  - Execute and Call refer to this graph's compute sets and functions
+//  - Execute, Launch and Call refer to this graph's compute sets and functions
+//  - Launch runs a compute set of exactly one block codelet within the target's block limits;
+//    Execute runs no block codelet
+//  - Gemm operands are this graph's, mapped, and its output writable
 #pragma once
 
 #include "core/GraphState.hpp"
+
+#include <aspen/BlockCodelets.hpp>
+#include <aspen/Target.hpp>
 
 #include <vector>
 
 namespace aspen::detail {
 
-// The compute sets the programs execute, in order of first use.
+// The compute sets the programs execute or launch, in order of first use.
 std::vector<unsigned> verifyGraph(const GraphState &graph, ArrayRef<program::Program> programs);
+
+// The threads of each block of a launch: its own count, else the target's workers per tile.
+inline unsigned launchThreads(const LaunchShape &shape, const Target &target) {
+  return shape.threadsPerBlock ? shape.threadsPerBlock : target.getNumWorkerContexts();
+}
 
 } // namespace aspen::detail

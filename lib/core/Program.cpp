@@ -2,6 +2,7 @@
 #include "GraphState.hpp"
 #include "TensorRegions.hpp"
 
+#include <aspen/BlockCodelets.hpp>
 #include <aspen/Error.hpp>
 #include <aspen/LibraryCalls.hpp>
 #include <aspen/Program.hpp>
@@ -32,6 +33,7 @@ const char *programKindName(ProgramKind kind) {
   case ProgramKind::Sync: return "Sync";
   case ProgramKind::AbortOnCondition: return "AbortOnCondition";
   case ProgramKind::LibraryCall: return "Gemm";
+  case ProgramKind::Launch: return "Launch";
   }
   return "Program";
 }
@@ -308,6 +310,20 @@ Gemm::Gemm(const Tensor &a, const Tensor &b, const Tensor &c, const GemmOptions 
   node.operands = {a, b, c, options.scale};
   node.flags = (options.accumulate ? detail::kGemmAccumulate : 0) |
                (options.allowTF32 ? detail::kGemmAllowTF32 : 0);
+}
+
+Launch::Launch(ComputeSet cs, const LaunchShape &shape, const DebugContext &debug)
+    : Program(makeNode(ProgramKind::Launch, debug)) {
+  if (!cs.graph())
+    throw control_program_error(fmt::format(
+        "Launch '{}': the ComputeSet is invalid (default-constructed)", debug.getPathName()));
+  if (shape.blocks == 0)
+    throw control_program_error(fmt::format(
+        "Launch '{}' of compute set '{}': a launch needs at least one block", debug.getPathName(),
+        cs.graph()->computeSets.at(cs.getId()).name));
+  mutableNode().graph = cs.graph();
+  mutableNode().id = cs.getId();
+  mutableNode().launch = shape;
 }
 
 } // namespace program

@@ -1,6 +1,7 @@
 // ProgramNode: the data behind every aspen::program::Program.
 #pragma once
 
+#include <aspen/BlockCodelets.hpp>
 #include <aspen/GraphElements.hpp>
 #include <aspen/Program.hpp>
 #include <aspen/Tensor.hpp>
@@ -29,6 +30,7 @@ enum class ProgramKind : std::uint8_t {
   Sync,
   AbortOnCondition, // tensor: predicate
   LibraryCall,      // libraryKernel over operands (LibraryCalls.hpp)
+  Launch,           // id: compute set of one block codelet; launch (BlockCodelets.hpp)
 };
 
 // The native kernels a LibraryCall runs; every executor implements each of them.
@@ -53,6 +55,7 @@ struct ProgramNode {
   LibraryKernel libraryKernel = LibraryKernel::Gemm; // LibraryCall
   std::vector<Tensor> operands;                      // LibraryCall
   std::uint32_t flags = 0;                           // LibraryCall
+  LaunchShape launch;                                // Launch
 };
 
 } // namespace aspen::detail

@@ -184,6 +184,33 @@ TEST_CASE("the dispatch kernel switches on the index in vertexTypes()", "[gpu_co
                     "(") != std::string::npos);
 }
 
+TEST_CASE("a block codelet becomes a kernel of its own with a barrier and dynamic shared memory",
+          "[gpu_codegen]") {
+  const auto library = CodeletLibrary::compileFile(aspen::test::codelet("block_codelets.cpp"));
+  const std::string source = gpuCodeletSource(*library);
+  const std::string ptx = gpuCodeletPtx(*library, 90);
+  const auto &types = library->vertexTypes();
+  unsigned blocks = 0;
+  for (std::size_t k = 0; k < types.size(); ++k) {
+    INFO(types[k].name);
+    const std::string kernel = ASPEN_GPU_BLOCK_KERNEL_PREFIX + std::to_string(k);
+    // Block codelets have a kernel and a trapping dispatch case; other classes neither.
+    CHECK((source.find(kernel + "(") != std::string::npos) == types[k].isBlockVertex);
+    CHECK((ptx.find(".entry " + kernel + "(") != std::string::npos) == types[k].isBlockVertex);
+    const std::size_t dispatch = source.find("    case " + std::to_string(k) + ":\n");
+    REQUIRE(dispatch != std::string::npos);
+    CHECK((source.find("__trap()", dispatch) < source.find("break;", dispatch)) ==
+          types[k].isBlockVertex);
+    blocks += types[k].isBlockVertex;
+  }
+  CHECK(blocks == 4); // BlockSum, BlockScan, BlockShape, BlockFail; Plain is a Vertex
+  CHECK(source.find("extern __shared__ __align__(16) unsigned char aspenShared[];") !=
+        std::string::npos);
+  CHECK(ptx.find("bar.sync") != std::string::npos); // block.sync() is __syncthreads()
+  CHECK(ptx.find(".extern .shared") != std::string::npos);
+  CHECK(assemble(ptx, "block_codelets_kernels") == 0);
+}
+
 TEST_CASE("an NVRTC error names the codelet file and line", "[gpu_codegen]") {
   // Valid for the host; line 9 only exists for NVRTC.
   const std::string source = "// line 1\n"

@@ -23,6 +23,17 @@
 // threads a multiprocessor is all the bound asks for), and each warp reconverges (__syncwarp)
 // before a MultiVertex, so that warp-wide instructions (mma.sync, shuffles) in one see every
 // lane of the warp.
+//
+// A block codelet (a class deriving from BlockVertex) is never dispatched by that kernel (its
+// case traps). The library exports one kernel per such class k instead:
+//
+//   extern "C" __global__ void aspen_block_<k>(const aspen::detail::FieldDesc *fields,
+//                                              unsigned long long sharedBytes,
+//                                              unsigned *failedVertex);
+//
+// launched by program::Launch with its own shape (gridDim.x blocks of blockDim.x threads and
+// sharedBytes of dynamic shared memory); fields are the vertex's descriptors, and a thread whose
+// compute() returns false stores ~0 into *failedVertex (atomicMax).
 // No standard library here: this header is also compiled by NVRTC.
 #pragma once
 
@@ -47,6 +58,8 @@ struct GpuVertexRecord {
 
 // The kernel every GPU codelet library exports.
 #define ASPEN_GPU_KERNEL_NAME "aspen_run_vertices"
+// The prefix of a block codelet's kernel, followed by the class's index in the library.
+#define ASPEN_GPU_BLOCK_KERNEL_PREFIX "aspen_block_"
 
 } // namespace detail
 } // namespace aspen

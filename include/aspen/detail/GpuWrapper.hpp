@@ -81,6 +81,17 @@ template <class V> __device__ int gpuRunCompute(V &v, unsigned workerId) {
   }
 }
 
+// Runs a block codelet's compute(block) on this thread; 1 = success, 0 = returned false.
+template <class V> __device__ int gpuRunBlockCompute(V &v, const Block &block) {
+  Block b = block;
+  if constexpr (GpuIsVoid<decltype(v.compute(b))>::value) {
+    v.compute(b);
+    return 1;
+  } else {
+    return v.compute(b) ? 1 : 0;
+  }
+}
+
 // Zeroed storage with the size and alignment of V, viewed as a V whose members are then bound.
 template <class V> struct GpuVertexStorage {
   alignas(V) unsigned char bytes[sizeof(V)] = {};

@@ -21,6 +21,21 @@ struct FieldDesc {
 
 typedef int (*VertexEntry)(const FieldDesc *fields, unsigned workerId, unsigned numWorkers);
 
+// What the host gives one thread of a block codelet (BlockVertex, Vertex.hpp): its place in the
+// launch, the block's shared memory, and the barrier, which the runner implements by switching
+// to the block's other threads until all of them have reached it (or finished).
+struct BlockState {
+  unsigned threadId, numThreads, blockId, numBlocks;
+  void *shared;
+  unsigned long long sharedBytes;
+  void (*barrier)(void *runner);
+  void *runner;
+};
+
+// A block codelet's host entry: one call per thread of a block, all of one block's calls
+// interleaved at barriers. Returns 1, or 0 when compute() returned false.
+typedef int (*BlockEntry)(const FieldDesc *fields, const BlockState *thread);
+
 // Element type codes in compiled metadata; the values follow aspen::TypeId (Type.hpp), with
 // kOtherTypeCode for anything else (a user struct, a pointer ...).
 enum : unsigned char { kOtherTypeCode = 0xff };

@@ -16,7 +16,7 @@
 
 namespace aspen::detail {
 
-inline constexpr unsigned kCodeletFormatVersion = 2;
+inline constexpr unsigned kCodeletFormatVersion = 3; // 3: block codelets
 
 struct CodeletFieldRecord {
   const char *name;
@@ -32,6 +32,8 @@ struct CodeletVertexRecord {
   const char *scope;       // the namespace where the generated code names the class (the GPU
                            // wrapper's entries live there too), e.g. "ns" or ""
   unsigned char isMultiVertex;
+  unsigned char isBlockVertex; // then blockEntrySymbol is its entry, a BlockEntry
+  const char *blockEntrySymbol;
   unsigned numFields;
   const CodeletFieldRecord *fields;
 };
@@ -116,10 +118,17 @@ template <class Member> void bindField(Member &member, const FieldDesc &f) {
   FieldTraits<M>::bind(const_cast<M *>(&member), f);
 }
 
+template <class V> constexpr unsigned char isBlockVertex() {
+  return std::is_base_of_v<BlockVertex, V> ? 1 : 0;
+}
+
 // Runs compute() in whichever form the vertex declares it; 1 = success, 0 = returned false.
+// A block codelet has no vertex entry (0: the executors never call it).
 template <class V> int runCompute(V &v, unsigned workerId, unsigned numWorkers) {
   currentNumWorkers = numWorkers;
-  if constexpr (requires { v.compute(workerId); }) {
+  if constexpr (isBlockVertex<V>()) {
+    return 0;
+  } else if constexpr (requires { v.compute(workerId); }) {
     if constexpr (std::is_void_v<decltype(v.compute(workerId))>) {
       v.compute(workerId);
       return 1;
@@ -131,6 +140,22 @@ template <class V> int runCompute(V &v, unsigned workerId, unsigned numWorkers) 
     return 1;
   } else {
     return v.compute() ? 1 : 0;
+  }
+}
+
+// Runs a block codelet's compute(block) for one thread; other vertex classes have no block
+// entry (0).
+template <class V> int runBlockCompute(V &v, const BlockState *thread) {
+  if constexpr (isBlockVertex<V>()) {
+    Block block(thread);
+    if constexpr (std::is_void_v<decltype(v.compute(block))>) {
+      v.compute(block);
+      return 1;
+    } else {
+      return v.compute(block) ? 1 : 0;
+    }
+  } else {
+    return 0;
   }
 }
 

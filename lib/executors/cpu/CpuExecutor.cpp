@@ -1,5 +1,6 @@
 #include "CpuExecutor.hpp"
 
+#include "BlockRunner.hpp"
 #include "CpuGemm.hpp"
 #include "RegionCopy.hpp"
 #include "ThreadPool.hpp"
@@ -8,6 +9,7 @@
 #include <aspen/Error.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -54,7 +56,8 @@ public:
                     init.bytes.size());
     resolveComputeSets(graph);
     for (const CompiledKernel &kernel : graph.kernels)
-      checkCpuGemm(kernel);
+      if (kernel.kind == KernelKind::Gemm)
+        checkCpuGemm(kernel);
   }
 
   void write(const RegionList &regions, const void *host) override {
@@ -94,6 +97,10 @@ public:
   double runKernel(std::uint32_t index) override {
     const auto start = std::chrono::steady_clock::now();
     const CompiledKernel &kernel = graph_->kernels[index];
+    if (kernel.kind == KernelKind::Block) {
+      launchBlocks(kernel);
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
     for (const CopyPlan &gather : kernel.gathers)
       copy(gather);
     auto address = [&](const DescTemplate &d) -> void * {
@@ -112,6 +119,29 @@ public:
   }
 
 private:
+  // A block codelet: its compute set's gathers, every block (in parallel on the pool, each
+  // block's threads as fibers), the scatters.
+  void launchBlocks(const CompiledKernel &kernel) {
+    const BlockLaunch &launch = kernel.launch;
+    const CompiledComputeSet &cs = graph_->computeSets[launch.computeSet];
+    const CompiledVertex &vertex = cs.vertices.at(0);
+    const BlockEntry entry = blockEntries_.at(vertex.type);
+    const FieldDesc *fields = computeSets_[launch.computeSet].vertices.at(0).fields;
+    for (const CopyPlan &gather : cs.gathers)
+      copy(gather);
+    std::atomic<bool> failed{false};
+    pool_.parallelFor(launch.blocks, [&](std::size_t b) {
+      if (!runCodeletBlock(entry, fields, unsigned(b), launch.blocks, launch.threadsPerBlock,
+                           launch.sharedBytes))
+        failed = true;
+    });
+    if (failed)
+      throw runtime_error(vertexFailureMessage(*graph_, cs, 0) + " in Launch '" + kernel.name +
+                          "'");
+    for (const CopyPlan &scatter : cs.scatters)
+      copy(scatter);
+  }
+
   static constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
 
   bool runVertex(const LoadedVertex &v) const {
@@ -133,15 +163,17 @@ private:
 
   void resolveComputeSets(const CompiledGraph &graph) {
     std::vector<VertexEntry> entries;
+    blockEntries_.clear();
     for (const CompiledVertexType &type : graph.vertexTypes) {
-      VertexEntry entry = nullptr;
+      const VertexTypeInfo *found = nullptr;
       for (const VertexTypeInfo &info : graph.libraries.at(type.library)->vertexTypes())
         if (info.name == type.name)
-          entry = info.entry;
-      if (!entry)
+          found = &info;
+      if (!found || !found->entry || !found->blockEntry)
         throw internal_error("vertex type " + type.name + " has no host entry point in " +
                              graph.libraries[type.library]->sourceName());
-      entries.push_back(entry);
+      entries.push_back(found->entry);
+      blockEntries_.push_back(found->blockEntry);
     }
     computeSets_.assign(graph.computeSets.size(), {});
     for (std::size_t c = 0; c < graph.computeSets.size(); ++c) {
@@ -167,6 +199,7 @@ private:
   std::unique_ptr<std::uint8_t, FreeDeleter> arena_;
   ArenaView view_;
   std::vector<LoadedComputeSet> computeSets_;
+  std::vector<BlockEntry> blockEntries_; // by CompiledGraph::vertexTypes index
   std::vector<std::uint8_t> temporary_;
   std::vector<float> kernelWorkspace_;
   std::mutex failureMutex_;

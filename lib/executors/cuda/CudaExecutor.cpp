@@ -115,6 +115,14 @@ struct LoadedComputeSet {
   std::uint32_t firstFailureSlot = 0;
 };
 
+// A kernel step: a library call's gathers and scatters, or a block codelet's kernel.
+struct LoadedKernel {
+  std::vector<LoadedCopy> gathers, scatters; // a library call's
+  cudaKernel_t block = nullptr;               // a block codelet's kernel
+  std::uint64_t blockFields = 0;              // its vertex's descriptors (device address)
+  std::uint32_t blockFailureSlot = 0;
+};
+
 class CudaExecutor final : public Executor, private CudaStepWork {
 public:
   explicit CudaExecutor(const CudaExecutorOptions &options) : options_(options) {}
@@ -224,8 +232,11 @@ public:
   }
 
   double runKernel(std::uint32_t index) override {
-    return timedOnStream("kernel " + graph_->kernels[index].name,
-                         [&] { enqueueKernel(stream_, index); });
+    const double seconds = timedOnStream("kernel " + graph_->kernels[index].name,
+                                         [&] { enqueueKernel(stream_, index); });
+    if (graph_->kernels[index].kind == KernelKind::Block)
+      checkFailures(kernels_[index].blockFailureSlot, 1);
+    return seconds;
   }
 
   bool runsDeviceSubtrees() const override { return graphs_ != nullptr; }
@@ -345,6 +356,7 @@ private:
                        graph_->libraries[library]->sourceName(), image.origin);
         const LoadedLibrary &loaded =
             *loadedLibraries_.emplace_back(std::make_unique<LoadedLibrary>(image.bytes));
+        librariesByIndex_[library] = &loaded;
         const cudaKernel_t kernel = loaded.kernel(ASPEN_GPU_KERNEL_NAME);
         checkBlockSize(kernel, graph_->libraries[library]->sourceName());
         it = libraryKernels.emplace(library, kernel).first;
@@ -384,10 +396,17 @@ private:
     failures_ = DeviceBuffer(std::max<std::size_t>(failureOwners_.size(), 1) * sizeof(unsigned));
   }
 
-  // The library calls: their gathers and scatters, and the cuBLASLt plans.
+  // The kernel steps: block codelets' kernels; library calls' gathers and scatters, and the
+  // cuBLASLt plans.
   void loadKernels() {
+    const std::vector<std::uint32_t> typeIndices = gpuVertexTypeIndices(*graph_);
     for (const CompiledKernel &kernel : graph_->kernels) {
       LoadedKernel loaded;
+      if (kernel.kind == KernelKind::Block) {
+        loadBlockKernel(kernel, typeIndices, loaded);
+        kernels_.push_back(std::move(loaded));
+        continue;
+      }
       for (const CopyPlan &plan : kernel.gathers)
         loaded.gathers.push_back(loadCopy(
             gpuCopyPlan(plan, graph_->buffers, arena_.address(), temporary_.address())));
@@ -399,9 +418,61 @@ private:
     gemm_ = std::make_unique<CudaGemmKernels>(*graph_, arena_.address());
   }
 
+  // A block codelet's kernel (GpuAbi.hpp): from its library's image, allowed the dynamic
+  // shared memory it asks for, checked against the block size its registers allow.
+  void loadBlockKernel(const CompiledKernel &kernel, const std::vector<std::uint32_t> &typeIndices,
+                       LoadedKernel &loaded) {
+    const BlockLaunch &launch = kernel.launch;
+    const CompiledComputeSet &cs = graph_->computeSets[launch.computeSet];
+    const CompiledVertex &vertex = cs.vertices.at(0);
+    const CompiledVertexType &type = graph_->vertexTypes[vertex.type];
+    const LoadedLibrary &library = *librariesByIndex_.at(type.library);
+    loaded.block = library.kernel(
+        (ASPEN_GPU_BLOCK_KERNEL_PREFIX + std::to_string(typeIndices[vertex.type])).c_str());
+    const cudaFuncAttributes attributes = loadNow(loaded.block);
+    const std::string what = "Engine::load: Launch '" + kernel.name + "' of block codelet " +
+                             type.name + " on GPU " + std::to_string(options_.ordinal);
+    if (unsigned(attributes.maxThreadsPerBlock) < launch.threadsPerBlock)
+      throw error(what + ": its kernel uses " + std::to_string(attributes.numRegs) +
+                  " registers a thread, so a block has at most " +
+                  std::to_string(attributes.maxThreadsPerBlock) + " threads, not " +
+                  std::to_string(launch.threadsPerBlock));
+    int optin = 0;
+    ASPEN_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                                            int(options_.ordinal)));
+    if (launch.sharedBytes + attributes.sharedSizeBytes > std::uint64_t(optin))
+      throw error(what + ": " + std::to_string(launch.sharedBytes) +
+                  " bytes of dynamic shared memory a block (plus " +
+                  std::to_string(attributes.sharedSizeBytes) + " static) is more than the " +
+                  std::to_string(optin) + " the GPU allows");
+    ASPEN_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void *>(loaded.block),
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          int(launch.sharedBytes)));
+    const LoadedComputeSet &lcs = computeSets_[launch.computeSet];
+    loaded.blockFields = lcs.loaded.at(0).fields + vertex.firstField * sizeof(FieldDesc);
+    loaded.blockFailureSlot = lcs.loaded.at(0).failureSlot;
+  }
+
   // CudaStepWork: the stream work of compute sets and copies (also captured into graphs).
   void enqueueKernel(cudaStream_t stream, std::uint32_t index) override {
     const LoadedKernel &kernel = kernels_[index];
+    const CompiledKernel &compiled = graph_->kernels[index];
+    if (compiled.kind == KernelKind::Block) {
+      const BlockLaunch &launch = compiled.launch;
+      const LoadedComputeSet &cs = computeSets_[launch.computeSet];
+      for (const LoadedCopy &gather : cs.gathers)
+        enqueueCopy(stream, gather);
+      void *fields = devicePointer(kernel.blockFields);
+      unsigned long long sharedBytes = launch.sharedBytes;
+      void *failed = failures_.get() + kernel.blockFailureSlot * sizeof(unsigned);
+      void *args[] = {&fields, &sharedBytes, &failed};
+      ASPEN_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void *>(kernel.block),
+                                        dim3(launch.blocks), dim3(launch.threadsPerBlock), args,
+                                        launch.sharedBytes, stream));
+      for (const LoadedCopy &scatter : cs.scatters)
+        enqueueCopy(stream, scatter);
+      return;
+    }
     for (const LoadedCopy &gather : kernel.gathers)
       enqueueCopy(stream, gather);
     gemm_->enqueue(stream, index);
@@ -536,14 +607,12 @@ private:
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   std::vector<std::unique_ptr<LoadedLibrary>> loadedLibraries_;
+  std::map<std::uint32_t, const LoadedLibrary *> librariesByIndex_; // by graph library index
   cudaKernel_t copyKernel_ = nullptr;
   DeviceBuffer arena_, temporary_, staging_, failures_;
   std::vector<std::uint8_t> hostStaging_;
   std::vector<LoadedComputeSet> computeSets_;
   std::vector<LoadedCopy> copies_;
-  struct LoadedKernel {
-    std::vector<LoadedCopy> gathers, scatters;
-  };
   std::vector<LoadedKernel> kernels_;
   std::unique_ptr<CudaGemmKernels> gemm_;
   struct FailureOwner {

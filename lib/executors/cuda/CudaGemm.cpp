@@ -8,6 +8,7 @@
 #include <cublasLt.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -158,7 +159,8 @@ CudaGemmKernels::CudaGemmKernels(const CompiledGraph &graph, std::uint64_t arena
     : impl_(std::make_unique<Impl>()) {
   Impl &impl = *impl_;
   impl.calls.resize(graph.kernels.size());
-  if (graph.kernels.empty())
+  if (std::none_of(graph.kernels.begin(), graph.kernels.end(),
+                   [](const CompiledKernel &k) { return k.kind == KernelKind::Gemm; }))
     return;
   impl.lt = &cublasLt();
   const CublasLt &lt = *impl.lt;
@@ -172,6 +174,8 @@ CudaGemmKernels::CudaGemmKernels(const CompiledGraph &graph, std::uint64_t arena
 
   for (std::size_t i = 0; i < graph.kernels.size(); ++i) {
     const CompiledKernel &k = graph.kernels[i];
+    if (k.kind != KernelKind::Gemm)
+      continue;
     const GemmShape &s = k.gemm;
     Call &call = impl.calls[i];
     auto address = [&](const DescTemplate &d) -> std::uint64_t {

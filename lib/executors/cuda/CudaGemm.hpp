@@ -23,7 +23,7 @@ namespace aspen::detail {
 
 class CudaGemmKernels {
 public:
-  // Plans every Gemm of `graph` whose operands live at `arenaBase` (buffer offsets added).
+  // Plans every Gemm kernel of `graph` (other kernel kinds are not its business) whose operands live at `arenaBase` (buffer offsets added).
   // Raises aspen::error naming the kernel when cuBLASLt has no algorithm for it.
   CudaGemmKernels(const CompiledGraph &graph, std::uint64_t arenaBase);
   CudaGemmKernels(const CudaGemmKernels &) = delete;

@@ -33,13 +33,39 @@ void writeEntry(std::ostringstream &out, std::size_t k, const VertexTypeInfo &ve
   out << "\n";
 }
 
+// The kernel of block codelet k (GpuAbi.hpp), inside the vertex's scope.
+void writeBlockKernel(std::ostringstream &out, std::size_t k, const VertexTypeInfo &vertex) {
+  out << "// " << vertex.name << ", a block codelet\n";
+  if (!vertex.scope.empty())
+    out << "namespace " << vertex.scope << " {\n";
+  out << "extern \"C\" __global__ void __launch_bounds__(ASPEN_GPU_MAX_THREADS_PER_BLOCK, 1)\n"
+      << ASPEN_GPU_BLOCK_KERNEL_PREFIX << k
+      << "(const ::aspen::detail::FieldDesc *fields, unsigned long long sharedBytes,\n"
+      << "    unsigned *failedVertex) {\n"
+      << "  extern __shared__ __align__(16) unsigned char aspenShared[];\n"
+      << "  ::aspen::detail::GpuVertexStorage<::" << vertex.name << "> storage;\n"
+      << "  auto &vertex = storage.vertex();\n";
+  for (std::size_t f = 0; f < vertex.fields.size(); ++f)
+    out << "  ::aspen::detail::gpuBindField(vertex." << vertex.fields[f].name << ", fields[" << f
+        << "]);\n";
+  out << "  if (!::aspen::detail::gpuRunBlockCompute(vertex, ::aspen::Block(aspenShared, "
+         "sharedBytes)))\n"
+      << "    ::aspen::detail::gpuReportFailure(failedVertex, 0);\n"
+      << "}\n";
+  if (!vertex.scope.empty())
+    out << "} // namespace " << vertex.scope << "\n";
+  out << "\n";
+}
+
 // One case of the dispatch switch: a MultiVertex on every thread of the block, a Vertex on the
-// thread its position in the tile selects.
+// thread its position in the tile selects; a block codelet is never dispatched.
 void writeCase(std::ostringstream &out, std::size_t k, const VertexTypeInfo &vertex) {
   const std::string entry =
       (vertex.scope.empty() ? "::" : "::" + vertex.scope + "::") + deviceEntry(k);
   out << "    case " << k << ":\n";
-  if (vertex.isMultiVertex) {
+  if (vertex.isBlockVertex) {
+    out << "      __trap(); // run by its own kernel (program::Launch)\n";
+  } else if (vertex.isMultiVertex) {
     // Threads that skipped a single-thread vertex meet the one that ran it here.
     out << "      __syncwarp(::aspen::detail::gpuWarpLanes());\n"
         << "      ok = " << entry << "(fields + record.firstField, threadIdx.x);\n";
@@ -63,8 +89,12 @@ std::string generateGpuWrapper(const CodeletLibrary &library) {
   out << "#line 1 \"<aspen gpu wrapper of " << name << ">\"\n"
       << "#include <aspen/detail/GpuWrapper.hpp>\n\n";
   const std::vector<VertexTypeInfo> &vertices = library.vertexTypes();
-  for (std::size_t k = 0; k < vertices.size(); ++k)
-    writeEntry(out, k, vertices[k]);
+  for (std::size_t k = 0; k < vertices.size(); ++k) {
+    if (vertices[k].isBlockVertex)
+      writeBlockKernel(out, k, vertices[k]);
+    else
+      writeEntry(out, k, vertices[k]);
+  }
 
   out << "extern \"C\" __device__ const char aspen_codelets_content_hash[] = \"" << kGpuHashMarker
       << library.contentHash() << "\";\n\n"

@@ -1,0 +1,46 @@
+// Block codelets: hand-written kernels that use block-shared memory and block barriers, run as
+// kernel steps with their own launch shape. An Aspen extension (Poplar has none).
+//
+// Writing one: a codelet class deriving from aspen::BlockVertex with
+// `bool compute(aspen::Block &block)` (or void), fields as for any vertex (Vertex.hpp). Every
+// thread of every block runs compute(); block.threadId(), numThreads(), blockId() and
+// numBlocks() place it, block.shared<T>() is the block's shared memory (sharedBytes, contents
+// undefined at entry) and block.sync() is the block barrier, which every thread of the block
+// must reach the same number of times. This is the place for kernels the vertex model cannot
+// express: tiled products staged through shared memory, block-wide scans and reductions, a
+// persistent recurrence that keeps its state on chip across time steps.
+//
+// Running one: add it to a compute set of its own with Graph::addVertex, connect and map it like
+// any vertex (its tile mapping is where its own state lives; the launch is not per tile), then
+// add program::Launch(cs, shape) to a program. On a GPU the launch is one kernel of
+// shape.blocks blocks of shape.threadsPerBlock threads with shape.sharedBytes of dynamic shared
+// memory; the CPU executor runs each block's threads as fibers that switch at block.sync(), with
+// blocks in parallel on its threads, so a race-free codelet gives the same results on both.
+//
+// Errors (control_program_error, raised when the program is compiled): a compute set that holds
+// anything but one block codelet vertex, a block codelet in a compute set run by Execute,
+// threadsPerBlock above 1024 (or the GPU target's limit), sharedBytes above the target's opt-in
+// shared memory per block (227 KiB on targets that are not GPUs). At construction: no blocks.
+#pragma once
+
+#include <aspen/Program.hpp>
+
+#include <cstddef>
+
+namespace aspen {
+
+struct LaunchShape {
+  unsigned blocks = 1;
+  unsigned threadsPerBlock = 0; // 0: the target's workers per tile
+  std::size_t sharedBytes = 0;
+};
+
+namespace program {
+
+class Launch : public Program {
+public:
+  Launch(ComputeSet cs, const LaunchShape &shape, const DebugContext &debug = {});
+};
+
+} // namespace program
+} // namespace aspen
