@@ -1,10 +1,8 @@
 // Device: the CPU, model and GPU devices, and the DeviceManager listing the GPUs.
+#include "executors/ExecutorRegistry.hpp"
+
 #include <aspen/Device.hpp>
 #include <aspen/Error.hpp>
-
-#if ASPEN_HAVE_CUDA
-#include "executors/cuda/CudaDevice.hpp"
-#endif
 
 #include <fmt/format.h>
 
@@ -120,12 +118,16 @@ unsigned Device::getGpuOrdinal() const {
   return state_->gpuOrdinal;
 }
 
-#if ASPEN_HAVE_CUDA
-
-unsigned Device::gpuCount() { return detail::cudaGpuCount(); }
+unsigned Device::gpuCount() {
+  const detail::ExecutorBackend &backend = detail::executorBackendFor(DeviceKind::Gpu);
+  return backend.built ? backend.deviceCount() : 0;
+}
 
 Device Device::createGpuDevice(unsigned ordinal, const OptionFlags &options) {
-  detail::GpuCard card = detail::readGpuCard(ordinal, options);
+  const detail::ExecutorBackend &backend = detail::executorBackendFor(DeviceKind::Gpu);
+  if (!backend.built)
+    throw error(fmt::format("Device::createGpuDevice({}): {}", ordinal, backend.missing));
+  detail::BackendDevice card = backend.openDevice(ordinal, options);
   auto s = std::make_shared<State>();
   s->kind = DeviceKind::Gpu;
   s->target = std::move(card.target);
@@ -134,18 +136,6 @@ Device Device::createGpuDevice(unsigned ordinal, const OptionFlags &options) {
   s->gpuName = std::move(card.name);
   return Device(std::move(s));
 }
-
-#else
-
-unsigned Device::gpuCount() { return 0; }
-
-Device Device::createGpuDevice(unsigned ordinal, const OptionFlags &) {
-  throw error(fmt::format("Device::createGpuDevice({}): this build of Aspen has no CUDA backend; "
-                          "rebuild with the CUDA toolkit (-DASPEN_CUDA=ON)",
-                          ordinal));
-}
-
-#endif
 
 DeviceManager DeviceManager::createDeviceManager() { return DeviceManager(); }
 

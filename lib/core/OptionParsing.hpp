@@ -46,6 +46,14 @@ public:
   // Reads every option. When unknownIsError is false, unknown keys are logged as warnings.
   void parse(const OptionFlags &options, bool unknownIsError = true) const;
   bool knows(const std::string &key) const { return entries_.count(key) != 0; }
+  // The known keys that start with `prefix`, sorted.
+  std::vector<std::string> keysWithPrefix(const std::string &prefix) const {
+    std::vector<std::string> keys;
+    for (const auto &[key, entry] : entries_)
+      if (key.rfind(prefix, 0) == 0)
+        keys.push_back(key);
+    return keys;
+  }
 
 private:
   struct Entry {

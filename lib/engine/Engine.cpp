@@ -5,10 +5,7 @@
 
 #include "compiler/Compiler.hpp"
 #include "core/Logging.hpp"
-#include "executors/cpu/CpuExecutor.hpp"
-#if ASPEN_HAVE_CUDA
-#include "executors/cuda/CudaExecutor.hpp"
-#endif
+#include "executors/ExecutorRegistry.hpp"
 
 #include <aspen/Engine.hpp>
 #include <aspen/Error.hpp>
@@ -28,35 +25,21 @@ EngineImpl::EngineImpl(std::unique_ptr<CompiledGraph> compiled, const EngineOpti
 }
 
 void EngineImpl::load(const Device &device) {
-  switch (device.getKind()) {
-  case DeviceKind::None:
+  if (device.getKind() == DeviceKind::None)
     throw error("Engine::load: no device (a default-constructed Device); make one with "
                 "Device::createCPUDevice or Device::createModelDevice");
-  case DeviceKind::Gpu:
-#if ASPEN_HAVE_CUDA
-    break;
-#else
-    throw error("Engine::load: device " + device.describe() +
-                " is a GPU, but this build of Aspen has no CUDA executor");
-#endif
-  case DeviceKind::Cpu:
-  case DeviceKind::Model:
-    break;
-  }
+  const ExecutorBackend &backend = executorBackendFor(device.getKind());
+  if (!backend.built)
+    throw error("Engine::load: device " + device.describe() + " needs the " + backend.name +
+                " executor, but " + backend.missing);
   const Target &target = device.getTarget();
   if (target.getNumTiles() != compiled_->target.numTiles)
     logger().warn("Engine::load: the graph was compiled for target '{}' with {} tiles but device "
                   "'{}' has {} tiles; running it as compiled",
                   compiled_->target.name, compiled_->target.numTiles, target.getName(),
                   target.getNumTiles());
-  std::unique_ptr<Executor> executor;
-#if ASPEN_HAVE_CUDA
-  if (device.getKind() == DeviceKind::Gpu)
-    executor = makeCudaExecutor(
-        {device.getGpuOrdinal(), options_.cudaControlFlow == CudaControlFlow::Graph});
-#endif
-  if (!executor)
-    executor = makeCpuExecutor({options_.cpuThreads, options_.reverseWorkers});
+  std::unique_ptr<Executor> executor =
+      backend.make(device, options_.backendOptions.at(backend.name).get());
   executor->load(*compiled_);
   // Only an executor that runs device subtrees itself is offered them.
   deviceOnly_ = executor->runsDeviceSubtrees() ? deviceOnlySteps(*compiled_)

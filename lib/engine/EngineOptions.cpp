@@ -1,6 +1,7 @@
 #include "EngineOptions.hpp"
 
 #include "core/OptionParsing.hpp"
+#include "executors/ExecutorRegistry.hpp"
 
 #include <aspen/Error.hpp>
 
@@ -91,18 +92,6 @@ void readEnvironment(const char *variable, OptionFlags &flags) {
     JsonOptionsReader(text, std::string("environment variable ") + variable).readInto(flags);
 }
 
-unsigned defaultThreads() {
-  if (const char *text = std::getenv("ASPEN_CPU_THREADS"); text && *text) {
-    char *end = nullptr;
-    const unsigned long n = std::strtoul(text, &end, 10);
-    if (*end != '\0' || n == 0 || n > 1024)
-      throw invalid_option("environment variable ASPEN_CPU_THREADS='" + std::string(text) +
-                           "' is not a thread count in [1, 1024]");
-    return static_cast<unsigned>(n);
-  }
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
 } // namespace
 
 EngineOptions parseEngineOptions(const OptionFlags &options) {
@@ -113,15 +102,11 @@ EngineOptions parseEngineOptions(const OptionFlags &options) {
     merged.set(key, value);
 
   EngineOptions result;
-  result.cpuThreads = defaultThreads();
   bool instrument = false, retainDebugInformation = false;
   OptionSpec spec("Engine");
-  spec.unsignedInteger("aspen.cpu.threads", result.cpuThreads, 1, 1024)
-      .enumeration("aspen.cpu.workerOrder", result.reverseWorkers,
-                   {{"forward", false}, {"reverse", true}})
-      .enumeration("aspen.cuda.controlFlow", result.cudaControlFlow,
-                   {{"graph", CudaControlFlow::Graph}, {"host", CudaControlFlow::Host}})
-      .boolean("debug.allowOutOfMemory", result.allowOutOfMemory)
+  for (const ExecutorBackend &backend : executorBackends())
+    result.backendOptions[backend.name] = backend.declareOptions(spec);
+  spec.boolean("debug.allowOutOfMemory", result.allowOutOfMemory)
       // Execution is always measured and debug names are always kept.
       .boolean("debug.instrument", instrument)
       .boolean("debug.retainDebugInformation", retainDebugInformation)
@@ -137,10 +122,13 @@ EngineOptions parseEngineOptions(const OptionFlags &options) {
                           "debug.outputAllSymbols"})
     spec.ignored(key);
   for (const auto &[key, value] : merged)
-    if (key.rfind("aspen.", 0) == 0 && !spec.knows(key))
+    if (key.rfind("aspen.", 0) == 0 && !spec.knows(key)) {
+      std::string known;
+      for (const std::string &k : spec.keysWithPrefix("aspen."))
+        known += (known.empty() ? "" : ", ") + k;
       throw invalid_option("Engine option '" + key +
-                           "' is not known; Aspen's own options (aspen.*) are "
-                           "aspen.cpu.threads, aspen.cpu.workerOrder and aspen.cuda.controlFlow");
+                           "' is not known; Aspen's own options (aspen.*) are " + known);
+    }
   spec.parse(merged, /*unknownIsError=*/false);
   return result;
 }

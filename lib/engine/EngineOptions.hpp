@@ -1,23 +1,25 @@
-// Engine options: Aspen's own ("aspen.*", which must be known), the Poplar keys Aspen reads or
+// Engine options: Aspen's own ("aspen.*", which must be known: each executor backend declares
+// its keys under its prefix, see executors/ExecutorRegistry.hpp), the Poplar keys Aspen reads or
 // accepts, and defaults from the environment (POPLAR_ENGINE_OPTIONS, then ASPEN_ENGINE_OPTIONS,
 // each a JSON object of string values; explicit options win). Other keys are logged and ignored.
 #pragma once
 
 #include <aspen/OptionFlags.hpp>
 
-#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
 
 namespace aspen::detail {
 
-// How the CUDA executor runs control flow: as CUDA graphs with conditional nodes (falling back
-// to host when the driver lacks them), or driven from the host step by step.
-enum class CudaControlFlow : std::uint8_t { Graph, Host };
-
 struct EngineOptions {
-  unsigned cpuThreads = 1;       // aspen.cpu.threads, else env ASPEN_CPU_THREADS, else all cores
-  bool reverseWorkers = false;   // aspen.cpu.workerOrder = forward | reverse
   bool allowOutOfMemory = false; // debug.allowOutOfMemory
-  CudaControlFlow cudaControlFlow = CudaControlFlow::Graph; // aspen.cuda.controlFlow = graph | host
+  // Each executor backend's options, by backend name, as its declareOptions read them.
+  std::map<std::string, std::shared_ptr<void>> backendOptions;
+  // The options of backend `name` as its type (CpuExecutorOptions, CudaExecutorOptions).
+  template <class T> const T &backend(const std::string &name) const {
+    return *static_cast<const T *>(backendOptions.at(name).get());
+  }
 };
 
 EngineOptions parseEngineOptions(const OptionFlags &options);

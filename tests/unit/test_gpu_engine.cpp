@@ -3,6 +3,9 @@
 #include "compiler/Compiler.hpp"
 #include "engine/DeviceSubtrees.hpp"
 #include "engine/EngineOptions.hpp"
+#include "executors/ExecutorRegistry.hpp"
+#include "executors/cpu/CpuExecutor.hpp"
+#include "executors/cuda/CudaExecutorOptions.hpp"
 
 #include <aspen/Error.hpp>
 #include <aspen/Graph.hpp>
@@ -16,15 +19,44 @@ using namespace aspen::detail;
 
 TEST_CASE("aspen.cuda.controlFlow selects graph or host-driven control flow",
           "[unit][gpu_engine]") {
-  CHECK(parseEngineOptions({}).cudaControlFlow == CudaControlFlow::Graph);
-  CHECK(parseEngineOptions({{"aspen.cuda.controlFlow", "host"}}).cudaControlFlow ==
-        CudaControlFlow::Host);
-  CHECK(parseEngineOptions({{"aspen.cuda.controlFlow", "graph"}}).cudaControlFlow ==
-        CudaControlFlow::Graph);
+  auto graphs = [](const OptionFlags &options) {
+    return parseEngineOptions(options).backend<CudaExecutorOptions>("cuda").graphControlFlow;
+  };
+  CHECK(graphs({}));
+  CHECK_FALSE(graphs({{"aspen.cuda.controlFlow", "host"}}));
+  CHECK(graphs({{"aspen.cuda.controlFlow", "graph"}}));
   CHECK_THROWS_AS(parseEngineOptions({{"aspen.cuda.controlFlow", "sometimes"}}), invalid_option);
   CHECK_THROWS_WITH(parseEngineOptions({{"aspen.cuda.controlFlow", "sometimes"}}),
                     Catch::Contains("aspen.cuda.controlFlow") && Catch::Contains("sometimes") &&
                         Catch::Contains("graph, host"));
+}
+
+TEST_CASE("executors register by name with their devices and option prefix",
+          "[unit][gpu_engine]") {
+  const auto &backends = executorBackends();
+  REQUIRE(backends.size() == 2);
+  CHECK(backends[0].name == "cpu");
+  CHECK(backends[1].name == "cuda");
+  CHECK(&executorBackendFor(DeviceKind::Cpu) == &backends[0]);
+  CHECK(&executorBackendFor(DeviceKind::Model) == &backends[0]);
+  CHECK(&executorBackendFor(DeviceKind::Gpu) == &backends[1]);
+  CHECK(backends[0].built);
+  for (const ExecutorBackend &b : backends) {
+    INFO(b.name);
+    CHECK(b.optionPrefix == "aspen." + b.name + ".");
+    CHECK((b.make != nullptr) == b.built);
+    CHECK(!b.built == !b.missing.empty());
+  }
+  // Every aspen.* key belongs to a backend's prefix, and the error for an unknown one lists
+  // them all, whichever backends this build has.
+  CHECK_THROWS_WITH(parseEngineOptions({{"aspen.cpu.thread", "2"}}),
+                    Catch::Contains("aspen.cpu.thread'") && Catch::Contains("aspen.cpu.threads") &&
+                        Catch::Contains("aspen.cpu.workerOrder") &&
+                        Catch::Contains("aspen.cuda.controlFlow"));
+  const EngineOptions o =
+      parseEngineOptions({{"aspen.cpu.threads", "3"}, {"aspen.cpu.workerOrder", "reverse"}});
+  CHECK(o.backend<CpuExecutorOptions>("cpu").threads == 3);
+  CHECK(o.backend<CpuExecutorOptions>("cpu").reverseWorkers);
 }
 
 namespace {

@@ -15,19 +15,12 @@
 // register counts are checked against the block size then.
 #pragma once
 
+#include "CudaExecutorOptions.hpp"
 #include "executors/Executor.hpp"
 
 #include <memory>
 
 namespace aspen::detail {
-
-struct CudaExecutorOptions {
-  unsigned ordinal = 0;
-  // Run device-only control-flow subtrees as CUDA graphs. Ignored (host-driven, with a warning)
-  // when the driver is older than kCudaGraphControlFlowDriverVersion, or when the control
-  // kernels (a module of their own) do not compile or load.
-  bool graphControlFlow = true;
-};
 
 std::unique_ptr<Executor> makeCudaExecutor(const CudaExecutorOptions &options);
 

@@ -1,0 +1,46 @@
+// The CUDA executor's entry in the executor registry: it runs GPU devices. Compiled in every
+// build, so that its option (aspen.cuda.controlFlow = graph | host) is checked everywhere; the
+// executor and the device queries exist only with the CUDA toolkit (ASPEN_HAVE_CUDA).
+#include "CudaExecutorOptions.hpp"
+#include "core/OptionParsing.hpp"
+#include "executors/ExecutorRegistry.hpp"
+
+#if ASPEN_HAVE_CUDA
+#include "CudaDevice.hpp"
+#include "CudaExecutor.hpp"
+#endif
+
+namespace aspen::detail {
+
+ExecutorBackend cudaExecutorBackend() {
+  ExecutorBackend b;
+  b.name = "cuda";
+  b.optionPrefix = "aspen.cuda.";
+  b.devices = {DeviceKind::Gpu};
+  b.declareOptions = [](OptionSpec &spec) {
+    auto options = std::make_shared<CudaExecutorOptions>();
+    spec.enumeration("aspen.cuda.controlFlow", options->graphControlFlow,
+                     {{"graph", true}, {"host", false}});
+    return std::shared_ptr<void>(options);
+  };
+#if ASPEN_HAVE_CUDA
+  b.built = true;
+  b.make = [](const Device &device, const void *options) {
+    CudaExecutorOptions o = *static_cast<const CudaExecutorOptions *>(options);
+    o.ordinal = device.getGpuOrdinal();
+    return makeCudaExecutor(o);
+  };
+  b.deviceCount = [] { return cudaGpuCount(); };
+  b.openDevice = [](unsigned ordinal, const OptionFlags &options) {
+    GpuCard card = readGpuCard(ordinal, options);
+    return BackendDevice{std::move(card.name), std::move(card.target)};
+  };
+#else
+  b.built = false;
+  b.missing = "this build of Aspen has no CUDA backend; rebuild with the CUDA toolkit "
+              "(-DASPEN_CUDA=ON)";
+#endif
+  return b;
+}
+
+} // namespace aspen::detail

@@ -1,0 +1,16 @@
+// The CUDA executor's options: plain data, compiled in every build (the registry checks the
+// option without the toolkit).
+#pragma once
+
+namespace aspen::detail {
+
+struct CudaExecutorOptions {
+  unsigned ordinal = 0;
+  // Run device-only control-flow subtrees as CUDA graphs (aspen.cuda.controlFlow = graph).
+  // Ignored (host-driven, with a warning) when the driver is older than
+  // kCudaGraphControlFlowDriverVersion, or when the control kernels (a module of their own) do
+  // not compile or load.
+  bool graphControlFlow = true;
+};
+
+} // namespace aspen::detail
