@@ -2,94 +2,39 @@
 
 #include "core/OptionParsing.hpp"
 #include "executors/ExecutorRegistry.hpp"
+#include "support/Json.hpp"
 
 #include <aspen/Error.hpp>
 
-#include <cctype>
 #include <cstdlib>
-#include <thread>
 
 namespace aspen::detail {
 
 namespace {
 
-// A JSON object whose values are strings (numbers and booleans are taken as their text), as
-// Poplar reads POPLAR_ENGINE_OPTIONS.
-class JsonOptionsReader {
-public:
-  JsonOptionsReader(std::string text, std::string source)
-      : text_(std::move(text)), source_(std::move(source)) {}
+namespace json = aspen::support::json;
 
-  void readInto(OptionFlags &flags) {
-    expect('{');
-    if (peek() == '}') {
-      ++pos_;
-      return;
-    }
-    for (;;) {
-      std::string key = readString();
-      expect(':');
-      std::string value = peek() == '"' ? readString() : readBareWord();
-      flags.set(key, value);
-      const char c = next();
-      if (c == '}')
-        return;
-      if (c != ',')
-        fail("',' or '}'");
-    }
-  }
-
-private:
-  char peek() {
-    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_])))
-      ++pos_;
-    return pos_ < text_.size() ? text_[pos_] : '\0';
-  }
-  char next() {
-    const char c = peek();
-    if (pos_ < text_.size())
-      ++pos_;
-    return c;
-  }
-  void expect(char c) {
-    if (next() != c)
-      fail(std::string("'") + c + "'");
-  }
-  std::string readString() {
-    expect('"');
-    std::string s;
-    while (pos_ < text_.size() && text_[pos_] != '"') {
-      if (text_[pos_] == '\\' && pos_ + 1 < text_.size())
-        ++pos_;
-      s += text_[pos_++];
-    }
-    if (pos_ >= text_.size())
-      fail("a closing '\"'");
-    ++pos_;
-    return s;
-  }
-  std::string readBareWord() {
-    peek();
-    std::string s;
-    while (pos_ < text_.size() && (std::isalnum(static_cast<unsigned char>(text_[pos_])) ||
-                                   text_[pos_] == '.' || text_[pos_] == '-' || text_[pos_] == '+'))
-      s += text_[pos_++];
-    if (s.empty())
-      fail("a value");
-    return s;
-  }
-  [[noreturn]] void fail(const std::string &expected) {
-    throw invalid_option(source_ + " is not a JSON object of options: expected " + expected +
-                         " at character " + std::to_string(pos_) + " of '" + text_ + "'");
-  }
-
-  std::string text_, source_;
-  std::size_t pos_ = 0;
-};
-
+// A JSON object of options, as Poplar reads POPLAR_ENGINE_OPTIONS: string values, or numbers
+// and booleans taken as their text.
 void readEnvironment(const char *variable, OptionFlags &flags) {
-  if (const char *text = std::getenv(variable); text && *text)
-    JsonOptionsReader(text, std::string("environment variable ") + variable).readInto(flags);
+  const char *text = std::getenv(variable);
+  if (!text || !*text)
+    return;
+  const std::string source = std::string("environment variable ") + variable;
+  const json::Value root = json::parse(text, source);
+  if (!root.isObject())
+    throw invalid_option(source + " = " + text + ": must be a JSON object of options");
+  for (const auto &[key, value] : root.asObject()) {
+    if (value.isString())
+      flags.set(key, value.asString());
+    else if (value.isNumber())
+      flags.set(key, value.numberText());
+    else if (value.isBool())
+      flags.set(key, value.asBool() ? "true" : "false");
+    else
+      throw invalid_option(source + ": option '" + key + "' = " + value.write() +
+                           " must be a string, a number or a boolean");
+  }
 }
 
 } // namespace

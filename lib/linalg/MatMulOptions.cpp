@@ -5,7 +5,7 @@
 #include "linalg/MatMulPlanner.hpp"
 
 #include "core/OptionParsing.hpp"
-#include "util/Json.hpp"
+#include "support/Json.hpp"
 
 #include <aspen/Error.hpp>
 
@@ -18,7 +18,7 @@
 
 namespace aspen::linalg::detail {
 
-namespace json = aspen::util::json;
+namespace json = aspen::support::json;
 
 const char *toString(FullyConnectedPass pass) {
   switch (pass) {

@@ -1,7 +1,7 @@
 // How plans and their parameters print and compare: MatMulPlan::toString (aligned text),
 // toJson (the plan and its derived numbers), constraintsJson (only the pinnable keys, which fed
 // back as option "planConstraints" reproduce the plan), and MatMulParams' ordering.
-#include "util/Json.hpp"
+#include "support/Json.hpp"
 
 #include <aspen/linalg/MatMulPlan.hpp>
 
@@ -11,7 +11,7 @@
 
 namespace aspen::linalg {
 
-namespace json = aspen::util::json;
+namespace json = aspen::support::json;
 
 namespace {
 

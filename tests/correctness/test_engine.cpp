@@ -148,6 +148,18 @@ TEST_CASE("engine options: Poplar keys accepted, unknown ones ignored, environme
   REQUIRE_THROWS_AS(Engine(sg.g, sg.programs), invalid_option);
   ::setenv("ASPEN_ENGINE_OPTIONS", "{not json", 1);
   REQUIRE_THROWS_WITH(Engine(sg.g, sg.programs), Catch::Contains("ASPEN_ENGINE_OPTIONS"));
+  // The strict JSON reader: numbers are their text, structures and trailing commas are errors.
+  ::setenv("ASPEN_ENGINE_OPTIONS", R"({"aspen.cpu.threads": 2})", 1);
+  REQUIRE_NOTHROW(Engine(sg.g, sg.programs));
+  ::setenv("ASPEN_ENGINE_OPTIONS", R"({"aspen.cpu.threads": [2]})", 1);
+  REQUIRE_THROWS_WITH(Engine(sg.g, sg.programs),
+                      Catch::Contains("ASPEN_ENGINE_OPTIONS") &&
+                          Catch::Contains("'aspen.cpu.threads'") &&
+                          Catch::Contains("a string, a number or a boolean"));
+  ::setenv("ASPEN_ENGINE_OPTIONS", R"({"aspen.cpu.threads": "2",})", 1);
+  REQUIRE_THROWS_WITH(Engine(sg.g, sg.programs), Catch::Contains("ASPEN_ENGINE_OPTIONS"));
+  ::setenv("ASPEN_ENGINE_OPTIONS", R"(["aspen.cpu.threads"])", 1);
+  REQUIRE_THROWS_WITH(Engine(sg.g, sg.programs), Catch::Contains("a JSON object of options"));
   ::unsetenv("ASPEN_ENGINE_OPTIONS");
 }
 

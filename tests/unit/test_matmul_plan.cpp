@@ -4,7 +4,7 @@
 // brute force over every partition), deterministic, cached, pinned by constraints and
 // reproduced by their own constraintsJson(); plus the JSON reader they are written in.
 #include "linalg/MatMulPlanner.hpp"
-#include "util/Json.hpp"
+#include "support/Json.hpp"
 
 #include <aspen/Error.hpp>
 #include <aspen/linalg/MatMul.hpp>
@@ -20,7 +20,7 @@
 
 using namespace aspen;
 using namespace aspen::linalg;
-namespace json = aspen::util::json;
+namespace json = aspen::support::json;
 
 namespace {
 

@@ -1,6 +1,6 @@
 // The strict JSON reader and writer of Json.hpp: a recursive-descent parser over the text that
 // reports the first error with its position, and a compact writer.
-#include "util/Json.hpp"
+#include "support/Json.hpp"
 
 #include <aspen/Error.hpp>
 
@@ -9,7 +9,7 @@
 #include <charconv>
 #include <cstdlib>
 
-namespace aspen::util::json {
+namespace aspen::support::json {
 
 Value Value::boolean(bool b) {
   Value v;
@@ -446,4 +446,4 @@ Value parse(std::string_view text, std::string_view source) {
   return Parser(text, source).document();
 }
 
-} // namespace aspen::util::json
+} // namespace aspen::support::json

@@ -1,4 +1,6 @@
-// A small strict JSON reader and writer for planner constraints and plan reports.
+// A small strict JSON reader and writer: Aspen's one JSON reader, for engine options from the
+// environment, planner constraints and plan reports. Part of the support layer (lib/support),
+// which libaspen builds and the layer libraries use.
 //
 // Reads RFC 8259 JSON: objects (duplicate keys rejected, key order kept), arrays, strings (with
 // escapes, \u including surrogate pairs, written back as UTF-8), numbers, true, false, null.
@@ -15,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-namespace aspen::util::json {
+namespace aspen::support::json {
 
 class Value {
 public:
@@ -75,4 +77,4 @@ Value parse(std::string_view text, std::string_view source);
 // `s` as a JSON string literal, quotes included.
 std::string quote(std::string_view s);
 
-} // namespace aspen::util::json
+} // namespace aspen::support::json
