@@ -4,7 +4,7 @@
 
 #include "CodeletCache.hpp"
 #include "Subprocess.hpp"
-#include "core/LibraryCodelets.hpp"
+#include "support/LibraryCodelets.hpp"
 
 #include <aspen/Error.hpp>
 

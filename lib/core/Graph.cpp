@@ -1,8 +1,8 @@
 #include "GraphState.hpp"
-#include "LinearMapping.hpp"
+#include "support/LinearMapping.hpp"
 #include "Logging.hpp"
 #include "TensorRegions.hpp"
-#include "TypeConversion.hpp"
+#include "support/TypeConversion.hpp"
 
 #include <aspen/Graph.hpp>
 

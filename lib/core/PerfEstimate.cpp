@@ -1,5 +1,5 @@
 #include "GraphState.hpp"
-#include "TypeConversion.hpp"
+#include "support/TypeConversion.hpp"
 
 #include <aspen/PerfEstimate.hpp>
 

@@ -1,4 +1,4 @@
-#include "core/OptionParsing.hpp"
+#include "support/OptionParsing.hpp"
 
 #include <aspen/Error.hpp>
 #include <aspen/Target.hpp>

@@ -1,6 +1,6 @@
 #include "EngineOptions.hpp"
 
-#include "core/OptionParsing.hpp"
+#include "support/OptionParsing.hpp"
 #include "executors/ExecutorRegistry.hpp"
 #include "support/Json.hpp"
 

@@ -4,7 +4,7 @@
 #include "linalg/MatMulOptions.hpp"
 #include "linalg/MatMulPlanner.hpp"
 
-#include "core/OptionParsing.hpp"
+#include "support/OptionParsing.hpp"
 #include "support/Json.hpp"
 
 #include <aspen/Error.hpp>

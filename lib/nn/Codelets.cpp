@@ -1,4 +1,4 @@
-#include "core/LibraryCodelets.hpp"
+#include "support/LibraryCodelets.hpp"
 
 #include <aspen/linalg/Codelets.hpp>
 #include <aspen/nn/Codelets.hpp>

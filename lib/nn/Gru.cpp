@@ -8,7 +8,7 @@
 #include "GruInternal.hpp"
 
 #include "NnWork.hpp"
-#include "core/OptionParsing.hpp"
+#include "support/OptionParsing.hpp"
 
 #include <aspen/Error.hpp>
 #include <aspen/linalg/MatMul.hpp>

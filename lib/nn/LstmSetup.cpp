@@ -2,7 +2,7 @@
 #include "LstmInternal.hpp"
 
 #include "NnWork.hpp"
-#include "core/OptionParsing.hpp"
+#include "support/OptionParsing.hpp"
 
 #include <aspen/Error.hpp>
 #include <aspen/util/VertexTemplates.hpp>

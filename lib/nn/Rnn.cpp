@@ -12,7 +12,7 @@
 #include "RnnLoop.hpp"
 
 #include "NnWork.hpp"
-#include "core/OptionParsing.hpp"
+#include "support/OptionParsing.hpp"
 
 #include <aspen/Error.hpp>
 #include <aspen/ops/Zero.hpp>

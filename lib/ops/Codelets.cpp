@@ -1,4 +1,4 @@
-#include "core/LibraryCodelets.hpp"
+#include "support/LibraryCodelets.hpp"
 
 #include <aspen/ops/Codelets.hpp>
 

@@ -3,7 +3,7 @@
 // [N * numSubRows, width]. One vertex per tile that owns columns of base row 0 gathers those
 // columns of every base row; the codelet reads the offsets at run time.
 #include "FillRegions.hpp"
-#include "core/OptionParsing.hpp"
+#include "support/OptionParsing.hpp"
 
 #include <aspen/ops/DynamicSlice.hpp>
 #include <aspen/util/TileMapping.hpp>

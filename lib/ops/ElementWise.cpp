@@ -1,7 +1,7 @@
 // map, mapInPlace, mapWithOutput: checking, output creation, aliasing, and the choice between a
 // generated codelet (ExprCodegen) and the library codelets (ElementWiseLibrary).
-#include "core/OptionParsing.hpp"
-#include "core/TensorRegions.hpp"
+#include "support/OptionParsing.hpp"
+#include "support/TensorRegions.hpp"
 #include "ops/ElementWiseVertices.hpp"
 #include "ops/ExprCodegen.hpp"
 #include "ops/ExprLowering.hpp"

@@ -1,6 +1,6 @@
 // fill: one Fill<T> vertex per tile over the tile's regions of t.
 #include "FillRegions.hpp"
-#include "core/TypeConversion.hpp"
+#include "support/TypeConversion.hpp"
 
 #include <aspen/ops/Fill.hpp>
 #include <aspen/util/VertexTemplates.hpp>

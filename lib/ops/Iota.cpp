@@ -1,6 +1,6 @@
 // iota: one Iota<T> vertex per tile; each region knows the flat index it starts at.
 #include "FillRegions.hpp"
-#include "core/TypeConversion.hpp"
+#include "support/TypeConversion.hpp"
 
 #include <aspen/ops/Iota.hpp>
 #include <aspen/util/VertexTemplates.hpp>

@@ -1,6 +1,6 @@
 // reduce, reduceWithOutput, reduceMany: checks, then the two compute sets of ReducePlan.hpp.
 #include "ReducePlan.hpp"
-#include "core/OptionParsing.hpp"
+#include "support/OptionParsing.hpp"
 
 #include <aspen/ops/Reduce.hpp>
 #include <aspen/util/TileMapping.hpp>

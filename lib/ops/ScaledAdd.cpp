@@ -2,7 +2,7 @@
 // with B's matching elements and the two scales as scalar tensors (host scales become
 // constants on tile 0).
 #include "FillRegions.hpp"
-#include "core/OptionParsing.hpp"
+#include "support/OptionParsing.hpp"
 
 #include <aspen/ops/ScaledAdd.hpp>
 #include <aspen/util/VertexTemplates.hpp>

@@ -1,5 +1,5 @@
-#include "core/LinearMapping.hpp"
-#include "core/TensorRegions.hpp"
+#include "support/LinearMapping.hpp"
+#include "support/TensorRegions.hpp"
 
 #include <aspen/Error.hpp>
 #include <aspen/util/TileMapping.hpp>

@@ -6,7 +6,7 @@
 // Needs the CUDA toolkit (NVRTC, ptxas), not a GPU.
 #include "TestPaths.hpp"
 #include "codelets/CodeletLibrary.hpp"
-#include "core/LibraryCodelets.hpp"
+#include "support/LibraryCodelets.hpp"
 #include "ops/ExprCodegen.hpp"
 #include "ops/ExprLowering.hpp"
 #include "targets/cuda/GpuCodelets.hpp"

@@ -1,6 +1,6 @@
 // Targets, devices, option flags, tile maps and the linear mapping.
-#include "core/LinearMapping.hpp"
-#include "core/OptionParsing.hpp"
+#include "support/LinearMapping.hpp"
+#include "support/OptionParsing.hpp"
 #include "core/TileMap.hpp"
 
 #include <aspen/Device.hpp>

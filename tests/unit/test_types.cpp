@@ -1,5 +1,5 @@
 // Element types, IEEE half conversion and host-value conversion.
-#include "core/TypeConversion.hpp"
+#include "support/TypeConversion.hpp"
 
 #include <aspen/Error.hpp>
 #include <aspen/Type.hpp>

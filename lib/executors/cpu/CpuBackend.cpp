@@ -2,7 +2,7 @@
 // Options: aspen.cpu.threads (default: environment ASPEN_CPU_THREADS, else every core) and
 // aspen.cpu.workerOrder (forward | reverse).
 #include "CpuExecutor.hpp"
-#include "core/OptionParsing.hpp"
+#include "support/OptionParsing.hpp"
 #include "executors/ExecutorRegistry.hpp"
 
 #include <aspen/Error.hpp>

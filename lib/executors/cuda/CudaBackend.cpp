@@ -2,7 +2,7 @@
 // build, so that its option (aspen.cuda.controlFlow = graph | host) is checked everywhere; the
 // executor and the device queries exist only with the CUDA toolkit (ASPEN_HAVE_CUDA).
 #include "CudaExecutorOptions.hpp"
-#include "core/OptionParsing.hpp"
+#include "support/OptionParsing.hpp"
 #include "executors/ExecutorRegistry.hpp"
 
 #if ASPEN_HAVE_CUDA

@@ -10,7 +10,7 @@
 #include "codelets/ContentHash.hpp"
 #include "codelets/HostCompiler.hpp"
 #include "codelets/Subprocess.hpp"
-#include "core/LibraryCodelets.hpp"
+#include "support/LibraryCodelets.hpp"
 #include "core/Logging.hpp"
 
 #include <aspen/Error.hpp>

@@ -1,5 +1,5 @@
 #include "OptionParsing.hpp"
-#include "Logging.hpp"
+#include "core/Logging.hpp"
 
 #include <aspen/Error.hpp>
 
