@@ -240,4 +240,161 @@ struct CompiledGraph {
   std::vector<StreamInfo> streams;
 };
 
+
+// Every structure above, described once: Members<T>::apply(self, f) calls f(name, member) for
+// each data member in order (self may be const). Serialize.cpp writes and reads a CompiledGraph
+// from it, and Dump.cpp prints one, so a member added to a structure and to its line here is
+// serialised, validated by the checksum and dumped with nothing else to change.
+template <class T> struct Members {
+  static constexpr bool described = false;
+};
+#define ASPEN_MEMBER(name) f(#name, self.name)
+
+template <> struct Members<Buffer> {
+  static constexpr bool described = true;
+  template <class Self, class F> static void apply(Self &self, F &&f) {
+    ASPEN_MEMBER(kind); ASPEN_MEMBER(name); ASPEN_MEMBER(bytes); ASPEN_MEMBER(offset);
+    ASPEN_MEMBER(alwaysLive); ASPEN_MEMBER(liveProgram); ASPEN_MEMBER(liveBegin);
+    ASPEN_MEMBER(liveEnd);
+  }
+};
+template <> struct Members<ByteRun> {
+  static constexpr bool described = true;
+  template <class Self, class F> static void apply(Self &self, F &&f) {
+    ASPEN_MEMBER(buffer); ASPEN_MEMBER(offset); ASPEN_MEMBER(stride); ASPEN_MEMBER(count);
+  }
+};
+template <> struct Members<RegionList> {
+  static constexpr bool described = true;
+  template <class Self, class F> static void apply(Self &self, F &&f) {
+    ASPEN_MEMBER(runs); ASPEN_MEMBER(elementBytes); ASPEN_MEMBER(numElements);
+  }
+};
+template <> struct Members<CopyPlan> {
+  static constexpr bool described = true;
+  template <class Self, class F> static void apply(Self &self, F &&f) {
+    ASPEN_MEMBER(src); ASPEN_MEMBER(dst); ASPEN_MEMBER(throughTemporary);
+  }
+};
+template <> struct Members<ScalarRef> {
+  static constexpr bool described = true;
+  template <class Self, class F> static void apply(Self &self, F &&f) {
+    ASPEN_MEMBER(buffer); ASPEN_MEMBER(offset); ASPEN_MEMBER(type);
+  }
+};
+template <> struct Members<DescTemplate> {
+  static constexpr bool described = true;
+  template <class Self, class F> static void apply(Self &self, F &&f) {
+    ASPEN_MEMBER(base); ASPEN_MEMBER(buffer); ASPEN_MEMBER(offset); ASPEN_MEMBER(size);
+  }
+};
+template <> struct Members<CompiledVertexType> {
+  static constexpr bool described = true;
+  template <class Self, class F> static void apply(Self &self, F &&f) {
+    ASPEN_MEMBER(name); ASPEN_MEMBER(library); ASPEN_MEMBER(isMultiVertex);
+    ASPEN_MEMBER(isBlockVertex);
+  }
+};
+template <> struct Members<CompiledVertex> {
+  static constexpr bool described = true;
+  template <class Self, class F> static void apply(Self &self, F &&f) {
+    ASPEN_MEMBER(type); ASPEN_MEMBER(firstField); ASPEN_MEMBER(tile); ASPEN_MEMBER(id);
+  }
+};
+template <> struct Members<TileGroup> {
+  static constexpr bool described = true;
+  template <class Self, class F> static void apply(Self &self, F &&f) {
+    ASPEN_MEMBER(tile); ASPEN_MEMBER(begin); ASPEN_MEMBER(end);
+  }
+};
+template <> struct Members<CompiledComputeSet> {
+  static constexpr bool described = true;
+  template <class Self, class F> static void apply(Self &self, F &&f) {
+    ASPEN_MEMBER(name); ASPEN_MEMBER(vertices); ASPEN_MEMBER(tiles); ASPEN_MEMBER(fields);
+    ASPEN_MEMBER(nested); ASPEN_MEMBER(gathers); ASPEN_MEMBER(scatters);
+    ASPEN_MEMBER(rearrangedBytes); ASPEN_MEMBER(estimatedCycles); ASPEN_MEMBER(estimatedFlops);
+    ASPEN_MEMBER(verticesWithoutEstimate);
+  }
+};
+template <> struct Members<GemmShape> {
+  static constexpr bool described = true;
+  template <class Self, class F> static void apply(Self &self, F &&f) {
+    ASPEN_MEMBER(G); ASPEN_MEMBER(M); ASPEN_MEMBER(K); ASPEN_MEMBER(N); ASPEN_MEMBER(inputType);
+    ASPEN_MEMBER(outputType); ASPEN_MEMBER(accumulate); ASPEN_MEMBER(allowTF32);
+  }
+};
+template <> struct Members<BlockLaunch> {
+  static constexpr bool described = true;
+  template <class Self, class F> static void apply(Self &self, F &&f) {
+    ASPEN_MEMBER(computeSet); ASPEN_MEMBER(blocks); ASPEN_MEMBER(threadsPerBlock);
+    ASPEN_MEMBER(sharedBytes);
+  }
+};
+template <> struct Members<CompiledKernel> {
+  static constexpr bool described = true;
+  template <class Self, class F> static void apply(Self &self, F &&f) {
+    ASPEN_MEMBER(kind); ASPEN_MEMBER(name); ASPEN_MEMBER(gemm); ASPEN_MEMBER(launch);
+    ASPEN_MEMBER(operands); ASPEN_MEMBER(gathers); ASPEN_MEMBER(scatters);
+    ASPEN_MEMBER(rearrangedBytes);
+  }
+};
+template <> struct Members<StreamInfo> {
+  static constexpr bool described = true;
+  template <class Self, class F> static void apply(Self &self, F &&f) {
+    ASPEN_MEMBER(handle); ASPEN_MEMBER(type); ASPEN_MEMBER(numElements);
+    ASPEN_MEMBER(hostToDevice);
+  }
+};
+template <> struct Members<StreamCopy> {
+  static constexpr bool described = true;
+  template <class Self, class F> static void apply(Self &self, F &&f) {
+    ASPEN_MEMBER(stream); ASPEN_MEMBER(tensor);
+  }
+};
+template <> struct Members<HostHandle> {
+  static constexpr bool described = true;
+  template <class Self, class F> static void apply(Self &self, F &&f) {
+    ASPEN_MEMBER(type); ASPEN_MEMBER(regions);
+  }
+};
+template <> struct Members<PrintInfo> {
+  static constexpr bool described = true;
+  template <class Self, class F> static void apply(Self &self, F &&f) {
+    ASPEN_MEMBER(title); ASPEN_MEMBER(type); ASPEN_MEMBER(shape); ASPEN_MEMBER(regions);
+  }
+};
+template <> struct Members<Step> {
+  static constexpr bool described = true;
+  template <class Self, class F> static void apply(Self &self, F &&f) {
+    ASPEN_MEMBER(kind); ASPEN_MEMBER(name); ASPEN_MEMBER(index); ASPEN_MEMBER(count);
+    ASPEN_MEMBER(scalar); ASPEN_MEMBER(children); ASPEN_MEMBER(cases);
+  }
+};
+template <> struct Members<TargetSummary> {
+  static constexpr bool described = true;
+  template <class Self, class F> static void apply(Self &self, F &&f) {
+    ASPEN_MEMBER(name); ASPEN_MEMBER(numTiles); ASPEN_MEMBER(numWorkerContexts);
+    ASPEN_MEMBER(bytesPerTile); ASPEN_MEMBER(clockHz);
+  }
+};
+template <> struct Members<InitialValue> {
+  static constexpr bool described = true;
+  template <class Self, class F> static void apply(Self &self, F &&f) {
+    ASPEN_MEMBER(buffer); ASPEN_MEMBER(offset); ASPEN_MEMBER(bytes);
+  }
+};
+template <> struct Members<CompiledGraph> {
+  static constexpr bool described = true;
+  template <class Self, class F> static void apply(Self &self, F &&f) {
+    ASPEN_MEMBER(target); ASPEN_MEMBER(buffers); ASPEN_MEMBER(arenaBytes);
+    ASPEN_MEMBER(alwaysLiveBytes); ASPEN_MEMBER(bufferBytes); ASPEN_MEMBER(initialValues);
+    ASPEN_MEMBER(tileBytes); ASPEN_MEMBER(tilePeakBytes); ASPEN_MEMBER(variableBytes);
+    ASPEN_MEMBER(libraries); ASPEN_MEMBER(vertexTypes); ASPEN_MEMBER(computeSets);
+    ASPEN_MEMBER(kernels); ASPEN_MEMBER(copies); ASPEN_MEMBER(streamCopies); ASPEN_MEMBER(prints);
+    ASPEN_MEMBER(steps); ASPEN_MEMBER(programs); ASPEN_MEMBER(hostWrites); ASPEN_MEMBER(hostReads);
+    ASPEN_MEMBER(streams);
+  }
+};
+#undef ASPEN_MEMBER
+
 } // namespace aspen::detail

@@ -118,9 +118,11 @@ std::unique_ptr<CompiledGraph> compile(const GraphState &graph,
       pass("lower compute sets", [&] { return lowerComputeSets(graph, computeSets, *out); });
   const auto kernels =
       pass("lower kernels", [&] { return lowerKernels(graph, programs, csIndex, *out); });
-  pass("liveness", [&] { analyseLiveness(graph, programs, *out); });
+  const StepOrigins origins = pass("lower programs", [&] {
+    return lowerPrograms(graph, programs, copies, csIndex, kernels, *out);
+  });
+  pass("liveness", [&] { analyseLiveness(graph, origins, *out); });
   pass("memory layout", [&] { planMemory(graph, options.allowOutOfMemory, *out); });
-  pass("lower programs", [&] { lowerPrograms(graph, programs, copies, csIndex, kernels, *out); });
   return out;
 }
 

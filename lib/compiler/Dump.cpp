@@ -3,11 +3,17 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include <map>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
 namespace aspen::detail {
 
 namespace {
 
-const char *bufferKindName(BufferKind kind) {
+const char *enumName(BufferKind kind) {
   switch (kind) {
   case BufferKind::Variable: return "variable";
   case BufferKind::VertexState: return "vertex-state";
@@ -15,70 +21,93 @@ const char *bufferKindName(BufferKind kind) {
   }
   return "?";
 }
-
-std::string regionsText(const RegionList &regions) {
-  std::string text = fmt::format("{} x {}B:", regions.numElements, regions.elementBytes);
-  for (const ByteRun &run : regions.runs)
-    text += fmt::format(" b{}+{}/{}x{}", run.buffer, run.offset, run.stride, run.count);
-  return text;
-}
-
-void dumpBuffers(const CompiledGraph &graph, std::ostream &out) {
-  fmt::print(out, "arena {} bytes (always live {}), buffers {} bytes\n", graph.arenaBytes,
-             graph.alwaysLiveBytes, graph.bufferBytes);
-  for (std::size_t i = 0; i < graph.buffers.size(); ++i) {
-    const Buffer &b = graph.buffers[i];
-    std::string live = "always live";
-    if (b.kind == BufferKind::Scratch)
-      live = "shared scratch";
-    else if (!b.alwaysLive && b.liveBegin > b.liveEnd)
-      live = "never live";
-    else if (!b.alwaysLive)
-      live = fmt::format("program {} steps [{}, {}]", b.liveProgram, b.liveBegin, b.liveEnd);
-    fmt::print(out, "  b{} {} '{}' {} bytes at {}, {}\n", i, bufferKindName(b.kind), b.name,
-               b.bytes, b.offset, live);
+const char *enumName(StepKind kind) { return stepKindName(kind); }
+const char *enumName(KernelKind kind) { return kernelKindName(kind); }
+const char *enumName(DescTemplate::Base base) {
+  switch (base) {
+  case DescTemplate::Null: return "null";
+  case DescTemplate::Arena: return "arena";
+  case DescTemplate::Nested: return "nested";
   }
+  return "?";
 }
 
-void dumpComputeSets(const CompiledGraph &graph, std::ostream &out) {
-  for (std::size_t i = 0; i < graph.computeSets.size(); ++i) {
-    const CompiledComputeSet &cs = graph.computeSets[i];
-    fmt::print(out, "compute set {} '{}': {} vertices on {} tiles, {} fields, {} gathers, "
-                    "{} scatters\n",
-               i, cs.name, cs.vertices.size(), cs.tiles.size(), cs.fields.size(),
-               cs.gathers.size(), cs.scatters.size());
-    for (const CopyPlan &g : cs.gathers)
-      fmt::print(out, "  gather {} -> {}\n", regionsText(g.src), regionsText(g.dst));
-    for (const CopyPlan &s : cs.scatters)
-      fmt::print(out, "  scatter {} -> {}\n", regionsText(s.src), regionsText(s.dst));
-  }
-}
+template <class T> struct IsVector : std::false_type {};
+template <class T> struct IsVector<std::vector<T>> : std::true_type {};
 
-void dumpKernels(const CompiledGraph &graph, std::ostream &out) {
-  for (std::size_t i = 0; i < graph.kernels.size(); ++i) {
-    const CompiledKernel &k = graph.kernels[i];
-    if (k.kind == KernelKind::Block) {
-      const BlockLaunch &l = k.launch;
-      fmt::print(out, "kernel {} '{}': Block of compute set {}, {} blocks x {} threads, {} shared "
-                      "bytes a block\n",
-                 i, k.name, l.computeSet, l.blocks, l.threadsPerBlock, l.sharedBytes);
-      continue;
+// Values on one line; lists of structures one item a line below their member.
+class Printer {
+public:
+  explicit Printer(std::ostream &out) : out_(out) {}
+
+  template <class T> void member(const char *name, const T &value, int depth) {
+    fmt::print(out_, "{:{}}{}: ", "", 2 * depth, name);
+    if constexpr (IsVector<T>::value) {
+      using Item = typename T::value_type;
+      if constexpr (Members<Item>::described) {
+        fmt::print(out_, "{} items\n", value.size());
+        for (std::size_t i = 0; i < value.size() && i < kDumpItems; ++i) {
+          fmt::print(out_, "{:{}}[{}] ", "", 2 * depth + 2, i);
+          inline_(value[i]);
+          out_ << '\n';
+        }
+        if (value.size() > kDumpItems)
+          fmt::print(out_, "{:{}}... ({} more)\n", "", 2 * depth + 2, value.size() - kDumpItems);
+        return;
+      }
     }
-    const GemmShape &s = k.gemm;
-    fmt::print(out, "kernel {} '{}': {} G={} M={} K={} N={} {} -> {}{}{}, {} gathers, {} "
-                    "scatters\n",
-               i, k.name, kernelKindName(k.kind), s.G, s.M, s.K, s.N, s.inputType.toString(),
-               s.outputType.toString(), s.accumulate ? " accumulate" : "",
-               s.allowTF32 ? " tf32" : "", k.gathers.size(), k.scatters.size());
-    for (const DescTemplate &d : k.operands)
-      if (d.base == DescTemplate::Arena)
-        fmt::print(out, "  operand b{}+{} x{}\n", d.buffer, d.offset, d.size);
-    for (const CopyPlan &g : k.gathers)
-      fmt::print(out, "  gather {} -> {}\n", regionsText(g.src), regionsText(g.dst));
-    for (const CopyPlan &c : k.scatters)
-      fmt::print(out, "  scatter {} -> {}\n", regionsText(c.src), regionsText(c.dst));
+    if constexpr (std::is_same_v<T, std::map<std::string, HostHandle, std::less<>>>) {
+      fmt::print(out_, "{} items\n", value.size());
+      for (const auto &[key, handle] : value) {
+        fmt::print(out_, "{:{}}'{}' ", "", 2 * depth + 2, key);
+        inline_(handle);
+        out_ << '\n';
+      }
+    } else {
+      inline_(value);
+      out_ << '\n';
+    }
   }
-}
+
+private:
+  template <class T> void inline_(const T &v) {
+    if constexpr (Members<T>::described) {
+      out_ << '{';
+      bool first = true;
+      Members<T>::apply(v, [&](const char *name, const auto &m) {
+        fmt::print(out_, "{}{}: ", first ? "" : ", ", name);
+        first = false;
+        inline_(m);
+      });
+      out_ << '}';
+    } else if constexpr (std::is_same_v<T, std::vector<std::uint8_t>>) {
+      fmt::print(out_, "<{} bytes>", v.size());
+    } else if constexpr (IsVector<T>::value) {
+      out_ << '[';
+      for (std::size_t i = 0; i < v.size() && i < kDumpItems; ++i) {
+        out_ << (i ? ", " : "");
+        inline_(v[i]);
+      }
+      if (v.size() > kDumpItems)
+        fmt::print(out_, ", ... ({} in all)", v.size());
+      out_ << ']';
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      fmt::print(out_, "\"{}\"", v);
+    } else if constexpr (std::is_same_v<T, Type>) {
+      out_ << v.toString();
+    } else if constexpr (std::is_same_v<T, bool>) {
+      out_ << (v ? "true" : "false");
+    } else if constexpr (std::is_enum_v<T>) {
+      out_ << enumName(v);
+    } else if constexpr (std::is_same_v<T, std::shared_ptr<const CodeletLibrary>>) {
+      fmt::print(out_, "codelets of '{}'", v->sourceName());
+    } else {
+      out_ << v;
+    }
+  }
+
+  std::ostream &out_;
+};
 
 void dumpSteps(const CompiledGraph &graph, std::uint32_t step, int depth, std::ostream &out) {
   const Step &s = graph.steps[step];
@@ -106,21 +135,9 @@ void dumpSteps(const CompiledGraph &graph, std::uint32_t step, int depth, std::o
 } // namespace
 
 void dumpCompiledGraph(const CompiledGraph &graph, std::ostream &out) {
-  fmt::print(out, "target '{}': {} tiles, {} workers, {} bytes per tile\n", graph.target.name,
-             graph.target.numTiles, graph.target.numWorkerContexts, graph.target.bytesPerTile);
-  dumpBuffers(graph, out);
-  dumpComputeSets(graph, out);
-  dumpKernels(graph, out);
-  for (std::size_t i = 0; i < graph.copies.size(); ++i)
-    fmt::print(out, "copy {}{}: {} -> {}\n", i,
-               graph.copies[i].throughTemporary ? " (through a temporary)" : "",
-               regionsText(graph.copies[i].src), regionsText(graph.copies[i].dst));
-  for (std::size_t i = 0; i < graph.streamCopies.size(); ++i)
-    fmt::print(out, "stream copy {}: stream '{}' {}\n", i,
-               graph.streamCopies[i].stream < graph.streams.size()
-                   ? graph.streams[graph.streamCopies[i].stream].handle
-                   : "",
-               regionsText(graph.streamCopies[i].tensor));
+  Printer printer(out);
+  Members<CompiledGraph>::apply(
+      graph, [&](const char *name, const auto &member) { printer.member(name, member, 0); });
   for (std::size_t p = 0; p < graph.programs.size(); ++p) {
     fmt::print(out, "program {}:\n", p);
     dumpSteps(graph, graph.programs[p], 1, out);

@@ -1,6 +1,6 @@
 #include "Liveness.hpp"
 
-#include "ProgramWalk.hpp"
+#include "StepWalk.hpp"
 #include "core/Logging.hpp"
 #include "core/ProgramNode.hpp"
 #include "core/TensorRegions.hpp"
@@ -209,23 +209,25 @@ struct Span {
   }
 };
 
+// One program's steps with calls inlined, numbered in the order they run.
 class Unroller {
 public:
-  Unroller(const GraphState &graph, const std::unordered_map<const ProgramNode *, Effects> &effects)
-      : graph_(graph), effects_(effects) {}
+  Unroller(const CompiledGraph &graph, const StepOrigins &origins,
+           const std::vector<const Effects *> &effects)
+      : graph_(graph), origins_(origins), effects_(effects) {}
 
   // The root node, or nothing when the program calls itself or is too long.
-  std::optional<std::uint32_t> unroll(const program::Program &p) {
-    const std::uint32_t root = add(p);
+  std::optional<std::uint32_t> unroll(std::uint32_t root) {
+    const std::uint32_t node = add(root);
     if (failed_)
       return std::nullopt;
-    return root;
+    return node;
   }
   const std::vector<Node> &nodes() const { return nodes_; }
   const std::map<unsigned, Span> &accesses() const { return accesses_; }
 
 private:
-  std::uint32_t step(const Effects *effects) {
+  std::uint32_t leaf(const Effects *effects) {
     Node n;
     n.begin = n.end = next_++;
     n.effects = effects;
@@ -238,51 +240,51 @@ private:
     return std::uint32_t(nodes_.size() - 1);
   }
 
-  std::uint32_t add(const program::Program &p) {
-    if (failed_ || p.isEmpty())
-      return step(nullptr);
-    const ProgramNode &node = p.node();
-    if (node.kind == ProgramKind::Call) {
-      if (std::find(calls_.begin(), calls_.end(), node.id) != calls_.end()) {
+  std::uint32_t add(std::uint32_t index) {
+    if (failed_)
+      return leaf(nullptr);
+    const Step &step = graph_.steps[index];
+    const ProgramNode *origin = origins_[index];
+    if (origin && origin->kind == ProgramKind::Call) { // a Sequence of the function's body
+      const std::uint32_t body = step.children.at(0);
+      if (std::find(calls_.begin(), calls_.end(), body) != calls_.end()) {
         failed_ = true;
-        return step(nullptr);
+        return leaf(nullptr);
       }
-      calls_.push_back(node.id);
-      const std::uint32_t body = add(graph_.functions[node.id]);
+      calls_.push_back(body);
+      const std::uint32_t node = add(body);
       calls_.pop_back();
-      return body;
+      return node;
     }
     Node n;
-    switch (node.kind) {
-    case ProgramKind::Sequence: n.kind = Node::Kind::Sequence; break;
-    case ProgramKind::If:
-    case ProgramKind::Switch: n.kind = Node::Kind::Branches; break;
-    case ProgramKind::Repeat:
+    switch (step.kind) {
+    case StepKind::Sequence: n.kind = Node::Kind::Sequence; break;
+    case StepKind::If:
+    case StepKind::Switch: n.kind = Node::Kind::Branches; break;
+    case StepKind::Repeat:
       n.kind = Node::Kind::Repeat;
-      n.mayRunZeroTimes = node.count == 0;
+      n.mayRunZeroTimes = step.count == 0;
       break;
-    case ProgramKind::RepeatWhileTrue:
-    case ProgramKind::RepeatWhileFalse: n.kind = Node::Kind::While; break;
-    default: {
-      const auto it = effects_.find(&node);
-      return step(it == effects_.end() ? nullptr : &it->second);
+    case StepKind::RepeatWhileTrue:
+    case StepKind::RepeatWhileFalse: n.kind = Node::Kind::While; break;
+    default: return leaf(effects_[index]);
     }
-    }
-    if (node.children.empty())
-      return step(nullptr);
+    if (step.children.empty())
+      return leaf(nullptr);
     n.begin = next_;
-    for (const program::Program &child : node.children)
+    for (std::uint32_t child : step.children)
       n.children.push_back(add(child));
     n.end = next_ - 1;
     nodes_.push_back(std::move(n));
     return std::uint32_t(nodes_.size() - 1);
   }
 
-  const GraphState &graph_;
-  const std::unordered_map<const ProgramNode *, Effects> &effects_;
+  const CompiledGraph &graph_;
+  const StepOrigins &origins_;
+  const std::vector<const Effects *> &effects_;
   std::vector<Node> nodes_;
   std::map<unsigned, Span> accesses_;
-  std::vector<unsigned> calls_;
+  std::vector<std::uint32_t> calls_; // the function bodies being inlined
   std::uint64_t next_ = 0;
   bool failed_ = false;
 };
@@ -368,8 +370,7 @@ private:
 
 } // namespace
 
-void analyseLiveness(const GraphState &graph, ArrayRef<program::Program> programs,
-                     CompiledGraph &out) {
+void analyseLiveness(const GraphState &graph, const StepOrigins &origins, CompiledGraph &out) {
   const std::size_t numVariables = graph.variables.size();
   std::vector<bool> pinned(numVariables, false);
   for (std::size_t v = 0; v < numVariables; ++v)
@@ -380,27 +381,32 @@ void analyseLiveness(const GraphState &graph, ArrayRef<program::Program> program
         pinned[var] = true;
 
   // Effects of every step, the programs using each variable, and variables executors pin.
-  std::unordered_map<const ProgramNode *, Effects> effects;
+  std::vector<Effects> effectsByStep(out.steps.size());
+  std::vector<const Effects *> effects(out.steps.size(), nullptr);
+  for (std::uint32_t s = 0; s < out.steps.size(); ++s)
+    if (origins[s]) {
+      effectsByStep[s] = effectsOf(graph, *origins[s]);
+      effects[s] = &effectsByStep[s];
+    }
   std::vector<std::set<std::uint32_t>> users(numVariables);
-  for (std::uint32_t p = 0; p < programs.size(); ++p) {
+  for (std::uint32_t p = 0; p < out.programs.size(); ++p) {
     std::set<unsigned> pinnedHere;
-    forEachProgramNode(graph, ArrayRef<program::Program>(&programs[p], 1),
-                       [&](const ProgramNode &node) {
-                         addPinned(node, pinnedHere);
-                         auto [it, added] = effects.try_emplace(&node);
-                         if (added)
-                           it->second = effectsOf(graph, node);
-                         for (const auto &[var, e] : it->second)
-                           users[var].insert(p);
-                       });
+    forEachStep(out, ArrayRef<std::uint32_t>(&out.programs[p], 1),
+                [&](std::uint32_t s, const Step &) {
+                  if (!origins[s])
+                    return;
+                  addPinned(*origins[s], pinnedHere);
+                  for (const auto &[var, e] : effectsByStep[s])
+                    users[var].insert(p);
+                });
     for (unsigned var : pinnedHere)
       pinned[var] = true;
   }
 
   std::vector<std::optional<Span>> ranges(numVariables);
-  for (std::uint32_t p = 0; p < programs.size(); ++p) {
-    Unroller unroller(graph, effects);
-    const std::optional<std::uint32_t> root = unroller.unroll(programs[p]);
+  for (std::uint32_t p = 0; p < out.programs.size(); ++p) {
+    Unroller unroller(out, origins, effects);
+    const std::optional<std::uint32_t> root = unroller.unroll(out.programs[p]);
     if (!root) {
       logger().debug("liveness: program {} calls itself or has over {} steps unrolled; its "
                      "variables stay always live", p, kMaxSteps);

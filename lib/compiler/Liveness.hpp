@@ -12,21 +12,23 @@
 //    WriteUndef kills its bytes without touching them; If/Switch join their branches and loops
 //    iterate to a fixed point. A variable live at its program's entry is always live;
 //  - the variables of a program that calls itself or unrolls to more than kMaxSteps steps.
-// Every other variable gets a live range: its program's steps are numbered in the order they run
-// with calls inlined, If/Switch branches one after the other and loop bodies once; the range runs
+// Every other variable gets a live range: its program's steps (CompiledGraph::steps, walked from
+// the program's root) are numbered in the order they run with calls inlined, If/Switch branches
+// one after the other and loop bodies once; the range runs
 // from the variable's first to its last access (WriteUndef is no access), widened to a whole loop
 // when the variable is live at the loop's head (its value crosses the back edge or comes from
 // before the loop). A variable no program accesses gets an empty range.
 // Vertex state and scratch buffers are not variables and keep Buffer's defaults.
-// Assumes a verified graph; run after addVariableBuffers.
+// Assumes a verified graph; runs on the lowered program (after program lowering, which gives
+// each step's origin: the graph's view of what it reads and writes).
 #pragma once
 
 #include "CompiledGraph.hpp"
+#include "LowerPrograms.hpp"
 #include "core/GraphState.hpp"
 
 namespace aspen::detail {
 
-void analyseLiveness(const GraphState &graph, ArrayRef<program::Program> programs,
-                     CompiledGraph &out);
+void analyseLiveness(const GraphState &graph, const StepOrigins &origins, CompiledGraph &out);
 
 } // namespace aspen::detail

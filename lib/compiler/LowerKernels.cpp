@@ -30,7 +30,7 @@ public:
 
   std::uint32_t lower(const ProgramNode &node) {
     CompiledKernel kernel;
-    kernel.name = node.debugName;
+    kernel.name = node.debugName.empty() ? std::string("Gemm") : node.debugName;
     scratchBuffer_ = static_cast<std::uint32_t>(out_.buffers.size());
     scratchBytes_ = 0;
     switch (node.libraryKernel) {

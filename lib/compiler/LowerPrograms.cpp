@@ -37,21 +37,24 @@ public:
 
   std::uint32_t lower(const program::Program &p) {
     if (p.isEmpty())
-      return add(Step{StepKind::Nop, "", 0, 0, {}, {}, {}});
+      return add(Step{StepKind::Nop, "", 0, 0, {}, {}, {}}, nullptr);
     const ProgramNode &node = p.node();
     if (auto it = done_.find(&node); it != done_.end())
       return it->second;
     // Reserved before the children, so that a function calling itself refers to this step.
-    const std::uint32_t index = add(Step{});
+    const std::uint32_t index = add(Step{}, &node);
     done_[&node] = index;
     Step step = lowerNode(node);
     out_.steps[index] = std::move(step);
     return index;
   }
 
+  StepOrigins takeOrigins() { return std::move(origins_); }
+
 private:
-  std::uint32_t add(Step step) {
+  std::uint32_t add(Step step, const ProgramNode *origin) {
     out_.steps.push_back(std::move(step));
+    origins_.push_back(origin);
     return static_cast<std::uint32_t>(out_.steps.size() - 1);
   }
 
@@ -141,14 +144,15 @@ private:
   const KernelIndex &kernels_;
   CompiledGraph &out_;
   std::unordered_map<const ProgramNode *, std::uint32_t> done_;
+  StepOrigins origins_;
 };
 
 } // namespace
 
-void lowerPrograms(const GraphState &graph, ArrayRef<program::Program> programs,
-                   const CopyIndex &copies,
-                   const std::unordered_map<unsigned, std::uint32_t> &computeSets,
-                   const KernelIndex &kernels, CompiledGraph &out) {
+StepOrigins lowerPrograms(const GraphState &graph, ArrayRef<program::Program> programs,
+                          const CopyIndex &copies,
+                          const std::unordered_map<unsigned, std::uint32_t> &computeSets,
+                          const KernelIndex &kernels, CompiledGraph &out) {
   ProgramLowering lowering(graph, copies, computeSets, kernels, out);
   for (const program::Program &p : programs)
     out.programs.push_back(lowering.lower(p));
@@ -158,6 +162,7 @@ void lowerPrograms(const GraphState &graph, ArrayRef<program::Program> programs,
     out.hostReads[handle] = {t.elementType(), regionsOf(t)};
   for (const StreamRecord &s : graph.streams)
     out.streams.push_back({s.handle, s.type, s.numElements, s.hostToDevice});
+  return lowering.takeOrigins();
 }
 
 } // namespace aspen::detail

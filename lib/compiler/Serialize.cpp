@@ -1,7 +1,7 @@
 // Executable::serialize / deserialize: a CompiledGraph as a versioned little-endian binary
 // stream. Layout: magic "ASPENEXE", format version (u32), the body (the CompiledGraph's members
-// in declaration order; vectors and strings are a u64 count followed by their items), then a
-// 64-bit FNV-1a checksum of the body. Codelet libraries travel as their host shared objects
+// as Members<T> in CompiledGraph.hpp lists them, recursively; vectors, strings and maps are a
+// u64 count followed by their items), then a 64-bit FNV-1a checksum of the body. Codelet libraries travel as their host shared objects
 // (CodeletLibrary::binary()); the checksum is verified before any of them is loaded, so a
 // damaged stream is reported, never executed.
 #include "CompiledGraph.hpp"
@@ -14,6 +14,7 @@
 #include <cstring>
 #include <istream>
 #include <iterator>
+#include <map>
 #include <ostream>
 #include <sstream>
 #include <type_traits>
@@ -25,7 +26,8 @@ namespace {
 using namespace detail;
 
 constexpr char kMagic[8] = {'A', 'S', 'P', 'E', 'N', 'E', 'X', 'E'};
-constexpr std::uint32_t kFormatVersion = 7; // 6: library-call kernels; 7: block codelets
+// 6: library-call kernels; 7: block codelets; 8: CompiledGraph members in declaration order
+constexpr std::uint32_t kFormatVersion = 8;
 
 class Writer {
 public:
@@ -48,58 +50,18 @@ public:
     for (const T &item : items)
       put(item);
   }
-  template <class M> void putMap(const M &map) {
+  template <class M> void put(const std::map<std::string, M, std::less<>> &map) {
     put<std::uint64_t>(map.size());
     for (const auto &[key, value] : map) {
       put(key);
       put(value);
     }
   }
-  void put(const ByteRun &r) { put(r.buffer), put(r.offset), put(r.stride), put(r.count); }
-  void put(const RegionList &r) { put(r.runs), put(r.elementBytes), put(r.numElements); }
-  void put(const CopyPlan &p) { put(p.src), put(p.dst), put(p.throughTemporary); }
-  void put(const ScalarRef &s) { put(s.buffer), put(s.offset), put(s.type); }
-  void put(const DescTemplate &d) { put(d.base), put(d.buffer), put(d.offset), put(d.size); }
-  void put(const Buffer &b) {
-    put(b.kind), put(b.name), put(b.bytes), put(b.offset);
-    put(b.alwaysLive), put(b.liveProgram), put(b.liveBegin), put(b.liveEnd);
-  }
-  void put(const InitialValue &v) { put(v.buffer), put(v.offset), put(v.bytes); }
-  void put(const CompiledVertexType &t) {
-    put(t.name), put(t.library), put(t.isMultiVertex), put(t.isBlockVertex);
-  }
-  void put(const CompiledVertex &v) { put(v.type), put(v.firstField), put(v.tile), put(v.id); }
-  void put(const TileGroup &g) { put(g.tile), put(g.begin), put(g.end); }
-  void put(const CompiledComputeSet &c) {
-    put(c.name), put(c.vertices), put(c.tiles), put(c.fields), put(c.nested);
-    put(c.gathers), put(c.scatters), put(c.rearrangedBytes), put(c.estimatedCycles),
-        put(c.estimatedFlops), put(c.verticesWithoutEstimate);
-  }
-  void put(const GemmShape &s) {
-    put(s.G), put(s.M), put(s.K), put(s.N), put(s.inputType), put(s.outputType);
-    put(s.accumulate), put(s.allowTF32);
-  }
-  void put(const BlockLaunch &l) {
-    put(l.computeSet), put(l.blocks), put(l.threadsPerBlock), put(l.sharedBytes);
-  }
-  void put(const CompiledKernel &k) {
-    put(k.kind), put(k.name), put(k.gemm), put(k.launch), put(k.operands), put(k.gathers),
-        put(k.scatters);
-    put(k.rearrangedBytes);
-  }
-  void put(const StreamInfo &s) { put(s.handle), put(s.type), put(s.numElements), put(s.hostToDevice); }
-  void put(const StreamCopy &s) { put(s.stream), put(s.tensor); }
-  void put(const HostHandle &h) { put(h.type), put(h.regions); }
-  void put(const PrintInfo &p) { put(p.title), put(p.type), put(p.shape), put(p.regions); }
-  void put(const Step &s) {
-    put(s.kind), put(s.name), put(s.index), put(s.count), put(s.scalar), put(s.children);
-    put(s.cases);
-  }
-  void put(const TargetSummary &t) {
-    put(t.name), put(t.numTiles), put(t.numWorkerContexts), put(t.bytesPerTile), put(t.clockHz);
+  // Every structure of CompiledGraph.hpp, member by member as Members<T> lists them.
+  template <class T> std::enable_if_t<Members<T>::described> put(const T &v) {
+    Members<T>::apply(v, [this](const char *, const auto &member) { put(member); });
   }
   void put(const std::shared_ptr<const CodeletLibrary> &lib) { put(lib->binary()); }
-  template <class T> void item(const T &v) { put(v); }
 
 private:
   std::ostream &out_;
@@ -152,76 +114,28 @@ public:
     for (std::uint64_t i = 0; i < n; ++i)
       get(items.emplace_back());
   }
-  template <class M> void getMap(M &map) {
+  template <class M> void get(std::map<std::string, M, std::less<>> &map) {
     const std::uint64_t n = count();
+    map.clear();
     for (std::uint64_t i = 0; i < n; ++i) {
       std::string key;
       get(key);
       get(map[key]);
     }
   }
-  void get(ByteRun &r) { get(r.buffer), get(r.offset), get(r.stride), get(r.count); }
-  void get(RegionList &r) { get(r.runs), get(r.elementBytes), get(r.numElements); }
-  void get(CopyPlan &p) { get(p.src), get(p.dst), get(p.throughTemporary); }
-  void get(ScalarRef &s) { get(s.buffer), get(s.offset), get(s.type); }
-  void get(DescTemplate &d) { get(d.base), get(d.buffer), get(d.offset), get(d.size); }
-  void get(Buffer &b) {
-    get(b.kind), get(b.name), get(b.bytes), get(b.offset);
-    get(b.alwaysLive), get(b.liveProgram), get(b.liveBegin), get(b.liveEnd);
-  }
-  void get(InitialValue &v) { get(v.buffer), get(v.offset), get(v.bytes); }
-  void get(CompiledVertexType &t) {
-    get(t.name), get(t.library), get(t.isMultiVertex), get(t.isBlockVertex);
-  }
-  void get(CompiledVertex &v) { get(v.type), get(v.firstField), get(v.tile), get(v.id); }
-  void get(TileGroup &g) { get(g.tile), get(g.begin), get(g.end); }
-  void get(CompiledComputeSet &c) {
-    get(c.name), get(c.vertices), get(c.tiles), get(c.fields), get(c.nested);
-    get(c.gathers), get(c.scatters), get(c.rearrangedBytes), get(c.estimatedCycles),
-        get(c.estimatedFlops), get(c.verticesWithoutEstimate);
-  }
-  void get(GemmShape &s) {
-    get(s.G), get(s.M), get(s.K), get(s.N), get(s.inputType), get(s.outputType);
-    get(s.accumulate), get(s.allowTF32);
-  }
-  void get(BlockLaunch &l) {
-    get(l.computeSet), get(l.blocks), get(l.threadsPerBlock), get(l.sharedBytes);
-  }
-  void get(CompiledKernel &k) {
-    get(k.kind), get(k.name), get(k.gemm), get(k.launch), get(k.operands), get(k.gathers),
-        get(k.scatters);
-    get(k.rearrangedBytes);
-  }
-  void get(StreamInfo &s) { get(s.handle), get(s.type), get(s.numElements), get(s.hostToDevice); }
-  void get(StreamCopy &s) { get(s.stream), get(s.tensor); }
-  void get(HostHandle &h) { get(h.type), get(h.regions); }
-  void get(PrintInfo &p) { get(p.title), get(p.type), get(p.shape), get(p.regions); }
-  void get(Step &s) {
-    get(s.kind), get(s.name), get(s.index), get(s.count), get(s.scalar), get(s.children);
-    get(s.cases);
-  }
-  void get(TargetSummary &t) {
-    get(t.name), get(t.numTiles), get(t.numWorkerContexts), get(t.bytesPerTile), get(t.clockHz);
+  template <class T> std::enable_if_t<Members<T>::described> get(T &v) {
+    Members<T>::apply(v, [this](const char *, auto &member) { get(member); });
   }
   void get(std::shared_ptr<const CodeletLibrary> &lib) {
     std::vector<std::uint8_t> bytes;
     get(bytes);
     lib = CodeletLibrary::loadBinary(bytes);
   }
-  template <class T> void item(T &v) { get(v); }
 
 private:
   std::istream &in_;
   std::uint64_t left_;
 };
-
-// The members of CompiledGraph, in one place for both directions.
-template <class IO, class G> void transferGraph(IO &io, G &g) {
-  auto each = [&](auto &...members) { (io.item(members), ...); };
-  each(g.target, g.buffers, g.arenaBytes, g.alwaysLiveBytes, g.bufferBytes, g.initialValues,
-       g.tileBytes, g.tilePeakBytes, g.variableBytes, g.libraries, g.vertexTypes,
-       g.computeSets, g.kernels, g.copies, g.streamCopies, g.prints, g.steps, g.programs, g.streams);
-}
 
 // A stream that parses can still be corrupt: check every index and byte range before an
 // executor trusts them.
@@ -333,9 +247,7 @@ void validate(Reader &io, const CompiledGraph &g) {
 void Executable::serialize(std::ostream &out) const {
   std::ostringstream body;
   Writer io(body);
-  transferGraph(io, *compiled_);
-  io.putMap(compiled_->hostWrites);
-  io.putMap(compiled_->hostReads);
+  io.put(*compiled_);
   const std::string bytes = std::move(body).str();
   const std::uint64_t checksum = ContentHash().add(bytes).value();
   Writer header(out);
@@ -371,9 +283,7 @@ Executable Executable::deserialize(std::istream &in) {
 
   Reader io(stream, body.size());
   auto graph = std::make_unique<CompiledGraph>();
-  transferGraph(io, *graph);
-  io.getMap(graph->hostWrites);
-  io.getMap(graph->hostReads);
+  io.get(*graph);
   validate(io, *graph);
   return Executable(std::move(graph));
 }
