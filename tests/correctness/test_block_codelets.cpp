@@ -4,6 +4,7 @@
 // gathered, launches repeat in loops and survive serialisation, and a failing thread is reported
 // naming the vertex. On ASPEN_TEST_DEVICE=gpu the same programs run as CUDA kernels.
 #include "TestDevice.hpp"
+#include "TestRandom.hpp"
 #include "TestPaths.hpp"
 
 #include <aspen/BlockCodelets.hpp>
@@ -48,15 +49,6 @@ ComputeSet blockComputeSet(Graph &g, const std::string &type,
   return cs;
 }
 
-std::vector<float> randomValues(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = u(rng);
-  return v;
-}
-
 template <class T> void write(Engine &e, const std::string &name, const std::vector<T> &v) {
   e.writeTensor(name, v.data(), v.data() + v.size());
 }
@@ -78,7 +70,7 @@ TEST_CASE("a block reduction through shared memory and barriers sums each block'
     ComputeSet cs = blockComputeSet(g, "BlockSum", {{"in", in}, {"out", out}});
     Engine e(g, program::Launch(cs, {blocks, threads, threads * sizeof(float)}));
     e.load(test::deviceFor(g.getTarget()));
-    const auto values = randomValues(n, blocks + threads);
+    const auto values = test::randomFloats(n, blocks + threads);
     write(e, "in", values);
     e.run();
     const auto sums = read<float>(e, "out", blocks);
@@ -100,7 +92,7 @@ TEST_CASE("a Hillis-Steele scan reads what other threads wrote before each barri
   ComputeSet cs = blockComputeSet(g, "BlockScan", {{"in", in}, {"out", out}});
   Engine e(g, program::Launch(cs, {1, threads, 2 * threads * sizeof(float)}));
   e.load(test::deviceFor(g.getTarget()));
-  const auto values = randomValues(n, 3);
+  const auto values = test::randomFloats(n, 3);
   write(e, "in", values);
   e.run();
   const auto scan = read<float>(e, "out", n);
@@ -150,7 +142,7 @@ TEST_CASE("a launch gathers a strided input, repeats in a loop and survives seri
   }
   Engine e(Executable::deserialize(bytes));
   e.load(test::deviceFor(Target::createGeneric(4)));
-  const auto values = randomValues(2 * n, 9);
+  const auto values = test::randomFloats(2 * n, 9);
   write(e, "wide", values);
   e.run();
   double expected = 0;

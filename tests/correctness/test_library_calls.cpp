@@ -6,6 +6,7 @@
 // outputs, groups, a Gemm inside a loop, and an Executable round trip. Sentinel elements around
 // a sliced output catch stray writes. On ASPEN_TEST_DEVICE=gpu the same checks run on cuBLASLt.
 #include "TestDevice.hpp"
+#include "TestRandom.hpp"
 
 #include <aspen/Engine.hpp>
 #include <aspen/LibraryCalls.hpp>
@@ -25,18 +26,9 @@ using namespace aspen;
 
 namespace {
 
-std::vector<float> randomValues(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = u(rng);
-  return v;
-}
-
 // Values exactly representable in half, so that half and float runs see the same inputs.
 std::vector<float> halfValues(std::size_t n, unsigned seed) {
-  std::vector<float> v = randomValues(n, seed);
+  std::vector<float> v = test::randomFloats(n, seed);
   for (float &x : v)
     x = float(half(x));
   return v;
@@ -114,7 +106,7 @@ TEST_CASE("Gemm of whole float variables equals the double product and the verte
   g.createHostRead("v-read", v);
   Engine e(g, {program::Gemm(a, b, c, {}, "gemm"), byVertices});
   e.load(test::deviceFor(g.getTarget()));
-  const auto av = randomValues(M * K, 1), bv = randomValues(K * N, 2);
+  const auto av = test::randomFloats(M * K, 1), bv = test::randomFloats(K * N, 2);
   write(e, "a", av);
   write(e, "b", bv);
   e.run(0);
@@ -135,7 +127,7 @@ TEST_CASE("Gemm gathers transposed and sliced operands and scatters a sliced out
   Tensor c = big.slice({1, 2}, {M + 1, N + 2});
   Engine e(g, program::Gemm(a, b, c));
   e.load(test::deviceFor(g.getTarget()));
-  const auto atv = randomValues(K * M, 3), widev = randomValues(K * 2 * N, 4);
+  const auto atv = test::randomFloats(K * M, 3), widev = test::randomFloats(K * 2 * N, 4);
   const float sentinel = 12345.0f;
   write(e, "at", atv);
   write(e, "wide", widev);
@@ -173,7 +165,8 @@ TEST_CASE("Gemm accumulates with a scale tensor, also in a loop", "[correctness]
   const program::Program gemm = program::Gemm(a, b, c, options);
   Engine e(g, {gemm, program::Repeat(3, gemm)});
   e.load(test::deviceFor(g.getTarget()));
-  const auto av = randomValues(M * K, 5), bv = randomValues(K * N, 6), cv = randomValues(M * N, 7);
+  const auto av = test::randomFloats(M * K, 5), bv = test::randomFloats(K * N, 6),
+             cv = test::randomFloats(M * N, 7);
   write(e, "a", av);
   write(e, "b", bv);
   write(e, "c", cv);
@@ -192,7 +185,7 @@ TEST_CASE("Gemm whose output is also its input reads the input's old values",
   Tensor a = variable(g, FLOAT, {M, K}, "a"), b = variable(g, FLOAT, {K, N}, "b");
   Engine e(g, program::Gemm(a, b, a)); // a = a . b
   e.load(test::deviceFor(g.getTarget()));
-  const auto av = randomValues(M * K, 8), bv = randomValues(K * N, 9);
+  const auto av = test::randomFloats(M * K, 8), bv = test::randomFloats(K * N, 9);
   write(e, "a", av);
   write(e, "b", bv);
   e.run();
@@ -228,7 +221,7 @@ TEST_CASE("a Gemm survives Executable serialisation", "[correctness][kernel][exe
   }
   Engine e(Executable::deserialize(bytes));
   e.load(test::deviceFor(Target::createGeneric(4)));
-  const auto atv = randomValues(K * M, 12), bv = randomValues(K * N, 13);
+  const auto atv = test::randomFloats(K * M, 12), bv = test::randomFloats(K * N, 13);
   write(e, "at", atv);
   write(e, "b", bv);
   e.run();
@@ -264,7 +257,7 @@ TEST_CASE("matMul with a library plan equals matMul with a vertex plan",
     g.createHostRead("c-read", c);
     Engine e(g, prog);
     e.load(test::deviceFor(g.getTarget()));
-    const auto av = randomValues(M * K, 14), bv = randomValues(K * N, 15);
+    const auto av = test::randomFloats(M * K, 14), bv = test::randomFloats(K * N, 15);
     write(e, "a", av);
     write(e, "b", bv);
     e.run();

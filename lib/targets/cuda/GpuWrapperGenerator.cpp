@@ -14,6 +14,15 @@ namespace {
 
 std::string deviceEntry(std::size_t k) { return "aspen_gpu_vertex_" + std::to_string(k); }
 
+// A vertex in zeroed storage with its fields bound from `fields`.
+void writeBoundVertex(std::ostringstream &out, const VertexTypeInfo &vertex) {
+  out << "  ::aspen::detail::GpuVertexStorage<::" << vertex.name << "> storage;\n"
+      << "  auto &vertex = storage.vertex();\n";
+  for (std::size_t f = 0; f < vertex.fields.size(); ++f)
+    out << "  ::aspen::detail::gpuBindField(vertex." << vertex.fields[f].name << ", fields[" << f
+        << "]);\n";
+}
+
 // The entry of vertex k, inside the vertex's scope so that its template arguments mean what
 // they meant where it was instantiated. Not inlined: one kernel dispatches to every class.
 void writeEntry(std::ostringstream &out, std::size_t k, const VertexTypeInfo &vertex) {
@@ -21,12 +30,8 @@ void writeEntry(std::ostringstream &out, std::size_t k, const VertexTypeInfo &ve
   if (!vertex.scope.empty())
     out << "namespace " << vertex.scope << " {\n";
   out << "__device__ __noinline__ int " << deviceEntry(k)
-      << "(const ::aspen::detail::FieldDesc *fields, unsigned workerId) {\n"
-      << "  ::aspen::detail::GpuVertexStorage<::" << vertex.name << "> storage;\n"
-      << "  auto &vertex = storage.vertex();\n";
-  for (std::size_t f = 0; f < vertex.fields.size(); ++f)
-    out << "  ::aspen::detail::gpuBindField(vertex." << vertex.fields[f].name << ", fields[" << f
-        << "]);\n";
+      << "(const ::aspen::detail::FieldDesc *fields, unsigned workerId) {\n";
+  writeBoundVertex(out, vertex);
   out << "  return ::aspen::detail::gpuRunCompute(vertex, workerId);\n}\n";
   if (!vertex.scope.empty())
     out << "} // namespace " << vertex.scope << "\n";
@@ -42,12 +47,8 @@ void writeBlockKernel(std::ostringstream &out, std::size_t k, const VertexTypeIn
       << ASPEN_GPU_BLOCK_KERNEL_PREFIX << k
       << "(const ::aspen::detail::FieldDesc *fields, unsigned long long sharedBytes,\n"
       << "    unsigned *failedVertex) {\n"
-      << "  extern __shared__ __align__(16) unsigned char aspenShared[];\n"
-      << "  ::aspen::detail::GpuVertexStorage<::" << vertex.name << "> storage;\n"
-      << "  auto &vertex = storage.vertex();\n";
-  for (std::size_t f = 0; f < vertex.fields.size(); ++f)
-    out << "  ::aspen::detail::gpuBindField(vertex." << vertex.fields[f].name << ", fields[" << f
-        << "]);\n";
+      << "  extern __shared__ __align__(16) unsigned char aspenShared[];\n";
+  writeBoundVertex(out, vertex);
   out << "  if (!::aspen::detail::gpuRunBlockCompute(vertex, ::aspen::Block(aspenShared, "
          "sharedBytes)))\n"
       << "    ::aspen::detail::gpuReportFailure(failedVertex, 0);\n"
