@@ -2,6 +2,7 @@
 
 #include "ProgramWalk.hpp"
 #include "core/TensorRegions.hpp"
+#include "support/Writability.hpp"
 
 #include <aspen/Error.hpp>
 
@@ -31,11 +32,7 @@ public:
 
   template <class Error = control_program_error>
   static void checkWritable(const Tensor &t, const std::string &what) {
-    if (t.containsConstant())
-      throw Error(what + " contains constant elements, which cannot be written");
-    if (t.containsAliases())
-      throw Error(what + " contains aliased elements (the same variable element more than "
-                         "once), so the value written is undefined");
+    requireWritable<Error>(t, what);
   }
 
   void checkPredicate(const Tensor &t, const std::string &what, bool integralOnly) {

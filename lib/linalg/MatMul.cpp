@@ -4,6 +4,7 @@
 #include "linalg/MatMulBuild.hpp"
 #include "linalg/MatMulLayout.hpp"
 #include "linalg/MatMulPlanner.hpp"
+#include "support/Writability.hpp"
 
 #include <aspen/Error.hpp>
 #include <aspen/linalg/MatMul.hpp>
@@ -137,10 +138,7 @@ detail::MatMulScale tensorScale(const Tensor &k, const Tensor &C, const std::str
 }
 
 void requireWritableOutput(const Tensor &out, const std::string &op) {
-  if (!out.isParallelWriteable())
-    throw graph_connection_error(fmt::format(
-        "{}: the output {} holds constants or aliased elements and cannot be written", op,
-        describe(out)));
+  aspen::detail::requireWritable(out, op + " output");
 }
 
 // A variable of `shape` ([M,K]-like or grouped) mapped by the plan's rule for `operand`.

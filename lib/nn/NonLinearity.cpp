@@ -1,6 +1,7 @@
 // nonLinearity, nonLinearityInPlace and nonLinearityInputGradient: vertices per tile, dispatched
 // from the table in NonLinearityTable.hpp.
 #include "NnWork.hpp"
+#include "support/Writability.hpp"
 
 #include <aspen/Error.hpp>
 #include <aspen/nn/NonLinearity.hpp>
@@ -52,12 +53,7 @@ void requireElementwise(NonLinearityType type, const std::string &what) {
                        allowed);
 }
 
-void requireWritable(const Tensor &t, const std::string &what) {
-  if (!t.isParallelWriteable())
-    throw graph_connection_error(what + ": " + work::describe(t) +
-                                 " contains aliased or constant elements and cannot be written "
-                                 "in place");
-}
+using aspen::detail::requireWritable;
 
 // Element-wise vertices on every tile that owns part of `written`: one field per entry of
 // `fields`, each connected to the same regions of its (flattened) tensor.

@@ -2,6 +2,7 @@
 // generated codelet (ExprCodegen) and the library codelets (ElementWiseLibrary).
 #include "support/OptionParsing.hpp"
 #include "support/TensorRegions.hpp"
+#include "support/Writability.hpp"
 #include "ops/ElementWiseVertices.hpp"
 #include "ops/ExprCodegen.hpp"
 #include "ops/ExprLowering.hpp"
@@ -47,11 +48,7 @@ void checkDestination(const Tensor &out, const std::vector<std::size_t> &shape, 
                                  "gives {}",
                                  caller, out.getDebugStr(), out.elementType().toString(),
                                  type.toString()));
-  if (!out.isParallelWriteable())
-    throw graph_connection_error(fmt::format(
-        "{}: output tensor {} is not parallel-writeable (it is a constant or has elements that "
-        "alias each other)",
-        caller, out.getDebugStr()));
+  aspen::detail::requireWritable(out, caller + " output");
 }
 
 Tensor createOutput(Graph &graph, const std::vector<Tensor> &ts,

@@ -6,16 +6,6 @@
 
 namespace aspen::ops::detail {
 
-void requireWritable(const Tensor &t, const std::string &op) {
-  if (t.containsConstant())
-    throw graph_connection_error(fmt::format(
-        "{}: tensor {} contains constant elements, which cannot be written", op, t.getDebugStr()));
-  if (t.containsAliases())
-    throw graph_connection_error(fmt::format("{}: tensor {} contains the same element more than "
-                                             "once, so the value written would be undefined",
-                                             op, t.getDebugStr()));
-}
-
 void addVertexPerTile(
     Graph &graph, ComputeSet cs, const Tensor &t, const std::string &vertexType,
     const std::function<void(VertexRef, const std::vector<Interval> &)> &connect) {

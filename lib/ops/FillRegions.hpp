@@ -2,6 +2,8 @@
 // user-error messages and one vertex per tile over a tensor's regions.
 #pragma once
 
+#include "support/Writability.hpp"
+
 #include <aspen/Graph.hpp>
 
 #include <functional>
@@ -11,8 +13,8 @@
 namespace aspen::ops::detail {
 
 // Raises graph_connection_error naming `op` and t unless a vertex may write every element of t
-// (no constants, no element twice).
-void requireWritable(const Tensor &t, const std::string &op);
+// (support/Writability.hpp).
+using aspen::detail::requireWritable;
 
 // For each tile owning elements of t: one vertex of vertexType on that tile in cs; `connect`
 // receives it and the tile's intervals of t.flatten() (each contiguous in one variable).
