@@ -1,6 +1,7 @@
 // nonLinearity, nonLinearityInPlace and nonLinearityInputGradient: vertices per tile, dispatched
 // from the table in NonLinearityTable.hpp.
 #include "NnWork.hpp"
+#include "ops/FillRegions.hpp"
 #include "support/Writability.hpp"
 
 #include <aspen/Error.hpp>
@@ -60,15 +61,11 @@ using aspen::detail::requireWritable;
 void addElementwiseVertices(Graph &graph, ComputeSet cs, const std::string &vertexType,
                             const Tensor &written,
                             const std::vector<std::pair<std::string, Tensor>> &fields) {
-  const auto regions = util::getTileContiguousRegions(graph, written.flatten());
-  for (unsigned tile = 0; tile < regions.size(); ++tile) {
-    if (regions[tile].empty())
-      continue;
-    VertexRef v = graph.addVertex(cs, vertexType);
-    for (const auto &[name, tensor] : fields)
-      graph.connect(v[name], tensor.flatten().slices(regions[tile]));
-    graph.setTileMapping(v, tile);
-  }
+  ops::detail::addVertexPerTile(graph, cs, written.flatten(), vertexType,
+                                [&](VertexRef v, const std::vector<Interval> &regions) {
+                                  for (const auto &[name, tensor] : fields)
+                                    graph.connect(v[name], tensor.flatten().slices(regions));
+                                });
 }
 
 // Softmax vertices: rows of `written` (as [R, C]) on the tile owning each row's first element.

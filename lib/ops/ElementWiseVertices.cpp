@@ -1,6 +1,7 @@
 #include "ops/ElementWiseVertices.hpp"
 
 #include "ops/ExprCodegen.hpp"
+#include "ops/FillRegions.hpp"
 
 #include <aspen/util/TileMapping.hpp>
 #include <aspen/util/VertexTemplates.hpp>
@@ -26,20 +27,16 @@ Tensor constantFor(Graph &graph, const ExprNode &node) {
 void addElementwiseVertices(Graph &graph, ComputeSet cs, const std::string &vertexType,
                             const Tensor &outFlat,
                             const std::vector<std::pair<std::string, ElementwiseOperand>> &inputs) {
-  const auto regions = util::getTileContiguousRegions(graph, outFlat);
-  for (unsigned tile = 0; tile < regions.size(); ++tile) {
-    if (regions[tile].empty())
-      continue;
-    VertexRef v = graph.addVertex(cs, vertexType);
-    graph.connect(v["out"], outFlat.slices(regions[tile]));
-    for (const auto &[field, operand] : inputs) {
-      if (operand.scalar)
-        graph.connect(v[field], operand.tensor);
-      else
-        graph.connect(v[field], operand.tensor.slices(regions[tile]));
-    }
-    graph.setTileMapping(v, tile);
-  }
+  addVertexPerTile(graph, cs, outFlat, vertexType,
+                   [&](VertexRef v, const std::vector<Interval> &regions) {
+                     graph.connect(v["out"], outFlat.slices(regions));
+                     for (const auto &[field, operand] : inputs) {
+                       if (operand.scalar)
+                         graph.connect(v[field], operand.tensor);
+                       else
+                         graph.connect(v[field], operand.tensor.slices(regions));
+                     }
+                   });
 }
 
 void runGenerated(Graph &graph, const LoweredExpr &e, const std::vector<ElementwiseOperand> &operands,

@@ -1,5 +1,5 @@
-// Helpers of the data-movement builders (fill, iota, scaledAdd, dynamic slices): checks with
-// user-error messages and one vertex per tile over a tensor's regions.
+// Helpers of the builders that put one vertex on each tile over a tensor's regions (fill, iota,
+// scaledAdd, dynamic slices, element-wise operations, nn's element-wise non-linearities).
 #pragma once
 
 #include "support/Writability.hpp"
