@@ -264,3 +264,26 @@ TEST_CASE("matMul with a library plan equals matMul with a vertex plan",
     checkClose(read(e, "c", M * N), reference(1, M, K, N, av, bv, 1.5), 1e-5);
   }
 }
+
+TEST_CASE("a Gemm split over more executor threads than OpenBLAS runs equals the double product",
+          "[correctness][kernel]") {
+  // With more executor threads than OpenBLAS's own, the CPU executor calls OpenBLAS once per
+  // thread on a slice of c: by rows when M >= N, by columns otherwise (uneven slices included).
+  struct Case {
+    std::size_t M, K, N;
+    const char *threads;
+  };
+  for (const Case &c : {Case{301, 64, 20, "3"}, Case{3, 512, 701, "5"}, Case{64, 256, 64, "8"}}) {
+    INFO(c.M << "x" << c.K << "x" << c.N << " on " << c.threads << " threads");
+    Graph g = makeGraph();
+    Tensor a = variable(g, FLOAT, {c.M, c.K}, "a"), b = variable(g, FLOAT, {c.K, c.N}, "b");
+    Tensor out = variable(g, FLOAT, {c.M, c.N}, "c");
+    Engine e(g, program::Gemm(a, b, out), {{"aspen.cpu.threads", c.threads}});
+    e.load(test::deviceFor(g.getTarget()));
+    const auto av = test::randomFloats(c.M * c.K, 16), bv = test::randomFloats(c.K * c.N, 17);
+    write(e, "a", av);
+    write(e, "b", bv);
+    e.run();
+    checkClose(read(e, "c", c.M * c.N), reference(1, c.M, c.K, c.N, av, bv), 1e-5);
+  }
+}

@@ -1,15 +1,16 @@
 #include "CpuGemm.hpp"
 
+#include "core/Logging.hpp"
+
 #include <aspen/Error.hpp>
 #include <aspen/HalfFloat.hpp>
 
-#if ASPEN_HAVE_CBLAS
-#include <cblas.h>
-#endif
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <mutex>
 #include <string>
 
 namespace aspen::detail {
@@ -32,15 +33,52 @@ void narrow(const float *src, std::uint64_t n, void *dst) {
     h[i] = half(src[i]);
 }
 
-// c = alpha * a . b + beta * c for one [M,K] . [K,N] block of floats.
-void floatGemm(std::uint64_t M, std::uint64_t K, std::uint64_t N, const float *a, const float *b,
-               float *c, float alpha, float beta, ThreadPool &pool) {
-#if ASPEN_HAVE_CBLAS
-  (void)pool;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(M), int(N), int(K), alpha, a, int(K),
-              b, int(N), beta, c, int(N));
-#else
-  // Rows in parallel; each row accumulates a.b in float across K, then scales once.
+// CBLAS's sgemm, row-major, no transposes: the values of CblasRowMajor and CblasNoTrans.
+enum : int { kCblasRowMajor = 101, kCblasNoTrans = 111 };
+using Sgemm = void (*)(int order, int transA, int transB, int M, int N, int K, float alpha,
+                       const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                       int ldc);
+
+// OpenBLAS, opened at the first Gemm rather than linked: loading it starts its thread pool and
+// reads OPENBLAS_NUM_THREADS, which a program may set first (the benchmarks do), and a process
+// that never runs a library call should not pay for either. The library the build found, then
+// the loader's path (another CBLAS, such as the reference libblas.so.3 a GPU bundle carries,
+// also serves); none: the portable loop, with a warning.
+struct Blas {
+  Sgemm sgemm = nullptr;
+  int (*numThreads)() = nullptr; // OpenBLAS only
+};
+const Blas &blas() {
+  static std::once_flag once;
+  static Blas api;
+  std::call_once(once, [] {
+    for (const char *name : {ASPEN_OPENBLAS_LIBRARY_PATH, "libopenblas.so.0", "libcblas.so.3",
+                             "libblas.so.3"}) {
+      if (!*name)
+        continue;
+      void *handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+      if (!handle)
+        continue;
+      api.sgemm = reinterpret_cast<Sgemm>(dlsym(handle, "cblas_sgemm"));
+      api.numThreads = reinterpret_cast<int (*)()>(dlsym(handle, "openblas_get_num_threads"));
+      if (api.sgemm) {
+        logger().debug("CPU executor: Gemm through {}", name);
+        return;
+      }
+    }
+    logger().warn("CPU executor: no CBLAS library found (OpenBLAS: Debian's libopenblas0); "
+                  "Gemm runs a portable loop");
+  });
+  return api;
+}
+
+// Products smaller than this many MACs are not worth splitting over threads.
+constexpr std::uint64_t kMinSplitMacs = std::uint64_t(1) << 18;
+
+// c = alpha * a . b + beta * c for one [M,K] . [K,N] block of floats, with the portable loop:
+// rows in parallel, each accumulating a.b in float across K, then scaling once.
+void loopGemm(std::uint64_t M, std::uint64_t K, std::uint64_t N, const float *a, const float *b,
+              float *c, float alpha, float beta, ThreadPool &pool) {
   pool.parallelFor(M, [&](std::size_t i) {
     std::vector<float> row(N, 0.0f);
     for (std::uint64_t k = 0; k < K; ++k) {
@@ -53,12 +91,42 @@ void floatGemm(std::uint64_t M, std::uint64_t K, std::uint64_t N, const float *a
     for (std::uint64_t j = 0; j < N; ++j)
       ci[j] = alpha * row[j] + (beta != 0.0f ? beta * ci[j] : 0.0f);
   });
-#endif
+}
+
+// c = alpha * a . b + beta * c for one [M,K] . [K,N] block of floats, on all cores: one BLAS call
+// when OpenBLAS runs at least as many threads as the executor, else one call per executor
+// thread on a slice of the rows of c (or of its columns, when there are fewer rows).
+void floatGemm(std::uint64_t M, std::uint64_t K, std::uint64_t N, const float *a, const float *b,
+               float *c, float alpha, float beta, ThreadPool &pool) {
+  const Blas &api = blas();
+  if (!api.sgemm) {
+    loopGemm(M, K, N, a, b, c, alpha, beta, pool);
+    return;
+  }
+  const unsigned threads = pool.numThreads();
+  const unsigned blasThreads = api.numThreads ? unsigned(std::max(1, api.numThreads())) : 1u;
+  const std::uint64_t parts = std::min<std::uint64_t>(threads, std::max(M, N));
+  if (blasThreads >= threads || parts < 2 || M * N * K < kMinSplitMacs) {
+    api.sgemm(kCblasRowMajor, kCblasNoTrans, kCblasNoTrans, int(M), int(N), int(K), alpha, a,
+              int(K), b, int(N), beta, c, int(N));
+    return;
+  }
+  const bool byRows = M >= N;
+  const std::uint64_t extent = byRows ? M : N;
+  pool.parallelFor(parts, [&](std::size_t p) {
+    const std::uint64_t begin = extent * p / parts, end = extent * (p + 1) / parts;
+    if (begin == end)
+      return;
+    if (byRows)
+      api.sgemm(kCblasRowMajor, kCblasNoTrans, kCblasNoTrans, int(end - begin), int(N), int(K),
+                alpha, a + begin * K, int(K), b, int(N), beta, c + begin * N, int(N));
+    else
+      api.sgemm(kCblasRowMajor, kCblasNoTrans, kCblasNoTrans, int(M), int(end - begin), int(K),
+                alpha, a, int(K), b + begin, int(N), beta, c + begin, int(N));
+  });
 }
 
 } // namespace
-
-bool cpuGemmUsesBlas() { return ASPEN_HAVE_CBLAS != 0; }
 
 void checkCpuGemm(const CompiledKernel &kernel) {
   const GemmShape &s = kernel.gemm;

@@ -1,8 +1,10 @@
 // The CPU executor's Gemm library kernel (LibraryCalls.hpp): c[g] = alpha * a[g] . b[g] +
-// beta * c[g] on host memory, row-major blocks one after another. OpenBLAS's cblas_sgemm (its
-// own threads, all cores) when Aspen is built with it, else a portable loop over the executor's
-// thread pool. Half operands are widened to float and a half result rounded once at the end, so
-// products always accumulate in float.
+// beta * c[g] on host memory, row-major blocks one after another. OpenBLAS's cblas_sgemm (opened
+// at the first call, see CpuGemm.cpp) on all cores: one call when OpenBLAS runs at least as many
+// threads as the executor, else one call per executor thread on a slice of c's rows (or
+// columns, when it has fewer rows), as with OPENBLAS_NUM_THREADS=1. Without a CBLAS library, a
+// portable loop over the executor's thread pool. Half operands are widened to float and a half
+// result rounded once at the end, so products always accumulate in float.
 #pragma once
 
 #include "ThreadPool.hpp"
@@ -17,8 +19,5 @@ void checkCpuGemm(const CompiledKernel &kernel);
 
 void cpuGemm(const GemmShape &shape, const void *a, const void *b, void *c, float alpha,
              ThreadPool &pool, std::vector<float> &workspace);
-
-// Whether cpuGemm calls OpenBLAS (false: the portable loop).
-bool cpuGemmUsesBlas();
 
 } // namespace aspen::detail
