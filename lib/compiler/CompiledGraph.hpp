@@ -129,6 +129,12 @@ struct GemmShape {
   std::uint64_t flops() const { return 2 * G * M * K * N; }
 };
 
+// Bounds of any launch (verification applies each target's own, which are within these; a
+// deserialised executable is checked against them before an executor allocates fibers or
+// shared memory): the largest block of any GPU, and more shared memory than any GPU offers.
+inline constexpr std::uint32_t kMaxBlockThreads = 1024;
+inline constexpr std::uint64_t kMaxBlockSharedBytes = std::uint64_t(1) << 20;
+
 struct BlockLaunch {
   std::uint32_t computeSet = 0;
   std::uint32_t blocks = 1, threadsPerBlock = 1;

@@ -181,8 +181,10 @@ void validate(Reader &io, const CompiledGraph &g) {
   for (const CompiledKernel &k : g.kernels) {
     if (k.kind == KernelKind::Block) {
       const BlockLaunch &l = k.launch;
-      check(l.computeSet < g.computeSets.size() && g.computeSets[l.computeSet].vertices.size() == 1 &&
-                l.blocks >= 1 && l.threadsPerBlock >= 1 && k.operands.empty(),
+      check(l.computeSet < g.computeSets.size() &&
+                g.computeSets[l.computeSet].vertices.size() == 1 && l.blocks >= 1 &&
+                l.threadsPerBlock >= 1 && l.threadsPerBlock <= kMaxBlockThreads &&
+                l.sharedBytes <= kMaxBlockSharedBytes && k.operands.empty(),
             "block kernel");
       continue;
     }

@@ -1,5 +1,6 @@
 #include "Verify.hpp"
 
+#include "CompiledGraph.hpp"
 #include "ProgramWalk.hpp"
 #include "core/TensorRegions.hpp"
 #include "support/Writability.hpp"
@@ -154,7 +155,8 @@ public:
                                      quoted(graph_.vertices[cs.vertices[0]].type->name)));
     const unsigned threads = launchThreads(node.launch, graph_.target);
     const unsigned maxThreads =
-        graph_.target.isGpu() ? graph_.target.getGpuProperties().maxThreadsPerBlock : 1024;
+        graph_.target.isGpu() ? graph_.target.getGpuProperties().maxThreadsPerBlock
+                              : kMaxBlockThreads;
     if (threads > maxThreads)
       throw control_program_error(what + ": " + std::to_string(threads) +
                                   " threads a block is more than the " +

@@ -5,6 +5,7 @@
 // naming the vertex. On ASPEN_TEST_DEVICE=gpu the same programs run as CUDA kernels.
 #include "TestDevice.hpp"
 #include "TestRandom.hpp"
+#include "codelets/ContentHash.hpp"
 #include "TestPaths.hpp"
 
 #include <aspen/BlockCodelets.hpp>
@@ -16,6 +17,7 @@
 #include <cmath>
 #include <random>
 #include <sstream>
+#include <string_view>
 #include <vector>
 
 using namespace aspen;
@@ -165,4 +167,38 @@ TEST_CASE("a block codelet thread returning false fails the run naming the verte
                                    Catch::Contains("returned false"));
   write(e, "fail", std::vector<int>{0});
   e.run(); // and the engine is still usable
+}
+
+TEST_CASE("a deserialised launch beyond any GPU's block limits is refused before it runs",
+          "[correctness][block][executable]") {
+  // A stream whose checksum is right but whose launch asks for 5000 threads a block: the reader
+  // must refuse it rather than give an executor 5000 fibers (or a GPU an impossible launch).
+  Graph g = makeGraph();
+  Tensor in = variable(g, FLOAT, {64}, "in"), out = variable(g, FLOAT, {3}, "out");
+  ComputeSet cs = blockComputeSet(g, "BlockSum", {{"in", in}, {"out", out}});
+  std::ostringstream written;
+  compileGraph(g, {program::Launch(cs, {3, 37, 37 * sizeof(float)})}).serialize(written);
+  std::string bytes = written.str();
+  // The BlockLaunch as written: computeSet 0, blocks 3, threads 37, sharedBytes 148.
+  auto field = [](auto v) { return std::string(reinterpret_cast<const char *>(&v), sizeof v); };
+  const std::string launch = field(std::uint32_t(0)) + field(std::uint32_t(3)) +
+                             field(std::uint32_t(37)) + field(std::uint64_t(148));
+  const std::size_t at = bytes.find(launch);
+  REQUIRE(at != std::string::npos);
+  REQUIRE(bytes.find(launch, at + 1) == std::string::npos);
+  bytes.replace(at + 8, 4, field(std::uint32_t(5000)));
+  // The checksum (FNV-1a of the body, between the 12-byte header and the 8-byte trailer) made
+  // right again.
+  const std::string_view body(bytes.data() + 12, bytes.size() - 20);
+  const std::uint64_t checksum = detail::ContentHash().add(body).value();
+  bytes.replace(bytes.size() - 8, 8, field(checksum));
+  std::istringstream in1(bytes);
+  REQUIRE_THROWS_WITH(Executable::deserialize(in1),
+                      Catch::Contains("corrupt stream") && Catch::Contains("block kernel"));
+  // With threads back at 37 the same stream loads: the check is on the value, not the edit.
+  bytes.replace(at + 8, 4, field(std::uint32_t(37)));
+  const std::string_view body2(bytes.data() + 12, bytes.size() - 20);
+  bytes.replace(bytes.size() - 8, 8, field(detail::ContentHash().add(body2).value()));
+  std::istringstream in2(bytes);
+  REQUIRE_NOTHROW(Executable::deserialize(in2));
 }

@@ -7,6 +7,7 @@
 // ASPEN-SKIPPED without one (CTest: "Skipped").
 #include "TestDevice.hpp"
 #include "TestPaths.hpp"
+#include "TestRandom.hpp"
 
 #include <aspen/Engine.hpp>
 #include <aspen/Error.hpp>
@@ -27,7 +28,6 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
-#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -148,14 +148,7 @@ std::vector<std::vector<float>> requireCloseFloats(Graph &g, const Program &prog
   return cpuValues;
 }
 
-std::vector<float> randomFloats(std::size_t n, unsigned seed, float lo, float hi) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = dist(rng);
-  return v;
-}
+using aspen::test::randomFloats;
 
 // A scalar on `tile` with a write handle `name` and a read handle `name`-read.
 Tensor scalar(Graph &g, Type type, const std::string &name, unsigned tile) {
