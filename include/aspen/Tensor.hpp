@@ -11,6 +11,7 @@
 #include <aspen/Type.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -34,6 +35,21 @@ struct VariableRef {
 struct VariableInterval {
   VariableRef var;
   Interval interval;
+};
+
+// `count` elements of a tensor that lie in variable `var`: the first at byte `byteOffset` of the
+// variable, then one every `byteStride` bytes (0 for broadcast elements, negative for reversed
+// ones). Each element is the tensor's element type's size.
+struct StridedVarRegion {
+  VariableRef var;
+  std::int64_t byteOffset = 0;
+  std::int64_t byteStride = 0;
+  std::size_t count = 0;
+  friend bool operator==(const StridedVarRegion &a, const StridedVarRegion &b) {
+    return a.var == b.var && a.byteOffset == b.byteOffset && a.byteStride == b.byteStride &&
+           a.count == b.count;
+  }
+  friend bool operator!=(const StridedVarRegion &a, const StridedVarRegion &b) { return !(a == b); }
 };
 
 class Tensor {
@@ -101,8 +117,13 @@ public:
   // True when writing every element in parallel is well defined: no aliases and no constants.
   bool isParallelWriteable() const;
   bool intersectsWith(const Tensor &other) const;
-  // The variable element runs of this tensor in element order.
+  // The variable element runs of this tensor in element order. An element of a reinterpreted
+  // view that covers part of a variable element counts as that whole variable element.
   std::vector<VariableInterval> getVarRegions() const;
+  // The tensor's elements in flattened (row-major) order as strided runs of variable bytes,
+  // adjacent runs merged wherever one run can describe them: exact for every view, and as many
+  // entries as numRegions().
+  std::vector<StridedVarRegion> getStridedVarRegions() const;
   // Number of strided regions of variables this tensor is made of (a measure of view cost).
   std::size_t numRegions() const;
 

@@ -344,6 +344,15 @@ std::vector<VariableInterval> Tensor::getVarRegions() const {
   return intervals;
 }
 
+std::vector<StridedVarRegion> Tensor::getStridedVarRegions() const {
+  const std::vector<VarRegion> regions = detail::flatRegions(*this);
+  std::vector<StridedVarRegion> result;
+  result.reserve(regions.size());
+  for (const VarRegion &r : regions)
+    result.push_back({VariableRef{r.var}, r.byteOffset, r.byteStride, r.count});
+  return result;
+}
+
 std::size_t Tensor::numRegions() const { return detail::flatRegions(*this).size(); }
 
 std::string Tensor::getDebugStr() const {

@@ -1,7 +1,7 @@
 // nonLinearity, nonLinearityInPlace and nonLinearityInputGradient: vertices per tile, dispatched
 // from the table in NonLinearityTable.hpp.
 #include "NnWork.hpp"
-#include "ops/FillRegions.hpp"
+#include "support/VertexPerTile.hpp"
 #include "support/Writability.hpp"
 
 #include <aspen/Error.hpp>
@@ -61,7 +61,7 @@ using aspen::detail::requireWritable;
 void addElementwiseVertices(Graph &graph, ComputeSet cs, const std::string &vertexType,
                             const Tensor &written,
                             const std::vector<std::pair<std::string, Tensor>> &fields) {
-  ops::detail::addVertexPerTile(graph, cs, written.flatten(), vertexType,
+  aspen::detail::addVertexPerTile(graph, cs, written.flatten(), vertexType,
                                 [&](VertexRef v, const std::vector<Interval> &regions) {
                                   for (const auto &[name, tensor] : fields)
                                     graph.connect(v[name], tensor.flatten().slices(regions));

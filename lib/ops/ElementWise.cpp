@@ -1,7 +1,6 @@
 // map, mapInPlace, mapWithOutput: checking, output creation, aliasing, and the choice between a
 // generated codelet (ExprCodegen) and the library codelets (ElementWiseLibrary).
 #include "support/OptionParsing.hpp"
-#include "support/TensorRegions.hpp"
 #include "support/Writability.hpp"
 #include "ops/ElementWiseVertices.hpp"
 #include "ops/ExprCodegen.hpp"
@@ -18,7 +17,6 @@ namespace aspen::ops {
 
 namespace {
 
-using aspen::detail::flatRegions;
 using detail::ExprNode;
 
 enum class Destination { NewTensor, FirstOperand, Given };
@@ -90,7 +88,12 @@ void mapImpl(Graph &graph, const expr::Expr &e, const std::vector<Tensor> &ts, T
     return;
 
   const Tensor outFlat = out->flatten();
-  const auto outRegions = flatRegions(outFlat);
+  const std::vector<StridedVarRegion> outRegions = outFlat.getStridedVarRegions();
+  // Whether `view` is the output's elements, one for one and in order (the same bytes).
+  const auto sameElementsAsOut = [&](const Tensor &view) {
+    return view.elementType().size() == outFlat.elementType().size() &&
+           view.getStridedVarRegions() == outRegions;
+  };
   std::vector<detail::ElementwiseOperand> operands(ts.size());
   for (const ExprNode &n : lowered.nodes) {
     if (n.kind != ExprNode::Kind::Input)
@@ -102,7 +105,7 @@ void mapImpl(Graph &graph, const expr::Expr &e, const std::vector<Tensor> &ts, T
     const bool scalar = t.numElements() == 1;
     // An operand overlapping the output other than element for element is read from a copy.
     if (destination != Destination::NewTensor && t.intersectsWith(*out) &&
-        (scalar || flatRegions(view) != outRegions)) {
+        (scalar || !sameElementsAsOut(view))) {
       t = util::duplicate(graph, t, prog, name + "/operandCopy");
       view = t;
       util::broadcastToMatch(view, shape);

@@ -1,14 +1,11 @@
-// Helpers of the builders that put one vertex on each tile over a tensor's regions (fill, iota,
-// scaledAdd, dynamic slices, element-wise operations, nn's element-wise non-linearities).
+// Helpers of the ops builders that put one vertex on each tile over a tensor's regions (fill,
+// iota, scaledAdd, dynamic slices, element-wise operations).
 #pragma once
 
+#include "support/VertexPerTile.hpp"
 #include "support/Writability.hpp"
 
 #include <aspen/Graph.hpp>
-
-#include <functional>
-#include <string>
-#include <vector>
 
 namespace aspen::ops::detail {
 
@@ -16,13 +13,9 @@ namespace aspen::ops::detail {
 // (support/Writability.hpp).
 using aspen::detail::requireWritable;
 
-// For each tile owning elements of t: one vertex of vertexType on that tile in cs; `connect`
-// receives it and the tile's intervals of t.flatten() (each contiguous in one variable).
-void addVertexPerTile(Graph &graph, ComputeSet cs, const Tensor &t, const std::string &vertexType,
-                      const std::function<void(VertexRef, const std::vector<Interval> &)> &connect);
-
-// The views flat.slice(i) for each interval i.
-std::vector<Tensor> regionSlices(const Tensor &flat, const std::vector<Interval> &regions);
+// One vertex per tile over a tensor's regions (support/VertexPerTile.hpp).
+using aspen::detail::addVertexPerTile;
+using aspen::detail::regionSlices;
 
 // A scalar constant of `type` holding `value` (converted; type_error when type cannot hold it),
 // mapped to tile 0.

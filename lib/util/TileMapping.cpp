@@ -1,5 +1,4 @@
 #include "support/LinearMapping.hpp"
-#include "support/TensorRegions.hpp"
 
 #include <aspen/Error.hpp>
 #include <aspen/util/TileMapping.hpp>
@@ -81,7 +80,7 @@ std::vector<std::vector<Interval>> getTileContiguousRegions(const Graph &graph, 
   std::vector<std::size_t> cuts;
   const auto elementBytes = static_cast<std::int64_t>(t.elementType().size());
   std::size_t flat = 0;
-  for (const auto &r : detail::flatRegions(t)) {
+  for (const StridedVarRegion &r : t.getStridedVarRegions()) {
     if (r.byteStride == elementBytes || r.count == 1)
       cuts.push_back(flat);
     else

@@ -1,0 +1,71 @@
+// Tensor::getStridedVarRegions, the exact byte description of a view that the layer libraries
+// use (public API), against offsets worked out by hand for a float [3, 4] variable v (element
+// (r, c) at byte 16r + 4c) and a half [6] variable w.
+#include <aspen/Device.hpp>
+#include <aspen/Graph.hpp>
+#include <aspen/Target.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+using namespace aspen;
+
+namespace {
+struct Run {
+  VariableRef var;
+  long long offset, stride;
+  std::size_t count;
+};
+
+void requireRuns(const Tensor &t, const std::vector<Run> &expected) {
+  INFO(t.shapeToString());
+  const std::vector<StridedVarRegion> got = t.getStridedVarRegions();
+  REQUIRE(got.size() == expected.size());
+  REQUIRE(t.numRegions() == expected.size());
+  std::size_t elements = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    INFO("region " << i);
+    CHECK(got[i].var == expected[i].var);
+    CHECK(got[i].byteOffset == expected[i].offset);
+    CHECK(got[i].byteStride == expected[i].stride);
+    CHECK(got[i].count == expected[i].count);
+    elements += got[i].count;
+  }
+  REQUIRE(elements == t.numElements());
+}
+} // namespace
+
+TEST_CASE("getStridedVarRegions gives each view's bytes exactly", "[unit][tensor]") {
+  Device device = Device::createCPUDevice();
+  Graph g(device.getTarget());
+  Tensor v = g.addVariable(FLOAT, {3, 4}, "v");
+  Tensor w = g.addVariable(HALF, {6}, "w");
+  const VariableRef vr = v.getVarRegions()[0].var;
+  const VariableRef wr = w.getVarRegions()[0].var;
+  REQUIRE(vr != wr);
+
+  requireRuns(v, {{vr, 0, 4, 12}});
+  // Column 1..2 of each row: three runs of two, 16 bytes apart (one run cannot describe them).
+  requireRuns(v.slice(1, 3, 1), {{vr, 4, 4, 2}, {vr, 20, 4, 2}, {vr, 36, 4, 2}});
+  // The transpose: row c of it is column c of v, every 16 bytes.
+  requireRuns(v.transpose(), {{vr, 0, 16, 3}, {vr, 4, 16, 3}, {vr, 8, 16, 3}, {vr, 12, 16, 3}});
+  // Row 2 reversed.
+  requireRuns(v[2].reverse(0), {{vr, 44, -4, 4}});
+  // Column 3 on its own is one strided run.
+  requireRuns(v.slice(3, 4, 1).flatten(), {{vr, 12, 16, 3}});
+  // Element (1, 2) broadcast five times: the same bytes five times.
+  requireRuns(v[1][2].expand({0}).broadcast(5, 0), {{vr, 24, 0, 5}});
+  // The same bytes as halves: twice as many elements of two bytes.
+  requireRuns(v.reinterpret(HALF), {{vr, 0, 2, 24}});
+  // Two variables, concatenated.
+  requireRuns(concat(w.slice(4, 6), w.slice(0, 1)), {{wr, 8, 2, 2}, {wr, 0, 2, 1}});
+  requireRuns(concat(v[0].reinterpret(HALF), w),
+              {{vr, 0, 2, 8}, {wr, 0, 2, 6}});
+  // No elements, no regions.
+  requireRuns(v.slice(2, 2, 1), {});
+
+  // Views of the same elements have the same regions; views of others do not.
+  REQUIRE(v.transpose().transpose().getStridedVarRegions() == v.getStridedVarRegions());
+  REQUIRE(v[1].getStridedVarRegions() != v[2].getStridedVarRegions());
+}
