@@ -3,7 +3,8 @@
 # scripts/gpu-check.sh needs to check Aspen on a bare GPU machine, where nothing is built and no
 # package is installed (it needs only the CUDA toolkit, the driver and python3 there):
 #   bin/        lstm_layer, gru_layer, rnn_layer, aspen-cc (installed), aspen_correctness_tests,
-#               aspen_gpu_tests, aspen_gpu_codegen_tests, bench_gpu_*, first_steps,
+#               aspen_correctness_internal_tests, aspen_gpu_tests, aspen_gpu_codegen_tests,
+#               bench_gpu_*, first_steps,
 #               logistic_regression, mlp: stripped, RUNPATH $ORIGIN/../lib
 #   lib/        libaspen*, the library codelets (aspen/codelets: .gp and .fatbin) and every shared
 #               library the programs need that a bare machine lacks (libfmt, libspdlog,
@@ -123,7 +124,7 @@ first_gp=$(find "$dir/lib" -name '*.gp' -print -quit)
 codelets_dir=$(dirname "${first_gp#"$dir"/}")
 
 # --- The test programs, GPU benchmarks and examples, stripped. ---
-programs=(tests/aspen_correctness_tests tests/gpu/aspen_gpu_tests
+programs=(tests/aspen_correctness_tests tests/aspen_correctness_internal_tests tests/gpu/aspen_gpu_tests
   tests/gpu_codegen/aspen_gpu_codegen_tests examples/first_steps examples/logistic_regression
   examples/mlp)
 for b in launch copy matmul lstm gru; do

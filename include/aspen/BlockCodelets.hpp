@@ -23,6 +23,7 @@
 // shared memory per block (227 KiB on targets that are not GPUs). At construction: no blocks.
 #pragma once
 
+#include <aspen/Export.hpp>
 #include <aspen/Program.hpp>
 
 #include <cstddef>
@@ -37,7 +38,7 @@ struct LaunchShape {
 
 namespace program {
 
-class Launch : public Program {
+class ASPEN_API Launch : public Program {
 public:
   Launch(ComputeSet cs, const LaunchShape &shape, const DebugContext &debug = {});
 };

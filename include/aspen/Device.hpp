@@ -6,6 +6,7 @@
 //  - a CUDA GPU (createGpuDevice), when Aspen is built with the CUDA backend.
 #pragma once
 
+#include <aspen/Export.hpp>
 #include <aspen/OptionFlags.hpp>
 #include <aspen/Target.hpp>
 
@@ -16,7 +17,7 @@ namespace aspen {
 
 enum class DeviceKind { None, Cpu, Model, Gpu };
 
-class Device {
+class ASPEN_API Device {
 public:
   Device(); // no device: attach() fails and Engine::load() raises an error
   Device(Device &&) noexcept;
@@ -60,7 +61,7 @@ private:
 };
 
 // Poplar's DeviceManager: the devices of this machine.
-class DeviceManager {
+class ASPEN_API DeviceManager {
 public:
   static DeviceManager createDeviceManager();
   // Hardware devices of a type: the GPUs for TargetType::GPU (numIPUs is ignored), nothing for

@@ -3,6 +3,7 @@
 
 #include <aspen/ArrayRef.hpp>
 #include <aspen/Device.hpp>
+#include <aspen/Export.hpp>
 #include <aspen/Graph.hpp>
 #include <aspen/OptionFlags.hpp>
 #include <aspen/Program.hpp>
@@ -22,7 +23,7 @@ class EngineImpl;
 } // namespace detail
 
 // A compiled graph and its programs, independent of the Graph it came from; serialisable.
-class Executable {
+class ASPEN_API Executable {
 public:
   Executable(Executable &&) noexcept;
   Executable &operator=(Executable &&) noexcept;
@@ -43,15 +44,15 @@ private:
 
 using ProgressFunc = std::function<void(int step, int total)>;
 
-Executable compileGraph(const Graph &graph, ArrayRef<program::Program> programs,
-                        const OptionFlags &options = {}, ProgressFunc progress = {});
+ASPEN_API Executable compileGraph(const Graph &graph, ArrayRef<program::Program> programs,
+                                  const OptionFlags &options = {}, ProgressFunc progress = {});
 
 // A host callback for a stream, instead of a buffer.
 //  - host-to-device: prefetch(p) may fill p ahead of time for the next transfer and return
 //    Success; when it returned NotAvailable, fetch(p) is called when the data is needed.
 //  - device-to-host: fetch(p) receives the data.
 // complete() follows each transfer.
-class StreamCallback {
+class ASPEN_API StreamCallback {
 public:
   enum class Result { Success, NotAvailable };
   virtual ~StreamCallback() = default;
@@ -63,7 +64,7 @@ public:
 };
 
 // A callback from a plain function: no prefetch, fetch calls f.
-class LegacyStreamCallback : public StreamCallback {
+class ASPEN_API LegacyStreamCallback : public StreamCallback {
 public:
   explicit LegacyStreamCallback(std::function<void(void *)> f) : f_(std::move(f)) {}
   Result prefetch(void *) noexcept override { return Result::NotAvailable; }
@@ -74,7 +75,7 @@ private:
   std::function<void(void *)> f_;
 };
 
-class Engine {
+class ASPEN_API Engine {
 public:
   // Engine options: keys "aspen.*" are Aspen's own and must be known; other keys (Poplar has
   // many) are accepted with a logged warning when not understood.

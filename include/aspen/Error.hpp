@@ -5,37 +5,53 @@
 // internal invariant raises aspen::internal_error, which is deliberately not an aspen::error.
 #pragma once
 
+#include <aspen/Export.hpp>
+
 #include <stdexcept>
 #include <string>
 
 namespace aspen {
 
-class error : public std::runtime_error {
+class ASPEN_API error : public std::runtime_error {
 public:
   explicit error(const std::string &message) : std::runtime_error(message) {}
 };
 
 // Graph construction.
-class index_error : public error { using error::error; };            // slice/index out of range
-class shape_error : public error { using error::error; };            // shapes that do not fit
-class type_error : public error { using error::error; };             // element types that do not fit
-class tensor_creation_error : public error { using error::error; };  // bad variable/constant
-class invalid_tile_mapping : public error { using error::error; };   // bad or missing mapping
-class unknown_vertex_type : public error { using error::error; };    // addVertex of an unknown name
-class unknown_field : public error { using error::error; };          // vtx["nope"]
-class graph_connection_error : public error { using error::error; }; // connect/setInitialValue misuse
-class control_program_error : public error { using error::error; };  // malformed programs
-class invalid_option : public error { using error::error; };         // unknown key or bad value
-class codelet_error : public error { using error::error; };          // codelet file fails to compile/load
+// slice/index out of range
+class ASPEN_API index_error : public error { using error::error; };
+// shapes that do not fit
+class ASPEN_API shape_error : public error { using error::error; };
+// element types that do not fit
+class ASPEN_API type_error : public error { using error::error; };
+// bad variable/constant
+class ASPEN_API tensor_creation_error : public error { using error::error; };
+// bad or missing mapping
+class ASPEN_API invalid_tile_mapping : public error { using error::error; };
+// addVertex of an unknown name
+class ASPEN_API unknown_vertex_type : public error { using error::error; };
+// vtx["nope"]
+class ASPEN_API unknown_field : public error { using error::error; };
+// connect/setInitialValue misuse
+class ASPEN_API graph_connection_error : public error { using error::error; };
+// malformed programs
+class ASPEN_API control_program_error : public error { using error::error; };
+// unknown key or bad value
+class ASPEN_API invalid_option : public error { using error::error; };
+// codelet file fails to compile/load
+class ASPEN_API codelet_error : public error { using error::error; };
 
 // Compilation and execution.
-class graph_memory_allocation_error : public error { using error::error; };
-class stream_connection_error : public error { using error::error; }; // streams and host handles
-class runtime_error : public error { using error::error; };           // vertex failed, abort, ...
-class serialization_error : public error { using error::error; };     // bad Executable stream
+class ASPEN_API graph_memory_allocation_error : public error { using error::error; };
+// streams and host handles
+class ASPEN_API stream_connection_error : public error { using error::error; };
+// vertex failed, abort, ...
+class ASPEN_API runtime_error : public error { using error::error; };
+// bad Executable stream
+class ASPEN_API serialization_error : public error { using error::error; };
 
 // An invariant of Aspen itself was broken: a bug in Aspen, not in the caller's program.
-class internal_error : public std::logic_error {
+class ASPEN_API internal_error : public std::logic_error {
 public:
   explicit internal_error(const std::string &message) : std::logic_error(message) {}
 };

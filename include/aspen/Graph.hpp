@@ -6,6 +6,7 @@
 #include <aspen/DebugContext.hpp>
 #include <aspen/Device.hpp>
 #include <aspen/Error.hpp>
+#include <aspen/Export.hpp>
 #include <aspen/GraphElements.hpp>
 #include <aspen/Interval.hpp>
 #include <aspen/PerfEstimate.hpp>
@@ -41,7 +42,7 @@ enum class CodeletFileType {
   Precompiled,   // a file written by aspen-cc
 };
 
-class Graph {
+class ASPEN_API Graph {
 public:
   using TileToTensorMapping = aspen::TileToTensorMapping; // Poplar spells it Graph::...
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <aspen/ArrayRef.hpp>
+#include <aspen/Export.hpp>
 
 #include <cstddef>
 #include <limits>
@@ -28,7 +29,7 @@ private:
   unsigned id_ = kInvalidId;
 };
 
-class FieldRef {
+class ASPEN_API FieldRef {
 public:
   FieldRef() = default;
   FieldRef(detail::GraphState *graph, unsigned vertex, std::string name)
@@ -80,7 +81,7 @@ private:
 
 // A first-in first-out stream between the host and the device, made by
 // Graph::addHostToDeviceFIFO / addDeviceToHostFIFO and used as a Copy source or destination.
-class DataStream {
+class ASPEN_API DataStream {
 public:
   DataStream() = default;
   DataStream(detail::GraphState *graph, unsigned id) : graph_(graph), id_(id) {}

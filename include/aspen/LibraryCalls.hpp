@@ -19,6 +19,7 @@
 // compiled with a tensor of another graph, unmapped, constant or aliased output elements.
 #pragma once
 
+#include <aspen/Export.hpp>
 #include <aspen/Program.hpp>
 
 namespace aspen::program {
@@ -29,7 +30,7 @@ struct GemmOptions {
   bool allowTF32 = false;  // float operands on a GPU: TF32 tensor cores (10-bit mantissa)
 };
 
-class Gemm : public Program {
+class ASPEN_API Gemm : public Program {
 public:
   Gemm(const Tensor &a, const Tensor &b, const Tensor &c, const GemmOptions &options = {},
        const DebugContext &debug = {});

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <aspen/ArrayRef.hpp>
+#include <aspen/Export.hpp>
 
 #include <initializer_list>
 #include <ostream>
@@ -12,7 +13,7 @@
 
 namespace aspen {
 
-class OptionFlags {
+class ASPEN_API OptionFlags {
 public:
   using value_type = std::pair<std::string, std::string>;
   using const_iterator = std::vector<value_type>::const_iterator;
@@ -40,7 +41,7 @@ public:
   friend bool operator==(const OptionFlags &a, const OptionFlags &b) {
     return a.options_ == b.options_;
   }
-  friend std::ostream &operator<<(std::ostream &os, const OptionFlags &flags);
+  friend ASPEN_API std::ostream &operator<<(std::ostream &os, const OptionFlags &flags);
 
 private:
   std::vector<value_type> options_;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <aspen/ArrayRef.hpp>
+#include <aspen/Export.hpp>
 #include <aspen/Target.hpp>
 
 #include <cstddef>
@@ -29,7 +30,7 @@ struct VertexPerfEstimate {
 };
 
 // One field of one vertex, as the graph has connected or set it.
-class FieldData {
+class ASPEN_API FieldData {
 public:
   FieldData(const detail::FieldInfo &info, const detail::FieldBinding &binding, std::size_t edge);
   // Elements of a vector edge; edges of a vector-of-vectors field (or elements of its edge i
@@ -50,7 +51,7 @@ private:
   std::size_t edge_;
 };
 
-class VertexIntrospector {
+class ASPEN_API VertexIntrospector {
 public:
   explicit VertexIntrospector(const detail::VertexRecord &vertex) : vertex_(&vertex) {}
   // Raises unknown_field naming the vertex type when it has no such field.

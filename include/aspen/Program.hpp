@@ -6,6 +6,7 @@
 #pragma once
 
 #include <aspen/DebugContext.hpp>
+#include <aspen/Export.hpp>
 #include <aspen/GraphElements.hpp>
 #include <aspen/Tensor.hpp>
 
@@ -24,7 +25,7 @@ struct ProgramNode;
 
 namespace program {
 
-class Program {
+class ASPEN_API Program {
 public:
   Program(); // does nothing
   Program(const Program &other);
@@ -45,7 +46,7 @@ private:
 };
 
 // Runs its programs in order.
-class Sequence : public Program {
+class ASPEN_API Sequence : public Program {
 public:
   Sequence(const DebugContext &debug = {});
   Sequence(std::initializer_list<Program> programs, const DebugContext &debug = {});
@@ -53,14 +54,14 @@ public:
 };
 
 // Runs every vertex of a compute set.
-class Execute : public Program {
+class ASPEN_API Execute : public Program {
 public:
   explicit Execute(ComputeSet cs, const DebugContext &debug = {});
 };
 
 // Copies src to dst as if through a temporary: overlapping or aliased views are correct.
 // A stream source or destination moves the stream's next numElements elements.
-class Copy : public Program {
+class ASPEN_API Copy : public Program {
 public:
   Copy(const Tensor &src, const Tensor &dst, bool dontOutline = false,
        const DebugContext &debug = {});
@@ -71,34 +72,34 @@ public:
 };
 
 // Runs body `count` times.
-class Repeat : public Program {
+class ASPEN_API Repeat : public Program {
 public:
   Repeat(unsigned count, const Program &body, const DebugContext &debug = {});
 };
 
 // Runs cond, then body while the scalar `predicate` is non-zero (true) after running cond.
-class RepeatWhileTrue : public Program {
+class ASPEN_API RepeatWhileTrue : public Program {
 public:
   RepeatWhileTrue(const Program &cond, const Tensor &predicate, const Program &body,
                   const DebugContext &debug = {});
 };
 
 // Runs cond, then body while the scalar `predicate` is zero (false) after running cond.
-class RepeatWhileFalse : public Program {
+class ASPEN_API RepeatWhileFalse : public Program {
 public:
   RepeatWhileFalse(const Program &cond, const Tensor &predicate, const Program &body,
                    const DebugContext &debug = {});
 };
 
 // Runs trueBody when the scalar predicate is non-zero, falseBody otherwise.
-class If : public Program {
+class ASPEN_API If : public Program {
 public:
   If(const Tensor &predicate, const Program &trueBody, const Program &falseBody,
      const DebugContext &debug = {});
 };
 
 // Runs the body whose value equals the integral scalar `control`, else the default body.
-class Switch : public Program {
+class ASPEN_API Switch : public Program {
 public:
   using CaseBody = std::pair<std::int32_t, Program>;
   Switch(const Tensor &control, const DebugContext &debug = {});
@@ -112,19 +113,19 @@ public:
 };
 
 // Runs a Function made by Graph::addFunction.
-class Call : public Program {
+class ASPEN_API Call : public Program {
 public:
   explicit Call(Function f, const DebugContext &debug = {});
 };
 
 // Marks the tensor's contents as undefined (its memory may be reused until written).
-class WriteUndef : public Program {
+class ASPEN_API WriteUndef : public Program {
 public:
   explicit WriteUndef(const Tensor &t, const DebugContext &debug = {});
 };
 
 // Prints "title: [v0 v1 ...]" to the engine's print stream (nested rows for rank >= 2).
-class PrintTensor : public Program {
+class ASPEN_API PrintTensor : public Program {
 public:
   explicit PrintTensor(const Tensor &t, const DebugContext &debug = {});
   PrintTensor(StringRef title, const Tensor &t, const DebugContext &debug = {});
@@ -132,13 +133,13 @@ public:
 
 // Waits for outstanding work; a no-op on the CPU executor.
 enum class SyncType { INTERNAL, EXTERNAL, GLOBAL };
-class Sync : public Program {
+class ASPEN_API Sync : public Program {
 public:
   explicit Sync(SyncType type = SyncType::INTERNAL, const DebugContext &debug = {});
 };
 
 // Stops the run with aspen::runtime_error when the scalar predicate is non-zero.
-class AbortOnCondition : public Program {
+class ASPEN_API AbortOnCondition : public Program {
 public:
   explicit AbortOnCondition(const Tensor &predicate, const DebugContext &debug = {});
 };

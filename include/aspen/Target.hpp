@@ -11,6 +11,7 @@
 // made by makeGpu from its cudaGetDeviceProperties (Device::createGpuDevice).
 #pragma once
 
+#include <aspen/Export.hpp>
 #include <aspen/OptionFlags.hpp>
 #include <aspen/Type.hpp>
 
@@ -32,7 +33,7 @@ struct GpuProperties {
   double memoryBandwidthBytesPerSecond = 0;
 };
 
-class Target {
+class ASPEN_API Target {
 public:
   Target(); // the "cpu" target: one tile
 
@@ -79,7 +80,7 @@ public:
   const GpuProperties &getGpuProperties() const { return gpu_; }
   std::string toString() const;
 
-  friend bool operator==(const Target &a, const Target &b);
+  friend ASPEN_API bool operator==(const Target &a, const Target &b);
 
   // The numbers a GPU target is made from: what cudaGetDeviceProperties reports for a card.
   struct GpuSpec {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <aspen/ArrayRef.hpp>
+#include <aspen/Export.hpp>
 #include <aspen/Interval.hpp>
 #include <aspen/Type.hpp>
 
@@ -52,7 +53,7 @@ struct StridedVarRegion {
   friend bool operator!=(const StridedVarRegion &a, const StridedVarRegion &b) { return !(a == b); }
 };
 
-class Tensor {
+class ASPEN_API Tensor {
 public:
   Tensor(); // an invalid tensor: valid() is false and every other query raises an error
 
@@ -131,7 +132,7 @@ public:
   std::string getVarStr() const;
 
   // Identity of two views: same shape, type and elements.
-  friend bool operator==(const Tensor &a, const Tensor &b);
+  friend ASPEN_API bool operator==(const Tensor &a, const Tensor &b);
 
   const detail::TensorImpl &impl() const;
   explicit Tensor(std::shared_ptr<const detail::TensorImpl> impl);
@@ -140,7 +141,7 @@ private:
   std::shared_ptr<const detail::TensorImpl> impl_;
 };
 
-Tensor concat(ArrayRef<Tensor> tensors, unsigned dim = 0);
+ASPEN_API Tensor concat(ArrayRef<Tensor> tensors, unsigned dim = 0);
 inline Tensor concat(const Tensor &a, const Tensor &b, unsigned dim = 0) {
   return concat({a, b}, dim);
 }
@@ -148,6 +149,6 @@ inline Tensor append(const Tensor &a, const Tensor &b, unsigned dim) {
   return concat({a, b.expand({dim})}, dim);
 }
 
-std::ostream &operator<<(std::ostream &os, const Tensor &t);
+ASPEN_API std::ostream &operator<<(std::ostream &os, const Tensor &t);
 
 } // namespace aspen

@@ -2,6 +2,7 @@
 // taking a DebugContext is always chosen for a string literal argument.
 #pragma once
 
+#include <aspen/Export.hpp>
 #include <aspen/HalfFloat.hpp>
 
 #include <cstddef>
@@ -38,7 +39,7 @@ enum class TypeId : std::uint8_t {
 inline constexpr unsigned kNumTypes = static_cast<unsigned>(TypeId::Invalid);
 static_assert(kNumTypes == 12, "update ASPEN_FOR_EACH_TYPE users when adding a type");
 
-class Type {
+class ASPEN_API Type {
 public:
   constexpr Type() noexcept = default; // an invalid type, as a placeholder
   constexpr explicit Type(TypeId id) noexcept : id_(id) {}

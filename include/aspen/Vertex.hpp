@@ -16,6 +16,7 @@
 // This header is compiled by NVRTC as well: no standard library, and every function is ASPEN_HD.
 #pragma once
 
+#include <aspen/Export.hpp>
 #include <aspen/HalfFloat.hpp>
 #include <aspen/detail/VertexAbi.hpp>
 #include <aspen/detail/VertexTypeCodes.hpp>

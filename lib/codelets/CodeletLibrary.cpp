@@ -8,7 +8,7 @@
 #include "HostCompiler.hpp"
 #include "Subprocess.hpp"
 #include "WrapperGenerator.hpp"
-#include "core/Logging.hpp"
+#include "support/Logging.hpp"
 
 #include <aspen/Error.hpp>
 #include <aspen/detail/VertexWrapper.hpp>

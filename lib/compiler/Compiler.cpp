@@ -8,7 +8,7 @@
 #include "LowerPrograms.hpp"
 #include "MemoryLayout.hpp"
 #include "Verify.hpp"
-#include "core/Logging.hpp"
+#include "support/Logging.hpp"
 
 #include <aspen/Error.hpp>
 

@@ -1,7 +1,7 @@
 #include "Liveness.hpp"
 
 #include "StepWalk.hpp"
-#include "core/Logging.hpp"
+#include "support/Logging.hpp"
 #include "core/ProgramNode.hpp"
 #include "core/TensorRegions.hpp"
 

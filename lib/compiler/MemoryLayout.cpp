@@ -1,6 +1,6 @@
 #include "MemoryLayout.hpp"
 
-#include "core/Logging.hpp"
+#include "support/Logging.hpp"
 
 #include <aspen/Error.hpp>
 

@@ -1,6 +1,6 @@
 #include "GraphState.hpp"
 #include "support/LinearMapping.hpp"
-#include "Logging.hpp"
+#include "support/Logging.hpp"
 #include "TensorRegions.hpp"
 #include "support/TypeConversion.hpp"
 

@@ -4,7 +4,7 @@
 #include "DeviceSubtrees.hpp"
 
 #include "compiler/Compiler.hpp"
-#include "core/Logging.hpp"
+#include "support/Logging.hpp"
 #include "executors/ExecutorRegistry.hpp"
 
 #include <aspen/Engine.hpp>

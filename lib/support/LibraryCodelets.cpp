@@ -14,7 +14,8 @@ namespace fs = std::filesystem;
 namespace aspen::detail {
 
 namespace {
-// The folder of the shared object this function is in (libaspen).
+// The folder of the file this function was loaded from: an Aspen shared library (each carries
+// the support layer), or a program that links Aspen's archives (aspen-cc, the tests).
 fs::path libraryFolder() {
   Dl_info info{};
   if (dladdr(reinterpret_cast<void *>(&libraryFolder), &info) == 0 || !info.dli_fname)
@@ -24,15 +25,22 @@ fs::path libraryFolder() {
   return ec ? fs::path() : path.parent_path();
 }
 
-bool sameFolder(const fs::path &a, const fs::path &b) {
+// Whether `path` is `folder` or inside it (both canonical).
+bool inside(const fs::path &path, const fs::path &folder) {
+  if (path.empty())
+    return false;
   std::error_code ec;
-  return !a.empty() && fs::equivalent(a, b, ec);
+  const fs::path root = fs::canonical(folder, ec);
+  if (ec)
+    return false;
+  const auto [rootEnd, pathAt] = std::mismatch(root.begin(), root.end(), path.begin(), path.end());
+  return rootEnd == root.end();
 }
 } // namespace
 
 std::string aspenLibraryFolder() { return libraryFolder().string(); }
 
-bool aspenRunsFromBuildTree() { return sameFolder(libraryFolder(), ASPEN_BUILD_LIB_DIR); }
+bool aspenRunsFromBuildTree() { return inside(libraryFolder(), ASPEN_BUILD_ROOT); }
 
 std::string libraryCodeletsDir() {
   if (const char *env = std::getenv("ASPEN_CODELETS_DIR"); env && *env)

@@ -9,8 +9,9 @@
 
 namespace aspen::detail {
 
-// The folder of the libaspen this code runs in (empty when unknown), and whether that is the
-// build tree's (then the source tree's headers and the build's codelets are the ones to use).
+// The folder of the Aspen library this code runs in, or of the program when it links Aspen's
+// archives (empty when unknown), and whether that lies in the build tree (then the source
+// tree's headers and the build's codelets are the ones to use).
 std::string aspenLibraryFolder();
 bool aspenRunsFromBuildTree();
 

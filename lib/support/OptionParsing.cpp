@@ -1,5 +1,5 @@
 #include "OptionParsing.hpp"
-#include "core/Logging.hpp"
+#include "support/Logging.hpp"
 
 #include <aspen/Error.hpp>
 

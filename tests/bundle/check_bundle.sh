@@ -139,15 +139,20 @@ diff <(tail -n +2 "$bundle/src/examples/first_steps.expected") <(tail -n +2 "$wo
 echo "  prints what first_steps.expected says"
 
 step "correctness tests on the CPU"
-for test in "compiled metadata matches the declared fields" \
-  "aspen-cc output (aspen_add_codelets) loads with loadPrecompiled"; do
-  (cd "$work/scratch" && "${bare[@]}" "${contract[@]}" "$bundle/bin/aspen_correctness_tests" "$test") \
+# program|test: one of the tests of internals (linked with the archives) and one of the tests
+# linked with the bundled shared libraries.
+for entry in "aspen_correctness_internal_tests|compiled metadata matches the declared fields" \
+  "aspen_correctness_internal_tests|aspen-cc output (aspen_add_codelets) loads with loadPrecompiled" \
+  "aspen_correctness_tests|Gemm of whole float variables equals the double product and the vertex plan"; do
+  program=${entry%%|*}
+  test=${entry#*|}
+  (cd "$work/scratch" && "${bare[@]}" "${contract[@]}" "$bundle/bin/$program" "$test") \
     >"$work/test.log" 2>&1 || {
     tail -n 30 "$work/test.log"
-    fail "bin/aspen_correctness_tests '$test' failed"
+    fail "bin/$program '$test' failed"
   }
-  grep -q "All tests passed" "$work/test.log" || fail "bin/aspen_correctness_tests '$test' ran no test"
-  echo "  passed: $test"
+  grep -q "All tests passed" "$work/test.log" || fail "bin/$program '$test' ran no test"
+  echo "  passed: $program: $test"
 done
 
 step "the bundle's gpu-check.sh --no-gpu-ok (a dry run)"

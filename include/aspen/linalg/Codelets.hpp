@@ -3,8 +3,9 @@
 // which matmuls use too.
 #pragma once
 
+#include <aspen/Export.hpp>
 #include <aspen/Graph.hpp>
 
 namespace aspen::linalg {
-void addCodelets(Graph &graph);
+ASPEN_API void addCodelets(Graph &graph);
 }

@@ -29,6 +29,7 @@
 // them so the same matmul is planned once. Passing nullptr plans afresh.
 #pragma once
 
+#include <aspen/Export.hpp>
 #include <aspen/Graph.hpp>
 #include <aspen/OptionFlags.hpp>
 #include <aspen/Program.hpp>
@@ -41,106 +42,122 @@
 
 namespace aspen::linalg {
 
-Tensor matMul(Graph &graph, const Tensor &A, const Tensor &B, program::Sequence &prog,
-              const Type &outputType, const DebugContext &debug = {},
-              const OptionFlags &options = {}, PlanningCache *cache = nullptr);
-Tensor matMul(Graph &graph, const Tensor &A, const Tensor &B, program::Sequence &prog,
-              const DebugContext &debug = {}, const OptionFlags &options = {},
-              PlanningCache *cache = nullptr);
-void matMulWithOutput(Graph &graph, const Tensor &A, const Tensor &B, const Tensor &out,
-                      program::Sequence &prog, const DebugContext &debug = {},
-                      const OptionFlags &options = {}, PlanningCache *cache = nullptr);
-void matMulAcc(Graph &graph, const Tensor &C, float k, const Tensor &A, const Tensor &B,
-               program::Sequence &prog, const DebugContext &debug = {},
-               const OptionFlags &options = {}, PlanningCache *cache = nullptr);
-void matMulAcc(Graph &graph, const Tensor &C, const Tensor &k, const Tensor &A, const Tensor &B,
-               program::Sequence &prog, const DebugContext &debug = {},
-               const OptionFlags &options = {}, PlanningCache *cache = nullptr);
+ASPEN_API Tensor matMul(Graph &graph, const Tensor &A, const Tensor &B, program::Sequence &prog,
+                        const Type &outputType, const DebugContext &debug = {},
+                        const OptionFlags &options = {}, PlanningCache *cache = nullptr);
+ASPEN_API Tensor matMul(Graph &graph, const Tensor &A, const Tensor &B, program::Sequence &prog,
+                        const DebugContext &debug = {}, const OptionFlags &options = {},
+                        PlanningCache *cache = nullptr);
+ASPEN_API void matMulWithOutput(Graph &graph, const Tensor &A, const Tensor &B, const Tensor &out,
+                                program::Sequence &prog, const DebugContext &debug = {},
+                                const OptionFlags &options = {}, PlanningCache *cache = nullptr);
+ASPEN_API void matMulAcc(Graph &graph, const Tensor &C, float k, const Tensor &A, const Tensor &B,
+                         program::Sequence &prog, const DebugContext &debug = {},
+                         const OptionFlags &options = {}, PlanningCache *cache = nullptr);
+ASPEN_API void matMulAcc(Graph &graph, const Tensor &C, const Tensor &k, const Tensor &A,
+                         const Tensor &B, program::Sequence &prog, const DebugContext &debug = {},
+                         const OptionFlags &options = {}, PlanningCache *cache = nullptr);
 
-Tensor matMulGrouped(Graph &graph, const Tensor &A, const Tensor &B, program::Sequence &prog,
-                     const Type &outputType, const DebugContext &debug = {},
-                     const OptionFlags &options = {}, PlanningCache *cache = nullptr);
-void matMulGroupedWithOutput(Graph &graph, const Tensor &A, const Tensor &B, const Tensor &out,
-                             program::Sequence &prog, const DebugContext &debug = {},
-                             const OptionFlags &options = {}, PlanningCache *cache = nullptr);
-void matMulGroupedAcc(Graph &graph, const Tensor &C, float k, const Tensor &A, const Tensor &B,
-                      program::Sequence &prog, const DebugContext &debug = {},
-                      const OptionFlags &options = {}, PlanningCache *cache = nullptr);
-void matMulGroupedAcc(Graph &graph, const Tensor &C, const Tensor &k, const Tensor &A,
-                      const Tensor &B, program::Sequence &prog, const DebugContext &debug = {},
-                      const OptionFlags &options = {}, PlanningCache *cache = nullptr);
+ASPEN_API Tensor matMulGrouped(Graph &graph, const Tensor &A, const Tensor &B,
+                               program::Sequence &prog, const Type &outputType,
+                               const DebugContext &debug = {}, const OptionFlags &options = {},
+                               PlanningCache *cache = nullptr);
+ASPEN_API void matMulGroupedWithOutput(Graph &graph, const Tensor &A, const Tensor &B,
+                                       const Tensor &out, program::Sequence &prog,
+                                       const DebugContext &debug = {},
+                                       const OptionFlags &options = {},
+                                       PlanningCache *cache = nullptr);
+ASPEN_API void matMulGroupedAcc(Graph &graph, const Tensor &C, float k, const Tensor &A,
+                                const Tensor &B, program::Sequence &prog,
+                                const DebugContext &debug = {}, const OptionFlags &options = {},
+                                PlanningCache *cache = nullptr);
+ASPEN_API void matMulGroupedAcc(Graph &graph, const Tensor &C, const Tensor &k, const Tensor &A,
+                                const Tensor &B, program::Sequence &prog,
+                                const DebugContext &debug = {}, const OptionFlags &options = {},
+                                PlanningCache *cache = nullptr);
 
 // Tensors laid out for the plan of the matmul with these shapes (aShape [M,K], bShape [K,N];
 // grouped forms [G,M,K], [G,K,N]): each block lives on a tile that computes with it, so a matmul
 // of tensors made here moves as little as the plan allows.
-Tensor createMatMulInputLHS(Graph &graph, const Type &inputType, const Type &outputType,
-                            const std::vector<std::size_t> &aShape,
-                            const std::vector<std::size_t> &bShape,
-                            const DebugContext &debug = {}, const OptionFlags &options = {},
-                            PlanningCache *cache = nullptr);
-Tensor createMatMulInputLHS(Graph &graph, const Type &dataType,
-                            const std::vector<std::size_t> &aShape,
-                            const std::vector<std::size_t> &bShape,
-                            const DebugContext &debug = {}, const OptionFlags &options = {},
-                            PlanningCache *cache = nullptr);
-Tensor createMatMulInputRHS(Graph &graph, const Type &inputType, const Type &outputType,
-                            const std::vector<std::size_t> &aShape,
-                            const std::vector<std::size_t> &bShape,
-                            const DebugContext &debug = {}, const OptionFlags &options = {},
-                            PlanningCache *cache = nullptr);
-Tensor createMatMulInputRHS(Graph &graph, const Type &dataType,
-                            const std::vector<std::size_t> &aShape,
-                            const std::vector<std::size_t> &bShape,
-                            const DebugContext &debug = {}, const OptionFlags &options = {},
-                            PlanningCache *cache = nullptr);
-Tensor createMatMulOutput(Graph &graph, const Type &inputType, const Type &outputType,
-                          const std::vector<std::size_t> &aShape,
-                          const std::vector<std::size_t> &bShape,
-                          const DebugContext &debug = {}, const OptionFlags &options = {},
-                          PlanningCache *cache = nullptr);
-Tensor createMatMulGroupedInputLHS(Graph &graph, const Type &inputType, const Type &outputType,
-                                   const std::vector<std::size_t> &aShape,
-                                   const std::vector<std::size_t> &bShape,
-                                   const DebugContext &debug = {},
-                                   const OptionFlags &options = {},
-                                   PlanningCache *cache = nullptr);
-Tensor createMatMulGroupedInputRHS(Graph &graph, const Type &inputType, const Type &outputType,
-                                   const std::vector<std::size_t> &aShape,
-                                   const std::vector<std::size_t> &bShape,
-                                   const DebugContext &debug = {},
-                                   const OptionFlags &options = {},
-                                   PlanningCache *cache = nullptr);
-Tensor createMatMulGroupedOutput(Graph &graph, const Type &inputType, const Type &outputType,
-                                 const std::vector<std::size_t> &aShape,
-                                 const std::vector<std::size_t> &bShape,
-                                 const DebugContext &debug = {}, const OptionFlags &options = {},
-                                 PlanningCache *cache = nullptr);
+ASPEN_API Tensor createMatMulInputLHS(Graph &graph, const Type &inputType, const Type &outputType,
+                                      const std::vector<std::size_t> &aShape,
+                                      const std::vector<std::size_t> &bShape,
+                                      const DebugContext &debug = {},
+                                      const OptionFlags &options = {},
+                                      PlanningCache *cache = nullptr);
+ASPEN_API Tensor createMatMulInputLHS(Graph &graph, const Type &dataType,
+                                      const std::vector<std::size_t> &aShape,
+                                      const std::vector<std::size_t> &bShape,
+                                      const DebugContext &debug = {},
+                                      const OptionFlags &options = {},
+                                      PlanningCache *cache = nullptr);
+ASPEN_API Tensor createMatMulInputRHS(Graph &graph, const Type &inputType, const Type &outputType,
+                                      const std::vector<std::size_t> &aShape,
+                                      const std::vector<std::size_t> &bShape,
+                                      const DebugContext &debug = {},
+                                      const OptionFlags &options = {},
+                                      PlanningCache *cache = nullptr);
+ASPEN_API Tensor createMatMulInputRHS(Graph &graph, const Type &dataType,
+                                      const std::vector<std::size_t> &aShape,
+                                      const std::vector<std::size_t> &bShape,
+                                      const DebugContext &debug = {},
+                                      const OptionFlags &options = {},
+                                      PlanningCache *cache = nullptr);
+ASPEN_API Tensor createMatMulOutput(Graph &graph, const Type &inputType, const Type &outputType,
+                                    const std::vector<std::size_t> &aShape,
+                                    const std::vector<std::size_t> &bShape,
+                                    const DebugContext &debug = {}, const OptionFlags &options = {},
+                                    PlanningCache *cache = nullptr);
+ASPEN_API Tensor createMatMulGroupedInputLHS(Graph &graph, const Type &inputType,
+                                             const Type &outputType,
+                                             const std::vector<std::size_t> &aShape,
+                                             const std::vector<std::size_t> &bShape,
+                                             const DebugContext &debug = {},
+                                             const OptionFlags &options = {},
+                                             PlanningCache *cache = nullptr);
+ASPEN_API Tensor createMatMulGroupedInputRHS(Graph &graph, const Type &inputType,
+                                             const Type &outputType,
+                                             const std::vector<std::size_t> &aShape,
+                                             const std::vector<std::size_t> &bShape,
+                                             const DebugContext &debug = {},
+                                             const OptionFlags &options = {},
+                                             PlanningCache *cache = nullptr);
+ASPEN_API Tensor createMatMulGroupedOutput(Graph &graph, const Type &inputType,
+                                           const Type &outputType,
+                                           const std::vector<std::size_t> &aShape,
+                                           const std::vector<std::size_t> &bShape,
+                                           const DebugContext &debug = {},
+                                           const OptionFlags &options = {},
+                                           PlanningCache *cache = nullptr);
 
 // B rearranged (a copy added to prog) into the layout its plan reads with the least exchange;
 // pass the result with option "inputRHSIsPreArranged" = "true". aShape is A's shape.
-Tensor preArrangeMatMulInputRHS(Graph &graph, const std::vector<std::size_t> &aShape,
-                                const Tensor &B, program::Sequence &prog, const Type &outputType,
-                                const DebugContext &debug = {}, const OptionFlags &options = {},
-                                PlanningCache *cache = nullptr);
+ASPEN_API Tensor preArrangeMatMulInputRHS(Graph &graph, const std::vector<std::size_t> &aShape,
+                                          const Tensor &B, program::Sequence &prog,
+                                          const Type &outputType, const DebugContext &debug = {},
+                                          const OptionFlags &options = {},
+                                          PlanningCache *cache = nullptr);
 
 // The plan a matmul of these parameters gets on graph's target (shapes 2-D, or 3-D grouped).
-MatMulPlan getMatMulPlan(const Graph &graph, const Type &inputType, const Type &outputType,
-                         const std::vector<std::size_t> &aShape,
-                         const std::vector<std::size_t> &bShape,
-                         const OptionFlags &options = {}, PlanningCache *cache = nullptr);
+ASPEN_API MatMulPlan getMatMulPlan(const Graph &graph, const Type &inputType,
+                                   const Type &outputType, const std::vector<std::size_t> &aShape,
+                                   const std::vector<std::size_t> &bShape,
+                                   const OptionFlags &options = {}, PlanningCache *cache = nullptr);
 // How many serial steps that plan takes (1 when everything fits at once).
-std::size_t getMatMulSerialSplits(const Graph &graph, const Type &inputType,
-                                  const Type &outputType, const std::vector<std::size_t> &aShape,
-                                  const std::vector<std::size_t> &bShape,
-                                  const OptionFlags &options = {}, PlanningCache *cache = nullptr);
+ASPEN_API std::size_t getMatMulSerialSplits(const Graph &graph, const Type &inputType,
+                                            const Type &outputType,
+                                            const std::vector<std::size_t> &aShape,
+                                            const std::vector<std::size_t> &bShape,
+                                            const OptionFlags &options = {},
+                                            PlanningCache *cache = nullptr);
 // Writes the plan as text (poplin's matMulReportPlan).
-void matMulReportPlan(std::ostream &out, const Graph &graph, const Type &inputType,
-                      const Type &outputType, const std::vector<std::size_t> &aShape,
-                      const std::vector<std::size_t> &bShape, const OptionFlags &options = {},
-                      PlanningCache *cache = nullptr);
+ASPEN_API void matMulReportPlan(std::ostream &out, const Graph &graph, const Type &inputType,
+                                const Type &outputType, const std::vector<std::size_t> &aShape,
+                                const std::vector<std::size_t> &bShape,
+                                const OptionFlags &options = {}, PlanningCache *cache = nullptr);
 
 // Plans every matmul of the list into the cache (preplanning before the graph is built).
 using MatMulPlanParams = std::tuple<const Target *, MatMulParams, const OptionFlags *>;
-void preplanMatMuls(const std::set<MatMulPlanParams> &matmuls, PlanningCache &cache);
+ASPEN_API void preplanMatMuls(const std::set<MatMulPlanParams> &matmuls, PlanningCache &cache);
 
 } // namespace aspen::linalg

@@ -38,6 +38,7 @@
 // constraintsJson() writes only the pinnable keys, which reproduce the plan.
 #pragma once
 
+#include <aspen/Export.hpp>
 #include <aspen/OptionFlags.hpp>
 #include <aspen/Target.hpp>
 #include <aspen/Type.hpp>
@@ -57,8 +58,8 @@ struct MatMulParams {
   Type outputType = FLOAT;
   std::vector<std::size_t> aShape;
   std::vector<std::size_t> bShape;
-  friend bool operator<(const MatMulParams &a, const MatMulParams &b);
-  friend bool operator==(const MatMulParams &a, const MatMulParams &b);
+  friend ASPEN_API bool operator<(const MatMulParams &a, const MatMulParams &b);
+  friend ASPEN_API bool operator==(const MatMulParams &a, const MatMulParams &b);
 };
 
 struct MatMulSplit {
@@ -71,9 +72,9 @@ struct MatMulSplit {
 };
 
 enum class MatMulMethod { Vertices, Library };
-const char *toString(MatMulMethod method); // "vertices", "library"
+ASPEN_API const char *toString(MatMulMethod method); // "vertices", "library"
 
-struct MatMulPlan {
+struct ASPEN_API MatMulPlan {
   MatMulMethod method = MatMulMethod::Vertices;
   // Normalised to 3-D: G, M, K, N.
   std::size_t G = 1, M = 1, K = 1, N = 1;
@@ -104,7 +105,7 @@ struct MatMulPlan {
 };
 
 // Plans kept by (target, params, options); safe to share between threads.
-class PlanningCache {
+class ASPEN_API PlanningCache {
 public:
   PlanningCache();
   ~PlanningCache();
@@ -123,7 +124,7 @@ private:
 // The plan for `params` on `target`, reading the matmul options (see MatMul.hpp). Raises
 // shape_error / type_error for bad parameters and invalid_option for bad options or
 // impossible constraints.
-MatMulPlan planMatMul(const Target &target, const MatMulParams &params,
-                      const OptionFlags &options = {}, PlanningCache *cache = nullptr);
+ASPEN_API MatMulPlan planMatMul(const Target &target, const MatMulParams &params,
+                                const OptionFlags &options = {}, PlanningCache *cache = nullptr);
 
 } // namespace aspen::linalg

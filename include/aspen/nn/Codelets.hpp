@@ -2,8 +2,9 @@
 // (popnn::addCodelets): everything the nn builders, the recurrent layers included, need.
 #pragma once
 
+#include <aspen/Export.hpp>
 #include <aspen/Graph.hpp>
 
 namespace aspen::nn {
-void addCodelets(Graph &graph);
+ASPEN_API void addCodelets(Graph &graph);
 }

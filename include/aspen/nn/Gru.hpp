@@ -51,6 +51,7 @@
 #pragma once
 
 #include <aspen/DebugContext.hpp>
+#include <aspen/Export.hpp>
 #include <aspen/Graph.hpp>
 #include <aspen/OptionFlags.hpp>
 #include <aspen/Program.hpp>
@@ -67,9 +68,9 @@
 namespace aspen::nn::gru {
 
 // {reset, update, candidate}
-std::vector<BasicGruCellUnit> getDefaultBasicGruCellOrder();
+ASPEN_API std::vector<BasicGruCellUnit> getDefaultBasicGruCellOrder();
 
-struct GruParams {
+struct ASPEN_API GruParams {
   rnn::RnnParams rnn;
   // popnn's deprecated copies of rnn's fields, kept equal to them by the constructors.
   Type dataType;
@@ -104,110 +105,122 @@ struct GruWeights {
 //   fwd: T*B*(2*3H*(I + H) + 3H (biases) + 4H (cell: r*h or r*n, the blend))
 //   bwd: T*B*(2*3H*(H + I*[calcInputGradients]) + 10H (gate gradients))
 //   wu:  T*B*(2*3H*(I + H) + 3H (bias sums)) (6H with resetAfter)
-std::uint64_t getBasicGruCellFwdFlops(const GruParams &params);
-std::uint64_t getBasicGruCellBwdFlops(const GruParams &params);
-std::uint64_t getBasicGruCellWuFlops(const GruParams &params);
+ASPEN_API std::uint64_t getBasicGruCellFwdFlops(const GruParams &params);
+ASPEN_API std::uint64_t getBasicGruCellBwdFlops(const GruParams &params);
+ASPEN_API std::uint64_t getBasicGruCellWuFlops(const GruParams &params);
 
-Tensor createInput(Graph &graph, const GruParams &params, const DebugContext &debug,
-                   const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
-Tensor createInitialState(Graph &graph, const GruParams &params, const DebugContext &debug,
-                          const OptionFlags &options = {},
-                          linalg::PlanningCache *cache = nullptr);
-void zeroInitialState(Graph &graph, const Tensor &initialState, program::Sequence &prog,
-                      const DebugContext &debug = {});
-std::pair<Tensor, Tensor> createWeightsKernel(Graph &graph, const GruParams &params,
-                                              const DebugContext &debug,
-                                              const OptionFlags &options = {},
-                                              linalg::PlanningCache *cache = nullptr);
-Tensor createWeightsBiases(Graph &graph, const GruParams &params, const DebugContext &debug,
-                           const OptionFlags &options = {},
-                           linalg::PlanningCache *cache = nullptr);
-GruWeights createWeights(Graph &graph, const GruParams &params, const DebugContext &debug,
-                         const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
+ASPEN_API Tensor createInput(Graph &graph, const GruParams &params, const DebugContext &debug,
+                             const OptionFlags &options = {},
+                             linalg::PlanningCache *cache = nullptr);
+ASPEN_API Tensor createInitialState(Graph &graph, const GruParams &params,
+                                    const DebugContext &debug, const OptionFlags &options = {},
+                                    linalg::PlanningCache *cache = nullptr);
+ASPEN_API void zeroInitialState(Graph &graph, const Tensor &initialState, program::Sequence &prog,
+                                const DebugContext &debug = {});
+ASPEN_API std::pair<Tensor, Tensor> createWeightsKernel(Graph &graph, const GruParams &params,
+                                                        const DebugContext &debug,
+                                                        const OptionFlags &options = {},
+                                                        linalg::PlanningCache *cache = nullptr);
+ASPEN_API Tensor createWeightsBiases(Graph &graph, const GruParams &params,
+                                     const DebugContext &debug, const OptionFlags &options = {},
+                                     linalg::PlanningCache *cache = nullptr);
+ASPEN_API GruWeights createWeights(Graph &graph, const GruParams &params, const DebugContext &debug,
+                                   const OptionFlags &options = {},
+                                   linalg::PlanningCache *cache = nullptr);
 // [B, T]
-Tensor createAttention(Graph &graph, const GruParams &params, const DebugContext &debug,
-                       const OptionFlags &options = {});
+ASPEN_API Tensor createAttention(Graph &graph, const GruParams &params, const DebugContext &debug,
+                                 const OptionFlags &options = {});
 
-Tensor gruFwd(Graph &graph, const GruParams &params, const Tensor &stateInit, const Tensor &in,
-              const GruWeights &weights, Tensor *intermediates, program::Sequence &prog,
-              const DebugContext &debug = {}, const OptionFlags &options = {},
-              linalg::PlanningCache *cache = nullptr);
-Tensor gruFwd(Graph &graph, const GruParams &params, const Tensor &stateInit, const Tensor &in,
-              const Tensor &realTimeSteps, const GruWeights &weights, Tensor *intermediates,
-              program::Sequence &prog, const DebugContext &debug = {},
-              const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
-Tensor auGruFwd(Graph &graph, const GruParams &params, const Tensor &stateInit, const Tensor &in,
-                const GruWeights &weights, Tensor *intermediates, const Tensor &attention,
-                program::Sequence &prog, const DebugContext &debug = {},
-                const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
-Tensor auGruFwd(Graph &graph, const GruParams &params, const Tensor &stateInit, const Tensor &in,
-                const Tensor &realTimeSteps, const GruWeights &weights, Tensor *intermediates,
-                const Tensor &attention, program::Sequence &prog, const DebugContext &debug = {},
-                const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
+ASPEN_API Tensor gruFwd(Graph &graph, const GruParams &params, const Tensor &stateInit,
+                        const Tensor &in, const GruWeights &weights, Tensor *intermediates,
+                        program::Sequence &prog, const DebugContext &debug = {},
+                        const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
+ASPEN_API Tensor gruFwd(Graph &graph, const GruParams &params, const Tensor &stateInit,
+                        const Tensor &in, const Tensor &realTimeSteps, const GruWeights &weights,
+                        Tensor *intermediates, program::Sequence &prog,
+                        const DebugContext &debug = {}, const OptionFlags &options = {},
+                        linalg::PlanningCache *cache = nullptr);
+ASPEN_API Tensor auGruFwd(Graph &graph, const GruParams &params, const Tensor &stateInit,
+                          const Tensor &in, const GruWeights &weights, Tensor *intermediates,
+                          const Tensor &attention, program::Sequence &prog,
+                          const DebugContext &debug = {}, const OptionFlags &options = {},
+                          linalg::PlanningCache *cache = nullptr);
+ASPEN_API Tensor auGruFwd(Graph &graph, const GruParams &params, const Tensor &stateInit,
+                          const Tensor &in, const Tensor &realTimeSteps, const GruWeights &weights,
+                          Tensor *intermediates, const Tensor &attention, program::Sequence &prog,
+                          const DebugContext &debug = {}, const OptionFlags &options = {},
+                          linalg::PlanningCache *cache = nullptr);
 
-Tensor gruBwd(Graph &graph, const GruParams &params, program::Sequence &prog,
-              const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
-              const GruWeights &weights, const Tensor &input, const Tensor &output,
-              const Tensor &outputGrad, Tensor *inputGrad, Tensor *bwdIntermediates,
-              const DebugContext &debug = {}, const OptionFlags &options = {},
-              linalg::PlanningCache *cache = nullptr);
-Tensor gruBwd(Graph &graph, const GruParams &params, program::Sequence &prog,
-              const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
-              const GruWeights &weights, const Tensor &input, const Tensor &realTimeSteps,
-              const Tensor &output, const Tensor &outputGrad, Tensor *inputGrad,
-              Tensor *bwdIntermediates, const DebugContext &debug = {},
-              const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
-Tensor auGruBwd(Graph &graph, const GruParams &params, program::Sequence &prog,
-                const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
-                const GruWeights &weights, const Tensor &input, const Tensor &output,
-                const Tensor &outputGrad, Tensor *inputGrad, Tensor *bwdIntermediates,
-                const Tensor &attention, Tensor *attentionGrad, const DebugContext &debug = {},
-                const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
-Tensor auGruBwd(Graph &graph, const GruParams &params, program::Sequence &prog,
-                const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
-                const GruWeights &weights, const Tensor &input, const Tensor &realTimeSteps,
-                const Tensor &output, const Tensor &outputGrad, Tensor *inputGrad,
-                Tensor *bwdIntermediates, const Tensor &attention, Tensor *attentionGrad,
-                const DebugContext &debug = {}, const OptionFlags &options = {},
-                linalg::PlanningCache *cache = nullptr);
+ASPEN_API Tensor gruBwd(Graph &graph, const GruParams &params, program::Sequence &prog,
+                        const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
+                        const GruWeights &weights, const Tensor &input, const Tensor &output,
+                        const Tensor &outputGrad, Tensor *inputGrad, Tensor *bwdIntermediates,
+                        const DebugContext &debug = {}, const OptionFlags &options = {},
+                        linalg::PlanningCache *cache = nullptr);
+ASPEN_API Tensor gruBwd(Graph &graph, const GruParams &params, program::Sequence &prog,
+                        const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
+                        const GruWeights &weights, const Tensor &input, const Tensor &realTimeSteps,
+                        const Tensor &output, const Tensor &outputGrad, Tensor *inputGrad,
+                        Tensor *bwdIntermediates, const DebugContext &debug = {},
+                        const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
+ASPEN_API Tensor auGruBwd(Graph &graph, const GruParams &params, program::Sequence &prog,
+                          const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
+                          const GruWeights &weights, const Tensor &input, const Tensor &output,
+                          const Tensor &outputGrad, Tensor *inputGrad, Tensor *bwdIntermediates,
+                          const Tensor &attention, Tensor *attentionGrad,
+                          const DebugContext &debug = {}, const OptionFlags &options = {},
+                          linalg::PlanningCache *cache = nullptr);
+ASPEN_API Tensor auGruBwd(Graph &graph, const GruParams &params, program::Sequence &prog,
+                          const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
+                          const GruWeights &weights, const Tensor &input,
+                          const Tensor &realTimeSteps, const Tensor &output,
+                          const Tensor &outputGrad, Tensor *inputGrad, Tensor *bwdIntermediates,
+                          const Tensor &attention, Tensor *attentionGrad,
+                          const DebugContext &debug = {}, const OptionFlags &options = {},
+                          linalg::PlanningCache *cache = nullptr);
 
-GruWeights gruWU(Graph &graph, const GruParams &params, program::Sequence &prog,
-                 const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
-                 const Tensor &bwdIntermediates, const GruWeights &weights, const Tensor &input,
-                 const Tensor &output, const DebugContext &debug = {},
-                 const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
-GruWeights auGruWU(Graph &graph, const GruParams &params, program::Sequence &prog,
-                   const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
-                   const Tensor &bwdIntermediates, const GruWeights &weights,
-                   const Tensor &input, const Tensor &output, const DebugContext &debug = {},
-                   const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
+ASPEN_API GruWeights gruWU(Graph &graph, const GruParams &params, program::Sequence &prog,
+                           const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
+                           const Tensor &bwdIntermediates, const GruWeights &weights,
+                           const Tensor &input, const Tensor &output,
+                           const DebugContext &debug = {}, const OptionFlags &options = {},
+                           linalg::PlanningCache *cache = nullptr);
+ASPEN_API GruWeights auGruWU(Graph &graph, const GruParams &params, program::Sequence &prog,
+                             const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
+                             const Tensor &bwdIntermediates, const GruWeights &weights,
+                             const Tensor &input, const Tensor &output,
+                             const DebugContext &debug = {}, const OptionFlags &options = {},
+                             linalg::PlanningCache *cache = nullptr);
 
-Tensor gruBwdWithWU(Graph &graph, const GruParams &params, program::Sequence &prog,
-                    const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
-                    const GruWeights &weights, const Tensor &input, const Tensor &output,
-                    const Tensor &outputGrad, Tensor *inputGrad, GruWeights &weightsGrad,
-                    const DebugContext &debug = {}, const OptionFlags &options = {},
-                    linalg::PlanningCache *cache = nullptr);
-Tensor gruBwdWithWU(Graph &graph, const GruParams &params, program::Sequence &prog,
-                    const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
-                    const GruWeights &weights, const Tensor &input, const Tensor &realTimeSteps,
-                    const Tensor &output, const Tensor &outputGrad, Tensor *inputGrad,
-                    GruWeights &weightsGrad, const DebugContext &debug = {},
-                    const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
-Tensor auGruBwdWithWU(Graph &graph, const GruParams &params, program::Sequence &prog,
-                      const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
-                      const GruWeights &weights, const Tensor &input, const Tensor &output,
-                      const Tensor &outputGrad, Tensor *inputGrad, GruWeights &weightsGrad,
-                      const Tensor &attention, Tensor *attentionGrad,
-                      const DebugContext &debug = {}, const OptionFlags &options = {},
-                      linalg::PlanningCache *cache = nullptr);
-Tensor auGruBwdWithWU(Graph &graph, const GruParams &params, program::Sequence &prog,
-                      const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
-                      const GruWeights &weights, const Tensor &input,
-                      const Tensor &realTimeSteps, const Tensor &output,
-                      const Tensor &outputGrad, Tensor *inputGrad, GruWeights &weightsGrad,
-                      const Tensor &attention, Tensor *attentionGrad,
-                      const DebugContext &debug = {}, const OptionFlags &options = {},
-                      linalg::PlanningCache *cache = nullptr);
+ASPEN_API Tensor gruBwdWithWU(Graph &graph, const GruParams &params, program::Sequence &prog,
+                              const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
+                              const GruWeights &weights, const Tensor &input, const Tensor &output,
+                              const Tensor &outputGrad, Tensor *inputGrad, GruWeights &weightsGrad,
+                              const DebugContext &debug = {}, const OptionFlags &options = {},
+                              linalg::PlanningCache *cache = nullptr);
+ASPEN_API Tensor gruBwdWithWU(Graph &graph, const GruParams &params, program::Sequence &prog,
+                              const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
+                              const GruWeights &weights, const Tensor &input,
+                              const Tensor &realTimeSteps, const Tensor &output,
+                              const Tensor &outputGrad, Tensor *inputGrad, GruWeights &weightsGrad,
+                              const DebugContext &debug = {}, const OptionFlags &options = {},
+                              linalg::PlanningCache *cache = nullptr);
+ASPEN_API Tensor auGruBwdWithWU(Graph &graph, const GruParams &params, program::Sequence &prog,
+                                const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
+                                const GruWeights &weights, const Tensor &input,
+                                const Tensor &output, const Tensor &outputGrad, Tensor *inputGrad,
+                                GruWeights &weightsGrad, const Tensor &attention,
+                                Tensor *attentionGrad, const DebugContext &debug = {},
+                                const OptionFlags &options = {},
+                                linalg::PlanningCache *cache = nullptr);
+ASPEN_API Tensor auGruBwdWithWU(Graph &graph, const GruParams &params, program::Sequence &prog,
+                                const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
+                                const GruWeights &weights, const Tensor &input,
+                                const Tensor &realTimeSteps, const Tensor &output,
+                                const Tensor &outputGrad, Tensor *inputGrad,
+                                GruWeights &weightsGrad, const Tensor &attention,
+                                Tensor *attentionGrad, const DebugContext &debug = {},
+                                const OptionFlags &options = {},
+                                linalg::PlanningCache *cache = nullptr);
 
 } // namespace aspen::nn::gru

@@ -5,6 +5,8 @@
 // gru_layer's --cell-order flag): reset, update, cell (the candidate).
 #pragma once
 
+#include <aspen/Export.hpp>
+
 #include <iosfwd>
 #include <string>
 
@@ -18,11 +20,11 @@ enum BasicGruCellUnit {
 };
 
 // "reset", "update", "cell"; raises invalid_option for another value.
-std::string asString(BasicGruCellUnit unit);
+ASPEN_API std::string asString(BasicGruCellUnit unit);
 // Reads one of those names; raises invalid_option naming the allowed names otherwise.
-BasicGruCellUnit parseBasicGruCellUnit(const std::string &name);
-std::ostream &operator<<(std::ostream &os, BasicGruCellUnit unit);
+ASPEN_API BasicGruCellUnit parseBasicGruCellUnit(const std::string &name);
+ASPEN_API std::ostream &operator<<(std::ostream &os, BasicGruCellUnit unit);
 // Sets failbit on an unknown name.
-std::istream &operator>>(std::istream &is, BasicGruCellUnit &unit);
+ASPEN_API std::istream &operator>>(std::istream &is, BasicGruCellUnit &unit);
 
 } // namespace aspen::nn::gru

@@ -35,6 +35,7 @@
 #pragma once
 
 #include <aspen/DebugContext.hpp>
+#include <aspen/Export.hpp>
 #include <aspen/Graph.hpp>
 #include <aspen/Program.hpp>
 
@@ -48,37 +49,44 @@ enum LossType { SUM_SQUARED_LOSS, CROSS_ENTROPY_LOSS };
 // The label value that masks a row (popops' MASKED_LABEL_CODE), converted to the label type.
 inline constexpr int MASKED_LABEL_CODE = -1;
 
-program::Program calcLoss(Graph &graph, const Tensor &modelOutputs, const Tensor &expected,
-                          const Tensor &loss, const Tensor &deltas, const Tensor &deltasScale,
-                          const Tensor &modelOutputScaling, LossType lossType,
-                          const DebugContext &debug = {});
-program::Program calcLoss(Graph &graph, const Tensor &modelOutputs, const Tensor &expected,
-                          const Tensor &loss, const Tensor &deltas, LossType lossType,
-                          const DebugContext &debug = {});
-program::Program calcLoss(Graph &graph, const Tensor &modelOutputs, const Tensor &expected,
-                          const Tensor &loss, const Tensor &deltas, const Tensor &deltasScale,
-                          const Tensor &modelOutputScaling, const Tensor &numCorrect,
-                          LossType lossType, const DebugContext &debug = {});
-program::Program calcLoss(Graph &graph, const Tensor &modelOutputs, const Tensor &expected,
-                          const Tensor &loss, const Tensor &deltas, const Tensor &numCorrect,
-                          LossType lossType, const DebugContext &debug = {});
+ASPEN_API program::Program calcLoss(Graph &graph, const Tensor &modelOutputs,
+                                    const Tensor &expected, const Tensor &loss,
+                                    const Tensor &deltas, const Tensor &deltasScale,
+                                    const Tensor &modelOutputScaling, LossType lossType,
+                                    const DebugContext &debug = {});
+ASPEN_API program::Program calcLoss(Graph &graph, const Tensor &modelOutputs,
+                                    const Tensor &expected, const Tensor &loss,
+                                    const Tensor &deltas, LossType lossType,
+                                    const DebugContext &debug = {});
+ASPEN_API program::Program calcLoss(Graph &graph, const Tensor &modelOutputs,
+                                    const Tensor &expected, const Tensor &loss,
+                                    const Tensor &deltas, const Tensor &deltasScale,
+                                    const Tensor &modelOutputScaling, const Tensor &numCorrect,
+                                    LossType lossType, const DebugContext &debug = {});
+ASPEN_API program::Program calcLoss(Graph &graph, const Tensor &modelOutputs,
+                                    const Tensor &expected, const Tensor &loss,
+                                    const Tensor &deltas, const Tensor &numCorrect,
+                                    LossType lossType, const DebugContext &debug = {});
 
-program::Program calcAccuracy(Graph &graph, const Tensor &modelOutputs, const Tensor &expected,
-                              const Tensor &numCorrect, const DebugContext &debug = {});
-void calcAccuracy(Graph &graph, const Tensor &modelOutputs, const Tensor &expected,
-                  const Tensor &numCorrect, program::Sequence &prog,
-                  const DebugContext &debug = {});
+ASPEN_API program::Program calcAccuracy(Graph &graph, const Tensor &modelOutputs,
+                                        const Tensor &expected, const Tensor &numCorrect,
+                                        const DebugContext &debug = {});
+ASPEN_API void calcAccuracy(Graph &graph, const Tensor &modelOutputs, const Tensor &expected,
+                            const Tensor &numCorrect, program::Sequence &prog,
+                            const DebugContext &debug = {});
 
-Tensor argMax(Graph &graph, const Tensor &input, program::Sequence &prog,
-              const DebugContext &debug = {});
-Tensor argMin(Graph &graph, const Tensor &input, program::Sequence &prog,
-              const DebugContext &debug = {});
-std::pair<Tensor, Tensor> maxAndArgMax(Graph &graph, const Tensor &input, program::Sequence &prog,
-                                       const DebugContext &debug = {});
-std::pair<Tensor, Tensor> minAndArgMin(Graph &graph, const Tensor &input, program::Sequence &prog,
-                                       const DebugContext &debug = {});
+ASPEN_API Tensor argMax(Graph &graph, const Tensor &input, program::Sequence &prog,
+                        const DebugContext &debug = {});
+ASPEN_API Tensor argMin(Graph &graph, const Tensor &input, program::Sequence &prog,
+                        const DebugContext &debug = {});
+ASPEN_API std::pair<Tensor, Tensor> maxAndArgMax(Graph &graph, const Tensor &input,
+                                                 program::Sequence &prog,
+                                                 const DebugContext &debug = {});
+ASPEN_API std::pair<Tensor, Tensor> minAndArgMin(Graph &graph, const Tensor &input,
+                                                 program::Sequence &prog,
+                                                 const DebugContext &debug = {});
 
-Tensor topK(Graph &graph, const Tensor &input, Tensor &indices, unsigned K, bool sort,
-            program::Sequence &prog, const DebugContext &debug = {});
+ASPEN_API Tensor topK(Graph &graph, const Tensor &input, Tensor &indices, unsigned K, bool sort,
+                      program::Sequence &prog, const DebugContext &debug = {});
 
 } // namespace aspen::nn

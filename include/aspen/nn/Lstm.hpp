@@ -53,6 +53,7 @@
 #pragma once
 
 #include <aspen/DebugContext.hpp>
+#include <aspen/Export.hpp>
 #include <aspen/Graph.hpp>
 #include <aspen/OptionFlags.hpp>
 #include <aspen/Program.hpp>
@@ -69,9 +70,9 @@
 namespace aspen::nn::lstm {
 
 // {forget, input, candidate, output}
-std::vector<BasicLstmCellUnit> getDefaultBasicLstmCellOrder();
+ASPEN_API std::vector<BasicLstmCellUnit> getDefaultBasicLstmCellOrder();
 
-struct LstmParams {
+struct ASPEN_API LstmParams {
   rnn::RnnParams rnn;
   // popnn's deprecated copies of rnn's fields, kept equal to them by the constructors.
   Type dataType;
@@ -99,7 +100,7 @@ struct LstmParams {
              NonLinearityType recurrentActivation = NonLinearityType::SIGMOID);
 };
 
-struct LstmState {
+struct ASPEN_API LstmState {
   Tensor output;
   Tensor cellState;
   // [2, B, H]: output then cell state.
@@ -116,97 +117,105 @@ struct LstmWeights {
 //   fwd: T*B*(2*4H*(I*[doInputWeightCalc] + H) + 4H (biases) + 3H (cell: 2 mul, 1 add) + H (out))
 //   bwd: T*B*(2*4H*(H + I*[calcInputGradients]) + 10H (gate gradients))
 //   wu:  T*B*(2*4H*(I + H) + 4H (bias sums))
-std::uint64_t getBasicLstmCellFwdFlops(const LstmParams &params);
-std::uint64_t getBasicLstmCellBwdFlops(const LstmParams &params);
-std::uint64_t getBasicLstmCellWuFlops(const LstmParams &params);
+ASPEN_API std::uint64_t getBasicLstmCellFwdFlops(const LstmParams &params);
+ASPEN_API std::uint64_t getBasicLstmCellBwdFlops(const LstmParams &params);
+ASPEN_API std::uint64_t getBasicLstmCellWuFlops(const LstmParams &params);
 
 // The matmuls the layer plans with these options (for preplanMatMuls).
-std::vector<std::pair<linalg::MatMulParams, OptionFlags>>
+ASPEN_API std::vector<std::pair<linalg::MatMulParams, OptionFlags>>
 getMatMulPrePlanParameters(LstmParams params, OptionFlags options);
 
-Tensor createInput(Graph &graph, const LstmParams &params, const DebugContext &debug,
-                   const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
-Tensor createInitialOutput(Graph &graph, const LstmParams &params, const DebugContext &debug,
-                           const OptionFlags &options = {},
-                           linalg::PlanningCache *cache = nullptr);
-Tensor createInitialCellState(Graph &graph, const LstmParams &params, const DebugContext &debug,
-                              const OptionFlags &options = {},
-                              linalg::PlanningCache *cache = nullptr);
-LstmState createInitialState(Graph &graph, const LstmParams &params, const DebugContext &debug,
+ASPEN_API Tensor createInput(Graph &graph, const LstmParams &params, const DebugContext &debug,
                              const OptionFlags &options = {},
                              linalg::PlanningCache *cache = nullptr);
-void zeroInitialState(Graph &graph, const LstmState &initialState, program::Sequence &prog,
-                      const DebugContext &debug = {});
+ASPEN_API Tensor createInitialOutput(Graph &graph, const LstmParams &params,
+                                     const DebugContext &debug, const OptionFlags &options = {},
+                                     linalg::PlanningCache *cache = nullptr);
+ASPEN_API Tensor createInitialCellState(Graph &graph, const LstmParams &params,
+                                        const DebugContext &debug, const OptionFlags &options = {},
+                                        linalg::PlanningCache *cache = nullptr);
+ASPEN_API LstmState createInitialState(Graph &graph, const LstmParams &params,
+                                       const DebugContext &debug, const OptionFlags &options = {},
+                                       linalg::PlanningCache *cache = nullptr);
+ASPEN_API void zeroInitialState(Graph &graph, const LstmState &initialState,
+                                program::Sequence &prog, const DebugContext &debug = {});
 
 // {inputWeights [4, I, H], outputWeights [4, H, H]}
-std::pair<Tensor, Tensor> createWeightsKernel(Graph &graph, const LstmParams &params,
-                                              const DebugContext &debug,
-                                              const OptionFlags &options = {},
-                                              linalg::PlanningCache *cache = nullptr);
+ASPEN_API std::pair<Tensor, Tensor> createWeightsKernel(Graph &graph, const LstmParams &params,
+                                                        const DebugContext &debug,
+                                                        const OptionFlags &options = {},
+                                                        linalg::PlanningCache *cache = nullptr);
 // [4, H]
-Tensor createWeightsBiases(Graph &graph, const LstmParams &params, const DebugContext &debug,
-                           const OptionFlags &options = {},
-                           linalg::PlanningCache *cache = nullptr);
-LstmWeights createWeights(Graph &graph, const LstmParams &params, const DebugContext &debug,
-                          const OptionFlags &options = {},
-                          linalg::PlanningCache *cache = nullptr);
+ASPEN_API Tensor createWeightsBiases(Graph &graph, const LstmParams &params,
+                                     const DebugContext &debug, const OptionFlags &options = {},
+                                     linalg::PlanningCache *cache = nullptr);
+ASPEN_API LstmWeights createWeights(Graph &graph, const LstmParams &params,
+                                    const DebugContext &debug, const OptionFlags &options = {},
+                                    linalg::PlanningCache *cache = nullptr);
 
-Tensor lstmFwd(Graph &graph, const LstmParams &params, program::Sequence &prog,
-               const LstmState &stateInit, const LstmWeights &weights, const Tensor &in,
-               Tensor *intermediates, const DebugContext &debug = {},
-               const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
-std::pair<Tensor, Tensor> lstmFwd(Graph &graph, const LstmParams &params,
-                                  const LstmState &stateInit, const Tensor &in,
-                                  const LstmWeights &weights, Tensor *intermediates,
-                                  program::Sequence &prog, const DebugContext &debug = {},
+ASPEN_API Tensor lstmFwd(Graph &graph, const LstmParams &params, program::Sequence &prog,
+                         const LstmState &stateInit, const LstmWeights &weights, const Tensor &in,
+                         Tensor *intermediates, const DebugContext &debug = {},
+                         const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
+ASPEN_API std::pair<Tensor, Tensor> lstmFwd(Graph &graph, const LstmParams &params,
+                                            const LstmState &stateInit, const Tensor &in,
+                                            const LstmWeights &weights, Tensor *intermediates,
+                                            program::Sequence &prog, const DebugContext &debug = {},
+                                            const OptionFlags &options = {},
+                                            linalg::PlanningCache *cache = nullptr);
+
+ASPEN_API LstmState lstmBwd(Graph &graph, const LstmParams &params, program::Sequence &prog,
+                            const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
+                            const LstmWeights &weights, const Tensor &input, const Tensor &output,
+                            const Tensor &outputGrad, const Tensor *lastCellStateGrad,
+                            Tensor *inputGrad, Tensor *bwdIntermediates,
+                            const DebugContext &debug = {}, const OptionFlags &options = {},
+                            linalg::PlanningCache *cache = nullptr);
+ASPEN_API LstmState lstmBwd(Graph &graph, const LstmParams &params, program::Sequence &prog,
+                            const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
+                            const LstmWeights &weights, const Tensor &input, const Tensor &output,
+                            const Tensor &outputGrad, const LstmState *lastStepStateGrad,
+                            Tensor *inputGrad, Tensor *bwdIntermediates,
+                            const DebugContext &debug = {}, const OptionFlags &options = {},
+                            linalg::PlanningCache *cache = nullptr);
+// A literal nullptr for the incoming state gradient.
+ASPEN_API LstmState lstmBwd(Graph &graph, const LstmParams &params, program::Sequence &prog,
+                            const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
+                            const LstmWeights &weights, const Tensor &input, const Tensor &output,
+                            const Tensor &outputGrad, std::nullptr_t, Tensor *inputGrad,
+                            Tensor *bwdIntermediates, const DebugContext &debug = {},
+                            const OptionFlags &options = {},
+                            linalg::PlanningCache *cache = nullptr);
+
+ASPEN_API LstmWeights lstmWU(Graph &graph, const LstmParams &params, program::Sequence &prog,
+                             const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
+                             const Tensor &bwdIntermediates, const LstmWeights &weights,
+                             const Tensor &input, const Tensor &output,
+                             const DebugContext &debug = {}, const OptionFlags &options = {},
+                             linalg::PlanningCache *cache = nullptr);
+
+ASPEN_API LstmState lstmBwdWithWU(Graph &graph, const LstmParams &params, program::Sequence &prog,
+                                  const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
+                                  const LstmWeights &weights, const Tensor &input,
+                                  const Tensor &output, const Tensor &outputGrad,
+                                  const Tensor *lastCellStateGrad, Tensor *inputGrad,
+                                  LstmWeights &weightsGrad, const DebugContext &debug = {},
                                   const OptionFlags &options = {},
                                   linalg::PlanningCache *cache = nullptr);
-
-LstmState lstmBwd(Graph &graph, const LstmParams &params, program::Sequence &prog,
-                  const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
-                  const LstmWeights &weights, const Tensor &input, const Tensor &output,
-                  const Tensor &outputGrad, const Tensor *lastCellStateGrad, Tensor *inputGrad,
-                  Tensor *bwdIntermediates, const DebugContext &debug = {},
-                  const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
-LstmState lstmBwd(Graph &graph, const LstmParams &params, program::Sequence &prog,
-                  const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
-                  const LstmWeights &weights, const Tensor &input, const Tensor &output,
-                  const Tensor &outputGrad, const LstmState *lastStepStateGrad,
-                  Tensor *inputGrad, Tensor *bwdIntermediates, const DebugContext &debug = {},
-                  const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
-// A literal nullptr for the incoming state gradient.
-LstmState lstmBwd(Graph &graph, const LstmParams &params, program::Sequence &prog,
-                  const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
-                  const LstmWeights &weights, const Tensor &input, const Tensor &output,
-                  const Tensor &outputGrad, std::nullptr_t, Tensor *inputGrad,
-                  Tensor *bwdIntermediates, const DebugContext &debug = {},
-                  const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
-
-LstmWeights lstmWU(Graph &graph, const LstmParams &params, program::Sequence &prog,
-                   const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
-                   const Tensor &bwdIntermediates, const LstmWeights &weights,
-                   const Tensor &input, const Tensor &output, const DebugContext &debug = {},
-                   const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
-
-LstmState lstmBwdWithWU(Graph &graph, const LstmParams &params, program::Sequence &prog,
-                        const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
-                        const LstmWeights &weights, const Tensor &input, const Tensor &output,
-                        const Tensor &outputGrad, const Tensor *lastCellStateGrad,
-                        Tensor *inputGrad, LstmWeights &weightsGrad,
-                        const DebugContext &debug = {}, const OptionFlags &options = {},
-                        linalg::PlanningCache *cache = nullptr);
-LstmState lstmBwdWithWU(Graph &graph, const LstmParams &params, program::Sequence &prog,
-                        const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
-                        const LstmWeights &weights, const Tensor &input, const Tensor &output,
-                        const Tensor &outputGrad, const LstmState *lastStepStateGrad,
-                        Tensor *inputGrad, LstmWeights &weightsGrad,
-                        const DebugContext &debug = {}, const OptionFlags &options = {},
-                        linalg::PlanningCache *cache = nullptr);
-LstmState lstmBwdWithWU(Graph &graph, const LstmParams &params, program::Sequence &prog,
-                        const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
-                        const LstmWeights &weights, const Tensor &input, const Tensor &output,
-                        const Tensor &outputGrad, std::nullptr_t, Tensor *inputGrad,
-                        LstmWeights &weightsGrad, const DebugContext &debug = {},
-                        const OptionFlags &options = {}, linalg::PlanningCache *cache = nullptr);
+ASPEN_API LstmState lstmBwdWithWU(Graph &graph, const LstmParams &params, program::Sequence &prog,
+                                  const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
+                                  const LstmWeights &weights, const Tensor &input,
+                                  const Tensor &output, const Tensor &outputGrad,
+                                  const LstmState *lastStepStateGrad, Tensor *inputGrad,
+                                  LstmWeights &weightsGrad, const DebugContext &debug = {},
+                                  const OptionFlags &options = {},
+                                  linalg::PlanningCache *cache = nullptr);
+ASPEN_API LstmState lstmBwdWithWU(Graph &graph, const LstmParams &params, program::Sequence &prog,
+                                  const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
+                                  const LstmWeights &weights, const Tensor &input,
+                                  const Tensor &output, const Tensor &outputGrad, std::nullptr_t,
+                                  Tensor *inputGrad, LstmWeights &weightsGrad,
+                                  const DebugContext &debug = {}, const OptionFlags &options = {},
+                                  linalg::PlanningCache *cache = nullptr);
 
 } // namespace aspen::nn::lstm

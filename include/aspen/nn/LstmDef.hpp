@@ -5,6 +5,8 @@
 // the --cell-order flag of lstm_layer): forget, input, cell (the candidate), output.
 #pragma once
 
+#include <aspen/Export.hpp>
+
 #include <iosfwd>
 #include <string>
 
@@ -20,11 +22,11 @@ enum BasicLstmCellUnit {
 
 // "forget", "input", "cell", "output"; raises invalid_option for BASIC_LSTM_CELL_NUM_UNITS or
 // another value.
-std::string asString(BasicLstmCellUnit unit);
+ASPEN_API std::string asString(BasicLstmCellUnit unit);
 // Reads one of those names; raises invalid_option naming the allowed names otherwise.
-BasicLstmCellUnit parseBasicLstmCellUnit(const std::string &name);
-std::ostream &operator<<(std::ostream &os, BasicLstmCellUnit unit);
+ASPEN_API BasicLstmCellUnit parseBasicLstmCellUnit(const std::string &name);
+ASPEN_API std::ostream &operator<<(std::ostream &os, BasicLstmCellUnit unit);
 // Sets failbit on an unknown name.
-std::istream &operator>>(std::istream &is, BasicLstmCellUnit &unit);
+ASPEN_API std::istream &operator>>(std::istream &is, BasicLstmCellUnit &unit);
 
 } // namespace aspen::nn::lstm

@@ -28,30 +28,32 @@
 #pragma once
 
 #include <aspen/DebugContext.hpp>
+#include <aspen/Export.hpp>
 #include <aspen/Graph.hpp>
 #include <aspen/Program.hpp>
 #include <aspen/nn/NonLinearityDef.hpp>
 
 namespace aspen::nn {
 
-Tensor nonLinearity(Graph &graph, NonLinearityType type, Tensor t, program::Sequence &prog,
-                    const DebugContext &debug = {});
-Tensor nonLinearity(Graph &graph, NonLinearityType type, Tensor t, float &nonLinearityScaling,
-                    program::Sequence &prog, const DebugContext &debug = {});
-void nonLinearityInPlace(Graph &graph, NonLinearityType type, Tensor t, program::Sequence &prog,
-                         const DebugContext &debug = {});
-void nonLinearityInPlace(Graph &graph, NonLinearityType type, Tensor t,
-                         float &nonLinearityScaling, program::Sequence &prog,
-                         const DebugContext &debug = {});
-void nonLinearityInPlace(Graph &graph, NonLinearityType type, Tensor t, ComputeSet &cs,
-                         const DebugContext &debug = {});
+ASPEN_API Tensor nonLinearity(Graph &graph, NonLinearityType type, Tensor t,
+                              program::Sequence &prog, const DebugContext &debug = {});
+ASPEN_API Tensor nonLinearity(Graph &graph, NonLinearityType type, Tensor t,
+                              float &nonLinearityScaling, program::Sequence &prog,
+                              const DebugContext &debug = {});
+ASPEN_API void nonLinearityInPlace(Graph &graph, NonLinearityType type, Tensor t,
+                                   program::Sequence &prog, const DebugContext &debug = {});
+ASPEN_API void nonLinearityInPlace(Graph &graph, NonLinearityType type, Tensor t,
+                                   float &nonLinearityScaling, program::Sequence &prog,
+                                   const DebugContext &debug = {});
+ASPEN_API void nonLinearityInPlace(Graph &graph, NonLinearityType type, Tensor t, ComputeSet &cs,
+                                   const DebugContext &debug = {});
 
-Tensor nonLinearityInputGradient(Graph &graph, NonLinearityType type, Tensor act,
-                                 Tensor outGradient, program::Sequence &prog,
-                                 const DebugContext &debug = {});
-Tensor nonLinearityInputGradient(Graph &graph, NonLinearityType type, Tensor act,
-                                 Tensor outGradient, ComputeSet &cs,
-                                 const DebugContext &debug = {});
+ASPEN_API Tensor nonLinearityInputGradient(Graph &graph, NonLinearityType type, Tensor act,
+                                           Tensor outGradient, program::Sequence &prog,
+                                           const DebugContext &debug = {});
+ASPEN_API Tensor nonLinearityInputGradient(Graph &graph, NonLinearityType type, Tensor act,
+                                           Tensor outGradient, ComputeSet &cs,
+                                           const DebugContext &debug = {});
 
 // One named helper per kind, as popnn: sigmoid(graph, t, prog), sigmoidInPlace(graph, t, prog),
 // hardSigmoid, relu, tanh, gelu, geluErf, swish, softmax, softmaxStable, scaledSoftmaxStable.

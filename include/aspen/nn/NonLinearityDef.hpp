@@ -15,6 +15,7 @@
 // GELU, GELU_ERF and SWISH are 0 at -inf and x at +inf (their limits).
 #pragma once
 
+#include <aspen/Export.hpp>
 #include <aspen/nn/codelets/NonLinearityTable.hpp>
 
 #include <ostream>
@@ -28,8 +29,8 @@ inline constexpr unsigned kNumNonLinearityTypes = ASPEN_NN_NON_LINEARITY_COUNT;
 inline constexpr float SOFTMAX_SCALING = 10000.0f;
 
 // "SIGMOID", "SOFTMAX_STABLE", ...
-std::string asString(NonLinearityType type);
-std::ostream &operator<<(std::ostream &os, NonLinearityType type);
+ASPEN_API std::string asString(NonLinearityType type);
+ASPEN_API std::ostream &operator<<(std::ostream &os, NonLinearityType type);
 
 // The softmax family (computed over the innermost dimension) rather than element-wise.
 constexpr bool isSoftmax(NonLinearityType type) {

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <aspen/DebugContext.hpp>
+#include <aspen/Export.hpp>
 #include <aspen/Graph.hpp>
 #include <aspen/OptionFlags.hpp>
 #include <aspen/Program.hpp>
@@ -38,7 +39,7 @@
 
 namespace aspen::nn::rnn {
 
-std::vector<std::pair<linalg::MatMulParams, OptionFlags>>
+ASPEN_API std::vector<std::pair<linalg::MatMulParams, OptionFlags>>
 getMatMulPrePlanParameters(std::size_t numSteps, std::size_t batchSize, std::size_t inputSize,
                            std::size_t outputSize, const Type &dType,
                            const Type &partialsType = FLOAT, bool inferenceOnly = false,
@@ -48,72 +49,81 @@ getMatMulPrePlanParameters(std::size_t numSteps, std::size_t batchSize, std::siz
 //   fwd: T*B*(2*I*H*[weightInput] + 2*H*H + 2H (the two additions))
 //   bwd: T*B*(2*H*H + H + 2*I*H*[calcInputGrad])
 //   wu:  T*B*(2*I*H + 2*H*H + H)
-std::uint64_t getFwdFlops(unsigned sequenceSize, unsigned batchSize, unsigned inputSize,
-                          unsigned outputSize, bool weightInput = true);
-std::uint64_t getBwdFlops(unsigned sequenceSize, unsigned batchSize, unsigned inputSize,
-                          unsigned outputSize, bool calcInputGrad = true);
-std::uint64_t getWuFlops(unsigned sequenceSize, unsigned batchSize, unsigned inputSize,
-                         unsigned outputSize);
+ASPEN_API std::uint64_t getFwdFlops(unsigned sequenceSize, unsigned batchSize, unsigned inputSize,
+                                    unsigned outputSize, bool weightInput = true);
+ASPEN_API std::uint64_t getBwdFlops(unsigned sequenceSize, unsigned batchSize, unsigned inputSize,
+                                    unsigned outputSize, bool calcInputGrad = true);
+ASPEN_API std::uint64_t getWuFlops(unsigned sequenceSize, unsigned batchSize, unsigned inputSize,
+                                   unsigned outputSize);
 
-Tensor createInput(Graph &graph, unsigned numSteps, unsigned batchSize, unsigned inputSize,
-                   unsigned outputSize, const Type &dType, const Type &partialsType = FLOAT,
-                   bool inferenceOnly = false, const DebugContext &debug = {},
-                   linalg::PlanningCache *cache = nullptr);
-// [B, H]; zeroed in prog when initState.
-Tensor createFwdState(Graph &graph, const Type &dType, unsigned batchSize, unsigned outputSize,
-                      program::Sequence &prog, bool initState, bool inferenceOnly,
-                      const DebugContext &debug = {}, linalg::PlanningCache *cache = nullptr);
-// The previous output held by a forward state: the state itself (a [B, H] view).
-Tensor getOutputFromFwdState(const Tensor &fwdState);
-// [I, H]
-Tensor createWeightsInput(Graph &graph, unsigned sequenceSize, unsigned batchSize,
-                          unsigned inputSize, unsigned outputSize, const Type &dType,
-                          const Type &partialsType = FLOAT, bool inferenceOnly = false,
-                          const DebugContext &debug = {}, linalg::PlanningCache *cache = nullptr);
-// [H, H]
-Tensor createWeightsFeedback(Graph &graph, unsigned batchSize, unsigned outputSize,
-                             const Type &dType, const Type &partialsType = FLOAT,
-                             bool inferenceOnly = false, const DebugContext &debug = {},
+ASPEN_API Tensor createInput(Graph &graph, unsigned numSteps, unsigned batchSize,
+                             unsigned inputSize, unsigned outputSize, const Type &dType,
+                             const Type &partialsType = FLOAT, bool inferenceOnly = false,
+                             const DebugContext &debug = {},
                              linalg::PlanningCache *cache = nullptr);
+// [B, H]; zeroed in prog when initState.
+ASPEN_API Tensor createFwdState(Graph &graph, const Type &dType, unsigned batchSize,
+                                unsigned outputSize, program::Sequence &prog, bool initState,
+                                bool inferenceOnly, const DebugContext &debug = {},
+                                linalg::PlanningCache *cache = nullptr);
+// The previous output held by a forward state: the state itself (a [B, H] view).
+ASPEN_API Tensor getOutputFromFwdState(const Tensor &fwdState);
+// [I, H]
+ASPEN_API Tensor createWeightsInput(Graph &graph, unsigned sequenceSize, unsigned batchSize,
+                                    unsigned inputSize, unsigned outputSize, const Type &dType,
+                                    const Type &partialsType = FLOAT, bool inferenceOnly = false,
+                                    const DebugContext &debug = {},
+                                    linalg::PlanningCache *cache = nullptr);
+// [H, H]
+ASPEN_API Tensor createWeightsFeedback(Graph &graph, unsigned batchSize, unsigned outputSize,
+                                       const Type &dType, const Type &partialsType = FLOAT,
+                                       bool inferenceOnly = false, const DebugContext &debug = {},
+                                       linalg::PlanningCache *cache = nullptr);
 
-Tensor forwardWeightInput(Graph &graph, const Tensor &actIn, const Tensor &weights,
-                          program::Sequence &prog, const Type &partialsType = FLOAT,
-                          bool inferenceOnly = false, const DebugContext &debug = {},
-                          linalg::PlanningCache *cache = nullptr);
-Tensor forwardIterate(Graph &graph, const Tensor &feedFwdIn, const Tensor &initState,
-                      const Tensor &feedbackWeights, const Tensor &biases,
-                      program::Sequence &prog, NonLinearityType nonLinearityType,
-                      const Type &partialsType = FLOAT, bool inferenceOnly = false,
-                      const DebugContext &debug = {}, linalg::PlanningCache *cache = nullptr);
+ASPEN_API Tensor forwardWeightInput(Graph &graph, const Tensor &actIn, const Tensor &weights,
+                                    program::Sequence &prog, const Type &partialsType = FLOAT,
+                                    bool inferenceOnly = false, const DebugContext &debug = {},
+                                    linalg::PlanningCache *cache = nullptr);
+ASPEN_API Tensor forwardIterate(Graph &graph, const Tensor &feedFwdIn, const Tensor &initState,
+                                const Tensor &feedbackWeights, const Tensor &biases,
+                                program::Sequence &prog, NonLinearityType nonLinearityType,
+                                const Type &partialsType = FLOAT, bool inferenceOnly = false,
+                                const DebugContext &debug = {},
+                                linalg::PlanningCache *cache = nullptr);
 
 // [B, H], zeroed in prog.
-Tensor createBwdState(Graph &graph, const Type &dType, unsigned batchSize, unsigned outputSize,
-                      program::Sequence &prog, const DebugContext &debug = {},
-                      linalg::PlanningCache *cache = nullptr);
-std::pair<Tensor, Tensor>
+ASPEN_API Tensor createBwdState(Graph &graph, const Type &dType, unsigned batchSize,
+                                unsigned outputSize, program::Sequence &prog,
+                                const DebugContext &debug = {},
+                                linalg::PlanningCache *cache = nullptr);
+ASPEN_API std::pair<Tensor, Tensor>
 backwardGradientStep(Graph &graph, const Tensor &nextLayerGrad, const Tensor &bwdState,
                      const Tensor &actOut, const Tensor &weightsInput,
                      const Tensor &weightsFeedback, program::Sequence &prog,
                      NonLinearityType nonLinearityType, const Type &partialsType = FLOAT,
                      const DebugContext &debug = {}, linalg::PlanningCache *cache = nullptr);
-Tensor backwardGradientStep(Graph &graph, const Tensor &nextLayerGrad, const Tensor &bwdState,
-                            const Tensor &actOut, const Tensor &weightsFeedback,
-                            program::Sequence &prog, NonLinearityType nonLinearityType,
-                            const Type &partialsType = FLOAT, const DebugContext &debug = {},
-                            linalg::PlanningCache *cache = nullptr);
-void paramDeltaUpdate(Graph &graph, const Tensor &bwdState, const Tensor &actIn,
-                      const Tensor &prevOut, Tensor &weightsInputDeltasAcc,
-                      Tensor &weightsFeedbackDeltasAcc, Tensor &biasDeltasAcc,
-                      program::Sequence &prog, const Type &partialsType = FLOAT,
-                      const DebugContext &debug = {}, linalg::PlanningCache *cache = nullptr);
+ASPEN_API Tensor backwardGradientStep(Graph &graph, const Tensor &nextLayerGrad,
+                                      const Tensor &bwdState, const Tensor &actOut,
+                                      const Tensor &weightsFeedback, program::Sequence &prog,
+                                      NonLinearityType nonLinearityType,
+                                      const Type &partialsType = FLOAT,
+                                      const DebugContext &debug = {},
+                                      linalg::PlanningCache *cache = nullptr);
+ASPEN_API void paramDeltaUpdate(Graph &graph, const Tensor &bwdState, const Tensor &actIn,
+                                const Tensor &prevOut, Tensor &weightsInputDeltasAcc,
+                                Tensor &weightsFeedbackDeltasAcc, Tensor &biasDeltasAcc,
+                                program::Sequence &prog, const Type &partialsType = FLOAT,
+                                const DebugContext &debug = {},
+                                linalg::PlanningCache *cache = nullptr);
 
-Tensor rnnFwdSequence(Graph &graph, program::Sequence &prog, const Tensor &fwdStateInit,
-                      const Tensor *weightedIn, const Tensor &biases,
-                      const Tensor &feedFwdWeights, const Tensor &feedbackWeights,
-                      const Tensor &prevLayerActs, const NonLinearityType &nonLinearityType,
-                      const Type &partialsType, bool inferenceOnly,
-                      const DebugContext &debug = {}, linalg::PlanningCache *cache = nullptr);
-std::tuple<Tensor, Tensor, Tensor, Tensor>
+ASPEN_API Tensor rnnFwdSequence(Graph &graph, program::Sequence &prog, const Tensor &fwdStateInit,
+                                const Tensor *weightedIn, const Tensor &biases,
+                                const Tensor &feedFwdWeights, const Tensor &feedbackWeights,
+                                const Tensor &prevLayerActs,
+                                const NonLinearityType &nonLinearityType, const Type &partialsType,
+                                bool inferenceOnly, const DebugContext &debug = {},
+                                linalg::PlanningCache *cache = nullptr);
+ASPEN_API std::tuple<Tensor, Tensor, Tensor, Tensor>
 rnnBwdSequence(Graph &graph, bool doWU, bool ignoreInputGradientCalc, program::Sequence &prog,
                const Tensor &fwdStateInit, const Tensor &fwdState, const Tensor &biases,
                const Tensor &feedFwdWeights, const Tensor &feedbackWeights,

@@ -55,6 +55,7 @@
 #pragma once
 
 #include <aspen/DebugContext.hpp>
+#include <aspen/Export.hpp>
 #include <aspen/Graph.hpp>
 #include <aspen/OptionFlags.hpp>
 #include <aspen/Program.hpp>
@@ -65,7 +66,7 @@
 
 namespace aspen::nn::rnn {
 
-struct RnnParams {
+struct ASPEN_API RnnParams {
   Type dataType;
   std::size_t batchSize;
   std::size_t maxTimeSteps;
@@ -94,25 +95,26 @@ struct RnnParams {
 };
 
 // [multiple, B, size] with size = H when isOutput, else I; mapped like one time step.
-Tensor createInitialState(Graph &graph, const RnnParams &params, bool isOutput, unsigned multiple,
-                          unsigned numShards, const DebugContext &debug = {});
+ASPEN_API Tensor createInitialState(Graph &graph, const RnnParams &params, bool isOutput,
+                                    unsigned multiple, unsigned numShards,
+                                    const DebugContext &debug = {});
 // [T, B, size] laid out for slicing over time and sharding.
-Tensor createRecurrentTensor(Graph &graph, const RnnParams &params, unsigned size,
-                             unsigned numShards, const DebugContext &debug = {});
+ASPEN_API Tensor createRecurrentTensor(Graph &graph, const RnnParams &params, unsigned size,
+                                       unsigned numShards, const DebugContext &debug = {});
 // [T, B, I]
-Tensor createInputTensor(Graph &graph, const RnnParams &params, unsigned numShards,
-                         const DebugContext &debug = {});
+ASPEN_API Tensor createInputTensor(Graph &graph, const RnnParams &params, unsigned numShards,
+                                   const DebugContext &debug = {});
 // [T, B, H], or [multiple * T, B, H]
-Tensor createOutputTensor(Graph &graph, const RnnParams &params, unsigned numShards,
-                          const DebugContext &debug = {});
-Tensor createOutputTensor(Graph &graph, const RnnParams &params, unsigned multiple,
-                          unsigned numShards, const DebugContext &debug = {});
+ASPEN_API Tensor createOutputTensor(Graph &graph, const RnnParams &params, unsigned numShards,
+                                    const DebugContext &debug = {});
+ASPEN_API Tensor createOutputTensor(Graph &graph, const RnnParams &params, unsigned multiple,
+                                    unsigned numShards, const DebugContext &debug = {});
 
 // A [T, ...] tensor whose step t holds step t-1 of tBase and whose step 0 holds tSingle (copied
 // in `prog`): the "previous output" sequence.
-Tensor shiftRnnTensor(Graph &graph, const RnnParams &params, const Tensor &tBase,
-                      const Tensor &tSingle, program::Sequence &prog, unsigned numShards,
-                      const DebugContext &debug = {});
+ASPEN_API Tensor shiftRnnTensor(Graph &graph, const RnnParams &params, const Tensor &tBase,
+                                const Tensor &tSingle, program::Sequence &prog, unsigned numShards,
+                                const DebugContext &debug = {});
 
 struct RnnSlice {
   std::vector<Tensor> inputs;
@@ -143,24 +145,22 @@ using LoopBodyType = std::function<program::Sequence(
     std::vector<Tensor> &state, const RnnSlice &slice, std::vector<Tensor> &created,
     program::Sequence *initProg, const DebugContext &debug)>;
 
-using GatherBodyType =
+using GatherBodyType = ASPEN_API
     std::function<program::Sequence(Graph &graph, const RnnSlice &slice, unsigned stepsPerGather,
-                                     program::Sequence *initProg, const DebugContext &debug)>;
+                                    program::Sequence *initProg, const DebugContext &debug)>;
 
-std::vector<Tensor> Rnn(Graph &graph, const RnnParams &params, bool reverse,
-                        const std::vector<Tensor> &initState, const StateSequence &stateSequence,
-                        const std::vector<Tensor> &inputs, const Tensor *interimIn,
-                        Tensor *interimOut, const std::vector<Tensor> &outputs,
-                        const std::vector<Tensor> &created, program::Sequence &prog,
-                        const LoopBodyType &loopFn, unsigned numShards, OptionFlags &options,
-                        const DebugContext &debug = {});
+ASPEN_API std::vector<Tensor>
+Rnn(Graph &graph, const RnnParams &params, bool reverse, const std::vector<Tensor> &initState,
+    const StateSequence &stateSequence, const std::vector<Tensor> &inputs, const Tensor *interimIn,
+    Tensor *interimOut, const std::vector<Tensor> &outputs, const std::vector<Tensor> &created,
+    program::Sequence &prog, const LoopBodyType &loopFn, unsigned numShards, OptionFlags &options,
+    const DebugContext &debug = {});
 
-std::vector<Tensor> Rnn(Graph &graph, const RnnParams &params,
-                        const std::vector<Tensor> &initState, const StateSequence &stateSequence,
-                        const std::vector<Tensor> &inputs, const Tensor &interimIn,
-                        unsigned numTemps, program::Sequence &prog, const LoopBodyType &loopFn,
-                        const std::vector<Tensor> &gatherInputs, const GatherBodyType &gatherFn,
-                        unsigned numShards, unsigned stepsPerGather, OptionFlags &options,
-                        const DebugContext &debug = {});
+ASPEN_API std::vector<Tensor>
+Rnn(Graph &graph, const RnnParams &params, const std::vector<Tensor> &initState,
+    const StateSequence &stateSequence, const std::vector<Tensor> &inputs, const Tensor &interimIn,
+    unsigned numTemps, program::Sequence &prog, const LoopBodyType &loopFn,
+    const std::vector<Tensor> &gatherInputs, const GatherBodyType &gatherFn, unsigned numShards,
+    unsigned stepsPerGather, OptionFlags &options, const DebugContext &debug = {});
 
 } // namespace aspen::nn::rnn

@@ -19,14 +19,15 @@
 // castWithOutput(graph, src, dst, prog, debug): into dst (src's shape, parallel-writeable).
 #pragma once
 
+#include <aspen/Export.hpp>
 #include <aspen/Graph.hpp>
 #include <aspen/Program.hpp>
 
 namespace aspen::ops {
 
-Tensor cast(Graph &graph, const Tensor &src, Type dstType, program::Sequence &prog,
-            const DebugContext &debug = {});
-void castWithOutput(Graph &graph, const Tensor &src, const Tensor &dst, program::Sequence &prog,
-                    const DebugContext &debug = {});
+ASPEN_API Tensor cast(Graph &graph, const Tensor &src, Type dstType, program::Sequence &prog,
+                      const DebugContext &debug = {});
+ASPEN_API void castWithOutput(Graph &graph, const Tensor &src, const Tensor &dst,
+                              program::Sequence &prog, const DebugContext &debug = {});
 
 } // namespace aspen::ops

@@ -1,8 +1,9 @@
 // Adds the codelets of aspen::ops (popops::addCodelets) to a graph.
 #pragma once
 
+#include <aspen/Export.hpp>
 #include <aspen/Graph.hpp>
 
 namespace aspen::ops {
-void addCodelets(Graph &graph);
+ASPEN_API void addCodelets(Graph &graph);
 }

@@ -35,6 +35,7 @@
 // non-sliced elements), reading or writing every slice position of those columns.
 #pragma once
 
+#include <aspen/Export.hpp>
 #include <aspen/Graph.hpp>
 #include <aspen/OptionFlags.hpp>
 #include <aspen/Program.hpp>
@@ -47,28 +48,33 @@ namespace aspen::ops {
 // popops plans multi-slices for embedding lookups; Aspen has a single strategy.
 class SlicePlan {};
 
-Tensor dynamicSlice(Graph &graph, const Tensor &t, const Tensor &offset,
-                    const std::vector<std::size_t> &dims, const std::vector<std::size_t> &sizes,
-                    program::Sequence &prog, const DebugContext &debug = {});
+ASPEN_API Tensor dynamicSlice(Graph &graph, const Tensor &t, const Tensor &offset,
+                              const std::vector<std::size_t> &dims,
+                              const std::vector<std::size_t> &sizes, program::Sequence &prog,
+                              const DebugContext &debug = {});
 
-void dynamicUpdate(Graph &graph, const Tensor &t, const Tensor &s, const Tensor &offset,
-                   const std::vector<std::size_t> &dims, const std::vector<std::size_t> &sizes,
-                   program::Sequence &prog, const DebugContext &debug = {});
+ASPEN_API void dynamicUpdate(Graph &graph, const Tensor &t, const Tensor &s, const Tensor &offset,
+                             const std::vector<std::size_t> &dims,
+                             const std::vector<std::size_t> &sizes, program::Sequence &prog,
+                             const DebugContext &debug = {});
 
-Tensor multiSlice(Graph &graph, const Tensor &t, const Tensor &offsets,
-                  const std::vector<std::size_t> &dims, const std::vector<std::size_t> &sizes,
-                  program::Sequence &prog, const SlicePlan &plan = {},
-                  const OptionFlags &options = {}, const DebugContext &debug = {});
+ASPEN_API Tensor multiSlice(Graph &graph, const Tensor &t, const Tensor &offsets,
+                            const std::vector<std::size_t> &dims,
+                            const std::vector<std::size_t> &sizes, program::Sequence &prog,
+                            const SlicePlan &plan = {}, const OptionFlags &options = {},
+                            const DebugContext &debug = {});
 
-void multiUpdate(Graph &graph, const Tensor &t, const Tensor &sMulti, const Tensor &offsets,
-                 const std::vector<std::size_t> &dims, const std::vector<std::size_t> &sizes,
-                 program::Sequence &prog, const SlicePlan &plan = {},
-                 const OptionFlags &options = {}, const DebugContext &debug = {});
+ASPEN_API void multiUpdate(Graph &graph, const Tensor &t, const Tensor &sMulti,
+                           const Tensor &offsets, const std::vector<std::size_t> &dims,
+                           const std::vector<std::size_t> &sizes, program::Sequence &prog,
+                           const SlicePlan &plan = {}, const OptionFlags &options = {},
+                           const DebugContext &debug = {});
 
-void multiUpdateAdd(Graph &graph, const Tensor &t, const Tensor &sMulti, const Tensor &offsets,
-                    const Tensor &scale, const std::vector<std::size_t> &dims,
-                    const std::vector<std::size_t> &sizes, program::Sequence &prog,
-                    const SlicePlan &plan = {}, const OptionFlags &options = {},
-                    const DebugContext &debug = {});
+ASPEN_API void multiUpdateAdd(Graph &graph, const Tensor &t, const Tensor &sMulti,
+                              const Tensor &offsets, const Tensor &scale,
+                              const std::vector<std::size_t> &dims,
+                              const std::vector<std::size_t> &sizes, program::Sequence &prog,
+                              const SlicePlan &plan = {}, const OptionFlags &options = {},
+                              const DebugContext &debug = {});
 
 } // namespace aspen::ops

@@ -26,6 +26,7 @@
 // type on tile 0). Ternary: clamp(x, lo, hi) and select(a, b, predicate).
 #pragma once
 
+#include <aspen/Export.hpp>
 #include <aspen/Graph.hpp>
 #include <aspen/OptionFlags.hpp>
 #include <aspen/Program.hpp>
@@ -36,15 +37,15 @@
 
 namespace aspen::ops {
 
-Tensor map(Graph &graph, const expr::Expr &expr, const std::vector<Tensor> &ts,
-           program::Sequence &prog, const DebugContext &debug = {},
-           const OptionFlags &options = {});
-void mapInPlace(Graph &graph, const expr::Expr &expr, const std::vector<Tensor> &ts,
-                program::Sequence &prog, const DebugContext &debug = {},
-                const OptionFlags &options = {});
-void mapWithOutput(Graph &graph, const expr::Expr &expr, const std::vector<Tensor> &ts,
-                   const Tensor &out, program::Sequence &prog, const DebugContext &debug = {},
-                   const OptionFlags &options = {});
+ASPEN_API Tensor map(Graph &graph, const expr::Expr &expr, const std::vector<Tensor> &ts,
+                     program::Sequence &prog, const DebugContext &debug = {},
+                     const OptionFlags &options = {});
+ASPEN_API void mapInPlace(Graph &graph, const expr::Expr &expr, const std::vector<Tensor> &ts,
+                          program::Sequence &prog, const DebugContext &debug = {},
+                          const OptionFlags &options = {});
+ASPEN_API void mapWithOutput(Graph &graph, const expr::Expr &expr, const std::vector<Tensor> &ts,
+                             const Tensor &out, program::Sequence &prog,
+                             const DebugContext &debug = {}, const OptionFlags &options = {});
 
 namespace detail {
 // A scalar constant of `type` holding `value`, mapped to tile 0.

@@ -15,6 +15,7 @@
 // expressions and arithmetic literals (which become untyped Consts).
 #pragma once
 
+#include <aspen/Export.hpp>
 #include <aspen/Type.hpp>
 #include <aspen/ops/ExprOp.hpp>
 
@@ -26,7 +27,7 @@ namespace aspen::ops::expr {
 
 enum class ExprKind { Const, PlaceHolder, Cast, Unary, Binary, Ternary };
 
-class Expr {
+class ASPEN_API Expr {
 public:
   virtual ~Expr() = default;
   virtual std::unique_ptr<Expr> clone() const = 0;
@@ -51,7 +52,7 @@ private:
   std::unique_ptr<Expr> expr_;
 };
 
-class Const : public Expr {
+class ASPEN_API Const : public Expr {
 public:
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
   Const(T value) : Const(value, literalType<T>(), false) {}
@@ -96,12 +97,12 @@ private:
   long long intValue_ = 0;
 };
 
-class ConstHalf : public Const {
+class ASPEN_API ConstHalf : public Const {
 public:
   explicit ConstHalf(float value) : Const(value, HALF) {}
 };
 
-class PlaceHolder : public Expr {
+class ASPEN_API PlaceHolder : public Expr {
 public:
   explicit constexpr PlaceHolder(unsigned index) : index_(index) {}
   std::unique_ptr<Expr> clone() const override { return std::make_unique<PlaceHolder>(*this); }
@@ -115,7 +116,7 @@ private:
 inline const PlaceHolder _1{1}, _2{2}, _3{3}, _4{4}, _5{5}, _6{6}, _7{7}, _8{8}, _9{9}, _10{10},
     _11{11}, _12{12}, _13{13}, _14{14}, _15{15}, _16{16}, _17{17}, _18{18}, _19{19}, _20{20};
 
-class Cast : public Expr {
+class ASPEN_API Cast : public Expr {
 public:
   Cast(const Expr &a, Type type) : a_(a), type_(type) {}
   std::unique_ptr<Expr> clone() const override { return std::make_unique<Cast>(*this); }
@@ -128,7 +129,7 @@ private:
   Type type_;
 };
 
-class UnaryOp : public Expr {
+class ASPEN_API UnaryOp : public Expr {
 public:
   UnaryOp(UnaryOpType op, const Expr &a) : op_(op), a_(a) {}
   std::unique_ptr<Expr> clone() const override { return std::make_unique<UnaryOp>(*this); }
@@ -141,7 +142,7 @@ private:
   Any a_;
 };
 
-class BinaryOp : public Expr {
+class ASPEN_API BinaryOp : public Expr {
 public:
   BinaryOp(BinaryOpType op, const Expr &a, const Expr &b) : op_(op), a_(a), b_(b) {}
   std::unique_ptr<Expr> clone() const override { return std::make_unique<BinaryOp>(*this); }
@@ -155,7 +156,7 @@ private:
   Any a_, b_;
 };
 
-class TernaryOp : public Expr {
+class ASPEN_API TernaryOp : public Expr {
 public:
   TernaryOp(TernaryOpType op, const Expr &a, const Expr &b, const Expr &c)
       : op_(op), a_(a), b_(b), c_(c) {}

@@ -3,6 +3,7 @@
 // plus host-side queries derived from the same table.
 #pragma once
 
+#include <aspen/Export.hpp>
 #include <aspen/Type.hpp>
 #include <aspen/ops/codelets/ElementwiseOpTable.hpp>
 
@@ -11,18 +12,18 @@
 namespace aspen::ops {
 
 // The enumerator's name, e.g. "ADD".
-std::string toString(UnaryOpType op);
-std::string toString(BinaryOpType op);
-std::string toString(TernaryOpType op);
+ASPEN_API std::string toString(UnaryOpType op);
+ASPEN_API std::string toString(BinaryOpType op);
+ASPEN_API std::string toString(TernaryOpType op);
 
 // Whether the operation accepts operands of element type `t` (its row's type set).
-bool supportsType(UnaryOpType op, Type t);
-bool supportsType(BinaryOpType op, Type t);
-bool supportsType(TernaryOpType op, Type t);
+ASPEN_API bool supportsType(UnaryOpType op, Type t);
+ASPEN_API bool supportsType(BinaryOpType op, Type t);
+ASPEN_API bool supportsType(TernaryOpType op, Type t);
 
 // The element type of the result for operands of type `t` (t, or BOOL for comparisons and
 // IS_FINITE/IS_INF/IS_NAN).
-Type resultType(UnaryOpType op, Type t);
-Type resultType(BinaryOpType op, Type t);
+ASPEN_API Type resultType(UnaryOpType op, Type t);
+ASPEN_API Type resultType(BinaryOpType op, Type t);
 
 } // namespace aspen::ops

@@ -10,13 +10,14 @@
 // Instantiated for float, double, half, int, unsigned, long long, unsigned long long, bool.
 #pragma once
 
+#include <aspen/Export.hpp>
 #include <aspen/Graph.hpp>
 #include <aspen/Program.hpp>
 
 namespace aspen::ops {
 
 template <class T>
-void fill(Graph &graph, const Tensor &t, program::Sequence &prog, T value,
+ASPEN_API void fill(Graph &graph, const Tensor &t, program::Sequence &prog, T value,
           const DebugContext &debug = {});
 
 } // namespace aspen::ops

@@ -7,14 +7,15 @@
 // Appends one compute set to prog.
 #pragma once
 
+#include <aspen/Export.hpp>
 #include <aspen/Graph.hpp>
 #include <aspen/Program.hpp>
 
 namespace aspen::ops {
 
-void iota(Graph &graph, const Tensor &t, int startInteger, program::Sequence &prog,
-          const DebugContext &debug = {});
-void iota(Graph &graph, const Tensor &t, unsigned startInteger, program::Sequence &prog,
-          const DebugContext &debug = {});
+ASPEN_API void iota(Graph &graph, const Tensor &t, int startInteger, program::Sequence &prog,
+                    const DebugContext &debug = {});
+ASPEN_API void iota(Graph &graph, const Tensor &t, unsigned startInteger, program::Sequence &prog,
+                    const DebugContext &debug = {});
 
 } // namespace aspen::ops

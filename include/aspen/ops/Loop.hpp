@@ -17,6 +17,7 @@
 //     the same with a new count variable (countLimit's type, tile 0).
 #pragma once
 
+#include <aspen/Export.hpp>
 #include <aspen/Graph.hpp>
 #include <aspen/Program.hpp>
 
@@ -27,16 +28,19 @@ namespace aspen::ops {
 
 using CountedLoopBodyType = std::function<program::Program(const Tensor &)>;
 
-program::Sequence countedLoop(Graph &graph, std::size_t begin, std::size_t end, std::size_t step,
-                              const CountedLoopBodyType &body, const DebugContext &debug = {});
-program::Sequence countedLoop(Graph &graph, std::size_t count, const CountedLoopBodyType &body,
-                              const DebugContext &debug = {});
+ASPEN_API program::Sequence countedLoop(Graph &graph, std::size_t begin, std::size_t end,
+                                        std::size_t step, const CountedLoopBodyType &body,
+                                        const DebugContext &debug = {});
+ASPEN_API program::Sequence countedLoop(Graph &graph, std::size_t count,
+                                        const CountedLoopBodyType &body,
+                                        const DebugContext &debug = {});
 
-program::Sequence countedForLoop(Graph &graph, const Tensor &count, int initialCount,
-                                 const Tensor &countLimit, int countStep,
-                                 const program::Program &body, const DebugContext &debug = {});
-program::Sequence countedForLoop(Graph &graph, int initialCount, const Tensor &countLimit,
-                                 int countStep, const program::Program &body,
-                                 const DebugContext &debug = {});
+ASPEN_API program::Sequence countedForLoop(Graph &graph, const Tensor &count, int initialCount,
+                                           const Tensor &countLimit, int countStep,
+                                           const program::Program &body,
+                                           const DebugContext &debug = {});
+ASPEN_API program::Sequence countedForLoop(Graph &graph, int initialCount, const Tensor &countLimit,
+                                           int countStep, const program::Program &body,
+                                           const DebugContext &debug = {});
 
 } // namespace aspen::ops

@@ -13,6 +13,8 @@
 // This header is also included by codelets: no standard library.
 #pragma once
 
+#include <aspen/Export.hpp>
+
 #define ASPEN_FOR_EACH_REDUCE_OPERATION(X)                                                       \
   X(ADD, Zero, Numeric, true)                                                                    \
   X(MUL, One, Numeric, false)                                                                    \
@@ -37,6 +39,6 @@ inline constexpr unsigned kNumOperations = 0 ASPEN_FOR_EACH_REDUCE_OPERATION(ASP
 static_assert(kNumOperations == 8, "popops has eight reduction operations");
 
 // "ADD", "MUL", ...: the enumerator's name (host only).
-const char *toString(Operation op);
+ASPEN_API const char *toString(Operation op);
 
 } // namespace aspen::ops

@@ -21,6 +21,7 @@
 // Dimensions are padded in order 0, 1, ..., so corners come from the already padded tensor.
 #pragma once
 
+#include <aspen/Export.hpp>
 #include <aspen/Graph.hpp>
 
 #include <cstddef>
@@ -33,29 +34,29 @@ enum class Type { EDGE, REFLECT };
 enum class MappingMethod { NONE, ZERO, EDGE };
 } // namespace padding
 
-Tensor pad(Graph &graph, const Tensor &t, const std::vector<std::ptrdiff_t> &paddingLower,
-           const std::vector<std::ptrdiff_t> &paddingUpper, float val = 0.0f,
-           padding::MappingMethod mappingMethod = padding::MappingMethod::ZERO);
-Tensor pad(Graph &graph, const Tensor &t, const std::vector<std::ptrdiff_t> &paddingLower,
-           const std::vector<std::ptrdiff_t> &paddingUpper, int val,
-           padding::MappingMethod mappingMethod = padding::MappingMethod::ZERO);
-Tensor pad(Graph &graph, const Tensor &t, const std::vector<std::ptrdiff_t> &paddingLower,
-           const std::vector<std::ptrdiff_t> &paddingUpper, const Tensor &val,
-           padding::MappingMethod mappingMethod = padding::MappingMethod::ZERO);
+ASPEN_API Tensor pad(Graph &graph, const Tensor &t, const std::vector<std::ptrdiff_t> &paddingLower,
+                     const std::vector<std::ptrdiff_t> &paddingUpper, float val = 0.0f,
+                     padding::MappingMethod mappingMethod = padding::MappingMethod::ZERO);
+ASPEN_API Tensor pad(Graph &graph, const Tensor &t, const std::vector<std::ptrdiff_t> &paddingLower,
+                     const std::vector<std::ptrdiff_t> &paddingUpper, int val,
+                     padding::MappingMethod mappingMethod = padding::MappingMethod::ZERO);
+ASPEN_API Tensor pad(Graph &graph, const Tensor &t, const std::vector<std::ptrdiff_t> &paddingLower,
+                     const std::vector<std::ptrdiff_t> &paddingUpper, const Tensor &val,
+                     padding::MappingMethod mappingMethod = padding::MappingMethod::ZERO);
 
-Tensor pad(Graph &graph, const Tensor &t, std::ptrdiff_t paddingLower, std::ptrdiff_t paddingUpper,
-           unsigned dim, float val = 0.0f,
-           padding::MappingMethod mappingMethod = padding::MappingMethod::ZERO);
-Tensor pad(Graph &graph, const Tensor &t, std::ptrdiff_t paddingLower, std::ptrdiff_t paddingUpper,
-           unsigned dim, int val,
-           padding::MappingMethod mappingMethod = padding::MappingMethod::ZERO);
-Tensor pad(Graph &graph, const Tensor &t, std::ptrdiff_t paddingLower, std::ptrdiff_t paddingUpper,
-           unsigned dim, const Tensor &val,
-           padding::MappingMethod mappingMethod = padding::MappingMethod::ZERO);
+ASPEN_API Tensor pad(Graph &graph, const Tensor &t, std::ptrdiff_t paddingLower,
+                     std::ptrdiff_t paddingUpper, unsigned dim, float val = 0.0f,
+                     padding::MappingMethod mappingMethod = padding::MappingMethod::ZERO);
+ASPEN_API Tensor pad(Graph &graph, const Tensor &t, std::ptrdiff_t paddingLower,
+                     std::ptrdiff_t paddingUpper, unsigned dim, int val,
+                     padding::MappingMethod mappingMethod = padding::MappingMethod::ZERO);
+ASPEN_API Tensor pad(Graph &graph, const Tensor &t, std::ptrdiff_t paddingLower,
+                     std::ptrdiff_t paddingUpper, unsigned dim, const Tensor &val,
+                     padding::MappingMethod mappingMethod = padding::MappingMethod::ZERO);
 
-Tensor pad(const Tensor &t, const std::vector<std::ptrdiff_t> &paddingLower,
-           const std::vector<std::ptrdiff_t> &paddingUpper, padding::Type type);
-Tensor pad(const Tensor &t, std::ptrdiff_t paddingLower, std::ptrdiff_t paddingUpper, unsigned dim,
-           padding::Type type);
+ASPEN_API Tensor pad(const Tensor &t, const std::vector<std::ptrdiff_t> &paddingLower,
+                     const std::vector<std::ptrdiff_t> &paddingUpper, padding::Type type);
+ASPEN_API Tensor pad(const Tensor &t, std::ptrdiff_t paddingLower, std::ptrdiff_t paddingUpper,
+                     unsigned dim, padding::Type type);
 
 } // namespace aspen::ops

@@ -26,6 +26,7 @@
 // a tile's input that the plan gives one worker.
 #pragma once
 
+#include <aspen/Export.hpp>
 #include <aspen/Graph.hpp>
 #include <aspen/OptionFlags.hpp>
 #include <aspen/Program.hpp>
@@ -73,38 +74,40 @@ struct SingleReduceOp {
 // The compute-set forms use css[0] and css[1] (creating those missing, appended to css), as
 // popops does; the caller adds program::Execute(cs) for each. Reductions that share css run in
 // the same compute sets, so none may read another's output. The Sequence forms append them.
-Tensor reduce(Graph &graph, const Tensor &in, const Type &outType,
-              const std::vector<std::size_t> &dims, ReduceParams params, program::Sequence &prog,
-              const DebugContext &debug = {}, const OptionFlags &options = {});
-Tensor reduce(Graph &graph, const Tensor &in, const std::vector<std::size_t> &dims,
-              ReduceParams params, program::Sequence &prog, const DebugContext &debug = {},
-              const OptionFlags &options = {});
-Tensor reduce(Graph &graph, const Tensor &in, const Type &outType,
-              const std::vector<std::size_t> &dims, ReduceParams params,
-              std::vector<ComputeSet> &css, const DebugContext &debug = {},
-              const OptionFlags &options = {});
-Tensor reduce(Graph &graph, const Tensor &in, const std::vector<std::size_t> &dims,
-              ReduceParams params, std::vector<ComputeSet> &css, const DebugContext &debug = {},
-              const OptionFlags &options = {});
+ASPEN_API Tensor reduce(Graph &graph, const Tensor &in, const Type &outType,
+                        const std::vector<std::size_t> &dims, ReduceParams params,
+                        program::Sequence &prog, const DebugContext &debug = {},
+                        const OptionFlags &options = {});
+ASPEN_API Tensor reduce(Graph &graph, const Tensor &in, const std::vector<std::size_t> &dims,
+                        ReduceParams params, program::Sequence &prog,
+                        const DebugContext &debug = {}, const OptionFlags &options = {});
+ASPEN_API Tensor reduce(Graph &graph, const Tensor &in, const Type &outType,
+                        const std::vector<std::size_t> &dims, ReduceParams params,
+                        std::vector<ComputeSet> &css, const DebugContext &debug = {},
+                        const OptionFlags &options = {});
+ASPEN_API Tensor reduce(Graph &graph, const Tensor &in, const std::vector<std::size_t> &dims,
+                        ReduceParams params, std::vector<ComputeSet> &css,
+                        const DebugContext &debug = {}, const OptionFlags &options = {});
 
 // out: shape of in without dims, type per the rules above; read as well when params.update.
-void reduceWithOutput(Graph &graph, const Tensor &in, const Tensor &out,
-                      const std::vector<std::size_t> &dims, ReduceParams params,
-                      program::Sequence &prog, const DebugContext &debug = {},
-                      const OptionFlags &options = {});
-void reduceWithOutput(Graph &graph, const Tensor &in, const Tensor &out,
-                      const std::vector<std::size_t> &dims, ReduceParams params,
-                      std::vector<ComputeSet> &css, const DebugContext &debug = {},
-                      const OptionFlags &options = {});
+ASPEN_API void reduceWithOutput(Graph &graph, const Tensor &in, const Tensor &out,
+                                const std::vector<std::size_t> &dims, ReduceParams params,
+                                program::Sequence &prog, const DebugContext &debug = {},
+                                const OptionFlags &options = {});
+ASPEN_API void reduceWithOutput(Graph &graph, const Tensor &in, const Tensor &out,
+                                const std::vector<std::size_t> &dims, ReduceParams params,
+                                std::vector<ComputeSet> &css, const DebugContext &debug = {},
+                                const OptionFlags &options = {});
 
 // Several reductions in the same two compute sets. outputs: empty (new tensors are created and
 // returned in it, mapped linearly) or one tensor per reduction (used as reduceWithOutput's out).
-void reduceMany(Graph &graph, const std::vector<SingleReduceOp> &reductions,
-                std::vector<Tensor> &outputs, program::Sequence &prog,
-                const DebugContext &debug = {}, const OptionFlags &options = {});
+ASPEN_API void reduceMany(Graph &graph, const std::vector<SingleReduceOp> &reductions,
+                          std::vector<Tensor> &outputs, program::Sequence &prog,
+                          const DebugContext &debug = {}, const OptionFlags &options = {});
 // The same, returning new outputs.
-std::vector<Tensor> reduceMany(Graph &graph, const std::vector<SingleReduceOp> &reductions,
-                               program::Sequence &prog, const DebugContext &debug = {},
-                               const OptionFlags &options = {});
+ASPEN_API std::vector<Tensor> reduceMany(Graph &graph,
+                                         const std::vector<SingleReduceOp> &reductions,
+                                         program::Sequence &prog, const DebugContext &debug = {},
+                                         const OptionFlags &options = {});
 
 } // namespace aspen::ops

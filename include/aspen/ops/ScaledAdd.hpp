@@ -20,36 +20,37 @@
 // implementation); any other key raises aspen::invalid_option.
 #pragma once
 
+#include <aspen/Export.hpp>
 #include <aspen/Graph.hpp>
 #include <aspen/OptionFlags.hpp>
 #include <aspen/Program.hpp>
 
 namespace aspen::ops {
 
-void scaledAddTo(Graph &graph, const Tensor &A, const Tensor &B, float scaleB,
-                 program::Sequence &prog, const DebugContext &debug = {},
-                 const OptionFlags &options = {});
-void scaledAddTo(Graph &graph, const Tensor &A, const Tensor &B, const Tensor &scaleB,
-                 program::Sequence &prog, const DebugContext &debug = {},
-                 const OptionFlags &options = {});
-void scaledAddTo(Graph &graph, const Tensor &A, float scaleA, const Tensor &B, float scaleB,
-                 program::Sequence &prog, const DebugContext &debug = {},
-                 const OptionFlags &options = {});
-void scaledAddTo(Graph &graph, const Tensor &A, const Tensor &scaleA, const Tensor &B,
-                 const Tensor &scaleB, program::Sequence &prog, const DebugContext &debug = {},
-                 const OptionFlags &options = {});
+ASPEN_API void scaledAddTo(Graph &graph, const Tensor &A, const Tensor &B, float scaleB,
+                           program::Sequence &prog, const DebugContext &debug = {},
+                           const OptionFlags &options = {});
+ASPEN_API void scaledAddTo(Graph &graph, const Tensor &A, const Tensor &B, const Tensor &scaleB,
+                           program::Sequence &prog, const DebugContext &debug = {},
+                           const OptionFlags &options = {});
+ASPEN_API void scaledAddTo(Graph &graph, const Tensor &A, float scaleA, const Tensor &B,
+                           float scaleB, program::Sequence &prog, const DebugContext &debug = {},
+                           const OptionFlags &options = {});
+ASPEN_API void scaledAddTo(Graph &graph, const Tensor &A, const Tensor &scaleA, const Tensor &B,
+                           const Tensor &scaleB, program::Sequence &prog,
+                           const DebugContext &debug = {}, const OptionFlags &options = {});
 
-void scaledSubtractFrom(Graph &graph, const Tensor &A, const Tensor &B, float scaleB,
-                        program::Sequence &prog, const DebugContext &debug = {},
-                        const OptionFlags &options = {});
-void scaledSubtractFrom(Graph &graph, const Tensor &A, const Tensor &B, const Tensor &scaleB,
-                        program::Sequence &prog, const DebugContext &debug = {},
-                        const OptionFlags &options = {});
-void scaledSubtractFrom(Graph &graph, const Tensor &A, float scaleA, const Tensor &B, float scaleB,
-                        program::Sequence &prog, const DebugContext &debug = {},
-                        const OptionFlags &options = {});
-void scaledSubtractFrom(Graph &graph, const Tensor &A, const Tensor &scaleA, const Tensor &B,
-                        const Tensor &scaleB, program::Sequence &prog,
-                        const DebugContext &debug = {}, const OptionFlags &options = {});
+ASPEN_API void scaledSubtractFrom(Graph &graph, const Tensor &A, const Tensor &B, float scaleB,
+                                  program::Sequence &prog, const DebugContext &debug = {},
+                                  const OptionFlags &options = {});
+ASPEN_API void scaledSubtractFrom(Graph &graph, const Tensor &A, const Tensor &B,
+                                  const Tensor &scaleB, program::Sequence &prog,
+                                  const DebugContext &debug = {}, const OptionFlags &options = {});
+ASPEN_API void scaledSubtractFrom(Graph &graph, const Tensor &A, float scaleA, const Tensor &B,
+                                  float scaleB, program::Sequence &prog,
+                                  const DebugContext &debug = {}, const OptionFlags &options = {});
+ASPEN_API void scaledSubtractFrom(Graph &graph, const Tensor &A, const Tensor &scaleA,
+                                  const Tensor &B, const Tensor &scaleB, program::Sequence &prog,
+                                  const DebugContext &debug = {}, const OptionFlags &options = {});
 
 } // namespace aspen::ops

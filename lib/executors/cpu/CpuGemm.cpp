@@ -1,6 +1,6 @@
 #include "CpuGemm.hpp"
 
-#include "core/Logging.hpp"
+#include "support/Logging.hpp"
 
 #include <aspen/Error.hpp>
 #include <aspen/HalfFloat.hpp>

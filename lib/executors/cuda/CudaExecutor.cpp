@@ -7,7 +7,7 @@
 #include "CudaGemm.hpp"
 #include "CudaGraph.hpp"
 #include "GpuLaunchTables.hpp"
-#include "core/Logging.hpp"
+#include "support/Logging.hpp"
 #include "targets/cuda/GpuCodelets.hpp"
 
 #include <aspen/Error.hpp>

@@ -3,7 +3,7 @@
 
 #include "codelets/CodeletCache.hpp"
 #include "codelets/ContentHash.hpp"
-#include "core/Logging.hpp"
+#include "support/Logging.hpp"
 #include "targets/cuda/NvrtcCompiler.hpp"
 
 #include <aspen/Error.hpp>

@@ -1,7 +1,7 @@
 #include "CudaGemm.hpp"
 
 #include "CudaCheck.hpp"
-#include "core/Logging.hpp"
+#include "support/Logging.hpp"
 
 #include <aspen/Error.hpp>
 

@@ -11,7 +11,7 @@
 #include "codelets/HostCompiler.hpp"
 #include "codelets/Subprocess.hpp"
 #include "support/LibraryCodelets.hpp"
-#include "core/Logging.hpp"
+#include "support/Logging.hpp"
 
 #include <aspen/Error.hpp>
 
