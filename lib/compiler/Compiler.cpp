@@ -7,6 +7,7 @@
 #include "LowerKernels.hpp"
 #include "LowerPrograms.hpp"
 #include "MemoryLayout.hpp"
+#include "SimplifySteps.hpp"
 #include "Verify.hpp"
 #include "support/Logging.hpp"
 
@@ -111,7 +112,7 @@ std::unique_ptr<CompiledGraph> compile(const GraphState &graph,
                  t.getTileClockFrequency()};
   addVariableBuffers(graph, *out);
 
-  PassRunner pass(7, progress, *out);
+  PassRunner pass(8, progress, *out);
   const auto computeSets = pass("verify", [&] { return verifyGraph(graph, programs); });
   const auto copies = pass("lower copies", [&] { return lowerCopies(graph, programs, *out); });
   const auto csIndex =
@@ -123,6 +124,7 @@ std::unique_ptr<CompiledGraph> compile(const GraphState &graph,
   });
   pass("liveness", [&] { analyseLiveness(graph, origins, *out); });
   pass("memory layout", [&] { planMemory(graph, options.allowOutOfMemory, *out); });
+  pass("simplify steps", [&] { simplifySteps(*out); });
   return out;
 }
 

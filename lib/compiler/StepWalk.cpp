@@ -4,8 +4,9 @@
 
 namespace aspen::detail {
 
-void forEachStep(const CompiledGraph &graph, ArrayRef<std::uint32_t> roots,
-                 const std::function<void(std::uint32_t, const Step &)> &visit) {
+namespace {
+// The walk both forms share; Graph is CompiledGraph or const CompiledGraph.
+template <class Graph, class F> void walkSteps(Graph &graph, ArrayRef<std::uint32_t> roots, F &&f) {
   std::vector<bool> seen(graph.steps.size(), false);
   std::vector<std::uint32_t> stack;
   for (std::size_t r = roots.size(); r-- > 0;)
@@ -16,11 +17,22 @@ void forEachStep(const CompiledGraph &graph, ArrayRef<std::uint32_t> roots,
     if (seen[index])
       continue;
     seen[index] = true;
-    const Step &step = graph.steps[index];
-    visit(index, step);
-    for (auto it = step.children.rbegin(); it != step.children.rend(); ++it)
+    f(index, graph.steps[index]);
+    const auto &children = graph.steps[index].children;
+    for (auto it = children.rbegin(); it != children.rend(); ++it)
       stack.push_back(*it);
   }
+}
+} // namespace
+
+void forEachStep(const CompiledGraph &graph, ArrayRef<std::uint32_t> roots,
+                 const std::function<void(std::uint32_t, const Step &)> &visit) {
+  walkSteps(graph, roots, visit);
+}
+
+void rewriteSteps(CompiledGraph &graph, ArrayRef<std::uint32_t> roots,
+                  const std::function<void(std::uint32_t, Step &)> &rewrite) {
+  walkSteps(graph, roots, rewrite);
 }
 
 } // namespace aspen::detail

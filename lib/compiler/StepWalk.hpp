@@ -1,5 +1,6 @@
-// Walking the lowered program: what the passes after program lowering (liveness, memory layout,
-// future fusion and scheduling) use instead of the program tree.
+// Walking and rewriting the lowered program: what the passes after program lowering (liveness,
+// memory layout, step simplification, future fusion and scheduling) use instead of the program
+// tree.
 #pragma once
 
 #include "CompiledGraph.hpp"
@@ -15,5 +16,12 @@ namespace aspen::detail {
 // a step shared by several parents (a called function) is visited at its first use.
 void forEachStep(const CompiledGraph &graph, ArrayRef<std::uint32_t> roots,
                  const std::function<void(std::uint32_t index, const Step &step)> &visit);
+
+// The mutator: the same walk, but `rewrite` may change the step it is given (its kind, fields
+// and children), and the walk continues into the children the step has after the rewrite. A
+// step that becomes unreachable stays in graph.steps (indices are stable) and is not visited.
+// `rewrite` must not add or remove elements of graph.steps while the walk runs.
+void rewriteSteps(CompiledGraph &graph, ArrayRef<std::uint32_t> roots,
+                  const std::function<void(std::uint32_t index, Step &step)> &rewrite);
 
 } // namespace aspen::detail
