@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${1:-build}
 
-packages=(build-essential cmake ninja-build libfmt-dev libspdlog-dev catch2 libopenblas-dev patchelf libblas3)
+packages=(build-essential cmake ninja-build pkgconf libfmt-dev libspdlog-dev catch2 libopenblas-dev patchelf libblas3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -145,7 +145,7 @@ using LoopBodyType = std::function<program::Sequence(
     std::vector<Tensor> &state, const RnnSlice &slice, std::vector<Tensor> &created,
     program::Sequence *initProg, const DebugContext &debug)>;
 
-using GatherBodyType = ASPEN_API
+using GatherBodyType =
     std::function<program::Sequence(Graph &graph, const RnnSlice &slice, unsigned stepsPerGather,
                                     program::Sequence *initProg, const DebugContext &debug)>;
 
