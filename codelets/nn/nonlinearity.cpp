@@ -44,6 +44,25 @@ public:
   }
 };
 
+// popnn's HARD_SIGMOID gradient: 0.2 outGrad where |act| <= 2.5, else 0 (act is the forward
+// output, in [0, 1], so 0.2 outGrad for every output the forward gives). The true derivative,
+// 0 where the output is clamped, is NonLinearityGrad<T, HARD_SIGMOID>.
+template <class T> class HardSigmoidGradPopnn : public MultiVertex {
+public:
+  Vector<Input<Vector<T>>> act;
+  Vector<Input<Vector<T>>> outGrad;
+  Vector<Output<Vector<T>>> inGrad;
+  bool compute(unsigned workerId) {
+    nnForWorkerShare(inGrad, workerId, numWorkers(), [&](unsigned r, unsigned i) {
+      const float y = float(act[r][i]);
+      inGrad[r][i] = T(y >= -2.5f && y <= 2.5f ? 0.2f * float(outGrad[r][i]) : 0.0f);
+    });
+    return true;
+  }
+};
+template class HardSigmoidGradPopnn<float>;
+template class HardSigmoidGradPopnn<half>;
+
 #define ASPEN_NN_INSTANTIATE_ELEMENTWISE(name, helper, takesInput)                                 \
   template class NonLinearity<float, NonLinearityType::name>;                                      \
   template class NonLinearity<half, NonLinearityType::name>;                                       \

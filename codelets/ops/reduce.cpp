@@ -118,14 +118,15 @@ public:
   }
 
 private:
-  // out = scale * result; LOG_ADD works in the log domain: result + log(scale).
+  // out = scale * result; LOG_ADD works in the log domain, where multiplying by the scale is
+  // adding it (popops: "the scale is a log multiply"): result + scale.
   Acc scaled(Acc value) const {
     const float s = *scale;
+    if constexpr (Op == Operation::LOG_ADD)
+      return value + s;
     if (s == 1.0f)
       return value;
-    if constexpr (Op == Operation::LOG_ADD)
-      return value + reduce_codelets::reduceLog(s);
-    else if constexpr (reduce_codelets::IsFloat<Acc>::value)
+    if constexpr (reduce_codelets::IsFloat<Acc>::value)
       return value * s;
     else // exact for every 32-bit integer
       return static_cast<Acc>(static_cast<double>(value) * s);

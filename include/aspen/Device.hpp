@@ -64,9 +64,10 @@ private:
 class ASPEN_API DeviceManager {
 public:
   static DeviceManager createDeviceManager();
-  // Hardware devices of a type: the GPUs for TargetType::GPU (numIPUs is ignored), nothing for
-  // other types (there are no IPUs; model devices come from Device::createModelDevice or
-  // IPUModel in compat).
+  // Hardware devices of a type: the GPUs for TargetType::GPU and for TargetType::IPU (the GPUs
+  // stand in for IPU hardware, so a program written for it runs unchanged; one GPU is one device
+  // whatever numIPUs asks for), nothing for the other types (model devices come from
+  // Device::createModelDevice, or IPUModel in compat). Empty on a machine without a GPU.
   std::vector<Device> getDevices(TargetType type, unsigned numIPUs,
                                  const OptionFlags &options = {}) const;
   std::vector<Device> getDevices() const; // every hardware device: the GPUs

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -152,3 +153,10 @@ inline Tensor append(const Tensor &a, const Tensor &b, unsigned dim) {
 ASPEN_API std::ostream &operator<<(std::ostream &os, const Tensor &t);
 
 } // namespace aspen
+
+// VariableRefs as keys of unordered containers (Poplar declares this in <poplar/VariableRef.hpp>).
+namespace std {
+template <> struct hash<aspen::VariableRef> {
+  size_t operator()(const aspen::VariableRef &v) const noexcept { return hash<unsigned>()(v.id); }
+};
+} // namespace std

@@ -142,7 +142,9 @@ DeviceManager DeviceManager::createDeviceManager() { return DeviceManager(); }
 std::vector<Device> DeviceManager::getDevices(TargetType type, unsigned,
                                               const OptionFlags &options) const {
   std::vector<Device> devices;
-  if (type == TargetType::GPU)
+  // IPU: the GPUs stand in for IPU hardware, so a program written for it runs unchanged (one
+  // GPU is one device whatever numIPUs asks for; its tiles are the GPU's SMs).
+  if (type == TargetType::GPU || type == TargetType::IPU)
     for (unsigned i = 0, n = Device::gpuCount(); i < n; ++i)
       devices.push_back(Device::createGpuDevice(i, options));
   return devices;

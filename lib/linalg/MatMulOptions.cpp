@@ -117,6 +117,31 @@ Type readPartialsType(const json::Value &v, const std::string &path) {
   throw invalid_option(fmt::format("{} = {}: must be \"float\" or \"half\"", path, v.write()));
 }
 
+// PopLibs' planConstraints (its convolution planner's schema, which poplin's matmuls share):
+// the IPU's on-tile methods, the channel groupings of its AMP and SLIC units, and per-level
+// "transform" and "partition" objects keyed "0", "1", ... Each is checked for its form and
+// accepted: a method pins Aspen's tiled vertex plan (the on-tile kind); the rest describe IPU
+// hardware and conv-planner levels Aspen's planner does not have, so they do not change the plan.
+constexpr const char *popLibsMethods[] = {"AMP", "HMAC", "MAC", "OUTER_PRODUCT", "SLIC", "VMAC"};
+constexpr const char *popLibsGroupingKeys[] = {"convGroupsPerGroup", "inChansPerGroup",
+                                               "partialChansPerGroup", "numAmpConvUnits",
+                                               "slicWindowWidth"};
+
+bool isLevelKey(const std::string &key) {
+  return !key.empty() && key.size() <= 3 &&
+         std::all_of(key.begin(), key.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+}
+
+void checkPopLibsLevel(const json::Value &level, const std::string &path) {
+  for (const auto &[key, value] : objectAt(level, path)) {
+    if (key != "transform" && key != "partition")
+      throw invalid_option(fmt::format(
+          "{}.{}: unknown key; a PopLibs plan level has \"transform\" and \"partition\"", path,
+          key));
+    objectAt(value, path + "." + key);
+  }
+}
+
 MatMulConstraints readConstraints(const std::string &text, const MatMulShape &shape) {
   const json::Value root = json::parse(text, "option planConstraints");
   MatMulConstraints c;
@@ -138,13 +163,28 @@ MatMulConstraints readConstraints(const std::string &text, const MatMulShape &sh
     } else if (key == "partialsType") {
       c.partialsType = readPartialsType(value, path);
     } else if (key == "method") {
+      const auto popLibs = [&](const std::string &m) {
+        return std::find_if(std::begin(popLibsMethods), std::end(popLibsMethods),
+                            [&](const char *name) { return m == name; }) !=
+               std::end(popLibsMethods);
+      };
       if (value.isString() && value.asString() == "library")
         c.method = MatMulMethod::Library;
-      else if (value.isString() && value.asString() == "vertices")
+      else if (value.isString() &&
+               (value.asString() == "vertices" || popLibs(value.asString())))
         c.method = MatMulMethod::Vertices;
       else
-        throw invalid_option(fmt::format("{} = {}: must be \"library\" or \"vertices\"", path,
-                                         value.write()));
+        throw invalid_option(fmt::format(
+            "{} = {}: must be \"library\" or \"vertices\" (or one of PopLibs' AMP, HMAC, MAC, "
+            "OUTER_PRODUCT, SLIC, VMAC, which mean \"vertices\")",
+            path, value.write()));
+    } else if (std::find(std::begin(popLibsGroupingKeys), std::end(popLibsGroupingKeys), key) !=
+               std::end(popLibsGroupingKeys)) {
+      if (!value.asUnsigned())
+        throw invalid_option(
+            fmt::format("{} = {}: must be a non-negative integer", path, value.write()));
+    } else if (isLevelKey(key)) {
+      checkPopLibsLevel(value, path);
     } else if (std::find(std::begin(derivedKeys), std::end(derivedKeys), key) !=
                std::end(derivedKeys)) {
       throw invalid_option(fmt::format(
@@ -153,7 +193,10 @@ MatMulConstraints readConstraints(const std::string &text, const MatMulShape &sh
           path));
     } else {
       throw invalid_option(fmt::format(
-          "{}: unknown key; the keys are method, partition, serial and partialsType", path));
+          "{}: unknown key; the keys are method, partition, serial and partialsType (and "
+          "PopLibs' convGroupsPerGroup, inChansPerGroup, partialChansPerGroup, numAmpConvUnits, "
+          "slicWindowWidth and plan levels \"0\", \"1\", ...)",
+          path));
     }
   }
   return c;
@@ -212,6 +255,8 @@ MatMulOptions parseMatMulOptions(const OptionFlags &options, const MatMulParams 
                     {"TRAINING_BWD", FullyConnectedPass::TRAINING_BWD},
                     {"TRAINING_WU", FullyConnectedPass::TRAINING_WU}})
       .boolean("inputRHSIsPreArranged", parsed.inputRHSIsPreArranged)
+      .boolean("remapOutputTensor", parsed.remapOutputTensor)
+      .boolean("enableFastReduce", parsed.enableFastReduce)
       .add("planConstraints", "a JSON object (see MatMulPlan.hpp)",
            [&constraintsText](const std::string &v) {
              constraintsText = v;

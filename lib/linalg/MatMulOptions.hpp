@@ -37,6 +37,10 @@ struct MatMulOptions {
   FullyConnectedPass fullyConnectedPass = FullyConnectedPass::NONE;
   // Read by the builders (B's layout); it does not change the plan either.
   bool inputRHSIsPreArranged = false;
+  // poplin's, accepted without effect: the planner lays the output out itself (no remapping
+  // pass to turn off), and partial sums have one reduction.
+  bool remapOutputTensor = true;
+  bool enableFastReduce = false;
   MatMulConstraints constraints;
 };
 

@@ -130,7 +130,8 @@ void checkGradientArguments(NonLinearityType type, const Tensor &act, const Tens
 }
 
 Tensor addGradient(Graph &graph, NonLinearityType type, const Tensor &act,
-                   const Tensor &outGradient, ComputeSet cs, const DebugContext &debug) {
+                   const Tensor &outGradient, NonLinearityGradient derivative, ComputeSet cs,
+                   const DebugContext &debug) {
   Tensor inGradient = graph.clone(act, DebugContext(debug, "inGradient"));
   const Type dtype = act.elementType();
   const std::vector<std::pair<std::string, Tensor>> fields{
@@ -138,6 +139,9 @@ Tensor addGradient(Graph &graph, NonLinearityType type, const Tensor &act,
   if (isSoftmax(type))
     addSoftmaxVertices(graph, cs, util::templateVertex("aspen::nn::SoftmaxGrad", dtype), inGradient,
                        1.0f / getNonLinearityScaling(type), "invScale", fields);
+  else if (type == NonLinearityType::HARD_SIGMOID && derivative == NonLinearityGradient::Popnn)
+    addElementwiseVertices(graph, cs, util::templateVertex("aspen::nn::HardSigmoidGradPopnn", dtype),
+                           inGradient, fields);
   else
     addElementwiseVertices(
         graph, cs, util::templateVertex("aspen::nn::NonLinearityGrad", dtype, kindArgument(type)),
@@ -193,21 +197,35 @@ void nonLinearityInPlace(Graph &graph, NonLinearityType type, Tensor t, ComputeS
 }
 
 Tensor nonLinearityInputGradient(Graph &graph, NonLinearityType type, Tensor act,
-                                 Tensor outGradient, Sequence &prog, const DebugContext &debug) {
+                                 Tensor outGradient, NonLinearityGradient derivative,
+                                 Sequence &prog, const DebugContext &debug) {
   const std::string what = "nonLinearityInputGradient(" + asString(type) + ")";
   checkGradientArguments(type, act, outGradient, what);
   ComputeSet cs = graph.addComputeSet(DebugContext(debug, asString(type) + "Grad"));
-  Tensor inGradient = addGradient(graph, type, act, outGradient, cs, debug);
+  Tensor inGradient = addGradient(graph, type, act, outGradient, derivative, cs, debug);
   prog.add(Execute(cs));
   return inGradient;
 }
 
 Tensor nonLinearityInputGradient(Graph &graph, NonLinearityType type, Tensor act,
-                                 Tensor outGradient, ComputeSet &cs, const DebugContext &debug) {
+                                 Tensor outGradient, Sequence &prog, const DebugContext &debug) {
+  return nonLinearityInputGradient(graph, type, act, outGradient, NonLinearityGradient::Popnn,
+                                   prog, debug);
+}
+
+Tensor nonLinearityInputGradient(Graph &graph, NonLinearityType type, Tensor act,
+                                 Tensor outGradient, NonLinearityGradient derivative,
+                                 ComputeSet &cs, const DebugContext &debug) {
   const std::string what = "nonLinearityInputGradient(" + asString(type) + ", ComputeSet)";
   requireElementwise(type, what);
   checkGradientArguments(type, act, outGradient, what);
-  return addGradient(graph, type, act, outGradient, cs, debug);
+  return addGradient(graph, type, act, outGradient, derivative, cs, debug);
+}
+
+Tensor nonLinearityInputGradient(Graph &graph, NonLinearityType type, Tensor act,
+                                 Tensor outGradient, ComputeSet &cs, const DebugContext &debug) {
+  return nonLinearityInputGradient(graph, type, act, outGradient, NonLinearityGradient::Popnn, cs,
+                                   debug);
 }
 
 } // namespace aspen::nn

@@ -218,7 +218,8 @@ Tensor gradientAtAdder(Graph &graph, const Tensor &nextLayerGrad, const Tensor &
   const Tensor g = linalg::matMul(graph, bwdState, weightsFeedback.transpose(), prog,
                                   {debug, "feedback"}, options, cache);
   ops::addInPlace(graph, g, nextLayerGrad, prog, {debug, "outputGrad"});
-  return nn::nonLinearityInputGradient(graph, nl, actOut, g, prog, {debug, "nonLinearity"});
+  return nn::nonLinearityInputGradient(graph, nl, actOut, g, NonLinearityGradient::Exact, prog,
+                                       {debug, "nonLinearity"});
 }
 
 void checkStep(const Tensor &nextLayerGrad, const Tensor &bwdState, const Tensor &actOut,
@@ -346,7 +347,8 @@ rnnBwdSequence(Graph &graph, bool doWU, bool ignoreInputGradientCalc, Sequence &
     const Tensor gsum = linalg::matMul(g, state[0], wfbT, step, {dbg, "feedback"}, options, cache);
     ops::addInPlace(g, gsum, slice.inputs[0], step, {dbg, "outputGrad"});
     const Tensor delta =
-        nn::nonLinearityInputGradient(g, nl, slice.inputs[1], gsum, step, {dbg, "nonLinearity"});
+        nn::nonLinearityInputGradient(g, nl, slice.inputs[1], gsum, NonLinearityGradient::Exact,
+                                      step, {dbg, "nonLinearity"});
     step.add(Copy(delta, state[0]));
     step.add(Copy(delta, slice.outputs[0]));
     return step;

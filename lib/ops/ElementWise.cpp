@@ -23,12 +23,16 @@ enum class Destination { NewTensor, FirstOperand, Given };
 
 struct MapOptions {
   bool generateCodelet = true;
+  // popops' (default true): its rewrites of expressions into cheaper ones. Aspen's lowering
+  // rewrites nothing, so the value only needs to be a boolean.
+  bool expressionOptimizations = true;
 };
 
 MapOptions parseOptions(const OptionFlags &options) {
   MapOptions m;
   aspen::detail::OptionSpec("aspen::ops::map")
       .boolean("enableGenerateCodelet", m.generateCodelet)
+      .boolean("enableExpressionOptimizations", m.expressionOptimizations)
       .parse(options);
   return m;
 }

@@ -177,8 +177,11 @@ void build(Graph &graph, Reduction &r, ComputeSet partialsSet, ComputeSet finalS
   const Tensor partials = graph.addVariable(accType, {S * W}, {debug, r.name + "/partials"});
   const Tensor states =
       graph.addVariable(accType, {plan.numStateSlots * W}, {debug, r.name + "/states"});
-  Tensor scale = r.params.useScale ? r.params.scale.reshape({})
-                                   : graph.addConstant(FLOAT, {}, 1.0f, {debug, r.name + "/scale"});
+  // Without a scale: the scale that changes nothing (1; 0 for LOG_ADD, whose scale is added).
+  const float neutralScale = r.params.op == Operation::LOG_ADD ? 0.0f : 1.0f;
+  Tensor scale = r.params.useScale
+                     ? r.params.scale.reshape({})
+                     : graph.addConstant(FLOAT, {}, neutralScale, {debug, r.name + "/scale"});
   if (!r.params.useScale)
     graph.setTileMapping(scale, plan.finals.front().tile);
 

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+
 #include <optional>
 
 namespace aspen::ops {
@@ -44,8 +46,16 @@ void scaledAdd(Graph &graph, const Tensor &A, const Scale &scaleA, const Tensor 
                const Scale &scaleB, bool subtract, program::Sequence &prog,
                const DebugContext &debug, const OptionFlags &options) {
   const std::string op = subtract ? "scaledSubtractFrom" : "scaledAddTo";
-  bool optimizeForSpeed = false; // accepted for popops compatibility; one implementation
-  aspen::detail::OptionSpec(op).boolean("optimizeForSpeed", optimizeForSpeed).parse(options);
+  // Accepted for popops compatibility, without effect: one implementation, and the scale is
+  // always applied in float (popops falls back to float when a float scale cast to half would
+  // be off by more than scaleFloatToHalfTolerance; Aspen never casts it).
+  bool optimizeForSpeed = false;
+  double scaleFloatToHalfTolerance = 1e-6;
+  aspen::detail::OptionSpec(op)
+      .boolean("optimizeForSpeed", optimizeForSpeed)
+      .number("scaleFloatToHalfTolerance", scaleFloatToHalfTolerance, 0.0,
+              std::numeric_limits<double>::infinity())
+      .parse(options);
   if (A.shape() != B.shape())
     throw shape_error(fmt::format("{}: A {} and B {} must have the same shape, but have {} and {}",
                                   op, A.getDebugStr(), B.getDebugStr(), A.shapeToString(),

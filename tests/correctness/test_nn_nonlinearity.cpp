@@ -62,12 +62,16 @@ Harness buildAll(const Target &target, Type type) {
     nn::nonLinearityInPlace(h.graph, kind, copy, h.prog);
     h.output("yi" + name, copy);
     const bool takesInput = nn::gradientTakesInput(kind);
-    h.output("dx" + name,
+    const auto exact = nn::NonLinearityGradient::Exact;
+    h.output("dx" + name, nn::nonLinearityInputGradient(h.graph, kind, takesInput ? tx : y, tg,
+                                                        exact, h.prog));
+    // The default derivative: popnn's (differs from the exact one for HARD_SIGMOID only).
+    h.output("dxp" + name,
              nn::nonLinearityInputGradient(h.graph, kind, takesInput ? tx : y, tg, h.prog));
     Tensor ye = nn::nonLinearity(h.graph, kind, te, h.prog);
     h.output("ye" + name, ye);
-    h.output("dxe" + name,
-             nn::nonLinearityInputGradient(h.graph, kind, takesInput ? te : ye, tones, h.prog));
+    h.output("dxe" + name, nn::nonLinearityInputGradient(h.graph, kind, takesInput ? te : ye,
+                                                         tones, exact, h.prog));
   }
   const Values xs = roundAll(type, randomValues(4 * 37, -6, 6, 3));
   const Values gs = roundAll(type, randomValues(4 * 37, -1, 1, 4));
@@ -120,6 +124,15 @@ void checkResults(Type type, std::map<std::string, Values> &out) {
     requireClose(out["y" + name], y, tol.atol, tol.rtol, "forward " + name);
     REQUIRE(sameValues(out["yi" + name], out["y" + name]));
     requireClose(out["dx" + name], dx, tol.atol, tol.rtol, "gradient " + name);
+    if (kind == NonLinearityType::HARD_SIGMOID) {
+      // popnn's: 0.2 g wherever |y| <= 2.5, which every output y in [0, 1] is.
+      Values dxp;
+      for (std::size_t i = 0; i < x.size(); ++i)
+        dxp.push_back(0.2 * g[i]);
+      requireClose(out["dxp" + name], dxp, tol.atol, tol.rtol, "popnn gradient " + name);
+    } else {
+      REQUIRE(sameValues(out["dxp" + name], out["dx" + name]));
+    }
     requireClose(out["ye" + name], ye, tol.atol, tol.rtol, "edge forward " + name);
     requireClose(out["dxe" + name], dxe, tol.atol, tol.rtol, "edge gradient " + name);
   }

@@ -11,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <random>
 
 using namespace reducetest;
@@ -310,4 +311,51 @@ TEST_CASE("reduce in compute sets, reduceMany and the popops names", "[correctne
     REQUIRE(cmax[col] == 0.5f * mx);
     REQUIRE(float(half::fromBits(cmin[col])) == mn);
   }
+}
+
+TEST_CASE("LOG_ADD's scale is a log multiply (added) and its update a log add, as popops says",
+          "[correctness][reduce]") {
+  using namespace poplar;
+  using namespace poplar::program;
+  Graph g(Target::createGeneric(3));
+  popops::addCodelets(g);
+  Tensor in = g.addVariable(FLOAT, {2, 3}, "in");
+  poputil::mapTensorLinearly(g, in);
+  Tensor scale = g.addConstant(FLOAT, {}, 1.2f, "scale");
+  g.setTileMapping(scale, 0);
+  Sequence prog;
+  // Rows reduced: scaled, scaled with update into `acc`, and without a scale.
+  Tensor scaled = popops::reduce(g, in, {1}, {popops::Operation::LOG_ADD, false, scale}, prog);
+  Tensor acc = g.addVariable(FLOAT, {2}, "acc");
+  poputil::mapTensorLinearly(g, acc);
+  popops::reduceWithOutput(g, in, acc, {1}, {popops::Operation::LOG_ADD, true, scale}, prog);
+  Tensor plain = popops::reduce(g, in, {1}, {popops::Operation::LOG_ADD}, prog);
+  g.createHostWrite("in", in);
+  g.createHostWrite("acc", acc);
+  g.createHostRead("acc-read", acc);
+  g.createHostRead("scaled", scaled);
+  g.createHostRead("plain", plain);
+  Engine e(g, prog);
+  e.load(aspen::test::deviceFor(g.getTarget()));
+  const std::vector<float> x = {1, 2, 3, -1, 0.5f, 4};
+  const std::vector<float> acc0 = {0.5f, -3};
+  e.writeTensor("in", x.data(), x.data() + x.size());
+  e.writeTensor("acc", acc0.data(), acc0.data() + acc0.size());
+  e.run();
+  std::vector<float> got(2), gotAcc(2), gotPlain(2);
+  e.readTensor("scaled", got.data(), got.data() + 2);
+  e.readTensor("acc-read", gotAcc.data(), gotAcc.data() + 2);
+  e.readTensor("plain", gotPlain.data(), gotPlain.data() + 2);
+  for (int r = 0; r < 2; ++r) {
+    const double logSum =
+        std::log(std::exp(double(x[3 * r])) + std::exp(double(x[3 * r + 1])) +
+                 std::exp(double(x[3 * r + 2])));
+    INFO("row " << r);
+    REQUIRE(gotPlain[r] == Approx(logSum).epsilon(1e-6));
+    REQUIRE(got[r] == Approx(logSum + 1.2).epsilon(1e-6)); // not logSum + log(1.2)
+    REQUIRE(gotAcc[r] ==
+            Approx(std::log(std::exp(double(acc0[r])) + std::exp(logSum + 1.2))).epsilon(1e-6));
+  }
+  // Row 0 by hand: log(e + e^2 + e^3) = 3.40760596, plus 1.2.
+  REQUIRE(got[0] == Approx(4.60760596).epsilon(1e-6));
 }

@@ -183,7 +183,7 @@ inline std::vector<double> reference(const Case &c) {
   for (std::size_t o = 0; o < groups.size(); ++o) {
     double v = reduceValues(c.op, acc, groups[o]);
     if (c.scale)
-      v = c.op == Operation::LOG_ADD ? v + std::log(double(*c.scale)) : v * *c.scale;
+      v = c.op == Operation::LOG_ADD ? v + double(*c.scale) : v * *c.scale;
     if (c.update)
       v = combine(c.op, c.initialOut[o], v);
     out.push_back(v);

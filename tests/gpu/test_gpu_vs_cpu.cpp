@@ -488,7 +488,17 @@ TEST_CASE("GPUs are listed by the device manager, and asking for a missing one i
   REQUIRE(listed.size() == count);
   for (const Device &d : listed)
     REQUIRE(d.getKind() == DeviceKind::Gpu);
-  REQUIRE(DeviceManager::createDeviceManager().getDevices(TargetType::IPU, 1).empty());
+  // A program written for IPU hardware gets the GPUs (none without one), for any IPU count, and
+  // the model and CPU types list no hardware.
+  for (unsigned numIPUs : {1u, 4u}) {
+    const std::vector<Device> ipus =
+        DeviceManager::createDeviceManager().getDevices(TargetType::IPU, numIPUs);
+    REQUIRE(ipus.size() == count);
+    for (const Device &d : ipus)
+      REQUIRE(d.getKind() == DeviceKind::Gpu);
+  }
+  REQUIRE(DeviceManager::createDeviceManager().getDevices(TargetType::IPU_MODEL, 1).empty());
+  REQUIRE(DeviceManager::createDeviceManager().getDevices(TargetType::CPU, 1).empty());
   REQUIRE_THROWS_AS(Device::createGpuDevice(count), aspen::error);
   REQUIRE_THROWS_WITH(Device::createGpuDevice(count),
                       Catch::Contains("createGpuDevice(" + std::to_string(count) + ")"));

@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <unordered_set>
 #include <vector>
 
 using namespace aspen;
@@ -68,4 +69,11 @@ TEST_CASE("getStridedVarRegions gives each view's bytes exactly", "[unit][tensor
   // Views of the same elements have the same regions; views of others do not.
   REQUIRE(v.transpose().transpose().getStridedVarRegions() == v.getStridedVarRegions());
   REQUIRE(v[1].getStridedVarRegions() != v[2].getStridedVarRegions());
+
+  // VariableRefs key unordered containers (std::hash<VariableRef>, as Poplar declares).
+  std::unordered_set<VariableRef> vars;
+  for (const Tensor &t : {v, w, v.transpose(), concat(w, w)})
+    for (const VariableInterval &r : t.getVarRegions())
+      vars.insert(r.var);
+  REQUIRE(vars == std::unordered_set<VariableRef>{vr, wr});
 }

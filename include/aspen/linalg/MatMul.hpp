@@ -23,7 +23,12 @@
 //   "inputRHSIsPreArranged"      "true"/"false" (default false): B came from
 //                                preArrangeMatMulInputRHS with the same parameters
 //   "planConstraints"            JSON pinning parts of the plan (see MatMulPlan.hpp); an
-//                                impossible constraint raises aspen::invalid_option naming it
+//                                impossible constraint raises aspen::invalid_option naming it.
+//                                PopLibs' form is accepted too (MatMulPlan.hpp says how)
+//   "remapOutputTensor"          "true"/"false" (poplin's, default true) and
+//   "enableFastReduce"           "true"/"false" (poplin's, default false): validated and
+//                                accepted without effect (the planner lays out the output
+//                                itself; partial sums have one reduction)
 //
 // PlanningCache: plans are deterministic functions of (target, params, options); a cache keeps
 // them so the same matmul is planned once. Passing nullptr plans afresh.

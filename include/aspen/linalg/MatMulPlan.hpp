@@ -36,6 +36,12 @@
 // toJson() also writes the derived numbers ("tilesUsed", "maxTileBytes", "meanTileBytes",
 // "exchangeBytes", "estimatedCycles", "params"); as constraints those keys are rejected, and
 // constraintsJson() writes only the pinnable keys, which reproduce the plan.
+// PopLibs' planConstraints are accepted as well, so a PopLibs program's options work unchanged:
+// "method" one of AMP, HMAC, MAC, OUTER_PRODUCT, SLIC, VMAC (the IPU's on-tile methods) pins
+// "vertices"; "convGroupsPerGroup", "inChansPerGroup", "partialChansPerGroup",
+// "numAmpConvUnits", "slicWindowWidth" (non-negative integers) and plan levels "0", "1", ...
+// (objects of "transform" and "partition" objects) are checked for their form and have no
+// effect: they describe IPU units and conv-planner levels that Aspen's planner does not have.
 #pragma once
 
 #include <aspen/Export.hpp>

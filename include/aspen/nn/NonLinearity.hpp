@@ -18,9 +18,12 @@
 //   says which. outGradient: dL/dy, same shape and type as act. Returns dL/dx, mapped like act.
 //   Derivatives: sigmoid y(1-y); tanh 1-y^2; relu 1 where y > 0, else 0; softmax y(g - sum(g y));
 //   SOFTMAX_SCALED, whose output is y = S softmax(x): y (g - sum(g y) / S), the true gradient
-//   (popnn omits the 1/S). HARD_SIGMOID: 0.2 where 0 < y < 1 (x in (-2.5, 2.5)) and 0 elsewhere,
-//   the true gradient -- Aspen deliberately differs from popnn, which returns 0.2 everywhere.
+//   (popnn omits the 1/S). HARD_SIGMOID: popnn's, 0.2 where |act| <= 2.5 and 0 elsewhere, so 0.2
+//   for every output the forward can give (popnn's tests expect 0.2 for all act in [-2.5, 2.5]).
 //   GELU, GELU_ERF, SWISH: their analytic derivatives, 0 at -inf and 1 at +inf.
+// The overloads taking NonLinearityGradient::Exact give the true HARD_SIGMOID derivative
+// instead: 0.2 where 0 < y < 1 (x in (-2.5, 2.5)) and 0 elsewhere, which the recurrent layers
+// use (rnn-semantics.md). Every other kind has one derivative.
 //
 // Errors: type_error (not FLOAT/HALF, act and outGradient of different types), shape_error
 // (shapes differ, softmax of a scalar), graph_connection_error (in-place on a tensor with aliases),
@@ -48,12 +51,22 @@ ASPEN_API void nonLinearityInPlace(Graph &graph, NonLinearityType type, Tensor t
 ASPEN_API void nonLinearityInPlace(Graph &graph, NonLinearityType type, Tensor t, ComputeSet &cs,
                                    const DebugContext &debug = {});
 
+// Which HARD_SIGMOID derivative nonLinearityInputGradient takes (see above).
+enum class NonLinearityGradient { Popnn, Exact };
+
 ASPEN_API Tensor nonLinearityInputGradient(Graph &graph, NonLinearityType type, Tensor act,
                                            Tensor outGradient, program::Sequence &prog,
                                            const DebugContext &debug = {});
 ASPEN_API Tensor nonLinearityInputGradient(Graph &graph, NonLinearityType type, Tensor act,
+                                           Tensor outGradient, NonLinearityGradient derivative,
+                                           program::Sequence &prog,
+                                           const DebugContext &debug = {});
+ASPEN_API Tensor nonLinearityInputGradient(Graph &graph, NonLinearityType type, Tensor act,
                                            Tensor outGradient, ComputeSet &cs,
                                            const DebugContext &debug = {});
+ASPEN_API Tensor nonLinearityInputGradient(Graph &graph, NonLinearityType type, Tensor act,
+                                           Tensor outGradient, NonLinearityGradient derivative,
+                                           ComputeSet &cs, const DebugContext &debug = {});
 
 // One named helper per kind, as popnn: sigmoid(graph, t, prog), sigmoidInPlace(graph, t, prog),
 // hardSigmoid, relu, tanh, gelu, geluErf, swish, softmax, softmaxStable, scaledSoftmaxStable.

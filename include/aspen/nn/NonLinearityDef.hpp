@@ -26,7 +26,7 @@ namespace aspen::nn {
 inline constexpr unsigned kNumNonLinearityTypes = ASPEN_NN_NON_LINEARITY_COUNT;
 
 // The factor SOFTMAX_SCALED multiplies its outputs by (popnn's SOFTMAX_SCALING).
-inline constexpr float SOFTMAX_SCALING = 10000.0f;
+inline constexpr float SOFTMAX_SCALING = 62000.0f; // popnn's: within half's range (65504)
 
 // "SIGMOID", "SOFTMAX_STABLE", ...
 ASPEN_API std::string asString(NonLinearityType type);

@@ -16,7 +16,9 @@
 // or more operations runs as ONE generated codelet (one pass, no temporaries, compiled once per
 // distinct expression and cached by content); a single operation always runs on the
 // precompiled library codelets (no host compile). With false, every operation runs on the
-// library codelets, through temporaries. Any other key raises invalid_option.
+// library codelets, through temporaries. "enableExpressionOptimizations" (true | false, popops',
+// default true) is accepted without effect: Aspen's lowering does not rewrite expressions. Any
+// other key raises invalid_option.
 //
 // Named builders, one per row of the operation table (ExprOp.hpp), each in three forms:
 //   Tensor X(graph, a[, b[, c]], prog, debug = {}, options = {})    a new tensor, as map

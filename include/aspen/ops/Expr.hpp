@@ -25,6 +25,12 @@
 
 namespace aspen::ops::expr {
 
+// The operation enums (ElementwiseOpTable.hpp) under expr too, where PopLibs declares them
+// (popops::expr::UnaryOpType::ABSOLUTE, ...).
+using aspen::ops::BinaryOpType;
+using aspen::ops::TernaryOpType;
+using aspen::ops::UnaryOpType;
+
 enum class ExprKind { Const, PlaceHolder, Cast, Unary, Binary, Ternary };
 
 class ASPEN_API Expr {

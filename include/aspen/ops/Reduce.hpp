@@ -6,7 +6,8 @@
 //   out = scale * op_{reduced dims}(in)            (update false)
 //   out = op(out, scale * op_{reduced dims}(in))   (update true: ADD and SQUARE_ADD add,
 //                                                   MUL multiplies, MIN/MAX take min/max, ...)
-// LOG_ADD computes log(sum(exp(in))) and applies the scale in the log domain (+ log(scale)).
+// LOG_ADD computes log(sum(exp(in))) and works in the log domain throughout, as popops does:
+// the scale is a log multiply (out = scale + result) and update is a log add.
 // An empty reduction gives the operation's identity (0, 1, +inf/largest, -inf/smallest, true,
 // false; -inf for LOG_ADD). MIN and MAX propagate NaN.
 // Types (in -> out):  ADD, MUL, MIN, MAX, SQUARE_ADD: float/half -> float or half,

@@ -16,8 +16,10 @@
 // fraction or out-of-range value for integer data raises type_error), or scalar tensors
 // (one element, any shape) on the device: FLOAT or HALF for floating-point data, A's type for
 // integer data; both scale tensors of one call have the same type.
-// options: "optimizeForSpeed" (true/false) is accepted and has no effect (there is one
-// implementation); any other key raises aspen::invalid_option.
+// options (popops'), accepted without effect: "optimizeForSpeed" (true/false; there is one
+// implementation) and "scaleFloatToHalfTolerance" (a number >= 0, default 1e-6; popops computes
+// in float when a float scale cast to half would be off by more, and Aspen always computes
+// half data in float with the float scale). Any other key raises aspen::invalid_option.
 #pragma once
 
 #include <aspen/Export.hpp>

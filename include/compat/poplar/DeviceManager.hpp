@@ -4,3 +4,4 @@
 #include <poplar/Implicit.hpp>
 #include <poplar/Namespace.hpp>
 #include <aspen/Device.hpp>
+#include <poplar/exceptions.hpp> // poplar_error comes with DeviceManager.hpp in Poplar
