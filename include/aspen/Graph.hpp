@@ -153,6 +153,26 @@ public:
   }
   void setInitialValueFromHost(FieldRef field, detail::HostType hostType, const void *values,
                                std::size_t count, bool isVector);
+  // The value variables hold when an engine is loaded, until a program writes them (Poplar's
+  // Graph::setInitialValue): every element of t set to `value`, or to `values` in t's row-major
+  // order (one per element), converted to t's element type. t is a view of this graph's
+  // variables: slices set part of a variable; elements never set start at 0. A later call
+  // overwrites what it sets. Raises graph_connection_error for constants and for views with an
+  // element twice (broadcasts), shape_error for a wrong number of values, type_error for a value
+  // t's type cannot hold; a failed call changes nothing.
+  template <class T> void setInitialValue(const Tensor &t, T value) {
+    if constexpr (std::is_same_v<T, const char *> || std::is_same_v<T, std::string>)
+      static_assert(sizeof(T) == 0, "tensors hold numbers, not strings");
+    setInitialValueFromHost(t, detail::hostTypeOf<T>(), &value, 1);
+  }
+  template <class T> void setInitialValue(const Tensor &t, ArrayRef<T> values) {
+    setInitialValueFromHost(t, detail::hostTypeOf<T>(), values.data(), values.size());
+  }
+  template <class T> void setInitialValue(const Tensor &t, const std::vector<T> &values) {
+    setInitialValue(t, ArrayRef<T>(values));
+  }
+  void setInitialValueFromHost(const Tensor &t, detail::HostType hostType, const void *values,
+                               std::size_t count);
   void setPerfEstimate(VertexRef v, std::uint64_t cycles, std::uint64_t flops = 0);
   void setPerfEstimate(VertexRef v, const VertexPerfEstimate &estimate) {
     setPerfEstimate(v, estimate.cycles, estimate.flops);

@@ -374,7 +374,7 @@ void analyseLiveness(const GraphState &graph, const StepOrigins &origins, Compil
   const std::size_t numVariables = graph.variables.size();
   std::vector<bool> pinned(numVariables, false);
   for (std::size_t v = 0; v < numVariables; ++v)
-    pinned[v] = graph.variables[v].isConstant;
+    pinned[v] = graph.variables[v].isConstant || !graph.variables[v].initialData.empty();
   for (const auto *handles : {&graph.hostWrites, &graph.hostReads})
     for (const auto &[name, t] : *handles)
       for (unsigned var : variablesOf(t))

@@ -149,6 +149,8 @@ void planMemory(const GraphState &graph, bool allowOutOfMemory, CompiledGraph &o
     out.variableBytes += var.bytes();
     if (var.isConstant)
       out.initialValues.push_back({v, 0, var.constantData});
+    else if (!var.initialData.empty())
+      out.initialValues.push_back({v, 0, var.initialData});
     forEachTile(graph, v, out.tileBytes.size(),
                 [&](std::uint32_t tile, std::uint64_t bytes) { out.tileBytes[tile] += bytes; });
   }

@@ -3,6 +3,7 @@
 #include "support/Logging.hpp"
 #include "TensorRegions.hpp"
 #include "support/TypeConversion.hpp"
+#include "support/Writability.hpp"
 
 #include <aspen/Graph.hpp>
 
@@ -207,6 +208,40 @@ Tensor Graph::addConstantFromHost(Type type, ArrayRef<std::size_t> shape, detail
     throw;
   }
   return t;
+}
+
+void Graph::setInitialValueFromHost(const Tensor &t, detail::HostType hostType, const void *values,
+                                    std::size_t count) {
+  state_->requireOwnTensor(t, "setInitialValue");
+  const std::string what = "setInitialValue of " + t.getDebugStr();
+  if (t.containsConstant())
+    throw graph_connection_error(what + ": it contains constant elements, whose values are "
+                                        "given by addConstant");
+  detail::requireWritable(t, what);
+  const std::size_t n = t.numElements();
+  if (count != 1 && count != n)
+    throw shape_error(fmt::format("{}: {} values were given for shape {} of {} elements (give 1 "
+                                  "or {})",
+                                  what, count, t.shapeToString(), n, n));
+  if (n == 0)
+    return;
+  if (values == nullptr)
+    throw tensor_creation_error(what + ": the values pointer is null");
+  // Converted in full first, so a value t's type cannot hold changes nothing.
+  const std::size_t size = t.elementType().size();
+  std::vector<std::uint8_t> converted(count * size);
+  detail::convertValues(hostType, values, t.elementType(), converted.data(), count, what);
+  std::size_t flat = 0;
+  for (const detail::VarRegion &r : detail::flatRegions(t)) {
+    Variable &var = state_->variables[r.var];
+    if (var.initialData.empty())
+      var.initialData.assign(var.bytes(), 0);
+    for (std::size_t i = 0; i < r.count; ++i, ++flat) {
+      const auto at = static_cast<std::size_t>(r.byteOffset + static_cast<std::int64_t>(i) * r.byteStride);
+      std::copy_n(converted.begin() + static_cast<std::ptrdiff_t>(count == 1 ? 0 : flat * size),
+                  size, var.initialData.begin() + static_cast<std::ptrdiff_t>(at));
+    }
+  }
 }
 
 Tensor Graph::clone(const Tensor &t, const DebugContext &debug, TensorCloneMethod method) {

@@ -22,6 +22,9 @@ struct Variable {
   std::size_t numElements = 0;
   bool isConstant = false;
   std::vector<std::uint8_t> constantData; // numElements * type.size() bytes, constants only
+  // Graph::setInitialValue: bytes() bytes written at load (empty: none set). Such a variable
+  // stays live for the whole run, like a constant, so its value survives until it is used.
+  std::vector<std::uint8_t> initialData;
   TileMap mapping;                         // in elements of this variable
   std::size_t bytes() const { return numElements * type.size(); }
 };
