@@ -6,12 +6,14 @@
 #include <aspen/Error.hpp>
 
 #include <algorithm>
+#include <numeric>
 #include <utility>
 
 namespace aspen {
 
 using detail::BoxDim;
 using detail::Piece;
+using detail::SliceIndex;
 using detail::TensorImpl;
 
 namespace {
@@ -43,20 +45,54 @@ void checkDim(const Tensor &t, unsigned dim, const char *operation) {
                       describe(t) + ": the tensor has rank " + std::to_string(t.rank()));
 }
 
-std::vector<Piece> slicePieces(const std::vector<Piece> &pieces, std::size_t begin,
-                               std::size_t end, unsigned dim) {
+// Tensors with at least this many pieces are sliced through their SliceIndex; fewer are
+// scanned (cheaper than building the index).
+constexpr std::size_t kIndexedSliceMinPieces = 32;
+
+Piece slicedPiece(const Piece &p, std::size_t begin, std::size_t end, unsigned dim) {
+  const BoxDim &d = p.dims[dim];
+  const std::size_t lo = std::max(d.begin, begin), hi = std::min(d.begin + d.size, end);
+  Piece q = p;
+  q.offset += static_cast<std::int64_t>(lo - d.begin) * d.stride;
+  q.dims[dim] = {lo - begin, hi - lo, d.stride};
+  return q;
+}
+
+bool meets(const Piece &p, std::size_t begin, std::size_t end, unsigned dim) {
+  const BoxDim &d = p.dims[dim];
+  return std::max(d.begin, begin) < std::min(d.begin + d.size, end);
+}
+
+// The pieces of [begin, end) of dimension `dim`, in the tensor's piece order: O(log pieces +
+// pieces met) through the index when the pieces do not overlap in `dim` (a flattened or
+// concatenated tensor), plus the pieces passed over otherwise.
+std::vector<Piece> slicePieces(const TensorImpl &impl, std::size_t begin, std::size_t end,
+                               unsigned dim) {
+  const std::vector<Piece> &pieces = impl.pieces;
   std::vector<Piece> result;
-  result.reserve(pieces.size());
-  for (const Piece &p : pieces) {
-    const BoxDim &d = p.dims[dim];
-    const std::size_t lo = std::max(d.begin, begin), hi = std::min(d.begin + d.size, end);
-    if (lo >= hi)
-      continue;
-    Piece q = p;
-    q.offset += static_cast<std::int64_t>(lo - d.begin) * d.stride;
-    q.dims[dim] = {lo - begin, hi - lo, d.stride};
-    result.push_back(std::move(q));
+  if (pieces.size() < kIndexedSliceMinPieces) {
+    for (const Piece &p : pieces)
+      if (meets(p, begin, end, dim))
+        result.push_back(slicedPiece(p, begin, end, dim));
+    return result;
   }
+  const SliceIndex &index = impl.sliceIndex(dim);
+  // The first piece (in begin order) that begins at or after `end` meets nothing; walk back from
+  // it while some piece so far could still reach past `begin`.
+  const auto firstAfter = std::partition_point(
+      index.order.begin(), index.order.end(),
+      [&](std::uint32_t i) { return pieces[i].dims[dim].begin < end; });
+  std::vector<std::uint32_t> met;
+  for (auto i = static_cast<std::size_t>(firstAfter - index.order.begin()); i-- > 0;) {
+    if (index.maxEnd[i] <= begin)
+      break;
+    if (meets(pieces[index.order[i]], begin, end, dim))
+      met.push_back(index.order[i]);
+  }
+  std::sort(met.begin(), met.end());
+  result.reserve(met.size());
+  for (std::uint32_t i : met)
+    result.push_back(slicedPiece(pieces[i], begin, end, dim));
   return result;
 }
 
@@ -270,19 +306,25 @@ Tensor Tensor::index(ArrayRef<std::size_t> indices) const {
 }
 
 Tensor Tensor::slice(std::size_t begin, std::size_t end, unsigned dim) const {
-  const std::string what = "slice [" + std::to_string(begin) + ", " + std::to_string(end) + ")";
-  checkDim(*this, dim, what.c_str());
+  // The messages are built only when they are needed: describing a tensor costs O(pieces).
+  const auto what = [&] {
+    return "slice [" + std::to_string(begin) + ", " + std::to_string(end) + ")";
+  };
+  if (dim >= rank())
+    checkDim(*this, dim, what().c_str());
   const std::size_t size = impl().shape[dim];
-  const std::string where = what + " of dimension " + std::to_string(dim) + " of " + describe(*this);
+  const auto where = [&] {
+    return what() + " of dimension " + std::to_string(dim) + " of " + describe(*this);
+  };
   if (begin > end)
-    throw index_error(where + ": begin " + std::to_string(begin) + " exceeds end " +
+    throw index_error(where() + ": begin " + std::to_string(begin) + " exceeds end " +
                       std::to_string(end));
   if (end > size)
-    throw index_error(where + ": end " + std::to_string(end) + " exceeds the dimension size " +
+    throw index_error(where() + ": end " + std::to_string(end) + " exceeds the dimension size " +
                       std::to_string(size));
   Shape shape = impl().shape;
   shape[dim] = end - begin;
-  return makeView(impl(), std::move(shape), slicePieces(impl().pieces, begin, end, dim));
+  return makeView(impl(), std::move(shape), slicePieces(impl(), begin, end, dim));
 }
 
 Tensor Tensor::slice(ArrayRef<std::size_t> begin, ArrayRef<std::size_t> end) const {
@@ -578,6 +620,29 @@ Tensor makeVariableTensor(const GraphState *graph, unsigned var, Type type,
 }
 
 const GraphState *graphOf(const Tensor &t) { return t.valid() ? t.impl().graph : nullptr; }
+
+const SliceIndex &TensorImpl::sliceIndex(unsigned dim) const {
+  const std::lock_guard<std::mutex> lock(indexMutex_);
+  if (sliceIndexes_.size() <= dim)
+    sliceIndexes_.resize(shape.size());
+  if (!sliceIndexes_[dim]) {
+    auto index = std::make_unique<SliceIndex>();
+    index->order.resize(pieces.size());
+    std::iota(index->order.begin(), index->order.end(), 0u);
+    std::stable_sort(index->order.begin(), index->order.end(),
+                     [&](std::uint32_t a, std::uint32_t b) {
+                       return pieces[a].dims[dim].begin < pieces[b].dims[dim].begin;
+                     });
+    index->maxEnd.reserve(pieces.size());
+    std::size_t furthest = 0;
+    for (std::uint32_t i : index->order) {
+      furthest = std::max(furthest, pieces[i].dims[dim].begin + pieces[i].dims[dim].size);
+      index->maxEnd.push_back(furthest);
+    }
+    sliceIndexes_[dim] = std::move(index);
+  }
+  return *sliceIndexes_[dim];
+}
 
 } // namespace detail
 

@@ -27,6 +27,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -46,11 +48,28 @@ struct Piece {
   std::vector<BoxDim> dims;
 };
 
+// The pieces of a tensor ordered for slicing along one dimension: `order` holds piece numbers
+// by their begin in that dimension, and maxEnd[i] the furthest end (begin + size) among
+// order[0..i]. The pieces a range [b, e) meets are then found by a binary search for the
+// first begin >= e and a walk back that stops where maxEnd <= b.
+struct SliceIndex {
+  std::vector<std::uint32_t> order;
+  std::vector<std::size_t> maxEnd;
+};
+
 struct TensorImpl {
   const GraphState *graph = nullptr;
   Type type;
   std::vector<std::size_t> shape;
   std::vector<Piece> pieces;
+
+  // The index of dimension `dim`, built at its first use (a TensorImpl never changes once
+  // made, and may be shared by threads, so building is locked).
+  const SliceIndex &sliceIndex(unsigned dim) const;
+
+private:
+  mutable std::mutex indexMutex_;
+  mutable std::vector<std::unique_ptr<const SliceIndex>> sliceIndexes_;
 };
 
 // Two strides agree when they are equal or when the box has one index there (stride unused).

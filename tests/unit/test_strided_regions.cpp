@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <thread>
 #include <unordered_set>
 #include <vector>
 
@@ -76,4 +77,65 @@ TEST_CASE("getStridedVarRegions gives each view's bytes exactly", "[unit][tensor
     for (const VariableInterval &r : t.getVarRegions())
       vars.insert(r.var);
   REQUIRE(vars == std::unordered_set<VariableRef>{vr, wr});
+}
+
+namespace {
+// Every element of t as (variable, element), in t's row-major order.
+std::vector<std::pair<unsigned, std::size_t>> elementsOf(const Tensor &t) {
+  std::vector<std::pair<unsigned, std::size_t>> out;
+  for (const StridedVarRegion &r : t.getStridedVarRegions())
+    for (std::size_t i = 0; i < r.count; ++i)
+      out.emplace_back(r.var.id, std::size_t(r.byteOffset + std::int64_t(i) * r.byteStride) / 4);
+  return out;
+}
+} // namespace
+
+TEST_CASE("slices of tensors of many pieces are the elements a by-hand model says",
+          "[unit][tensor]") {
+  // 1200 floats of v cut into 300 chunks of 4, concatenated in a shuffled order: slicing takes
+  // the indexed path (many pieces). Position p of t is element 4 perm[p / 4] + p % 4 of v.
+  Device device = Device::createCPUDevice();
+  Graph g(device.getTarget());
+  Tensor v = g.addVariable(FLOAT, {1200}, "v");
+  const unsigned id = v.getVarRegions()[0].var.id;
+  std::vector<std::size_t> perm(300);
+  for (std::size_t c = 0; c < perm.size(); ++c)
+    perm[c] = (c * 7919) % perm.size(); // 7919 is prime to 300: a permutation
+  std::vector<Tensor> chunks;
+  for (std::size_t c : perm)
+    chunks.push_back(v.slice(4 * c, 4 * c + 4));
+  const Tensor t = concat(chunks);
+  REQUIRE(t.numRegions() > 100);
+  const auto expected = [&](std::size_t p) { return std::pair{id, 4 * perm[p / 4] + p % 4}; };
+  for (const auto &[b, e] : std::vector<std::pair<std::size_t, std::size_t>>{
+           {0, 1200}, {0, 0}, {5, 6}, {3, 9}, {598, 1031}, {1196, 1200}, {400, 404}, {1199, 1200}}) {
+    INFO("[" << b << ", " << e << ")");
+    std::vector<std::pair<unsigned, std::size_t>> want;
+    for (std::size_t p = b; p < e; ++p)
+      want.push_back(expected(p));
+    REQUIRE(elementsOf(t.slice(b, e)) == want);
+  }
+  // Two dimensions: t as [40, 30]; columns 7..19 of rows 3..11, sliced in either order.
+  const Tensor m = t.reshape({40, 30});
+  std::vector<std::pair<unsigned, std::size_t>> want;
+  for (std::size_t r = 3; r < 11; ++r)
+    for (std::size_t c = 7; c < 19; ++c)
+      want.push_back(expected(30 * r + c));
+  REQUIRE(elementsOf(m.slice(3, 11, 0).slice(7, 19, 1)) == want);
+  REQUIRE(elementsOf(m.slice(7, 19, 1).slice(3, 11, 0)) == want);
+  // The same tensor sliced from several threads at once (the index is built once, locked).
+  const Tensor fresh = concat(chunks);
+  std::vector<std::thread> threads;
+  std::vector<char> ok(4, 0);
+  for (unsigned k = 0; k < 4; ++k)
+    threads.emplace_back([&, k] {
+      const std::size_t b = 100 * k, e = b + 333;
+      std::vector<std::pair<unsigned, std::size_t>> w;
+      for (std::size_t p = b; p < e; ++p)
+        w.push_back(expected(p));
+      ok[k] = elementsOf(fresh.slice(b, e)) == w;
+    });
+  for (std::thread &th : threads)
+    th.join();
+  REQUIRE(ok == std::vector<char>(4, 1));
 }
