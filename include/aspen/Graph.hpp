@@ -101,6 +101,15 @@ public:
   Tensor clone(Type type, const Tensor &t, const DebugContext &debug = {},
                TensorCloneMethod method = TensorCloneMethod::PRESERVE_ORDER_UNLESS_ALIASES);
   bool isConstant(const Tensor &t) const { return t.containsConstant(); }
+  // Poplar's reorderToSimplify: reorders the elements of *t so that runs of the same variable
+  // come in the order they lie in it (fewer, longer regions for the element-wise work that
+  // follows) and applies the same reordering to each tensor in `others`, so element i of *t
+  // still goes with element i of each of them. All become flat (rank 1); nothing is copied, and
+  // no element is dropped or repeated. requireSimplestOrder is accepted for Poplar's signature
+  // (the order is the same either way). Raises shape_error when an other's element count differs
+  // from t's, and the usual errors for invalid tensors or tensors of another graph.
+  void reorderToSimplify(Tensor *t, ArrayRef<Tensor *> others,
+                         bool requireSimplestOrder = true) const;
 
   // --- Tile mapping ------------------------------------------------------------------------
   void setTileMapping(const Tensor &t, unsigned tile);

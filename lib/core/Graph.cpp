@@ -244,6 +244,57 @@ void Graph::setInitialValueFromHost(const Tensor &t, detail::HostType hostType, 
   }
 }
 
+void Graph::reorderToSimplify(Tensor *t, ArrayRef<Tensor *> others, bool) const {
+  if (t == nullptr)
+    throw tensor_creation_error("reorderToSimplify: the tensor to reorder is null");
+  state_->requireOwnTensor(*t, "reorderToSimplify");
+  for (std::size_t i = 0; i < others.size(); ++i) {
+    if (others[i] == nullptr)
+      throw tensor_creation_error(fmt::format("reorderToSimplify: other tensor {} is null", i));
+    state_->requireOwnTensor(*others[i], "reorderToSimplify");
+    if (others[i]->numElements() != t->numElements())
+      throw shape_error(fmt::format(
+          "reorderToSimplify: other tensor {} ({}) has {} elements but {} has {}; each must "
+          "have as many as the tensor reordered",
+          i, others[i]->getDebugStr(), others[i]->numElements(), t->getDebugStr(),
+          t->numElements()));
+  }
+  // t's flat regions, each a run of flat positions [start, start + count), ordered by where
+  // they lie (variable, then lowest byte).
+  struct Run {
+    unsigned var;
+    std::int64_t lowest;
+    std::size_t start, count;
+  };
+  std::vector<Run> runs;
+  std::size_t flat = 0;
+  for (const detail::VarRegion &r : detail::flatRegions(*t)) {
+    const std::int64_t last = r.byteOffset + static_cast<std::int64_t>(r.count - 1) * r.byteStride;
+    runs.push_back({r.var, std::min(r.byteOffset, last), flat, r.count});
+    flat += r.count;
+  }
+  std::stable_sort(runs.begin(), runs.end(), [](const Run &a, const Run &b) {
+    return a.var != b.var ? a.var < b.var : a.lowest < b.lowest;
+  });
+  std::vector<Interval> order;
+  for (const Run &r : runs) {
+    if (!order.empty() && order.back().end() == r.start)
+      order.back() = Interval(order.back().begin(), r.start + r.count);
+    else
+      order.emplace_back(r.start, r.start + r.count);
+  }
+  const auto reorder = [&](const Tensor &x) {
+    const Tensor f = x.flatten();
+    return order.size() <= 1 ? f : concat(f.slices(order)); // one run (or none): as it is
+  };
+  std::vector<Tensor> reordered;
+  for (Tensor *o : others)
+    reordered.push_back(reorder(*o));
+  *t = reorder(*t);
+  for (std::size_t i = 0; i < others.size(); ++i)
+    *others[i] = reordered[i];
+}
+
 Tensor Graph::clone(const Tensor &t, const DebugContext &debug, TensorCloneMethod method) {
   return clone(t.valid() ? t.elementType() : Type(), t, debug, method);
 }
