@@ -29,6 +29,16 @@ public:
   }
 };
 
+// inGrad = gradient(act, outGrad) element by element, over this worker's share: what every
+// gradient vertex below does, with its own derivative.
+template <class T, class Act, class Grad, class Out, class F>
+inline void nnGradientShare(const Act &act, const Grad &outGrad, const Out &inGrad,
+                            unsigned workerId, unsigned numWorkers, F gradient) {
+  nnForWorkerShare(inGrad, workerId, numWorkers, [&](unsigned r, unsigned i) {
+    inGrad[r][i] = T(gradient(float(act[r][i]), float(outGrad[r][i])));
+  });
+}
+
 // inGrad = f'(.) * outGrad, with f' taken from `act` (the forward output, or the forward input for
 // the kinds whose table entry says so).
 template <class T, NonLinearityType K> class NonLinearityGrad : public MultiVertex {
@@ -37,9 +47,8 @@ public:
   Vector<Input<Vector<T>>> outGrad;
   Vector<Output<Vector<T>>> inGrad;
   bool compute(unsigned workerId) {
-    nnForWorkerShare(inGrad, workerId, numWorkers(), [&](unsigned r, unsigned i) {
-      inGrad[r][i] = T(nnGradient<K>(float(act[r][i]), float(outGrad[r][i])));
-    });
+    nnGradientShare<T>(act, outGrad, inGrad, workerId, numWorkers(),
+                       [](float a, float g) { return nnGradient<K>(a, g); });
     return true;
   }
 };
@@ -53,9 +62,8 @@ public:
   Vector<Input<Vector<T>>> outGrad;
   Vector<Output<Vector<T>>> inGrad;
   bool compute(unsigned workerId) {
-    nnForWorkerShare(inGrad, workerId, numWorkers(), [&](unsigned r, unsigned i) {
-      const float y = float(act[r][i]);
-      inGrad[r][i] = T(y >= -2.5f && y <= 2.5f ? 0.2f * float(outGrad[r][i]) : 0.0f);
+    nnGradientShare<T>(act, outGrad, inGrad, workerId, numWorkers(), [](float y, float g) {
+      return y >= -2.5f && y <= 2.5f ? 0.2f * g : 0.0f;
     });
     return true;
   }

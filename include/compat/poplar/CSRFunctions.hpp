@@ -36,8 +36,10 @@ inline void setFloatingPointBehaviour(Graph &graph, program::Sequence &, const T
                                       const DebugContext & = {}) {
   if (!behaviour.valid() || behaviour.numElements() != 1 ||
       behaviour.elementType() != UNSIGNED_INT)
-    throw poplar_error("setFloatingPointBehaviour: the behaviour tensor must be one "
-                       "getAndModifyFloatingPointBehaviour returned (one UNSIGNED_INT element)");
+    throw poplar_error("setFloatingPointBehaviour: the behaviour tensor " +
+                       (behaviour.valid() ? behaviour.getDebugStr() : std::string("(invalid)")) +
+                       " must be one getAndModifyFloatingPointBehaviour returned (one "
+                       "UNSIGNED_INT element)");
   (void)graph;
 }
 
