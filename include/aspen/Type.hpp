@@ -4,6 +4,7 @@
 
 #include <aspen/Export.hpp>
 #include <aspen/HalfFloat.hpp>
+#include <aspen/Quarter.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -13,7 +14,9 @@
 
 namespace aspen {
 
-// One list of element types; everything else (names, sizes, traits) is derived from it.
+// One list of element types; everything else (names, sizes, traits) is derived from it. QUARTER
+// (8-bit floating point) and QUARTER_METADATA (its format and scale) are described in
+// <aspen/Quarter.hpp>; a QUARTER tensor's values are only meaningful with its metadata.
 //   X(enumerator, constant, name, host type, size, isFloat, isSigned)
 #define ASPEN_FOR_EACH_TYPE(X)                                                                \
   X(Float, FLOAT, "float", float, 4, true, true)                                              \
@@ -28,6 +31,9 @@ namespace aspen {
   X(Bool, BOOL, "bool", bool, 1, false, false)                                                \
   X(LongLong, LONGLONG, "long long", long long, 8, false, true)                               \
   X(UnsignedLongLong, UNSIGNED_LONGLONG, "unsigned long long", unsigned long long, 8, false,  \
+    false)                                                                                     \
+  X(Quarter, QUARTER, "quarter", quarter, 1, true, true)                                      \
+  X(QuarterMetadataType, QUARTER_METADATA, "quarter_metadata", QuarterMetadata, 1, false,     \
     false)
 
 enum class TypeId : std::uint8_t {
@@ -37,7 +43,7 @@ enum class TypeId : std::uint8_t {
   Invalid
 };
 inline constexpr unsigned kNumTypes = static_cast<unsigned>(TypeId::Invalid);
-static_assert(kNumTypes == 12, "update ASPEN_FOR_EACH_TYPE users when adding a type");
+static_assert(kNumTypes == 14, "update ASPEN_FOR_EACH_TYPE users when adding a type");
 
 class ASPEN_API Type {
 public:
@@ -49,7 +55,10 @@ public:
   // Size in bytes of one element (0 for the invalid type).
   std::size_t size() const noexcept;
   bool isFloatingPoint() const noexcept;
-  bool isIntegral() const noexcept { return valid() && !isFloatingPoint(); }
+  // QUARTER_METADATA is neither floating point nor integral.
+  bool isIntegral() const noexcept {
+    return valid() && !isFloatingPoint() && id_ != TypeId::QuarterMetadataType;
+  }
   bool isSigned() const noexcept;
   std::string toString() const;
 

@@ -38,6 +38,16 @@ double Graph::getMaxFieldDim(StringRef vertexType, StringRef field, unsigned dim
   return static_cast<double>(std::numeric_limits<std::uint64_t>::max());
 }
 
+namespace {
+// The largest value of H, or -1 for a type without one (quarter: it depends on metadata).
+template <class H> double maxValueOf() {
+  if constexpr (std::numeric_limits<H>::is_specialized)
+    return static_cast<double>(std::numeric_limits<H>::max());
+  else
+    return -1;
+}
+} // namespace
+
 double Graph::getMaxVertexFieldValue(StringRef vertexType, StringRef field) const {
   const auto &info = fieldInfoOf(*state_, vertexType, field, "getMaxVertexFieldValue");
   if (info.isEdge())
@@ -46,13 +56,15 @@ double Graph::getMaxVertexFieldValue(StringRef vertexType, StringRef field) cons
   switch (info.elementType.id()) {
 #define ASPEN_MAX_VALUE(e, c, n, h, s, f, sg)                                                    \
   case TypeId::e:                                                                                \
-    return static_cast<double>(std::numeric_limits<h>::max());
+    if (const double m = maxValueOf<h>(); m >= 0)                                                \
+      return m;                                                                                  \
+    break;
     ASPEN_FOR_EACH_TYPE(ASPEN_MAX_VALUE)
 #undef ASPEN_MAX_VALUE
   case TypeId::Invalid:
     break;
   }
-  throw type_error(fmt::format("getMaxVertexFieldValue: field '{}' of '{}' is not of an Aspen element type",
+  throw type_error(fmt::format("getMaxVertexFieldValue: field '{}' of '{}' is not of an Aspen element type with a maximum (quarter values depend on their metadata)",
                                field, vertexType));
 }
 

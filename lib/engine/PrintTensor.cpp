@@ -29,6 +29,9 @@ void appendElement(std::string &out, Type type, const std::uint8_t *p) {
   case TypeId::Bool: out += *p ? "1" : "0"; return;
   case TypeId::LongLong: out += fmt::format("{}", load<long long>(p)); return;
   case TypeId::UnsignedLongLong: out += fmt::format("{}", load<unsigned long long>(p)); return;
+  // A quarter's value needs its metadata, which a print step does not read: the code is shown.
+  case TypeId::Quarter: out += fmt::format("q{:#04x}", unsigned(*p)); return;
+  case TypeId::QuarterMetadataType: out += QuarterMetadata(static_cast<unsigned char>(*p & 0xbf)).toString(); return;
   case TypeId::Invalid: break;
   }
   out += "?";

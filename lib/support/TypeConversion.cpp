@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 namespace aspen::detail {
 
@@ -29,6 +30,25 @@ struct HostValue {
   double real = 0;
 };
 
+// One element type's value (a template, so that the branches not taken are not compiled).
+template <class H, bool IsFloat, bool IsSigned> void readAs(HostValue &v, const void *p) {
+  if constexpr (std::is_same_v<H, quarter> || std::is_same_v<H, QuarterMetadata>) {
+    throw type_error(std::string("a ") + Type(equivalent_device_type<H>().value).toString() +
+                     " value has no numeric value without its metadata; convert quarter data "
+                     "with convertFromDeviceType and a QuarterMetadata");
+  } else if constexpr (IsFloat) {
+    v.isFloat = true;
+    v.real = static_cast<double>(static_cast<float>(load<H>(p)));
+  } else {
+    const H x = load<H>(p);
+    v.isNegative = IsSigned && static_cast<long long>(x) < 0;
+    v.magnitudeBits = static_cast<std::uint64_t>(static_cast<long long>(x));
+    if constexpr (!IsSigned)
+      v.magnitudeBits = static_cast<std::uint64_t>(x);
+    v.real = static_cast<double>(x);
+  }
+}
+
 HostValue read(HostType host, const void *p) {
   HostValue v;
   if (host.isDouble) {
@@ -39,17 +59,7 @@ HostValue read(HostType host, const void *p) {
   switch (host.type.id()) {
 #define ASPEN_READ(e, c, n, h, s, f, sg)                                                       \
   case TypeId::e:                                                                              \
-    if constexpr (f) {                                                                         \
-      v.isFloat = true;                                                                        \
-      v.real = static_cast<double>(static_cast<float>(load<h>(p)));                            \
-    } else {                                                                                   \
-      const h x = load<h>(p);                                                                  \
-      v.isNegative = sg && static_cast<long long>(x) < 0;                                      \
-      v.magnitudeBits = static_cast<std::uint64_t>(static_cast<long long>(x));                 \
-      if constexpr (!sg)                                                                       \
-        v.magnitudeBits = static_cast<std::uint64_t>(x);                                       \
-      v.real = static_cast<double>(x);                                                         \
-    }                                                                                          \
+    readAs<h, f, sg>(v, p);                                                                    \
     break;
     ASPEN_FOR_EACH_TYPE(ASPEN_READ)
 #undef ASPEN_READ
@@ -89,6 +99,21 @@ template <class T> T toInteger(const HostValue &v) {
   return static_cast<T>(v.magnitudeBits);
 }
 
+// Integer destinations; false for the others (handled by the caller or refused).
+template <class H, bool IsFloat>
+bool writeInteger(const HostValue &v, HostType hostType, Type dstType, void *dst,
+                  const std::string &what) {
+  if constexpr (!IsFloat && !std::is_same_v<H, bool> && !std::is_same_v<H, QuarterMetadata>) {
+    if (!fitsInteger<H>(v))
+      throw type_error(fmt::format("{}: value {} of host type {} is not representable as {}", what,
+                                   describe(v), hostType.toString(), dstType.toString()));
+    store(dst, toInteger<H>(v));
+    return true;
+  } else {
+    return false;
+  }
+}
+
 void writeOne(const HostValue &v, HostType hostType, Type dstType, void *dst, const std::string &what) {
   if (dstType == FLOAT) {
     store(dst, static_cast<float>(v.real));
@@ -105,17 +130,16 @@ void writeOne(const HostValue &v, HostType hostType, Type dstType, void *dst, co
     store(dst, static_cast<bool>(v.isFloat ? v.real != 0.0 : v.magnitudeBits != 0));
     return;
   }
+  if (dstType == QUARTER || dstType == QUARTER_METADATA)
+    throw type_error(fmt::format("{}: a value of host type {} cannot become {}: quarter values "
+                                 "need metadata (convert with convertToDeviceType and a "
+                                 "QuarterMetadata, or cast on the device with a metadata tensor)",
+                                 what, hostType.toString(), dstType.toString()));
   switch (dstType.id()) {
 #define ASPEN_WRITE_INT(e, c, n, h, s, f, sg)                                                  \
   case TypeId::e:                                                                              \
-    if constexpr (!f && !std::is_same_v<h, bool>) {                                            \
-      if (!fitsInteger<h>(v))                                                                  \
-        throw type_error(fmt::format("{}: value {} of host type {} is not representable as {}", \
-                                     what, describe(v), hostType.toString(),                   \
-                                     dstType.toString()));                                     \
-      store(dst, toInteger<h>(v));                                                             \
+    if (writeInteger<h, f>(v, hostType, dstType, dst, what))                                   \
       return;                                                                                  \
-    }                                                                                          \
     break;
     ASPEN_FOR_EACH_TYPE(ASPEN_WRITE_INT)
 #undef ASPEN_WRITE_INT

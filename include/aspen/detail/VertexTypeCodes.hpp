@@ -4,6 +4,7 @@
 #pragma once
 
 #include <aspen/HalfFloat.hpp>
+#include <aspen/Quarter.hpp>
 #include <aspen/detail/VertexAbi.hpp>
 
 namespace aspen {
@@ -30,6 +31,8 @@ ASPEN_VERTEX_TYPE_CODE(long long, 10)
 ASPEN_VERTEX_TYPE_CODE(unsigned long long, 11)
 ASPEN_VERTEX_TYPE_CODE(long, 10)
 ASPEN_VERTEX_TYPE_CODE(unsigned long, 11)
+ASPEN_VERTEX_TYPE_CODE(quarter, 12)
+ASPEN_VERTEX_TYPE_CODE(QuarterMetadata, 13)
 #undef ASPEN_VERTEX_TYPE_CODE
 
 template <class T, bool IsEnum = __is_enum(T)> struct ElementTypeCode : TypeCodeOf<T> {};
