@@ -103,6 +103,13 @@ public:
   // createHostWrite/createHostRead; the byte count must equal the tensor's.
   void writeTensor(StringRef handle, const void *begin, const void *end);
   void readTensor(StringRef handle, void *begin, void *end);
+  // QUARTER tensors: the codes and, in the same call, the tensor's metadata (Tensor::getMetadata).
+  // Writing to a tensor whose metadata is a constant requires the same metadata. Raises
+  // stream_connection_error for a handle of another type, or one whose QUARTER variables have
+  // different metadata tensors.
+  void writeTensor(StringRef handle, const QuarterMetadata &metadata, const void *begin,
+                   const void *end);
+  void readTensor(StringRef handle, QuarterMetadata &metadata, void *begin, void *end);
 
   // Each transfer uses the whole buffer at p (sized by the stream).
   void connectStream(StringRef handle, void *p);

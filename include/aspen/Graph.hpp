@@ -69,6 +69,15 @@ public:
   // LINEAR maps the variable over all tiles as mapTensorLinearly would.
   Tensor addVariable(Type type, ArrayRef<std::size_t> shape, VariableMappingMethod method,
                      const DebugContext &debug = {});
+  // QUARTER variables (<aspen/Quarter.hpp>) read their values with a metadata tensor: one
+  // QUARTER_METADATA element of this graph, which several variables may share. Without one,
+  // addVariable(QUARTER, shape) makes the variable its own metadata variable, "<name>/metadata",
+  // F143 scale 0 until written (Engine::writeTensor with a QuarterMetadata), mapped to this
+  // graph's first tile; Tensor::getMetadata() returns it.
+  Tensor addVariable(Type type, const Tensor &metadata, ArrayRef<std::size_t> shape,
+                     const DebugContext &debug = {});
+  Tensor addVariable(Type type, const Tensor &metadata, ArrayRef<std::size_t> shape,
+                     VariableMappingMethod method, const DebugContext &debug = {});
 
   // A constant from one host value per element. The host type may differ from `type`; each value
   // is converted and must be representable.

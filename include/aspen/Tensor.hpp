@@ -132,6 +132,13 @@ public:
   std::string getDebugStr() const;
   std::string getVarStr() const;
 
+  // QUARTER tensors: the QUARTER_METADATA tensor (one element) that gives their values' format
+  // and scale. Raises type_error for other types, and tensor_creation_error when the tensor has
+  // no elements or joins QUARTER variables with different metadata tensors.
+  Tensor getMetadata() const;
+  // True for a QUARTER tensor (each QUARTER variable has metadata).
+  bool hasMetadata() const;
+
   // Identity of two views: same shape, type and elements.
   friend ASPEN_API bool operator==(const Tensor &a, const Tensor &b);
 

@@ -168,6 +168,9 @@ struct StreamCopy {
 struct HostHandle {
   Type type;
   RegionList regions;
+  // QUARTER tensors: their metadata element, written and read with a QuarterMetadata.
+  RegionList metadata;
+  bool metadataIsConstant = false;
 };
 
 struct PrintInfo {
@@ -360,7 +363,8 @@ template <> struct Members<StreamCopy> {
 template <> struct Members<HostHandle> {
   static constexpr bool described = true;
   template <class Self, class F> static void apply(Self &self, F &&f) {
-    ASPEN_MEMBER(type); ASPEN_MEMBER(regions);
+    ASPEN_MEMBER(type); ASPEN_MEMBER(regions); ASPEN_MEMBER(metadata);
+    ASPEN_MEMBER(metadataIsConstant);
   }
 };
 template <> struct Members<PrintInfo> {

@@ -376,9 +376,13 @@ void analyseLiveness(const GraphState &graph, const StepOrigins &origins, Compil
   for (std::size_t v = 0; v < numVariables; ++v)
     pinned[v] = graph.variables[v].isConstant || !graph.variables[v].initialData.empty();
   for (const auto *handles : {&graph.hostWrites, &graph.hostReads})
-    for (const auto &[name, t] : *handles)
+    for (const auto &[name, t] : *handles) {
       for (unsigned var : variablesOf(t))
         pinned[var] = true;
+      if (const Tensor m = uniqueMetadata(t); m.valid())
+        for (unsigned var : variablesOf(m))
+          pinned[var] = true;
+    }
 
   // Effects of every step, the programs using each variable, and variables executors pin.
   std::vector<Effects> effectsByStep(out.steps.size());

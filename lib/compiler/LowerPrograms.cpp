@@ -1,6 +1,7 @@
 #include "LowerPrograms.hpp"
 
 #include "Regions.hpp"
+#include "core/TensorRegions.hpp"
 
 #include <aspen/Error.hpp>
 
@@ -156,10 +157,18 @@ StepOrigins lowerPrograms(const GraphState &graph, ArrayRef<program::Program> pr
   ProgramLowering lowering(graph, copies, computeSets, kernels, out);
   for (const program::Program &p : programs)
     out.programs.push_back(lowering.lower(p));
+  const auto hostHandle = [&](const Tensor &t) {
+    HostHandle h{t.elementType(), regionsOf(t), {}, false};
+    if (const Tensor m = uniqueMetadata(t); m.valid()) {
+      h.metadata = regionsOf(m);
+      h.metadataIsConstant = m.containsConstant();
+    }
+    return h;
+  };
   for (const auto &[handle, t] : graph.hostWrites)
-    out.hostWrites[handle] = {t.elementType(), regionsOf(t)};
+    out.hostWrites[handle] = hostHandle(t);
   for (const auto &[handle, t] : graph.hostReads)
-    out.hostReads[handle] = {t.elementType(), regionsOf(t)};
+    out.hostReads[handle] = hostHandle(t);
   for (const StreamRecord &s : graph.streams)
     out.streams.push_back({s.handle, s.type, s.numElements, s.hostToDevice});
   return lowering.takeOrigins();

@@ -27,7 +27,7 @@ using namespace detail;
 
 constexpr char kMagic[8] = {'A', 'S', 'P', 'E', 'N', 'E', 'X', 'E'};
 // 6: library-call kernels; 7: block codelets; 8: CompiledGraph members in declaration order
-constexpr std::uint32_t kFormatVersion = 8;
+constexpr std::uint32_t kFormatVersion = 9;
 
 class Writer {
 public:

@@ -171,10 +171,14 @@ public:
   }
 
   void checkHostHandles() {
-    for (const auto &[handle, t] : graph_.hostWrites)
-      checkTensor(t, "host write handle " + quoted(handle));
-    for (const auto &[handle, t] : graph_.hostReads)
-      checkTensor(t, "host read handle " + quoted(handle));
+    for (const auto *handles : {&graph_.hostWrites, &graph_.hostReads})
+      for (const auto &[handle, t] : *handles) {
+        const std::string what = std::string(handles == &graph_.hostWrites ? "host write" : "host read") +
+                                 " handle " + quoted(handle);
+        checkTensor(t, what);
+        if (const Tensor m = uniqueMetadata(t); m.valid())
+          checkTensor(m, "the metadata of " + what);
+      }
   }
 
   void checkComputeSet(unsigned cs) {

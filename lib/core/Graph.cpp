@@ -152,30 +152,76 @@ void checkEdgeTensor(const GraphState &g, unsigned vertex, const FieldInfo &fiel
 
 // --- Tensors ----------------------------------------------------------------------------------
 
-Tensor Graph::addVariable(Type type, ArrayRef<std::size_t> shape, const DebugContext &debug) {
-  if (!type.valid())
-    throw tensor_creation_error(
-        fmt::format("addVariable '{}': the element type is invalid", debug.getPathName()));
+namespace {
+
+Tensor pushVariable(GraphState &g, Type type, ArrayRef<std::size_t> shape,
+                    const DebugContext &debug, Tensor metadata) {
   Variable var;
   var.name = debug.getPathName();
   var.type = type;
   var.shape = shape.vec();
   var.numElements = elementCount(shape);
-  const auto id = static_cast<unsigned>(state_->variables.size());
-  state_->variables.push_back(std::move(var));
-  return detail::makeVariableTensor(state_.get(), id, type, shape.vec());
+  var.metadata = std::move(metadata);
+  const auto id = static_cast<unsigned>(g.variables.size());
+  g.variables.push_back(std::move(var));
+  return detail::makeVariableTensor(&g, id, type, shape.vec());
+}
+
+void mapLinearly(const Target &target, unsigned tileOffset, Variable &var) {
+  // poputil's defaults: grains of the vector width, at least 128 bytes a tile.
+  const Type type = var.type;
+  for (const auto &r : detail::linearMapping(target.getNumTiles(), var.numElements,
+                                             target.getVectorWidth(type),
+                                             (128 + type.size() - 1) / type.size()))
+    var.mapping.assign(r.begin, r.end, r.tile + tileOffset);
+}
+
+} // namespace
+
+Tensor Graph::addVariable(Type type, ArrayRef<std::size_t> shape, const DebugContext &debug) {
+  if (!type.valid())
+    throw tensor_creation_error(
+        fmt::format("addVariable '{}': the element type is invalid", debug.getPathName()));
+  Tensor metadata;
+  if (type == QUARTER) {
+    // Its own metadata: F143 scale 0 until written, on this graph's first tile. Made first, so
+    // that the QUARTER variable is the last one, as callers of addVariable expect.
+    metadata = pushVariable(*state_, QUARTER_METADATA, {}, {debug, "metadata"}, {});
+    Variable &m = state_->variables.back();
+    m.mapping.assign(0, 1, tileOffset_);
+    m.initialData.assign(1, QuarterMetadata().getBinary());
+  }
+  return pushVariable(*state_, type, shape, debug, std::move(metadata));
+}
+
+Tensor Graph::addVariable(Type type, const Tensor &metadata, ArrayRef<std::size_t> shape,
+                          const DebugContext &debug) {
+  const std::string what = fmt::format("addVariable '{}'", debug.getPathName());
+  if (type != QUARTER)
+    throw type_error(fmt::format("{}: only QUARTER variables take a metadata tensor, not {}", what,
+                                 type.toString()));
+  state_->requireOwnTensor(metadata, what.c_str());
+  if (metadata.elementType() != QUARTER_METADATA || metadata.numElements() != 1)
+    throw type_error(fmt::format("{}: the metadata tensor {} must be one QUARTER_METADATA element; "
+                                 "it is {} {}",
+                                 what, metadata.getDebugStr(), metadata.elementType().toString(),
+                                 metadata.shapeToString()));
+  return pushVariable(*state_, type, shape, debug, metadata);
 }
 
 Tensor Graph::addVariable(Type type, ArrayRef<std::size_t> shape, VariableMappingMethod method,
                           const DebugContext &debug) {
   Tensor t = addVariable(type, shape, debug);
-  if (method == VariableMappingMethod::LINEAR) {
-    Variable &var = state_->variables.back();
-    // poputil's defaults: grains of the vector width, at least 128 bytes a tile.
-    for (const auto &r : detail::linearMapping(target_.getNumTiles(), var.numElements,
-                                               target_.getVectorWidth(type), (128 + type.size() - 1) / type.size()))
-      var.mapping.assign(r.begin, r.end, r.tile + tileOffset_);
-  }
+  if (method == VariableMappingMethod::LINEAR)
+    mapLinearly(target_, tileOffset_, state_->variables.back());
+  return t;
+}
+
+Tensor Graph::addVariable(Type type, const Tensor &metadata, ArrayRef<std::size_t> shape,
+                          VariableMappingMethod method, const DebugContext &debug) {
+  Tensor t = addVariable(type, metadata, shape, debug);
+  if (method == VariableMappingMethod::LINEAR)
+    mapLinearly(target_, tileOffset_, state_->variables.back());
   return t;
 }
 
@@ -301,7 +347,18 @@ Tensor Graph::clone(const Tensor &t, const DebugContext &debug, TensorCloneMetho
 
 Tensor Graph::clone(Type type, const Tensor &t, const DebugContext &debug, TensorCloneMethod) {
   state_->requireOwnTensor(t, "clone");
-  Tensor result = addVariable(type, t.shape(), debug);
+  // A QUARTER clone of a QUARTER tensor keeps its metadata tensor when it has one.
+  const bool sameMetadata = type == QUARTER && t.elementType() == QUARTER && t.numElements() > 0 &&
+                            [&] {
+                              try {
+                                (void)t.getMetadata();
+                                return true;
+                              } catch (const error &) {
+                                return false;
+                              }
+                            }();
+  Tensor result = sameMetadata ? addVariable(type, t.getMetadata(), t.shape(), debug)
+                               : addVariable(type, t.shape(), debug);
   const auto id = static_cast<unsigned>(state_->variables.size() - 1);
   forEachVarRun(*state_, t, [&](std::size_t flat, unsigned var, std::size_t varBegin, std::size_t count) {
     state_->variables[var].mapping.forEachRun(varBegin, varBegin + count, [&](std::size_t b, std::size_t e, unsigned tile) {

@@ -26,6 +26,7 @@ struct Variable {
   // stays live for the whole run, like a constant, so its value survives until it is used.
   std::vector<std::uint8_t> initialData;
   TileMap mapping;                         // in elements of this variable
+  Tensor metadata; // QUARTER variables: their QUARTER_METADATA tensor (one element)
   std::size_t bytes() const { return numElements * type.size(); }
 };
 

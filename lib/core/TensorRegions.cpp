@@ -5,6 +5,10 @@
 #include "TensorImpl.hpp"
 #include "TensorRegions.hpp"
 
+#include <aspen/Error.hpp>
+
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <numeric>
 
@@ -282,6 +286,47 @@ bool Tensor::containsConstant() const {
   return std::any_of(vars.begin(), vars.end(),
                      [&](unsigned v) { return t.graph->variables[v].isConstant; });
 }
+
+bool Tensor::hasMetadata() const { return valid() && elementType() == QUARTER; }
+
+Tensor Tensor::getMetadata() const {
+  const TensorImpl &t = impl();
+  if (t.type != QUARTER)
+    throw type_error(fmt::format("getMetadata of tensor {}: only QUARTER tensors have metadata; it "
+                                 "is {}",
+                                 getDebugStr(), t.type.toString()));
+  if (!t.graph || t.pieces.empty())
+    throw tensor_creation_error(
+        fmt::format("getMetadata of tensor {}: it has no elements, so no metadata", getDebugStr()));
+  const Tensor *found = nullptr;
+  for (unsigned v : detail::variablesOf(*this)) {
+    const Tensor &m = t.graph->variables[v].metadata;
+    if (!m.valid())
+      throw tensor_creation_error(fmt::format(
+          "getMetadata of tensor {}: variable '{}' is not a QUARTER variable (a reinterpreted "
+          "view has no metadata)",
+          getDebugStr(), t.graph->variables[v].name));
+    if (found && !(*found == m))
+      throw tensor_creation_error(fmt::format(
+          "getMetadata of tensor {}: it joins QUARTER variables with different metadata ({} and "
+          "{}); cast or copy them into one variable first",
+          getDebugStr(), found->getDebugStr(), m.getDebugStr()));
+    found = &m;
+  }
+  return *found;
+}
+
+namespace detail {
+Tensor uniqueMetadata(const Tensor &t) {
+  if (!t.hasMetadata() || t.numElements() == 0)
+    return {};
+  try {
+    return t.getMetadata();
+  } catch (const error &) {
+    return {};
+  }
+}
+} // namespace detail
 
 bool Tensor::isParallelWriteable() const { return !containsAliases() && !containsConstant(); }
 

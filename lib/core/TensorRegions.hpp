@@ -31,6 +31,10 @@ std::vector<VarRegion> flatRegions(const Tensor &t);
 // Variables the tensor touches (sorted, unique).
 std::vector<unsigned> variablesOf(const Tensor &t);
 
+// t.getMetadata() for a QUARTER tensor with one metadata tensor; an invalid tensor otherwise
+// (another type, no elements, or QUARTER variables with different metadata).
+Tensor uniqueMetadata(const Tensor &t);
+
 // A tensor view of the whole of variable `var`, with the given shape (element count must match).
 Tensor makeVariableTensor(const GraphState *graph, unsigned var, Type type,
                           std::vector<std::size_t> shape);

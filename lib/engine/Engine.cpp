@@ -87,6 +87,53 @@ void EngineImpl::readTensor(StringRef handle, void *begin, void *end) {
   executor_->read(h.regions, begin);
 }
 
+namespace {
+const RegionList &metadataRegions(const HostHandle &h, StringRef handle, const char *what) {
+  if (h.type != QUARTER)
+    throw stream_connection_error(std::string("Engine::") + what + "('" + std::string(handle) +
+                                  "') with a QuarterMetadata: the tensor is " +
+                                  h.type.toString() + ", not QUARTER");
+  if (h.metadata.bytes() != 1)
+    throw stream_connection_error(std::string("Engine::") + what + "('" + std::string(handle) +
+                                  "') with a QuarterMetadata: the tensor joins QUARTER variables "
+                                  "with different metadata tensors, so it has no one metadata");
+  return h.metadata;
+}
+} // namespace
+
+void EngineImpl::writeTensor(StringRef handle, const QuarterMetadata &metadata, const void *begin,
+                             const void *end) {
+  const std::size_t bytes = static_cast<const char *>(end) - static_cast<const char *>(begin);
+  const HostHandle &h = hostHandle(handle, true, bytes);
+  const RegionList &m = metadataRegions(h, handle, "writeTensor");
+  if (h.metadataIsConstant) {
+    unsigned char current = 0;
+    executor_->read(m, &current);
+    if (current != metadata.getBinary())
+      throw stream_connection_error(
+          "Engine::writeTensor('" + std::string(handle) + "'): the tensor's metadata is a constant, " +
+          QuarterMetadata(static_cast<unsigned char>(current & 0xbf)).toString() +
+          ", and cannot become " + metadata.toString());
+  } else {
+    executor_->write(m, metadata.data());
+  }
+  executor_->write(h.regions, begin);
+}
+
+void EngineImpl::readTensor(StringRef handle, QuarterMetadata &metadata, void *begin, void *end) {
+  const std::size_t bytes = static_cast<char *>(end) - static_cast<char *>(begin);
+  const HostHandle &h = hostHandle(handle, false, bytes);
+  const RegionList &m = metadataRegions(h, handle, "readTensor");
+  unsigned char value = 0;
+  executor_->read(m, &value);
+  executor_->read(h.regions, begin);
+  if (value & 0x40u) // written by a vertex from bad input: refuse rather than guess
+    throw runtime_error("Engine::readTensor('" + std::string(handle) +
+                        "'): the metadata byte " + std::to_string(unsigned(value)) +
+                        " on the device is not a valid QuarterMetadata");
+  metadata = QuarterMetadata(value);
+}
+
 StreamConnection &EngineImpl::stream(StringRef handle) {
   std::string known;
   for (std::size_t i = 0; i < compiled_->streams.size(); ++i) {
@@ -142,6 +189,13 @@ void Engine::loadAndRun(const Device &device, unsigned programIndex) {
 
 void Engine::writeTensor(StringRef handle, const void *begin, const void *end) {
   impl_->writeTensor(handle, begin, end);
+}
+void Engine::writeTensor(StringRef handle, const QuarterMetadata &metadata, const void *begin,
+                         const void *end) {
+  impl_->writeTensor(handle, metadata, begin, end);
+}
+void Engine::readTensor(StringRef handle, QuarterMetadata &metadata, void *begin, void *end) {
+  impl_->readTensor(handle, metadata, begin, end);
 }
 void Engine::readTensor(StringRef handle, void *begin, void *end) {
   impl_->readTensor(handle, begin, end);

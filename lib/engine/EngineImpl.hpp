@@ -23,6 +23,9 @@ public:
   void run(unsigned programIndex, const std::string &debugName);
   void writeTensor(StringRef handle, const void *begin, const void *end);
   void readTensor(StringRef handle, void *begin, void *end);
+  void writeTensor(StringRef handle, const QuarterMetadata &metadata, const void *begin,
+                   const void *end);
+  void readTensor(StringRef handle, QuarterMetadata &metadata, void *begin, void *end);
   StreamConnection &stream(StringRef handle);
   void setPrintStream(std::ostream &stream) { printStream_ = &stream; }
   void printProfileSummary(std::ostream &out, const ProfileOptions &options) const;

@@ -79,6 +79,14 @@ void mapImpl(Graph &graph, const expr::Expr &e, const std::vector<Tensor> &ts, T
     shapes.push_back(ts[i].shape());
   }
   const detail::LoweredExpr lowered = detail::lowerExpr(e, types, names, caller);
+  for (const ExprNode &n : lowered.nodes)
+    if (n.type == QUARTER || n.type == QUARTER_METADATA)
+      throw type_error(fmt::format(
+          "{}: element-wise expressions do not take {} values{}; cast QUARTER data to float or "
+          "half with aspen::ops::cast and its metadata first (and back with a metadata tensor)",
+          caller, n.type.toString(),
+          n.kind == ExprNode::Kind::Input ? fmt::format(" (tensor {} is one)", names[n.input])
+                                          : std::string()));
   const Type resultType = lowered.root().type;
   const std::vector<std::size_t> shape = shapes.empty() ? std::vector<std::size_t>{}
                                                         : util::broadcastShape(shapes);

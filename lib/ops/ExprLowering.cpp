@@ -279,8 +279,12 @@ private:
 #define ASPEN_EW_KNOWN(unused, cpp, C) known = known || t == C;
     ASPEN_EW_TYPES_CAST(ASPEN_EW_KNOWN, _)
     if (!known)
-      throw type_error(fmt::format("{}: Cast to or from element type {} is not supported",
-                                   caller_, t.toString()));
+      throw type_error(fmt::format("{}: Cast to or from element type {} is not supported{}",
+                                   caller_, t.toString(),
+                                   t == QUARTER || t == QUARTER_METADATA
+                                       ? " in an expression (quarter data needs its metadata: "
+                                         "use aspen::ops::cast with a metadata tensor)"
+                                       : ""));
   }
   void checkConstType(const ExprNode &node) {
     const Type t = node.type;

@@ -17,6 +17,10 @@
 //   so a value of signed char, long long or unsigned long long can only be cast (anything else
 //   is a type_error naming the operation and the type).
 // castWithOutput(graph, src, dst, prog, debug): into dst (src's shape, parallel-writeable).
+//
+// QUARTER (aspen/ops/Quarter.hpp): a QUARTER src casts to FLOAT or HALF with its own metadata;
+// a cast to QUARTER needs a metadata tensor, cast(graph, src, QUARTER, metadata, prog), and
+// here raises type_error; castWithOutput into a QUARTER dst uses dst's metadata.
 #pragma once
 
 #include <aspen/Export.hpp>

@@ -4,3 +4,4 @@
 #include <poplar/Implicit.hpp>
 #include <popops/Namespace.hpp>
 #include <aspen/ops/Cast.hpp>
+#include <aspen/ops/Quarter.hpp>
