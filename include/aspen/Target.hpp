@@ -76,6 +76,13 @@ public:
   unsigned getMatMulMacsPerCycle(Type inputType, bool tensorFloat32 = false) const;
   double getTileClockFrequency() const { return clockHz_; }
   std::size_t getMemoryBytes() const { return getBytesPerTile() * getNumTiles(); }
+  // Whether an engine compiled for this target refuses a graph whose variables need more than
+  // getBytesPerTile() on some tile (graph_memory_allocation_error; engine option
+  // debug.allowOutOfMemory makes it a warning). True for every target Aspen makes; Poplar's
+  // IPUModel (compat) turns it off, as Poplar's IPU Model runs such graphs. Planners still plan
+  // within getBytesPerTile() either way.
+  bool isTileMemoryEnforced() const { return tileMemoryEnforced_; }
+  void setTileMemoryEnforced(bool enforced) { tileMemoryEnforced_ = enforced; }
   bool isGpu() const { return type_ == TargetType::GPU; }
   const GpuProperties &getGpuProperties() const { return gpu_; }
   std::string toString() const;
@@ -116,6 +123,7 @@ private:
   double clockHz_ = 1.0e9;
   unsigned ampMacsHalf_ = 0, ampMacsFloat_ = 0; // IPU AMP rates; 0: not an IPU
   GpuProperties gpu_;
+  bool tileMemoryEnforced_ = true;
 };
 
 } // namespace aspen

@@ -165,10 +165,12 @@ void planMemory(const GraphState &graph, bool allowOutOfMemory, CompiledGraph &o
                                 std::to_string(out.tilePeakBytes[tile]) +
                                 " bytes of variables at once but the target has " +
                                 std::to_string(budget) + " bytes per tile";
-    if (!allowOutOfMemory)
+    if (!allowOutOfMemory && graph.target.isTileMemoryEnforced())
       throw graph_memory_allocation_error(message +
                                           " (engine option debug.allowOutOfMemory=true allows it)");
-    logger().warn("{} (allowed by debug.allowOutOfMemory; later tiles not reported)", message);
+    logger().warn("{} (allowed by {}; later tiles not reported)", message,
+                  allowOutOfMemory ? "debug.allowOutOfMemory"
+                                   : "the target, which does not enforce tile memory");
     break;
   }
 }

@@ -9,7 +9,8 @@
 //  - constants get their initial values;
 //  - the peak of variable bytes mapped to each tile, counting reusable variables only during
 //    their live ranges: above the target's bytes per tile it raises
-//    graph_memory_allocation_error naming the tile, unless allowOutOfMemory (then a warning).
+//    graph_memory_allocation_error naming the tile, unless allowOutOfMemory or the target does
+//    not enforce tile memory (Target::isTileMemoryEnforced; then a warning).
 // Assumes analyseLiveness has set the buffers' live ranges.
 #pragma once
 
