@@ -1,4 +1,5 @@
 #include "GraphState.hpp"
+#include "support/CheckedSize.hpp"
 #include "support/LinearMapping.hpp"
 #include "support/Logging.hpp"
 #include "TensorRegions.hpp"
@@ -26,11 +27,10 @@ namespace {
 
 std::string shapeString(ArrayRef<std::size_t> shape) { return fmt::format("{{{}}}", fmt::join(shape, ",")); }
 
-std::size_t elementCount(ArrayRef<std::size_t> shape) {
-  std::size_t n = 1;
-  for (std::size_t d : shape)
-    n *= d;
-  return n;
+// The element count of shape; shape_error when the count or its bytes cannot be addressed.
+std::size_t elementCount(ArrayRef<std::size_t> shape, std::size_t elementBytes = 1,
+                         const char *what = "shape") {
+  return detail::checkedElements<shape_error>(shape, elementBytes, [&] { return std::string(what); });
 }
 
 // The variable elements [first, last] holding bytes [byteBegin, byteBegin + bytes) of `var`.
@@ -160,7 +160,8 @@ Tensor pushVariable(GraphState &g, Type type, ArrayRef<std::size_t> shape,
   var.name = debug.getPathName();
   var.type = type;
   var.shape = shape.vec();
-  var.numElements = elementCount(shape);
+  var.numElements = detail::checkedElements<tensor_creation_error>(
+      shape, type.size(), [&] { return fmt::format("addVariable '{}'", var.name); });
   var.metadata = std::move(metadata);
   const auto id = static_cast<unsigned>(g.variables.size());
   g.variables.push_back(std::move(var));
@@ -182,6 +183,9 @@ Tensor Graph::addVariable(Type type, ArrayRef<std::size_t> shape, const DebugCon
   if (!type.valid())
     throw tensor_creation_error(
         fmt::format("addVariable '{}': the element type is invalid", debug.getPathName()));
+  // Checked before the metadata variable is made, so that a refused shape adds nothing.
+  detail::checkedElements<tensor_creation_error>(
+      shape, type.size(), [&] { return fmt::format("addVariable '{}'", debug.getPathName()); });
   Tensor metadata;
   if (type == QUARTER) {
     // Its own metadata: F143 scale 0 until written, on this graph's first tile. Made first, so
@@ -228,7 +232,9 @@ Tensor Graph::addVariable(Type type, const Tensor &metadata, ArrayRef<std::size_
 Tensor Graph::addConstantFromHost(Type type, ArrayRef<std::size_t> shape, detail::HostType hostType,
                                   const void *values, std::size_t count,
                                   const DebugContext &debug) {
-  const std::size_t n = elementCount(shape);
+  const std::size_t n = detail::checkedElements<tensor_creation_error>(
+      shape, type.valid() ? type.size() : 1,
+      [&] { return fmt::format("addConstant '{}'", debug.getPathName()); });
   if (count != 1 && count != n)
     throw tensor_creation_error(fmt::format(
         "addConstant '{}': {} values were given for shape {} of {} elements (give 1 or {})",
@@ -649,6 +655,8 @@ DataStream addStream(GraphState &g, StringRef handle, Type type, std::size_t num
   requireNewHandle(g, handle, HandleKind::Stream, what);
   if (!type.valid())
     throw type_error(fmt::format("{} '{}': the element type is invalid", what, handle));
+  detail::checkedElements<stream_connection_error>(std::vector<std::size_t>{numElements}, type.size(),
+                                           [&] { return fmt::format("{} '{}'", what, handle); });
   const auto id = static_cast<unsigned>(g.streams.size());
   g.streams.push_back({std::string(handle), type, numElements, hostToDevice});
   g.streamByHandle.emplace(std::string(handle), id);

@@ -2,6 +2,7 @@
 // the rule and the values) and maps the boxes of TensorImpl to new boxes.
 #include "TensorImpl.hpp"
 #include "TensorRegions.hpp"
+#include "support/CheckedSize.hpp"
 
 #include <aspen/Error.hpp>
 
@@ -34,6 +35,11 @@ Tensor makeView(const TensorImpl &from, Shape shape, std::vector<Piece> pieces,
   auto impl = std::make_shared<TensorImpl>();
   impl->graph = from.graph;
   impl->type = type.valid() ? type : from.type;
+  // Views that grow (broadcast, concat) check their dimension first; this is the total.
+  detail::checkedElements<shape_error>(shape, impl->type.size(), [&] {
+    return "a view of a " + from.type.toString() + " tensor of shape " +
+           detail::shapeString(from.shape);
+  });
   impl->shape = std::move(shape);
   impl->pieces = std::move(pieces);
   return Tensor(std::move(impl));
@@ -364,6 +370,9 @@ std::vector<Tensor> Tensor::slices(const std::vector<std::vector<Interval>> &int
 
 Tensor Tensor::reshape(ArrayRef<std::size_t> newShape) const {
   const Shape target = newShape.vec();
+  detail::checkedElements<shape_error>(target, elementType().size(), [&] {
+    return "reshape of " + describe(*this) + " to " + detail::shapeString(target);
+  });
   if (detail::product(target) != numElements())
     throw shape_error("reshape of " + describe(*this) + " to " + detail::shapeString(target) +
                       ": the tensor has " + std::to_string(numElements()) +
@@ -479,7 +488,9 @@ Tensor Tensor::broadcast(unsigned N, unsigned dim) const {
   checkDim(*this, dim, ("broadcast by " + std::to_string(N)).c_str());
   const std::size_t size = impl().shape[dim];
   Shape shape = impl().shape;
-  shape[dim] = size * N;
+  const auto what = [&] { return "broadcast of " + describe(*this) + " by " + std::to_string(N); };
+  shape[dim] = detail::checkedMul<shape_error>(size, N, what);
+  detail::checkedElements<shape_error>(shape, elementType().size(), what); // before any piece
   std::vector<Piece> pieces;
   if (size == 1 && N > 0) {
     pieces = impl().pieces;
@@ -585,7 +596,8 @@ Tensor concat(ArrayRef<Tensor> tensors, unsigned dim) {
       p.dims[dim].begin += shape[dim];
       pieces.push_back(std::move(p));
     }
-    shape[dim] += impl.shape[dim];
+    shape[dim] = detail::checkedAdd<shape_error>(shape[dim], impl.shape[dim],
+                                                 [&] { return what; });
   }
   detail::coalesceAlong(pieces, dim);
   return makeView(base, std::move(shape), std::move(pieces));

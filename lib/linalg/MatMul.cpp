@@ -1,6 +1,7 @@
 // The matmul builders of aspen::linalg (MatMul.hpp) other than the planner's functions: operand
 // checks, then the plan's compute sets (MatMulBuild.hpp), and tensors laid out for a plan
 // (MatMulLayout.hpp).
+#include "support/CheckedSize.hpp"
 #include "linalg/MatMulBuild.hpp"
 #include "linalg/MatMulLayout.hpp"
 #include "linalg/MatMulPlanner.hpp"
@@ -26,6 +27,17 @@ std::string describe(const Tensor &t) {
 
 bool isMatMulType(Type t) { return t == FLOAT || t == HALF; }
 
+// The output (G x M x N elements) and the multiply-accumulates (G x M x K x N, which the planner
+// counts) must fit 64 bits: shape_error naming the sizes otherwise.
+void checkProductSizes(std::size_t g, std::size_t m, std::size_t k, std::size_t n,
+                       std::size_t elementBytes, const std::string &op) {
+  aspen::detail::checkedElements<shape_error>(std::vector<std::size_t>{g, m, n}, elementBytes,
+                                              [&] { return op + ": the output [G,M,N]"; });
+  aspen::detail::checkedElements<shape_error>(
+      std::vector<std::size_t>{g, m, k, n}, 1,
+      [&] { return op + ": the multiply-accumulates [G,M,K,N]"; });
+}
+
 // Checks A and B (rank, inner dimensions, groups, types, mapping) and returns the [G,M,K] and
 // [G,K,N] views.
 std::pair<Tensor, Tensor> checkOperands(const Graph &graph, const Tensor &A, const Tensor &B,
@@ -46,6 +58,8 @@ std::pair<Tensor, Tensor> checkOperands(const Graph &graph, const Tensor &A, con
   if (!isMatMulType(A.elementType()) || A.elementType() != B.elementType())
     throw type_error(fmt::format("{}: A {} and B {} must both be float or both be half", op,
                                  describe(A), describe(B)));
+  checkProductSizes(grouped ? a[0] : 1, a[rank - 2], a[rank - 1], b[rank - 1],
+                    A.elementType().size(), op);
   for (const Tensor *t : {&A, &B}) {
     std::size_t mapped = 0;
     for (const auto &intervals : graph.getTileMapping(*t, false))
@@ -150,6 +164,9 @@ Tensor createOperand(Graph &graph, Type type, Type inputType, Type outputType, c
     throw shape_error(fmt::format("create matmul tensor: shapes A [{}] and B [{}] must both have "
                                   "rank {}",
                                   fmt::join(aShape, ","), fmt::join(bShape, ","), rank));
+  if (aShape[rank - 1] == bShape[rank - 2])
+    checkProductSizes(rank == 3 ? aShape[0] : 1, aShape[rank - 2], aShape[rank - 1],
+                      bShape[rank - 1], type.valid() ? type.size() : 1, "create matmul tensor");
   Shape shape = operand == detail::MatMulOperand::LHS   ? aShape
                 : operand == detail::MatMulOperand::RHS ? bShape
                                                         : aShape;

@@ -9,6 +9,7 @@
 //      stores of the outputs  RnnStoreStep at the offset)
 // Shards run one after the other. With code reuse every shard copies its chunk into a window of
 // ceil(T / numShards) steps that one body (a Function) works on, and copies its outputs back.
+#include "support/CheckedSize.hpp"
 #include "RnnLoop.hpp"
 
 #include "NnWork.hpp"
@@ -148,6 +149,18 @@ void checkParams(const RnnParams &params, const std::string &what) {
     throw shape_error(fmt::format("{}: layerSizes must be {{inputSize, outputSize}}, both at least "
                                   "1 (got {} sizes)",
                                   what, params.layerSizes.size()));
+  // The largest tensors a layer makes: a sequence of 4 gates' activations, and 4 gates' weights.
+  const std::size_t widest = std::max(params.layerSizes[0], params.layerSizes[1]);
+  const std::size_t bytes = params.dataType.size();
+  aspen::detail::checkedElements<shape_error>(
+      std::vector<std::size_t>{params.maxTimeSteps, params.batchSize, 4, widest}, bytes,
+      [&] { return what + ": a sequence of gate activations [steps,batch,4,max(in,out)]"; });
+  aspen::detail::checkedElements<shape_error>(
+      std::vector<std::size_t>{4, aspen::detail::checkedAdd<shape_error>(
+                                      params.layerSizes[0], params.layerSizes[1],
+                                      [&] { return what + ": layerSizes"; }),
+                               params.layerSizes[1]},
+      bytes, [&] { return what + ": the weights [4,in+out,out]"; });
   if (params.varTimeSteps.valid()) {
     const Tensor &ts = params.varTimeSteps;
     if (ts.elementType() != UNSIGNED_INT)
