@@ -135,13 +135,25 @@ TEST_CASE("the profile summary reports memory, compute sets, vertices and execut
   REQUIRE_THAT(after.str(), !Catch::Contains("Execution steps"));
 }
 
-TEST_CASE("engine options: Poplar keys accepted, unknown ones ignored, environment defaults",
+TEST_CASE("engine options: Poplar keys accepted, unknown ones refused, environment defaults",
           "[correctness][engine][options]") {
   SmallGraph sg;
   REQUIRE_NOTHROW(Engine(sg.g, sg.programs,
                          {{"debug.instrument", "true"}, {"autoReport.all", "true"},
                           {"exchange.streamBufferOverlap", "none"}, {"debug.trace", "false"},
-                          {"target.somethingElse", "1"}, {"aspen.cpu.threads", "3"}}));
+                          {"target.deterministicWorkers", "portable"},
+                          {"opt.internalExchangeOptimisationTarget", "cycles"},
+                          {"streamCallbacks.numWorkerThreads", "auto"},
+                          {"aspen.cpu.threads", "3"}}));
+  // A key Poplar does not define either is an error naming it, as in Poplar (a typo must not
+  // silently do nothing), also through the environment.
+  REQUIRE_THROWS_AS(Engine(sg.g, sg.programs, {{"target.somethingElse", "1"}}), invalid_option);
+  REQUIRE_THROWS_WITH(Engine(sg.g, sg.programs, {{"debug.instrumnt", "true"}}),
+                      Catch::Contains("'debug.instrumnt'") &&
+                          Catch::Contains("debug.allowOutOfMemory"));
+  ::setenv("POPLAR_ENGINE_OPTIONS", R"({"autoReport.al": "true"})", 1);
+  REQUIRE_THROWS_WITH(Engine(sg.g, sg.programs), Catch::Contains("'autoReport.al'"));
+  ::unsetenv("POPLAR_ENGINE_OPTIONS");
   ::setenv("ASPEN_ENGINE_OPTIONS", R"({"aspen.cpu.workerOrder": "reverse", "debug.instrument": true})", 1);
   REQUIRE_NOTHROW(Engine(sg.g, sg.programs));
   ::setenv("ASPEN_ENGINE_OPTIONS", R"({"aspen.cpu.workerOrder": "sideways"})", 1);
