@@ -8,7 +8,7 @@
 // clang-format off
 #define ASPEN_DATAMOVE_ALL_TYPES(X)                                                                \
   X(float) X(half) X(int) X(unsigned) X(short) X(unsigned short) X(char) X(unsigned char)          \
-  X(signed char) X(bool) X(long long) X(unsigned long long)
+  X(signed char) X(bool) X(long long) X(unsigned long long) X(quarter)
 // clang-format on
 
 namespace aspen::ops::datamove {

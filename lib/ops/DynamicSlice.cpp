@@ -150,7 +150,18 @@ Tensor sliceImpl(Graph &graph, const Tensor &t, const Tensor &offsets, std::size
                  const DebugContext &debug, const std::string &op) {
   std::vector<std::size_t> movedShape{numSlices};
   movedShape.insert(movedShape.end(), l.movedSubShape.begin(), l.movedSubShape.end());
-  Tensor moved = graph.addVariable(t.elementType(), movedShape, {debug, op});
+  // Slices of QUARTER data keep reading their codes with the source's metadata.
+  const bool quarterWithMetadata = t.elementType() == QUARTER && t.numElements() > 0 && [&] {
+    try {
+      (void)t.getMetadata();
+      return true;
+    } catch (const error &) {
+      return false;
+    }
+  }();
+  Tensor moved = quarterWithMetadata
+                     ? graph.addVariable(QUARTER, t.getMetadata(), movedShape, {debug, op})
+                     : graph.addVariable(t.elementType(), movedShape, {debug, op});
   Tensor result = naturalOrder(moved, l);
   addSliceVertices(graph, l, Kind::Slice, wrap, baseRows(t, l), movedRows(result, l), offsets,
                    nullptr, true, prog, debug, op);

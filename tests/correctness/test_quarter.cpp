@@ -11,6 +11,7 @@
 #include <aspen/TypeConversion.hpp>
 #include <aspen/ops/Cast.hpp>
 #include <aspen/ops/Codelets.hpp>
+#include <aspen/ops/DynamicSlice.hpp>
 #include <aspen/ops/Quarter.hpp>
 #include <aspen/util/TileMapping.hpp>
 
@@ -217,4 +218,48 @@ TEST_CASE("writing a constant metadata needs the same value", "[correctness][qua
   e.readTensor("qr", m, back.data(), back.data() + 3);
   REQUIRE(back == codes); // the refused write changed nothing
   REQUIRE(m == QuarterMetadata(Format::F143, -4));
+}
+
+TEST_CASE("quarter data moves through streams and dynamic slices with its metadata",
+          "[correctness][quarter]") {
+  Graph g(Target::createGeneric(2));
+  ops::addCodelets(g);
+  Tensor md = ops::createVariableMetadataTensor(g, Format::F152, 4, "md");
+  Tensor table = g.addVariable(QUARTER, md, {6, 3}, VariableMappingMethod::LINEAR, "table");
+  DataStream fill = g.addHostToDeviceFIFO("fill", QUARTER, 18);
+  Tensor offset = g.addVariable(UNSIGNED_INT, {1}, "offset");
+  g.setTileMapping(offset, 1);
+  g.createHostWrite("offset", offset);
+  Sequence prog;
+  prog.add(Copy(fill, table));
+  Tensor row = ops::dynamicSlice(g, table, offset, {0}, {1}, prog, "row");
+  REQUIRE(row.getMetadata() == md); // the slice reads its codes as the table does
+  Tensor update = g.addVariable(QUARTER, md, {1, 3}, "update");
+  g.setTileMapping(update, 0);
+  g.createHostWrite("update", update);
+  ops::dynamicUpdate(g, table, update, offset, {0}, {1}, prog, "put");
+  Tensor rowFloat = ops::cast(g, row, FLOAT, prog, "rowFloat");
+  g.createHostRead("table", table);
+  g.createHostRead("rowFloat", rowFloat);
+  Engine e(g, prog);
+  e.load(test::deviceFor(g.getTarget()));
+  std::vector<unsigned char> codes(18);
+  for (unsigned i = 0; i < 18; ++i)
+    codes[i] = static_cast<unsigned char>(0x30 + 3 * i);
+  e.connectStream("fill", codes.data());
+  const unsigned four = 4;
+  e.writeTensor("offset", &four, &four + 1);
+  const std::vector<unsigned char> put{0x01, 0x81, 0x7f};
+  e.writeTensor("update", put.data(), put.data() + 3);
+  e.run();
+  std::vector<float> rf(3);
+  e.readTensor("rowFloat", rf.data(), rf.data() + 3);
+  for (unsigned c = 0; c < 3; ++c) // row 4 as streamed, decoded with F152 scale 4
+    REQUIRE(rf[c] == test::referenceDecode(codes[12 + c], Format::F152, 4));
+  std::vector<unsigned char> after(18);
+  QuarterMetadata m;
+  e.readTensor("table", m, after.data(), after.data() + 18);
+  REQUIRE(m == QuarterMetadata(Format::F152, 4));
+  for (unsigned i = 0; i < 18; ++i)
+    REQUIRE(after[i] == (i / 3 == 4 ? put[i % 3] : codes[i]));
 }
