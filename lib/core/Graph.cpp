@@ -354,17 +354,9 @@ Tensor Graph::clone(const Tensor &t, const DebugContext &debug, TensorCloneMetho
 Tensor Graph::clone(Type type, const Tensor &t, const DebugContext &debug, TensorCloneMethod) {
   state_->requireOwnTensor(t, "clone");
   // A QUARTER clone of a QUARTER tensor keeps its metadata tensor when it has one.
-  const bool sameMetadata = type == QUARTER && t.elementType() == QUARTER && t.numElements() > 0 &&
-                            [&] {
-                              try {
-                                (void)t.getMetadata();
-                                return true;
-                              } catch (const error &) {
-                                return false;
-                              }
-                            }();
-  Tensor result = sameMetadata ? addVariable(type, t.getMetadata(), t.shape(), debug)
-                               : addVariable(type, t.shape(), debug);
+  const Tensor metadata = type == QUARTER ? detail::uniqueMetadata(t) : Tensor();
+  Tensor result = metadata.valid() ? addVariable(type, metadata, t.shape(), debug)
+                                   : addVariable(type, t.shape(), debug);
   const auto id = static_cast<unsigned>(state_->variables.size() - 1);
   forEachVarRun(*state_, t, [&](std::size_t flat, unsigned var, std::size_t varBegin, std::size_t count) {
     state_->variables[var].mapping.forEachRun(varBegin, varBegin + count, [&](std::size_t b, std::size_t e, unsigned tile) {
