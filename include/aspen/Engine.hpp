@@ -75,10 +75,16 @@ private:
   std::function<void(void *)> f_;
 };
 
+// Threads: an Engine may be called from several threads; its calls are serialised (each waits
+// for the one in progress, so run() from two threads runs the programs one after the other).
+// Different engines run in parallel, on one device too, and different Graphs may be built in
+// parallel (one Graph by one thread at a time). A stream callback runs on the thread that called
+// run() and may call its own engine.
 class ASPEN_API Engine {
 public:
-  // Engine options: keys "aspen.*" are Aspen's own and must be known; other keys (Poplar has
-  // many) are accepted with a logged warning when not understood.
+  // Engine options: keys "aspen.*" are Aspen's own and must be known; Poplar's engine options
+  // are accepted (those Aspen does not use have no effect, docs/porting.md lists them); any
+  // other key raises invalid_option.
   Engine(const Graph &graph, const program::Program &program, const OptionFlags &options = {},
          ProgressFunc progress = {});
   Engine(const Graph &graph, ArrayRef<program::Program> programs, const OptionFlags &options = {},

@@ -178,44 +178,72 @@ Engine::Engine(Engine &&) noexcept = default;
 Engine &Engine::operator=(Engine &&) noexcept = default;
 Engine::~Engine() = default;
 
-void Engine::load(const Device &device) { impl_->load(device); }
+namespace {
+// Every call holds the engine's lock: calls from several threads are serialised.
+std::unique_lock<std::recursive_mutex> locked(const detail::EngineImpl &impl) {
+  return std::unique_lock<std::recursive_mutex>(impl.mutex());
+}
+} // namespace
+
+void Engine::load(const Device &device) {
+  const auto lock = locked(*impl_);
+  impl_->load(device);
+}
 void Engine::run(unsigned programIndex, const std::string &debugName) {
+  const auto lock = locked(*impl_);
   impl_->run(programIndex, debugName);
 }
 void Engine::loadAndRun(const Device &device, unsigned programIndex) {
+  const auto lock = locked(*impl_); // one call: no other thread's between the two
   load(device);
   run(programIndex);
 }
 
 void Engine::writeTensor(StringRef handle, const void *begin, const void *end) {
+  const auto lock = locked(*impl_);
   impl_->writeTensor(handle, begin, end);
 }
 void Engine::writeTensor(StringRef handle, const QuarterMetadata &metadata, const void *begin,
                          const void *end) {
+  const auto lock = locked(*impl_);
   impl_->writeTensor(handle, metadata, begin, end);
 }
 void Engine::readTensor(StringRef handle, QuarterMetadata &metadata, void *begin, void *end) {
+  const auto lock = locked(*impl_);
   impl_->readTensor(handle, metadata, begin, end);
 }
 void Engine::readTensor(StringRef handle, void *begin, void *end) {
+  const auto lock = locked(*impl_);
   impl_->readTensor(handle, begin, end);
 }
 
-void Engine::connectStream(StringRef handle, void *p) { impl_->stream(handle).connectBuffer(p); }
+void Engine::connectStream(StringRef handle, void *p) {
+  const auto lock = locked(*impl_);
+  impl_->stream(handle).connectBuffer(p);
+}
 void Engine::connectStream(StringRef handle, void *begin, void *end) {
+  const auto lock = locked(*impl_);
   impl_->stream(handle).connectCircular(begin, end);
 }
 void Engine::connectStreamToCallback(StringRef handle, std::unique_ptr<StreamCallback> callback) {
+  const auto lock = locked(*impl_);
   impl_->stream(handle).connectCallback(std::move(callback));
 }
 void Engine::connectStreamToCallback(StringRef handle, std::function<void(void *)> callback) {
   connectStreamToCallback(handle, std::make_unique<LegacyStreamCallback>(std::move(callback)));
 }
 
-void Engine::setPrintStream(std::ostream &stream) { impl_->setPrintStream(stream); }
+void Engine::setPrintStream(std::ostream &stream) {
+  const auto lock = locked(*impl_);
+  impl_->setPrintStream(stream);
+}
 void Engine::printProfileSummary(std::ostream &out, const OptionFlags &options) const {
+  const auto lock = locked(*impl_);
   impl_->printProfileSummary(out, detail::parseProfileOptions(options));
 }
-void Engine::resetExecutionProfile() { impl_->resetExecutionProfile(); }
+void Engine::resetExecutionProfile() {
+  const auto lock = locked(*impl_);
+  impl_->resetExecutionProfile();
+}
 
 } // namespace aspen

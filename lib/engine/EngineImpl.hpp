@@ -12,6 +12,7 @@
 
 #include <iostream>
 #include <memory>
+#include <mutex>
 
 namespace aspen::detail {
 
@@ -30,6 +31,9 @@ public:
   void setPrintStream(std::ostream &stream) { printStream_ = &stream; }
   void printProfileSummary(std::ostream &out, const ProfileOptions &options) const;
   void resetExecutionProfile() { profile_ = ExecutionProfile(*compiled_); }
+  // Held by every Engine call, so that calls from several threads run one at a time; recursive
+  // so that a stream callback may call back into its engine (on the thread running it).
+  std::recursive_mutex &mutex() const { return mutex_; }
 
 private:
   void requireLoaded(const char *what) const;
@@ -47,6 +51,7 @@ private:
   ExecutionProfile profile_;
   std::vector<std::uint8_t> staging_;
   std::vector<bool> deviceOnly_; // deviceOnlySteps(*compiled_) when the executor takes them
+  mutable std::recursive_mutex mutex_;
 };
 
 } // namespace aspen::detail
