@@ -154,14 +154,20 @@ void checkEdgeTensor(const GraphState &g, unsigned vertex, const FieldInfo &fiel
 
 namespace {
 
+// The element count of a new variable of `shape`, or tensor_creation_error naming it.
+std::size_t variableElements(Type type, ArrayRef<std::size_t> shape, const DebugContext &debug) {
+  return detail::checkedElements<tensor_creation_error>(
+      shape, type.size(), [&] { return fmt::format("addVariable '{}'", debug.getPathName()); });
+}
+
+// Appends the variable; numElements is variableElements(type, shape, ...).
 Tensor pushVariable(GraphState &g, Type type, ArrayRef<std::size_t> shape,
-                    const DebugContext &debug, Tensor metadata) {
+                    std::size_t numElements, const DebugContext &debug, Tensor metadata) {
   Variable var;
   var.name = debug.getPathName();
   var.type = type;
   var.shape = shape.vec();
-  var.numElements = detail::checkedElements<tensor_creation_error>(
-      shape, type.size(), [&] { return fmt::format("addVariable '{}'", var.name); });
+  var.numElements = numElements;
   var.metadata = std::move(metadata);
   const auto id = static_cast<unsigned>(g.variables.size());
   g.variables.push_back(std::move(var));
@@ -184,18 +190,17 @@ Tensor Graph::addVariable(Type type, ArrayRef<std::size_t> shape, const DebugCon
     throw tensor_creation_error(
         fmt::format("addVariable '{}': the element type is invalid", debug.getPathName()));
   // Checked before the metadata variable is made, so that a refused shape adds nothing.
-  detail::checkedElements<tensor_creation_error>(
-      shape, type.size(), [&] { return fmt::format("addVariable '{}'", debug.getPathName()); });
+  const std::size_t n = variableElements(type, shape, debug);
   Tensor metadata;
   if (type == QUARTER) {
     // Its own metadata: F143 scale 0 until written, on this graph's first tile. Made first, so
     // that the QUARTER variable is the last one, as callers of addVariable expect.
-    metadata = pushVariable(*state_, QUARTER_METADATA, {}, {debug, "metadata"}, {});
+    metadata = pushVariable(*state_, QUARTER_METADATA, {}, 1, {debug, "metadata"}, {});
     Variable &m = state_->variables.back();
     m.mapping.assign(0, 1, tileOffset_);
     m.initialData.assign(1, QuarterMetadata().getBinary());
   }
-  return pushVariable(*state_, type, shape, debug, std::move(metadata));
+  return pushVariable(*state_, type, shape, n, debug, std::move(metadata));
 }
 
 Tensor Graph::addVariable(Type type, const Tensor &metadata, ArrayRef<std::size_t> shape,
@@ -210,7 +215,8 @@ Tensor Graph::addVariable(Type type, const Tensor &metadata, ArrayRef<std::size_
                                  "it is {} {}",
                                  what, metadata.getDebugStr(), metadata.elementType().toString(),
                                  metadata.shapeToString()));
-  return pushVariable(*state_, type, shape, debug, metadata);
+  return pushVariable(*state_, type, shape, variableElements(type, shape, debug), debug,
+                      metadata);
 }
 
 Tensor Graph::addVariable(Type type, ArrayRef<std::size_t> shape, VariableMappingMethod method,

@@ -70,24 +70,27 @@ void convertFromDeviceTypeToHost(Type srcType, const QuarterMetadata *metadata, 
     throw type_error(fmt::format("{}: a buffer pointer is null", what));
   const auto *in = static_cast<const std::uint8_t *>(src);
   std::vector<std::uint8_t> out(count * hostType.size());
-  for (std::size_t i = 0; i < count; ++i) {
-    std::uint8_t *o = out.data() + i * hostType.size();
-    if (srcType == QUARTER && hostType.type == QUARTER && !hostType.isDouble) {
-      *o = in[i]; // codes as they are
-    } else if (srcType == QUARTER) {
-      const float f = detail::quarterToFloat(in[i], *metadata);
-      if (hostType.isDouble) {
-        const double d = f;
-        std::memcpy(o, &d, sizeof d);
-      } else {
-        convertValues(HostType(FLOAT), &f, hostType.type, o, 1, what);
+  if (srcType == QUARTER && hostType.type == QUARTER && !hostType.isDouble) {
+    std::memcpy(out.data(), in, count); // codes as they are
+  } else if (srcType == QUARTER) {
+    // Decoded exactly into float, then converted as float data is (one call, not one a value).
+    std::vector<float> decoded(count);
+    for (std::size_t i = 0; i < count; ++i)
+      decoded[i] = detail::quarterToFloat(in[i], *metadata);
+    if (hostType.isDouble)
+      for (std::size_t i = 0; i < count; ++i) {
+        const double d = decoded[i];
+        std::memcpy(out.data() + i * sizeof d, &d, sizeof d);
       }
-    } else if (hostType.isDouble) {
+    else
+      convertValues(HostType(FLOAT), decoded.data(), hostType.type, out.data(), count, what);
+  } else if (hostType.isDouble) {
+    for (std::size_t i = 0; i < count; ++i) {
       const double d = loadAsDouble(srcType, in + i * srcType.size());
-      std::memcpy(o, &d, sizeof d);
-    } else {
-      convertValues(HostType(srcType), in + i * srcType.size(), hostType.type, o, 1, what);
+      std::memcpy(out.data() + i * sizeof d, &d, sizeof d);
     }
+  } else {
+    convertValues(HostType(srcType), in, hostType.type, out.data(), count, what);
   }
   if (!out.empty())
     std::memcpy(dst, out.data(), out.size());
