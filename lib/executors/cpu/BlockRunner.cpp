@@ -8,12 +8,69 @@
 #include <memory>
 #include <vector>
 
+// The sanitizers follow a stack switch only when told of it (swapcontext alone confuses
+// AddressSanitizer's stack bookkeeping and ThreadSanitizer's shadow stack).
+#if defined(__SANITIZE_ADDRESS__)
+#define ASPEN_ASAN_FIBERS 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ASPEN_ASAN_FIBERS 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define ASPEN_TSAN_FIBERS 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define ASPEN_TSAN_FIBERS 1
+#endif
+#endif
+#ifdef ASPEN_ASAN_FIBERS
+#include <sanitizer/common_interface_defs.h>
+#endif
+#ifdef ASPEN_TSAN_FIBERS
+#include <sanitizer/tsan_interface.h>
+#endif
+
 namespace aspen::detail {
 
 namespace {
 
+// One side of a stack switch, as the sanitizers need to hear of it. Without sanitizers every
+// member is empty and every call does nothing.
+struct SanitizerStack {
+#ifdef ASPEN_ASAN_FIBERS
+  void *fakeStack = nullptr;
+  const void *bottom = nullptr;
+  std::size_t size = 0;
+#endif
+#ifdef ASPEN_TSAN_FIBERS
+  void *tsanFiber = nullptr;
+#endif
+};
+
+// Called just before swapcontext from `from` to `to`; `leaving` is true when `from` never runs
+// again (a fiber's last switch).
+inline void beginSwitch(SanitizerStack &from, SanitizerStack &to, bool leaving) {
+#ifdef ASPEN_ASAN_FIBERS
+  __sanitizer_start_switch_fiber(leaving ? nullptr : &from.fakeStack, to.bottom, to.size);
+#endif
+#ifdef ASPEN_TSAN_FIBERS
+  __tsan_switch_to_fiber(to.tsanFiber, 0);
+#endif
+  (void)from, (void)to, (void)leaving;
+}
+
+// Called first thing after a switch lands on `self`; `previous` learns the stack it came from.
+inline void endSwitch(SanitizerStack &self, SanitizerStack &previous) {
+#ifdef ASPEN_ASAN_FIBERS
+  __sanitizer_finish_switch_fiber(self.fakeStack, &previous.bottom, &previous.size);
+#endif
+  (void)self, (void)previous;
+}
+
 struct Fiber {
   ucontext_t context{};
+  SanitizerStack sanitizer{};
   BlockState state{};
   bool waiting = false, done = false;
   int result = 1;
@@ -32,9 +89,22 @@ public:
     fibers_.resize(threads);
     while (stacks_.size() < threads)
       stacks_.push_back(std::make_unique<Aligned[]>(kBlockThreadStackBytes / sizeof(Aligned)));
+#ifdef ASPEN_TSAN_FIBERS
+    if (!schedulerStack_.tsanFiber)
+      schedulerStack_.tsanFiber = __tsan_get_current_fiber();
+    while (tsanFibers_.size() < threads)
+      tsanFibers_.push_back(__tsan_create_fiber(0));
+#endif
     for (unsigned t = 0; t < threads; ++t) {
       Fiber &f = fibers_[t];
       f = Fiber{};
+#ifdef ASPEN_ASAN_FIBERS
+      f.sanitizer.bottom = stacks_[t].get();
+      f.sanitizer.size = kBlockThreadStackBytes;
+#endif
+#ifdef ASPEN_TSAN_FIBERS
+      f.sanitizer.tsanFiber = tsanFibers_[t];
+#endif
       f.state = {t, threads, blockId, numBlocks, shared_.data(), sharedBytes, &barrier, this};
       if (getcontext(&f.context) != 0)
         throw runtime_error("block codelet: getcontext failed");
@@ -51,7 +121,9 @@ public:
           continue;
         current_ = t;
         active() = this;
+        beginSwitch(schedulerStack_, f.sanitizer, false);
         swapcontext(&scheduler_, &f.context);
+        endSwitch(schedulerStack_, f.sanitizer);
         anyRunning |= !fibers_[t].done;
       }
       if (!anyRunning)
@@ -63,6 +135,16 @@ public:
     for (const Fiber &f : fibers_)
       ok &= f.result != 0;
     return ok;
+  }
+
+  BlockFibers() = default;
+  BlockFibers(const BlockFibers &) = delete;
+  BlockFibers &operator=(const BlockFibers &) = delete;
+  ~BlockFibers() {
+#ifdef ASPEN_TSAN_FIBERS
+    for (void *fiber : tsanFibers_)
+      __tsan_destroy_fiber(fiber);
+#endif
   }
 
 private:
@@ -79,20 +161,28 @@ private:
   static void start() {
     BlockFibers &self = *active();
     Fiber &f = self.fibers_[self.current_];
+    endSwitch(f.sanitizer, self.schedulerStack_);
     f.result = self.entry_(self.fields_, &f.state);
     f.done = true;
+    beginSwitch(f.sanitizer, self.schedulerStack_, true);
   }
 
   static void barrier(void *runner) {
     auto &self = *static_cast<BlockFibers *>(runner);
     Fiber &f = self.fibers_[self.current_];
     f.waiting = true;
+    beginSwitch(f.sanitizer, self.schedulerStack_, false);
     swapcontext(&f.context, &self.scheduler_);
+    endSwitch(f.sanitizer, self.schedulerStack_);
   }
 
   BlockEntry entry_ = nullptr;
   const FieldDesc *fields_ = nullptr;
   ucontext_t scheduler_{};
+  SanitizerStack schedulerStack_{};
+#ifdef ASPEN_TSAN_FIBERS
+  std::vector<void *> tsanFibers_;
+#endif
   unsigned current_ = 0;
   std::vector<Fiber> fibers_;
   std::vector<std::unique_ptr<Aligned[]>> stacks_;
