@@ -72,7 +72,7 @@ public:
         const bool valid = datamove::baseRowOf(offsets, baseDims, subDims, wrap, row / numSubRows,
                                                row % numSubRows, baseRow);
         for (unsigned i = begin; i < rowEnd; ++i)
-          subT[r][i] = valid ? baseT[r][baseRow * width + (i - row * width)] : T(0);
+          subT[r][i] = valid ? baseT[r][baseRow * width + (i - row * width)] : T{};
         begin = rowEnd;
       }
     }

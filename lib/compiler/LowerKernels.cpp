@@ -68,8 +68,10 @@ private:
       if (!t.valid())
         return DescTemplate{DescTemplate::Null, 0, 0, 0};
       RegionList regions = regionsOf(t);
-      return operand(std::move(regions), t.elementType(), true, false, mayOverlap(regions, out),
-                     kernel);
+      // Before the move: the order in which arguments are evaluated is unspecified (clang moves
+      // `regions` first, and a moved-from list overlaps nothing).
+      const bool overlaps = mayOverlap(regions, out);
+      return operand(std::move(regions), t.elementType(), true, false, overlaps, kernel);
     };
     kernel.operands.push_back(input(a));
     kernel.operands.push_back(input(b));

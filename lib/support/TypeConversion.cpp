@@ -156,7 +156,8 @@ void convertValues(HostType hostType, const void *src, Type dstType, void *dst, 
   if (!hostType.valid())
     throw type_error(fmt::format("{}: the host value's type is not an Aspen element type", what));
   if (!hostType.isDouble && hostType.type == dstType) {
-    std::memcpy(dst, src, count * dstType.size());
+    if (count != 0) // memcpy's pointers must be valid even for no bytes
+      std::memcpy(dst, src, count * dstType.size());
     return;
   }
   const auto *in = static_cast<const std::uint8_t *>(src);

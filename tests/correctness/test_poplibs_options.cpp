@@ -112,7 +112,8 @@ TEST_CASE("bad values of PopLibs' options are refused, naming the key", "[correc
            {"planConstraints", R"({"0": {"shuffle": {}}})"},
            {"planConstraints", R"({"0": {"partition": 3}})"}}) {
     INFO(key << " = " << value);
-    refused([&] { poplin::matMul(g, a, a, prog, FLOAT, "", {{key, value}}); },
+    const std::string k = key, v = value; // a lambda captures variables, not bindings (clang 14)
+    refused([&] { poplin::matMul(g, a, a, prog, FLOAT, "", {{k, v}}); },
             value.find("WINOGRAD") != std::string::npos  ? "method"
             : value.find("inChans") != std::string::npos ? "inChansPerGroup"
             : value.find("shuffle") != std::string::npos ? "shuffle"

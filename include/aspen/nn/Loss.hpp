@@ -44,7 +44,9 @@
 namespace aspen::nn {
 
 // Unscoped, as popnn: popnn::CROSS_ENTROPY_LOSS.
-enum LossType { SUM_SQUARED_LOSS, CROSS_ENTROPY_LOSS };
+// Its underlying type is fixed (int), so that a value outside the two, from a cast or a foreign
+// caller, is well-defined and refused with invalid_option instead of being undefined behaviour.
+enum LossType : int { SUM_SQUARED_LOSS, CROSS_ENTROPY_LOSS };
 
 // The label value that masks a row (popops' MASKED_LABEL_CODE), converted to the label type.
 inline constexpr int MASKED_LABEL_CODE = -1;
