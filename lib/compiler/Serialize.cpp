@@ -11,10 +11,12 @@
 #include <aspen/Error.hpp>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <istream>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #include <type_traits>
@@ -59,12 +61,36 @@ public:
   }
   // Every structure of CompiledGraph.hpp, member by member as Members<T> lists them.
   template <class T> std::enable_if_t<Members<T>::described> put(const T &v) {
-    Members<T>::apply(v, [this](const char *, const auto &member) { put(member); });
+    Members<T>::apply(v, [&](const char *, const auto &member) { put(member); });
   }
   void put(const std::shared_ptr<const CodeletLibrary> &lib) { put(lib->binary()); }
 
 private:
   std::ostream &out_;
+};
+
+// One past the largest value of each enumeration a stream holds (a new enumerator must be
+// counted here: a stream's enumeration without an entry does not compile).
+template <class E> struct EnumLimit;
+template <> struct EnumLimit<BufferKind> {
+  static constexpr std::uint64_t value = std::uint64_t(BufferKind::Scratch) + 1;
+  static constexpr const char *name = "buffer kind";
+};
+template <> struct EnumLimit<DescTemplate::Base> {
+  static constexpr std::uint64_t value = std::uint64_t(DescTemplate::Nested) + 1;
+  static constexpr const char *name = "field descriptor base";
+};
+template <> struct EnumLimit<KernelKind> {
+  static constexpr std::uint64_t value = std::uint64_t(KernelKind::Block) + 1;
+  static constexpr const char *name = "kernel kind";
+};
+template <> struct EnumLimit<TypeId> { // TypeId::Invalid included: an unset type
+  static constexpr std::uint64_t value = std::uint64_t(kNumTypes) + 1;
+  static constexpr const char *name = "element type code";
+};
+template <> struct EnumLimit<StepKind> {
+  static constexpr std::uint64_t value = std::uint64_t(StepKind::Nop) + 1;
+  static constexpr const char *name = "step kind";
 };
 
 class Reader {
@@ -80,8 +106,23 @@ public:
     left_ -= n;
   }
 
-  template <class T> std::enable_if_t<std::is_arithmetic_v<T> || std::is_enum_v<T>> get(T &v) {
-    raw(&v, sizeof v);
+  template <class T> std::enable_if_t<std::is_arithmetic_v<T>> get(T &v) { raw(&v, sizeof v); }
+  // A bool's byte must be 0 or 1: any other would be undefined behaviour once loaded.
+  void get(bool &v) {
+    std::uint8_t byte = 0;
+    get(byte);
+    if (byte > 1)
+      fail("corrupt stream: a boolean byte is " + std::to_string(byte));
+    v = byte != 0;
+  }
+  // An enumeration's value must be one of its enumerators (EnumLimit below).
+  template <class E> std::enable_if_t<std::is_enum_v<E>> get(E &v) {
+    std::underlying_type_t<E> value{};
+    get(value);
+    if (static_cast<std::uint64_t>(value) >= EnumLimit<E>::value)
+      fail("corrupt stream: " + std::string(EnumLimit<E>::name) + " value " +
+           std::to_string(static_cast<std::uint64_t>(value)) + " is out of range");
+    v = static_cast<E>(value);
   }
   std::uint64_t count() {
     std::uint64_t n = 0;
@@ -104,8 +145,6 @@ public:
   void get(Type &t) {
     TypeId id{};
     get(id);
-    if (static_cast<unsigned>(id) > kNumTypes)
-      fail("unknown element type code " + std::to_string(unsigned(id)));
     t = Type(id);
   }
   template <class T> void get(std::vector<T> &items) {
@@ -124,8 +163,9 @@ public:
     }
   }
   template <class T> std::enable_if_t<Members<T>::described> get(T &v) {
-    Members<T>::apply(v, [this](const char *, auto &member) { get(member); });
+    Members<T>::apply(v, [&](const char *, auto &member) { get(member); });
   }
+  std::uint64_t left() const { return left_; }
   void get(std::shared_ptr<const CodeletLibrary> &lib) {
     std::vector<std::uint8_t> bytes;
     get(bytes);
@@ -137,8 +177,21 @@ private:
   std::uint64_t left_;
 };
 
+// offset + size <= limit, computed without wrapping.
+bool fitsIn(std::uint64_t offset, std::uint64_t size, std::uint64_t limit) {
+  return offset <= limit && size <= limit - offset;
+}
+
+// a * b, or nothing when it does not fit 64 bits.
+std::optional<std::uint64_t> times(std::uint64_t a, std::uint64_t b) {
+  std::uint64_t product = 0;
+  if (__builtin_mul_overflow(a, b, &product))
+    return std::nullopt;
+  return product;
+}
+
 // A stream that parses can still be corrupt: check every index and byte range before an
-// executor trusts them.
+// executor trusts them, in arithmetic that cannot wrap.
 void validate(Reader &io, const CompiledGraph &g) {
   auto check = [&](bool ok, const char *what) {
     if (!ok)
@@ -148,19 +201,24 @@ void validate(Reader &io, const CompiledGraph &g) {
     for (const ByteRun &run : r.runs) {
       check(run.buffer < g.buffers.size(), "buffer index");
       const Buffer &b = g.buffers[run.buffer];
-      const std::int64_t last = run.offset + run.stride * std::int64_t(run.count ? run.count - 1 : 0);
-      check(run.count == 0 || (std::min(run.offset, last) >= 0 &&
-                               std::uint64_t(std::max(run.offset, last)) + r.elementBytes <= b.bytes),
+      if (run.count == 0)
+        continue;
+      std::int64_t span = 0, last = 0;
+      const bool wraps = run.count - 1 > std::uint64_t(INT64_MAX) ||
+                         __builtin_mul_overflow(run.stride, std::int64_t(run.count - 1), &span) ||
+                         __builtin_add_overflow(run.offset, span, &last);
+      check(!wraps && std::min(run.offset, last) >= 0 &&
+                fitsIn(std::uint64_t(std::max(run.offset, last)), r.elementBytes, b.bytes),
             "region");
     }
   };
   for (const Buffer &b : g.buffers) {
-    check(b.offset + b.bytes <= g.arenaBytes, "buffer");
+    check(fitsIn(b.offset, b.bytes, g.arenaBytes), "buffer");
     check(b.alwaysLive || b.liveBegin > b.liveEnd || b.liveProgram < g.programs.size(),
           "buffer live range program");
   }
   for (const InitialValue &v : g.initialValues)
-    check(v.buffer < g.buffers.size() && v.offset + v.bytes.size() <= g.buffers[v.buffer].bytes,
+    check(v.buffer < g.buffers.size() && fitsIn(v.offset, v.bytes.size(), g.buffers[v.buffer].bytes),
           "initial value");
   for (const CompiledVertexType &t : g.vertexTypes)
     check(t.library < g.libraries.size(), "codelet library index");
@@ -172,7 +230,7 @@ void validate(Reader &io, const CompiledGraph &g) {
     for (const auto *descs : {&cs.fields, &cs.nested})
       for (const DescTemplate &d : *descs)
         check(d.base != DescTemplate::Nested ? d.buffer < g.buffers.size()
-                                             : d.offset + d.size <= cs.nested.size(),
+                                             : fitsIn(d.offset, d.size, cs.nested.size()),
               "field descriptor");
     for (const auto *plans : {&cs.gathers, &cs.scatters})
       for (const CopyPlan &p : *plans)
@@ -190,16 +248,24 @@ void validate(Reader &io, const CompiledGraph &g) {
     }
     check(k.kind == KernelKind::Gemm && k.operands.size() == 4, "kernel");
     const GemmShape &s = k.gemm;
-    const std::uint64_t elements[] = {s.G * s.M * s.K, s.G * s.K * s.N, s.G * s.M * s.N, 1};
+    const auto product = [&](std::uint64_t a, std::uint64_t b, std::uint64_t c) {
+      const std::optional<std::uint64_t> ab = times(a, b);
+      const std::optional<std::uint64_t> abc = ab ? times(*ab, c) : std::nullopt;
+      check(abc.has_value(), "kernel shape");
+      return *abc;
+    };
+    const std::uint64_t elements[] = {product(s.G, s.M, s.K), product(s.G, s.K, s.N),
+                                      product(s.G, s.M, s.N), 1};
     const std::uint64_t bytes[] = {s.inputType.size(), s.inputType.size(), s.outputType.size(),
                                    4};
     for (std::size_t i = 0; i < 4; ++i) {
       const DescTemplate &d = k.operands[i];
       const bool optional = i == 3;
-      check(d.base == DescTemplate::Arena ? d.size == elements[i] && d.buffer < g.buffers.size() &&
-                                                d.offset + d.size * bytes[i] <=
-                                                    g.buffers[d.buffer].bytes
-                                          : optional && d.base == DescTemplate::Null,
+      const std::optional<std::uint64_t> operandBytes = times(d.size, bytes[i]);
+      check(d.base == DescTemplate::Arena
+                ? d.size == elements[i] && d.buffer < g.buffers.size() && operandBytes &&
+                      fitsIn(d.offset, *operandBytes, g.buffers[d.buffer].bytes)
+                : optional && d.base == DescTemplate::Null,
             "kernel operand");
     }
     for (const auto *plans : {&k.gathers, &k.scatters})
@@ -236,8 +302,9 @@ void validate(Reader &io, const CompiledGraph &g) {
     check(s.kind == StepKind::Sequence || s.children.size() == children, "step children");
     const bool hasScalar = s.kind == StepKind::If || s.kind == StepKind::Switch ||
                            s.kind == StepKind::Abort || children == 2;
-    check(!hasScalar || (s.scalar.buffer < g.buffers.size() &&
-                         s.scalar.offset + s.scalar.type.size() <= g.buffers[s.scalar.buffer].bytes),
+    check(!hasScalar ||
+              (s.scalar.buffer < g.buffers.size() &&
+               fitsIn(s.scalar.offset, s.scalar.type.size(), g.buffers[s.scalar.buffer].bytes)),
           "predicate");
   }
   for (std::uint32_t p : g.programs)
@@ -286,6 +353,9 @@ Executable Executable::deserialize(std::istream &in) {
   Reader io(stream, body.size());
   auto graph = std::make_unique<CompiledGraph>();
   io.get(*graph);
+  if (io.left() != 0)
+    io.fail("corrupt stream: " + std::to_string(io.left()) +
+            " bytes follow the executable before the checksum");
   validate(io, *graph);
   return Executable(std::move(graph));
 }

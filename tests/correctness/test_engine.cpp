@@ -6,7 +6,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 using namespace aspen;
@@ -98,6 +100,31 @@ TEST_CASE("a damaged executable stream raises serialization_error", "[correctnes
   newer[8] = 99; // format version
   std::stringstream future(newer);
   REQUIRE_THROWS_WITH(Executable::deserialize(future), Catch::Contains("version 99"));
+
+  // Bytes after the executable, under a checksum that matches them (as a file written by a
+  // careless tool would have): refused, not ignored. The checksum is 64-bit FNV-1a of the body's
+  // length (8 bytes, little-endian) and then the body.
+  const auto fnv1a = [](const std::string &body) {
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    for (unsigned i = 0; i < 8; ++i)
+      h = (h ^ ((std::uint64_t(body.size()) >> (8 * i)) & 0xff)) * 0x100000001b3ull;
+    for (unsigned char c : body)
+      h = (h ^ c) * 0x100000001b3ull;
+    return h;
+  };
+  const std::size_t header = 12, trailer = 8;
+  REQUIRE(fnv1a(whole.substr(header, whole.size() - header - trailer)) ==
+          [&] {
+            std::uint64_t stored = 0;
+            std::memcpy(&stored, whole.data() + whole.size() - trailer, trailer);
+            return stored;
+          }());
+  std::string padded = whole.substr(0, whole.size() - trailer) + std::string(5, '\0');
+  const std::uint64_t checksum = fnv1a(padded.substr(header));
+  padded.append(reinterpret_cast<const char *>(&checksum), trailer);
+  std::stringstream extra(padded);
+  REQUIRE_THROWS_WITH(Executable::deserialize(extra),
+                      Catch::Contains("5 bytes follow the executable"));
 }
 
 TEST_CASE("the profile summary reports memory, compute sets, vertices and execution",
