@@ -51,6 +51,8 @@ private:
   ExecutionProfile profile_;
   std::vector<std::uint8_t> staging_;
   std::vector<bool> deviceOnly_; // deviceOnlySteps(*compiled_) when the executor takes them
+  // The run in progress's deadline (options_.timeLimit), checked at every step.
+  std::optional<RunClock::time_point> deadline_;
   mutable std::recursive_mutex mutex_;
 };
 

@@ -93,6 +93,7 @@ EngineOptions parseEngineOptions(const OptionFlags &options) {
   for (const ExecutorBackend &backend : executorBackends())
     result.backendOptions[backend.name] = backend.declareOptions(spec);
   spec.boolean("debug.allowOutOfMemory", result.allowOutOfMemory)
+      .number("aspen.timeLimit", result.timeLimit, 0, 1e9)
       // Execution is always measured and debug names are always kept.
       .boolean("debug.instrument", instrument)
       .boolean("debug.retainDebugInformation", retainDebugInformation)

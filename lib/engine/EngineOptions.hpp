@@ -14,6 +14,9 @@ namespace aspen::detail {
 
 struct EngineOptions {
   bool allowOutOfMemory = false; // debug.allowOutOfMemory
+  // aspen.timeLimit: seconds one Engine::run may take (0: no limit). A run past it stops with
+  // a runtime_error, also from inside a codelet that never returns (see docs/reliability.md).
+  double timeLimit = 0;
   // Each executor backend's options, by backend name, as its declareOptions read them.
   std::map<std::string, std::shared_ptr<void>> backendOptions;
   // The options of backend `name` as its type (CpuExecutorOptions, CudaExecutorOptions).

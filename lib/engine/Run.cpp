@@ -26,7 +26,29 @@ void EngineImpl::run(unsigned programIndex, const std::string &debugName) {
                                 std::to_string(compiled_->programs.size()) + " programs");
   requireLoaded("run");
   const auto start = Clock::now();
-  runStep(compiled_->programs[programIndex]);
+  if (options_.timeLimit > 0) {
+    deadline_ = start + std::chrono::duration_cast<Clock::duration>(
+                            std::chrono::duration<double>(options_.timeLimit));
+    executor_->setDeadline(deadline_);
+  }
+  struct ClearDeadline {
+    EngineImpl &self;
+    ~ClearDeadline() {
+      if (self.deadline_) {
+        self.deadline_.reset();
+        self.executor_->setDeadline(std::nullopt);
+      }
+    }
+  } clear{*this};
+  try {
+    runStep(compiled_->programs[programIndex]);
+  } catch (const runtime_error &e) {
+    if (!deadline_ || Clock::now() < *deadline_)
+      throw;
+    throw runtime_error("Engine::run(" + std::to_string(programIndex) +
+                        (debugName.empty() ? "" : ", '" + debugName + "'") +
+                        "): " + timeLimitMessage(options_.timeLimit) + ": " + e.what());
+  }
   profile_.programs[programIndex].add(secondsSince(start));
 }
 
@@ -70,6 +92,8 @@ void EngineImpl::transfer(const StreamCopy &copy, bool toDevice) {
 void EngineImpl::runStep(std::uint32_t index) {
   const Step &step = compiled_->steps[index];
   const auto start = Clock::now();
+  if (deadline_ && start >= *deadline_)
+    throw runtime_error("it was stopped between steps of the program");
   if (offeredAsDeviceSubtree(*compiled_, deviceOnly_, index) &&
       executor_->runDeviceSubtree(index)) {
     const double seconds = secondsSince(start);

@@ -6,13 +6,24 @@
 
 #include "compiler/CompiledGraph.hpp"
 
+#include <chrono>
+#include <cstdio>
+#include <optional>
 #include <string>
 
 namespace aspen::detail {
 
+using RunClock = std::chrono::steady_clock;
+
 class Executor {
 public:
   virtual ~Executor() = default;
+
+  // The deadline of the run that starts (the engine option aspen.timeLimit), or none; the engine
+  // sets it before a run and clears it after. An executor that can stop a codelet running past
+  // it does so and raises the error from execute() or runKernel() (timeLimitMessage); the
+  // engine checks the deadline itself between steps.
+  virtual void setDeadline(std::optional<RunClock::time_point> /*deadline*/) {}
 
   // Allocates zeroed memory for `graph` (which must outlive the executor), writes constants and
   // vertex state, and resolves vertex entry points.
@@ -42,6 +53,13 @@ public:
   virtual bool runsDeviceSubtrees() const { return false; }
   virtual bool runDeviceSubtree(std::uint32_t /*step*/) { return false; }
 };
+
+// The start of the runtime_error raised when a run passes its time limit.
+inline std::string timeLimitMessage(double seconds) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%g", seconds);
+  return std::string("the run passed its time limit of ") + text + " s (engine option aspen.timeLimit)";
+}
 
 // The message of the runtime_error raised when vertex `v` of compute set `cs` returns false.
 inline std::string vertexFailureMessage(const CompiledGraph &graph, const CompiledComputeSet &cs,

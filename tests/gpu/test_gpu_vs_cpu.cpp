@@ -503,3 +503,65 @@ TEST_CASE("GPUs are listed by the device manager, and asking for a missing one i
   REQUIRE_THROWS_WITH(Device::createGpuDevice(count),
                       Catch::Contains("createGpuDevice(" + std::to_string(count) + ")"));
 }
+
+// The time limit on the GPU: a kernel that runs past aspen.timeLimit cannot be stopped, so the
+// run raises runtime_error naming it, the engine refuses further calls, and destroying it does
+// not wait for the kernel (which ends by itself here, counting to 2^26 through global memory).
+TEST_CASE("a kernel past the time limit is abandoned with a clear error on the gpu", "[gpu]") {
+  if (skipWithoutGpu())
+    return;
+  Graph g(Target::createGeneric(2));
+  g.addCodelets(aspen::test::codelet("time_limit.cpp"));
+  Tensor counter = g.addVariable(UNSIGNED_INT, {}, "counter");
+  Tensor n = g.addVariable(UNSIGNED_INT, {}, "n");
+  g.setTileMapping(counter, 0);
+  g.setTileMapping(n, 0);
+  g.createHostWrite("n", n);
+  ComputeSet cs = g.addComputeSet("spin");
+  g.setTileMapping(g.addVertex(cs, "SpinFor", {{"counter", counter}, {"n", n}}), 0);
+  {
+    Engine e(g, Execute(cs), {{"aspen.timeLimit", "0.5"}, {"aspen.cuda.controlFlow", "host"}});
+    e.load(Device::createGpuDevice(0));
+    const unsigned iterations = 1u << 26;
+    e.writeTensor("n", &iterations, &iterations + 1);
+    REQUIRE_THROWS_WITH(e.run(), Catch::Contains("time limit of 0.5 s") &&
+                                     Catch::Contains("'spin'") && Catch::Contains("abandoned"));
+    REQUIRE_THROWS_WITH(e.run(), Catch::Contains("abandoned"));
+  }
+  // Other engines on the device still work.
+  Graph small = programGraph(2);
+  Tensor x = small.addVariable(FLOAT, {4}, "x");
+  small.setTileMapping(x, 0);
+  small.createHostWrite("x", x);
+  small.createHostRead("x", x);
+  Engine other(small, Copy(x.reverse(0), x));
+  other.load(Device::createGpuDevice(0));
+  const std::vector<float> in{1, 2, 3, 4};
+  other.writeTensor("x", in.data(), in.data() + 4);
+  other.run();
+  std::vector<float> out(4);
+  other.readTensor("x", out.data(), out.data() + 4);
+  REQUIRE(out == std::vector<float>{4, 3, 2, 1});
+}
+
+// More tensor bytes than the GPU has: with debug.allowOutOfMemory the compile passes and the
+// load's cudaMalloc fails, as graph_memory_allocation_error with the device's free and total
+// bytes; the device is then still usable.
+TEST_CASE("a graph larger than the gpu's memory fails to load with a clear error", "[gpu]") {
+  if (skipWithoutGpu())
+    return;
+  const Device gpu = Device::createGpuDevice(0);
+  const std::size_t bytes = std::size_t(gpu.getTarget().getMemoryBytes()) + (std::size_t(1) << 30);
+  Graph g(gpu.getTarget());
+  Tensor big = g.addVariable(FLOAT, {bytes / 4}, VariableMappingMethod::LINEAR, "big");
+  g.createHostWrite("big", big);
+  Engine e(g, Sequence{}, {{"debug.allowOutOfMemory", "true"}});
+  REQUIRE_THROWS_AS(e.load(gpu), graph_memory_allocation_error);
+  REQUIRE_THROWS_WITH(e.load(gpu), Catch::Contains("GPU memory") && Catch::Contains("free"));
+  Graph small = programGraph(2);
+  Tensor x = small.addVariable(FLOAT, {4}, "x");
+  small.setTileMapping(x, 0);
+  small.createHostRead("x", x);
+  Engine ok(small, Sequence{});
+  REQUIRE_NOTHROW(ok.load(gpu));
+}

@@ -1,6 +1,7 @@
 #include "CpuExecutor.hpp"
 
 #include "BlockRunner.hpp"
+#include "CodeletInterrupt.hpp"
 #include "CpuGemm.hpp"
 #include "RegionCopy.hpp"
 #include "ThreadPool.hpp"
@@ -72,21 +73,61 @@ public:
   }
   void copy(const CopyPlan &plan) override { copyRegions(view_, plan, temporary_); }
 
+  void setDeadline(std::optional<RunClock::time_point> deadline) override {
+    if (!deadline) {
+      watchdog_.stop();
+      return;
+    }
+    std::vector<pthread_t> threads = pool_.workerHandles();
+    threads.push_back(pthread_self()); // the engine's thread runs loop iterations too
+    generation_ = watchdog_.start(*deadline, std::move(threads));
+  }
+
   double execute(std::uint32_t index) override {
     const auto start = std::chrono::steady_clock::now();
     const CompiledComputeSet &cs = graph_->computeSets[index];
     const LoadedComputeSet &loaded = computeSets_[index];
     for (const CopyPlan &gather : cs.gathers)
       copy(gather);
-    failed_ = kNone;
+    failed_ = stopped_ = kNone;
+    const bool watched = watchdog_.watching();
+    std::atomic<bool> skipped{false}; // a tile group not started: the run was stopped
     pool_.parallelFor(cs.tiles.size(), [&](std::size_t t) {
       const TileGroup &group = cs.tiles[t];
-      for (std::uint32_t v = group.begin; v < group.end; ++v)
+      if (!watched) {
+        for (std::uint32_t v = group.begin; v < group.end; ++v)
+          if (!runVertex(loaded.vertices[v])) {
+            noteFailure(v);
+            return;
+          }
+        return;
+      }
+      // Under a time limit (CodeletInterrupt.hpp): the watchdog's signal lands here.
+      if (watchdog_.fired()) {
+        skipped = true;
+        return;
+      }
+      InterruptPoint &point = interruptPoint();
+      volatile std::uint32_t current = group.begin;
+      if (sigsetjmp(point.env, 0)) {
+        noteStopped(current);
+        return;
+      }
+      arm(point);
+      for (std::uint32_t v = group.begin; v < group.end; ++v) {
+        current = v;
         if (!runVertex(loaded.vertices[v])) {
+          point.armed = 0;
           noteFailure(v);
           return;
         }
+      }
+      point.armed = 0;
     });
+    if (stopped_ != kNone)
+      throw runtime_error(vertexStoppedMessage(cs, stopped_));
+    if (skipped)
+      throw runtime_error("compute set '" + cs.name + "' was stopped before all its vertices ran");
     if (failed_ != kNone)
       throw runtime_error(vertexFailureMessage(*graph_, cs, failed_));
     for (const CopyPlan &scatter : cs.scatters)
@@ -129,12 +170,34 @@ private:
     const FieldDesc *fields = computeSets_[launch.computeSet].vertices.at(0).fields;
     for (const CopyPlan &gather : cs.gathers)
       copy(gather);
-    std::atomic<bool> failed{false};
+    std::atomic<bool> failed{false}, skipped{false};
+    stopped_ = kNone;
+    const bool watched = watchdog_.watching();
     pool_.parallelFor(launch.blocks, [&](std::size_t b) {
-      if (!runCodeletBlock(entry, fields, unsigned(b), launch.blocks, launch.threadsPerBlock,
-                           launch.sharedBytes))
+      if (!watched) {
+        if (!runCodeletBlock(entry, fields, unsigned(b), launch.blocks, launch.threadsPerBlock,
+                             launch.sharedBytes))
+          failed = true;
+        return;
+      }
+      if (watchdog_.fired()) {
+        skipped = true;
+        return;
+      }
+      InterruptPoint &point = interruptPoint();
+      if (sigsetjmp(point.env, 0)) {
+        noteStopped(0);
+        return;
+      }
+      arm(point);
+      const bool ok = runCodeletBlock(entry, fields, unsigned(b), launch.blocks,
+                                      launch.threadsPerBlock, launch.sharedBytes);
+      point.armed = 0;
+      if (!ok)
         failed = true;
     });
+    if (stopped_ != kNone || skipped)
+      throw runtime_error(vertexStoppedMessage(cs, 0) + " in Launch '" + kernel.name + "'");
     if (failed)
       throw runtime_error(vertexFailureMessage(*graph_, cs, 0) + " in Launch '" + kernel.name +
                           "'");
@@ -152,6 +215,25 @@ private:
     for (unsigned i = 0; i < n; ++i)
       ok &= v.entry(v.fields, options_.reverseWorkers ? n - 1 - i : i, n) != 0;
     return ok;
+  }
+
+  void arm(InterruptPoint &point) {
+    point.generation = generation_;
+    point.stopped = &watchdog_.stoppedGeneration();
+    point.armed = 1;
+  }
+
+  void noteStopped(std::uint32_t v) {
+    std::lock_guard lock(failureMutex_);
+    if (stopped_ == kNone || v < stopped_)
+      stopped_ = v;
+  }
+
+  std::string vertexStoppedMessage(const CompiledComputeSet &cs, std::uint32_t v) const {
+    const CompiledVertex &vertex = cs.vertices[v];
+    return "vertex " + std::to_string(vertex.id) + " (" + graph_->vertexTypes[vertex.type].name +
+           ") on tile " + std::to_string(vertex.tile) + " in compute set '" + cs.name +
+           "' had not returned and was stopped";
   }
 
   // The lowest failing vertex is reported, so that the message does not depend on threads.
@@ -204,6 +286,10 @@ private:
   std::vector<float> kernelWorkspace_;
   std::mutex failureMutex_;
   std::uint32_t failed_ = kNone;
+  std::uint32_t stopped_ = kNone;
+  // Declared last: destroyed first, so it never signals a thread of a destroyed pool.
+  Watchdog watchdog_;
+  std::uint64_t generation_ = 0;
 };
 
 } // namespace

@@ -27,6 +27,13 @@ public:
   ThreadPool &operator=(const ThreadPool &) = delete;
 
   unsigned numThreads() const { return static_cast<unsigned>(workers_.size()) + 1; }
+  // The worker threads (the caller of parallelFor is the one more).
+  std::vector<std::thread::native_handle_type> workerHandles() {
+    std::vector<std::thread::native_handle_type> handles;
+    for (std::thread &t : workers_)
+      handles.push_back(t.native_handle());
+    return handles;
+  }
 
   // Calls task(i) for every i in [0, n), in any order and on any thread, and returns when all
   // calls returned. The first exception a call throws is rethrown here.

@@ -45,6 +45,9 @@ public:
   std::uint8_t *get() const { return data_; }
   std::uint64_t address() const { return reinterpret_cast<std::uintptr_t>(data_); }
   std::size_t bytes() const { return bytes_; }
+  // Forgets the memory without freeing it: for an executor whose kernel may still be running
+  // (cudaFree would wait for it), see CudaExecutor's time limit.
+  void leak() { data_ = nullptr, bytes_ = 0; }
 
 private:
   void swap(DeviceBuffer &other) noexcept {

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <thread>
 #include <utility>
 
 namespace aspen::detail {
@@ -128,6 +129,17 @@ public:
   explicit CudaExecutor(const CudaExecutorOptions &options) : options_(options) {}
 
   ~CudaExecutor() override {
+    if (abandoned_) {
+      // A kernel of a stopped run may still be running: freeing its memory or its modules would
+      // wait for it, perhaps for ever. They are left to the process's end.
+      for (DeviceBuffer *b : {&arena_, &temporary_, &staging_, &failures_})
+        b->leak();
+      (void)graphs_.release();
+      for (auto &library : loadedLibraries_)
+        (void)library.release();
+      (void)gemm_.release();
+      return;
+    }
     if (stream_)
       cudaSetDevice(int(options_.ordinal)); // what is freed below lives on this executor's GPU
     graphs_.reset();
@@ -210,8 +222,10 @@ public:
     useDevice();
     ASPEN_CUDA_CHECK(cudaMemcpyAsync(host, scalarAddress(scalar), scalar.type.size(),
                                      cudaMemcpyDeviceToHost, stream_));
-    ASPEN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    waitForStream("a control-flow predicate");
   }
+
+  void setDeadline(std::optional<RunClock::time_point> deadline) override { deadline_ = deadline; }
 
   // The engine copies only the graph's own plans, which were loaded with the graph.
   void copy(const CopyPlan &plan) override {
@@ -246,13 +260,46 @@ public:
     useDevice();
     const NvtxRange range("CUDA graph of step '" + graph_->steps[step].name + "'");
     graphs_->launch(step, stream_);
-    ASPEN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    waitForStream("the CUDA graph of step '" + graph_->steps[step].name + "'");
     checkFailures(0, std::uint32_t(failureOwners_.size()));
     return true;
   }
 
 private:
-  void useDevice() const { ASPEN_CUDA_CHECK(cudaSetDevice(int(options_.ordinal))); }
+  void useDevice() const {
+    if (abandoned_)
+      throw runtime_error("CUDA executor: this engine's GPU work was abandoned when a run passed "
+                          "its time limit (aspen.timeLimit); destroy the engine and make another");
+    ASPEN_CUDA_CHECK(cudaSetDevice(int(options_.ordinal)));
+  }
+
+  // Waits for `ready` (cudaEventQuery or cudaStreamQuery of the work `what` names) to succeed.
+  // Under a time limit it polls, and past the deadline abandons the work: CUDA cannot stop a
+  // running kernel, so the GPU stays busy until it ends, and the engine refuses further calls.
+  template <class Query> void waitUntilReady(Query &&ready, const std::string &what) {
+    for (unsigned polls = 0;; ++polls) {
+      const cudaError_t status = ready();
+      if (status != cudaErrorNotReady) {
+        ASPEN_CUDA_CHECK(status);
+        return;
+      }
+      if (RunClock::now() >= *deadline_) {
+        abandoned_ = true;
+        throw runtime_error(what + " had not finished on the GPU and was abandoned: CUDA cannot "
+                            "stop a running kernel, so it keeps the GPU busy until it ends, and "
+                            "this engine refuses further calls (destroy it)");
+      }
+      if (polls > 100)
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+  void waitForStream(const std::string &what) {
+    if (!deadline_) {
+      ASPEN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+      return;
+    }
+    waitUntilReady([&] { return cudaStreamQuery(stream_); }, what);
+  }
 
   // Runs what `enqueue` puts on the stream, in an NVTX range named `name`, and returns the
   // seconds between events recorded around it.
@@ -262,7 +309,10 @@ private:
     ASPEN_CUDA_CHECK(cudaEventRecord(start_, stream_));
     enqueue();
     ASPEN_CUDA_CHECK(cudaEventRecord(stop_, stream_));
-    ASPEN_CUDA_CHECK(cudaEventSynchronize(stop_));
+    if (deadline_)
+      waitUntilReady([&] { return cudaEventQuery(stop_); }, name);
+    else
+      ASPEN_CUDA_CHECK(cudaEventSynchronize(stop_));
     float milliseconds = 0;
     ASPEN_CUDA_CHECK(cudaEventElapsedTime(&milliseconds, start_, stop_));
     return milliseconds * 1e-3;
@@ -620,6 +670,8 @@ private:
   };
   std::vector<FailureOwner> failureOwners_; // by failure word
   std::unique_ptr<CudaGraphCache> graphs_;  // destroyed first
+  std::optional<RunClock::time_point> deadline_;
+  bool abandoned_ = false;
 };
 
 } // namespace
