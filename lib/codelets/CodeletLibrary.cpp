@@ -14,7 +14,9 @@
 #include <aspen/detail/VertexWrapper.hpp>
 
 #include <cctype>
+#include <cstring>
 #include <dlfcn.h>
+#include <elf.h>
 #include <filesystem>
 #include <mutex>
 
@@ -87,12 +89,49 @@ std::string compileConfiguration(const HostCompiler &compiler,
 
 } // namespace
 
+namespace {
+
+// Why `bytes` cannot be a whole 64-bit little-endian ELF shared object, or empty. The loader
+// maps segments without checking that the file holds them, so a file cut short would fault
+// inside dlopen instead of failing: this checks every table and loaded segment lies in the file.
+std::string notACompleteSharedObject(std::string_view bytes) {
+  Elf64_Ehdr header;
+  if (bytes.size() < sizeof header)
+    return "it is too short to be a shared object";
+  std::memcpy(&header, bytes.data(), sizeof header);
+  if (std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0)
+    return "it is not an ELF file";
+  if (header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_ident[EI_DATA] != ELFDATA2LSB ||
+      header.e_type != ET_DYN)
+    return "it is not a 64-bit little-endian shared object";
+  const auto within = [&](std::uint64_t offset, std::uint64_t count, std::uint64_t size) {
+    return offset <= bytes.size() && count <= (bytes.size() - offset) / (size ? size : 1);
+  };
+  if (header.e_phentsize != sizeof(Elf64_Phdr) ||
+      !within(header.e_phoff, header.e_phnum, sizeof(Elf64_Phdr)))
+    return "its program headers lie outside the file (it is cut short)";
+  if (header.e_shoff != 0 && (header.e_shentsize != sizeof(Elf64_Shdr) ||
+                              !within(header.e_shoff, header.e_shnum, sizeof(Elf64_Shdr))))
+    return "its section headers lie outside the file (it is cut short)";
+  for (unsigned i = 0; i < header.e_phnum; ++i) {
+    Elf64_Phdr segment;
+    std::memcpy(&segment, bytes.data() + header.e_phoff + i * sizeof segment, sizeof segment);
+    if (segment.p_type == PT_LOAD && !within(segment.p_offset, segment.p_filesz, 1))
+      return "a segment lies outside the file (it is cut short)";
+  }
+  return {};
+}
+
+} // namespace
+
 CodeletLibrary::CodeletLibrary() : impl_(std::make_unique<Impl>()) {}
 CodeletLibrary::~CodeletLibrary() = default;
 
 std::shared_ptr<const CodeletLibrary> CodeletLibrary::Impl::load(const fs::path &soPath,
                                                                  const std::string &displayName,
                                                                  std::string bytes) {
+  if (const std::string why = notACompleteSharedObject(bytes); !why.empty())
+    throw codelet_error("cannot load codelet library '" + displayName + "': " + why);
   auto lib = std::shared_ptr<CodeletLibrary>(new CodeletLibrary());
   lib->impl_->handle = dlopen(fs::absolute(soPath).c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib->impl_->handle)
@@ -149,9 +188,7 @@ std::shared_ptr<const CodeletLibrary> CodeletLibrary::compileSource(const std::s
 
   const fs::path dir = codeletCacheDir();
   const fs::path soPath = dir / (hash + ".so");
-  if (fs::exists(soPath)) {
-    logger().debug("codelets '{}': cached as {}", path, soPath.string());
-  } else {
+  const auto compile = [&] {
     logger().debug("codelets '{}': compiling {} vertex types into {}", path, vertices.size(),
                    soPath.string());
     fs::create_directories(dir / "tmp");
@@ -168,13 +205,32 @@ std::shared_ptr<const CodeletLibrary> CodeletLibrary::compileSource(const std::s
     }
     fs::remove(wrapper, ec);
     fs::rename(output, soPath, ec);
-    if (ec)
+    if (ec) {
+      fs::remove(output, ec);
       throw codelet_error("cannot write the compiled codelets of '" + path + "' to '" +
                           soPath.string() + "': " + ec.message());
+    }
+  };
+  std::shared_ptr<const CodeletLibrary> lib;
+  if (fs::exists(soPath)) {
+    logger().debug("codelets '{}': cached as {}", path, soPath.string());
+    try {
+      lib = Impl::load(soPath, path, readWholeFile(soPath));
+    } catch (const codelet_error &e) {
+      // A damaged entry (a disk error, a copy cut short) is a miss: replace it.
+      logger().warn("the cached codelets of '{}' ({}) cannot be used, so they are compiled "
+                    "again: {}",
+                    path, soPath.string(), e.what());
+      std::error_code ec;
+      fs::remove(soPath, ec);
+    }
+  }
+  if (!lib) {
+    compile();
+    lib = Impl::load(soPath, path, readWholeFile(soPath));
   }
   if (vertices.empty())
     logger().warn("codelet file '{}' defines no vertex class", path);
-  auto lib = Impl::load(soPath, path, readWholeFile(soPath));
   if (lib->vertexTypes().size() != vertices.size())
     throw internal_error("codelet library '" + soPath.string() + "' of '" + path + "' has " +
                          std::to_string(lib->vertexTypes().size()) + " vertex types, expected " +

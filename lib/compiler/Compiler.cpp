@@ -102,10 +102,32 @@ private:
 
 } // namespace
 
+std::unique_ptr<CompiledGraph> compileGraphState(const GraphState &graph,
+                                                 ArrayRef<program::Program> programs,
+                                                 const CompileOptions &options,
+                                                 const ProgressFunc &progress);
+
+// The compiler's own memory is host memory: running out of it is an aspen error that says what
+// was being compiled, and leaves the graph as it was (compiling reads it, never changes it).
 std::unique_ptr<CompiledGraph> compile(const GraphState &graph,
                                        ArrayRef<program::Program> programs,
                                        const CompileOptions &options,
                                        const ProgressFunc &progress) {
+  try {
+    return compileGraphState(graph, programs, options, progress);
+  } catch (const std::bad_alloc &) {
+    throw graph_memory_allocation_error(
+        "compiling the graph: out of host memory (the graph has " +
+        std::to_string(graph.variables.size()) + " variables, " +
+        std::to_string(graph.vertices.size()) + " vertices and " +
+        std::to_string(graph.computeSets.size()) + " compute sets)");
+  }
+}
+
+std::unique_ptr<CompiledGraph> compileGraphState(const GraphState &graph,
+                                                 ArrayRef<program::Program> programs,
+                                                 const CompileOptions &options,
+                                                 const ProgressFunc &progress) {
   auto out = std::make_unique<CompiledGraph>();
   const Target &t = graph.target;
   out->target = {t.getName(), t.getNumTiles(), t.getNumWorkerContexts(), t.getBytesPerTile(),

@@ -191,16 +191,26 @@ Tensor Graph::addVariable(Type type, ArrayRef<std::size_t> shape, const DebugCon
         fmt::format("addVariable '{}': the element type is invalid", debug.getPathName()));
   // Checked before the metadata variable is made, so that a refused shape adds nothing.
   const std::size_t n = variableElements(type, shape, debug);
-  Tensor metadata;
-  if (type == QUARTER) {
-    // Its own metadata: F143 scale 0 until written, on this graph's first tile. Made first, so
-    // that the QUARTER variable is the last one, as callers of addVariable expect.
-    metadata = pushVariable(*state_, QUARTER_METADATA, {}, 1, {debug, "metadata"}, {});
-    Variable &m = state_->variables.back();
-    m.mapping.assign(0, 1, tileOffset_);
-    m.initialData.assign(1, QuarterMetadata().getBinary());
+  const std::size_t before = state_->variables.size();
+  try {
+    Tensor metadata;
+    if (type == QUARTER) {
+      // Its own metadata: F143 scale 0 until written, on this graph's first tile. Made first, so
+      // that the QUARTER variable is the last one, as callers of addVariable expect.
+      metadata = pushVariable(*state_, QUARTER_METADATA, {}, 1, {debug, "metadata"}, {});
+      Variable &m = state_->variables.back();
+      m.mapping.assign(0, 1, tileOffset_);
+      m.initialData.assign(1, QuarterMetadata().getBinary());
+    }
+    return pushVariable(*state_, type, shape, n, debug, std::move(metadata));
+  } catch (const std::bad_alloc &) {
+    // A QUARTER's metadata variable, if it was made, goes too.
+    state_->variables.erase(state_->variables.begin() + std::ptrdiff_t(before),
+                            state_->variables.end());
+    throw graph_memory_allocation_error(fmt::format(
+        "addVariable '{}': out of host memory (the graph has {} variables); the graph is unchanged",
+        debug.getPathName(), before));
   }
-  return pushVariable(*state_, type, shape, n, debug, std::move(metadata));
 }
 
 Tensor Graph::addVariable(Type type, const Tensor &metadata, ArrayRef<std::size_t> shape,
@@ -459,13 +469,22 @@ VertexRef Graph::addVertex(ComputeSet cs, StringRef vertexType) {
         "addVertex: no vertex type '{}' (normalised '{}') is known to this graph; add the codelet "
         "file that defines it with Graph::addCodelets ({} codelet files added)",
         vertexType, detail::normalizeVertexName(vertexType), state_->codelets.libraries().size()));
-  VertexRecord record;
-  record.type = type;
-  record.computeSet = cs.getId();
-  record.fields.resize(type->fields.size());
   const auto id = static_cast<unsigned>(state_->vertices.size());
-  state_->vertices.push_back(std::move(record));
-  state_->computeSets[cs.getId()].vertices.push_back(id);
+  std::vector<unsigned> &members = state_->computeSets[cs.getId()].vertices;
+  try {
+    VertexRecord record;
+    record.type = type;
+    record.computeSet = cs.getId();
+    record.fields.resize(type->fields.size());
+    // Room first, so that the two lists grow together or not at all.
+    members.reserve(members.size() + 1);
+    state_->vertices.push_back(std::move(record));
+  } catch (const std::bad_alloc &) {
+    throw graph_memory_allocation_error(fmt::format(
+        "addVertex '{}': out of host memory (the graph has {} vertices); the graph is unchanged",
+        vertexType, id));
+  }
+  members.push_back(id);
   return VertexRef(state_.get(), id);
 }
 

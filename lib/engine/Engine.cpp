@@ -40,7 +40,14 @@ void EngineImpl::load(const Device &device) {
                   target.getNumTiles());
   std::unique_ptr<Executor> executor =
       backend.make(device, options_.backendOptions.at(backend.name).get());
-  executor->load(*compiled_);
+  try {
+    executor->load(*compiled_);
+  } catch (const std::bad_alloc &) {
+    throw graph_memory_allocation_error("Engine::load on " + device.describe() +
+                                        ": out of host memory while loading the graph (" +
+                                        std::to_string(compiled_->arenaBytes) +
+                                        " bytes of tensors)");
+  }
   // Only an executor that runs device subtrees itself is offered them.
   deviceOnly_ = executor->runsDeviceSubtrees() ? deviceOnlySteps(*compiled_)
                                                : std::vector<bool>(compiled_->steps.size());

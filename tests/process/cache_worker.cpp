@@ -1,0 +1,56 @@
+// A process that compiles a codelet file through the disk cache and runs one vertex of it, for
+// test_cache_processes.cpp: several of these share a cache directory, crash in the middle of a
+// write or run out of file space.
+//
+// Usage: aspen_cache_worker CODELET_FILE [FILE_SIZE_LIMIT_BYTES]
+//   The codelet file defines Affine (x = x * 3 + 1). With a limit, files this process and its
+//   compilers write are cut at that size (RLIMIT_FSIZE, the write failing as on a full disk).
+// Prints "ok <x>" and exits 0 when x = 7 after one run from x = 2; an aspen::error prints
+// "aspen error: <message>" and exits 3.
+#include <aspen/Engine.hpp>
+#include <aspen/Error.hpp>
+#include <aspen/Graph.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <sys/resource.h>
+
+int main(int argc, char **argv) {
+  if (argc < 2)
+    return 2;
+  if (argc > 2) {
+    std::signal(SIGXFSZ, SIG_IGN); // a write past the limit fails with EFBIG instead
+    const rlim_t limit = std::strtoull(argv[2], nullptr, 10);
+    const rlimit r{limit, limit};
+    if (setrlimit(RLIMIT_FSIZE, &r) != 0)
+      return 2;
+  }
+  try {
+    using namespace aspen;
+    Graph g(Target::createGeneric(2));
+    g.addCodelets(argv[1]);
+    Tensor x = g.addVariable(FLOAT, {}, "x");
+    g.setTileMapping(x, 1);
+    ComputeSet cs = g.addComputeSet("affine");
+    VertexRef v = g.addVertex(cs, "Affine", {{"x", x}});
+    g.setTileMapping(v, 1);
+    g.createHostWrite("x", x);
+    g.createHostRead("x", x);
+    Engine e(g, program::Execute(cs));
+    e.load(Device::createCPUDevice());
+    float value = 2;
+    e.writeTensor("x", &value, &value + 1);
+    e.run(0);
+    e.readTensor("x", &value, &value + 1);
+    std::printf("ok %g\n", value);
+    return value == 7 ? 0 : 1;
+  } catch (const aspen::error &e) {
+    std::printf("aspen error: %s\n", e.what());
+    return 3;
+  } catch (const std::exception &e) {
+    std::printf("other exception: %s\n", e.what());
+    return 4;
+  }
+}
