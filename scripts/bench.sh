@@ -7,16 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 peers=(python3-numpy libopenblas0 python3-torch)
-missing=()
-for p in "${peers[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  sudo_cmd=""
-  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
-  $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}"
-fi
+scripts/install-packages.sh "${peers[@]}"
 scripts/setup.sh build
 read -ra lstm_args <<<"${ASPEN_BENCH_LSTM_ARGS---max-h 512}"
 read -ra gru_args <<<"${ASPEN_BENCH_GRU_ARGS---max-h 512}"

@@ -15,17 +15,7 @@ cd "$(dirname "$0")/.."
 mode=${1:-address}
 [ $# -gt 0 ] && shift
 
-packages=(clang libclang-rt-14-dev)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  sudo_cmd=""
-  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
-  $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}"
-fi
+scripts/install-packages.sh clang libclang-rt-14-dev
 
 case "$mode" in
   address | ci) sanitizers=address,undefined build_dir=build-asan ;;

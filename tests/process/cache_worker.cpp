@@ -7,9 +7,9 @@
 //   compilers write are cut at that size (RLIMIT_FSIZE, the write failing as on a full disk).
 // Prints "ok <x>" and exits 0 when x = 7 after one run from x = 2; an aspen::error prints
 // "aspen error: <message>" and exits 3.
-#include <aspen/Engine.hpp>
+#include "OneVertex.hpp"
+
 #include <aspen/Error.hpp>
-#include <aspen/Graph.hpp>
 
 #include <csignal>
 #include <cstdio>
@@ -28,22 +28,7 @@ int main(int argc, char **argv) {
       return 2;
   }
   try {
-    using namespace aspen;
-    Graph g(Target::createGeneric(2));
-    g.addCodelets(argv[1]);
-    Tensor x = g.addVariable(FLOAT, {}, "x");
-    g.setTileMapping(x, 1);
-    ComputeSet cs = g.addComputeSet("affine");
-    VertexRef v = g.addVertex(cs, "Affine", {{"x", x}});
-    g.setTileMapping(v, 1);
-    g.createHostWrite("x", x);
-    g.createHostRead("x", x);
-    Engine e(g, program::Execute(cs));
-    e.load(Device::createCPUDevice());
-    float value = 2;
-    e.writeTensor("x", &value, &value + 1);
-    e.run(0);
-    e.readTensor("x", &value, &value + 1);
+    const float value = aspen::test::runOneVertex(argv[1], "Affine", "x", aspen::FLOAT, 2.0f);
     std::printf("ok %g\n", value);
     return value == 7 ? 0 : 1;
   } catch (const aspen::error &e) {

@@ -6,9 +6,9 @@
 // Usage: aspen_memory_worker CODELET_FILE ADDRESS_SPACE_BYTES
 // Prints one line per stage ("build: <message>", "compile: ...", "load: ...") and "ok" at the
 // end; exits 0 then. Another exception (std::bad_alloc escaping, say) prints it and exits 4.
-#include <aspen/Engine.hpp>
+#include "OneVertex.hpp"
+
 #include <aspen/Error.hpp>
-#include <aspen/Graph.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -22,22 +22,7 @@ namespace {
 
 // x += 1 by one AddOne vertex, run and read back: the process still works.
 bool smallGraphRuns(const char *codelets) {
-  Graph g(Target::createGeneric(2));
-  g.addCodelets(codelets);
-  Tensor x = g.addVariable(UNSIGNED_INT, {1}, "x");
-  g.setTileMapping(x, 0);
-  ComputeSet cs = g.addComputeSet("add");
-  VertexRef v = g.addVertex(cs, "AddOne", {{"x", x[0]}});
-  g.setTileMapping(v, 0);
-  g.createHostWrite("x", x);
-  g.createHostRead("x", x);
-  Engine e(g, program::Execute(cs));
-  e.load(Device::createCPUDevice());
-  unsigned value = 41;
-  e.writeTensor("x", &value, &value + 1);
-  e.run(0);
-  e.readTensor("x", &value, &value + 1);
-  return value == 42;
+  return test::runOneVertex(codelets, "AddOne", "x", UNSIGNED_INT, 41u) == 42;
 }
 
 // Adds compute sets of AddOne vertices (each on its own element) until memory runs out, or
