@@ -90,8 +90,10 @@ public:
     while (stacks_.size() < threads)
       stacks_.push_back(std::make_unique<Aligned[]>(kBlockThreadStackBytes / sizeof(Aligned)));
 #ifdef ASPEN_TSAN_FIBERS
-    if (!schedulerStack_.tsanFiber)
-      schedulerStack_.tsanFiber = __tsan_get_current_fiber();
+    // Fresh fibers for each block: a finished fiber never returns from its first frame, so its
+    // shadow stack is not reused.
+    schedulerStack_.tsanFiber = __tsan_get_current_fiber();
+    destroyTsanFibers();
     while (tsanFibers_.size() < threads)
       tsanFibers_.push_back(__tsan_create_fiber(0));
 #endif
@@ -140,14 +142,17 @@ public:
   BlockFibers() = default;
   BlockFibers(const BlockFibers &) = delete;
   BlockFibers &operator=(const BlockFibers &) = delete;
-  ~BlockFibers() {
+  ~BlockFibers() { destroyTsanFibers(); }
+
+private:
+  void destroyTsanFibers() {
 #ifdef ASPEN_TSAN_FIBERS
     for (void *fiber : tsanFibers_)
       __tsan_destroy_fiber(fiber);
+    tsanFibers_.clear();
 #endif
   }
 
-private:
   struct alignas(16) Aligned {
     unsigned char bytes[16];
   };
@@ -157,7 +162,9 @@ private:
     return fibers;
   }
 
-  // The first frame of every fiber: runs its thread, then returns to the scheduler (uc_link).
+  // The first frame of every fiber: runs its thread, then switches to the scheduler for good.
+  // It never returns (through uc_link): the sanitizers must hear of the switch just before it
+  // happens, with no frame left to unwind on the fiber.
   static void start() {
     BlockFibers &self = *active();
     Fiber &f = self.fibers_[self.current_];
@@ -165,6 +172,7 @@ private:
     f.result = self.entry_(self.fields_, &f.state);
     f.done = true;
     beginSwitch(f.sanitizer, self.schedulerStack_, true);
+    setcontext(&self.scheduler_);
   }
 
   static void barrier(void *runner) {
