@@ -717,6 +717,9 @@ private:
           spelling += t;
         }
         typeSpelling = normalizeVertexName(spelling);
+        if (typeSpelling.empty()) // only qualifiers, '*' or '&' before the name
+          fail(tokens_[nameAt], "cannot read the type of member '" + tokens_[nameAt].text +
+                                    "' of vertex class '" + className + "'");
       }
       const Token &name = tokens_[nameAt];
       if (access != Access::Public)

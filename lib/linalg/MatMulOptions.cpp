@@ -180,7 +180,7 @@ MatMulConstraints readConstraints(const std::string &text, const MatMulShape &sh
             path, value.write()));
     } else if (std::find(std::begin(popLibsGroupingKeys), std::end(popLibsGroupingKeys), key) !=
                std::end(popLibsGroupingKeys)) {
-      if (!value.asUnsigned())
+      if (!value.isNumber() || !value.asUnsigned())
         throw invalid_option(
             fmt::format("{} = {}: must be a non-negative integer", path, value.write()));
     } else if (isLevelKey(key)) {

@@ -109,6 +109,9 @@ TEST_CASE("bad values of PopLibs' options are refused, naming the key", "[correc
            {"enableFastReduce", "2"},
            {"planConstraints", R"({"method": "WINOGRAD"})"},
            {"planConstraints", R"({"inChansPerGroup": -1})"},
+           // A string where a number belongs (found by fuzz/fuzz_json_plan: it escaped as an
+           // internal error).
+           {"planConstraints", R"({"slicWindowWidth": "vertices"})"},
            {"planConstraints", R"({"0": {"shuffle": {}}})"},
            {"planConstraints", R"({"0": {"partition": 3}})"}}) {
     INFO(key << " = " << value);
@@ -116,6 +119,7 @@ TEST_CASE("bad values of PopLibs' options are refused, naming the key", "[correc
     refused([&] { poplin::matMul(g, a, a, prog, FLOAT, "", {{k, v}}); },
             value.find("WINOGRAD") != std::string::npos  ? "method"
             : value.find("inChans") != std::string::npos ? "inChansPerGroup"
+            : value.find("slicWindow") != std::string::npos ? "slicWindowWidth"
             : value.find("shuffle") != std::string::npos ? "shuffle"
             : value.find("partition") != std::string::npos ? "partition"
                                                           : key);

@@ -81,3 +81,33 @@ TEST_CASE("random edits of a codelet source parse or raise codelet_error", "[uni
     REQUIRE_NOTHROW(parseOrCodeletError(text));
   }
 }
+
+// Found by fuzz/fuzz_codelet_parser: a member with nothing but qualifiers or '*' before its name
+// was a field with an empty type. It is refused, naming the member.
+TEST_CASE("a member without a type is refused and named", "[unit][codelets]") {
+  for (const char *member : {"const more;", "* more;", "const & more;"}) {
+    INFO(member);
+    const std::string text = "# 1 \"/virtual/untyped.cpp\"\nnamespace aspen { class Vertex {}; }\n"
+                             "struct V : aspen::Vertex {\n  " +
+                             std::string(member) + "\n  bool compute() { return true; }\n};\n";
+    REQUIRE_THROWS_AS(detail::parseVertexClasses(text, {}), codelet_error);
+    REQUIRE_THROWS_WITH(detail::parseVertexClasses(text, {}),
+                        Catch::Contains("untyped.cpp:3") && Catch::Contains("'more'"));
+  }
+  // Every field of what parses has a name and a type (here, over the random edits above).
+  std::mt19937 rng(78);
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::string text = kSource;
+    const std::size_t at = rng() % text.size();
+    text.erase(at, 1 + rng() % 12);
+    try {
+      for (const detail::ParsedVertex &v : detail::parseVertexClasses(text, {}))
+        for (const detail::ParsedField &f : v.fields) {
+          INFO("trial " << trial << ", vertex " << v.name);
+          REQUIRE(!f.name.empty());
+          REQUIRE(!f.typeSpelling.empty());
+        }
+    } catch (const codelet_error &) {
+    }
+  }
+}
