@@ -46,7 +46,10 @@ void installHandler() {
 } // namespace
 
 InterruptPoint &interruptPoint() {
-  static thread_local InterruptPoint point;
+  // Initial-exec: the signal handler may be the first to read a thread's point (a pool thread
+  // that has run no codelet yet), and this model reads it without calling into the dynamic
+  // loader, which might allocate.
+  [[gnu::tls_model("initial-exec")]] static thread_local InterruptPoint point;
   return point;
 }
 
