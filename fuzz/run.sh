@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the libFuzzer harnesses built in BUILD_DIR (scripts/sanitize.sh builds them).
 # Usage: fuzz/run.sh BUILD_DIR [smoke | SECONDS] [harness names...]
-#   smoke    each harness replays its seed corpus, then fuzzes for 15 seconds (what CI runs)
+#   smoke    each harness replays its seed corpus, then runs 3,000 inputs from a fixed seed (what
+#            CI runs: the same inputs every time, so a CI run cannot fail by chance)
 #   SECONDS  each harness fuzzes for that long (the recorded runs in docs/reliability.md)
 # New inputs go to BUILD_DIR/fuzz-work/<name> (the tree's corpus is only read); a finding is
 # written to BUILD_DIR/fuzz-work/<name>-crash-* and ends the run with a failure.
@@ -12,8 +13,12 @@ mode=${2:-smoke}
 shift $(($# >= 2 ? 2 : $#))
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=(codelet_parser deserialize json_plan options tensor_views)
-seconds=15
-[ "$mode" = smoke ] || seconds=$mode
+limits=(-seed=1 -runs=3000 -max_total_time=120)
+seconds=smoke
+if [ "$mode" != smoke ]; then
+  seconds=$mode
+  limits=(-max_total_time="$mode")
+fi
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
@@ -26,7 +31,7 @@ for name in "${names[@]}"; do
   mkdir -p "$work"
   log="$build_dir/fuzz-work/$name.log"
   set +e
-  "$exe" "$work" "$here/corpus/$name" -max_total_time="$seconds" -max_len=4096 -timeout=20 \
+  "$exe" "$work" "$here/corpus/$name" "${limits[@]}" -max_len=4096 -timeout=20 \
     -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$build_dir/fuzz-work/$name-" \
     >"$log" 2>&1
   rc=$?
