@@ -18,7 +18,8 @@
 #              (multiplies every limit, the whole run's too, default 1: for dry runs on small
 #              machines), ASPEN_GPU_CHECK_JOBS (tests at once, default 8, or the cores if fewer).
 # The programs get ASPEN_CACHE_DIR (a copy of BUNDLE/cache), ASPEN_TEST_CODELETS_DIR,
-# ASPEN_TEST_BINARY_DIR, ASPEN_TEST_PRECOMPILED_CODELETS, ASPEN_EXAMPLES_DIR, ASPEN_BENCH_DIR,
+# ASPEN_TEST_BINARY_DIR, ASPEN_TEST_PRECOMPILED_CODELETS, ASPEN_TEST_CACHE_WORKER,
+# ASPEN_TEST_MEMORY_WORKER, ASPEN_EXAMPLES_DIR, ASPEN_BENCH_DIR,
 # ASPEN_INCLUDE_DIR and ASPEN_CODELETS_DIR (all in the bundle or a temporary folder),
 # ASPEN_CODELETS_SOURCE_DIR, CUDA_HOME and ASPEN_CUDA_INCLUDE_DIR (nvcc's toolkit), and the
 # toolkit's libraries on LD_LIBRARY_PATH (not for the benchmarks' python3: ASPEN_BENCH_PYTHON).
@@ -181,6 +182,8 @@ export ASPEN_CACHE_DIR=$work/cache
 export ASPEN_TEST_CODELETS_DIR=$bundle/src/tests/codelets
 export ASPEN_TEST_BINARY_DIR=$work/scratch
 export ASPEN_TEST_PRECOMPILED_CODELETS=$bundle/share/cc_fields.gp
+export ASPEN_TEST_CACHE_WORKER=$bundle/bin/aspen_cache_worker
+export ASPEN_TEST_MEMORY_WORKER=$bundle/bin/aspen_memory_worker
 export ASPEN_EXAMPLES_DIR=$bundle/src/examples
 export ASPEN_BENCH_DIR=$bundle/src/bench
 export ASPEN_INCLUDE_DIR=$bundle/include

@@ -4,6 +4,8 @@
 //   ASPEN_TEST_CODELETS_DIR          tests/codelets (the tests' codelet sources)
 //   ASPEN_TEST_BINARY_DIR            a writable folder for dumps and PTX the tests write
 //   ASPEN_TEST_PRECOMPILED_CODELETS  the cc_fields.gp that aspen-cc wrote at build time
+//   ASPEN_TEST_CACHE_WORKER          the aspen_cache_worker program (test_cache_processes.cpp)
+//   ASPEN_TEST_MEMORY_WORKER         the aspen_memory_worker program (test_resource_limits.cpp)
 #pragma once
 
 #include <cstdlib>
@@ -30,6 +32,16 @@ inline std::string binaryDir() { return envOr("ASPEN_TEST_BINARY_DIR", ASPEN_TES
 #ifdef ASPEN_TEST_PRECOMPILED_CODELETS
 inline std::string precompiledCodelets() {
   return envOr("ASPEN_TEST_PRECOMPILED_CODELETS", ASPEN_TEST_PRECOMPILED_CODELETS);
+}
+#endif
+
+#ifdef ASPEN_TEST_CACHE_WORKER
+inline std::string cacheWorker() { return envOr("ASPEN_TEST_CACHE_WORKER", ASPEN_TEST_CACHE_WORKER); }
+#endif
+
+#ifdef ASPEN_TEST_MEMORY_WORKER
+inline std::string memoryWorker() {
+  return envOr("ASPEN_TEST_MEMORY_WORKER", ASPEN_TEST_MEMORY_WORKER);
 }
 #endif
 

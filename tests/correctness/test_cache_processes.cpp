@@ -4,6 +4,7 @@
 // Each case runs aspen_cache_worker (tests/process/cache_worker.cpp) as separate processes on a
 // fresh cache directory, then checks what is left there: only whole entries that load (checked
 // with CodeletLibrary::loadPrecompiled), no temporary file, and a later process that succeeds.
+#include "TestPaths.hpp"
 #include "codelets/CodeletLibrary.hpp"
 
 #include <catch2/catch.hpp>
@@ -76,8 +77,8 @@ struct Scratch {
     fs::remove_all(root, ec);
   }
   Result worker(const std::string &env = "", const std::string &limit = "") const {
-    return shell(env + " ASPEN_CACHE_DIR=" + quoted(cache) + " " + ASPEN_TEST_CACHE_WORKER + " " +
-                 quoted(codelets) + (limit.empty() ? "" : " " + limit));
+    return shell(env + " ASPEN_CACHE_DIR=" + quoted(cache) + " " + aspen::test::cacheWorker() +
+                 " " + quoted(codelets) + (limit.empty() ? "" : " " + limit));
   }
   // The cache's finished entries (compiled libraries, named by their hash).
   std::vector<fs::path> entries() const {
@@ -120,7 +121,7 @@ TEST_CASE("processes compiling the same codelets at once share one cache entry",
           "[correctness][cache]") {
   Scratch s;
   const Result r = shell("for i in 1 2 3 4; do ASPEN_CACHE_DIR=" + quoted(s.cache) + " " +
-                         ASPEN_TEST_CACHE_WORKER + " " + quoted(s.codelets) + " > " +
+                         aspen::test::cacheWorker() + " " + quoted(s.codelets) + " > " +
                          quoted(s.root / "out") + "$i 2>&1 & done; wait");
   REQUIRE(r.exitCode == 0);
   for (int i = 1; i <= 4; ++i) {
@@ -192,7 +193,7 @@ TEST_CASE("a cache directory that cannot be used is replaced by a private one",
   const fs::path tmp = s.root / "tmp";
   fs::create_directories(tmp);
   const Result r = shell("TMPDIR=" + quoted(tmp) + " ASPEN_CACHE_DIR=" + quoted(file / "cache") +
-                         " " + ASPEN_TEST_CACHE_WORKER + " " + quoted(s.codelets));
+                         " " + aspen::test::cacheWorker() + " " + quoted(s.codelets));
   requireOk(r);
   CHECK(r.output.find("cannot be used") != std::string::npos);
   CHECK(r.output.find((file / "cache").string()) != std::string::npos);
@@ -200,7 +201,7 @@ TEST_CASE("a cache directory that cannot be used is replaced by a private one",
   // Neither usable: an aspen error naming both and what to do.
   const Result none =
       shell("TMPDIR=" + quoted(file) + " ASPEN_CACHE_DIR=" + quoted(file / "cache") + " " +
-            ASPEN_TEST_CACHE_WORKER + " " + quoted(s.codelets));
+            aspen::test::cacheWorker() + " " + quoted(s.codelets));
   INFO(none.output);
   CHECK(none.exitCode == 3);
   CHECK(none.output.find("cannot use the codelet cache directory") != std::string::npos);

@@ -28,7 +28,7 @@ TEST_CASE("running out of host memory ends in clear errors and the process carri
   SUCCEED("skipped under a sanitizer");
   return;
 #endif
-  const std::string command = std::string(ASPEN_TEST_MEMORY_WORKER) + " '" +
+  const std::string command = aspen::test::memoryWorker() + " '" +
                               aspen::test::codelet("time_limit.cpp") + "' " +
                               std::to_string(std::size_t(384) << 20) + " 2>&1";
   FILE *pipe = popen(command.c_str(), "r");
