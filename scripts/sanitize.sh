@@ -58,7 +58,7 @@ case "$mode" in
     # threads still split the work).
     export OPENBLAS_NUM_THREADS=1
     cmake --build "$build_dir" -j "$jobs" --target aspen_correctness_tests \
-      aspen_correctness_internal_tests
+      aspen_correctness_internal_tests ported_streams
     # The tests where threads meet: engines and graphs in parallel threads, one engine from two
     # threads, thread counts and worker orders (the pool), block codelets' fibers, streams and
     # their callbacks, the disk cache and the planning cache, and the time limit's watchdog.
