@@ -38,6 +38,16 @@ inline Device deviceFor(const Target &target) {
   return gpuRequested() ? Device::createGpuDevice(0) : Device::createModelDevice(target);
 }
 
+// For a test that checks the host side only (worker processes, the CPU executor's time limit):
+// in the suite's second, GPU run it prints the skip marker and returns true, since it would
+// only repeat the first run. Use: if (skipOnGpuRun()) return;
+inline bool skipOnGpuRun() {
+  if (!gpuRequested())
+    return false;
+  std::printf("%s: a host-side test, run once without ASPEN_TEST_DEVICE=gpu\n", kSkipMarker);
+  return true;
+}
+
 // For a test that needs a GPU whatever ASPEN_TEST_DEVICE says: prints the skip marker and
 // returns true when this machine (or this build) has none. Use: if (skipWithoutGpu()) return;
 inline bool skipWithoutGpu() {

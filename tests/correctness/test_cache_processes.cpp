@@ -4,6 +4,7 @@
 // Each case runs aspen_cache_worker (tests/process/cache_worker.cpp) as separate processes on a
 // fresh cache directory, then checks what is left there: only whole entries that load (checked
 // with CodeletLibrary::loadPrecompiled), no temporary file, and a later process that succeeds.
+#include "TestDevice.hpp"
 #include "TestPaths.hpp"
 #include "codelets/CodeletLibrary.hpp"
 
@@ -119,6 +120,8 @@ void requireOk(const Result &r) {
 
 TEST_CASE("processes compiling the same codelets at once share one cache entry",
           "[correctness][cache]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
   Scratch s;
   const Result r = shell("for i in 1 2 3 4; do ASPEN_CACHE_DIR=" + quoted(s.cache) + " " +
                          aspen::test::cacheWorker() + " " + quoted(s.codelets) + " > " +
@@ -139,6 +142,8 @@ TEST_CASE("processes compiling the same codelets at once share one cache entry",
 
 TEST_CASE("a process killed in the middle of a cache write leaves no entry behind",
           "[correctness][cache]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
   Scratch s;
   // Crash at the 1st, 2nd, ... cache write of a compile, until one compile has no more writes.
   int crashes = 0;
@@ -168,6 +173,8 @@ TEST_CASE("a process killed in the middle of a cache write leaves no entry behin
 }
 
 TEST_CASE("a damaged cache entry is compiled again", "[correctness][cache]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
   Scratch s;
   requireOk(s.worker());
   REQUIRE(s.entries().size() == 1);
@@ -186,6 +193,8 @@ TEST_CASE("a damaged cache entry is compiled again", "[correctness][cache]") {
 
 TEST_CASE("a cache directory that cannot be used is replaced by a private one",
           "[correctness][cache]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
   Scratch s;
   const fs::path file = s.root / "a-file";
   std::ofstream(file) << "not a directory";
@@ -209,6 +218,8 @@ TEST_CASE("a cache directory that cannot be used is replaced by a private one",
 }
 
 TEST_CASE("a full disk gives a clear error and leaves nothing behind", "[correctness][cache]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
   Scratch s;
   // RLIMIT_FSIZE makes a write past the limit fail with EFBIG, as ENOSPC does on a full disk:
   // at 100 bytes Aspen's own first write fails, at 20,000 the preprocessor's output does.

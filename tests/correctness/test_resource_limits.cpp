@@ -5,6 +5,7 @@
 // test_engine_errors.cpp; the disk cache: test_cache_processes.cpp; time limits:
 // test_time_limit.cpp; GPU memory: tests/gpu.) Not under AddressSanitizer or ThreadSanitizer,
 // which reserve terabytes of address space for their shadow memory.
+#include "TestDevice.hpp"
 #include "TestPaths.hpp"
 
 #include <catch2/catch.hpp>
@@ -24,6 +25,8 @@
 
 TEST_CASE("running out of host memory ends in clear errors and the process carries on",
           "[correctness][limits]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
 #ifdef ASPEN_TEST_SANITIZED
   SUCCEED("skipped under a sanitizer");
   return;

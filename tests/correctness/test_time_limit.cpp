@@ -4,6 +4,7 @@
 // engine is usable afterwards (other programs run and give the right values, and a later run is
 // not hit by a late stop of the earlier one). Bounds, not timings: a stop must come within
 // several seconds of a 0.3 s limit however busy the machine is.
+#include "TestDevice.hpp"
 #include "TestPaths.hpp"
 
 #include <aspen/BlockCodelets.hpp>
@@ -81,6 +82,8 @@ std::vector<unsigned> readX(Engine &e) {
 } // namespace
 
 TEST_CASE("a codelet that never returns is stopped at the time limit", "[correctness][timelimit]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
   for (unsigned threads : {1u, 4u}) {
     INFO("threads " << threads);
     SpinGraph s(1);
@@ -110,6 +113,8 @@ TEST_CASE("a codelet that never returns is stopped at the time limit", "[correct
 }
 
 TEST_CASE("codelets spinning on every thread are all stopped", "[correctness][timelimit]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
   SpinGraph s(8);
   Engine e(s.g, s.programs, {{"aspen.timeLimit", "0.3"}, {"aspen.cpu.threads", "4"}});
   e.load(Device::createCPUDevice());
@@ -120,6 +125,8 @@ TEST_CASE("codelets spinning on every thread are all stopped", "[correctness][ti
 }
 
 TEST_CASE("a block codelet that never returns is stopped", "[correctness][timelimit]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
   Graph g(Target::createGeneric(2));
   g.addCodelets(test::codelet("time_limit.cpp"));
   Tensor c = g.addVariable(UNSIGNED_INT, {4}, "c");
@@ -137,6 +144,8 @@ TEST_CASE("a block codelet that never returns is stopped", "[correctness][timeli
 
 TEST_CASE("a program that loops for ever is stopped between its steps",
           "[correctness][timelimit]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
   Graph g(Target::createGeneric(2));
   g.addCodelets(test::codelet("time_limit.cpp"));
   Tensor flag = g.addVariable(BOOL, {}, "flag"), x = g.addVariable(UNSIGNED_INT, {1}, "x");
@@ -170,6 +179,8 @@ TEST_CASE("a program that loops for ever is stopped between its steps",
 }
 
 TEST_CASE("aspen.timeLimit values", "[correctness][timelimit]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
   SpinGraph s(0);
   for (const char *bad : {"-1", "abc", "nan", "inf", "1e10"}) {
     INFO(bad);
