@@ -6,9 +6,27 @@
 #include <aspen/Engine.hpp>
 #include <aspen/Graph.hpp>
 
+#include <aspen/Error.hpp>
+
+#include <cstdio>
+#include <exception>
 #include <string>
 
 namespace aspen::test {
+
+// A worker's main body: its exit code, or 3 after printing "aspen error: <message>" for an
+// aspen::error and 4 after "other exception: <message>" for anything else (what the tests read).
+template <class Body> int exitCodeOf(Body &&body) {
+  try {
+    return body();
+  } catch (const aspen::error &e) {
+    std::printf("aspen error: %s\n", e.what());
+    return 3;
+  } catch (const std::exception &e) {
+    std::printf("other exception: %s\n", e.what());
+    return 4;
+  }
+}
 
 template <class T>
 T runOneVertex(const std::string &codeletFile, const std::string &vertexType,

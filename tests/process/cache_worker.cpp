@@ -27,15 +27,9 @@ int main(int argc, char **argv) {
     if (setrlimit(RLIMIT_FSIZE, &r) != 0)
       return 2;
   }
-  try {
+  return aspen::test::exitCodeOf([&] {
     const float value = aspen::test::runOneVertex(argv[1], "Affine", "x", aspen::FLOAT, 2.0f);
     std::printf("ok %g\n", value);
     return value == 7 ? 0 : 1;
-  } catch (const aspen::error &e) {
-    std::printf("aspen error: %s\n", e.what());
-    return 3;
-  } catch (const std::exception &e) {
-    std::printf("other exception: %s\n", e.what());
-    return 4;
-  }
+  });
 }

@@ -54,7 +54,7 @@ int main(int argc, char **argv) {
   if (argc < 3)
     return 2;
   const char *codelets = argv[1];
-  try {
+  return test::exitCodeOf([&] {
     // The codelets are compiled before the limit: the compiler is a process of its own.
     if (!smallGraphRuns(codelets))
       return 1;
@@ -101,11 +101,5 @@ int main(int argc, char **argv) {
       return 1;
     std::printf("ok\n");
     return 0;
-  } catch (const aspen::error &e) {
-    std::printf("aspen error: %s\n", e.what());
-    return 3;
-  } catch (const std::exception &e) {
-    std::printf("other exception: %s\n", e.what());
-    return 4;
-  }
+  });
 }
