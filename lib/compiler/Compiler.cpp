@@ -1,5 +1,7 @@
 #include "Compiler.hpp"
 
+#include "CompileReport.hpp"
+
 #include "Dump.hpp"
 #include "Liveness.hpp"
 #include "LowerComputeSets.hpp"
@@ -38,8 +40,10 @@ std::string dumpDestination() {
 // Runs the passes in order, timing each one, reporting progress and dumping its result.
 class PassRunner {
 public:
-  PassRunner(int numPasses, const ProgressFunc &progress, const CompiledGraph &result)
-      : numPasses_(numPasses), progress_(progress), result_(result), dumpTo_(dumpDestination()) {}
+  PassRunner(int numPasses, const ProgressFunc &progress, const CompiledGraph &result,
+             CompileReport &report)
+      : numPasses_(numPasses), progress_(progress), result_(result), report_(report),
+        dumpTo_(dumpDestination()) {}
 
   template <class F> auto operator()(const char *name, F &&pass) {
     const auto start = std::chrono::steady_clock::now();
@@ -50,9 +54,12 @@ public:
       ~Report() {
         if (std::uncaught_exceptions() > 0)
           return;
-        const std::chrono::duration<double, std::milli> ms =
-            std::chrono::steady_clock::now() - start;
+        const auto now = std::chrono::steady_clock::now();
+        const std::chrono::duration<double, std::milli> ms = now - start;
         logger().debug("compiler pass {}: {:.3f} ms", name, ms.count());
+        runner.report_.passes.push_back(
+            {name, std::chrono::duration<double>(start - runner.began_).count(),
+             ms.count() / 1e3});
         ++runner.done_;
         if (runner.progress_)
           runner.progress_(runner.done_, runner.numPasses_);
@@ -97,7 +104,9 @@ private:
   int done_ = 0;
   const ProgressFunc &progress_;
   const CompiledGraph &result_;
+  CompileReport &report_;
   std::string dumpTo_;
+  const std::chrono::steady_clock::time_point began_ = std::chrono::steady_clock::now();
 };
 
 } // namespace
@@ -105,16 +114,23 @@ private:
 std::unique_ptr<CompiledGraph> compileGraphState(const GraphState &graph,
                                                  ArrayRef<program::Program> programs,
                                                  const CompileOptions &options,
-                                                 const ProgressFunc &progress);
+                                                 const ProgressFunc &progress,
+                                                 CompileReport &report);
 
 // The compiler's own memory is host memory: running out of it is an aspen error that says what
 // was being compiled, and leaves the graph as it was (compiling reads it, never changes it).
 std::unique_ptr<CompiledGraph> compile(const GraphState &graph,
                                        ArrayRef<program::Program> programs,
                                        const CompileOptions &options,
-                                       const ProgressFunc &progress) {
+                                       const ProgressFunc &progress, CompileReport *report) {
+  const auto start = std::chrono::steady_clock::now();
+  CompileReport local;
   try {
-    return compileGraphState(graph, programs, options, progress);
+    auto compiled = compileGraphState(graph, programs, options, progress, report ? *report : local);
+    if (report)
+      report->seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return compiled;
   } catch (const std::bad_alloc &) {
     throw graph_memory_allocation_error(
         "compiling the graph: out of host memory (the graph has " +
@@ -127,14 +143,16 @@ std::unique_ptr<CompiledGraph> compile(const GraphState &graph,
 std::unique_ptr<CompiledGraph> compileGraphState(const GraphState &graph,
                                                  ArrayRef<program::Program> programs,
                                                  const CompileOptions &options,
-                                                 const ProgressFunc &progress) {
+                                                 const ProgressFunc &progress,
+                                                 CompileReport &report) {
   auto out = std::make_unique<CompiledGraph>();
   const Target &t = graph.target;
   out->target = {t.getName(), t.getNumTiles(), t.getNumWorkerContexts(), t.getBytesPerTile(),
                  t.getTileClockFrequency()};
   addVariableBuffers(graph, *out);
 
-  PassRunner pass(8, progress, *out);
+  report = {};
+  PassRunner pass(8, progress, *out, report);
   const auto computeSets = pass("verify", [&] { return verifyGraph(graph, programs); });
   const auto copies = pass("lower copies", [&] { return lowerCopies(graph, programs, *out); });
   const auto csIndex =
@@ -144,9 +162,13 @@ std::unique_ptr<CompiledGraph> compileGraphState(const GraphState &graph,
   const StepOrigins origins = pass("lower programs", [&] {
     return lowerPrograms(graph, programs, copies, csIndex, kernels, *out);
   });
-  pass("liveness", [&] { analyseLiveness(graph, origins, *out); });
-  pass("memory layout", [&] { planMemory(graph, options.allowOutOfMemory, *out); });
+  pass("liveness", [&] {
+    analyseLiveness(graph, origins, *out);
+    report.runOrder = describeRunOrder(*out);
+  });
+  pass("memory layout", [&] { planMemory(graph, options.allowOutOfMemory, report, *out); });
   pass("simplify steps", [&] { simplifySteps(*out); });
+  estimateSteps(graph, *out, report);
   return out;
 }
 

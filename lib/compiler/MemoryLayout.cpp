@@ -60,10 +60,19 @@ void forEachTile(const GraphState &graph, std::uint32_t v, std::size_t numTiles,
       f(run.tile, (run.end - run.begin) * var.type.size());
 }
 
+// Where a tile's peak is: `program` and `position` (Buffer::liveBegin numbering), or
+// `throughout` when only variables that are always live count there.
+struct PeakAt {
+  bool throughout = true;
+  std::uint32_t program = 0;
+  std::uint64_t position = 0;
+};
+
 // Variable bytes mapped to each tile at the busiest step of any program: always-live variables
 // (and those that never hold a value, which still have bytes) count throughout, reusable ones
-// during their live range.
-std::vector<std::uint64_t> tilePeaks(const GraphState &graph, const CompiledGraph &out) {
+// during their live range. `where`, when given, receives where each tile's peak is.
+std::vector<std::uint64_t> tilePeaks(const GraphState &graph, const CompiledGraph &out,
+                                     std::vector<PeakAt> *where = nullptr) {
   const std::size_t numTiles = out.tileBytes.size();
   std::vector<std::uint64_t> throughout(numTiles, 0);
   struct Event {
@@ -83,6 +92,8 @@ std::vector<std::uint64_t> tilePeaks(const GraphState &graph, const CompiledGrap
     }
   }
   std::vector<std::uint64_t> peak = throughout;
+  if (where)
+    where->assign(numTiles, PeakAt{});
   for (auto &[program, events] : eventsByProgram) {
     // Ranges ending before a step free their bytes before ranges starting there take theirs.
     std::sort(events.begin(), events.end(), [](const Event &a, const Event &b) {
@@ -96,10 +107,87 @@ std::vector<std::uint64_t> tilePeaks(const GraphState &graph, const CompiledGrap
           return;
         }
         now[tile] += bytes;
-        peak[tile] = std::max(peak[tile], now[tile]);
+        if (now[tile] > peak[tile]) {
+          peak[tile] = now[tile];
+          if (where)
+            (*where)[tile] = {false, program, e.at};
+        }
       });
   }
   return peak;
+}
+
+std::string shapeText(const Variable &var) {
+  std::string text = var.type.toString() + " [";
+  for (std::size_t i = 0; i < var.shape.size(); ++i)
+    text += (i ? "," : "") + std::to_string(var.shape[i]);
+  return text + "]";
+}
+
+// The step at `position` of `program`, as the compile report names it.
+std::string stepAt(const CompileReport &report, std::uint32_t program, std::uint64_t position) {
+  std::string text = "position " + std::to_string(position) + " of program " +
+                     std::to_string(program);
+  if (program < report.runOrder.size() && position < report.runOrder[program].positions.size())
+    text += " (" + report.runOrder[program].positions[position] + ")";
+  return text;
+}
+
+// The tile over its budget with the highest peak, and the largest variables that hold values
+// on it at that peak: their debug names, shapes, bytes on the tile and where they are live.
+std::string outOfMemoryMessage(const GraphState &graph, const CompiledGraph &out,
+                               const CompileReport &report, std::uint64_t budget) {
+  std::vector<PeakAt> where;
+  const std::vector<std::uint64_t> peaks = tilePeaks(graph, out, &where);
+  const auto worst = std::max_element(peaks.begin(), peaks.end());
+  const auto tile = static_cast<std::uint32_t>(worst - peaks.begin());
+  const auto over = std::count_if(peaks.begin(), peaks.end(),
+                                  [&](std::uint64_t p) { return p > budget; });
+  const PeakAt at = where[tile];
+  std::string message = "tile " + std::to_string(tile) + " needs " + std::to_string(*worst) +
+                        " bytes of variables at once but the target has " +
+                        std::to_string(budget) + " bytes per tile";
+  if (over > 1)
+    message += " (" + std::to_string(over) + " tiles are over their budget; tile " +
+               std::to_string(tile) + " the most)";
+
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> live; // bytes on the tile, variable
+  for (std::uint32_t v = 0; v < graph.variables.size(); ++v) {
+    const Buffer &b = out.buffers[v];
+    const bool holds = !b.isReusable() || b.liveBegin > b.liveEnd ||
+                       (!at.throughout && b.liveProgram == at.program &&
+                        b.liveBegin <= at.position && at.position <= b.liveEnd);
+    if (!holds)
+      continue;
+    std::uint64_t bytes = 0;
+    forEachTile(graph, v, peaks.size(), [&](std::uint32_t t, std::uint64_t n) {
+      if (t == tile)
+        bytes += n;
+    });
+    if (bytes)
+      live.emplace_back(bytes, v);
+  }
+  const std::size_t shown = std::min<std::size_t>(live.size(), 8);
+  std::partial_sort(live.begin(), live.begin() + shown, live.end(),
+                    [](const auto &a, const auto &b) {
+                      return a.first != b.first ? a.first > b.first : a.second < b.second;
+                    });
+  message += ". Its peak is " +
+             (at.throughout ? std::string("from variables that are always live")
+                            : "at " + stepAt(report, at.program, at.position)) +
+             "; the largest tensors live there (" + std::to_string(live.size()) + " in all):";
+  for (std::size_t i = 0; i < shown; ++i) {
+    const Variable &var = graph.variables[live[i].second];
+    const Buffer &b = out.buffers[live[i].second];
+    message += "\n  '" + var.name + "' " + shapeText(var) + ": " +
+               std::to_string(live[i].first) + " bytes on tile " + std::to_string(tile) + ", ";
+    if (!b.isReusable() || b.liveBegin > b.liveEnd)
+      message += "always live";
+    else
+      message += "live from " + stepAt(report, b.liveProgram, b.liveBegin) + " to " +
+                 stepAt(report, b.liveProgram, b.liveEnd);
+  }
+  return message;
 }
 } // namespace
 
@@ -109,7 +197,8 @@ void addVariableBuffers(const GraphState &graph, CompiledGraph &out) {
     out.buffers.push_back({BufferKind::Variable, v.name, v.bytes(), 0});
 }
 
-void planMemory(const GraphState &graph, bool allowOutOfMemory, CompiledGraph &out) {
+void planMemory(const GraphState &graph, bool allowOutOfMemory, const CompileReport &report,
+                CompiledGraph &out) {
   std::uint64_t end = 0, scratchBytes = 0;
   std::map<std::uint32_t, std::vector<std::uint32_t>> reusableByProgram;
   out.bufferBytes = 0;
@@ -158,21 +247,18 @@ void planMemory(const GraphState &graph, bool allowOutOfMemory, CompiledGraph &o
 
   // A target without a per-tile budget (bytes per tile 0) cannot run out.
   const std::uint64_t budget = graph.target.getBytesPerTile();
-  for (std::uint32_t tile = 0; budget != 0 && tile < out.tilePeakBytes.size(); ++tile) {
-    if (out.tilePeakBytes[tile] <= budget)
-      continue;
-    const std::string message = "tile " + std::to_string(tile) + " needs " +
-                                std::to_string(out.tilePeakBytes[tile]) +
-                                " bytes of variables at once but the target has " +
-                                std::to_string(budget) + " bytes per tile";
-    if (!allowOutOfMemory && graph.target.isTileMemoryEnforced())
-      throw graph_memory_allocation_error(message +
-                                          " (engine option debug.allowOutOfMemory=true allows it)");
-    logger().warn("{} (allowed by {}; later tiles not reported)", message,
-                  allowOutOfMemory ? "debug.allowOutOfMemory"
-                                   : "the target, which does not enforce tile memory");
-    break;
-  }
+  const bool overBudget =
+      budget != 0 && std::any_of(out.tilePeakBytes.begin(), out.tilePeakBytes.end(),
+                                 [&](std::uint64_t peak) { return peak > budget; });
+  if (!overBudget)
+    return;
+  const std::string message = outOfMemoryMessage(graph, out, report, budget);
+  if (!allowOutOfMemory && graph.target.isTileMemoryEnforced())
+    throw graph_memory_allocation_error(
+        message + "\n(engine option debug.allowOutOfMemory=true allows it)");
+  logger().warn("{}\n(allowed by {})", message,
+                allowOutOfMemory ? "debug.allowOutOfMemory"
+                                 : "the target, which does not enforce tile memory");
 }
 
 } // namespace aspen::detail

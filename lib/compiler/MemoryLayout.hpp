@@ -9,11 +9,14 @@
 //  - constants get their initial values;
 //  - the peak of variable bytes mapped to each tile, counting reusable variables only during
 //    their live ranges: above the target's bytes per tile it raises
-//    graph_memory_allocation_error naming the tile, unless allowOutOfMemory or the target does
-//    not enforce tile memory (Target::isTileMemoryEnforced; then a warning).
+//    graph_memory_allocation_error naming the tile with the highest peak, the step of its peak
+//    and the largest tensors live on it there (debug names, shapes, bytes on the tile, where
+//    they are live, in the run order of `report`), unless allowOutOfMemory or the target does
+//    not enforce tile memory (Target::isTileMemoryEnforced; then a warning with that message).
 // Assumes analyseLiveness has set the buffers' live ranges.
 #pragma once
 
+#include "CompileReport.hpp"
 #include "CompiledGraph.hpp"
 #include "core/GraphState.hpp"
 
@@ -23,6 +26,7 @@ namespace aspen::detail {
 // buffer, so that variable v is buffer v.
 void addVariableBuffers(const GraphState &graph, CompiledGraph &out);
 
-void planMemory(const GraphState &graph, bool allowOutOfMemory, CompiledGraph &out);
+void planMemory(const GraphState &graph, bool allowOutOfMemory, const CompileReport &report,
+                CompiledGraph &out);
 
 } // namespace aspen::detail
