@@ -2,6 +2,7 @@
 #include "EngineImpl.hpp"
 
 #include "DeviceSubtrees.hpp"
+#include "ProfileReport.hpp"
 
 #include "compiler/Compiler.hpp"
 #include "support/Logging.hpp"
@@ -14,20 +15,41 @@ namespace aspen {
 
 namespace detail {
 
-EngineImpl::EngineImpl(std::unique_ptr<CompiledGraph> compiled, const EngineOptions &options)
-    : compiled_(std::move(compiled)), options_(options) {
+EngineImpl::EngineImpl(std::unique_ptr<CompiledGraph> compiled, const EngineOptions &options,
+                       std::unique_ptr<CompileReport> compileReport, RunClock::time_point epoch)
+    : compiled_(std::move(compiled)), options_(options), compileReport_(std::move(compileReport)),
+      epoch_(epoch) {
   if (!compiled_)
     throw error("Engine: the Executable is empty (it was moved from or released)");
   profile_ = ExecutionProfile(*compiled_);
   streams_.reserve(compiled_->streams.size());
   for (const StreamInfo &s : compiled_->streams)
     streams_.emplace_back(s.handle, s.bytes(), s.hostToDevice);
+  // The graph's reports now, so that they exist even if the program never runs; an execution
+  // profile rewrites them when the engine goes.
+  if (options_.outputGraphProfile)
+    writeReportFiles(profileReport(profileSources()), options_.reportDirectory);
+}
+
+EngineImpl::~EngineImpl() {
+  if (!options_.outputExecutionProfile)
+    return;
+  try {
+    writeReportFiles(profileReport(profileSources()), options_.reportDirectory);
+  } catch (const std::exception &e) {
+    logger().error("Engine: the execution profile reports were not written: {}", e.what());
+  }
+}
+
+ProfileSources EngineImpl::profileSources() const {
+  return {*compiled_, profile_, compileReport_.get(), load_};
 }
 
 void EngineImpl::load(const Device &device) {
   if (device.getKind() == DeviceKind::None)
     throw error("Engine::load: no device (a default-constructed Device); make one with "
                 "Device::createCPUDevice or Device::createModelDevice");
+  const auto start = RunClock::now();
   const ExecutorBackend &backend = executorBackendFor(device.getKind());
   if (!backend.built)
     throw error("Engine::load: device " + device.describe() + " needs the " + backend.name +
@@ -52,6 +74,8 @@ void EngineImpl::load(const Device &device) {
   deviceOnly_ = executor->runsDeviceSubtrees() ? deviceOnlySteps(*compiled_)
                                                : std::vector<bool>(compiled_->steps.size());
   executor_ = std::move(executor);
+  load_ = {std::chrono::duration<double>(start - epoch_).count(),
+           std::chrono::duration<double>(RunClock::now() - start).count()};
 }
 
 void EngineImpl::requireLoaded(const char *what) const {
@@ -153,7 +177,7 @@ StreamConnection &EngineImpl::stream(StringRef handle) {
 }
 
 void EngineImpl::printProfileSummary(std::ostream &out, const ProfileOptions &options) const {
-  detail::printProfileSummary(out, *compiled_, profile_, options);
+  detail::printProfileSummary(out, profileSources(), options);
 }
 
 } // namespace detail
@@ -163,9 +187,13 @@ std::unique_ptr<detail::EngineImpl> compileEngine(const Graph &graph,
                                                   ArrayRef<program::Program> programs,
                                                   const OptionFlags &options,
                                                   const ProgressFunc &progress) {
+  const auto start = detail::RunClock::now();
   const detail::EngineOptions parsed = detail::parseEngineOptions(options);
-  return std::make_unique<detail::EngineImpl>(
-      detail::compile(graph.state(), programs, {parsed.allowOutOfMemory}, progress), parsed);
+  auto report = std::make_unique<detail::CompileReport>();
+  auto compiled =
+      detail::compile(graph.state(), programs, {parsed.allowOutOfMemory}, progress, report.get());
+  return std::make_unique<detail::EngineImpl>(std::move(compiled), parsed, std::move(report),
+                                              start);
 }
 } // namespace
 

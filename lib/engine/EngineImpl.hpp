@@ -18,7 +18,15 @@ namespace aspen::detail {
 
 class EngineImpl {
 public:
-  EngineImpl(std::unique_ptr<CompiledGraph> compiled, const EngineOptions &options);
+  // `compileReport` is null for an engine made from an executable; `epoch` is time 0 of the
+  // profile's timeline (when compiling began).
+  EngineImpl(std::unique_ptr<CompiledGraph> compiled, const EngineOptions &options,
+             std::unique_ptr<CompileReport> compileReport = nullptr,
+             RunClock::time_point epoch = RunClock::now());
+  // Writes the reports autoReport.outputExecutionProfile asks for (a failure is logged).
+  ~EngineImpl();
+  EngineImpl(const EngineImpl &) = delete;
+  EngineImpl &operator=(const EngineImpl &) = delete;
 
   void load(const Device &device);
   void run(unsigned programIndex, const std::string &debugName);
@@ -31,6 +39,7 @@ public:
   void setPrintStream(std::ostream &stream) { printStream_ = &stream; }
   void printProfileSummary(std::ostream &out, const ProfileOptions &options) const;
   void resetExecutionProfile() { profile_ = ExecutionProfile(*compiled_); }
+  ProfileSources profileSources() const;
   // Held by every Engine call, so that calls from several threads run one at a time; recursive
   // so that a stream callback may call back into its engine (on the thread running it).
   std::recursive_mutex &mutex() const { return mutex_; }
@@ -42,6 +51,9 @@ private:
   bool isTrue(const ScalarRef &scalar);
   std::int64_t integerValue(const ScalarRef &scalar);
   void transfer(const StreamCopy &copy, bool toDevice);
+  // Adds an event that began at `start` and ends now to the timeline, while it records.
+  void recordEvent(ExecutionProfile::Event::Kind kind, std::uint32_t index,
+                   RunClock::time_point start);
 
   std::unique_ptr<CompiledGraph> compiled_;
   EngineOptions options_;
@@ -49,6 +61,10 @@ private:
   std::vector<StreamConnection> streams_;
   std::ostream *printStream_ = &std::cout;
   ExecutionProfile profile_;
+  std::unique_ptr<CompileReport> compileReport_;
+  RunClock::time_point epoch_;
+  std::optional<std::pair<double, double>> load_; // {start, seconds} since epoch_
+  bool recording_ = false; // this run's events go to profile_.timeline
   std::vector<std::uint8_t> staging_;
   std::vector<bool> deviceOnly_; // deviceOnlySteps(*compiled_) when the executor takes them
   // The run in progress's deadline (options_.timeLimit), checked at every step.

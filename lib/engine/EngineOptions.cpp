@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iterator>
+#include <optional>
 
 namespace aspen::detail {
 
@@ -21,11 +22,10 @@ namespace json = aspen::support::json;
 // Aspen's executors (profiling is always on; see docs/porting.md). Any other key is an error,
 // as in Poplar. Older SDKs' keys are included so that old programs still run.
 const char *const kPoplarOnlyKeys[] = {
-    // Report generation
-    "autoReport.all", "autoReport.directory", "autoReport.outputGraphProfile",
-    "autoReport.outputExecutionProfile", "autoReport.outputDebugInfo",
-    "autoReport.outputSerializedGraph", "autoReport.outputArchive", "autoReport.outputLoweredVars",
-    "autoReport.executionProfileProgramRunCount", "autoReport.streamAtEachRun",
+    // Report generation (autoReport.all, .directory, .outputGraphProfile,
+    // .outputExecutionProfile and .executionProfileProgramRunCount are read)
+    "autoReport.outputDebugInfo", "autoReport.outputSerializedGraph", "autoReport.outputArchive",
+    "autoReport.outputLoweredVars", "autoReport.streamAtEachRun",
     // Debug (debug.allowOutOfMemory, debug.instrument and debug.retainDebugInformation are read)
     "debug.instrumentCompute", "debug.instrumentControlFlow", "debug.instrumentExternalExchange",
     "debug.computeInstrumentationLevel", "debug.outputAllSymbols", "debug.branchRecordTile",
@@ -89,6 +89,16 @@ EngineOptions parseEngineOptions(const OptionFlags &options) {
 
   EngineOptions result;
   bool instrument = false, retainDebugInformation = false;
+  bool all = false;
+  std::optional<bool> graphProfile, executionProfile;
+  const auto optionalBool = [](std::optional<bool> &target) {
+    return [&target](const std::string &v) {
+      if (v != "true" && v != "false")
+        return false;
+      target = v == "true";
+      return true;
+    };
+  };
   OptionSpec spec("Engine");
   for (const ExecutorBackend &backend : executorBackends())
     result.backendOptions[backend.name] = backend.declareOptions(spec);
@@ -97,6 +107,16 @@ EngineOptions parseEngineOptions(const OptionFlags &options) {
       // Execution is always measured and debug names are always kept.
       .boolean("debug.instrument", instrument)
       .boolean("debug.retainDebugInformation", retainDebugInformation)
+      // Reports (docs/profiling.md): all turns every report on unless its own key says false.
+      .boolean("autoReport.all", all)
+      .add("autoReport.outputGraphProfile", "true or false", optionalBool(graphProfile))
+      .add("autoReport.outputExecutionProfile", "true or false", optionalBool(executionProfile))
+      .add("autoReport.directory", "a folder path (created when needed)",
+           [&result](const std::string &v) {
+             result.reportDirectory = v;
+             return !v.empty();
+           })
+      .unsignedInteger("autoReport.executionProfileProgramRunCount", result.timelineRuns)
       // Streams are copied synchronously, so no overlap setting changes anything.
       .add("exchange.streamBufferOverlap", "one of none, hostRearrangeOnly, any",
            [](const std::string &v) { return v == "none" || v == "hostRearrangeOnly" || v == "any"; });
@@ -119,13 +139,31 @@ EngineOptions parseEngineOptions(const OptionFlags &options) {
                          "effect (docs/porting.md lists them)");
   }
   spec.parse(merged);
+  result.outputGraphProfile = graphProfile.value_or(all);
+  result.outputExecutionProfile = executionProfile.value_or(all);
   return result;
 }
 
 ProfileOptions parseProfileOptions(const OptionFlags &options) {
   ProfileOptions result;
   OptionSpec spec("printProfileSummary");
-  spec.boolean("showExecutionSteps", result.showExecutionSteps);
+  spec.boolean("showExecutionSteps", result.showExecutionSteps)
+      .enumeration("aspen.format", result.format,
+                   {{"text", ProfileOptions::Format::Text},
+                    {"json", ProfileOptions::Format::Json},
+                    {"trace", ProfileOptions::Format::Trace},
+                    {"html", ProfileOptions::Format::Html}})
+      .add("aspen.reportContext", "a JSON object", [&result](const std::string &v) {
+        result.context = v;
+        return true; // checked as JSON where the report is made, with a precise message
+      });
+  // Poplar's other printProfileSummary options (showVarStorage, ...) are warned about and
+  // ignored; a key of Aspen's own must be known.
+  for (const auto &[key, value] : options)
+    if (key.rfind("aspen.", 0) == 0 && !spec.knows(key))
+      throw invalid_option("printProfileSummary option '" + key +
+                           "' is not known; Aspen's own are aspen.format and "
+                           "aspen.reportContext");
   spec.parse(options, /*unknownIsError=*/false);
   return result;
 }

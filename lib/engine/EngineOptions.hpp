@@ -17,6 +17,12 @@ struct EngineOptions {
   // aspen.timeLimit: seconds one Engine::run may take (0: no limit). A run past it stops with
   // a runtime_error, also from inside a codelet that never returns (see docs/reliability.md).
   double timeLimit = 0;
+  // Poplar's autoReport options: which reports the engine writes into `reportDirectory`
+  // (profile.json, trace.json and report.html; docs/profiling.md), and how many runs its
+  // timeline records.
+  bool outputGraphProfile = false, outputExecutionProfile = false;
+  std::string reportDirectory = ".";
+  unsigned timelineRuns = 2; // autoReport.executionProfileProgramRunCount
   // Each executor backend's options, by backend name, as its declareOptions read them.
   std::map<std::string, std::shared_ptr<void>> backendOptions;
   // The options of backend `name` as its type (CpuExecutorOptions, CudaExecutorOptions).
@@ -30,6 +36,8 @@ EngineOptions parseEngineOptions(const OptionFlags &options);
 // Options of printProfileSummary.
 struct ProfileOptions {
   bool showExecutionSteps = false;
+  enum class Format { Text, Json, Trace, Html } format = Format::Text; // aspen.format
+  std::string context; // aspen.reportContext: a JSON object, or empty
 };
 ProfileOptions parseProfileOptions(const OptionFlags &options);
 

@@ -1,5 +1,7 @@
 #include "Profile.hpp"
 
+#include "ProfileReport.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
@@ -13,6 +15,126 @@ ExecutionProfile::ExecutionProfile(const CompiledGraph &graph)
     : computeSets(graph.computeSets.size()), kernels(graph.kernels.size()),
       steps(graph.steps.size()),
       programs(graph.programs.size()) {}
+
+TileStats tileStats(const std::vector<std::uint64_t> &bytes) {
+  TileStats s;
+  if (bytes.empty())
+    return s;
+  const auto [least, most] = std::minmax_element(bytes.begin(), bytes.end());
+  s.min = *least;
+  s.max = *most;
+  s.maxTile = static_cast<std::uint32_t>(most - bytes.begin());
+  s.total = std::accumulate(bytes.begin(), bytes.end(), std::uint64_t(0));
+  s.mean = double(s.total) / double(bytes.size());
+  s.tilesUsed = static_cast<std::uint32_t>(
+      std::count_if(bytes.begin(), bytes.end(), [](std::uint64_t b) { return b != 0; }));
+  return s;
+}
+
+namespace {
+
+// One step's estimate, memoised by step (a step's cost does not depend on where it runs).
+class ProgramEstimator {
+public:
+  ProgramEstimator(const CompiledGraph &graph, const CompileReport &compile)
+      : graph_(graph), compile_(compile), memo_(graph.steps.size()),
+        active_(graph.steps.size(), false) {}
+
+  // Every step reached so far.
+  const std::vector<std::optional<ProgramEstimate>> &steps() const { return memo_; }
+
+  ProgramEstimate operator()(std::uint32_t index) {
+    if (memo_[index])
+      return *memo_[index];
+    if (active_[index]) // a function that calls itself: its cost is not finite
+      return {0.0, 0, false};
+    active_[index] = true;
+    const ProgramEstimate result = estimate(graph_.steps[index]);
+    active_[index] = false;
+    memo_[index] = result;
+    return result;
+  }
+
+private:
+  static void add(ProgramEstimate &sum, const ProgramEstimate &part, std::uint64_t times = 1) {
+    sum.seconds = *sum.seconds + *part.seconds * double(times);
+    sum.flops += part.flops * times;
+    sum.exact = sum.exact && part.exact;
+  }
+
+  ProgramEstimate leaf(const std::vector<std::optional<double>> &table, std::uint32_t index,
+                       std::uint64_t flops) const {
+    const std::optional<double> seconds =
+        index < table.size() ? table[index] : std::optional<double>();
+    return {seconds.value_or(0.0), flops, seconds.has_value()};
+  }
+
+  ProgramEstimate estimate(const Step &step) {
+    ProgramEstimate sum{0.0, 0, true};
+    switch (step.kind) {
+    case StepKind::Execute:
+      return leaf(compile_.computeSetSeconds, step.index,
+                  graph_.computeSets[step.index].estimatedFlops);
+    case StepKind::Kernel: {
+      const CompiledKernel &k = graph_.kernels[step.index];
+      return leaf(compile_.kernelSeconds, step.index,
+                  k.kind == KernelKind::Gemm ? k.gemm.flops()
+                                             : graph_.computeSets[k.launch.computeSet].estimatedFlops);
+    }
+    case StepKind::Copy: return leaf(compile_.copySeconds, step.index, 0);
+    case StepKind::Sequence:
+      for (std::uint32_t child : step.children)
+        add(sum, (*this)(child));
+      return sum;
+    case StepKind::Repeat:
+      if (!step.children.empty())
+        add(sum, (*this)(step.children[0]), step.count);
+      return sum;
+    case StepKind::RepeatWhileTrue:
+    case StepKind::RepeatWhileFalse:
+      for (std::uint32_t child : step.children)
+        add(sum, (*this)(child));
+      sum.exact = false; // the number of iterations is known only when it runs
+      return sum;
+    case StepKind::If:
+    case StepKind::Switch: {
+      std::optional<ProgramEstimate> costliest;
+      for (std::uint32_t child : step.children) {
+        const ProgramEstimate branch = (*this)(child);
+        if (!costliest || *branch.seconds > *costliest->seconds)
+          costliest = branch;
+      }
+      if (costliest)
+        add(sum, *costliest);
+      sum.exact = false;
+      return sum;
+    }
+    default: // stream transfers (host links are not modelled), prints, aborts, no-ops
+      return sum;
+    }
+  }
+
+  const CompiledGraph &graph_;
+  const CompileReport &compile_;
+  std::vector<std::optional<ProgramEstimate>> memo_;
+  std::vector<bool> active_;
+};
+
+} // namespace
+
+std::vector<ProgramEstimate>
+estimatePrograms(const CompiledGraph &graph, const CompileReport *compile,
+                 std::vector<std::optional<ProgramEstimate>> *perStep) {
+  std::vector<ProgramEstimate> result;
+  if (!compile)
+    return result;
+  ProgramEstimator estimator(graph, *compile);
+  for (std::uint32_t root : graph.programs)
+    result.push_back(estimator(root));
+  if (perStep)
+    *perStep = estimator.steps();
+  return result;
+}
 
 namespace {
 
@@ -31,9 +153,11 @@ void printMemory(std::ostream &out, const CompiledGraph &graph) {
   fmt::print(out, "  Total variable bytes:       {}\n", graph.variableBytes);
   fmt::print(out, "  Mapped to tiles:            {}\n", total);
   if (maxTile != tiles.end()) {
-    fmt::print(out, "  Per tile: max {} bytes (tile {}), mean {:.1f} bytes over {} tiles\n",
+    const TileStats stats = tileStats(tiles);
+    fmt::print(out, "  Per tile: max {} bytes (tile {}), mean {:.1f} bytes over {} tiles, min {}\n",
                *maxTile, maxTile - tiles.begin(), double(total) / double(tiles.size()),
-               tiles.size());
+               tiles.size(), stats.min);
+    fmt::print(out, "  Tiles used:                 {} of {}\n", stats.tilesUsed, tiles.size());
     const auto &peaks = graph.tilePeakBytes;
     const auto maxPeak = std::max_element(peaks.begin(), peaks.end());
     if (maxPeak != peaks.end())
@@ -80,6 +204,19 @@ void printComputeSets(std::ostream &out, const CompiledGraph &graph) {
   fmt::print(out, "Vertices: {}\n", vertices);
   for (const auto &[type, count] : byType)
     fmt::print(out, "  {}: {}\n", type, count);
+}
+
+void printEstimates(std::ostream &out, const CompiledGraph &graph,
+                    const CompileReport *compile) {
+  const std::vector<ProgramEstimate> estimates = estimatePrograms(graph, compile);
+  if (estimates.empty())
+    return;
+  fmt::print(out, "Estimates (the target model's; docs/profiling.md):\n");
+  for (std::size_t p = 0; p < estimates.size(); ++p)
+    fmt::print(out, "  Program {}: {:.6f} s, {} flops a run{}\n", p, *estimates[p].seconds,
+               estimates[p].flops,
+               estimates[p].exact ? "" : " (inexact: data-dependent control flow or steps "
+                                         "without an estimate)");
 }
 
 void printExecution(std::ostream &out, const CompiledGraph &graph,
@@ -135,13 +272,23 @@ void printExecution(std::ostream &out, const CompiledGraph &graph,
 
 } // namespace
 
-void printProfileSummary(std::ostream &out, const CompiledGraph &graph,
-                         const ExecutionProfile &profile, const ProfileOptions &options) {
+void printProfileSummary(std::ostream &out, const ProfileSources &sources,
+                         const ProfileOptions &options) {
+  using Format = ProfileOptions::Format;
+  if (options.format != Format::Text) {
+    const support::json::Value report = profileReport(sources, options.context);
+    out << (options.format == Format::Json    ? report.write()
+            : options.format == Format::Trace ? chromeTrace(report)
+                                              : htmlReport(report));
+    return;
+  }
+  const CompiledGraph &graph = sources.graph;
   fmt::print(out, "Target: {} ({} tiles, {} workers a tile)\n", graph.target.name,
              graph.target.numTiles, graph.target.numWorkerContexts);
   printMemory(out, graph);
   printComputeSets(out, graph);
-  printExecution(out, graph, profile, options);
+  printEstimates(out, graph, sources.compile);
+  printExecution(out, graph, sources.profile, options);
 }
 
 } // namespace aspen::detail

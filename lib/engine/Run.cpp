@@ -26,6 +26,8 @@ void EngineImpl::run(unsigned programIndex, const std::string &debugName) {
                                 std::to_string(compiled_->programs.size()) + " programs");
   requireLoaded("run");
   const auto start = Clock::now();
+  recording_ = profile_.recordedRuns < options_.timelineRuns;
+  profile_.recordedRuns += recording_ ? 1 : 0;
   if (options_.timeLimit > 0) {
     deadline_ = start + std::chrono::duration_cast<Clock::duration>(
                             std::chrono::duration<double>(options_.timeLimit));
@@ -50,6 +52,16 @@ void EngineImpl::run(unsigned programIndex, const std::string &debugName) {
                         "): " + timeLimitMessage(options_.timeLimit) + ": " + e.what());
   }
   profile_.programs[programIndex].add(secondsSince(start));
+  recordEvent(ExecutionProfile::Event::Kind::Program, programIndex, start);
+}
+
+void EngineImpl::recordEvent(ExecutionProfile::Event::Kind kind, std::uint32_t index,
+                             Clock::time_point start) {
+  if (!recording_)
+    return;
+  const auto now = Clock::now();
+  profile_.record({kind, index, std::chrono::duration<double>(start - epoch_).count(),
+                   std::chrono::duration<double>(now - start).count()});
 }
 
 // A predicate is true when non-zero; for floating-point types any value but ±0 (NaN is true).
@@ -87,6 +99,7 @@ void EngineImpl::transfer(const StreamCopy &copy, bool toDevice) {
   }
   profile_.streamedBytes += staging_.size();
   profile_.streamTransfers.add(secondsSince(start));
+  recordEvent(ExecutionProfile::Event::Kind::Stream, copy.stream, start);
 }
 
 void EngineImpl::runStep(std::uint32_t index) {
@@ -99,6 +112,7 @@ void EngineImpl::runStep(std::uint32_t index) {
     const double seconds = secondsSince(start);
     profile_.steps[index].add(seconds);
     profile_.deviceSubtrees.add(seconds);
+    recordEvent(ExecutionProfile::Event::Kind::DeviceGraph, index, start);
     return;
   }
   switch (step.kind) {
@@ -109,16 +123,19 @@ void EngineImpl::runStep(std::uint32_t index) {
   case StepKind::Execute:
     profile_.computeSets[step.index].add(executor_->execute(step.index));
     profile_.rearrangedBytes += compiled_->computeSets[step.index].rearrangedBytes;
+    recordEvent(ExecutionProfile::Event::Kind::ComputeSet, step.index, start);
     break;
   case StepKind::Kernel:
     profile_.kernels[step.index].add(executor_->runKernel(step.index));
     profile_.rearrangedBytes += compiled_->kernels[step.index].rearrangedBytes;
+    recordEvent(ExecutionProfile::Event::Kind::Kernel, step.index, start);
     break;
   case StepKind::Copy: {
     const CopyPlan &plan = compiled_->copies[step.index];
     executor_->copy(plan);
     profile_.copiedBytes += plan.src.bytes();
     profile_.copies.add(secondsSince(start));
+    recordEvent(ExecutionProfile::Event::Kind::Copy, step.index, start);
     break;
   }
   case StepKind::StreamToTensor:

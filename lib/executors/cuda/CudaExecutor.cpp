@@ -233,7 +233,10 @@ public:
     const auto &copies = graph_->copies;
     if (copies.empty() || &plan < copies.data() || &plan >= copies.data() + copies.size())
       throw internal_error("CUDA executor: a copy plan that is not one of the loaded graph's");
-    enqueueCopy(stream_, std::uint32_t(&plan - copies.data()));
+    const auto index = std::uint32_t(&plan - copies.data());
+    const NvtxRange range("copy " + std::to_string(index) + " (" +
+                          std::to_string(plan.src.bytes()) + " bytes)");
+    enqueueCopy(stream_, index);
     ASPEN_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
 
