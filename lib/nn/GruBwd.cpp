@@ -169,22 +169,6 @@ GruWeights weightUpdate(Graph &graph, const GruParams &params, const GruOptions 
   return finish(graph, params, acc, prog, debug);
 }
 
-// The interleaving cadence k (0: one pass after the loop): the forced value, or one pass when
-// the gate gradients of all steps fit the memory budget, else the largest window that does.
-unsigned chooseStepsPerWU(const Graph &graph, const GruParams &params, const GruOptions &opts) {
-  const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
-  const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
-  if (opts.stepsPerWU)
-    return *opts.stepsPerWU == T ? 0u : *opts.stepsPerWU;
-  const Target &target = graph.getTarget();
-  const double budget =
-      double(target.getNumTiles()) * target.getBytesPerTile() * opts.availableMemoryProportion;
-  const double perStep = double(B) * ((params.resetAfter ? 6 : 3) * H + I + 2 * H) *
-                         target.getTypeSize(params.rnn.dataType);
-  if (perStep * T <= budget)
-    return 0;
-  return static_cast<unsigned>(std::clamp(std::floor(budget / perStep), 1.0, double(T - 1)));
-}
 
 Tensor backward(Graph &graph, const GruParams &params, const GruOptions &opts, Sequence &prog,
                 const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
@@ -489,6 +473,23 @@ GruWeights wuEntry(Graph &graph, const GruParams &params, Sequence &prog,
 }
 
 } // namespace
+
+// The interleaving cadence k (0: one pass after the loop): the forced value, or one pass when
+// the gate gradients of all steps fit the memory budget, else the largest window that does.
+unsigned chooseStepsPerWU(const Graph &graph, const GruParams &params, const GruOptions &opts) {
+  const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
+  const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
+  if (opts.stepsPerWU)
+    return *opts.stepsPerWU == T ? 0u : *opts.stepsPerWU;
+  const Target &target = graph.getTarget();
+  const double budget =
+      double(target.getNumTiles()) * target.getBytesPerTile() * opts.availableMemoryProportion;
+  const double perStep = double(B) * ((params.resetAfter ? 6 : 3) * H + I + 2 * H) *
+                         target.getTypeSize(params.rnn.dataType);
+  if (perStep * T <= budget)
+    return 0;
+  return static_cast<unsigned>(std::clamp(std::floor(budget / perStep), 1.0, double(T - 1)));
+}
 
 } // namespace detail
 

@@ -31,6 +31,10 @@ struct GruOptions {
 void checkParams(const GruParams &params, const std::string &what);
 GruOptions parseOptions(const Graph &graph, const GruParams &params, const OptionFlags &options,
                         const std::string &what);
+// The interleaved weight update's cadence k for lstmBwdWithWU / gruBwdWithWU (0: one pass after
+// the backward loop): the rnnStepsPerWU option, or the largest window that fits the budget.
+unsigned chooseStepsPerWU(const Graph &graph, const GruParams &params, const GruOptions &opts);
+
 OptionFlags matMulOptions(const GruOptions &opts, const char *pass);
 // params with realTimeSteps as its lengths (error when params has lengths already).
 GruParams withRealTimeSteps(const GruParams &params, const Tensor &realTimeSteps,

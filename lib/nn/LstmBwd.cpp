@@ -109,31 +109,6 @@ void checkBwdArguments(const LstmParams &params, const LstmOptions &opts,
     checkLike(*req.lastCellGrad, {B, H}, "the last cell state's gradient");
 }
 
-// Chooses the interleaving cadence k (0 = one pass after the loop): the forced value, or the
-// largest window of gate gradients and gathered operands that fits the memory budget.
-unsigned chooseStepsPerWU(const Graph &graph, const LstmParams &params, const LstmOptions &opts) {
-  const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
-  const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
-  if (opts.stepsPerWU) {
-    const unsigned k = *opts.stepsPerWU;
-    if (opts.disableWUPartialInterleaving && k > 1 && k < T)
-      throw invalid_option(fmt::format("lstm: rnnStepsPerWU = {} interleaves the weight update "
-                                       "partially, which disableWUPartialInterleaving forbids "
-                                       "(allowed: 0, 1 or {})",
-                                       k, T));
-    return k == T ? 0u : k;
-  }
-  const Target &target = graph.getTarget();
-  const double budget =
-      double(target.getNumTiles()) * target.getBytesPerTile() * opts.availableMemoryProportion;
-  const double perStep = double(B) * (4 * H + I + H + 1) * target.getTypeSize(params.dataType);
-  if (perStep * T <= budget)
-    return 0; // everything fits: one product over all steps after the loop
-  if (opts.disableWUPartialInterleaving)
-    return 1;
-  const double fit = std::floor(budget / perStep);
-  return static_cast<unsigned>(std::clamp(fit, 1.0, double(T - 1)));
-}
 
 // m^T as a new [cols, rows] variable: bands of its rows on each tile, written by TransposeBand
 // vertices (a blocked transpose; a strided copy of the weights was 6x slower).
@@ -405,6 +380,32 @@ BwdRequest lastStateRequest(const LstmState *lastStepStateGrad) {
 }
 
 } // namespace
+
+// Chooses the interleaving cadence k (0 = one pass after the loop): the forced value, or the
+// largest window of gate gradients and gathered operands that fits the memory budget.
+unsigned chooseStepsPerWU(const Graph &graph, const LstmParams &params, const LstmOptions &opts) {
+  const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
+  const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
+  if (opts.stepsPerWU) {
+    const unsigned k = *opts.stepsPerWU;
+    if (opts.disableWUPartialInterleaving && k > 1 && k < T)
+      throw invalid_option(fmt::format("lstm: rnnStepsPerWU = {} interleaves the weight update "
+                                       "partially, which disableWUPartialInterleaving forbids "
+                                       "(allowed: 0, 1 or {})",
+                                       k, T));
+    return k == T ? 0u : k;
+  }
+  const Target &target = graph.getTarget();
+  const double budget =
+      double(target.getNumTiles()) * target.getBytesPerTile() * opts.availableMemoryProportion;
+  const double perStep = double(B) * (4 * H + I + H + 1) * target.getTypeSize(params.dataType);
+  if (perStep * T <= budget)
+    return 0; // everything fits: one product over all steps after the loop
+  if (opts.disableWUPartialInterleaving)
+    return 1;
+  const double fit = std::floor(budget / perStep);
+  return static_cast<unsigned>(std::clamp(fit, 1.0, double(T - 1)));
+}
 
 } // namespace detail
 

@@ -38,6 +38,10 @@ void checkState(const LstmParams &params, const LstmState &state, const std::str
 void checkInput(const LstmParams &params, const Tensor &in, const std::string &what);
 
 // The matmul options of the layer's products.
+// The interleaved weight update's cadence k for lstmBwdWithWU / gruBwdWithWU (0: one pass after
+// the backward loop): the rnnStepsPerWU option, or the largest window that fits the budget.
+unsigned chooseStepsPerWU(const Graph &graph, const LstmParams &params, const LstmOptions &opts);
+
 OptionFlags matMulOptions(const LstmOptions &opts, const char *pass);
 
 // slotOf[gate] = the slot (dim 0 index of the weights) holding canonical gate `gate`.

@@ -1,0 +1,48 @@
+#include <aspen/nn/RecurrentPlan.hpp>
+
+#include "GruInternal.hpp"
+#include "LstmInternal.hpp"
+
+#include <fmt/format.h>
+
+namespace aspen::nn {
+
+std::string RecurrentPlan::toJson() const {
+  return fmt::format("{{\"numShards\": {}, \"codeReuse\": {}, \"preCalcWeights\": {}, "
+                     "\"stepsPerWU\": {}, \"recomputation\": \"{}\", \"partialsType\": \"{}\", "
+                     "\"availableMemoryProportion\": {}}}",
+                     numShards, codeReuse, preCalcWeights, stepsPerWU, recomputation,
+                     partialsType, availableMemoryProportion);
+}
+
+namespace lstm {
+RecurrentPlan getPlan(const Graph &graph, const LstmParams &params, const OptionFlags &options) {
+  const detail::LstmOptions o = detail::parseOptions(graph, params, options, "lstm::getPlan");
+  RecurrentPlan plan;
+  plan.numShards = o.numShards;
+  plan.codeReuse = o.codeReuse;
+  plan.preCalcWeights = o.preCalcWeights;
+  plan.stepsPerWU = detail::chooseStepsPerWU(graph, params, o);
+  plan.recomputation = o.recomputation == detail::Recomputation::None          ? "none"
+                       : o.recomputation == detail::Recomputation::CellAndTanh ? "cellAndTanh"
+                                                                               : "full";
+  plan.partialsType = o.partialsType == HALF ? "half" : "float";
+  plan.availableMemoryProportion = o.availableMemoryProportion;
+  return plan;
+}
+} // namespace lstm
+
+namespace gru {
+RecurrentPlan getPlan(const Graph &graph, const GruParams &params, const OptionFlags &options) {
+  const detail::GruOptions o = detail::parseOptions(graph, params, options, "gru::getPlan");
+  RecurrentPlan plan;
+  plan.numShards = o.numShards;
+  plan.codeReuse = o.codeReuse;
+  plan.stepsPerWU = detail::chooseStepsPerWU(graph, params, o);
+  plan.partialsType = o.partialsType == HALF ? "half" : "float";
+  plan.availableMemoryProportion = o.availableMemoryProportion;
+  return plan;
+}
+} // namespace gru
+
+} // namespace aspen::nn
