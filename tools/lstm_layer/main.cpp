@@ -2,16 +2,13 @@
 // runs it on a device with seeded random data, and checks every result against the
 // double-precision host model of LstmReference.hpp.
 //
-// Phases: fwd (lstmFwd with inferenceOnly), bwd (+ lstmBwd), wu (+ lstmBwd keeping the backward
-// intermediates, then the separate lstmWU pass), all (+ lstmBwdWithWU: weight update interleaved
-// with the backward loop). Inputs, tolerances and exit statuses: rnn_common/LayerDriver.hpp.
+// The layer and its phases: LstmLayer.hpp. Inputs, tolerances and exit statuses:
+// rnn_common/LayerDriver.hpp.
+#include "lstm_layer/LstmLayer.hpp"
 #include "lstm_layer/LstmReference.hpp"
-#include "rnn_common/LayerDriver.hpp"
 
 #include <aspen/linalg/Codelets.hpp>
-#include <aspen/linalg/MatMulPlan.hpp>
 #include <aspen/nn/Codelets.hpp>
-#include <aspen/nn/Lstm.hpp>
 #include <aspen/ops/Codelets.hpp>
 
 #include <fmt/format.h>
@@ -22,52 +19,15 @@
 #include <vector>
 
 using namespace aspen;
-using namespace rnnlayer;
-namespace lstm = aspen::nn::lstm;
+using namespace lstmlayer;
 
 namespace {
 
 const char *const kTool = "lstm_layer";
 
-struct Config : CommonConfig {
-  std::vector<lstm::BasicLstmCellUnit> cellOrder;
-  bool lastStepStateGrad = false, preWeightInput = false;
-};
-
 const std::vector<Flag<Config>> &flags() {
   static const std::vector<Flag<Config>> table = [] {
-    std::vector<Flag<Config>> t = layerFlags<Config>("lstm");
-    const std::vector<Flag<Config>> lstmFlags = {
-        {"accumulators-type", nullptr, "float | half (option weightAccumulatorsType)",
-         layerOption<Config>("weightAccumulatorsType", checkPrecision)},
-        {"cell-order", "{forget,input,cell,output}", "the gate of each weight slot, all four once",
-         [](Config &c, auto &f, auto &v) {
-           c.cellOrder =
-               parseCellOrder(f, v, lstm::parseBasicLstmCellUnit,
-                              lstm::getDefaultBasicLstmCellOrder(), "forget, input, cell, output");
-         },
-         FlagKind::List},
-        {"recomputation-mode", nullptr, "none | cellAndTanh | full (option recomputationMode)",
-         layerOption<Config>("recomputationMode",
-                             [](auto &f, auto &v) {
-                               return parseChoice(f, v, {"none", "cellAndTanh", "full"});
-                             })},
-        {"steps-per-wu", nullptr, "0..T, 0 = a WU pass after the loop (option rnnStepsPerWU)",
-         layerOption<Config>(
-             "rnnStepsPerWU",
-             [](auto &f, auto &v) { return std::to_string(parseNumber<unsigned>(f, v)); })},
-        {"disable-wu-partial-interleaving", nullptr, "0 | 1 (option disableWUPartialInterleaving)",
-         layerOption<Config>("disableWUPartialInterleaving", checkBool)},
-        {"pre-weight-input", "0",
-         "0 | 1: x.Wi for all steps before the loop (option preCalcWeights)",
-         [](Config &c, auto &f, auto &v) {
-           c.preWeightInput = parseBool(f, v);
-           c.layerOptions.set("preCalcWeights", c.preWeightInput ? "true" : "false");
-         }},
-        {"last-step-state-grad", "0", "0 | 1: also feed gradients of the final h and c",
-         [](Config &c, auto &f, auto &v) { c.lastStepStateGrad = parseBool(f, v); }},
-    };
-    t.insert(t.end(), lstmFlags.begin(), lstmFlags.end());
+    std::vector<Flag<Config>> t = layerFlagTable();
     const std::vector<Flag<Config>> run = runFlags<Config>();
     t.insert(t.end(), run.begin(), run.end());
     return t;
@@ -87,26 +47,15 @@ Config parseArguments(int argc, char **argv) {
   Config c = parseCommandLine(argc, argv, flags());
   if (c.help)
     return c;
-  if (c.lastStepStateGrad && !c.variableTimeSteps.empty())
-    throw UsageError("--last-step-state-grad cannot be combined with --variable-time-steps "
-                     "(the layer takes no final-state gradients with variable lengths)");
-  if (c.lastStepStateGrad && c.phase == "fwd")
-    throw UsageError("--last-step-state-grad needs a backward phase (bwd, wu or all)");
+  checkConfig(c);
   return c;
-}
-
-std::vector<std::string> cellOrderNames(const Config &c) {
-  std::vector<std::string> names;
-  for (lstm::BasicLstmCellUnit u : c.cellOrder)
-    names.push_back(lstm::asString(u));
-  return names;
 }
 
 // --- The layer -------------------------------------------------------------------------------
 
 int run(const Config &c) {
   const std::size_t T = c.sequenceSize, B = c.batchSize, I = c.inputSize, H = c.outputSize;
-  const bool backward = c.backward(), weightUpdate = c.weightUpdate();
+  const bool backward = c.backward();
   const Type type = c.dataType;
   std::string order;
   for (const std::string &name : cellOrderNames(c))
@@ -123,80 +72,12 @@ int run(const Config &c) {
   linalg::addCodelets(graph);
   nn::addCodelets(graph);
   linalg::PlanningCache cache;
-  const OptionFlags &options = c.layerOptions;
-
-  const Tensor timeSteps = addTimeSteps(graph, c);
-  lstm::LstmParams params =
-      timeSteps.valid()
-          ? lstm::LstmParams(type, B, T, timeSteps, {I, H}, c.activation->aspen,
-                             c.recurrentActivation->aspen)
-          : lstm::LstmParams(type, B, T, {I, H}, c.activation->aspen, c.recurrentActivation->aspen);
-  params.cellOrder = c.cellOrder;
-  params.outputFullSequence = c.outputAllSequence;
-  params.calcInputGradients = !c.ignoreInputGradient;
-
-  program::Sequence prog;
-  const Tensor input = lstm::createInput(graph, params, "input", options, &cache);
-  const lstm::LstmState init = lstm::createInitialState(graph, params, "init", options, &cache);
-  const lstm::LstmWeights weights = lstm::createWeights(graph, params, "weights", options, &cache);
-  Tensor fwdIntermediates;
-  const auto [output, finalCellState] =
-      lstm::lstmFwd(graph, params, init, input, weights, backward ? &fwdIntermediates : nullptr,
-                    prog, "fwd", options, &cache);
-
-  // Results, in the order they are reported and saved.
-  std::vector<std::pair<std::string, Tensor>> results = {{"output", output},
-                                                         {"finalCellState", finalCellState}};
-  Tensor outputGrad, inputGrad;
-  lstm::LstmState lastGrad;
-  if (backward) {
-    outputGrad = graph.clone(output, "outputGrad");
-    graph.createHostWrite("outputGrad", outputGrad);
-    if (c.lastStepStateGrad) {
-      lastGrad = lstm::createInitialState(graph, params, "lastStepStateGrad", options, &cache);
-      graph.createHostWrite("lastStepStateGrad.output", lastGrad.output);
-      graph.createHostWrite("lastStepStateGrad.cellState", lastGrad.cellState);
-    }
-    const lstm::LstmState *lastGradPtr = c.lastStepStateGrad ? &lastGrad : nullptr;
-    Tensor *inputGradPtr = c.ignoreInputGradient ? nullptr : &inputGrad;
-    lstm::LstmState initGrad;
-    lstm::LstmWeights weightsGrad;
-    if (c.phase == "all") {
-      initGrad = lstm::lstmBwdWithWU(graph, params, prog, init, fwdIntermediates, weights, input,
-                                     output, outputGrad, lastGradPtr, inputGradPtr, weightsGrad,
-                                     "bwd", options, &cache);
-    } else {
-      Tensor bwdIntermediates;
-      initGrad = lstm::lstmBwd(graph, params, prog, init, fwdIntermediates, weights, input, output,
-                               outputGrad, lastGradPtr, inputGradPtr,
-                               weightUpdate ? &bwdIntermediates : nullptr, "bwd", options, &cache);
-      if (weightUpdate)
-        weightsGrad = lstm::lstmWU(graph, params, prog, init, fwdIntermediates, bwdIntermediates,
-                                   weights, input, output, "wu", options, &cache);
-    }
-    if (!c.ignoreInputGradient)
-      results.push_back({"inputGrad", inputGrad});
-    results.push_back({"initialOutputGrad", initGrad.output});
-    results.push_back({"initialCellStateGrad", initGrad.cellState});
-    if (weightUpdate) {
-      results.push_back({"inputWeightsGrad", weightsGrad.inputWeights});
-      results.push_back({"outputWeightsGrad", weightsGrad.outputWeights});
-      results.push_back({"biasesGrad", weightsGrad.biases});
-    }
-  }
-  const std::pair<const char *, Tensor> inputs[] = {{"input", input},
-                                                    {"initialOutput", init.output},
-                                                    {"initialCellState", init.cellState},
-                                                    {"inputWeights", weights.inputWeights},
-                                                    {"outputWeights", weights.outputWeights},
-                                                    {"biases", weights.biases}};
-  for (const auto &[name, t] : inputs)
-    graph.createHostWrite(name, t);
-  for (const auto &[name, t] : results)
-    graph.createHostRead(name + "-read", t);
+  const BuiltLayer layer = build(graph, c, cache);
+  const auto &results = layer.results;
 
   double compileSeconds = 0;
-  std::optional<Engine> engine = compileAndLoad(kTool, c, graph, prog, device, compileSeconds);
+  std::optional<Engine> engine =
+      compileAndLoad(kTool, c, graph, layer.program, device, compileSeconds);
   if (!engine)
     return 0;
 

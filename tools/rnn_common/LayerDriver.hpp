@@ -25,6 +25,7 @@
 #include <aspen/Program.hpp>
 #include <aspen/Target.hpp>
 #include <aspen/nn/NonLinearityDef.hpp>
+#include <aspen/nn/RecurrentPlan.hpp>
 
 #include <fmt/format.h>
 
@@ -464,6 +465,28 @@ inline void writeTimeSteps(aspen::Engine &engine, const CommonConfig &c,
                    "sequence lengths (of all rows, or of each row)",
                    {c.variableTimeSteps.begin(), c.variableTimeSteps.end()},
                    {}});
+}
+
+// --- A built layer ---------------------------------------------------------------------------
+
+// A layer's graph as a driver (lstm_layer, gru_layer, rnn_layer) or aspen-plan builds it: the
+// program, the tensors written from the host (by handle name, every one already a host write)
+// and the results (read through the handles "<name>-read"), the layer's plan where it has one,
+// and the flops of one run of its phases.
+struct BuiltLayer {
+  aspen::program::Sequence program;
+  std::vector<std::pair<std::string, aspen::Tensor>> inputs;
+  std::vector<std::pair<std::string, aspen::Tensor>> results;
+  std::optional<aspen::nn::RecurrentPlan> plan;
+  std::uint64_t flops = 0;
+};
+
+// The host writes and reads of a built layer's tensors.
+inline void addHostHandles(aspen::Graph &graph, BuiltLayer &layer) {
+  for (const auto &[name, t] : layer.inputs)
+    graph.createHostWrite(name, t);
+  for (const auto &[name, t] : layer.results)
+    graph.createHostRead(name + "-read", t);
 }
 
 // --- Device, compiling and running -----------------------------------------------------------

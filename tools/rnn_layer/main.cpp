@@ -8,7 +8,7 @@
 // forwardWeightInput and passes the product. The initial state is random (createFwdState with
 // initState false, then written from the host); its gradient is not returned by rnnBwdSequence,
 // so it is not checked. Inputs, tolerances and exit statuses: rnn_common/LayerDriver.hpp.
-#include "rnn_common/LayerDriver.hpp"
+#include "rnn_layer/RnnLayer.hpp"
 #include "rnn_layer/RnnLayerReference.hpp"
 
 #include <aspen/linalg/Codelets.hpp>
@@ -27,48 +27,15 @@
 
 using namespace aspen;
 using namespace rnnlayer;
-namespace rnn = aspen::nn::rnn;
+using namespace rnnlayer::vanilla;
 
 namespace {
 
 const char *const kTool = "rnn_layer";
 
-struct Config : CommonConfig {
-  Type partialsType = FLOAT;
-  bool applyFeedforwardWeights = true;
-};
-
 const std::vector<Flag<Config>> &flags() {
   static const std::vector<Flag<Config>> table = [] {
-    // The shared flags this layer has (no gates, shards or sequence-length options).
-    const std::vector<std::string> shared = {"help",       "input-size",    "output-size",
-                                             "batch-size", "sequence-size", "phase",
-                                             "data-type",  "partials-type"};
-    std::vector<Flag<Config>> t;
-    for (Flag<Config> &f : layerFlags<Config>("rnn")) {
-      if (std::find(shared.begin(), shared.end(), f.name) == shared.end())
-        continue;
-      if (f.name == "phase")
-        f.help = "fwd | bwd | wu (rnnBwdSequence with the weight update) | all (as wu)";
-      if (f.name == "partials-type") {
-        f.defaultValue = "float";
-        f.help = "float | half";
-        f.set = [](Config &c, const std::string &flag, const std::string &value) {
-          c.partialsType = checkPrecision(flag, value) == "half" ? HALF : FLOAT;
-        };
-      }
-      t.push_back(std::move(f));
-    }
-    const std::vector<Flag<Config>> rnnFlags = {
-        {"nonlinearity-type", "tanh",
-         "sigmoid | hard_sigmoid | relu | tanh | softmax (gelu, gelu_erf, swish are refused by "
-         "the layer)",
-         [](Config &c, auto &f, auto &v) { c.activation = parseActivationFlag(f, v); }},
-        {"apply-feedforward-weights", "1",
-         "0 | 1: rnnFwdSequence weighs the input (1), or forwardWeightInput does first (0)",
-         [](Config &c, auto &f, auto &v) { c.applyFeedforwardWeights = parseBool(f, v); }},
-    };
-    t.insert(t.end(), rnnFlags.begin(), rnnFlags.end());
+    std::vector<Flag<Config>> t = layerFlagTable();
     const std::vector<Flag<Config>> run = runFlags<Config>();
     t.insert(t.end(), run.begin(), run.end());
     return t;
@@ -88,10 +55,8 @@ Config parseArguments(int argc, char **argv) { return parseCommandLine(argc, arg
 
 int run(const Config &c) {
   const std::size_t T = c.sequenceSize, B = c.batchSize, I = c.inputSize, H = c.outputSize;
-  const bool backward = c.backward(), weightUpdate = c.weightUpdate();
-  const bool inferenceOnly = !backward;
+  const bool backward = c.backward();
   const Type type = c.dataType, partials = c.partialsType;
-  const nn::NonLinearityType nl = c.activation->aspen;
 
   Device device = makeDevice(c);
   fmt::print("rnn_layer: T={} B={} I={} H={} {} (partials {}) phase={} nonlinearity={} "
@@ -105,55 +70,12 @@ int run(const Config &c) {
   nn::addCodelets(graph);
   linalg::PlanningCache cache;
 
-  program::Sequence prog;
-  const unsigned t = unsigned(T), b = unsigned(B), i = unsigned(I), h = unsigned(H);
-  const Tensor input =
-      rnn::createInput(graph, t, b, i, h, type, partials, inferenceOnly, "input", &cache);
-  const Tensor state =
-      rnn::createFwdState(graph, type, b, h, prog, false, inferenceOnly, "initialOutput", &cache);
-  const Tensor initialOutput = rnn::getOutputFromFwdState(state);
-  const Tensor inputWeights = rnn::createWeightsInput(graph, t, b, i, h, type, partials,
-                                                      inferenceOnly, "inputWeights", &cache);
-  const Tensor outputWeights = rnn::createWeightsFeedback(graph, b, h, type, partials,
-                                                          inferenceOnly, "outputWeights", &cache);
-  const Tensor biases = graph.addVariable(type, {H}, VariableMappingMethod::LINEAR, "biases");
-
-  Tensor weightedIn;
-  if (!c.applyFeedforwardWeights)
-    weightedIn = rnn::forwardWeightInput(graph, input, inputWeights, prog, partials,
-                                         inferenceOnly, "weightInput", &cache);
-  const Tensor output = rnn::rnnFwdSequence(
-      graph, prog, state, c.applyFeedforwardWeights ? nullptr : &weightedIn, biases,
-      inputWeights, outputWeights, input, nl, partials, inferenceOnly, "fwd", &cache);
-
-  // Results, in the order they are reported and saved.
-  std::vector<std::pair<std::string, Tensor>> results = {{"output", output}};
-  if (backward) {
-    const Tensor outputGrad = graph.clone(output, "outputGrad");
-    graph.createHostWrite("outputGrad", outputGrad);
-    const auto [inputGrad, inputWeightsGrad, outputWeightsGrad, biasesGrad] =
-        rnn::rnnBwdSequence(graph, weightUpdate, false, prog, state, output, biases,
-                            inputWeights, outputWeights, outputGrad, input, nl, partials, "bwd",
-                            &cache);
-    results.push_back({"inputGrad", inputGrad});
-    if (weightUpdate) {
-      results.push_back({"inputWeightsGrad", inputWeightsGrad});
-      results.push_back({"outputWeightsGrad", outputWeightsGrad});
-      results.push_back({"biasesGrad", biasesGrad});
-    }
-  }
-  const std::pair<const char *, Tensor> inputs[] = {{"input", input},
-                                                    {"initialOutput", initialOutput},
-                                                    {"inputWeights", inputWeights},
-                                                    {"outputWeights", outputWeights},
-                                                    {"biases", biases}};
-  for (const auto &[name, tensor] : inputs)
-    graph.createHostWrite(name, tensor);
-  for (const auto &[name, tensor] : results)
-    graph.createHostRead(name + "-read", tensor);
+  const BuiltLayer layer = build(graph, c, cache);
+  const auto &results = layer.results;
 
   double compileSeconds = 0;
-  std::optional<Engine> engine = compileAndLoad(kTool, c, graph, prog, device, compileSeconds);
+  std::optional<Engine> engine = compileAndLoad(kTool, c, graph, layer.program, device,
+                                                 compileSeconds);
   if (!engine)
     return 0;
 

@@ -1,0 +1,125 @@
+// The vanilla RNN layer as rnn_layer and aspen-plan build it: the flags that describe the layer
+// (popnn's rnn_layer names) and the graph of its phases.
+//
+// Phases: fwd (rnnFwdSequence with inferenceOnly), bwd (+ rnnBwdSequence without the weight
+// update), wu and all (rnnBwdSequence with doWU: the same call). --apply-feedforward-weights=1
+// lets rnnFwdSequence weigh the input (weightedIn null); 0 weighs it first with
+// forwardWeightInput and passes the product.
+#pragma once
+
+#include "rnn_common/LayerDriver.hpp"
+
+#include <aspen/linalg/MatMulPlan.hpp>
+#include <aspen/nn/Recurrent.hpp>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace rnnlayer::vanilla {
+
+using aspen::Graph, aspen::OptionFlags, aspen::Tensor, aspen::Type;
+namespace rnn = aspen::nn::rnn;
+namespace program = aspen::program;
+
+struct Config : CommonConfig {
+  Type partialsType = aspen::FLOAT;
+  bool applyFeedforwardWeights = true;
+};
+
+// The flags that describe the layer: the common ones this layer has and its own.
+inline std::vector<Flag<Config>> layerFlagTable() {
+  // The shared flags this layer has (no gates, shards or sequence-length options).
+  const std::vector<std::string> shared = {"help",       "input-size",    "output-size",
+                                           "batch-size", "sequence-size", "phase",
+                                           "data-type",  "partials-type"};
+  std::vector<Flag<Config>> t;
+  for (Flag<Config> &f : layerFlags<Config>("rnn")) {
+    if (std::find(shared.begin(), shared.end(), f.name) == shared.end())
+      continue;
+    if (f.name == "phase")
+      f.help = "fwd | bwd | wu (rnnBwdSequence with the weight update) | all (as wu)";
+    if (f.name == "partials-type") {
+      f.defaultValue = "float";
+      f.help = "float | half";
+      f.set = [](Config &c, const std::string &flag, const std::string &value) {
+        c.partialsType = checkPrecision(flag, value) == "half" ? aspen::HALF : aspen::FLOAT;
+      };
+    }
+    t.push_back(std::move(f));
+  }
+  const std::vector<Flag<Config>> rnnFlags = {
+      {"nonlinearity-type", "tanh",
+       "sigmoid | hard_sigmoid | relu | tanh | softmax (gelu, gelu_erf, swish are refused by "
+       "the layer)",
+       [](Config &c, auto &f, auto &v) { c.activation = parseActivationFlag(f, v); }},
+      {"apply-feedforward-weights", "1",
+       "0 | 1: rnnFwdSequence weighs the input (1), or forwardWeightInput does first (0)",
+       [](Config &c, auto &f, auto &v) { c.applyFeedforwardWeights = parseBool(f, v); }},
+  };
+  t.insert(t.end(), rnnFlags.begin(), rnnFlags.end());
+  return t;
+}
+
+// The layer's graph for c's phase, with its host handles (inputs: input, initialOutput,
+// inputWeights, outputWeights, biases, then outputGrad when used).
+inline BuiltLayer build(aspen::Graph &graph, const Config &c, aspen::linalg::PlanningCache &cache) {
+  using namespace aspen;
+  const std::size_t T = c.sequenceSize, B = c.batchSize, I = c.inputSize, H = c.outputSize;
+  const bool backward = c.backward(), weightUpdate = c.weightUpdate();
+  const bool inferenceOnly = !backward;
+  const Type type = c.dataType, partials = c.partialsType;
+  const nn::NonLinearityType nl = c.activation->aspen;
+
+  BuiltLayer layer;
+  program::Sequence &prog = layer.program;
+  const unsigned t = unsigned(T), b = unsigned(B), i = unsigned(I), h = unsigned(H);
+  layer.flops = rnn::getFwdFlops(t, b, i, h) + (backward ? rnn::getBwdFlops(t, b, i, h) : 0) +
+                (weightUpdate ? rnn::getWuFlops(t, b, i, h) : 0);
+  const Tensor input =
+      rnn::createInput(graph, t, b, i, h, type, partials, inferenceOnly, "input", &cache);
+  const Tensor state =
+      rnn::createFwdState(graph, type, b, h, prog, false, inferenceOnly, "initialOutput", &cache);
+  const Tensor initialOutput = rnn::getOutputFromFwdState(state);
+  const Tensor inputWeights = rnn::createWeightsInput(graph, t, b, i, h, type, partials,
+                                                      inferenceOnly, "inputWeights", &cache);
+  const Tensor outputWeights = rnn::createWeightsFeedback(graph, b, h, type, partials,
+                                                          inferenceOnly, "outputWeights", &cache);
+  const Tensor biases = graph.addVariable(type, {H}, VariableMappingMethod::LINEAR, "biases");
+
+  Tensor weightedIn;
+  if (!c.applyFeedforwardWeights)
+    weightedIn = rnn::forwardWeightInput(graph, input, inputWeights, prog, partials,
+                                         inferenceOnly, "weightInput", &cache);
+  const Tensor output = rnn::rnnFwdSequence(
+      graph, prog, state, c.applyFeedforwardWeights ? nullptr : &weightedIn, biases,
+      inputWeights, outputWeights, input, nl, partials, inferenceOnly, "fwd", &cache);
+
+  // Results, in the order they are reported and saved.
+  std::vector<std::pair<std::string, Tensor>> &results = layer.results;
+  results = {{"output", output}};
+  if (backward) {
+    const Tensor outputGrad = graph.clone(output, "outputGrad");
+    layer.inputs.push_back({"outputGrad", outputGrad});
+    const auto [inputGrad, inputWeightsGrad, outputWeightsGrad, biasesGrad] =
+        rnn::rnnBwdSequence(graph, weightUpdate, false, prog, state, output, biases,
+                            inputWeights, outputWeights, outputGrad, input, nl, partials, "bwd",
+                            &cache);
+    results.push_back({"inputGrad", inputGrad});
+    if (weightUpdate) {
+      results.push_back({"inputWeightsGrad", inputWeightsGrad});
+      results.push_back({"outputWeightsGrad", outputWeightsGrad});
+      results.push_back({"biasesGrad", biasesGrad});
+    }
+  }
+  layer.inputs.insert(layer.inputs.begin(), {{"input", input},
+                                             {"initialOutput", initialOutput},
+                                             {"inputWeights", inputWeights},
+                                             {"outputWeights", outputWeights},
+                                             {"biases", biases}});
+  addHostHandles(graph, layer);
+  return layer;
+}
+
+} // namespace rnnlayer::vanilla
