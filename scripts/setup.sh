@@ -5,7 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${1:-build}
 
-packages=(build-essential cmake ninja-build pkgconf libfmt-dev libspdlog-dev catch2 libopenblas-dev patchelf libblas3)
+# chromium and python3-jsonschema: the tests of aspen-plan's HTML and JSON reports.
+packages=(build-essential cmake ninja-build pkgconf libfmt-dev libspdlog-dev catch2 libopenblas-dev
+  patchelf libblas3 chromium python3-jsonschema)
 scripts/install-packages.sh "${packages[@]}"
 
 # ASPEN_SETUP_ONLY=1: the packages only (scripts/sanitize.sh configures its own trees).

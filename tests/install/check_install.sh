@@ -39,6 +39,13 @@ run_drivers() {
        | grep -q "$driver: PASS") || fail "installed $driver ($prefix) failed"
   done
   echo "  lstm_layer, gru_layer, rnn_layer from $prefix: PASS"
+  # The planner CLI runs a small LSTM from the prefix and writes its JSON report.
+  (cd "$work" && env -i PATH=/usr/bin:/bin HOME="$work" ASPEN_CACHE_DIR="$work/cache" \
+     "$prefix/bin/aspen-plan" lstm --input-size 3 --output-size 4 --batch-size 2 --phase all \
+     --target ipu2 --tiles 4 --run --runs 1 --json "$work/plan.json" >"$work/plan.txt" \
+     && grep -q '"schema": *"aspen.profile/1"' "$work/plan.json" \
+     && grep -q "^Memory" "$work/plan.txt") || { cat "$work/plan.txt"; fail "installed aspen-plan ($prefix) failed"; }
+  echo "  aspen-plan from $prefix: plans and runs an LSTM"
 }
 cmake_consumer() {
   local prefix=$1 build=$2
