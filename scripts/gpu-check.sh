@@ -3,9 +3,11 @@
 # fetches nothing, so it runs on a bare machine with an NVIDIA GPU, the CUDA toolkit and python3.
 # Records the GPU, runs the bundle's GPU tests (tests.tsv: ctest -L 'gpu|gpu_codegen') in
 # parallel, control flow first, reruns the failures with CUDA_MODULE_LOADING=EAGER, runs the
-# examples and the GPU benchmarks, and writes seven files in OUTDIR: summary.txt (counts, times,
-# failures, the PASS/FAIL line), nvidia-smi.txt, tests.log, reruns.log, examples.log, bench.log
-# and performance.md (the benchmarks' figures, to paste into docs/performance.md).
+# examples, aspen-plan on an LSTM and the GPU benchmarks, and writes in OUTDIR: summary.txt
+# (counts, times, failures, the PASS/FAIL line), nvidia-smi.txt, tests.log, reruns.log,
+# examples.log, bench.log, performance.md (the benchmarks' figures, to paste into
+# docs/performance.md) and aspen-plan-lstm.html (the LSTM's profile page, its JSON report
+# inside): eight files, the most a device machine returns.
 # Exits non-zero on any failure; with a GPU present, a skipped GPU test or benchmark is a failure
 # too (it checked nothing). Every step has a time limit and the whole run stays under 5 minutes.
 #
@@ -284,6 +286,23 @@ for example in "logistic_regression:(agrees)" "mlp:(loss falls)"; do
   fi
 done
 note "examples: done in $((SECONDS - start)) s"
+
+# --- aspen-plan: an LSTM planned, run twice and profiled on the device. Its HTML page (which
+# --- holds the whole JSON report) goes to OUTDIR; the JSON and the trace stay in the work folder,
+# --- since a device machine returns at most 8 files. ---
+start=$SECONDS
+plan_out="$work/aspen-plan-lstm"
+if run_example 90 aspen-plan lstm --input-size 128 --output-size 128 --batch-size 16 \
+  --sequence-size 32 --phase all --target "$device" --run --runs 2 --quiet \
+  --json "$plan_out.json" --trace "$plan_out.trace.json" --html "$out/aspen-plan-lstm.html"; then
+  if grep -q '"schema": *"aspen.profile/1"' "$plan_out.json" &&
+    grep -q '"traceEvents"' "$plan_out.trace.json" &&
+    grep -q 'aspen.profile/1' "$out/aspen-plan-lstm.html"; then
+    note "aspen-plan lstm $device: ok, its profile page in aspen-plan-lstm.html ($((SECONDS - start)) s)"
+  else
+    fail "aspen-plan lstm $device: its reports are missing or incomplete"
+  fi
+fi
 
 # --- GPU benchmarks: each prints its figures (or "no GPU: skipped" and exits 0 without one). ---
 # Runs benchmark $2 with arguments $3... into bench.log and $work/bench/<name>.out, $1 being its

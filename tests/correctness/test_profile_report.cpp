@@ -12,8 +12,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 using namespace aspen;
@@ -387,4 +389,43 @@ TEST_CASE("an engine made from an executable reports its graph without compile-t
   CHECK(tileBytes[0].asUnsigned() == 40u);
   CHECK(tileBytes[1].asUnsigned() == 56u);
   CHECK(unsignedAt(computeSetNamed(report, "scale"), "estimatedCycles") == 1000);
+}
+
+TEST_CASE("POPLAR_ENGINE_OPTIONS turns the reports on as the engine options do",
+          "[correctness][profile]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(aspen::test::binaryDir()) / "profile-report-env-test";
+  fs::remove_all(dir);
+  // Sets the variable for this test and puts back what was there.
+  struct ScopedEnvironment {
+    std::optional<std::string> old;
+    explicit ScopedEnvironment(const std::string &value) {
+      if (const char *v = std::getenv("POPLAR_ENGINE_OPTIONS"))
+        old = v;
+      setenv("POPLAR_ENGINE_OPTIONS", value.c_str(), 1);
+    }
+    ~ScopedEnvironment() {
+      if (old)
+        setenv("POPLAR_ENGINE_OPTIONS", old->c_str(), 1);
+      else
+        unsetenv("POPLAR_ENGINE_OPTIONS");
+    }
+  } environment(R"({"autoReport.all": true, "autoReport.directory": ")" + dir.string() + "\"}");
+  Fixture f;
+  {
+    Engine engine(f.graph, f.program);
+    engine.load(aspen::test::deviceFor(f.target));
+    engine.run(0);
+  }
+  std::ifstream in(dir / "profile.json");
+  REQUIRE(in);
+  std::stringstream text;
+  text << in.rdbuf();
+  const json::Value report = json::parse(text.str(), "profile.json");
+  CHECK(unsignedAt(at(report, "execution"), "runs") == 1);
+  CHECK(fs::exists(dir / "trace.json"));
+  CHECK(fs::exists(dir / "report.html"));
+  fs::remove_all(dir);
 }
