@@ -16,6 +16,30 @@ ExecutionProfile::ExecutionProfile(const CompiledGraph &graph)
       steps(graph.steps.size()),
       programs(graph.programs.size()) {}
 
+BufferTotals bufferTotals(const CompiledGraph &graph) {
+  BufferTotals totals;
+  for (const Buffer &b : graph.buffers) {
+    if (b.kind == BufferKind::VertexState)
+      totals.vertexState += b.bytes;
+    else if (b.kind == BufferKind::Scratch)
+      totals.scratch = std::max(totals.scratch, b.bytes);
+  }
+  return totals;
+}
+
+std::vector<const Buffer *> largestBuffers(const CompiledGraph &graph, std::size_t count) {
+  std::vector<const Buffer *> largest;
+  for (const Buffer &b : graph.buffers)
+    largest.push_back(&b);
+  const std::size_t shown = std::min(largest.size(), count);
+  std::partial_sort(largest.begin(), largest.begin() + shown, largest.end(),
+                    [](const Buffer *a, const Buffer *b) {
+                      return a->bytes != b->bytes ? a->bytes > b->bytes : a < b;
+                    });
+  largest.resize(shown);
+  return largest;
+}
+
 TileStats tileStats(const std::vector<std::uint64_t> &bytes) {
   TileStats s;
   if (bytes.empty())
@@ -142,13 +166,7 @@ void printMemory(std::ostream &out, const CompiledGraph &graph) {
   const auto &tiles = graph.tileBytes;
   const std::uint64_t total = std::accumulate(tiles.begin(), tiles.end(), std::uint64_t(0));
   const auto maxTile = std::max_element(tiles.begin(), tiles.end());
-  std::uint64_t state = 0, scratch = 0;
-  for (const Buffer &b : graph.buffers) {
-    if (b.kind == BufferKind::VertexState)
-      state += b.bytes;
-    else if (b.kind == BufferKind::Scratch)
-      scratch = std::max(scratch, b.bytes);
-  }
+  const BufferTotals totals = bufferTotals(graph);
   fmt::print(out, "Memory Usage:\n");
   fmt::print(out, "  Total variable bytes:       {}\n", graph.variableBytes);
   fmt::print(out, "  Mapped to tiles:            {}\n", total);
@@ -168,21 +186,13 @@ void printMemory(std::ostream &out, const CompiledGraph &graph) {
                  graph.target.bytesPerTile,
                  100.0 * double(*maxPeak) / double(graph.target.bytesPerTile));
   }
-  fmt::print(out, "  Vertex state bytes:         {}\n", state);
-  fmt::print(out, "  Rearrangement scratch:      {}\n", scratch);
+  fmt::print(out, "  Vertex state bytes:         {}\n", totals.vertexState);
+  fmt::print(out, "  Rearrangement scratch:      {}\n", totals.scratch);
   fmt::print(out, "  Arena bytes (peak):         {} ({} always live; {} if no buffer shared)\n",
              graph.arenaBytes, graph.alwaysLiveBytes, graph.bufferBytes);
-  std::vector<const Buffer *> largest;
-  for (const Buffer &b : graph.buffers)
-    largest.push_back(&b);
-  const std::size_t shown = std::min<std::size_t>(largest.size(), 5);
-  std::partial_sort(largest.begin(), largest.begin() + shown, largest.end(),
-                    [](const Buffer *a, const Buffer *b) {
-                      return a->bytes != b->bytes ? a->bytes > b->bytes : a < b;
-                    });
   fmt::print(out, "  Largest buffers:\n");
-  for (std::size_t i = 0; i < shown; ++i) {
-    const Buffer &b = *largest[i];
+  for (const Buffer *largest : largestBuffers(graph, 5)) {
+    const Buffer &b = *largest;
     const char *use = b.kind == BufferKind::Scratch ? "scratch, shared"
                       : b.isReusable()               ? "reused"
                                                      : "always live";

@@ -66,6 +66,14 @@ struct ProfileSources {
   std::optional<std::pair<double, double>> load;
 };
 
+// The vertex state bytes and the shared scratch region (its largest buffer) of a graph.
+struct BufferTotals {
+  std::uint64_t vertexState = 0, scratch = 0;
+};
+BufferTotals bufferTotals(const CompiledGraph &graph);
+// The `count` largest buffers, largest first (ties in buffer order).
+std::vector<const Buffer *> largestBuffers(const CompiledGraph &graph, std::size_t count);
+
 // Variable bytes per tile: the least, the mean, the most and the tile with the most, the total
 // and the number of tiles with any.
 struct TileStats {

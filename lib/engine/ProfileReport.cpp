@@ -92,27 +92,12 @@ Value memorySection(const ProfileSources &sources) {
   m.set("arenaBytes", num(graph.arenaBytes));
   m.set("alwaysLiveBytes", num(graph.alwaysLiveBytes));
   m.set("bufferBytes", num(graph.bufferBytes));
-  std::uint64_t state = 0, scratch = 0;
-  for (const Buffer &b : graph.buffers) {
-    if (b.kind == BufferKind::VertexState)
-      state += b.bytes;
-    else if (b.kind == BufferKind::Scratch)
-      scratch = std::max(scratch, b.bytes);
-  }
-  m.set("vertexStateBytes", num(state));
-  m.set("scratchBytes", num(scratch));
-
-  std::vector<const Buffer *> largest;
-  for (const Buffer &b : graph.buffers)
-    largest.push_back(&b);
-  const std::size_t shown = std::min<std::size_t>(largest.size(), 10);
-  std::partial_sort(largest.begin(), largest.begin() + shown, largest.end(),
-                    [](const Buffer *a, const Buffer *b) {
-                      return a->bytes != b->bytes ? a->bytes > b->bytes : a < b;
-                    });
+  const BufferTotals totals = bufferTotals(graph);
+  m.set("vertexStateBytes", num(totals.vertexState));
+  m.set("scratchBytes", num(totals.scratch));
   Value buffers = Value::array();
-  for (std::size_t i = 0; i < shown; ++i) {
-    const Buffer &b = *largest[i];
+  for (const Buffer *largest : largestBuffers(graph, 10)) {
+    const Buffer &b = *largest;
     Value v = Value::object();
     v.set("name", str(b.name));
     v.set("bytes", num(b.bytes));

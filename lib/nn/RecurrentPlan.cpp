@@ -15,19 +15,27 @@ std::string RecurrentPlan::toJson() const {
                      partialsType, availableMemoryProportion);
 }
 
-namespace lstm {
-RecurrentPlan getPlan(const Graph &graph, const LstmParams &params, const OptionFlags &options) {
-  const detail::LstmOptions o = detail::parseOptions(graph, params, options, "lstm::getPlan");
+namespace {
+// What the LSTM's and the GRU's options have in common.
+template <class Options> RecurrentPlan commonPlan(const Options &o) {
   RecurrentPlan plan;
   plan.numShards = o.numShards;
   plan.codeReuse = o.codeReuse;
+  plan.partialsType = o.partialsType == HALF ? "half" : "float";
+  plan.availableMemoryProportion = o.availableMemoryProportion;
+  return plan;
+}
+} // namespace
+
+namespace lstm {
+RecurrentPlan getPlan(const Graph &graph, const LstmParams &params, const OptionFlags &options) {
+  const detail::LstmOptions o = detail::parseOptions(graph, params, options, "lstm::getPlan");
+  RecurrentPlan plan = commonPlan(o);
   plan.preCalcWeights = o.preCalcWeights;
   plan.stepsPerWU = detail::chooseStepsPerWU(graph, params, o);
   plan.recomputation = o.recomputation == detail::Recomputation::None          ? "none"
                        : o.recomputation == detail::Recomputation::CellAndTanh ? "cellAndTanh"
                                                                                : "full";
-  plan.partialsType = o.partialsType == HALF ? "half" : "float";
-  plan.availableMemoryProportion = o.availableMemoryProportion;
   return plan;
 }
 } // namespace lstm
@@ -35,12 +43,8 @@ RecurrentPlan getPlan(const Graph &graph, const LstmParams &params, const Option
 namespace gru {
 RecurrentPlan getPlan(const Graph &graph, const GruParams &params, const OptionFlags &options) {
   const detail::GruOptions o = detail::parseOptions(graph, params, options, "gru::getPlan");
-  RecurrentPlan plan;
-  plan.numShards = o.numShards;
-  plan.codeReuse = o.codeReuse;
+  RecurrentPlan plan = commonPlan(o);
   plan.stepsPerWU = detail::chooseStepsPerWU(graph, params, o);
-  plan.partialsType = o.partialsType == HALF ? "half" : "float";
-  plan.availableMemoryProportion = o.availableMemoryProportion;
   return plan;
 }
 } // namespace gru

@@ -11,6 +11,7 @@
 #include <aspen/nn/Rnn.hpp>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace aspen::nn::rnn::detail {
@@ -42,6 +43,9 @@ unsigned checkShards(const RnnParams &params, unsigned numShards, const std::str
 void checkSequence(const RnnParams &params, const Tensor &t, const std::string &what);
 
 struct LoopSpec {
+  // The members after params are set one by one (a constructor, not aggregate initialisation,
+  // so that leaving them at their defaults draws no missing-initializer warning).
+  explicit LoopSpec(RnnParams p) : params(std::move(p)) {}
   RnnParams params;
   bool reverse = false;
   std::vector<Tensor> initState;

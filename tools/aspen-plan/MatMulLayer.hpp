@@ -8,6 +8,7 @@
 #include <aspen/linalg/MatMul.hpp>
 #include <aspen/linalg/MatMulPlan.hpp>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -24,11 +25,17 @@ struct Config : CommonConfig {
   std::size_t n() const { return outputSize; }
 };
 
+// The shared flags a product has (help, data and partials types, the memory proportion) and its
+// own.
 inline std::vector<Flag<Config>> layerFlagTable() {
   using F = Flag<Config>;
-  return {
-      F{"help", nullptr, "print the flags and exit",
-        [](Config &c, auto &f, auto &v) { c.help = parseBool(f, v); }, FlagKind::Switch, "0"},
+  const std::vector<std::string> shared = {"help", "data-type", "partials-type",
+                                           "available-memory-proportion"};
+  std::vector<F> t;
+  for (F &f : layerFlags<Config>("matmul"))
+    if (std::find(shared.begin(), shared.end(), f.name) != shared.end())
+      t.push_back(std::move(f));
+  const std::vector<F> own = {
       F{"m", "64", "M, the rows of A and C",
         [](Config &c, auto &f, auto &v) { c.batchSize = parsePositive(f, v); }},
       F{"k", "64", "K, the columns of A and rows of B",
@@ -37,21 +44,6 @@ inline std::vector<Flag<Config>> layerFlagTable() {
         [](Config &c, auto &f, auto &v) { c.outputSize = parsePositive(f, v); }},
       F{"groups", "1", "G, independent products (matMulGrouped when above 1)",
         [](Config &c, auto &f, auto &v) { c.groups = parsePositive(f, v); }},
-      F{"data-type", "float", "float | half",
-        [](Config &c, auto &f, auto &v) {
-          c.dataTypeName = checkPrecision(f, v);
-          c.dataType = c.dataTypeName == "half" ? aspen::HALF : aspen::FLOAT;
-        }},
-      F{"partials-type", nullptr, "float | half (option partialsType)",
-        layerOption<Config>("partialsType", checkPrecision)},
-      F{"available-memory-proportion", nullptr, "(0, 1] (option availableMemoryProportion)",
-        layerOption<Config>("availableMemoryProportion",
-                            [](auto &f, auto &v) {
-                              const double p = parseNumber<double>(f, v);
-                              if (!(p > 0 && p <= 1))
-                                throw UsageError(fmt::format("--{}: {} is not in (0, 1]", f, v));
-                              return v;
-                            })},
       F{"pass", nullptr,
         "INFERENCE_FWD | TRAINING_FWD | TRAINING_BWD | TRAINING_WU (option fullyConnectedPass)",
         layerOption<Config>("fullyConnectedPass",
@@ -61,6 +53,8 @@ inline std::vector<Flag<Config>> layerFlagTable() {
                                                   "TRAINING_BWD", "TRAINING_WU"});
                             })},
   };
+  t.insert(t.end(), own.begin(), own.end());
+  return t;
 }
 
 inline std::vector<std::size_t> aShape(const Config &c) {

@@ -61,10 +61,7 @@ inline void checkConfig(const Config &c) {
 }
 
 inline std::vector<std::string> cellOrderNames(const Config &c) {
-  std::vector<std::string> names;
-  for (gru::BasicGruCellUnit u : c.cellOrder)
-    names.push_back(gru::asString(u));
-  return names;
+  return unitNames(c.cellOrder, [](gru::BasicGruCellUnit u) { return gru::asString(u); });
 }
 
 // The layer's functions for this run: GRU or AUGRU (attention valid), the lengths in the params

@@ -72,10 +72,7 @@ inline void checkConfig(const Config &c) {
 }
 
 inline std::vector<std::string> cellOrderNames(const Config &c) {
-  std::vector<std::string> names;
-  for (lstm::BasicLstmCellUnit u : c.cellOrder)
-    names.push_back(lstm::asString(u));
-  return names;
+  return unitNames(c.cellOrder, [](lstm::BasicLstmCellUnit u) { return lstm::asString(u); });
 }
 
 // The layer's graph for c's phase, with its host handles (inputs: input, initialOutput,

@@ -467,6 +467,15 @@ inline void writeTimeSteps(aspen::Engine &engine, const CommonConfig &c,
                    {}});
 }
 
+// The names of a layer's cell order (lstm::asString, gru::asString).
+template <typename Unit, typename ToString>
+std::vector<std::string> unitNames(const std::vector<Unit> &units, ToString toString) {
+  std::vector<std::string> names;
+  for (Unit u : units)
+    names.push_back(toString(u));
+  return names;
+}
+
 // --- A built layer ---------------------------------------------------------------------------
 
 // A layer's graph as a driver (lstm_layer, gru_layer, rnn_layer) or aspen-plan builds it: the
