@@ -77,6 +77,14 @@ case "$flags" in *"$work/moved"*) ;; *) fail "pkg-config does not follow the mov
 # shellcheck disable=SC2086 # the flags are words
 g++ -Wall -Wextra -Werror "$program" -o "$work/pc_ported_lstm" $flags || fail "building with pkg-config failed"
 run_ported "pkg-config program (moved prefix)" "$work/pc_ported_lstm"
+# A C99 program on the backend's C ABI, built with the C compiler and pkg-config.
+flags=$(PKG_CONFIG_PATH="$pc_dir" pkg-config --cflags --libs aspen)
+# shellcheck disable=SC2086 # the flags are words
+cc -std=c99 -Wall -Wextra -Werror "$tests_dir/install/backend_consumer.c" -o "$work/backend_c" \
+  $flags -lm || fail "building the C backend consumer failed"
+(cd "$work" && env -i PATH=/usr/bin:/bin HOME="$work" ASPEN_CACHE_DIR="$work/cache" \
+   "$work/backend_c") | grep -q "backend C consumer ok" || fail "the C backend consumer failed"
+echo "  C99 program on aspen/backend.h (pkg-config, moved prefix): ok"
 cmake_consumer "$work/moved" "$work/build-moved"
 run_ported "Aspen::compat program (moved prefix)" "$work/build-moved/ported_lstm"
 echo "installed drivers ok"

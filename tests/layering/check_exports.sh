@@ -15,7 +15,8 @@ exported() {
   nm -D --defined-only "$dir/$1" | c++filt | cut -d' ' -f3- |
     sed -e 's/^\(typeinfo name for\|typeinfo for\|vtable for\|guard variable for\) //' -e 's/(.*//'
 }
-for lib in libaspen.so libaspen_util.so libaspen_ops.so libaspen_linalg.so libaspen_nn.so; do
+for lib in libaspen.so libaspen_util.so libaspen_ops.so libaspen_linalg.so libaspen_nn.so \
+  libaspen_backend.so; do
   [ -f "$dir/$lib" ] || { fail "$lib: not found in $dir"; continue; }
   leaked=$(exported "$lib" | grep -E '^aspen::([A-Za-z_0-9]+::)*detail::' | sort -u)
   [ -z "$leaked" ] || fail "$lib exports private code: $(echo "$leaked" | head -5 | tr '\n' ' ')"
@@ -33,5 +34,9 @@ expect libaspen_ops.so "void aspen::ops::fill<float>"
 expect libaspen_linalg.so "aspen::linalg::matMul"
 expect libaspen_nn.so "aspen::nn::lstm::lstmFwd"
 expect libaspen_nn.so "aspen::nn::gru::gruFwd"
+# The backend's C ABI: plain C names.
+for f in aspen_backend_create aspen_rnn_forward aspen_rnn_backward aspen_matmul aspen_last_error; do
+  expect libaspen_backend.so "$f"
+done
 [ "$status" -eq 0 ] && echo "exports ok"
 exit "$status"

@@ -1,0 +1,150 @@
+/* aspen/backend.h: Aspen's layers for framework backends, behind a C ABI.
+ *
+ * A framework backend does not build graphs: it calls "LSTM forward on these buffers" thousands
+ * of times. Each call here takes buffers the caller owns; the first call of a layer
+ * configuration (kind, sizes, type, options, device) compiles an engine for it, and every later
+ * call with the same configuration reuses it: a cache hit compiles nothing and copies only what
+ * the engine's memory layout needs. Several threads may call at once; concurrent first calls of
+ * one configuration compile it once. The cache keeps at most `max_layers` engines and evicts the
+ * least recently used.
+ *
+ * Errors come back as an aspen_status; aspen_last_error() is the message of the last failed
+ * call on the calling thread (names the argument or option and the rule). Nothing is thrown
+ * across this ABI, and arguments are checked before anything runs.
+ *
+ * Devices: "cpu" (the CPU executor) and model targets ("h200", "h100", "ipu2", "ipu21",
+ * "ipu1": the CPU executor modelling them, as planned for that target). Buffers are host
+ * memory. GPU devices, device pointers and CUDA streams are not supported yet:
+ * aspen_backend_create("gpu", ...) returns ASPEN_ERROR_UNSUPPORTED, and every `stream` argument
+ * must be NULL.
+ *
+ * Layouts (row-major, element type `dtype`: float32, or float16 as IEEE binary16 bits):
+ *   x [T,B,I] (time-major), y [T,B,H], h0/hn/c0/cn [B,H], lengths [B] (uint32, 0..T);
+ *   input_weights [G,I,H], output_weights [G,H,H] (x.W, slot g = the g-th gate of cell_order),
+ *   biases [G,H] (GRU with gru_reset_after: [G,2,H], [g][0] input bias, [g][1] recurrent);
+ *   G = 4 (LSTM) or 3 (GRU). docs/backend.md says how PyTorch's layouts map onto these.
+ *
+ * C99 and C++ (any standard from C++11) include this header.
+ */
+#ifndef ASPEN_BACKEND_H
+#define ASPEN_BACKEND_H
+
+#include <aspen/Export.hpp>
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum aspen_status {
+  ASPEN_OK = 0,
+  ASPEN_ERROR_INVALID_ARGUMENT = 1, /* a null buffer, a zero or inconsistent size, bad lengths */
+  ASPEN_ERROR_INVALID_OPTION = 2,   /* an option key or value the layer refuses */
+  ASPEN_ERROR_UNSUPPORTED = 3,      /* valid, but not something Aspen does (yet) */
+  ASPEN_ERROR_OUT_OF_MEMORY = 4,    /* host memory, or the target's tile memory */
+  ASPEN_ERROR_RUNTIME = 5,          /* the device failed while running the layer */
+  ASPEN_ERROR_INTERNAL = 6          /* a bug in Aspen: please report the message */
+} aspen_status;
+
+typedef enum aspen_dtype { ASPEN_DTYPE_FLOAT32 = 0, ASPEN_DTYPE_FLOAT16 = 1 } aspen_dtype;
+
+typedef struct aspen_backend aspen_backend;
+
+/* The message of the last call on this thread that failed ("" when none has). */
+ASPEN_API const char *aspen_last_error(void);
+/* "ASPEN_OK", "ASPEN_ERROR_INVALID_ARGUMENT", ... */
+ASPEN_API const char *aspen_status_string(aspen_status status);
+
+/* A backend for `device` keeping at most `max_layers` compiled layers (0: 64). */
+ASPEN_API aspen_status aspen_backend_create(const char *device, size_t max_layers,
+                                            aspen_backend **backend);
+/* Frees the backend and its engines; NULL is ignored. No call may be in progress on it. */
+ASPEN_API void aspen_backend_destroy(aspen_backend *backend);
+
+typedef struct aspen_cache_stats {
+  uint64_t hits;             /* calls that found their layer compiled (or being compiled) */
+  uint64_t misses;           /* calls that compiled their layer */
+  uint64_t compiles;         /* engines compiled successfully */
+  uint64_t compile_failures; /* compiles that raised an error (not cached) */
+  uint64_t evictions;        /* engines dropped to stay within the capacity */
+  uint64_t entries;          /* engines held now */
+  uint64_t capacity;         /* max_layers */
+  double compile_seconds;    /* time spent compiling, all threads together */
+} aspen_cache_stats;
+ASPEN_API aspen_status aspen_backend_cache_stats(aspen_backend *backend, aspen_cache_stats *stats);
+/* Drops every cached engine (calls in progress keep theirs until they return). */
+ASPEN_API aspen_status aspen_backend_clear_cache(aspen_backend *backend);
+
+/* --- Recurrent layers ------------------------------------------------------------------ */
+
+typedef enum aspen_rnn_cell { ASPEN_RNN_LSTM = 0, ASPEN_RNN_GRU = 1 } aspen_rnn_cell;
+
+typedef struct aspen_rnn_desc {
+  aspen_rnn_cell cell;
+  aspen_dtype dtype;
+  size_t seq_len;          /* T, the longest sequence */
+  size_t batch;            /* B */
+  size_t input_size;       /* I */
+  size_t hidden_size;      /* H */
+  int variable_lengths;    /* nonzero: every call passes lengths[B]; 0: all rows run T steps */
+  int gru_reset_after;     /* GRU: the reset gate after the recurrent product (PyTorch, cuDNN) */
+  const char *cell_order;  /* NULL: Aspen's default; else e.g. "input,forget,cell,output" */
+  const char *options;     /* NULL, or a JSON object of the layer's options (popnn's keys) */
+} aspen_rnn_desc;
+
+/* Bytes of the reserve a training forward fills for the backward. */
+ASPEN_API aspen_status aspen_rnn_reserve_bytes(aspen_backend *backend, const aspen_rnn_desc *desc,
+                                               size_t *bytes);
+
+/* The forward pass. With reserve NULL it is inference (the layer compiled with inferenceOnly);
+ * otherwise training, and reserve (aspen_rnn_reserve_bytes) receives what the backward needs.
+ * c0 and cn: LSTM only (NULL for a GRU). lengths: with desc->variable_lengths, else NULL.
+ * y [T,B,H] is zero past each row's length; hn (and cn) hold each row's state after its last
+ * step (the initial state for a length of 0). */
+ASPEN_API aspen_status aspen_rnn_forward(aspen_backend *backend, const aspen_rnn_desc *desc,
+                                         const void *x, const void *h0, const void *c0,
+                                         const void *input_weights, const void *output_weights,
+                                         const void *biases, const uint32_t *lengths, void *y,
+                                         void *hn, void *cn, void *reserve, void *stream);
+
+/* The backward pass of a training forward called with the same inputs, which returned y and
+ * filled reserve. Incoming gradients dy [T,B,H], dhn, dcn [B,H] (each NULL: zero). Results:
+ * dx (NULL: not computed), dh0 and dc0 (LSTM), and, when d_input_weights, d_output_weights and
+ * d_biases are all given, the weight gradients (written, not accumulated); all three NULL skips
+ * the weight update. With variable lengths a non-zero dcn is ASPEN_ERROR_UNSUPPORTED. */
+ASPEN_API aspen_status aspen_rnn_backward(
+    aspen_backend *backend, const aspen_rnn_desc *desc, const void *x, const void *h0,
+    const void *c0, const void *input_weights, const void *output_weights, const void *biases,
+    const uint32_t *lengths, const void *y, const void *reserve, const void *dy, const void *dhn,
+    const void *dcn, void *dx, void *dh0, void *dc0, void *d_input_weights,
+    void *d_output_weights, void *d_biases, void *stream);
+
+/* --- Matrix product and non-linearities ------------------------------------------------ */
+
+/* c [M,N] = a [M,K] . b [K,N], with Aspen's matmul planner. */
+ASPEN_API aspen_status aspen_matmul(aspen_backend *backend, aspen_dtype dtype, size_t m, size_t k,
+                                    size_t n, const void *a, const void *b, void *c, void *stream);
+
+typedef enum aspen_nonlinearity {
+  ASPEN_NONLINEARITY_SIGMOID = 0,
+  ASPEN_NONLINEARITY_HARD_SIGMOID = 1,
+  ASPEN_NONLINEARITY_RELU = 2,
+  ASPEN_NONLINEARITY_TANH = 3,
+  ASPEN_NONLINEARITY_GELU = 4,
+  ASPEN_NONLINEARITY_GELU_ERF = 5,
+  ASPEN_NONLINEARITY_SWISH = 6,
+  ASPEN_NONLINEARITY_SOFTMAX = 7 /* over the innermost dimension of [rows, n / rows] */
+} aspen_nonlinearity;
+
+/* out [rows, n / rows] = f(in) (in and out may be the same buffer). rows must divide n. */
+ASPEN_API aspen_status aspen_nonlinearity_forward(aspen_backend *backend, aspen_nonlinearity kind,
+                                                  aspen_dtype dtype, size_t rows, size_t n,
+                                                  const void *in, void *out, void *stream);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* ASPEN_BACKEND_H */

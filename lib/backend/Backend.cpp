@@ -1,0 +1,423 @@
+// The C ABI of aspen/backend.h: checks every argument before anything runs, turns the request
+// into a layer configuration and cache key, and every exception into a status and a message.
+#include <aspen/backend.h>
+
+#include "BackendError.hpp"
+#include "LayerCache.hpp"
+#include "Layers.hpp"
+#include "support/Json.hpp"
+
+#include <aspen/Error.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <new>
+#include <string>
+#include <variant>
+
+namespace json = aspen::support::json;
+using aspen::backend::RnnConfig;
+
+struct aspen_backend {
+  aspen_backend(aspen::Device d, std::string name, std::size_t capacity)
+      : device(std::move(d)), deviceName(std::move(name)), layers(capacity) {}
+  aspen::Device device;
+  std::string deviceName;
+  // Recurrent layers and the simple ones share one bound: each entry is one engine.
+  using Layer = std::variant<std::shared_ptr<aspen::backend::RnnLayer>,
+                             std::shared_ptr<aspen::backend::SimpleLayer>>;
+  aspen::backend::LayerCache<Layer> layers;
+};
+
+namespace {
+
+thread_local std::string lastError;
+
+// A bad argument: ASPEN_ERROR_INVALID_ARGUMENT with the message.
+struct BadArgument : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Runs f, turning what it throws into a status and lastError.
+template <class F> aspen_status guarded(const char *function, F &&f) {
+  try {
+    f();
+    lastError.clear();
+    return ASPEN_OK;
+  } catch (const BadArgument &e) {
+    lastError = std::string(function) + ": " + e.what();
+    return ASPEN_ERROR_INVALID_ARGUMENT;
+  } catch (const aspen::backend::Unsupported &e) {
+    lastError = e.what();
+    return ASPEN_ERROR_UNSUPPORTED;
+  } catch (const aspen::invalid_option &e) {
+    lastError = std::string(function) + ": " + e.what();
+    return ASPEN_ERROR_INVALID_OPTION;
+  } catch (const aspen::graph_memory_allocation_error &e) {
+    lastError = std::string(function) + ": " + e.what();
+    return ASPEN_ERROR_OUT_OF_MEMORY;
+  } catch (const std::bad_alloc &) {
+    lastError = std::string(function) + ": out of host memory";
+    return ASPEN_ERROR_OUT_OF_MEMORY;
+  } catch (const aspen::runtime_error &e) {
+    lastError = std::string(function) + ": " + e.what();
+    return ASPEN_ERROR_RUNTIME;
+  } catch (const aspen::error &e) {
+    lastError = std::string(function) + ": " + e.what();
+    return ASPEN_ERROR_INVALID_ARGUMENT;
+  } catch (const std::exception &e) {
+    lastError = std::string(function) + ": internal error: " + e.what();
+    return ASPEN_ERROR_INTERNAL;
+  } catch (...) {
+    lastError = std::string(function) + ": internal error: an unknown exception";
+    return ASPEN_ERROR_INTERNAL;
+  }
+}
+
+void need(bool condition, const std::string &message) {
+  if (!condition)
+    throw BadArgument(message);
+}
+
+void needBuffer(const void *p, const char *name) {
+  need(p != nullptr, fmt::format("{} is NULL", name));
+}
+
+void checkBackend(const aspen_backend *backend) { needBuffer(backend, "backend"); }
+
+void checkStream(const void *stream) {
+  if (stream)
+    throw aspen::backend::Unsupported(
+        "the stream argument must be NULL: GPU devices and CUDA streams are not supported by "
+        "the backend yet (buffers are host memory)");
+}
+
+aspen::Type typeOf(aspen_dtype dtype) {
+  switch (dtype) {
+  case ASPEN_DTYPE_FLOAT32: return aspen::FLOAT;
+  case ASPEN_DTYPE_FLOAT16: return aspen::HALF;
+  }
+  throw BadArgument(fmt::format("dtype {} is not ASPEN_DTYPE_FLOAT32 (0) or "
+                                "ASPEN_DTYPE_FLOAT16 (1)",
+                                static_cast<int>(dtype)));
+}
+
+// a * b * ..., refused when it does not fit size_t (so no buffer size wraps).
+std::size_t product(std::initializer_list<std::size_t> factors, const char *what) {
+  std::size_t result = 1;
+  for (std::size_t f : factors)
+    need(!__builtin_mul_overflow(result, f, &result),
+         fmt::format("the sizes of {} overflow a size_t", what));
+  return result;
+}
+
+std::vector<std::string> splitList(const char *text) {
+  std::vector<std::string> items;
+  std::string item;
+  for (const char *p = text;; ++p) {
+    if (*p == ',' || *p == '\0') {
+      const auto begin = item.find_first_not_of(" \t");
+      const auto end = item.find_last_not_of(" \t");
+      items.push_back(begin == std::string::npos ? "" : item.substr(begin, end - begin + 1));
+      item.clear();
+      if (*p == '\0')
+        return items;
+    } else {
+      item += *p;
+    }
+  }
+}
+
+RnnConfig rnnConfig(const aspen_rnn_desc *desc) {
+  needBuffer(desc, "desc");
+  need(desc->cell == ASPEN_RNN_LSTM || desc->cell == ASPEN_RNN_GRU,
+       fmt::format("desc->cell {} is not ASPEN_RNN_LSTM (0) or ASPEN_RNN_GRU (1)",
+                   static_cast<int>(desc->cell)));
+  RnnConfig c;
+  c.lstm = desc->cell == ASPEN_RNN_LSTM;
+  c.type = typeOf(desc->dtype);
+  c.T = desc->seq_len, c.B = desc->batch, c.I = desc->input_size, c.H = desc->hidden_size;
+  for (const auto &[value, name] : {std::pair{c.T, "seq_len"}, {c.B, "batch"},
+                                     {c.I, "input_size"}, {c.H, "hidden_size"}})
+    need(value > 0, fmt::format("desc->{} is 0; every size must be at least 1", name));
+  product({c.T, c.B, std::max(c.I, c.H), 8}, "x and y");
+  product({4, std::max(c.I, c.H), c.H, 8}, "the weights");
+  c.variableLengths = desc->variable_lengths != 0;
+  c.resetAfter = desc->gru_reset_after != 0;
+  need(c.lstm ? !c.resetAfter : true, "desc->gru_reset_after is for a GRU, not an LSTM");
+  if (desc->cell_order) {
+    c.cellOrder = splitList(desc->cell_order);
+    need(c.cellOrder.size() == c.gates(),
+         fmt::format("desc->cell_order '{}' names {} gates; an {} has {}", desc->cell_order,
+                     c.cellOrder.size(), c.lstm ? "LSTM" : "GRU", c.gates()));
+  }
+  if (desc->options) {
+    const json::Value options = json::parse(desc->options, "desc->options");
+    if (!options.isObject())
+      throw aspen::invalid_option(fmt::format("desc->options '{}' is not a JSON object",
+                                              desc->options));
+    std::map<std::string, std::string> sorted;
+    for (const auto &[key, value] : options.asObject()) {
+      if (value.isString())
+        sorted[key] = value.asString();
+      else if (value.isNumber())
+        sorted[key] = value.numberText();
+      else if (value.isBool())
+        sorted[key] = value.asBool() ? "true" : "false";
+      else
+        throw aspen::invalid_option(fmt::format("desc->options: '{}' = {} must be a string, a "
+                                                "number or a boolean",
+                                                key, value.write()));
+      if (key == "inferenceOnly")
+        throw aspen::invalid_option("desc->options: inferenceOnly is chosen by the call (a "
+                                    "forward without reserve is inference)");
+    }
+    for (const auto &[key, value] : sorted) {
+      c.options.set(key, value);
+      c.optionsText += key + "=" + value + ";";
+    }
+  }
+  return c;
+}
+
+void checkLengths(const RnnConfig &c, const std::uint32_t *lengths) {
+  if (!c.variableLengths) {
+    need(lengths == nullptr, "lengths given but desc->variable_lengths is 0");
+    return;
+  }
+  needBuffer(lengths, "lengths (desc->variable_lengths is set)");
+  for (std::size_t b = 0; b < c.B; ++b)
+    need(lengths[b] <= c.T, fmt::format("lengths[{}] = {} is more than seq_len = {}", b,
+                                        lengths[b], c.T));
+}
+
+void checkForwardBuffers(const RnnConfig &c, const aspen::backend::RnnForwardCall &call) {
+  needBuffer(call.x, "x");
+  needBuffer(call.h0, "h0");
+  needBuffer(call.inputWeights, "input_weights");
+  needBuffer(call.outputWeights, "output_weights");
+  needBuffer(call.biases, "biases");
+  if (c.lstm) {
+    needBuffer(call.c0, "c0 (an LSTM's initial cell state)");
+  } else {
+    need(call.c0 == nullptr, "c0 is given, but a GRU has no cell state");
+  }
+  checkLengths(c, call.lengths);
+}
+
+std::shared_ptr<aspen::backend::RnnLayer> rnnLayer(aspen_backend *backend, const RnnConfig &c,
+                                                   bool training) {
+  const auto layer = backend->layers.get(
+      c.key(training ? "train" : "infer") + "|" + backend->deviceName, [&] {
+        return std::make_shared<aspen_backend::Layer>(
+            aspen::backend::buildRnnLayer(backend->device, c, training));
+      });
+  return std::get<std::shared_ptr<aspen::backend::RnnLayer>>(*layer);
+}
+
+const std::vector<std::string> kModels = {"h200", "h100", "ipu2", "ipu21", "ipu1"};
+
+} // namespace
+
+extern "C" {
+
+const char *aspen_last_error(void) { return lastError.c_str(); }
+
+const char *aspen_status_string(aspen_status status) {
+  switch (status) {
+  case ASPEN_OK: return "ASPEN_OK";
+  case ASPEN_ERROR_INVALID_ARGUMENT: return "ASPEN_ERROR_INVALID_ARGUMENT";
+  case ASPEN_ERROR_INVALID_OPTION: return "ASPEN_ERROR_INVALID_OPTION";
+  case ASPEN_ERROR_UNSUPPORTED: return "ASPEN_ERROR_UNSUPPORTED";
+  case ASPEN_ERROR_OUT_OF_MEMORY: return "ASPEN_ERROR_OUT_OF_MEMORY";
+  case ASPEN_ERROR_RUNTIME: return "ASPEN_ERROR_RUNTIME";
+  case ASPEN_ERROR_INTERNAL: return "ASPEN_ERROR_INTERNAL";
+  }
+  return "an unknown aspen_status";
+}
+
+aspen_status aspen_backend_create(const char *device, size_t max_layers,
+                                  aspen_backend **backend) {
+  return guarded("aspen_backend_create", [&] {
+    needBuffer(backend, "backend (the result)");
+    *backend = nullptr;
+    needBuffer(device, "device");
+    const std::string name = device;
+    if (name == "gpu" || name.rfind("gpu:", 0) == 0)
+      throw aspen::backend::Unsupported(
+          "aspen_backend_create: device '" + name +
+          "': GPU devices are not supported by the backend yet; use \"cpu\" or a model target");
+    aspen::Device d;
+    if (name == "cpu")
+      d = aspen::Device::createCPUDevice();
+    else if (std::find(kModels.begin(), kModels.end(), name) != kModels.end())
+      d = aspen::Device::createModelDevice(aspen::Target::createModel(name));
+    else
+      throw BadArgument("device '" + name +
+                        "' is not \"cpu\" or a model target (h200, h100, ipu2, ipu21, ipu1)");
+    *backend = new aspen_backend(std::move(d), name, max_layers ? max_layers : 64);
+  });
+}
+
+void aspen_backend_destroy(aspen_backend *backend) { delete backend; }
+
+aspen_status aspen_backend_cache_stats(aspen_backend *backend, aspen_cache_stats *stats) {
+  return guarded("aspen_backend_cache_stats", [&] {
+    checkBackend(backend);
+    needBuffer(stats, "stats");
+    const aspen::backend::CacheStats s = backend->layers.stats();
+    *stats = {s.hits,    s.misses,  s.compiles,       s.compileFailures, s.evictions,
+              s.entries, s.capacity, s.compileSeconds};
+  });
+}
+
+aspen_status aspen_backend_clear_cache(aspen_backend *backend) {
+  return guarded("aspen_backend_clear_cache", [&] {
+    checkBackend(backend);
+    backend->layers.clear();
+  });
+}
+
+aspen_status aspen_rnn_reserve_bytes(aspen_backend *backend, const aspen_rnn_desc *desc,
+                                     size_t *bytes) {
+  return guarded("aspen_rnn_reserve_bytes", [&] {
+    checkBackend(backend);
+    needBuffer(bytes, "bytes");
+    *bytes = rnnLayer(backend, rnnConfig(desc), true)->reserveBytes;
+  });
+}
+
+aspen_status aspen_rnn_forward(aspen_backend *backend, const aspen_rnn_desc *desc, const void *x,
+                               const void *h0, const void *c0, const void *input_weights,
+                               const void *output_weights, const void *biases,
+                               const uint32_t *lengths, void *y, void *hn, void *cn,
+                               void *reserve, void *stream) {
+  return guarded("aspen_rnn_forward", [&] {
+    checkBackend(backend);
+    checkStream(stream);
+    const RnnConfig c = rnnConfig(desc);
+    const aspen::backend::RnnForwardCall call{x, h0, c0, input_weights, output_weights, biases,
+                                              lengths, y, hn, cn, reserve};
+    checkForwardBuffers(c, call);
+    needBuffer(y, "y");
+    needBuffer(hn, "hn");
+    if (c.lstm)
+      needBuffer(cn, "cn (an LSTM's final cell state)");
+    else
+      need(cn == nullptr, "cn is given, but a GRU has no cell state");
+    const auto layer = rnnLayer(backend, c, reserve != nullptr);
+    aspen::backend::runRnnForward(*layer, c, call);
+  });
+}
+
+aspen_status aspen_rnn_backward(aspen_backend *backend, const aspen_rnn_desc *desc, const void *x,
+                                const void *h0, const void *c0, const void *input_weights,
+                                const void *output_weights, const void *biases,
+                                const uint32_t *lengths, const void *y, const void *reserve,
+                                const void *dy, const void *dhn, const void *dcn, void *dx,
+                                void *dh0, void *dc0, void *d_input_weights,
+                                void *d_output_weights, void *d_biases, void *stream) {
+  return guarded("aspen_rnn_backward", [&] {
+    checkBackend(backend);
+    checkStream(stream);
+    const RnnConfig c = rnnConfig(desc);
+    const aspen::backend::RnnForwardCall forward{
+        x, h0, c0, input_weights, output_weights, biases, lengths, const_cast<void *>(y),
+        nullptr, nullptr, const_cast<void *>(reserve)};
+    checkForwardBuffers(c, forward);
+    needBuffer(y, "y (the training forward's output)");
+    needBuffer(reserve, "reserve (filled by the training forward)");
+    needBuffer(dh0, "dh0");
+    if (c.lstm) {
+      needBuffer(dc0, "dc0 (the gradient of an LSTM's initial cell state)");
+    } else {
+      need(dcn == nullptr, "dcn is given, but a GRU has no cell state");
+      need(dc0 == nullptr, "dc0 is given, but a GRU has no cell state");
+    }
+    const int weightGrads = (d_input_weights != nullptr) + (d_output_weights != nullptr) +
+                            (d_biases != nullptr);
+    need(weightGrads == 0 || weightGrads == 3,
+         "d_input_weights, d_output_weights and d_biases must be all given or all NULL");
+    const auto layer = rnnLayer(backend, c, true);
+    aspen::backend::runRnnBackward(
+        *layer, c,
+        {forward, dy, dhn, dcn, dx, dh0, dc0, d_input_weights, d_output_weights, d_biases});
+  });
+}
+
+aspen_status aspen_matmul(aspen_backend *backend, aspen_dtype dtype, size_t m, size_t k, size_t n,
+                          const void *a, const void *b, void *c, void *stream) {
+  return guarded("aspen_matmul", [&] {
+    checkBackend(backend);
+    checkStream(stream);
+    const aspen::Type type = typeOf(dtype);
+    need(m > 0 && k > 0 && n > 0,
+         fmt::format("m, k and n must be at least 1 (got {}, {}, {})", m, k, n));
+    const std::size_t es = type.size();
+    const std::size_t aBytes = product({m, k, es}, "a"), bBytes = product({k, n, es}, "b"),
+                      cBytes = product({m, n, es}, "c");
+    needBuffer(a, "a");
+    needBuffer(b, "b");
+    needBuffer(c, "c");
+    const std::string key = fmt::format("matmul|{}|{}|{}|{}|{}", type.toString(), m, k, n,
+                                        backend->deviceName);
+    const auto layer = std::get<std::shared_ptr<aspen::backend::SimpleLayer>>(
+        *backend->layers.get(key, [&] {
+          return std::make_shared<aspen_backend::Layer>(
+              aspen::backend::buildMatMul(backend->device, type, m, k, n));
+        }));
+    std::lock_guard<std::mutex> lock(layer->mutex);
+    const auto *pa = static_cast<const std::uint8_t *>(a);
+    const auto *pb = static_cast<const std::uint8_t *>(b);
+    auto *pc = static_cast<std::uint8_t *>(c);
+    layer->engine.writeTensor("a", pa, pa + aBytes);
+    layer->engine.writeTensor("b", pb, pb + bBytes);
+    layer->engine.run(0);
+    layer->engine.readTensor("c", pc, pc + cBytes);
+  });
+}
+
+aspen_status aspen_nonlinearity_forward(aspen_backend *backend, aspen_nonlinearity kind,
+                                        aspen_dtype dtype, size_t rows, size_t n, const void *in,
+                                        void *out, void *stream) {
+  return guarded("aspen_nonlinearity_forward", [&] {
+    checkBackend(backend);
+    checkStream(stream);
+    using aspen::nn::NonLinearityType;
+    static const std::map<int, NonLinearityType> kinds = {
+        {ASPEN_NONLINEARITY_SIGMOID, NonLinearityType::SIGMOID},
+        {ASPEN_NONLINEARITY_HARD_SIGMOID, NonLinearityType::HARD_SIGMOID},
+        {ASPEN_NONLINEARITY_RELU, NonLinearityType::RELU},
+        {ASPEN_NONLINEARITY_TANH, NonLinearityType::TANH},
+        {ASPEN_NONLINEARITY_GELU, NonLinearityType::GELU},
+        {ASPEN_NONLINEARITY_GELU_ERF, NonLinearityType::GELU_ERF},
+        {ASPEN_NONLINEARITY_SWISH, NonLinearityType::SWISH},
+        {ASPEN_NONLINEARITY_SOFTMAX, NonLinearityType::SOFTMAX_STABLE}};
+    const auto found = kinds.find(static_cast<int>(kind));
+    need(found != kinds.end(),
+         fmt::format("kind {} is not an aspen_nonlinearity", static_cast<int>(kind)));
+    const aspen::Type type = typeOf(dtype);
+    need(rows > 0 && n > 0 && n % rows == 0,
+         fmt::format("rows = {} must be at least 1 and divide n = {} (at least 1)", rows, n));
+    const std::size_t bytes = product({n, type.size()}, "in and out");
+    needBuffer(in, "in");
+    needBuffer(out, "out");
+    const std::string key = fmt::format("nonlinearity|{}|{}|{}|{}|{}", static_cast<int>(kind),
+                                        type.toString(), rows, n / rows, backend->deviceName);
+    const auto layer = std::get<std::shared_ptr<aspen::backend::SimpleLayer>>(
+        *backend->layers.get(key, [&] {
+          return std::make_shared<aspen_backend::Layer>(aspen::backend::buildNonLinearity(
+              backend->device, found->second, type, rows, n / rows));
+        }));
+    std::lock_guard<std::mutex> lock(layer->mutex);
+    const auto *p = static_cast<const std::uint8_t *>(in);
+    auto *q = static_cast<std::uint8_t *>(out);
+    layer->engine.writeTensor("x-in", p, p + bytes);
+    layer->engine.run(0);
+    layer->engine.readTensor("x", q, q + bytes);
+  });
+}
+
+} // extern "C"

@@ -1,0 +1,362 @@
+#include "Layers.hpp"
+
+#include "BackendError.hpp"
+
+#include <aspen/Graph.hpp>
+#include <aspen/HalfFloat.hpp>
+#include <aspen/linalg/Codelets.hpp>
+#include <aspen/linalg/MatMul.hpp>
+#include <aspen/nn/Codelets.hpp>
+#include <aspen/nn/Gru.hpp>
+#include <aspen/nn/Lstm.hpp>
+#include <aspen/nn/NonLinearity.hpp>
+#include <aspen/ops/Codelets.hpp>
+#include <aspen/util/TileMapping.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace aspen::backend {
+
+namespace lstm = nn::lstm;
+namespace gru = nn::gru;
+using program::Sequence;
+
+std::string RnnConfig::key(const char *pass) const {
+  std::string order;
+  for (const std::string &unit : cellOrder)
+    order += unit + ",";
+  return fmt::format("{}|{}|{}|T{}|B{}|I{}|H{}|var{}|ra{}|order{}|options{}", lstm ? "lstm" : "gru",
+                     pass, type.toString(), T, B, I, H, variableLengths, resetAfter, order,
+                     optionsText);
+}
+
+namespace {
+
+void write(Engine &engine, const char *handle, const void *data, std::size_t bytes) {
+  const auto *p = static_cast<const std::uint8_t *>(data);
+  engine.writeTensor(handle, p, p + bytes);
+}
+void read(Engine &engine, const char *handle, void *data, std::size_t bytes) {
+  auto *p = static_cast<std::uint8_t *>(data);
+  engine.readTensor(handle, p, p + bytes);
+}
+
+Graph makeGraph(const Device &device) {
+  Graph graph(device.getTarget());
+  ops::addCodelets(graph);
+  linalg::addCodelets(graph);
+  nn::addCodelets(graph);
+  return graph;
+}
+
+Engine compileAndLoad(const Graph &graph, const std::vector<program::Program> &programs,
+                      const Device &device) {
+  Engine engine(graph, programs);
+  engine.load(device);
+  return engine;
+}
+
+Tensor addLengths(Graph &graph, const RnnConfig &c) {
+  if (!c.variableLengths)
+    return {};
+  Tensor lengths = graph.addVariable(UNSIGNED_INT, {c.B}, "lengths");
+  graph.setTileMapping(lengths, 0);
+  graph.createHostWrite("lengths", lengths);
+  return lengths;
+}
+
+template <class Unit>
+std::vector<Unit> cellOrderOf(const RnnConfig &c, Unit (*parse)(const std::string &),
+                              std::vector<Unit> defaults) {
+  if (c.cellOrder.empty())
+    return defaults;
+  std::vector<Unit> order;
+  for (const std::string &name : c.cellOrder)
+    order.push_back(parse(name));
+  return order;
+}
+
+// The tensors both cells share, for the host handles.
+struct RnnTensors {
+  Tensor x, h0, c0, inputWeights, outputWeights, biases, y, cn, reserve;
+  Tensor dy, dcn, dx, dh0, dc0, dInputWeights, dOutputWeights, dBiases;
+};
+
+void addHandles(Graph &graph, const RnnTensors &t, bool training) {
+  const std::pair<const char *, const Tensor *> writes[] = {
+      {"x", &t.x}, {"h0", &t.h0}, {"c0", &t.c0}, {"inputWeights", &t.inputWeights},
+      {"outputWeights", &t.outputWeights}, {"biases", &t.biases}, {"y-in", &t.y},
+      {"reserve-in", &t.reserve}, {"dy", &t.dy}, {"dcn", &t.dcn}};
+  const std::pair<const char *, const Tensor *> reads[] = {
+      {"y", &t.y}, {"cn", &t.cn}, {"reserve", &t.reserve}, {"dx", &t.dx}, {"dh0", &t.dh0},
+      {"dc0", &t.dc0}, {"dInputWeights", &t.dInputWeights},
+      {"dOutputWeights", &t.dOutputWeights}, {"dBiases", &t.dBiases}};
+  for (const auto &[name, tensor] : writes)
+    if (tensor->valid() && (training || std::string(name).find("-in") == std::string::npos))
+      graph.createHostWrite(name, *tensor);
+  for (const auto &[name, tensor] : reads)
+    if (tensor->valid())
+      graph.createHostRead(name, *tensor);
+}
+
+std::shared_ptr<RnnLayer> buildLstm(const Device &device, const RnnConfig &c, bool training) {
+  Graph graph = makeGraph(device);
+  linalg::PlanningCache cache;
+  const Tensor lengths = addLengths(graph, c);
+  lstm::LstmParams params =
+      lengths.valid() ? lstm::LstmParams(c.type, c.B, c.T, lengths, {c.I, c.H})
+                      : lstm::LstmParams(c.type, c.B, c.T, {c.I, c.H});
+  params.cellOrder = cellOrderOf(c, &lstm::parseBasicLstmCellUnit,
+                                 lstm::getDefaultBasicLstmCellOrder());
+  OptionFlags options = c.options;
+  if (!training)
+    options.set("inferenceOnly", "true");
+
+  RnnTensors t;
+  t.x = lstm::createInput(graph, params, "x", options, &cache);
+  const lstm::LstmState init = lstm::createInitialState(graph, params, "init", options, &cache);
+  const lstm::LstmWeights weights = lstm::createWeights(graph, params, "weights", options, &cache);
+  t.h0 = init.output, t.c0 = init.cellState;
+  t.inputWeights = weights.inputWeights, t.outputWeights = weights.outputWeights,
+  t.biases = weights.biases;
+  Sequence fwd, bwd;
+  std::tie(t.y, t.cn) = lstm::lstmFwd(graph, params, init, t.x, weights,
+                                      training ? &t.reserve : nullptr, fwd, "fwd", options, &cache);
+  std::vector<program::Program> programs = {fwd};
+  if (training) {
+    t.dy = graph.clone(t.y, "dy");
+    // With variable lengths each row's last step differs: dhn is folded into dy on the host and
+    // a non-zero dcn is refused (runRnnBackward).
+    if (!c.variableLengths)
+      t.dcn = graph.clone(t.cn, "dcn");
+    lstm::LstmWeights grads;
+    const lstm::LstmState initGrad = lstm::lstmBwdWithWU(
+        graph, params, bwd, init, t.reserve, weights, t.x, t.y, t.dy,
+        c.variableLengths ? nullptr : &t.dcn, &t.dx, grads, "bwd", options, &cache);
+    t.dh0 = initGrad.output, t.dc0 = initGrad.cellState;
+    t.dInputWeights = grads.inputWeights, t.dOutputWeights = grads.outputWeights,
+    t.dBiases = grads.biases;
+    programs.push_back(bwd);
+  }
+  addHandles(graph, t, training);
+  auto layer = std::make_shared<RnnLayer>(compileAndLoad(graph, programs, device), training);
+  if (training)
+    layer->reserveBytes = t.reserve.numElements() * c.elementBytes();
+  return layer;
+}
+
+std::shared_ptr<RnnLayer> buildGru(const Device &device, const RnnConfig &c, bool training) {
+  Graph graph = makeGraph(device);
+  linalg::PlanningCache cache;
+  const Tensor lengths = addLengths(graph, c);
+  gru::GruParams params = lengths.valid() ? gru::GruParams(c.type, c.B, c.T, lengths, {c.I, c.H})
+                                          : gru::GruParams(c.type, c.B, c.T, {c.I, c.H});
+  params.cellOrder = cellOrderOf(c, &gru::parseBasicGruCellUnit,
+                                 gru::getDefaultBasicGruCellOrder());
+  params.resetAfter = c.resetAfter;
+  OptionFlags options = c.options;
+  if (!training)
+    options.set("inferenceOnly", "true");
+
+  RnnTensors t;
+  t.x = gru::createInput(graph, params, "x", options, &cache);
+  t.h0 = gru::createInitialState(graph, params, "init", options, &cache);
+  const gru::GruWeights weights = gru::createWeights(graph, params, "weights", options, &cache);
+  t.inputWeights = weights.inputWeights, t.outputWeights = weights.outputWeights,
+  t.biases = weights.biases;
+  Sequence fwd, bwd;
+  t.y = gru::gruFwd(graph, params, t.h0, t.x, weights, training ? &t.reserve : nullptr, fwd,
+                    "fwd", options, &cache);
+  std::vector<program::Program> programs = {fwd};
+  if (training) {
+    t.dy = graph.clone(t.y, "dy");
+    gru::GruWeights grads;
+    t.dh0 = gru::gruBwdWithWU(graph, params, bwd, t.h0, t.reserve, weights, t.x, t.y, t.dy, &t.dx,
+                              grads, "bwd", options, &cache);
+    t.dInputWeights = grads.inputWeights, t.dOutputWeights = grads.outputWeights,
+    t.dBiases = grads.biases;
+    programs.push_back(bwd);
+  }
+  addHandles(graph, t, training);
+  auto layer = std::make_shared<RnnLayer>(compileAndLoad(graph, programs, device), training);
+  if (training)
+    layer->reserveBytes = t.reserve.numElements() * c.elementBytes();
+  return layer;
+}
+
+// Each row's number of steps: its length, or T.
+std::vector<std::size_t> rowLengths(const RnnConfig &c, const std::uint32_t *lengths) {
+  std::vector<std::size_t> rows(c.B, c.T);
+  if (c.variableLengths)
+    for (std::size_t b = 0; b < c.B; ++b)
+      rows[b] = lengths[b];
+  return rows;
+}
+
+// dst[i] += src[i] for n elements of the config's type.
+void addElements(const RnnConfig &c, std::uint8_t *dst, const std::uint8_t *src, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    if (c.type == FLOAT) {
+      float a, b;
+      std::memcpy(&a, dst + 4 * i, 4);
+      std::memcpy(&b, src + 4 * i, 4);
+      a += b;
+      std::memcpy(dst + 4 * i, &a, 4);
+    } else {
+      std::uint16_t a, b;
+      std::memcpy(&a, dst + 2 * i, 2);
+      std::memcpy(&b, src + 2 * i, 2);
+      const auto sum = static_cast<std::uint16_t>(
+          detail::floatToHalfBits(detail::halfBitsToFloat(a) + detail::halfBitsToFloat(b)));
+      std::memcpy(dst + 2 * i, &sum, 2);
+    }
+  }
+}
+
+bool allZero(const RnnConfig &c, const std::uint8_t *data, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    // Either zero (+0 or -0) of the type.
+    if (c.type == FLOAT) {
+      std::uint32_t bits;
+      std::memcpy(&bits, data + 4 * i, 4);
+      if (bits & 0x7fffffffu)
+        return false;
+    } else {
+      std::uint16_t bits;
+      std::memcpy(&bits, data + 2 * i, 2);
+      if (bits & 0x7fffu)
+        return false;
+    }
+  }
+  return true;
+}
+
+void writeInputs(Engine &engine, const RnnConfig &c, const RnnForwardCall &call) {
+  const std::size_t es = c.elementBytes(), G = c.gates();
+  write(engine, "x", call.x, c.T * c.B * c.I * es);
+  write(engine, "h0", call.h0, c.B * c.H * es);
+  if (c.lstm)
+    write(engine, "c0", call.c0, c.B * c.H * es);
+  write(engine, "inputWeights", call.inputWeights, G * c.I * c.H * es);
+  write(engine, "outputWeights", call.outputWeights, G * c.H * c.H * es);
+  const std::size_t biasRows = !c.lstm && c.resetAfter ? 2 : 1;
+  write(engine, "biases", call.biases, G * biasRows * c.H * es);
+  if (c.variableLengths)
+    write(engine, "lengths", call.lengths, c.B * sizeof(std::uint32_t));
+}
+
+} // namespace
+
+std::shared_ptr<RnnLayer> buildRnnLayer(const Device &device, const RnnConfig &config,
+                                        bool training) {
+  return config.lstm ? buildLstm(device, config, training) : buildGru(device, config, training);
+}
+
+void runRnnForward(RnnLayer &layer, const RnnConfig &c, const RnnForwardCall &call) {
+  const std::size_t es = c.elementBytes(), rowBytes = c.H * es;
+  std::lock_guard<std::mutex> lock(layer.mutex);
+  writeInputs(layer.engine, c, call);
+  layer.engine.run(0);
+  read(layer.engine, "y", call.y, c.T * c.B * rowBytes);
+  if (c.lstm)
+    read(layer.engine, "cn", call.cn, c.B * rowBytes);
+  if (call.reserve)
+    read(layer.engine, "reserve", call.reserve, layer.reserveBytes);
+  // hn: each row's output at its last step (the initial state when it has none).
+  const std::vector<std::size_t> rows = rowLengths(c, call.lengths);
+  const auto *y = static_cast<const std::uint8_t *>(call.y);
+  const auto *h0 = static_cast<const std::uint8_t *>(call.h0);
+  auto *hn = static_cast<std::uint8_t *>(call.hn);
+  for (std::size_t b = 0; b < c.B; ++b) {
+    const std::uint8_t *from = rows[b] ? y + ((rows[b] - 1) * c.B + b) * rowBytes : h0 + b * rowBytes;
+    std::memcpy(hn + b * rowBytes, from, rowBytes);
+  }
+}
+
+void runRnnBackward(RnnLayer &layer, const RnnConfig &c, const RnnBackwardCall &call) {
+  const std::size_t es = c.elementBytes(), G = c.gates(), rowBytes = c.H * es;
+  const std::vector<std::size_t> rows = rowLengths(c, call.forward.lengths);
+  const auto *dhn = static_cast<const std::uint8_t *>(call.dhn);
+  const auto *dcn = static_cast<const std::uint8_t *>(call.dcn);
+  if (c.variableLengths && dcn)
+    for (std::size_t b = 0; b < c.B; ++b)
+      if (rows[b] > 0 && !allZero(c, dcn + b * rowBytes, c.H))
+        throw Unsupported(fmt::format(
+            "aspen_rnn_backward: dcn row {} is not zero: a gradient of the final cell state with "
+            "variable lengths is not supported yet (each row's last step differs; dhn is)",
+            b));
+  // dy with dhn added at each row's last step (hn is that step's output).
+  std::vector<std::uint8_t> dy(c.T * c.B * rowBytes, 0);
+  if (call.dy)
+    std::memcpy(dy.data(), call.dy, dy.size());
+  if (dhn)
+    for (std::size_t b = 0; b < c.B; ++b)
+      if (rows[b] > 0)
+        addElements(c, dy.data() + ((rows[b] - 1) * c.B + b) * rowBytes, dhn + b * rowBytes, c.H);
+
+  std::lock_guard<std::mutex> lock(layer.mutex);
+  Engine &engine = layer.engine;
+  writeInputs(engine, c, call.forward);
+  write(engine, "y-in", call.forward.y, c.T * c.B * rowBytes);
+  write(engine, "reserve-in", call.forward.reserve, layer.reserveBytes);
+  write(engine, "dy", dy.data(), dy.size());
+  if (c.lstm && !c.variableLengths) {
+    const std::vector<std::uint8_t> zeros(c.B * rowBytes, 0);
+    write(engine, "dcn", dcn ? dcn : zeros.data(), zeros.size());
+  }
+  engine.run(1);
+  if (call.dx)
+    read(engine, "dx", call.dx, c.T * c.B * c.I * es);
+  read(engine, "dh0", call.dh0, c.B * rowBytes);
+  if (c.lstm)
+    read(engine, "dc0", call.dc0, c.B * rowBytes);
+  if (call.dInputWeights) {
+    read(engine, "dInputWeights", call.dInputWeights, G * c.I * c.H * es);
+    read(engine, "dOutputWeights", call.dOutputWeights, G * c.H * c.H * es);
+    const std::size_t biasRows = !c.lstm && c.resetAfter ? 2 : 1;
+    read(engine, "dBiases", call.dBiases, G * biasRows * c.H * es);
+  }
+  // A row without steps has hn = h0 and cn = c0: their gradients pass straight through.
+  for (std::size_t b = 0; b < c.B; ++b) {
+    if (rows[b] > 0)
+      continue;
+    if (dhn)
+      addElements(c, static_cast<std::uint8_t *>(call.dh0) + b * rowBytes, dhn + b * rowBytes,
+                  c.H);
+    if (c.lstm && dcn)
+      addElements(c, static_cast<std::uint8_t *>(call.dc0) + b * rowBytes, dcn + b * rowBytes,
+                  c.H);
+  }
+}
+
+std::shared_ptr<SimpleLayer> buildMatMul(const Device &device, Type type, std::size_t m,
+                                         std::size_t k, std::size_t n) {
+  Graph graph = makeGraph(device);
+  linalg::PlanningCache cache;
+  const std::vector<std::size_t> aShape = {m, k}, bShape = {k, n};
+  Sequence prog;
+  const Tensor a = linalg::createMatMulInputLHS(graph, type, type, aShape, bShape, "a", {}, &cache);
+  const Tensor b = linalg::createMatMulInputRHS(graph, type, type, aShape, bShape, "b", {}, &cache);
+  const Tensor c = linalg::matMul(graph, a, b, prog, type, "c", {}, &cache);
+  graph.createHostWrite("a", a);
+  graph.createHostWrite("b", b);
+  graph.createHostRead("c", c);
+  return std::make_shared<SimpleLayer>(compileAndLoad(graph, {prog}, device));
+}
+
+std::shared_ptr<SimpleLayer> buildNonLinearity(const Device &device, nn::NonLinearityType kind,
+                                               Type type, std::size_t rows, std::size_t cols) {
+  Graph graph = makeGraph(device);
+  Sequence prog;
+  const Tensor x = graph.addVariable(type, {rows, cols}, "x");
+  util::mapTensorLinearly(graph, x);
+  nn::nonLinearityInPlace(graph, kind, x, prog, "f");
+  graph.createHostWrite("x-in", x);
+  graph.createHostRead("x", x);
+  return std::make_shared<SimpleLayer>(compileAndLoad(graph, {prog}, device));
+}
+
+} // namespace aspen::backend

@@ -1,0 +1,79 @@
+// The layers the C backend (aspen/backend.h) compiles and runs: each one an Engine loaded on the
+// backend's device, built from a validated configuration, with named host handles for the
+// caller's buffers. A layer runs one call at a time (its mutex); the cache shares it between
+// threads.
+#pragma once
+
+#include <aspen/Device.hpp>
+#include <aspen/Engine.hpp>
+#include <aspen/OptionFlags.hpp>
+#include <aspen/Type.hpp>
+#include <aspen/nn/NonLinearityDef.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace aspen::backend {
+
+// A recurrent layer as aspen_rnn_desc describes it, checked.
+struct RnnConfig {
+  bool lstm = true;
+  Type type = FLOAT;
+  std::size_t T = 0, B = 0, I = 0, H = 0;
+  bool variableLengths = false;
+  bool resetAfter = false;             // GRU
+  std::vector<std::string> cellOrder;  // empty: the layer's default
+  OptionFlags options;                 // popnn's keys
+  std::string optionsText;             // the options as given, sorted: part of the key
+
+  std::size_t gates() const { return lstm ? 4 : 3; }
+  std::size_t elementBytes() const { return type.size(); }
+  std::string key(const char *pass) const;
+};
+
+struct RnnLayer {
+  RnnLayer(Engine e, bool training) : engine(std::move(e)), training(training) {}
+  std::mutex mutex;
+  Engine engine;
+  bool training;
+  std::size_t reserveBytes = 0; // the forward's intermediates (training)
+};
+
+// Compiles and loads the layer: inference (program 0: forward), or training (program 0: the
+// forward that saves its intermediates, program 1: backward with the weight update).
+std::shared_ptr<RnnLayer> buildRnnLayer(const Device &device, const RnnConfig &config,
+                                        bool training);
+
+// The buffers of one call; sizes follow the config (aspen/backend.h's layouts).
+struct RnnForwardCall {
+  const void *x, *h0, *c0, *inputWeights, *outputWeights, *biases;
+  const std::uint32_t *lengths;
+  void *y, *hn, *cn, *reserve;
+};
+void runRnnForward(RnnLayer &layer, const RnnConfig &config, const RnnForwardCall &call);
+
+struct RnnBackwardCall {
+  RnnForwardCall forward; // y and reserve are read; hn, cn unused
+  const void *dy, *dhn, *dcn;
+  void *dx, *dh0, *dc0, *dInputWeights, *dOutputWeights, *dBiases;
+};
+void runRnnBackward(RnnLayer &layer, const RnnConfig &config, const RnnBackwardCall &call);
+
+struct SimpleLayer {
+  explicit SimpleLayer(Engine e) : engine(std::move(e)) {}
+  std::mutex mutex;
+  Engine engine;
+};
+
+// c [m,n] = a [m,k] . b [k,n]: handles "a", "b", "c".
+std::shared_ptr<SimpleLayer> buildMatMul(const Device &device, Type type, std::size_t m,
+                                         std::size_t k, std::size_t n);
+// x [rows, cols] = f(x) in place: handles "x-in", "x".
+std::shared_ptr<SimpleLayer> buildNonLinearity(const Device &device, nn::NonLinearityType kind,
+                                               Type type, std::size_t rows, std::size_t cols);
+
+} // namespace aspen::backend

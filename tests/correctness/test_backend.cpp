@@ -1,0 +1,401 @@
+// The C backend (aspen/backend.h): every result against the independent double-precision host
+// models of the layer drivers (LstmReference.hpp, GruReference.hpp) or a host product; the
+// layer cache's counts, its bound and its compile-once under concurrent first calls; and the
+// error codes and messages of bad arguments, before anything compiles.
+#include <aspen/backend.h>
+
+// The layer drivers' double-precision host models.
+#include "../../tools/gru_layer/GruReference.hpp"
+#include "../../tools/lstm_layer/LstmReference.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <latch>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+struct Backend {
+  aspen_backend *handle = nullptr;
+  explicit Backend(const char *device = "cpu", std::size_t capacity = 0) {
+    REQUIRE(aspen_backend_create(device, capacity, &handle) == ASPEN_OK);
+  }
+  ~Backend() { aspen_backend_destroy(handle); }
+  aspen_cache_stats stats() const {
+    aspen_cache_stats s{};
+    REQUIRE(aspen_backend_cache_stats(handle, &s) == ASPEN_OK);
+    return s;
+  }
+};
+
+std::vector<float> randomFloats(std::mt19937 &rng, std::size_t n, double scale) {
+  std::uniform_real_distribution<double> u(-scale, scale);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = static_cast<float>(u(rng));
+  return v;
+}
+std::vector<double> widen(const std::vector<float> &v) { return {v.begin(), v.end()}; }
+
+void requireClose(const char *what, const std::vector<float> &got, const std::vector<double> &want,
+                  double rel = 2e-4, double abs = 1e-5) {
+  INFO(what);
+  REQUIRE(got.size() == want.size());
+  std::size_t bad = 0, first = 0;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (!(std::abs(got[i] - want[i]) <= abs + rel * std::abs(want[i])) && bad++ == 0)
+      first = i;
+  INFO("first mismatch at " << first << ": " << got[first] << " vs " << want[first]);
+  CHECK(bad == 0);
+}
+
+aspen_rnn_desc lstmDesc(std::size_t T, std::size_t B, std::size_t I, std::size_t H,
+                        bool variable) {
+  aspen_rnn_desc d{};
+  d.cell = ASPEN_RNN_LSTM;
+  d.dtype = ASPEN_DTYPE_FLOAT32;
+  d.seq_len = T, d.batch = B, d.input_size = I, d.hidden_size = H;
+  d.variable_lengths = variable;
+  d.cell_order = "input,forget,cell,output"; // PyTorch's gate order
+  return d;
+}
+
+// An LSTM trained through the backend against lstmref: forward (training and inference) and
+// backward with incoming gradients of y, hn and cn.
+void checkLstm(const std::vector<unsigned> &lengths) {
+  const std::size_t T = 5, B = 3, I = 4, H = 6;
+  const bool variable = !lengths.empty();
+  Backend backend;
+  const aspen_rnn_desc desc = lstmDesc(T, B, I, H, variable);
+  std::mt19937 rng(7);
+  const double ws = 1.0 / std::sqrt(double(H));
+  const auto x = randomFloats(rng, T * B * I, 1), h0 = randomFloats(rng, B * H, 1),
+             c0 = randomFloats(rng, B * H, 1), wi = randomFloats(rng, 4 * I * H, ws),
+             wo = randomFloats(rng, 4 * H * H, ws), b = randomFloats(rng, 4 * H, 1),
+             dy = randomFloats(rng, T * B * H, 1), dhn = randomFloats(rng, B * H, 1);
+  // A final cell state gradient only where the backend takes one: every row with fixed lengths,
+  // rows of length 0 (where cn is c0) with variable lengths.
+  std::vector<float> dcn = randomFloats(rng, B * H, 1);
+  for (std::size_t r = 0; r < B && variable; ++r)
+    if (lengths[r] > 0)
+      std::fill_n(dcn.begin() + r * H, H, 0.0f);
+
+  lstmref::LstmModel model;
+  model.T = T, model.B = B, model.I = I, model.H = H;
+  model.cellOrder = {lstmref::kInput, lstmref::kForget, lstmref::kCandidate, lstmref::kOutput};
+  model.timeSteps = lengths;
+  const lstmref::LstmData data{widen(x), widen(h0), widen(c0), widen(wi), widen(wo), widen(b)};
+  const lstmref::LstmForward fwd = lstmref::forward(model, data);
+  const lstmref::LstmGrads grads =
+      lstmref::backward(model, data, fwd, widen(dy), {widen(dhn), widen(dcn)});
+
+  std::size_t reserveBytes = 0;
+  REQUIRE(aspen_rnn_reserve_bytes(backend.handle, &desc, &reserveBytes) == ASPEN_OK);
+  REQUIRE(reserveBytes > 0);
+  std::vector<std::uint8_t> reserve(reserveBytes);
+  std::vector<float> y(T * B * H), hn(B * H), cn(B * H);
+  const std::uint32_t *lens = variable ? lengths.data() : nullptr;
+  REQUIRE(aspen_rnn_forward(backend.handle, &desc, x.data(), h0.data(), c0.data(), wi.data(),
+                            wo.data(), b.data(), lens, y.data(), hn.data(), cn.data(),
+                            reserve.data(), nullptr) == ASPEN_OK);
+  requireClose("y", y, fwd.output);
+  requireClose("hn", hn, fwd.finalOutput);
+  requireClose("cn", cn, fwd.finalCellState);
+
+  std::vector<float> dx(T * B * I), dh0(B * H), dc0(B * H), dwi(4 * I * H), dwo(4 * H * H),
+      db(4 * H);
+  const aspen_status status = aspen_rnn_backward(
+      backend.handle, &desc, x.data(), h0.data(), c0.data(), wi.data(), wo.data(), b.data(), lens,
+      y.data(), reserve.data(), dy.data(), dhn.data(), dcn.data(), dx.data(), dh0.data(),
+      dc0.data(), dwi.data(), dwo.data(), db.data(), nullptr);
+  INFO(aspen_last_error());
+  REQUIRE(status == ASPEN_OK);
+  requireClose("dx", dx, grads.inputGrad);
+  requireClose("dh0", dh0, grads.initialOutputGrad);
+  requireClose("dc0", dc0, grads.initialCellStateGrad);
+  requireClose("dWi", dwi, grads.inputWeightsGrad);
+  requireClose("dWo", dwo, grads.outputWeightsGrad);
+  requireClose("db", db, grads.biasesGrad);
+
+  // Inference: the same outputs from the inference engine.
+  std::vector<float> yi(T * B * H), hni(B * H), cni(B * H);
+  REQUIRE(aspen_rnn_forward(backend.handle, &desc, x.data(), h0.data(), c0.data(), wi.data(),
+                            wo.data(), b.data(), lens, yi.data(), hni.data(), cni.data(), nullptr,
+                            nullptr) == ASPEN_OK);
+  requireClose("y (inference)", yi, fwd.output);
+  requireClose("cn (inference)", cni, fwd.finalCellState);
+  // Two engines (training, inference); the backward and reserve_bytes reused the training one.
+  const aspen_cache_stats s = backend.stats();
+  CHECK(s.compiles == 2);
+  CHECK(s.misses == 2);
+  CHECK(s.hits == 2);
+}
+
+} // namespace
+
+TEST_CASE("backend LSTM forward and backward match the host model", "[correctness][backend]") {
+  checkLstm({});
+}
+
+TEST_CASE("backend LSTM with variable lengths matches the host model", "[correctness][backend]") {
+  checkLstm({5, 0, 3});
+}
+
+TEST_CASE("backend LSTM refuses a final cell-state gradient it cannot apply",
+          "[correctness][backend]") {
+  const std::size_t T = 3, B = 2, I = 2, H = 3;
+  Backend backend;
+  const aspen_rnn_desc desc = lstmDesc(T, B, I, H, true);
+  const std::vector<std::uint32_t> lengths = {3, 1};
+  std::vector<float> x(T * B * I, 0.5f), state(B * H, 0.1f), wi(4 * I * H, 0.1f),
+      wo(4 * H * H, 0.1f), b(4 * H, 0.0f), y(T * B * H), hn(B * H), cn(B * H), dcn(B * H, 0.0f),
+      dh0(B * H), dc0(B * H);
+  std::size_t bytes = 0;
+  REQUIRE(aspen_rnn_reserve_bytes(backend.handle, &desc, &bytes) == ASPEN_OK);
+  std::vector<std::uint8_t> reserve(bytes);
+  REQUIRE(aspen_rnn_forward(backend.handle, &desc, x.data(), state.data(), state.data(),
+                            wi.data(), wo.data(), b.data(), lengths.data(), y.data(), hn.data(),
+                            cn.data(), reserve.data(), nullptr) == ASPEN_OK);
+  dcn[H + 1] = 1.0f; // row 1 ran one step
+  CHECK(aspen_rnn_backward(backend.handle, &desc, x.data(), state.data(), state.data(), wi.data(),
+                           wo.data(), b.data(), lengths.data(), y.data(), reserve.data(), nullptr,
+                           nullptr, dcn.data(), nullptr, dh0.data(), dc0.data(), nullptr, nullptr,
+                           nullptr, nullptr) == ASPEN_ERROR_UNSUPPORTED);
+  CHECK_THAT(aspen_last_error(), Catch::Contains("dcn row 1 is not zero"));
+}
+
+TEST_CASE("backend GRU (reset after, PyTorch's layout) matches the host model",
+          "[correctness][backend]") {
+  const std::size_t T = 4, B = 3, I = 5, H = 4;
+  for (const std::vector<unsigned> &lengths :
+       {std::vector<unsigned>{}, std::vector<unsigned>{2, 4, 0}}) {
+    const bool variable = !lengths.empty();
+    INFO("variable lengths: " << variable);
+    Backend backend;
+    aspen_rnn_desc desc{};
+    desc.cell = ASPEN_RNN_GRU;
+    desc.dtype = ASPEN_DTYPE_FLOAT32;
+    desc.seq_len = T, desc.batch = B, desc.input_size = I, desc.hidden_size = H;
+    desc.variable_lengths = variable;
+    desc.gru_reset_after = 1;
+    desc.cell_order = "reset,update,cell";
+    desc.options = R"({"availableMemoryProportion": 0.5})";
+    std::mt19937 rng(11);
+    const double ws = 1.0 / std::sqrt(double(H));
+    const auto x = randomFloats(rng, T * B * I, 1), h0 = randomFloats(rng, B * H, 1),
+               wi = randomFloats(rng, 3 * I * H, ws), wo = randomFloats(rng, 3 * H * H, ws),
+               b = randomFloats(rng, 3 * 2 * H, 1), dy = randomFloats(rng, T * B * H, 1),
+               dhn = randomFloats(rng, B * H, 1);
+    gruref::GruModel model;
+    model.T = T, model.B = B, model.I = I, model.H = H;
+    model.resetAfter = true;
+    model.timeSteps = lengths;
+    const gruref::GruData data{widen(x), widen(h0), widen(wi), widen(wo), widen(b), {}};
+    const gruref::GruForward fwd = gruref::forward(model, data);
+    // hn is each row's output at its last step: its gradient joins dy there (or h0's).
+    std::vector<double> outputGrad = widen(dy);
+    std::vector<double> directToH0(B * H, 0.0);
+    for (std::size_t r = 0; r < B; ++r) {
+      const std::size_t length = variable ? lengths[r] : T;
+      for (std::size_t h = 0; h < H; ++h)
+        (length ? outputGrad[((length - 1) * B + r) * H + h] : directToH0[r * H + h]) +=
+            dhn[r * H + h];
+    }
+    gruref::GruGrads grads = gruref::backward(model, data, fwd, outputGrad);
+    for (std::size_t i = 0; i < B * H; ++i)
+      grads.initialOutputGrad[i] += directToH0[i];
+
+    std::size_t bytes = 0;
+    REQUIRE(aspen_rnn_reserve_bytes(backend.handle, &desc, &bytes) == ASPEN_OK);
+    std::vector<std::uint8_t> reserve(bytes);
+    std::vector<float> y(T * B * H), hn(B * H);
+    const std::uint32_t *lens = variable ? lengths.data() : nullptr;
+    REQUIRE(aspen_rnn_forward(backend.handle, &desc, x.data(), h0.data(), nullptr, wi.data(),
+                              wo.data(), b.data(), lens, y.data(), hn.data(), nullptr,
+                              reserve.data(), nullptr) == ASPEN_OK);
+    requireClose("y", y, fwd.output);
+    requireClose("hn", hn, fwd.finalOutput);
+    std::vector<float> dx(T * B * I), dh0(B * H), dwi(3 * I * H), dwo(3 * H * H), db(3 * 2 * H);
+    const aspen_status status = aspen_rnn_backward(
+        backend.handle, &desc, x.data(), h0.data(), nullptr, wi.data(), wo.data(), b.data(),
+        lens, y.data(), reserve.data(), dy.data(), dhn.data(), nullptr, dx.data(), dh0.data(),
+        nullptr, dwi.data(), dwo.data(), db.data(), nullptr);
+    INFO(aspen_last_error());
+    REQUIRE(status == ASPEN_OK);
+    requireClose("dx", dx, grads.inputGrad);
+    requireClose("dh0", dh0, grads.initialOutputGrad);
+    requireClose("dWi", dwi, grads.inputWeightsGrad);
+    requireClose("dWo", dwo, grads.outputWeightsGrad);
+    requireClose("db", db, grads.biasesGrad);
+  }
+}
+
+TEST_CASE("backend matmul and non-linearities match host models", "[correctness][backend]") {
+  Backend backend;
+  const std::size_t m = 7, k = 9, n = 5;
+  std::mt19937 rng(3);
+  const auto a = randomFloats(rng, m * k, 1), b = randomFloats(rng, k * n, 1);
+  std::vector<float> c(m * n);
+  REQUIRE(aspen_matmul(backend.handle, ASPEN_DTYPE_FLOAT32, m, k, n, a.data(), b.data(), c.data(),
+                       nullptr) == ASPEN_OK);
+  std::vector<double> want(m * n, 0.0);
+  for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t j = 0; j < n; ++j)
+      for (std::size_t l = 0; l < k; ++l)
+        want[i * n + j] += double(a[i * k + l]) * b[l * n + j];
+  requireClose("c", c, want);
+
+  const std::size_t rows = 3, cols = 4;
+  const auto in = randomFloats(rng, rows * cols, 3);
+  std::vector<float> out(rows * cols);
+  REQUIRE(aspen_nonlinearity_forward(backend.handle, ASPEN_NONLINEARITY_SIGMOID,
+                                     ASPEN_DTYPE_FLOAT32, rows, rows * cols, in.data(), out.data(),
+                                     nullptr) == ASPEN_OK);
+  std::vector<double> sigmoid(rows * cols);
+  for (std::size_t i = 0; i < in.size(); ++i)
+    sigmoid[i] = 1.0 / (1.0 + std::exp(-double(in[i])));
+  requireClose("sigmoid", out, sigmoid);
+  REQUIRE(aspen_nonlinearity_forward(backend.handle, ASPEN_NONLINEARITY_SOFTMAX,
+                                     ASPEN_DTYPE_FLOAT32, rows, rows * cols, in.data(), out.data(),
+                                     nullptr) == ASPEN_OK);
+  std::vector<double> softmax(rows * cols);
+  for (std::size_t r = 0; r < rows; ++r) {
+    double sum = 0;
+    for (std::size_t j = 0; j < cols; ++j)
+      sum += std::exp(double(in[r * cols + j]));
+    for (std::size_t j = 0; j < cols; ++j)
+      softmax[r * cols + j] = std::exp(double(in[r * cols + j])) / sum;
+  }
+  requireClose("softmax over each row", out, softmax);
+}
+
+TEST_CASE("backend cache: hits, misses, its bound, and one compile for concurrent first calls",
+          "[correctness][backend]") {
+  Backend backend("cpu", 2);
+  std::vector<float> a(4 * 3, 1.0f), b(3 * 2, 2.0f), c(4 * 2);
+  const auto call = [&](std::size_t m) {
+    return aspen_matmul(backend.handle, ASPEN_DTYPE_FLOAT32, m, 3, 2, a.data(), b.data(),
+                        c.data(), nullptr);
+  };
+  for (int i = 0; i < 3; ++i)
+    REQUIRE(call(4) == ASPEN_OK);
+  aspen_cache_stats s = backend.stats();
+  CHECK(s.misses == 1);
+  CHECK(s.hits == 2);
+  CHECK(s.compiles == 1);
+  CHECK(s.entries == 1);
+  CHECK(s.capacity == 2);
+  CHECK(c[0] == 6.0f); // 1*2 summed over k = 3
+  REQUIRE(call(3) == ASPEN_OK);
+  REQUIRE(call(2) == ASPEN_OK); // a third configuration: the least recently used (m = 4) goes
+  s = backend.stats();
+  CHECK(s.misses == 3);
+  CHECK(s.evictions == 1);
+  CHECK(s.entries == 2);
+  REQUIRE(call(4) == ASPEN_OK); // compiled again
+  CHECK(backend.stats().compiles == 4);
+  REQUIRE(aspen_backend_clear_cache(backend.handle) == ASPEN_OK);
+  CHECK(backend.stats().entries == 0);
+
+  // Eight threads make the same first call at once: one compiles, seven wait for it.
+  Backend shared;
+  constexpr int kThreads = 8;
+  std::latch start(kThreads);
+  std::atomic<int> ok{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      std::vector<float> mine(4 * 2, -1.0f);
+      const std::vector<float> left(4 * 3, float(t));
+      start.arrive_and_wait();
+      if (aspen_matmul(shared.handle, ASPEN_DTYPE_FLOAT32, 4, 3, 2, left.data(), b.data(),
+                       mine.data(), nullptr) == ASPEN_OK &&
+          mine[7] == 6.0f * t)
+        ++ok;
+    });
+  for (std::thread &t : threads)
+    t.join();
+  CHECK(ok == kThreads);
+  s = shared.stats();
+  CHECK(s.compiles == 1);
+  CHECK(s.misses == 1);
+  CHECK(s.hits == kThreads - 1);
+}
+
+TEST_CASE("backend errors are codes with messages, and nothing compiles for bad arguments",
+          "[error][backend]") {
+  aspen_backend *none = nullptr;
+  CHECK(aspen_backend_create("gpu", 0, &none) == ASPEN_ERROR_UNSUPPORTED);
+  CHECK(none == nullptr);
+  CHECK_THAT(aspen_last_error(), Catch::Contains("GPU devices are not supported"));
+  CHECK(aspen_backend_create("tpu", 0, &none) == ASPEN_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(aspen_last_error(), Catch::Contains("device 'tpu'"));
+  CHECK(aspen_backend_create(nullptr, 0, &none) == ASPEN_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(aspen_status_string(ASPEN_ERROR_UNSUPPORTED)) == "ASPEN_ERROR_UNSUPPORTED");
+
+  Backend backend;
+  const std::size_t T = 2, B = 2, I = 3, H = 4;
+  std::vector<float> x(T * B * I), s(B * H), wi(4 * I * H), wo(4 * H * H), b(4 * H),
+      y(T * B * H), hn(B * H), cn(B * H);
+  const auto forward = [&](const aspen_rnn_desc &d, const void *xp, const std::uint32_t *lens,
+                           const void *c0) {
+    return aspen_rnn_forward(backend.handle, &d, xp, s.data(), c0, wi.data(), wo.data(), b.data(),
+                             lens, y.data(), hn.data(), cn.data(), nullptr, nullptr);
+  };
+  aspen_rnn_desc d = lstmDesc(T, B, I, H, false);
+  CHECK(forward(d, nullptr, nullptr, s.data()) == ASPEN_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(aspen_last_error(), Catch::Contains("aspen_rnn_forward: x is NULL"));
+  CHECK(forward(d, x.data(), nullptr, nullptr) == ASPEN_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(aspen_last_error(), Catch::Contains("c0"));
+  aspen_rnn_desc zero = d;
+  zero.batch = 0;
+  CHECK(forward(zero, x.data(), nullptr, s.data()) == ASPEN_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(aspen_last_error(), Catch::Contains("desc->batch is 0"));
+  aspen_rnn_desc huge = d;
+  huge.seq_len = std::size_t(1) << 62;
+  CHECK(forward(huge, x.data(), nullptr, s.data()) == ASPEN_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(aspen_last_error(), Catch::Contains("overflow"));
+  aspen_rnn_desc badType = d;
+  badType.dtype = static_cast<aspen_dtype>(7);
+  CHECK(forward(badType, x.data(), nullptr, s.data()) == ASPEN_ERROR_INVALID_ARGUMENT);
+  aspen_rnn_desc variable = lstmDesc(T, B, I, H, true);
+  CHECK(forward(variable, x.data(), nullptr, s.data()) == ASPEN_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(aspen_last_error(), Catch::Contains("lengths"));
+  const std::vector<std::uint32_t> tooLong = {1, 3};
+  CHECK(forward(variable, x.data(), tooLong.data(), s.data()) == ASPEN_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(aspen_last_error(), Catch::Contains("lengths[1] = 3 is more than seq_len = 2"));
+  aspen_rnn_desc order = d;
+  order.cell_order = "input,forget,cell";
+  CHECK(forward(order, x.data(), nullptr, s.data()) == ASPEN_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(aspen_last_error(), Catch::Contains("names 3 gates"));
+  aspen_rnn_desc notJson = d;
+  notJson.options = "{numShards: 1}";
+  CHECK(forward(notJson, x.data(), nullptr, s.data()) == ASPEN_ERROR_INVALID_OPTION);
+  CHECK(backend.stats().misses == 0); // nothing compiled for any of these
+
+  aspen_rnn_desc unknown = d;
+  unknown.options = R"({"noSuchOption": "1"})";
+  CHECK(forward(unknown, x.data(), nullptr, s.data()) == ASPEN_ERROR_INVALID_OPTION);
+  CHECK_THAT(aspen_last_error(), Catch::Contains("noSuchOption"));
+  CHECK(backend.stats().compile_failures == 1); // refused while building; not cached
+  int stream = 0;
+  CHECK(aspen_rnn_forward(backend.handle, &d, x.data(), s.data(), s.data(), wi.data(), wo.data(),
+                          b.data(), nullptr, y.data(), hn.data(), cn.data(), nullptr,
+                          &stream) == ASPEN_ERROR_UNSUPPORTED);
+  CHECK(aspen_matmul(backend.handle, ASPEN_DTYPE_FLOAT32, 0, 1, 1, x.data(), x.data(), y.data(),
+                     nullptr) == ASPEN_ERROR_INVALID_ARGUMENT);
+  CHECK(aspen_nonlinearity_forward(backend.handle, ASPEN_NONLINEARITY_TANH, ASPEN_DTYPE_FLOAT32,
+                                   3, 4, x.data(), y.data(), nullptr) ==
+        ASPEN_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(aspen_last_error(), Catch::Contains("must be at least 1 and divide n"));
+  // A good call after all of that works, and clears the message.
+  REQUIRE(forward(d, x.data(), nullptr, s.data()) == ASPEN_OK);
+  CHECK(std::string(aspen_last_error()).empty());
+}
