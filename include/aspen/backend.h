@@ -113,7 +113,7 @@ ASPEN_API aspen_status aspen_rnn_forward(aspen_backend *backend, const aspen_rnn
  * filled reserve. Incoming gradients dy [T,B,H], dhn, dcn [B,H] (each NULL: zero). Results:
  * dx (NULL: not computed), dh0 and dc0 (LSTM), and, when d_input_weights, d_output_weights and
  * d_biases are all given, the weight gradients (written, not accumulated); all three NULL skips
- * the weight update. With variable lengths a non-zero dcn is ASPEN_ERROR_UNSUPPORTED. */
+ * the weight update. */
 ASPEN_API aspen_status aspen_rnn_backward(
     aspen_backend *backend, const aspen_rnn_desc *desc, const void *x, const void *h0,
     const void *c0, const void *input_weights, const void *output_weights, const void *biases,

@@ -1,7 +1,5 @@
 #include "Layers.hpp"
 
-#include "BackendError.hpp"
-
 #include <aspen/Graph.hpp>
 #include <aspen/HalfFloat.hpp>
 #include <aspen/linalg/Codelets.hpp>
@@ -128,14 +126,13 @@ std::shared_ptr<RnnLayer> buildLstm(const Device &device, const RnnConfig &c, bo
   std::vector<program::Program> programs = {fwd};
   if (training) {
     t.dy = graph.clone(t.y, "dy");
-    // With variable lengths each row's last step differs: dhn is folded into dy on the host and
-    // a non-zero dcn is refused (runRnnBackward).
-    if (!c.variableLengths)
-      t.dcn = graph.clone(t.cn, "dcn");
+    // dhn is folded into dy on the host (hn is each row's last output); dcn goes in as the
+    // final cell state's gradient, which reaches each row's last step.
+    t.dcn = graph.clone(t.cn, "dcn");
     lstm::LstmWeights grads;
     const lstm::LstmState initGrad = lstm::lstmBwdWithWU(
-        graph, params, bwd, init, t.reserve, weights, t.x, t.y, t.dy,
-        c.variableLengths ? nullptr : &t.dcn, &t.dx, grads, "bwd", options, &cache);
+        graph, params, bwd, init, t.reserve, weights, t.x, t.y, t.dy, &t.dcn, &t.dx, grads, "bwd",
+        options, &cache);
     t.dh0 = initGrad.output, t.dc0 = initGrad.cellState;
     t.dInputWeights = grads.inputWeights, t.dOutputWeights = grads.outputWeights,
     t.dBiases = grads.biases;
@@ -216,24 +213,6 @@ void addElements(const RnnConfig &c, std::uint8_t *dst, const std::uint8_t *src,
   }
 }
 
-bool allZero(const RnnConfig &c, const std::uint8_t *data, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) {
-    // Either zero (+0 or -0) of the type.
-    if (c.type == FLOAT) {
-      std::uint32_t bits;
-      std::memcpy(&bits, data + 4 * i, 4);
-      if (bits & 0x7fffffffu)
-        return false;
-    } else {
-      std::uint16_t bits;
-      std::memcpy(&bits, data + 2 * i, 2);
-      if (bits & 0x7fffu)
-        return false;
-    }
-  }
-  return true;
-}
-
 void writeInputs(Engine &engine, const RnnConfig &c, const RnnForwardCall &call) {
   const std::size_t es = c.elementBytes(), G = c.gates();
   write(engine, "x", call.x, c.T * c.B * c.I * es);
@@ -281,13 +260,6 @@ void runRnnBackward(RnnLayer &layer, const RnnConfig &c, const RnnBackwardCall &
   const std::vector<std::size_t> rows = rowLengths(c, call.forward.lengths);
   const auto *dhn = static_cast<const std::uint8_t *>(call.dhn);
   const auto *dcn = static_cast<const std::uint8_t *>(call.dcn);
-  if (c.variableLengths && dcn)
-    for (std::size_t b = 0; b < c.B; ++b)
-      if (rows[b] > 0 && !allZero(c, dcn + b * rowBytes, c.H))
-        throw Unsupported(fmt::format(
-            "aspen_rnn_backward: dcn row {} is not zero: a gradient of the final cell state with "
-            "variable lengths is not supported yet (each row's last step differs; dhn is)",
-            b));
   // dy with dhn added at each row's last step (hn is that step's output).
   std::vector<std::uint8_t> dy(c.T * c.B * rowBytes, 0);
   if (call.dy)
@@ -303,7 +275,7 @@ void runRnnBackward(RnnLayer &layer, const RnnConfig &c, const RnnBackwardCall &
   write(engine, "y-in", call.forward.y, c.T * c.B * rowBytes);
   write(engine, "reserve-in", call.forward.reserve, layer.reserveBytes);
   write(engine, "dy", dy.data(), dy.size());
-  if (c.lstm && !c.variableLengths) {
+  if (c.lstm) {
     const std::vector<std::uint8_t> zeros(c.B * rowBytes, 0);
     write(engine, "dcn", dcn ? dcn : zeros.data(), zeros.size());
   }
@@ -319,17 +291,11 @@ void runRnnBackward(RnnLayer &layer, const RnnConfig &c, const RnnBackwardCall &
     const std::size_t biasRows = !c.lstm && c.resetAfter ? 2 : 1;
     read(engine, "dBiases", call.dBiases, G * biasRows * c.H * es);
   }
-  // A row without steps has hn = h0 and cn = c0: their gradients pass straight through.
-  for (std::size_t b = 0; b < c.B; ++b) {
-    if (rows[b] > 0)
-      continue;
-    if (dhn)
+  // A row without steps has hn = h0: dhn passes straight through (the layer carries dcn).
+  for (std::size_t b = 0; b < c.B && dhn; ++b)
+    if (rows[b] == 0)
       addElements(c, static_cast<std::uint8_t *>(call.dh0) + b * rowBytes, dhn + b * rowBytes,
                   c.H);
-    if (c.lstm && dcn)
-      addElements(c, static_cast<std::uint8_t *>(call.dc0) + b * rowBytes, dcn + b * rowBytes,
-                  c.H);
-  }
 }
 
 std::shared_ptr<SimpleLayer> buildMatMul(const Device &device, Type type, std::size_t m,

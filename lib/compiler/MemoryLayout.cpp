@@ -94,7 +94,8 @@ std::vector<std::uint64_t> tilePeaks(const GraphState &graph, const CompiledGrap
   std::vector<std::uint64_t> peak = throughout;
   if (where)
     where->assign(numTiles, PeakAt{});
-  for (auto &[program, events] : eventsByProgram) {
+  for (auto &[programIndex, events] : eventsByProgram) {
+    const std::uint32_t program = programIndex; // a lambda below uses it (clang 14: no binding)
     // Ranges ending before a step free their bytes before ranges starting there take theirs.
     std::sort(events.begin(), events.end(), [](const Event &a, const Event &b) {
       return std::tuple(a.at, a.starts, a.var) < std::tuple(b.at, b.starts, b.var);

@@ -99,10 +99,6 @@ void checkBwdArguments(const LstmParams &params, const LstmOptions &opts,
   if (req.inputGrad && !params.calcInputGradients)
     throw invalid_option(what + ": inputGrad was asked for, but params.calcInputGradients is "
                                 "false");
-  if ((req.lastOutputGrad || req.lastCellGrad) && params.rnn.variableTimeSteps())
-    throw invalid_option(what + ": a gradient of the last step's state (lastStepStateGrad / "
-                                "lastCellStateGrad) cannot be given with variable time steps: "
-                                "each row's last step differs");
   if (req.lastOutputGrad)
     checkLike(*req.lastOutputGrad, {B, H}, "lastStepStateGrad.output");
   if (req.lastCellGrad)

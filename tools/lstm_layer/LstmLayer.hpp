@@ -64,9 +64,6 @@ inline std::vector<Flag<Config>> layerFlagTable() {
 
 // What the flags cannot check one by one; raises UsageError.
 inline void checkConfig(const Config &c) {
-  if (c.lastStepStateGrad && !c.variableTimeSteps.empty())
-    throw UsageError("--last-step-state-grad cannot be combined with --variable-time-steps "
-                     "(the layer takes no final-state gradients with variable lengths)");
   if (c.lastStepStateGrad && c.phase == "fwd")
     throw UsageError("--last-step-state-grad needs a backward phase (bwd, wu or all)");
 }

@@ -28,8 +28,9 @@
 //           outputGrad, lastCellStateGrad* | lastStepStateGrad*, inputGrad*, bwdIntermediates*,
 //           debug, options, cache) -> gradient of the initial state
 //     outputGrad: output's shape. lastCellStateGrad [B, H] or lastStepStateGrad {output [B, H],
-//     cellState [B, H]} (either member may be invalid): incoming gradients of the final state;
-//     not allowed with variable time steps. inputGrad (needs calcInputGradients) receives
+//     cellState [B, H]} (either member may be invalid): incoming gradients of the final state,
+//     which with variable time steps is each row's state at its last step (rows past their
+//     length carry the gradient back to it). inputGrad (needs calcInputGradients) receives
 //     [T, B, I]; bwdIntermediates receives [T, 4, B, H].
 //   lstmWU(graph, params, prog, fwdStateInit, fwdIntermediates, bwdIntermediates, weights, input,
 //          output, debug, options, cache) -> weight gradients (LstmWeights, shapes as weights)
