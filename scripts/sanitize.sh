@@ -37,7 +37,7 @@ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$optimise -gline-tables-only" \
   -DASPEN_SANITIZE="$sanitizers" -DASPEN_CUDA=OFF -DASPEN_BUILD_EXAMPLES=OFF \
-  -DASPEN_BUILD_BENCHMARKS=OFF -DASPEN_BUILD_FUZZERS="$fuzzers" >/dev/null
+  -DASPEN_BUILD_BENCHMARKS=OFF -DASPEN_BUILD_PYTHON=OFF -DASPEN_BUILD_FUZZERS="$fuzzers" >/dev/null
 
 jobs=${ASPEN_BUILD_JOBS:-$(nproc)}
 # Not run under sanitizers: the exported-symbol check (instrumented libraries export the

@@ -5,9 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${1:-build}
 
-# chromium and python3-jsonschema: the tests of aspen-plan's HTML and JSON reports.
+# chromium and python3-jsonschema: the tests of aspen-plan's HTML and JSON reports; pybind11-dev
+# and python3-torch: the aspen_torch package and its tests against torch.nn.
 packages=(build-essential cmake ninja-build pkgconf libfmt-dev libspdlog-dev catch2 libopenblas-dev
-  patchelf libblas3 chromium python3-jsonschema)
+  patchelf libblas3 chromium python3-jsonschema pybind11-dev python3-torch)
 scripts/install-packages.sh "${packages[@]}"
 
 # ASPEN_SETUP_ONLY=1: the packages only (scripts/sanitize.sh configures its own trees).

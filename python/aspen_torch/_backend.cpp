@@ -1,0 +1,156 @@
+// aspen_torch._backend: the C backend (aspen/backend.h) for Python. Buffers are passed as
+// addresses (torch.Tensor.data_ptr(), 0 for none): the Python side (aspen_torch/_layers.py)
+// owns the tensors, checks their types and layouts and keeps them alive during a call. A
+// failed call raises ValueError (bad arguments), NotImplementedError (unsupported), MemoryError
+// or RuntimeError with the backend's message.
+#include <aspen/backend.h>
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace py = pybind11;
+
+namespace {
+
+void check(aspen_status status) {
+  if (status == ASPEN_OK)
+    return;
+  const std::string message = aspen_last_error();
+  switch (status) {
+  case ASPEN_ERROR_INVALID_ARGUMENT:
+  case ASPEN_ERROR_INVALID_OPTION: throw py::value_error(message);
+  case ASPEN_ERROR_UNSUPPORTED:
+    PyErr_SetString(PyExc_NotImplementedError, message.c_str());
+    throw py::error_already_set();
+  case ASPEN_ERROR_OUT_OF_MEMORY:
+    PyErr_SetString(PyExc_MemoryError, message.c_str());
+    throw py::error_already_set();
+  default: throw std::runtime_error(message);
+  }
+}
+
+// Runs a backend call without the GIL (other Python threads go on while Aspen works), then
+// raises its error, if any, with the GIL held.
+template <class F> void callWithoutGil(F &&call) {
+  aspen_status status;
+  {
+    py::gil_scoped_release release;
+    status = call();
+  }
+  check(status);
+}
+
+const void *in(std::uintptr_t p) { return reinterpret_cast<const void *>(p); }
+void *out(std::uintptr_t p) { return reinterpret_cast<void *>(p); }
+
+// aspen_rnn_desc from keyword-style fields; the strings live as long as the Desc.
+struct Desc {
+  std::string cell, dtype;
+  std::size_t seqLen, batch, inputSize, hiddenSize;
+  bool variableLengths, resetAfter;
+  std::optional<std::string> cellOrder, options;
+
+  aspen_rnn_desc get() const {
+    aspen_rnn_desc d{};
+    if (cell != "lstm" && cell != "gru")
+      throw py::value_error("cell '" + cell + "' is not 'lstm' or 'gru'");
+    if (dtype != "float32" && dtype != "float16")
+      throw py::value_error("dtype '" + dtype + "' is not 'float32' or 'float16'");
+    d.cell = cell == "lstm" ? ASPEN_RNN_LSTM : ASPEN_RNN_GRU;
+    d.dtype = dtype == "float32" ? ASPEN_DTYPE_FLOAT32 : ASPEN_DTYPE_FLOAT16;
+    d.seq_len = seqLen, d.batch = batch, d.input_size = inputSize, d.hidden_size = hiddenSize;
+    d.variable_lengths = variableLengths;
+    d.gru_reset_after = resetAfter;
+    d.cell_order = cellOrder ? cellOrder->c_str() : nullptr;
+    d.options = options ? options->c_str() : nullptr;
+    return d;
+  }
+};
+
+class Backend {
+public:
+  Backend(const std::string &device, std::size_t maxLayers) {
+    check(aspen_backend_create(device.c_str(), maxLayers, &handle_));
+  }
+  ~Backend() { aspen_backend_destroy(handle_); }
+  Backend(const Backend &) = delete;
+  Backend &operator=(const Backend &) = delete;
+
+  std::size_t reserveBytes(const Desc &desc) {
+    const aspen_rnn_desc d = desc.get();
+    std::size_t bytes = 0;
+    callWithoutGil([&] { return aspen_rnn_reserve_bytes(handle_, &d, &bytes); });
+    return bytes;
+  }
+
+  void forward(const Desc &desc, std::uintptr_t x, std::uintptr_t h0, std::uintptr_t c0,
+               std::uintptr_t wi, std::uintptr_t wo, std::uintptr_t b, std::uintptr_t lengths,
+               std::uintptr_t y, std::uintptr_t hn, std::uintptr_t cn, std::uintptr_t reserve) {
+    const aspen_rnn_desc d = desc.get();
+    callWithoutGil([&] {
+      return aspen_rnn_forward(handle_, &d, in(x), in(h0), in(c0), in(wi), in(wo), in(b),
+                               static_cast<const std::uint32_t *>(in(lengths)), out(y), out(hn),
+                               out(cn), out(reserve), nullptr);
+    });
+  }
+
+  void backward(const Desc &desc, std::uintptr_t x, std::uintptr_t h0, std::uintptr_t c0,
+                std::uintptr_t wi, std::uintptr_t wo, std::uintptr_t b, std::uintptr_t lengths,
+                std::uintptr_t y, std::uintptr_t reserve, std::uintptr_t dy, std::uintptr_t dhn,
+                std::uintptr_t dcn, std::uintptr_t dx, std::uintptr_t dh0, std::uintptr_t dc0,
+                std::uintptr_t dwi, std::uintptr_t dwo, std::uintptr_t db) {
+    const aspen_rnn_desc d = desc.get();
+    callWithoutGil([&] {
+      return aspen_rnn_backward(handle_, &d, in(x), in(h0), in(c0), in(wi), in(wo), in(b),
+                                static_cast<const std::uint32_t *>(in(lengths)), in(y),
+                                in(reserve), in(dy), in(dhn), in(dcn), out(dx), out(dh0), out(dc0),
+                                out(dwi), out(dwo), out(db), nullptr);
+    });
+  }
+
+  py::dict cacheStats() {
+    aspen_cache_stats s{};
+    check(aspen_backend_cache_stats(handle_, &s));
+    py::dict d;
+    d["hits"] = s.hits;
+    d["misses"] = s.misses;
+    d["compiles"] = s.compiles;
+    d["compile_failures"] = s.compile_failures;
+    d["evictions"] = s.evictions;
+    d["entries"] = s.entries;
+    d["capacity"] = s.capacity;
+    d["compile_seconds"] = s.compile_seconds;
+    return d;
+  }
+
+  void clearCache() { check(aspen_backend_clear_cache(handle_)); }
+
+private:
+  aspen_backend *handle_ = nullptr;
+};
+
+} // namespace
+
+PYBIND11_MODULE(_backend, m) {
+  m.doc() = "Aspen's layer backend (aspen/backend.h) for aspen_torch";
+  py::class_<Desc>(m, "Desc")
+      .def(py::init<std::string, std::string, std::size_t, std::size_t, std::size_t, std::size_t,
+                    bool, bool, std::optional<std::string>, std::optional<std::string>>(),
+           py::arg("cell"), py::arg("dtype"), py::arg("seq_len"), py::arg("batch"),
+           py::arg("input_size"), py::arg("hidden_size"), py::arg("variable_lengths") = false,
+           py::arg("reset_after") = false, py::arg("cell_order") = py::none(),
+           py::arg("options") = py::none());
+  py::class_<Backend>(m, "Backend")
+      .def(py::init<const std::string &, std::size_t>(), py::arg("device") = "cpu",
+           py::arg("max_layers") = 0)
+      .def("reserve_bytes", &Backend::reserveBytes)
+      .def("forward", &Backend::forward)
+      .def("backward", &Backend::backward)
+      .def("cache_stats", &Backend::cacheStats)
+      .def("clear_cache", &Backend::clearCache);
+}

@@ -1,0 +1,264 @@
+"""aspen_torch.LSTM and aspen_torch.GRU: torch.nn.LSTM and torch.nn.GRU computed by Aspen.
+
+The modules have torch's constructor arguments, parameter names, shapes and initialisation, so
+a state_dict loads into either module and the same seed gives the same weights. Each layer of
+the stack is one autograd Function over Aspen's layer backend (aspen/backend.h): the forward
+saves Aspen's reserve, the backward runs Aspen's backward and weight update. Torch's layouts are
+turned into Aspen's by differentiable views in the module (weight_ih [G*H, I] is Aspen's
+[G, I, H] transposed per gate; the LSTM's two biases add up to Aspen's one), so autograd carries
+the gradients back to the torch parameters.
+
+Runs on CPU tensors of float32. Not supported yet (a clear error): bidirectional, proj_size,
+other dtypes or devices.
+"""
+import math
+
+import torch
+from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_sequence
+
+from . import _backend
+
+_default_backend = None
+
+
+def default_backend():
+    """The process's backend (the CPU executor), made on first use."""
+    global _default_backend
+    if _default_backend is None:
+        _default_backend = _backend.Backend("cpu", 64)
+    return _default_backend
+
+
+def _ptr(t):
+    return 0 if t is None else t.data_ptr()
+
+
+class _RnnLayerFunction(torch.autograd.Function):
+    """One layer over a time-major batch: y [T,B,H], hn [B,H], cn [B,H] (LSTM) from x [T,B,I],
+    h0, c0, lengths (int32 [B] or None) and the weights in Aspen's layout."""
+
+    @staticmethod
+    def forward(ctx, backend, desc, lengths, training, x, h0, c0, wi, wo, b):
+        # training: gradients will be asked for (decided by the caller: grad mode is off here).
+        lstm = c0 is not None
+        T, B, _ = x.shape
+        H = h0.shape[-1]
+        y = x.new_empty((T, B, H))
+        hn = x.new_empty((B, H))
+        cn = x.new_empty((B, H)) if lstm else None
+        reserve = None
+        if training:
+            reserve = torch.empty(backend.reserve_bytes(desc), dtype=torch.uint8)
+        backend.forward(desc, _ptr(x), _ptr(h0), _ptr(c0), _ptr(wi), _ptr(wo), _ptr(b),
+                        _ptr(lengths), _ptr(y), _ptr(hn), _ptr(cn), _ptr(reserve))
+        ctx.backend, ctx.desc, ctx.lstm = backend, desc, lstm
+        ctx.save_for_backward(lengths, x, h0, c0, wi, wo, b, y, reserve)
+        return (y, hn, cn) if lstm else (y, hn)
+
+    @staticmethod
+    def backward(ctx, dy, dhn, dcn=None):
+        lengths, x, h0, c0, wi, wo, b, y, reserve = ctx.saved_tensors
+        if reserve is None:
+            raise RuntimeError("aspen_torch: backward of a forward that ran without gradients")
+        contiguous = lambda g: None if g is None else g.contiguous()
+        dy, dhn, dcn = contiguous(dy), contiguous(dhn), contiguous(dcn)
+        dx = torch.empty_like(x) if ctx.needs_input_grad[4] else None
+        dh0 = torch.empty_like(h0)
+        dc0 = torch.empty_like(c0) if ctx.lstm else None
+        need_weights = any(ctx.needs_input_grad[7:10])
+        dwi = torch.empty_like(wi) if need_weights else None
+        dwo = torch.empty_like(wo) if need_weights else None
+        db = torch.empty_like(b) if need_weights else None
+        ctx.backend.backward(ctx.desc, _ptr(x), _ptr(h0), _ptr(c0), _ptr(wi), _ptr(wo), _ptr(b),
+                             _ptr(lengths), _ptr(y), _ptr(reserve), _ptr(dy), _ptr(dhn),
+                             _ptr(dcn), _ptr(dx), _ptr(dh0), _ptr(dc0), _ptr(dwi), _ptr(dwo),
+                             _ptr(db))
+        return None, None, None, None, dx, dh0, dc0, dwi, dwo, db
+
+
+class _AspenRNNBase(torch.nn.Module):
+    _cell = None        # "lstm" or "gru"
+    _gates = None       # 4 or 3
+    _cell_order = None  # torch's gate order in Aspen's names
+
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
+                 dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None,
+                 backend=None, options=None):
+        super().__init__()
+        name = type(self).__name__
+        if bidirectional:
+            raise NotImplementedError(f"aspen_torch.{name}: bidirectional=True is not supported "
+                                      "yet (Aspen's layers run one direction)")
+        if proj_size:
+            raise NotImplementedError(f"aspen_torch.{name}: proj_size is not supported yet")
+        if not isinstance(dropout, (int, float)) or not 0 <= dropout <= 1 or \
+                isinstance(dropout, bool):
+            raise ValueError(f"aspen_torch.{name}: dropout should be a number in [0, 1], "
+                             f"not {dropout!r}")
+        for what, value in (("input_size", input_size), ("hidden_size", hidden_size),
+                            ("num_layers", num_layers)):
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                raise ValueError(f"aspen_torch.{name}: {what} must be a positive integer, "
+                                 f"not {value!r}")
+        if dtype not in (None, torch.float32):
+            raise TypeError(f"aspen_torch.{name}: dtype {dtype} is not supported (float32)")
+        if device is not None and torch.device(device).type != "cpu":
+            raise NotImplementedError(f"aspen_torch.{name}: device {device} is not supported "
+                                      "yet (cpu)")
+        self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
+        self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
+        self.bidirectional, self.proj_size = False, 0
+        self._backend = backend
+        self._options = options  # a JSON object of popnn options, or None
+        G, H = self._gates, hidden_size
+        # Registered in torch.nn.LSTM's order, so the same seed gives the same values.
+        for layer in range(num_layers):
+            layer_input = input_size if layer == 0 else hidden_size
+            setattr(self, f"weight_ih_l{layer}",
+                    torch.nn.Parameter(torch.empty(G * H, layer_input)))
+            setattr(self, f"weight_hh_l{layer}", torch.nn.Parameter(torch.empty(G * H, H)))
+            if bias:
+                setattr(self, f"bias_ih_l{layer}", torch.nn.Parameter(torch.empty(G * H)))
+                setattr(self, f"bias_hh_l{layer}", torch.nn.Parameter(torch.empty(G * H)))
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            torch.nn.init.uniform_(weight, -stdv, stdv)
+
+    def extra_repr(self):
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if not self.bias:
+            s += ", bias=False"
+        if self.batch_first:
+            s += ", batch_first=True"
+        if self.dropout:
+            s += f", dropout={self.dropout}"
+        return s
+
+    def _aspen_weights(self, layer):
+        """This layer's parameters in Aspen's layout, as differentiable views."""
+        G, H = self._gates, self.hidden_size
+        w_ih = getattr(self, f"weight_ih_l{layer}")
+        w_hh = getattr(self, f"weight_hh_l{layer}")
+        wi = w_ih.view(G, H, -1).transpose(1, 2).contiguous()
+        wo = w_hh.view(G, H, H).transpose(1, 2).contiguous()
+        if self.bias:
+            b_ih = getattr(self, f"bias_ih_l{layer}").view(G, H)
+            b_hh = getattr(self, f"bias_hh_l{layer}").view(G, H)
+            b = b_ih + b_hh if self._cell == "lstm" else torch.stack((b_ih, b_hh), dim=1)
+        else:
+            shape = (G, H) if self._cell == "lstm" else (G, 2, H)
+            b = w_ih.new_zeros(shape)
+        return wi, wo, b.contiguous()
+
+    def _check_input(self, x):
+        name = type(self).__name__
+        if x.dtype != torch.float32:
+            raise TypeError(f"aspen_torch.{name}: input dtype {x.dtype} is not supported "
+                            "(float32)")
+        if x.device.type != "cpu":
+            raise NotImplementedError(f"aspen_torch.{name}: input on {x.device} is not "
+                                      "supported yet (cpu)")
+        if x.shape[-1] != self.input_size:
+            raise ValueError(f"aspen_torch.{name}: input.size(-1) must be equal to input_size. "
+                             f"Expected {self.input_size}, got {x.shape[-1]}")
+
+    def forward(self, input, hx=None):
+        lstm = self._cell == "lstm"
+        packed = isinstance(input, PackedSequence)
+        unbatched = False
+        lengths = None
+        if packed:
+            x, lengths = pad_packed_sequence(input)  # [T,B,I], batch in the original order
+            lengths = lengths.to(torch.int32).contiguous()
+        else:
+            x = input
+            if x.dim() == 2:
+                unbatched = True
+                x = x.unsqueeze(1)
+            elif x.dim() != 3:
+                raise ValueError(f"aspen_torch.{type(self).__name__}: expected input with 2 or "
+                                 f"3 dimensions, got {x.dim()}")
+            elif self.batch_first:
+                x = x.transpose(0, 1)
+        self._check_input(x)
+        x = x.contiguous()
+        T, B, _ = x.shape
+        H, L = self.hidden_size, self.num_layers
+        h0 = c0 = None
+        if hx is not None:
+            h0, c0 = hx if lstm else (hx, None)
+            if unbatched:
+                h0 = h0.unsqueeze(1)
+                c0 = c0.unsqueeze(1) if c0 is not None else None
+            for what, t in (("h0", h0), ("c0", c0)):
+                if t is not None and tuple(t.shape) != (L, B, H):
+                    raise RuntimeError(f"Expected hidden size {(L, B, H)}, got "
+                                       f"{list(t.shape)}")
+        if h0 is None:
+            h0 = x.new_zeros((L, B, H))
+        if lstm and c0 is None:
+            c0 = x.new_zeros((L, B, H))
+
+        backend = self._backend or default_backend()
+        layer_input = x
+        h_n, c_n = [], []
+        for layer in range(L):
+            wi, wo, b = self._aspen_weights(layer)
+            desc = _backend.Desc(self._cell, "float32", T, B, layer_input.shape[-1], H,
+                                 variable_lengths=lengths is not None,
+                                 reset_after=not lstm, cell_order=self._cell_order,
+                                 options=self._options)
+            layer_h0 = h0[layer].contiguous()
+            layer_c0 = c0[layer].contiguous() if lstm else None
+            training = torch.is_grad_enabled() and any(
+                t is not None and t.requires_grad
+                for t in (layer_input, layer_h0, layer_c0, wi, wo, b))
+            outputs = _RnnLayerFunction.apply(
+                backend, desc, lengths, training, layer_input, layer_h0, layer_c0, wi, wo, b)
+            y = outputs[0]
+            h_n.append(outputs[1])
+            if lstm:
+                c_n.append(outputs[2])
+            if self.dropout and self.training and layer < L - 1:
+                y = torch.nn.functional.dropout(y, self.dropout, True)
+            layer_input = y
+        h_n = torch.stack(h_n)
+        c_n = torch.stack(c_n) if lstm else None
+        output = layer_input
+        if packed:
+            order = input.sorted_indices
+            sorted_y = output if order is None else output.index_select(1, order)
+            sorted_lengths = lengths.to(torch.int64)
+            if order is not None:
+                sorted_lengths = sorted_lengths.index_select(0, order)
+            data = pack_padded_sequence(sorted_y, sorted_lengths.cpu(), enforce_sorted=True).data
+            output = PackedSequence(data, input.batch_sizes, input.sorted_indices,
+                                    input.unsorted_indices)
+        elif unbatched:
+            output = output.squeeze(1)
+            h_n = h_n.squeeze(1)
+            c_n = c_n.squeeze(1) if lstm else None
+        elif self.batch_first:
+            output = output.transpose(0, 1)
+        return (output, (h_n, c_n)) if lstm else (output, h_n)
+
+
+class LSTM(_AspenRNNBase):
+    """torch.nn.LSTM computed by Aspen: same arguments, parameters, inputs and outputs.
+
+    Extra keyword arguments: backend (an aspen_torch Backend; default: the process's CPU
+    backend) and options (a JSON object of Aspen's LSTM options, e.g.
+    '{"availableMemoryProportion": 0.3}').
+    """
+    _cell, _gates, _cell_order = "lstm", 4, "input,forget,cell,output"
+
+
+class GRU(_AspenRNNBase):
+    """torch.nn.GRU computed by Aspen (its "reset after" GRU, which is PyTorch's): same
+    arguments, parameters, inputs and outputs. Extra keyword arguments as for LSTM."""
+    _cell, _gates, _cell_order = "gru", 3, "reset,update,cell"

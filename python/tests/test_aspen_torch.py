@@ -1,0 +1,184 @@
+"""aspen_torch.LSTM and aspen_torch.GRU against torch.nn.LSTM and torch.nn.GRU (the independent
+reference): forward outputs, final states and every gradient within 1e-5 relative (float32),
+over batch_first both ways, 1 and 2 layers, with and without bias, PackedSequence inputs
+(variable lengths) and hx given or not; state_dict round trips; the same seed giving the same
+parameters; the layer cache reusing compiled layers; and clear errors for what is not supported.
+Run: PYTHONPATH=<build>/python /usr/bin/python3 -m unittest discover -s python/tests
+"""
+import itertools
+import unittest
+
+import torch
+from torch.nn.utils.rnn import pack_padded_sequence
+
+import aspen_torch
+
+T, B, I, H = 6, 4, 5, 7
+LENGTHS = [6, 3, 1, 5]  # PackedSequence: every row at least 1 (torch's rule), unsorted
+
+
+def assert_close(got, want, what):
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6,
+                               msg=lambda m: f"{what}: {m}")
+
+
+class AgainstTorch(unittest.TestCase):
+    def compare(self, kind, *, layers, bias, batch_first, packed, hx):
+        torch.manual_seed(1234)
+        lstm = kind == "lstm"
+        reference = (torch.nn.LSTM if lstm else torch.nn.GRU)(
+            I, H, num_layers=layers, bias=bias, batch_first=batch_first)
+        mine = (aspen_torch.LSTM if lstm else aspen_torch.GRU)(
+            I, H, num_layers=layers, bias=bias, batch_first=batch_first)
+        mine.load_state_dict(reference.state_dict())
+        x = torch.randn((B, T, I) if batch_first else (T, B, I))
+        h0 = torch.randn(layers, B, H)
+        c0 = torch.randn(layers, B, H)
+        out_weight = torch.randn((B, T, H) if batch_first else (T, B, H))
+        hn_weight, cn_weight = torch.randn(layers, B, H), torch.randn(layers, B, H)
+
+        def run(module):
+            xs = x.clone().requires_grad_()
+            hs, cs = h0.clone().requires_grad_(), c0.clone().requires_grad_()
+            inp = pack_padded_sequence(xs, torch.tensor(LENGTHS), batch_first=batch_first,
+                                       enforce_sorted=False) if packed else xs
+            state = ((hs, cs) if lstm else hs) if hx else None
+            out, final = module(inp, state)
+            h_n, c_n = final if lstm else (final, None)
+            if packed:
+                out_values = out.data
+                loss = (out.data * torch.arange(out.data.numel()).view_as(out.data).sin()).sum()
+            else:
+                out_values = out
+                loss = (out * out_weight).sum()
+            loss = loss + (h_n * hn_weight).sum()
+            if lstm:
+                loss = loss + (c_n * cn_weight).sum()
+            loss.backward()
+            grads = {"input": xs.grad}
+            if hx:
+                grads["h0"] = hs.grad
+                if lstm:
+                    grads["c0"] = cs.grad
+            for name, p in module.named_parameters():
+                grads[name] = p.grad
+            return out_values, h_n, c_n, grads, out
+
+        want = run(reference)
+        got = run(mine)
+        assert_close(got[0], want[0], "output")
+        assert_close(got[1], want[1], "h_n")
+        if lstm:
+            assert_close(got[2], want[2], "c_n")
+        self.assertEqual(sorted(got[3]), sorted(want[3]))
+        for name in want[3]:
+            assert_close(got[3][name], want[3][name], f"gradient of {name}")
+        if packed:
+            self.assertTrue(torch.equal(got[4].batch_sizes, want[4].batch_sizes))
+            self.assertTrue(torch.equal(got[4].sorted_indices, want[4].sorted_indices))
+
+    def test_every_combination(self):
+        for kind, layers, bias, batch_first, packed, hx in itertools.product(
+                ("lstm", "gru"), (1, 2), (True, False), (False, True), (False, True),
+                (True, False)):
+            with self.subTest(kind=kind, layers=layers, bias=bias, batch_first=batch_first,
+                              packed=packed, hx=hx):
+                self.compare(kind, layers=layers, bias=bias, batch_first=batch_first,
+                             packed=packed, hx=hx)
+
+    def test_unbatched_input_and_eval_dropout(self):
+        for kind in ("lstm", "gru"):
+            torch.manual_seed(3)
+            cls = torch.nn.LSTM if kind == "lstm" else torch.nn.GRU
+            reference = cls(I, H, num_layers=2, dropout=0.5).eval()
+            mine = (aspen_torch.LSTM if kind == "lstm" else aspen_torch.GRU)(
+                I, H, num_layers=2, dropout=0.5).eval()
+            mine.load_state_dict(reference.state_dict())
+            x = torch.randn(T, I)  # no batch dimension
+            with torch.no_grad():
+                want, got = reference(x), mine(x)
+            assert_close(got[0], want[0], f"{kind} unbatched output")
+            want_h = want[1][0] if kind == "lstm" else want[1]
+            got_h = got[1][0] if kind == "lstm" else got[1]
+            assert_close(got_h, want_h, f"{kind} unbatched h_n")
+
+    def test_training_dropout_runs_and_drops(self):
+        torch.manual_seed(4)
+        mine = aspen_torch.LSTM(I, H, num_layers=2, dropout=0.5).train()
+        x = torch.randn(T, B, I)
+        out_a, _ = mine(x)
+        out_b, _ = mine(x)
+        self.assertFalse(torch.equal(out_a, out_b))  # dropout between the layers is random
+        mine.eval()
+        with torch.no_grad():
+            self.assertTrue(torch.equal(mine(x)[0], mine(x)[0]))
+
+
+class Parameters(unittest.TestCase):
+    def test_same_seed_same_parameters_and_names(self):
+        for kind in ("LSTM", "GRU"):
+            torch.manual_seed(9)
+            reference = getattr(torch.nn, kind)(I, H, num_layers=2)
+            torch.manual_seed(9)
+            mine = getattr(aspen_torch, kind)(I, H, num_layers=2)
+            want, got = reference.state_dict(), mine.state_dict()
+            self.assertEqual(list(got), list(want))
+            for name in want:
+                self.assertTrue(torch.equal(got[name], want[name]), f"{kind} {name}")
+
+    def test_state_dict_round_trips_both_ways(self):
+        for kind in ("LSTM", "GRU"):
+            torch.manual_seed(10)
+            mine = getattr(aspen_torch, kind)(I, H, num_layers=2, batch_first=True)
+            reference = getattr(torch.nn, kind)(I, H, num_layers=2, batch_first=True)
+            reference.load_state_dict(mine.state_dict())  # Aspen's into torch's
+            x = torch.randn(B, T, I)
+            with torch.no_grad():
+                assert_close(mine(x)[0], reference(x)[0], f"{kind} after loading Aspen's")
+            torch.manual_seed(11)
+            other = getattr(torch.nn, kind)(I, H, num_layers=2, batch_first=True)
+            mine.load_state_dict(other.state_dict())  # and back
+            with torch.no_grad():
+                assert_close(mine(x)[0], other(x)[0], f"{kind} after loading torch's")
+
+
+class Backend(unittest.TestCase):
+    def test_cache_reuses_compiled_layers(self):
+        backend = aspen_torch.Backend("cpu", 8)
+        torch.manual_seed(12)
+        mine = aspen_torch.GRU(I, H, backend=backend)
+        x = torch.randn(T, B, I, requires_grad=True)
+        for _ in range(3):
+            out, h_n = mine(x)
+            (out.sum() + h_n.sum()).backward()
+        stats = backend.cache_stats()
+        self.assertEqual(stats["compiles"], 1)  # the training engine, reused
+        self.assertEqual(stats["misses"], 1)
+        # Each training forward looks its layer up twice (reserve size, run), each backward once:
+        # 9 lookups, the first one the miss.
+        self.assertEqual(stats["hits"], 8)
+        with torch.no_grad():
+            mine(x)
+        self.assertEqual(backend.cache_stats()["compiles"], 2)  # the inference engine
+
+    def test_errors_are_clear(self):
+        with self.assertRaisesRegex(NotImplementedError, "bidirectional"):
+            aspen_torch.LSTM(I, H, bidirectional=True)
+        with self.assertRaisesRegex(NotImplementedError, "proj_size"):
+            aspen_torch.LSTM(I, H, proj_size=2)
+        with self.assertRaisesRegex(ValueError, "hidden_size"):
+            aspen_torch.GRU(I, 0)
+        with self.assertRaisesRegex(TypeError, "float64"):
+            aspen_torch.LSTM(I, H)(torch.randn(T, B, I, dtype=torch.float64))
+        with self.assertRaisesRegex(ValueError, "input_size"):
+            aspen_torch.LSTM(I, H)(torch.randn(T, B, I + 1))
+        with self.assertRaisesRegex(RuntimeError, "Expected hidden size"):
+            aspen_torch.GRU(I, H)(torch.randn(T, B, I), torch.randn(2, B, H))
+        with self.assertRaisesRegex(ValueError, "noSuchOption"):
+            aspen_torch.LSTM(I, H, options='{"noSuchOption": 1}')(torch.randn(T, B, I))
+        with self.assertRaisesRegex(NotImplementedError, "GPU"):
+            aspen_torch.Backend("gpu", 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
