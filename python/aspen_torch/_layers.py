@@ -3,10 +3,9 @@
 The modules have torch's constructor arguments, parameter names, shapes and initialisation, so
 a state_dict loads into either module and the same seed gives the same weights. Each layer of
 the stack is one autograd Function over Aspen's layer backend (aspen/backend.h): the forward
-saves Aspen's reserve, the backward runs Aspen's backward and weight update. Torch's layouts are
-turned into Aspen's by differentiable views in the module (weight_ih [G*H, I] is Aspen's
-[G, I, H] transposed per gate; the LSTM's two biases add up to Aspen's one), so autograd carries
-the gradients back to the torch parameters.
+saves Aspen's reserve, the backward runs Aspen's backward and weight update. The Function turns
+torch's layouts into Aspen's (weight_ih [G*H, I] is Aspen's [G, I, H] transposed per gate; the
+LSTM's two biases add up to Aspen's one) and the gradients back.
 
 Runs on CPU tensors of float32. Not supported yet (a clear error): bidirectional, proj_size,
 other dtypes or devices.
@@ -33,16 +32,37 @@ def _ptr(t):
     return 0 if t is None else t.data_ptr()
 
 
+def _to_aspen(w, G, H):
+    """torch's [G*H, n] gate-stacked matrix as Aspen's [G, n, H] (x.W per gate)."""
+    return w.reshape(G, H, -1).transpose(1, 2).contiguous()
+
+
+def _from_aspen(dw, G, H):
+    """The inverse of _to_aspen for a gradient: [G, n, H] -> a new contiguous [G*H, n]."""
+    return dw.transpose(1, 2).reshape(G * H, -1).contiguous()
+
+
 class _RnnLayerFunction(torch.autograd.Function):
-    """One layer over a time-major batch: y [T,B,H], hn [B,H], cn [B,H] (LSTM) from x [T,B,I],
-    h0, c0, lengths (int32 [B] or None) and the weights in Aspen's layout."""
+    """One layer over a time-major batch: y [T,B,H], hn [B,H] and, for an LSTM, cn [B,H], from
+    x [T,B,I], h0, c0 (None for a GRU), lengths (int32 [B] or None) and torch's parameters
+    (biases None without bias). The layouts are converted here, outside autograd, and every
+    gradient returned is a tensor of its own: autograd may keep an incoming gradient as a
+    parameter's .grad, so two parameters must never share one."""
 
     @staticmethod
-    def forward(ctx, backend, desc, lengths, training, x, h0, c0, wi, wo, b):
+    def forward(ctx, backend, desc, lengths, training, x, h0, c0, w_ih, w_hh, b_ih, b_hh):
         # training: gradients will be asked for (decided by the caller: grad mode is off here).
         lstm = c0 is not None
+        G = 4 if lstm else 3
         T, B, _ = x.shape
         H = h0.shape[-1]
+        wi, wo = _to_aspen(w_ih, G, H), _to_aspen(w_hh, G, H)
+        if b_ih is None:
+            b = x.new_zeros((G, H) if lstm else (G, 2, H))
+        elif lstm:
+            b = (b_ih + b_hh).reshape(G, H).contiguous()
+        else:
+            b = torch.stack((b_ih.reshape(G, H), b_hh.reshape(G, H)), dim=1).contiguous()
         y = x.new_empty((T, B, H))
         hn = x.new_empty((B, H))
         cn = x.new_empty((B, H)) if lstm else None
@@ -51,7 +71,7 @@ class _RnnLayerFunction(torch.autograd.Function):
             reserve = torch.empty(backend.reserve_bytes(desc), dtype=torch.uint8)
         backend.forward(desc, _ptr(x), _ptr(h0), _ptr(c0), _ptr(wi), _ptr(wo), _ptr(b),
                         _ptr(lengths), _ptr(y), _ptr(hn), _ptr(cn), _ptr(reserve))
-        ctx.backend, ctx.desc, ctx.lstm = backend, desc, lstm
+        ctx.backend, ctx.desc, ctx.lstm, ctx.has_bias = backend, desc, lstm, b_ih is not None
         ctx.save_for_backward(lengths, x, h0, c0, wi, wo, b, y, reserve)
         return (y, hn, cn) if lstm else (y, hn)
 
@@ -62,10 +82,11 @@ class _RnnLayerFunction(torch.autograd.Function):
             raise RuntimeError("aspen_torch: backward of a forward that ran without gradients")
         contiguous = lambda g: None if g is None else g.contiguous()
         dy, dhn, dcn = contiguous(dy), contiguous(dhn), contiguous(dcn)
+        G, H = wi.shape[0], wi.shape[2]
         dx = torch.empty_like(x) if ctx.needs_input_grad[4] else None
         dh0 = torch.empty_like(h0)
         dc0 = torch.empty_like(c0) if ctx.lstm else None
-        need_weights = any(ctx.needs_input_grad[7:10])
+        need_weights = any(ctx.needs_input_grad[7:11])
         dwi = torch.empty_like(wi) if need_weights else None
         dwo = torch.empty_like(wo) if need_weights else None
         db = torch.empty_like(b) if need_weights else None
@@ -73,7 +94,16 @@ class _RnnLayerFunction(torch.autograd.Function):
                              _ptr(lengths), _ptr(y), _ptr(reserve), _ptr(dy), _ptr(dhn),
                              _ptr(dcn), _ptr(dx), _ptr(dh0), _ptr(dc0), _ptr(dwi), _ptr(dwo),
                              _ptr(db))
-        return None, None, None, None, dx, dh0, dc0, dwi, dwo, db
+        dw_ih = _from_aspen(dwi, G, H) if need_weights else None
+        dw_hh = _from_aspen(dwo, G, H) if need_weights else None
+        db_ih = db_hh = None
+        if need_weights and ctx.has_bias:
+            if ctx.lstm:  # b = b_ih + b_hh: each gets the whole gradient, in its own tensor
+                db_ih, db_hh = db.reshape(G * H).clone(), db.reshape(G * H).clone()
+            else:  # [G, 2, H]: [g][0] is b_ih's, [g][1] b_hh's
+                db_ih = db[:, 0, :].reshape(G * H).clone()
+                db_hh = db[:, 1, :].reshape(G * H).clone()
+        return None, None, None, None, dx, dh0, dc0, dw_ih, dw_hh, db_ih, db_hh
 
 
 class _AspenRNNBase(torch.nn.Module):
@@ -139,22 +169,6 @@ class _AspenRNNBase(torch.nn.Module):
             s += f", dropout={self.dropout}"
         return s
 
-    def _aspen_weights(self, layer):
-        """This layer's parameters in Aspen's layout, as differentiable views."""
-        G, H = self._gates, self.hidden_size
-        w_ih = getattr(self, f"weight_ih_l{layer}")
-        w_hh = getattr(self, f"weight_hh_l{layer}")
-        wi = w_ih.view(G, H, -1).transpose(1, 2).contiguous()
-        wo = w_hh.view(G, H, H).transpose(1, 2).contiguous()
-        if self.bias:
-            b_ih = getattr(self, f"bias_ih_l{layer}").view(G, H)
-            b_hh = getattr(self, f"bias_hh_l{layer}").view(G, H)
-            b = b_ih + b_hh if self._cell == "lstm" else torch.stack((b_ih, b_hh), dim=1)
-        else:
-            shape = (G, H) if self._cell == "lstm" else (G, 2, H)
-            b = w_ih.new_zeros(shape)
-        return wi, wo, b.contiguous()
-
     def _check_input(self, x):
         name = type(self).__name__
         if x.dtype != torch.float32:
@@ -208,7 +222,10 @@ class _AspenRNNBase(torch.nn.Module):
         layer_input = x
         h_n, c_n = [], []
         for layer in range(L):
-            wi, wo, b = self._aspen_weights(layer)
+            w_ih = getattr(self, f"weight_ih_l{layer}")
+            w_hh = getattr(self, f"weight_hh_l{layer}")
+            b_ih = getattr(self, f"bias_ih_l{layer}") if self.bias else None
+            b_hh = getattr(self, f"bias_hh_l{layer}") if self.bias else None
             desc = _backend.Desc(self._cell, "float32", T, B, layer_input.shape[-1], H,
                                  variable_lengths=lengths is not None,
                                  reset_after=not lstm, cell_order=self._cell_order,
@@ -217,9 +234,9 @@ class _AspenRNNBase(torch.nn.Module):
             layer_c0 = c0[layer].contiguous() if lstm else None
             training = torch.is_grad_enabled() and any(
                 t is not None and t.requires_grad
-                for t in (layer_input, layer_h0, layer_c0, wi, wo, b))
-            outputs = _RnnLayerFunction.apply(
-                backend, desc, lengths, training, layer_input, layer_h0, layer_c0, wi, wo, b)
+                for t in (layer_input, layer_h0, layer_c0, w_ih, w_hh, b_ih, b_hh))
+            outputs = _RnnLayerFunction.apply(backend, desc, lengths, training, layer_input,
+                                              layer_h0, layer_c0, w_ih, w_hh, b_ih, b_hh)
             y = outputs[0]
             h_n.append(outputs[1])
             if lstm:

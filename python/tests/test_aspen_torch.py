@@ -86,6 +86,29 @@ class AgainstTorch(unittest.TestCase):
                 self.compare(kind, layers=layers, bias=bias, batch_first=batch_first,
                              packed=packed, hx=hx)
 
+    def test_gradients_accumulate_like_torch(self):
+        # Two backward passes, then zero_grad and a third: every .grad must be torch's (a
+        # gradient tensor shared by two parameters would double on accumulation).
+        for kind in ("LSTM", "GRU"):
+            torch.manual_seed(5)
+            reference = getattr(torch.nn, kind)(I, H, num_layers=2)
+            mine = getattr(aspen_torch, kind)(I, H, num_layers=2)
+            mine.load_state_dict(reference.state_dict())
+            x = torch.randn(T, B, I)
+            for module in (reference, mine):
+                out, _ = module(x)
+                loss = (out * out).sum()
+                loss.backward(retain_graph=True)
+                loss.backward()
+            for (name, want), got in zip(reference.named_parameters(), mine.parameters()):
+                assert_close(got.grad, want.grad, f"{kind} {name} after two backward passes")
+            for module in (reference, mine):
+                module.zero_grad()
+                out, _ = module(x)
+                out.sum().backward()
+            for (name, want), got in zip(reference.named_parameters(), mine.parameters()):
+                assert_close(got.grad, want.grad, f"{kind} {name} after zero_grad")
+
     def test_unbatched_input_and_eval_dropout(self):
         for kind in ("lstm", "gru"):
             torch.manual_seed(3)
