@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Does all set-up (packages, including the peers: NumPy with OpenBLAS, and PyTorch for bench_lstm
-# and bench_gru; configure, build), then runs every benchmark in bench/ and writes their output to
-# bench-results/<date>.txt. The full shape sets of bench_lstm and bench_gru take long on a small
-# machine: they run with ASPEN_BENCH_LSTM_ARGS and ASPEN_BENCH_GRU_ARGS, each by default
-# "--max-h 512" (set one empty for its full set).
+# Does all set-up (packages, including the peers: NumPy with OpenBLAS, and PyTorch for bench_lstm,
+# bench_gru and bench/torch_modules.py; configure, build), then runs every benchmark in bench/
+# (the programs, then torch_modules.py with ASPEN_BENCH_TORCH_ARGS, default "--max-h 256") and
+# writes their output to bench-results/<date>.txt. The full shape sets of bench_lstm and
+# bench_gru take long on a small machine: they run with ASPEN_BENCH_LSTM_ARGS and
+# ASPEN_BENCH_GRU_ARGS, each by default "--max-h 512" (set one empty for its full set).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 peers=(python3-numpy libopenblas0 python3-torch)
@@ -24,5 +25,12 @@ out="bench-results/$(date +%Y-%m-%d).txt"
     # A benchmark that finds a wrong result exits non-zero; the others still run.
     "$b" "${args[@]}" 2>&1 || echo "($name exited with status $?)"
   done
+  # aspen_torch against torch.nn (bench/torch_modules.py), when the package was built.
+  if [ -d build/python/aspen_torch ]; then
+    read -ra torch_args <<<"${ASPEN_BENCH_TORCH_ARGS---max-h 256}"
+    echo "## torch_modules.py ${torch_args[*]}"
+    PYTHONPATH=build/python /usr/bin/python3 bench/torch_modules.py "${torch_args[@]}" 2>&1 ||
+      echo "(torch_modules.py exited with status $?)"
+  fi
 } | tee "$out"
 echo "written to $out"
