@@ -168,12 +168,17 @@ TEST_CASE("variable time steps misuse", "[error][lstm]") {
   REQUIRE_THROWS_WITH(Layer(nullptr, foreign),
                       Contains("foreignLengths") && Contains("another graph"));
 
+  // A final-state gradient with variable lengths is taken (it reaches each row's last step:
+  // lstm_layer's *_var_len_rows_last_state_grad runs check the values); a misshapen one is not.
   Layer v("ownLengths");
   Tensor lastCell = variable(v.graph, FLOAT, {2, 5}, "lastCellGrad");
   Tensor dx;
+  REQUIRE_NOTHROW(lstm::lstmBwd(v.graph, v.params, v.prog, v.init, v.inter, v.weights, v.in,
+                                v.out, v.dy, &lastCell, &dx, nullptr));
+  Tensor badCell = variable(v.graph, FLOAT, {2, 4}, "badCellGrad");
   REQUIRE_THROWS_WITH(lstm::lstmBwd(v.graph, v.params, v.prog, v.init, v.inter, v.weights, v.in,
-                                    v.out, v.dy, &lastCell, &dx, nullptr),
-                      Contains("variable time steps"));
+                                    v.out, v.dy, &badCell, &dx, nullptr),
+                      Contains("last cell state's gradient") && Contains("{2,4}"));
   Tensor wrongCount = variable(v.graph, UNSIGNED_INT, {3}, "threeLengths");
   lstm::LstmParams p(FLOAT, 2, 3, wrongCount, {4, 5});
   REQUIRE_THROWS_AS(lstm::createInput(v.graph, p, "x"), shape_error);
