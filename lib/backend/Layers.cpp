@@ -100,6 +100,17 @@ void addHandles(Graph &graph, const RnnTensors &t, bool training) {
       graph.createHostRead(name, *tensor);
 }
 
+// The host handles, the engine compiled and loaded, and the reserve's size.
+std::shared_ptr<RnnLayer> finishLayer(Graph &graph, const RnnTensors &t,
+                                      const std::vector<program::Program> &programs,
+                                      const Device &device, const RnnConfig &c, bool training) {
+  addHandles(graph, t, training);
+  auto layer = std::make_shared<RnnLayer>(compileAndLoad(graph, programs, device), training);
+  if (training)
+    layer->reserveBytes = t.reserve.numElements() * c.elementBytes();
+  return layer;
+}
+
 std::shared_ptr<RnnLayer> buildLstm(const Device &device, const RnnConfig &c, bool training) {
   Graph graph = makeGraph(device);
   linalg::PlanningCache cache;
@@ -138,11 +149,7 @@ std::shared_ptr<RnnLayer> buildLstm(const Device &device, const RnnConfig &c, bo
     t.dBiases = grads.biases;
     programs.push_back(bwd);
   }
-  addHandles(graph, t, training);
-  auto layer = std::make_shared<RnnLayer>(compileAndLoad(graph, programs, device), training);
-  if (training)
-    layer->reserveBytes = t.reserve.numElements() * c.elementBytes();
-  return layer;
+  return finishLayer(graph, t, programs, device, c, training);
 }
 
 std::shared_ptr<RnnLayer> buildGru(const Device &device, const RnnConfig &c, bool training) {
@@ -177,11 +184,7 @@ std::shared_ptr<RnnLayer> buildGru(const Device &device, const RnnConfig &c, boo
     t.dBiases = grads.biases;
     programs.push_back(bwd);
   }
-  addHandles(graph, t, training);
-  auto layer = std::make_shared<RnnLayer>(compileAndLoad(graph, programs, device), training);
-  if (training)
-    layer->reserveBytes = t.reserve.numElements() * c.elementBytes();
-  return layer;
+  return finishLayer(graph, t, programs, device, c, training);
 }
 
 // Each row's number of steps: its length, or T.
@@ -221,8 +224,7 @@ void writeInputs(Engine &engine, const RnnConfig &c, const RnnForwardCall &call)
     write(engine, "c0", call.c0, c.B * c.H * es);
   write(engine, "inputWeights", call.inputWeights, G * c.I * c.H * es);
   write(engine, "outputWeights", call.outputWeights, G * c.H * c.H * es);
-  const std::size_t biasRows = !c.lstm && c.resetAfter ? 2 : 1;
-  write(engine, "biases", call.biases, G * biasRows * c.H * es);
+  write(engine, "biases", call.biases, c.biasElements() * es);
   if (c.variableLengths)
     write(engine, "lengths", call.lengths, c.B * sizeof(std::uint32_t));
 }
@@ -288,8 +290,7 @@ void runRnnBackward(RnnLayer &layer, const RnnConfig &c, const RnnBackwardCall &
   if (call.dInputWeights) {
     read(engine, "dInputWeights", call.dInputWeights, G * c.I * c.H * es);
     read(engine, "dOutputWeights", call.dOutputWeights, G * c.H * c.H * es);
-    const std::size_t biasRows = !c.lstm && c.resetAfter ? 2 : 1;
-    read(engine, "dBiases", call.dBiases, G * biasRows * c.H * es);
+    read(engine, "dBiases", call.dBiases, c.biasElements() * es);
   }
   // A row without steps has hn = h0: dhn passes straight through (the layer carries dcn).
   for (std::size_t b = 0; b < c.B && dhn; ++b)

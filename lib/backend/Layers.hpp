@@ -31,6 +31,8 @@ struct RnnConfig {
   std::string optionsText;             // the options as given, sorted: part of the key
 
   std::size_t gates() const { return lstm ? 4 : 3; }
+  // [G, H], or [G, 2, H] for a GRU with resetAfter (input and recurrent biases).
+  std::size_t biasElements() const { return gates() * (!lstm && resetAfter ? 2 : 1) * H; }
   std::size_t elementBytes() const { return type.size(); }
   std::string key(const char *pass) const;
 };
