@@ -20,9 +20,9 @@
  *
  * Layouts (row-major, element type `dtype`: float32, or float16 as IEEE binary16 bits):
  *   x [T,B,I] (time-major), y [T,B,H], h0/hn/c0/cn [B,H], lengths [B] (uint32, 0..T);
- *   input_weights [G,I,H], output_weights [G,H,H] (x.W, slot g = the g-th gate of cell_order),
- *   biases [G,H] (GRU with gru_reset_after: [G,2,H], [g][0] input bias, [g][1] recurrent);
- *   G = 4 (LSTM) or 3 (GRU). docs/backend.md says how PyTorch's layouts map onto these.
+ *   weights and biases: Aspen's (input_weights [G,I,H], x.W, slot g = the g-th gate of
+ *   cell_order) or PyTorch's, as desc->weights_layout says (aspen_weights_layout);
+ *   G = 4 (LSTM) or 3 (GRU).
  *
  * C99 and C++ (any standard from C++11) include this header.
  */
@@ -81,6 +81,19 @@ ASPEN_API aspen_status aspen_backend_clear_cache(aspen_backend *backend);
 
 typedef enum aspen_rnn_cell { ASPEN_RNN_LSTM = 0, ASPEN_RNN_GRU = 1 } aspen_rnn_cell;
 
+/* How the weights, biases and their gradients are laid out (both for G gates, in cell_order):
+ *   ASPEN_WEIGHTS_ASPEN: Aspen's (x.W): input_weights [G,I,H], output_weights [G,H,H], biases
+ *     [G,H] (a GRU with gru_reset_after: [G,2,H], [g][0] input bias, [g][1] recurrent).
+ *   ASPEN_WEIGHTS_PYTORCH: PyTorch's and cuDNN's (W.x, rows gate-major): input_weights [G*H,I]
+ *     (weight_ih_l0), output_weights [G*H,H] (weight_hh_l0), biases [2,G*H] (bias_ih_l0 then
+ *     bias_hh_l0). The two biases are added where the cell adds them (both, except a
+ *     reset-after GRU's candidate), so d_biases has both rows equal there. The backend converts
+ *     on the host while writing the layer's inputs (and back for the gradients). */
+typedef enum aspen_weights_layout {
+  ASPEN_WEIGHTS_ASPEN = 0,
+  ASPEN_WEIGHTS_PYTORCH = 1
+} aspen_weights_layout;
+
 typedef struct aspen_rnn_desc {
   aspen_rnn_cell cell;
   aspen_dtype dtype;
@@ -92,6 +105,7 @@ typedef struct aspen_rnn_desc {
   int gru_reset_after;     /* GRU: the reset gate after the recurrent product (PyTorch, cuDNN) */
   const char *cell_order;  /* NULL: Aspen's default; else e.g. "input,forget,cell,output" */
   const char *options;     /* NULL, or a JSON object of the layer's options (popnn's keys) */
+  aspen_weights_layout weights_layout; /* 0 (zero-initialised): Aspen's */
 } aspen_rnn_desc;
 
 /* Bytes of the reserve a training forward fills for the backward. */

@@ -147,6 +147,11 @@ RnnConfig rnnConfig(const aspen_rnn_desc *desc) {
   c.variableLengths = desc->variable_lengths != 0;
   c.resetAfter = desc->gru_reset_after != 0;
   need(c.lstm ? !c.resetAfter : true, "desc->gru_reset_after is for a GRU, not an LSTM");
+  need(desc->weights_layout == ASPEN_WEIGHTS_ASPEN || desc->weights_layout == ASPEN_WEIGHTS_PYTORCH,
+       fmt::format("desc->weights_layout {} is not ASPEN_WEIGHTS_ASPEN (0) or "
+                   "ASPEN_WEIGHTS_PYTORCH (1)",
+                   static_cast<int>(desc->weights_layout)));
+  c.torchLayout = desc->weights_layout == ASPEN_WEIGHTS_PYTORCH;
   if (desc->cell_order) {
     c.cellOrder = splitList(desc->cell_order);
     need(c.cellOrder.size() == c.gates(),

@@ -216,17 +216,116 @@ void addElements(const RnnConfig &c, std::uint8_t *dst, const std::uint8_t *src,
   }
 }
 
-void writeInputs(Engine &engine, const RnnConfig &c, const RnnForwardCall &call) {
+// dst[g][j][i] = src[g][i][j] for every g < G, i < rows, j < cols: each of G [rows, cols]
+// matrices transposed, in square blocks that stay in the cache.
+template <class Element>
+void transposeEach(void *dstBytes, const void *srcBytes, std::size_t G, std::size_t rows,
+                   std::size_t cols) {
+  constexpr std::size_t block = 16;
+  constexpr std::size_t es = sizeof(Element);
+  auto *dst = static_cast<std::uint8_t *>(dstBytes);
+  const auto *src = static_cast<const std::uint8_t *>(srcBytes);
+  for (std::size_t g = 0; g < G; ++g, dst += rows * cols * es, src += rows * cols * es)
+    for (std::size_t i0 = 0; i0 < rows; i0 += block) {
+      const std::size_t i1 = std::min(rows, i0 + block);
+      for (std::size_t j0 = 0; j0 < cols; j0 += block)
+        for (std::size_t j = j0; j < std::min(cols, j0 + block); ++j)
+          for (std::size_t i = i0; i < i1; ++i) // memcpy: the caller's bytes, any type
+            std::memcpy(dst + (j * rows + i) * es, src + (i * cols + j) * es, es);
+    }
+}
+
+void transposeEach(const RnnConfig &c, void *dst, const void *src, std::size_t G,
+                   std::size_t rows, std::size_t cols) {
+  if (c.elementBytes() == 4)
+    transposeEach<std::uint32_t>(dst, src, G, rows, cols);
+  else
+    transposeEach<std::uint16_t>(dst, src, G, rows, cols);
+}
+
+// The layer's staging buffer, at least `bytes` long.
+std::uint8_t *staging(RnnLayer &layer, std::size_t bytes) {
+  if (layer.staging.size() < bytes)
+    layer.staging.resize(bytes);
+  return layer.staging.data();
+}
+
+// PyTorch's biases [2, G*H] (input, recurrent) as the layer's: [G, 2, H] for a reset-after GRU
+// (each kept apart), else [G, H] (their sum).
+void biasesFromTorch(const RnnConfig &c, std::uint8_t *dst, const std::uint8_t *src) {
+  const std::size_t es = c.elementBytes(), G = c.gates(), rowBytes = c.H * es;
+  const std::uint8_t *input = src, *recurrent = src + G * rowBytes;
+  if (c.biasElements() == 2 * G * c.H) {
+    for (std::size_t g = 0; g < G; ++g) {
+      std::memcpy(dst + (2 * g) * rowBytes, input + g * rowBytes, rowBytes);
+      std::memcpy(dst + (2 * g + 1) * rowBytes, recurrent + g * rowBytes, rowBytes);
+    }
+    return;
+  }
+  std::memcpy(dst, input, G * rowBytes);
+  addElements(c, dst, recurrent, G * c.H);
+}
+
+// The inverse for the gradients: both rows get a summed bias's gradient.
+void biasesToTorch(const RnnConfig &c, std::uint8_t *dst, const std::uint8_t *src) {
+  const std::size_t es = c.elementBytes(), G = c.gates(), rowBytes = c.H * es;
+  std::uint8_t *input = dst, *recurrent = dst + G * rowBytes;
+  if (c.biasElements() == 2 * G * c.H) {
+    for (std::size_t g = 0; g < G; ++g) {
+      std::memcpy(input + g * rowBytes, src + (2 * g) * rowBytes, rowBytes);
+      std::memcpy(recurrent + g * rowBytes, src + (2 * g + 1) * rowBytes, rowBytes);
+    }
+    return;
+  }
+  std::memcpy(input, src, G * rowBytes);
+  std::memcpy(recurrent, src, G * rowBytes);
+}
+
+void writeInputs(RnnLayer &layer, const RnnConfig &c, const RnnForwardCall &call) {
+  Engine &engine = layer.engine;
   const std::size_t es = c.elementBytes(), G = c.gates();
+  const std::size_t inputBytes = G * c.I * c.H * es, outputBytes = G * c.H * c.H * es;
+  const std::size_t biasBytes = c.biasElements() * es;
   write(engine, "x", call.x, c.T * c.B * c.I * es);
   write(engine, "h0", call.h0, c.B * c.H * es);
   if (c.lstm)
     write(engine, "c0", call.c0, c.B * c.H * es);
-  write(engine, "inputWeights", call.inputWeights, G * c.I * c.H * es);
-  write(engine, "outputWeights", call.outputWeights, G * c.H * c.H * es);
-  write(engine, "biases", call.biases, c.biasElements() * es);
+  if (c.torchLayout) {
+    std::uint8_t *stage = staging(layer, std::max({inputBytes, outputBytes, biasBytes}));
+    transposeEach(c, stage, call.inputWeights, G, c.H, c.I);
+    write(engine, "inputWeights", stage, inputBytes);
+    transposeEach(c, stage, call.outputWeights, G, c.H, c.H);
+    write(engine, "outputWeights", stage, outputBytes);
+    biasesFromTorch(c, stage, static_cast<const std::uint8_t *>(call.biases));
+    write(engine, "biases", stage, biasBytes);
+  } else {
+    write(engine, "inputWeights", call.inputWeights, inputBytes);
+    write(engine, "outputWeights", call.outputWeights, outputBytes);
+    write(engine, "biases", call.biases, biasBytes);
+  }
   if (c.variableLengths)
     write(engine, "lengths", call.lengths, c.B * sizeof(std::uint32_t));
+}
+
+// The weight gradients into the caller's buffers, in its layout.
+void readWeightGradients(RnnLayer &layer, const RnnConfig &c, const RnnBackwardCall &call) {
+  Engine &engine = layer.engine;
+  const std::size_t es = c.elementBytes(), G = c.gates();
+  const std::size_t inputBytes = G * c.I * c.H * es, outputBytes = G * c.H * c.H * es;
+  const std::size_t biasBytes = c.biasElements() * es;
+  if (!c.torchLayout) {
+    read(engine, "dInputWeights", call.dInputWeights, inputBytes);
+    read(engine, "dOutputWeights", call.dOutputWeights, outputBytes);
+    read(engine, "dBiases", call.dBiases, biasBytes);
+    return;
+  }
+  std::uint8_t *stage = staging(layer, std::max({inputBytes, outputBytes, biasBytes}));
+  read(engine, "dInputWeights", stage, inputBytes);
+  transposeEach(c, call.dInputWeights, stage, G, c.I, c.H);
+  read(engine, "dOutputWeights", stage, outputBytes);
+  transposeEach(c, call.dOutputWeights, stage, G, c.H, c.H);
+  read(engine, "dBiases", stage, biasBytes);
+  biasesToTorch(c, static_cast<std::uint8_t *>(call.dBiases), stage);
 }
 
 } // namespace
@@ -239,7 +338,7 @@ std::shared_ptr<RnnLayer> buildRnnLayer(const Device &device, const RnnConfig &c
 void runRnnForward(RnnLayer &layer, const RnnConfig &c, const RnnForwardCall &call) {
   const std::size_t es = c.elementBytes(), rowBytes = c.H * es;
   std::lock_guard<std::mutex> lock(layer.mutex);
-  writeInputs(layer.engine, c, call);
+  writeInputs(layer, c, call);
   layer.engine.run(0);
   read(layer.engine, "y", call.y, c.T * c.B * rowBytes);
   if (c.lstm)
@@ -258,7 +357,7 @@ void runRnnForward(RnnLayer &layer, const RnnConfig &c, const RnnForwardCall &ca
 }
 
 void runRnnBackward(RnnLayer &layer, const RnnConfig &c, const RnnBackwardCall &call) {
-  const std::size_t es = c.elementBytes(), G = c.gates(), rowBytes = c.H * es;
+  const std::size_t es = c.elementBytes(), rowBytes = c.H * es;
   const std::vector<std::size_t> rows = rowLengths(c, call.forward.lengths);
   const auto *dhn = static_cast<const std::uint8_t *>(call.dhn);
   const auto *dcn = static_cast<const std::uint8_t *>(call.dcn);
@@ -273,7 +372,7 @@ void runRnnBackward(RnnLayer &layer, const RnnConfig &c, const RnnBackwardCall &
 
   std::lock_guard<std::mutex> lock(layer.mutex);
   Engine &engine = layer.engine;
-  writeInputs(engine, c, call.forward);
+  writeInputs(layer, c, call.forward);
   write(engine, "y-in", call.forward.y, c.T * c.B * rowBytes);
   write(engine, "reserve-in", call.forward.reserve, layer.reserveBytes);
   write(engine, "dy", dy.data(), dy.size());
@@ -287,11 +386,8 @@ void runRnnBackward(RnnLayer &layer, const RnnConfig &c, const RnnBackwardCall &
   read(engine, "dh0", call.dh0, c.B * rowBytes);
   if (c.lstm)
     read(engine, "dc0", call.dc0, c.B * rowBytes);
-  if (call.dInputWeights) {
-    read(engine, "dInputWeights", call.dInputWeights, G * c.I * c.H * es);
-    read(engine, "dOutputWeights", call.dOutputWeights, G * c.H * c.H * es);
-    read(engine, "dBiases", call.dBiases, c.biasElements() * es);
-  }
+  if (call.dInputWeights)
+    readWeightGradients(layer, c, call);
   // A row without steps has hn = h0: dhn passes straight through (the layer carries dcn).
   for (std::size_t b = 0; b < c.B && dhn; ++b)
     if (rows[b] == 0)

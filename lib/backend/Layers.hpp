@@ -29,10 +29,15 @@ struct RnnConfig {
   std::vector<std::string> cellOrder;  // empty: the layer's default
   OptionFlags options;                 // popnn's keys
   std::string optionsText;             // the options as given, sorted: part of the key
+  // The caller's weights, biases and their gradients in PyTorch's layout (aspen/backend.h's
+  // ASPEN_WEIGHTS_PYTORCH), converted on the host; not part of the key (the engine is the same).
+  bool torchLayout = false;
 
   std::size_t gates() const { return lstm ? 4 : 3; }
   // [G, H], or [G, 2, H] for a GRU with resetAfter (input and recurrent biases).
   std::size_t biasElements() const { return gates() * (!lstm && resetAfter ? 2 : 1) * H; }
+  // The caller's biases: biasElements(), or [2, G*H] in PyTorch's layout.
+  std::size_t callerBiasElements() const { return torchLayout ? 2 * gates() * H : biasElements(); }
   std::size_t elementBytes() const { return type.size(); }
   std::string key(const char *pass) const;
 };
@@ -43,6 +48,7 @@ struct RnnLayer {
   Engine engine;
   bool training;
   std::size_t reserveBytes = 0; // the forward's intermediates (training)
+  std::vector<std::uint8_t> staging; // layout conversions (PyTorch's weights), reused
 };
 
 // Compiles and loads the layer: inference (program 0: forward), or training (program 0: the

@@ -54,6 +54,7 @@ struct Desc {
   std::size_t seqLen, batch, inputSize, hiddenSize;
   bool variableLengths, resetAfter;
   std::optional<std::string> cellOrder, options;
+  std::string weightsLayout = "aspen";
 
   aspen_rnn_desc get() const {
     aspen_rnn_desc d{};
@@ -68,6 +69,9 @@ struct Desc {
     d.gru_reset_after = resetAfter;
     d.cell_order = cellOrder ? cellOrder->c_str() : nullptr;
     d.options = options ? options->c_str() : nullptr;
+    if (weightsLayout != "aspen" && weightsLayout != "pytorch")
+      throw py::value_error("weights_layout '" + weightsLayout + "' is not 'aspen' or 'pytorch'");
+    d.weights_layout = weightsLayout == "aspen" ? ASPEN_WEIGHTS_ASPEN : ASPEN_WEIGHTS_PYTORCH;
     return d;
   }
 };
@@ -140,11 +144,12 @@ PYBIND11_MODULE(_backend, m) {
   m.doc() = "Aspen's layer backend (aspen/backend.h) for aspen_torch";
   py::class_<Desc>(m, "Desc")
       .def(py::init<std::string, std::string, std::size_t, std::size_t, std::size_t, std::size_t,
-                    bool, bool, std::optional<std::string>, std::optional<std::string>>(),
+                    bool, bool, std::optional<std::string>, std::optional<std::string>,
+                    std::string>(),
            py::arg("cell"), py::arg("dtype"), py::arg("seq_len"), py::arg("batch"),
            py::arg("input_size"), py::arg("hidden_size"), py::arg("variable_lengths") = false,
            py::arg("reset_after") = false, py::arg("cell_order") = py::none(),
-           py::arg("options") = py::none());
+           py::arg("options") = py::none(), py::arg("weights_layout") = "aspen");
   py::class_<Backend>(m, "Backend")
       .def(py::init<const std::string &, std::size_t>(), py::arg("device") = "cpu",
            py::arg("max_layers") = 0)

@@ -3,12 +3,14 @@
 The modules have torch's constructor arguments, parameter names, shapes and initialisation, so
 a state_dict loads into either module and the same seed gives the same weights. Each layer of
 the stack is one autograd Function over Aspen's layer backend (aspen/backend.h): the forward
-saves Aspen's reserve, the backward runs Aspen's backward and weight update. The Function turns
-torch's layouts into Aspen's (weight_ih [G*H, I] is Aspen's [G, I, H] transposed per gate; the
-LSTM's two biases add up to Aspen's one) and the gradients back.
+saves Aspen's reserve, the backward runs Aspen's backward and weight update. The parameters go
+to the backend in torch's own layouts (ASPEN_WEIGHTS_PYTORCH: the backend converts them while
+writing the layer's inputs, and the gradients back), so a call runs no torch operation on the
+weights: nothing to keep in sync with in-place updates, and no torch thread pool spinning on the
+cores Aspen's executor is about to use.
 
-Runs on CPU tensors of float32. Not supported yet (a clear error): bidirectional, proj_size,
-other dtypes or devices.
+Runs on CPU tensors of float32 or float16 (which torch.nn.LSTM does not run on the CPU).
+Not supported yet (a clear error): bidirectional, proj_size, other dtypes or devices.
 """
 import math
 
@@ -18,6 +20,7 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_
 from . import _backend
 
 _default_backend = None
+_DTYPES = {torch.float32: "float32", torch.float16: "float16"}
 
 
 def default_backend():
@@ -32,77 +35,58 @@ def _ptr(t):
     return 0 if t is None else t.data_ptr()
 
 
-def _to_aspen(w, G, H):
-    """torch's [G*H, n] gate-stacked matrix as Aspen's [G, n, H] (x.W per gate)."""
-    return w.reshape(G, H, -1).transpose(1, 2).contiguous()
-
-
-def _from_aspen(dw, G, H):
-    """The inverse of _to_aspen for a gradient: [G, n, H] -> a new contiguous [G*H, n]."""
-    return dw.transpose(1, 2).reshape(G * H, -1).contiguous()
-
-
 class _RnnLayerFunction(torch.autograd.Function):
     """One layer over a time-major batch: y [T,B,H], hn [B,H] and, for an LSTM, cn [B,H], from
     x [T,B,I], h0, c0 (None for a GRU), lengths (int32 [B] or None) and torch's parameters
-    (biases None without bias). The layouts are converted here, outside autograd, and every
-    gradient returned is a tensor of its own: autograd may keep an incoming gradient as a
-    parameter's .grad, so two parameters must never share one."""
+    (biases None without bias). Every gradient returned is a tensor of its own: autograd may
+    keep an incoming gradient as a parameter's .grad, so two parameters must never share one."""
 
     @staticmethod
     def forward(ctx, backend, desc, lengths, training, x, h0, c0, w_ih, w_hh, b_ih, b_hh):
         # training: gradients will be asked for (decided by the caller: grad mode is off here).
+        # The backend takes torch's layouts (desc's weights_layout "pytorch"): the parameters
+        # go in as they are, the two biases as one [2, G*H] (zeros without bias).
         lstm = c0 is not None
-        G = 4 if lstm else 3
         T, B, _ = x.shape
         H = h0.shape[-1]
-        wi, wo = _to_aspen(w_ih, G, H), _to_aspen(w_hh, G, H)
+        w_ih, w_hh = w_ih.contiguous(), w_hh.contiguous()
         if b_ih is None:
-            b = x.new_zeros((G, H) if lstm else (G, 2, H))
-        elif lstm:
-            b = (b_ih + b_hh).reshape(G, H).contiguous()
+            b = x.new_zeros((2, w_ih.shape[0]))
         else:
-            b = torch.stack((b_ih.reshape(G, H), b_hh.reshape(G, H)), dim=1).contiguous()
+            b = torch.stack((b_ih, b_hh))
         y = x.new_empty((T, B, H))
         hn = x.new_empty((B, H))
         cn = x.new_empty((B, H)) if lstm else None
         reserve = None
         if training:
             reserve = torch.empty(backend.reserve_bytes(desc), dtype=torch.uint8)
-        backend.forward(desc, _ptr(x), _ptr(h0), _ptr(c0), _ptr(wi), _ptr(wo), _ptr(b),
+        backend.forward(desc, _ptr(x), _ptr(h0), _ptr(c0), _ptr(w_ih), _ptr(w_hh), _ptr(b),
                         _ptr(lengths), _ptr(y), _ptr(hn), _ptr(cn), _ptr(reserve))
         ctx.backend, ctx.desc, ctx.lstm, ctx.has_bias = backend, desc, lstm, b_ih is not None
-        ctx.save_for_backward(lengths, x, h0, c0, wi, wo, b, y, reserve)
+        ctx.save_for_backward(lengths, x, h0, c0, w_ih, w_hh, b, y, reserve)
         return (y, hn, cn) if lstm else (y, hn)
 
     @staticmethod
     def backward(ctx, dy, dhn, dcn=None):
-        lengths, x, h0, c0, wi, wo, b, y, reserve = ctx.saved_tensors
+        lengths, x, h0, c0, w_ih, w_hh, b, y, reserve = ctx.saved_tensors
         if reserve is None:
             raise RuntimeError("aspen_torch: backward of a forward that ran without gradients")
         contiguous = lambda g: None if g is None else g.contiguous()
         dy, dhn, dcn = contiguous(dy), contiguous(dhn), contiguous(dcn)
-        G, H = wi.shape[0], wi.shape[2]
         dx = torch.empty_like(x) if ctx.needs_input_grad[4] else None
         dh0 = torch.empty_like(h0)
         dc0 = torch.empty_like(c0) if ctx.lstm else None
         need_weights = any(ctx.needs_input_grad[7:11])
-        dwi = torch.empty_like(wi) if need_weights else None
-        dwo = torch.empty_like(wo) if need_weights else None
+        dw_ih = torch.empty_like(w_ih) if need_weights else None
+        dw_hh = torch.empty_like(w_hh) if need_weights else None
         db = torch.empty_like(b) if need_weights else None
-        ctx.backend.backward(ctx.desc, _ptr(x), _ptr(h0), _ptr(c0), _ptr(wi), _ptr(wo), _ptr(b),
-                             _ptr(lengths), _ptr(y), _ptr(reserve), _ptr(dy), _ptr(dhn),
-                             _ptr(dcn), _ptr(dx), _ptr(dh0), _ptr(dc0), _ptr(dwi), _ptr(dwo),
-                             _ptr(db))
-        dw_ih = _from_aspen(dwi, G, H) if need_weights else None
-        dw_hh = _from_aspen(dwo, G, H) if need_weights else None
+        ctx.backend.backward(ctx.desc, _ptr(x), _ptr(h0), _ptr(c0), _ptr(w_ih), _ptr(w_hh),
+                             _ptr(b), _ptr(lengths), _ptr(y), _ptr(reserve), _ptr(dy),
+                             _ptr(dhn), _ptr(dcn), _ptr(dx), _ptr(dh0), _ptr(dc0), _ptr(dw_ih),
+                             _ptr(dw_hh), _ptr(db))
         db_ih = db_hh = None
-        if need_weights and ctx.has_bias:
-            if ctx.lstm:  # b = b_ih + b_hh: each gets the whole gradient, in its own tensor
-                db_ih, db_hh = db.reshape(G * H).clone(), db.reshape(G * H).clone()
-            else:  # [G, 2, H]: [g][0] is b_ih's, [g][1] b_hh's
-                db_ih = db[:, 0, :].reshape(G * H).clone()
-                db_hh = db[:, 1, :].reshape(G * H).clone()
+        if need_weights and ctx.has_bias:  # rows of their own: never one tensor for both
+            db_ih, db_hh = db[0].clone(), db[1].clone()
         return None, None, None, None, dx, dh0, dc0, dw_ih, dw_hh, db_ih, db_hh
 
 
@@ -130,8 +114,10 @@ class _AspenRNNBase(torch.nn.Module):
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise ValueError(f"aspen_torch.{name}: {what} must be a positive integer, "
                                  f"not {value!r}")
-        if dtype not in (None, torch.float32):
-            raise TypeError(f"aspen_torch.{name}: dtype {dtype} is not supported (float32)")
+        if dtype not in (None, torch.float32, torch.float16):
+            raise TypeError(f"aspen_torch.{name}: dtype {dtype} is not supported (float32, "
+                            "float16)")
+        dtype = dtype or torch.float32
         if device is not None and torch.device(device).type != "cpu":
             raise NotImplementedError(f"aspen_torch.{name}: device {device} is not supported "
                                       "yet (cpu)")
@@ -145,11 +131,14 @@ class _AspenRNNBase(torch.nn.Module):
         for layer in range(num_layers):
             layer_input = input_size if layer == 0 else hidden_size
             setattr(self, f"weight_ih_l{layer}",
-                    torch.nn.Parameter(torch.empty(G * H, layer_input)))
-            setattr(self, f"weight_hh_l{layer}", torch.nn.Parameter(torch.empty(G * H, H)))
+                    torch.nn.Parameter(torch.empty(G * H, layer_input, dtype=dtype)))
+            setattr(self, f"weight_hh_l{layer}",
+                    torch.nn.Parameter(torch.empty(G * H, H, dtype=dtype)))
             if bias:
-                setattr(self, f"bias_ih_l{layer}", torch.nn.Parameter(torch.empty(G * H)))
-                setattr(self, f"bias_hh_l{layer}", torch.nn.Parameter(torch.empty(G * H)))
+                setattr(self, f"bias_ih_l{layer}",
+                        torch.nn.Parameter(torch.empty(G * H, dtype=dtype)))
+                setattr(self, f"bias_hh_l{layer}",
+                        torch.nn.Parameter(torch.empty(G * H, dtype=dtype)))
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -169,11 +158,20 @@ class _AspenRNNBase(torch.nn.Module):
             s += f", dropout={self.dropout}"
         return s
 
+    def _dtype(self):
+        """The parameters' dtype ("float32" or "float16" for the backend)."""
+        dtype = self.weight_ih_l0.dtype
+        if dtype not in _DTYPES:
+            raise TypeError(f"aspen_torch.{type(self).__name__}: parameters of dtype {dtype} "
+                            "are not supported (float32, float16)")
+        return dtype
+
     def _check_input(self, x):
         name = type(self).__name__
-        if x.dtype != torch.float32:
-            raise TypeError(f"aspen_torch.{name}: input dtype {x.dtype} is not supported "
-                            "(float32)")
+        dtype = self._dtype()
+        if x.dtype != dtype:
+            raise TypeError(f"aspen_torch.{name}: input must have the type {dtype} (the "
+                            f"parameters'), got type {x.dtype}")
         if x.device.type != "cpu":
             raise NotImplementedError(f"aspen_torch.{name}: input on {x.device} is not "
                                       "supported yet (cpu)")
@@ -226,10 +224,10 @@ class _AspenRNNBase(torch.nn.Module):
             w_hh = getattr(self, f"weight_hh_l{layer}")
             b_ih = getattr(self, f"bias_ih_l{layer}") if self.bias else None
             b_hh = getattr(self, f"bias_hh_l{layer}") if self.bias else None
-            desc = _backend.Desc(self._cell, "float32", T, B, layer_input.shape[-1], H,
+            desc = _backend.Desc(self._cell, _DTYPES[x.dtype], T, B, layer_input.shape[-1], H,
                                  variable_lengths=lengths is not None,
                                  reset_after=not lstm, cell_order=self._cell_order,
-                                 options=self._options)
+                                 options=self._options, weights_layout="pytorch")
             layer_h0 = h0[layer].contiguous()
             layer_c0 = c0[layer].contiguous() if lstm else None
             training = torch.is_grad_enabled() and any(

@@ -165,6 +165,55 @@ class Parameters(unittest.TestCase):
                 assert_close(mine(x)[0], other(x)[0], f"{kind} after loading torch's")
 
 
+class Float16(unittest.TestCase):
+    """float16 modules (which torch.nn.LSTM and GRU do not run on the CPU) against torch.nn in
+    float64 holding the same, binary16-rounded parameters and inputs: outputs, final states and
+    gradients within binary16's precision (11-bit significand) over a few steps."""
+
+    def check(self, kind, packed):
+        torch.manual_seed(77)
+        lstm = kind == "lstm"
+        torch_cls, aspen_cls = (torch.nn.LSTM, aspen_torch.LSTM) if lstm else \
+            (torch.nn.GRU, aspen_torch.GRU)
+        mine = aspen_cls(I, H, num_layers=2).half()  # .half() as well as dtype= below
+        self.assertEqual(aspen_cls(I, H, dtype=torch.float16).weight_hh_l0.dtype, torch.float16)
+        reference = torch_cls(I, H, num_layers=2).double()
+        reference.load_state_dict(mine.state_dict())  # the rounded values, widened
+        x = torch.randn(T, B, I).half()
+        h0 = torch.randn(2, B, H).half()
+        c0 = torch.randn(2, B, H).half()
+
+        def run(module, dtype):
+            xs = x.to(dtype, copy=True).requires_grad_()
+            hs = h0.to(dtype, copy=True).requires_grad_()
+            cs = c0.to(dtype, copy=True).requires_grad_()
+            inp = pack_padded_sequence(xs, torch.tensor(LENGTHS), enforce_sorted=False) \
+                if packed else xs
+            out, final = module(inp, (hs, cs) if lstm else hs)
+            out = out.data if packed else out
+            finals = list(final) if lstm else [final]
+            (out.sum() + sum(f.sum() for f in finals)).backward()
+            grads = [xs.grad, hs.grad] + [p.grad for p in module.parameters()]
+            return [out] + finals + grads
+
+        got = run(mine, torch.float16)
+        want = run(reference, torch.float64)
+        for i, (g, w) in enumerate(zip(got, want)):
+            self.assertIsNotNone(w, f"reference result {i}")
+            self.assertEqual(g.dtype, torch.float16, f"result {i}")
+            torch.testing.assert_close(g.double(), w.detach(), rtol=5e-3, atol=5e-3,
+                                       msg=lambda m: f"{kind} result {i}: {m}")
+
+    def test_lstm_and_gru_in_float16(self):
+        for kind, packed in itertools.product(("lstm", "gru"), (False, True)):
+            with self.subTest(kind=kind, packed=packed):
+                self.check(kind, packed)
+
+    def test_input_dtype_must_match(self):
+        with self.assertRaisesRegex(TypeError, "input must have the type torch.float16"):
+            aspen_torch.LSTM(I, H, dtype=torch.float16)(torch.randn(T, B, I))
+
+
 class Backend(unittest.TestCase):
     def test_cache_reuses_compiled_layers(self):
         backend = aspen_torch.Backend("cpu", 8)
@@ -193,6 +242,10 @@ class Backend(unittest.TestCase):
             aspen_torch.GRU(I, 0)
         with self.assertRaisesRegex(TypeError, "float64"):
             aspen_torch.LSTM(I, H)(torch.randn(T, B, I, dtype=torch.float64))
+        with self.assertRaisesRegex(TypeError, "parameters of dtype torch.float64"):
+            aspen_torch.LSTM(I, H).double()(torch.randn(T, B, I, dtype=torch.float64))
+        with self.assertRaisesRegex(TypeError, "bfloat16"):
+            aspen_torch.GRU(I, H, dtype=torch.bfloat16)
         with self.assertRaisesRegex(ValueError, "input_size"):
             aspen_torch.LSTM(I, H)(torch.randn(T, B, I + 1))
         with self.assertRaisesRegex(RuntimeError, "Expected hidden size"):

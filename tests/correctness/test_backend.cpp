@@ -3,6 +3,7 @@
 // layer cache's counts, its bound and its compile-once under concurrent first calls; and the
 // error codes and messages of bad arguments, before anything compiles.
 #include <aspen/backend.h>
+#include <aspen/HalfFloat.hpp>
 
 #include "TestDevice.hpp"
 
@@ -58,6 +59,34 @@ void requireClose(const char *what, const std::vector<float> &got, const std::ve
   CHECK(bad == 0);
 }
 
+// Aspen's [G, n, H] weights (x.W per gate) as PyTorch's [G*H, n] (W.x, rows gate-major).
+template <class T> std::vector<T> torchWeights(const std::vector<T> &w, std::size_t G, std::size_t n,
+                                               std::size_t H) {
+  std::vector<T> out(w.size());
+  for (std::size_t g = 0; g < G; ++g)
+    for (std::size_t h = 0; h < H; ++h)
+      for (std::size_t i = 0; i < n; ++i)
+        out[(g * H + h) * n + i] = w[(g * n + i) * H + h];
+  return out;
+}
+
+template <class T> std::vector<T> concat(const std::vector<T> &a, const std::vector<T> &b) {
+  std::vector<T> out = a;
+  out.insert(out.end(), b.begin(), b.end());
+  return out;
+}
+
+// A reset-after GRU's [G, 2, H] biases (input, recurrent per gate) as PyTorch's [2, G*H].
+template <class T> std::vector<T> torchGruBiases(const std::vector<T> &b, std::size_t G,
+                                                 std::size_t H) {
+  std::vector<T> out(b.size());
+  for (std::size_t row = 0; row < 2; ++row)
+    for (std::size_t g = 0; g < G; ++g)
+      for (std::size_t h = 0; h < H; ++h)
+        out[(row * G + g) * H + h] = b[(g * 2 + row) * H + h];
+  return out;
+}
+
 aspen_rnn_desc lstmDesc(std::size_t T, std::size_t B, std::size_t I, std::size_t H,
                         bool variable) {
   aspen_rnn_desc d{};
@@ -71,18 +100,31 @@ aspen_rnn_desc lstmDesc(std::size_t T, std::size_t B, std::size_t I, std::size_t
 
 // An LSTM trained through the backend against lstmref: forward (training and inference) and
 // backward with incoming gradients of y, hn and cn.
-void checkLstm(const std::vector<unsigned> &lengths) {
+// torchLayout: the weights, biases and their gradients in PyTorch's layout
+// (ASPEN_WEIGHTS_PYTORCH): weight_ih [4H, I], weight_hh [4H, H], biases [2, 4H] whose sum is the
+// model's bias (each row gets the model's bias gradient).
+void checkLstm(const std::vector<unsigned> &lengths, bool torchLayout = false) {
   const std::size_t T = 5, B = 3, I = 4, H = 6;
   const bool variable = !lengths.empty();
+  INFO("PyTorch's layout: " << torchLayout);
   Backend backend;
-  const aspen_rnn_desc desc = lstmDesc(T, B, I, H, variable);
+  aspen_rnn_desc desc = lstmDesc(T, B, I, H, variable);
+  desc.weights_layout = torchLayout ? ASPEN_WEIGHTS_PYTORCH : ASPEN_WEIGHTS_ASPEN;
   std::mt19937 rng(7);
   const double ws = 1.0 / std::sqrt(double(H));
   const auto x = randomFloats(rng, T * B * I, 1), h0 = randomFloats(rng, B * H, 1),
              c0 = randomFloats(rng, B * H, 1), wi = randomFloats(rng, 4 * I * H, ws),
-             wo = randomFloats(rng, 4 * H * H, ws), b = randomFloats(rng, 4 * H, 1),
-             dy = randomFloats(rng, T * B * H, 1), dhn = randomFloats(rng, B * H, 1);
+             wo = randomFloats(rng, 4 * H * H, ws), bIh = randomFloats(rng, 4 * H, 0.5),
+             bHh = randomFloats(rng, 4 * H, 0.5), dy = randomFloats(rng, T * B * H, 1),
+             dhn = randomFloats(rng, B * H, 1);
   const std::vector<float> dcn = randomFloats(rng, B * H, 1);
+  std::vector<float> b(4 * H);
+  for (std::size_t i = 0; i < b.size(); ++i)
+    b[i] = bIh[i] + bHh[i];
+  // What the caller passes.
+  const std::vector<float> callerWi = torchLayout ? torchWeights(wi, 4, I, H) : wi;
+  const std::vector<float> callerWo = torchLayout ? torchWeights(wo, 4, H, H) : wo;
+  const std::vector<float> callerB = torchLayout ? concat(bIh, bHh) : b;
 
   lstmref::LstmModel model;
   model.T = T, model.B = B, model.I = I, model.H = H;
@@ -99,17 +141,17 @@ void checkLstm(const std::vector<unsigned> &lengths) {
   std::vector<std::uint8_t> reserve(reserveBytes);
   std::vector<float> y(T * B * H), hn(B * H), cn(B * H);
   const std::uint32_t *lens = variable ? lengths.data() : nullptr;
-  REQUIRE(aspen_rnn_forward(backend.handle, &desc, x.data(), h0.data(), c0.data(), wi.data(),
-                            wo.data(), b.data(), lens, y.data(), hn.data(), cn.data(),
+  REQUIRE(aspen_rnn_forward(backend.handle, &desc, x.data(), h0.data(), c0.data(), callerWi.data(),
+                            callerWo.data(), callerB.data(), lens, y.data(), hn.data(), cn.data(),
                             reserve.data(), nullptr) == ASPEN_OK);
   requireClose("y", y, fwd.output);
   requireClose("hn", hn, fwd.finalOutput);
   requireClose("cn", cn, fwd.finalCellState);
 
   std::vector<float> dx(T * B * I), dh0(B * H), dc0(B * H), dwi(4 * I * H), dwo(4 * H * H),
-      db(4 * H);
+      db(callerB.size());
   const aspen_status status = aspen_rnn_backward(
-      backend.handle, &desc, x.data(), h0.data(), c0.data(), wi.data(), wo.data(), b.data(), lens,
+      backend.handle, &desc, x.data(), h0.data(), c0.data(), callerWi.data(), callerWo.data(), callerB.data(), lens,
       y.data(), reserve.data(), dy.data(), dhn.data(), dcn.data(), dx.data(), dh0.data(),
       dc0.data(), dwi.data(), dwo.data(), db.data(), nullptr);
   INFO(aspen_last_error());
@@ -117,14 +159,26 @@ void checkLstm(const std::vector<unsigned> &lengths) {
   requireClose("dx", dx, grads.inputGrad);
   requireClose("dh0", dh0, grads.initialOutputGrad);
   requireClose("dc0", dc0, grads.initialCellStateGrad);
-  requireClose("dWi", dwi, grads.inputWeightsGrad);
-  requireClose("dWo", dwo, grads.outputWeightsGrad);
-  requireClose("db", db, grads.biasesGrad);
+  if (torchLayout) {
+    requireClose("dWi", dwi, torchWeights(grads.inputWeightsGrad, 4, I, H));
+    requireClose("dWo", dwo, torchWeights(grads.outputWeightsGrad, 4, H, H));
+    requireClose("db", db, concat(grads.biasesGrad, grads.biasesGrad));
+  } else {
+    if (torchLayout) {
+      requireClose("dWi", dwi, torchWeights(grads.inputWeightsGrad, 3, I, H));
+      requireClose("dWo", dwo, torchWeights(grads.outputWeightsGrad, 3, H, H));
+      requireClose("db", db, torchGruBiases(grads.biasesGrad, 3, H));
+    } else {
+      requireClose("dWi", dwi, grads.inputWeightsGrad);
+      requireClose("dWo", dwo, grads.outputWeightsGrad);
+      requireClose("db", db, grads.biasesGrad);
+    }
+  }
 
   // Inference: the same outputs from the inference engine.
   std::vector<float> yi(T * B * H), hni(B * H), cni(B * H);
-  REQUIRE(aspen_rnn_forward(backend.handle, &desc, x.data(), h0.data(), c0.data(), wi.data(),
-                            wo.data(), b.data(), lens, yi.data(), hni.data(), cni.data(), nullptr,
+  REQUIRE(aspen_rnn_forward(backend.handle, &desc, x.data(), h0.data(), c0.data(), callerWi.data(),
+                            callerWo.data(), callerB.data(), lens, yi.data(), hni.data(), cni.data(), nullptr,
                             nullptr) == ASPEN_OK);
   requireClose("y (inference)", yi, fwd.output);
   requireClose("cn (inference)", cni, fwd.finalCellState);
@@ -149,15 +203,74 @@ TEST_CASE("backend LSTM with variable lengths matches the host model", "[correct
   checkLstm({5, 0, 3});
 }
 
+TEST_CASE("backend LSTM takes PyTorch's weight layout", "[correctness][backend]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
+  checkLstm({}, true);
+  checkLstm({5, 0, 3}, true);
+}
+
+TEST_CASE("backend LSTM in float16 matches the host model", "[correctness][backend]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
+  // Every input rounded to binary16 first, so the double-precision model sees exactly what the
+  // layer sees; the tolerance is binary16's (11-bit significand) over a few steps.
+  const std::size_t T = 4, B = 2, I = 3, H = 5;
+  Backend backend;
+  aspen_rnn_desc desc = lstmDesc(T, B, I, H, false);
+  desc.dtype = ASPEN_DTYPE_FLOAT16;
+  desc.weights_layout = ASPEN_WEIGHTS_PYTORCH;
+  std::mt19937 rng(5);
+  const auto toHalf = [](const std::vector<float> &v) {
+    std::vector<std::uint16_t> bits(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i)
+      bits[i] = aspen::detail::floatToHalfBits(v[i]);
+    return bits;
+  };
+  const auto fromHalf = [](const std::vector<std::uint16_t> &bits) {
+    std::vector<float> v(bits.size());
+    for (std::size_t i = 0; i < v.size(); ++i)
+      v[i] = aspen::detail::halfBitsToFloat(bits[i]);
+    return v;
+  };
+  const auto rounded = [&](std::size_t n, double scale) {
+    return fromHalf(toHalf(randomFloats(rng, n, scale)));
+  };
+  const double ws = 1.0 / std::sqrt(double(H));
+  const auto x = rounded(T * B * I, 1), h0 = rounded(B * H, 1), c0 = rounded(B * H, 1),
+             wi = rounded(4 * I * H, ws), wo = rounded(4 * H * H, ws), bIh = rounded(4 * H, 0.5);
+  const std::vector<float> bHh(4 * H, 0.0f); // the sum stays exact in binary16
+  lstmref::LstmModel model;
+  model.T = T, model.B = B, model.I = I, model.H = H;
+  model.cellOrder = {lstmref::kInput, lstmref::kForget, lstmref::kCandidate, lstmref::kOutput};
+  const lstmref::LstmData data{widen(x), widen(h0), widen(c0), widen(wi), widen(wo), widen(bIh)};
+  const lstmref::LstmForward fwd = lstmref::forward(model, data);
+
+  const auto hx = toHalf(x), hh0 = toHalf(h0), hc0 = toHalf(c0),
+             hwi = toHalf(torchWeights(wi, 4, I, H)), hwo = toHalf(torchWeights(wo, 4, H, H)),
+             hb = toHalf(concat(bIh, bHh));
+  std::vector<std::uint16_t> y(T * B * H), hn(B * H), cn(B * H);
+  const aspen_status status =
+      aspen_rnn_forward(backend.handle, &desc, hx.data(), hh0.data(), hc0.data(), hwi.data(),
+                        hwo.data(), hb.data(), nullptr, y.data(), hn.data(), cn.data(), nullptr,
+                        nullptr);
+  INFO(aspen_last_error());
+  REQUIRE(status == ASPEN_OK);
+  requireClose("y", fromHalf(y), fwd.output, 1e-2, 4e-3);
+  requireClose("hn", fromHalf(hn), fwd.finalOutput, 1e-2, 4e-3);
+  requireClose("cn", fromHalf(cn), fwd.finalCellState, 1e-2, 4e-3);
+}
+
 TEST_CASE("backend GRU (reset after, PyTorch's layout) matches the host model",
           "[correctness][backend]") {
   if (aspen::test::skipOnGpuRun())
     return;
   const std::size_t T = 4, B = 3, I = 5, H = 4;
   for (const std::vector<unsigned> &lengths :
-       {std::vector<unsigned>{}, std::vector<unsigned>{2, 4, 0}}) {
+       {std::vector<unsigned>{}, std::vector<unsigned>{2, 4, 0}})
+  for (const bool torchLayout : {false, true}) {
     const bool variable = !lengths.empty();
-    INFO("variable lengths: " << variable);
+    INFO("variable lengths: " << variable << ", PyTorch's weight layout: " << torchLayout);
     Backend backend;
     aspen_rnn_desc desc{};
     desc.cell = ASPEN_RNN_GRU;
@@ -167,12 +280,16 @@ TEST_CASE("backend GRU (reset after, PyTorch's layout) matches the host model",
     desc.gru_reset_after = 1;
     desc.cell_order = "reset,update,cell";
     desc.options = R"({"availableMemoryProportion": 0.5})";
+    desc.weights_layout = torchLayout ? ASPEN_WEIGHTS_PYTORCH : ASPEN_WEIGHTS_ASPEN;
     std::mt19937 rng(11);
     const double ws = 1.0 / std::sqrt(double(H));
     const auto x = randomFloats(rng, T * B * I, 1), h0 = randomFloats(rng, B * H, 1),
                wi = randomFloats(rng, 3 * I * H, ws), wo = randomFloats(rng, 3 * H * H, ws),
                b = randomFloats(rng, 3 * 2 * H, 1), dy = randomFloats(rng, T * B * H, 1),
                dhn = randomFloats(rng, B * H, 1);
+    const std::vector<float> callerWi = torchLayout ? torchWeights(wi, 3, I, H) : wi;
+    const std::vector<float> callerWo = torchLayout ? torchWeights(wo, 3, H, H) : wo;
+    const std::vector<float> callerB = torchLayout ? torchGruBiases(b, 3, H) : b;
     gruref::GruModel model;
     model.T = T, model.B = B, model.I = I, model.H = H;
     model.resetAfter = true;
@@ -197,23 +314,30 @@ TEST_CASE("backend GRU (reset after, PyTorch's layout) matches the host model",
     std::vector<std::uint8_t> reserve(bytes);
     std::vector<float> y(T * B * H), hn(B * H);
     const std::uint32_t *lens = variable ? lengths.data() : nullptr;
-    REQUIRE(aspen_rnn_forward(backend.handle, &desc, x.data(), h0.data(), nullptr, wi.data(),
-                              wo.data(), b.data(), lens, y.data(), hn.data(), nullptr,
+    REQUIRE(aspen_rnn_forward(backend.handle, &desc, x.data(), h0.data(), nullptr,
+                              callerWi.data(), callerWo.data(), callerB.data(), lens, y.data(),
+                              hn.data(), nullptr,
                               reserve.data(), nullptr) == ASPEN_OK);
     requireClose("y", y, fwd.output);
     requireClose("hn", hn, fwd.finalOutput);
     std::vector<float> dx(T * B * I), dh0(B * H), dwi(3 * I * H), dwo(3 * H * H), db(3 * 2 * H);
     const aspen_status status = aspen_rnn_backward(
-        backend.handle, &desc, x.data(), h0.data(), nullptr, wi.data(), wo.data(), b.data(),
-        lens, y.data(), reserve.data(), dy.data(), dhn.data(), nullptr, dx.data(), dh0.data(),
+        backend.handle, &desc, x.data(), h0.data(), nullptr, callerWi.data(), callerWo.data(),
+        callerB.data(), lens, y.data(), reserve.data(), dy.data(), dhn.data(), nullptr, dx.data(), dh0.data(),
         nullptr, dwi.data(), dwo.data(), db.data(), nullptr);
     INFO(aspen_last_error());
     REQUIRE(status == ASPEN_OK);
     requireClose("dx", dx, grads.inputGrad);
     requireClose("dh0", dh0, grads.initialOutputGrad);
-    requireClose("dWi", dwi, grads.inputWeightsGrad);
-    requireClose("dWo", dwo, grads.outputWeightsGrad);
-    requireClose("db", db, grads.biasesGrad);
+    if (torchLayout) {
+      requireClose("dWi", dwi, torchWeights(grads.inputWeightsGrad, 3, I, H));
+      requireClose("dWo", dwo, torchWeights(grads.outputWeightsGrad, 3, H, H));
+      requireClose("db", db, torchGruBiases(grads.biasesGrad, 3, H));
+    } else {
+      requireClose("dWi", dwi, grads.inputWeightsGrad);
+      requireClose("dWo", dwo, grads.outputWeightsGrad);
+      requireClose("db", db, grads.biasesGrad);
+    }
   }
 }
 
@@ -364,6 +488,10 @@ TEST_CASE("backend errors are codes with messages, and nothing compiles for bad 
   aspen_rnn_desc notJson = d;
   notJson.options = "{numShards: 1}";
   CHECK(forward(notJson, x.data(), nullptr, s.data()) == ASPEN_ERROR_INVALID_OPTION);
+  aspen_rnn_desc layout = d;
+  layout.weights_layout = static_cast<aspen_weights_layout>(2);
+  CHECK(forward(layout, x.data(), nullptr, s.data()) == ASPEN_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(aspen_last_error(), Catch::Contains("desc->weights_layout 2 is not"));
   CHECK(backend.stats().misses == 0); // nothing compiled for any of these
 
   aspen_rnn_desc unknown = d;
