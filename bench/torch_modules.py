@@ -5,10 +5,15 @@ then backward of the output's sum: input, state and weight gradients), on the LS
 DeepBench-style shapes: H in {256, 512, 1024}, B in {1, 4, 16, 64}, T in {25, 50, 100}, I = H.
 
 Both modules hold the same parameters (state_dict) and see the same input; the forward outputs
-must agree (relative 1e-4, else exit 1). Each time is the median of --reps runs after one warm-up
-run (which, for Aspen, compiles the layer: its compile time is reported separately). torch gets
-torch.set_num_threads(cores) and Aspen's CPU executor its default thread pool (the cores). The
-table's last column is torch / Aspen: above 1, Aspen is faster. "RESULT" lines repeat it.
+must agree (relative 1e-4, else exit 1). Each module runs --reps (5) times after one warm-up run
+(which, for Aspen, compiles the layer: its compile time is reported separately); the two
+modules' runs alternate, each after a --settle pause, and the table gives each one's fastest
+run: on two shared cores, torch.nn's times have slow spells of 10-20x that last several runs
+(torch alone, no Aspen in the process: a GRU inference at H = 256, B = 16, T = 25 took 8-13 ms,
+and 97-204 ms in its first run after a change of shape), which a median of 5 still catches.
+The RESULT lines carry the medians too. torch gets torch.set_num_threads(cores) and Aspen's
+CPU executor its default thread pool (the cores). The table's last column is torch / Aspen:
+above 1, Aspen is faster.
 
 Usage: PYTHONPATH=<build>/python /usr/bin/python3 bench/torch_modules.py [--quick]
        [--max-h N] [--kinds lstm,gru] [--modes inference,training] [--reps N]
@@ -20,18 +25,34 @@ import statistics
 import sys
 import time
 
+# OpenBLAS, which both sides call, reads its thread count when torch loads it. One thread is
+# torch.nn's fastest setting on the two cores measured (its own OpenMP threads and OpenBLAS's
+# otherwise oversubscribe them: GRU inference at H = 256, B = 64, T = 25 took 26 ms with one
+# OpenBLAS thread, 110-175 ms in slow spells with two) and Aspen's too (its executor spreads
+# the layer over the cores itself). Set OPENBLAS_NUM_THREADS to measure another setting.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import torch
 
 import aspen_torch
 
 
-def median_ms(fn, reps):
-    times = []
+def interleaved_times_ms(fns, reps, settle_s):
+    """Each fn's (fastest, median) time in ms over reps rounds, every round timing each fn once in turn, so
+    that the machine's slow spells (it is shared) fall on both sides alike. Each timed call
+    starts settle_s after the previous one ended: OpenBLAS's worker threads (which both sides
+    call) busy-wait about 0.1 s after a call, and torch's OpenMP threads after a parallel region,
+    so back to back, each side would run against the other's spinning threads (measured: torch's
+    GRU inference at H = 256, B = 16, T = 25 took 8 ms alone and 150-250 ms right after one of
+    Aspen's calls)."""
+    times = [[] for _ in fns]
     for _ in range(reps):
-        start = time.perf_counter()
-        fn()
-        times.append(1e3 * (time.perf_counter() - start))
-    return statistics.median(times)
+        for fn, spent in zip(fns, times):
+            time.sleep(settle_s)
+            start = time.perf_counter()
+            fn()
+            spent.append(1e3 * (time.perf_counter() - start))
+    return [(min(spent), statistics.median(spent)) for spent in times]
 
 
 def main():
@@ -40,13 +61,25 @@ def main():
     parser.add_argument("--max-h", type=int, default=1024)
     parser.add_argument("--kinds", default="lstm,gru")
     parser.add_argument("--modes", default="inference,training")
-    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--device", default="cpu",
+                        help="the aspen_torch backend's device: cpu (a tile per core), cpu:N")
+    parser.add_argument("--batches", default=None, help="e.g. 1,16 (default: 1,4,16,64)")
+    parser.add_argument("--steps", default=None, help="e.g. 25 (default: 25,50,100)")
+    parser.add_argument("--settle", type=float, default=0.15,
+                        help="seconds between timed calls (see interleaved_times_ms)")
     args = parser.parse_args()
     cores = os.cpu_count() or 1
     torch.set_num_threads(cores)
     hs, bs, ts = ([256], [1, 16], [25]) if args.quick else \
         ([h for h in (256, 512, 1024) if h <= args.max_h], [1, 4, 16, 64], [25, 50, 100])
-    print(f"# aspen_torch vs torch.nn {torch.__version__} on {cores} cores (median of "
+    if args.batches:
+        bs = [int(b) for b in args.batches.split(",")]
+    if args.steps:
+        ts = [int(t) for t in args.steps.split(",")]
+    backend = aspen_torch.Backend(args.device, 64)
+    print(f"# aspen_torch vs torch.nn {torch.__version__} on {cores} cores, OPENBLAS_NUM_THREADS="
+          f"{os.environ['OPENBLAS_NUM_THREADS']}, aspen device {args.device} (fastest of "
           f"{args.reps}; ratio = torch / aspen, above 1: Aspen faster)")
     print(f"{'layer':5} {'mode':9} {'H':>5} {'B':>3} {'T':>4} {'compile s':>9} "
           f"{'aspen ms':>9} {'torch ms':>9} {'ratio':>6}")
@@ -57,7 +90,7 @@ def main():
         for H in hs:
             torch.manual_seed(0)
             reference = theirs(H, H)
-            mine = ours(H, H)
+            mine = ours(H, H, backend=backend)
             mine.load_state_dict(reference.state_dict())
             for B in bs:
                 for T in ts:
@@ -83,14 +116,16 @@ def main():
                             print(f"# {kind} {mode} H={H} B={B} T={T}: outputs differ by "
                                   f"{difference:.2e} relative", file=sys.stderr)
                             status = 1
-                        aspen_ms = median_ms(lambda: step(mine), args.reps)
-                        torch_ms = median_ms(lambda: step(reference), args.reps)
+                        (aspen_ms, aspen_median), (torch_ms, torch_median) = interleaved_times_ms(
+                            [lambda: step(mine), lambda: step(reference)], args.reps,
+                            args.settle)
                         ratio = torch_ms / aspen_ms
                         print(f"{kind:5} {mode:9} {H:5} {B:3} {T:4} {compile_s:9.2f} "
                               f"{aspen_ms:9.2f} {torch_ms:9.2f} {ratio:6.2f}", flush=True)
                         print(f"RESULT torch_modules layer={kind} mode={mode} H={H} B={B} T={T} "
                               f"aspen_ms={aspen_ms:.3f} torch_ms={torch_ms:.3f} "
-                              f"ratio={ratio:.3f}", flush=True)
+                              f"ratio={ratio:.3f} aspen_median_ms={aspen_median:.3f} "
+                              f"torch_median_ms={torch_median:.3f}", flush=True)
     return status
 
 

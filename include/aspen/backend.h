@@ -12,9 +12,12 @@
  * call on the calling thread (names the argument or option and the rule). Nothing is thrown
  * across this ABI, and arguments are checked before anything runs.
  *
- * Devices: "cpu" (the CPU executor) and model targets ("h200", "h100", "ipu2", "ipu21",
- * "ipu1": the CPU executor modelling them, as planned for that target). Buffers are host
- * memory. GPU devices, device pointers and CUDA streams are not supported yet:
+ * Devices: "cpu" (the CPU executor, the layer spread over one tile per thread of its pool:
+ * ASPEN_CPU_THREADS, else every core), "cpu:N" (N tiles, 1 to 4096) and model targets ("h200",
+ * "h100", "ipu2", "ipu21", "ipu1": the CPU executor modelling them, as planned for that
+ * target). Buffers are host memory. The CPU executor's products call OpenBLAS on each tile's
+ * thread: OPENBLAS_NUM_THREADS=1 avoids two levels of threads competing for the cores
+ * (docs/backend.md). GPU devices, device pointers and CUDA streams are not supported yet:
  * aspen_backend_create("gpu", ...) returns ASPEN_ERROR_UNSUPPORTED, and every `stream` argument
  * must be NULL.
  *

@@ -11,8 +11,12 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <map>
+#include <thread>
 #include <new>
 #include <string>
 #include <variant>
@@ -224,6 +228,29 @@ std::shared_ptr<aspen::backend::RnnLayer> rnnLayer(aspen_backend *backend, const
 
 const std::vector<std::string> kModels = {"h200", "h100", "ipu2", "ipu21", "ipu1"};
 
+// "cpu": the CPU executor with one tile per thread of its pool (ASPEN_CPU_THREADS, else every
+// core), so that the planner spreads each layer over the cores and the executor runs the tiles
+// in parallel; "cpu:N": N tiles. (Poplar's createCPUDevice is one tile: one core for vertices.)
+// Each tile gets an equal share of the host's memory.
+aspen::Device hostDevice(const std::string &name) {
+  unsigned tiles = std::max(1u, std::thread::hardware_concurrency());
+  if (const char *text = std::getenv("ASPEN_CPU_THREADS"); text && *text)
+    tiles = unsigned(std::strtoul(text, nullptr, 10)); // checked by the executor
+  if (name != "cpu") {
+    const std::string count = name.substr(4);
+    char *end = nullptr;
+    const unsigned long n = std::strtoul(count.c_str(), &end, 10);
+    need(!count.empty() && *end == '\0' && n >= 1 && n <= 4096 && count[0] != '-',
+         fmt::format("device '{}': the tile count must be a whole number from 1 to 4096", name));
+    tiles = unsigned(n);
+  }
+  tiles = std::clamp(tiles, 1u, 4096u);
+  const double memory = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
+  const auto bytesPerTile = static_cast<std::size_t>(
+      std::max(double(std::size_t(1) << 30), memory / tiles));
+  return aspen::Device::createModelDevice(aspen::Target::createGeneric(tiles, 1, bytesPerTile));
+}
+
 } // namespace
 
 extern "C" {
@@ -255,13 +282,13 @@ aspen_status aspen_backend_create(const char *device, size_t max_layers,
           "aspen_backend_create: device '" + name +
           "': GPU devices are not supported by the backend yet; use \"cpu\" or a model target");
     aspen::Device d;
-    if (name == "cpu")
-      d = aspen::Device::createCPUDevice();
+    if (name == "cpu" || name.rfind("cpu:", 0) == 0)
+      d = hostDevice(name);
     else if (std::find(kModels.begin(), kModels.end(), name) != kModels.end())
       d = aspen::Device::createModelDevice(aspen::Target::createModel(name));
     else
-      throw BadArgument("device '" + name +
-                        "' is not \"cpu\" or a model target (h200, h100, ipu2, ipu21, ipu1)");
+      throw BadArgument("device '" + name + "' is not \"cpu\", \"cpu:N\" or a model target "
+                        "(h200, h100, ipu2, ipu21, ipu1)");
     *backend = new aspen_backend(std::move(d), name, max_layers ? max_layers : 64);
   });
 }

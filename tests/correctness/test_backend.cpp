@@ -103,11 +103,12 @@ aspen_rnn_desc lstmDesc(std::size_t T, std::size_t B, std::size_t I, std::size_t
 // torchLayout: the weights, biases and their gradients in PyTorch's layout
 // (ASPEN_WEIGHTS_PYTORCH): weight_ih [4H, I], weight_hh [4H, H], biases [2, 4H] whose sum is the
 // model's bias (each row gets the model's bias gradient).
-void checkLstm(const std::vector<unsigned> &lengths, bool torchLayout = false) {
+void checkLstm(const std::vector<unsigned> &lengths, bool torchLayout = false,
+               const char *device = "cpu") {
   const std::size_t T = 5, B = 3, I = 4, H = 6;
   const bool variable = !lengths.empty();
-  INFO("PyTorch's layout: " << torchLayout);
-  Backend backend;
+  INFO("PyTorch's layout: " << torchLayout << ", device " << device);
+  Backend backend(device);
   aspen_rnn_desc desc = lstmDesc(T, B, I, H, variable);
   desc.weights_layout = torchLayout ? ASPEN_WEIGHTS_PYTORCH : ASPEN_WEIGHTS_ASPEN;
   std::mt19937 rng(7);
@@ -201,6 +202,13 @@ TEST_CASE("backend LSTM with variable lengths matches the host model", "[correct
   if (aspen::test::skipOnGpuRun())
     return;
   checkLstm({5, 0, 3});
+}
+
+TEST_CASE("backend LSTM on one tile and on three (cpu:N)", "[correctness][backend]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
+  checkLstm({}, false, "cpu:1");
+  checkLstm({5, 0, 3}, true, "cpu:3");
 }
 
 TEST_CASE("backend LSTM takes PyTorch's weight layout", "[correctness][backend]") {
@@ -448,6 +456,11 @@ TEST_CASE("backend errors are codes with messages, and nothing compiles for bad 
   CHECK(aspen_backend_create("tpu", 0, &none) == ASPEN_ERROR_INVALID_ARGUMENT);
   CHECK_THAT(aspen_last_error(), Catch::Contains("device 'tpu'"));
   CHECK(aspen_backend_create(nullptr, 0, &none) == ASPEN_ERROR_INVALID_ARGUMENT);
+  for (const char *bad : {"cpu:0", "cpu:", "cpu:x", "cpu:-2", "cpu:99999"}) {
+    CHECK(aspen_backend_create(bad, 0, &none) == ASPEN_ERROR_INVALID_ARGUMENT);
+    CHECK_THAT(aspen_last_error(), Catch::Contains("the tile count must be a whole number from 1 "
+                                                   "to 4096"));
+  }
   CHECK(std::string(aspen_status_string(ASPEN_ERROR_UNSUPPORTED)) == "ASPEN_ERROR_UNSUPPORTED");
 
   Backend backend;
