@@ -160,8 +160,8 @@ template <class Rows> std::vector<float> packRows(const Rows &rows, std::size_t 
   return packed;
 }
 
-// P (+)= A . B for float rows with one cblas_sgemm; A and B rows that are not evenly spaced are
-// packed first, and so is P (then written back row by row).
+// P (+)= A . B for float rows with one cblas_sgemm (cblas_sgemv for one row); A and B rows that
+// are not evenly spaced are packed first, and so is P (then written back row by row).
 template <class ARows, class BRows, class PRows>
 void blasBlockProduct(const ARows &a, const BRows &b, const PRows &p, bool accumulate) {
   const std::size_t m = p.size(), n = p[0].size(), k = b.size();
@@ -184,8 +184,12 @@ void blasBlockProduct(const ARows &a, const BRows &b, const PRows &p, bool accum
     bPacked = packRows(b, n), bData = bPacked.data(), ldb = n;
   if (ldp == 0)
     pPacked = packRows(p, n), pData = pPacked.data(), ldp = n;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(m), int(n), int(k), 1.0f, aData,
-              int(lda), bData, int(ldb), accumulate ? 1.0f : 0.0f, pData, int(ldp));
+  if (m == 1) // a vector times a matrix: sgemv streams B once, where sgemm first packs it
+    cblas_sgemv(CblasRowMajor, CblasTrans, int(k), int(n), 1.0f, bData, int(ldb), aData, 1,
+                accumulate ? 1.0f : 0.0f, pData, 1);
+  else
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(m), int(n), int(k), 1.0f, aData,
+                int(lda), bData, int(ldb), accumulate ? 1.0f : 0.0f, pData, int(ldp));
   if (!pPacked.empty())
     for (std::size_t i = 0; i < m; ++i)
       for (std::size_t j = 0; j < n; ++j)

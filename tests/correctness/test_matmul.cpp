@@ -179,6 +179,23 @@ TEST_CASE("half matMul on 64 workers a tile: tensor-core blocks, edges and k rem
   }
 }
 
+TEST_CASE("matMul with one-row blocks over serial k steps matches the host model",
+          "[correctness][matmul]") {
+  // Blocks of one row of A (M = 1, or M split into one-row parts) whose later k steps add to
+  // the partials: on the host the one-row product is a BLAS sgemv, whose accumulation (beta)
+  // this checks, with B's rows read in place and through a stride.
+  for (const std::size_t M : {std::size_t(1), std::size_t(3)})
+    for (const bool strideB : {false, true}) {
+      Case c;
+      c.M = M, c.K = 48, c.N = 20, c.strideB = strideB;
+      c.options = {{"planConstraints",
+                    M == 1 ? R"({"serial": {"k": 3}})"
+                           : R"({"partition": {"m": 3}, "serial": {"k": 4}})"}};
+      INFO(describe(c) << " " << c.options.at("planConstraints"));
+      check(c, unsigned(40 + M + strideB));
+    }
+}
+
 TEST_CASE("matMul results do not depend on threads or worker order", "[correctness][matmul]") {
   Case c;
   c.M = 40, c.K = 70, c.N = 30, c.form = Form::AccFloat, c.k = 1.5f;
