@@ -18,6 +18,8 @@ above 1, Aspen is faster.
 Usage: PYTHONPATH=<build>/python /usr/bin/python3 bench/torch_modules.py [--quick]
        [--max-h N] [--kinds lstm,gru] [--modes inference,training] [--reps N]
 --quick: H 256, B {1, 16}, T 25. scripts/bench.sh runs it with --max-h 256 by default.
+--cuda: both modules on the GPU (scripts/gpu-check.sh runs it there with --quick); each time
+then ends with torch.cuda.synchronize().
 """
 import argparse
 import os
@@ -37,6 +39,15 @@ import torch
 import aspen_torch
 
 
+_CUDA = False
+
+
+def _synchronize():
+    """With --cuda, waits for the GPU: a time covers the work, not just its launch."""
+    if _CUDA:
+        torch.cuda.synchronize()
+
+
 def interleaved_times_ms(fns, reps, settle_s):
     """Each fn's (fastest, median) time in ms over reps rounds, every round timing each fn once in turn, so
     that the machine's slow spells (it is shared) fall on both sides alike. Each timed call
@@ -49,8 +60,10 @@ def interleaved_times_ms(fns, reps, settle_s):
     for _ in range(reps):
         for fn, spent in zip(fns, times):
             time.sleep(settle_s)
+            _synchronize()
             start = time.perf_counter()
             fn()
+            _synchronize()
             spent.append(1e3 * (time.perf_counter() - start))
     return [(min(spent), statistics.median(spent)) for spent in times]
 
@@ -58,6 +71,9 @@ def interleaved_times_ms(fns, reps, settle_s):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--cuda", action="store_true",
+                        help="both modules on the GPU (torch.nn: cuDNN; Aspen: its GPU device), "
+                             "TF32 off on both sides")
     parser.add_argument("--max-h", type=int, default=1024)
     parser.add_argument("--kinds", default="lstm,gru")
     parser.add_argument("--modes", default="inference,training")
@@ -77,6 +93,14 @@ def main():
         bs = [int(b) for b in args.batches.split(",")]
     if args.steps:
         ts = [int(t) for t in args.steps.split(",")]
+    global _CUDA
+    _CUDA = args.cuda
+    device = torch.device("cuda" if args.cuda else "cpu")
+    if args.cuda:
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+        if args.device == "cpu":
+            args.device = f"gpu:{torch.cuda.current_device()}"
     backend = aspen_torch.Backend(args.device, 64)
     print(f"# aspen_torch vs torch.nn {torch.__version__} on {cores} cores, OPENBLAS_NUM_THREADS="
           f"{os.environ['OPENBLAS_NUM_THREADS']}, aspen device {args.device} (fastest of "
@@ -89,12 +113,12 @@ def main():
                         "gru": (aspen_torch.GRU, torch.nn.GRU)}[kind]
         for H in hs:
             torch.manual_seed(0)
-            reference = theirs(H, H)
-            mine = ours(H, H, backend=backend)
+            reference = theirs(H, H).to(device)
+            mine = ours(H, H, backend=backend).to(device)
             mine.load_state_dict(reference.state_dict())
             for B in bs:
                 for T in ts:
-                    x = torch.randn(T, B, H)
+                    x = torch.randn(T, B, H, device=device)
                     for mode in args.modes.split(","):
                         if mode == "inference":
                             def step(module):

@@ -13,7 +13,8 @@
 #               cublas: there, and large) are left out
 #   include/, lib/cmake/  the installed headers and CMake package
 #   src/        what the programs read: tests/codelets, codelets, examples/codelets and
-#               first_steps.expected, bench (its non-C++ files)
+#               first_steps.expected, bench (its non-C++ files), python (aspen_torch's sources
+#               and its CUDA tests, built and run by gpu-check.sh against that machine's torch)
 #   share/cc_fields.gp    the tests' precompiled codelets
 #   cache/      a codelet cache warmed by the gpu_codegen tests (NVRTC for sm_90) and the examples
 #   tests.tsv   the GPU tests (ctest -L 'gpu|gpu_codegen') with bundle-relative commands
@@ -154,6 +155,12 @@ cp "$source/examples/first_steps.expected" "$dir/src/examples/"
   mkdir -p "$dir/src/bench/$(dirname "$f")"
   cp "$source/bench/$f" "$dir/src/bench/$f"
 done
+# aspen_torch's sources and its CUDA tests: gpu-check.sh builds the module there, against that
+# machine's PyTorch.
+mkdir -p "$dir/src/python/aspen_torch" "$dir/src/python/tests"
+cp "$source/python/aspen_torch/"*.py "$source/python/aspen_torch/_backend.cpp" \
+  "$dir/src/python/aspen_torch/"
+cp "$source/python/tests/test_aspen_torch_cuda.py" "$dir/src/python/tests/"
 [ -f "$build/tests/cc_fields.gp" ] || die "$build/tests/cc_fields.gp is missing"
 cp "$build/tests/cc_fields.gp" "$dir/share/cc_fields.gp"
 for f in gpu-check.sh run_bundle_tests.py gpu_bench_report.py; do

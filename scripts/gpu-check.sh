@@ -9,14 +9,16 @@
 # docs/performance.md) and aspen-plan-lstm.html (the LSTM's profile page, its JSON report
 # inside): eight files, the most a device machine returns.
 # Exits non-zero on any failure; with a GPU present, a skipped GPU test or benchmark is a failure
-# too (it checked nothing). Every step has a time limit and the whole run stays under 5 minutes.
+# too (it checked nothing). Every step has a time limit and the whole run stays under 7 minutes.
+# Then aspen_torch: built there against the machine's PyTorch, its CUDA tests and the PyTorch
+# module benchmark on CUDA (into tests.log and bench.log).
 #
 # Usage: gpu-check.sh [--no-gpu-ok] BUNDLE OUTDIR    (BUNDLE/gpu-check.sh or scripts/gpu-check.sh;
 #        BUNDLE/gpu-check.sh [--no-gpu-ok] OUTDIR      run from the bundle, BUNDLE may be left out)
 #   --no-gpu-ok  dry run on a machine without a GPU: the 'gpu' tests and the benchmarks must
 #                report themselves skipped (never pass), the gpu_codegen tests must pass (they
 #                need only the toolkit), and the examples run on the CPU.
-# Environment: ASPEN_GPU_CHECK_SECONDS (the whole run's limit, default 285), ASPEN_GPU_CHECK_SLOW
+# Environment: ASPEN_GPU_CHECK_SECONDS (the whole run's limit, default 400), ASPEN_GPU_CHECK_SLOW
 #              (multiplies every limit, the whole run's too, default 1: for dry runs on small
 #              machines), ASPEN_GPU_CHECK_JOBS (tests at once, default 8, or the cores if fewer).
 # The programs get ASPEN_CACHE_DIR (a copy of BUNDLE/cache), ASPEN_TEST_CODELETS_DIR,
@@ -54,7 +56,7 @@ for f in VERSION tests.tsv bin; do
 done
 out=$(mkdir -p "$2" && cd "$2" && pwd) || exit 2
 slow=${ASPEN_GPU_CHECK_SLOW:-1}
-seconds=${ASPEN_GPU_CHECK_SECONDS:-285}
+seconds=${ASPEN_GPU_CHECK_SECONDS:-400}
 cores=$(nproc)
 jobs=${ASPEN_GPU_CHECK_JOBS:-$((cores < 8 ? cores : 8))}
 for n in "$slow" "$seconds" "$jobs"; do
@@ -169,6 +171,7 @@ export CUDA_HOME
 export ASPEN_CUDA_INCLUDE_DIR=$CUDA_HOME/include
 # The benchmarks' peer (PyTorch, through python3) brings its own CUDA libraries: it gets the
 # library path this run started with, not the toolkit's.
+original_ld_path=${LD_LIBRARY_PATH:-}
 if [ -z "${ASPEN_BENCH_PYTHON:-}" ]; then
   if [ -n "${LD_LIBRARY_PATH:-}" ]; then
     ASPEN_BENCH_PYTHON="env LD_LIBRARY_PATH='$LD_LIBRARY_PATH' python3"
@@ -351,5 +354,72 @@ for bench in "$bundle"/bin/bench_gpu_*; do
   esac
 done
 note "benchmarks: done in $((SECONDS - start)) s"
+
+# --- aspen_torch on the GPU: its pybind11 module built here against this machine's PyTorch
+# --- (pybind11 from torch's own headers), then python/tests/test_aspen_torch_cuda.py (into
+# --- tests.log) and bench/torch_modules.py --cuda --quick (into bench.log). Without PyTorch
+# --- with CUDA, Python's headers or a compiler it is noted as not run. ---
+aspen_torch_check() {
+  local src=$bundle/src/python pkg=$work/aspen_torch_pkg rc=0 start=$SECONDS
+  # The library path this run started with (PyTorch's), then the toolkit's (the cudart and
+  # NVRTC libaspen needs, where PyTorch has not loaded them already).
+  local -a py=(env "LD_LIBRARY_PATH=${original_ld_path}${original_ld_path:+:}$cuda_libs" python3)
+  if [ ! -f "$src/aspen_torch/_backend.cpp" ]; then
+    fail "aspen_torch: not in the bundle (src/python)"
+    return
+  fi
+  if [ "$have_gpu" -eq 0 ]; then
+    note "aspen_torch on CUDA: not run (no GPU)"
+    return
+  fi
+  local paths
+  paths=$(timeout "$(limit 60)" "${py[@]}" -c 'import sysconfig, torch, torch.utils.cpp_extension as e
+assert torch.cuda.is_available(), "torch.cuda.is_available() is False"
+print(sysconfig.get_paths()["include"]); print(sysconfig.get_config_var("EXT_SUFFIX"))
+print(" ".join("-I" + p for p in e.include_paths()))' 2>"$work/aspen_torch.err") || {
+    note "aspen_torch on CUDA: not run (no PyTorch with CUDA: $(tail -n 1 "$work/aspen_torch.err"))"
+    return
+  }
+  local include suffix torch_includes
+  include=$(sed -n 1p <<<"$paths") suffix=$(sed -n 2p <<<"$paths") torch_includes=$(sed -n 3p <<<"$paths")
+  if [ ! -f "$include/Python.h" ] || [ -z "$cxx" ]; then
+    note "aspen_torch on CUDA: not run (no Python.h in $include, or no C++ compiler)"
+    return
+  fi
+  mkdir -p "$pkg/aspen_torch"
+  cp "$src/aspen_torch/"*.py "$pkg/aspen_torch/"
+  # shellcheck disable=SC2086 # torch_includes is a list of -I flags
+  timeout "$(limit 90)" "$cxx" -O2 -std=c++17 -shared -fPIC -I"$include" $torch_includes     -I"$bundle/include" "$src/aspen_torch/_backend.cpp" -L"$bundle/lib" -laspen_backend     -Wl,-rpath,"$bundle/lib" -o "$pkg/aspen_torch/_backend$suffix" >"$work/aspen_torch.build" 2>&1 || {
+    fail "aspen_torch: building _backend$suffix against this machine's PyTorch failed"
+    tail -n 15 "$work/aspen_torch.build" | sed 's/^/  /' | tee -a "$summary"
+    return
+  }
+  note "aspen_torch: built against this machine's PyTorch ($((SECONDS - start)) s)"
+  start=$SECONDS
+  {
+    echo "==== python/tests/test_aspen_torch_cuda.py"
+    PYTHONPATH=$pkg timeout -k 5 "$(limit 120)" "${py[@]}" -m unittest discover -v -s "$src/tests"       -p 'test_aspen_torch_cuda.py' 2>&1
+  } >>"$out/tests.log" || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    fail "aspen_torch on CUDA: test_aspen_torch_cuda.py exit $rc (124 = time limit): see tests.log"
+  elif grep -q 'skipped' <(tail -n 3 "$out/tests.log"); then
+    fail "aspen_torch on CUDA: test_aspen_torch_cuda.py skipped on a machine with a GPU"
+  else
+    note "aspen_torch on CUDA: test_aspen_torch_cuda.py passed ($((SECONDS - start)) s)"
+  fi
+  start=$SECONDS rc=0
+  {
+    echo "==== bench/torch_modules.py --cuda --quick"
+    PYTHONPATH=$pkg timeout -k 5 "$(limit 90)" "${py[@]}" "$bundle/src/bench/torch_modules.py" --cuda       --quick --reps 5 --settle 0 2>&1
+  } >"$work/torch_modules.out" || rc=$?
+  cat "$work/torch_modules.out" >>"$out/bench.log"
+  if [ "$rc" -ne 0 ]; then
+    fail "torch_modules.py --cuda: exit $rc (124 = time limit): see bench.log"
+  else
+    note "torch_modules.py --cuda --quick ($((SECONDS - start)) s):"
+    grep -v '^RESULT ' "$work/torch_modules.out" | sed 's/^/  /' | tee -a "$summary"
+  fi
+}
+aspen_torch_check
 bench_report
 finish

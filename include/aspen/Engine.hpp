@@ -106,7 +106,9 @@ public:
   void loadAndRun(const Device &device, unsigned programIndex = 0);
 
   // Copies between host memory [begin, end) and the tensor of a handle made by
-  // createHostWrite/createHostRead; the byte count must equal the tensor's.
+  // createHostWrite/createHostRead; the byte count must equal the tensor's. On a GPU device
+  // [begin, end) may also be device memory (cudaMalloc'd or managed): the copy then stays on the
+  // device (an Aspen extension; the layer backend passes a framework's buffers this way).
   void writeTensor(StringRef handle, const void *begin, const void *end);
   void readTensor(StringRef handle, void *begin, void *end);
   // QUARTER tensors: the codes and, in the same call, the tensor's metadata (Tensor::getMetadata).

@@ -13,13 +13,18 @@
  * across this ABI, and arguments are checked before anything runs.
  *
  * Devices: "cpu" (the CPU executor, the layer spread over one tile per thread of its pool:
- * ASPEN_CPU_THREADS, else every core), "cpu:N" (N tiles, 1 to 4096) and model targets ("h200",
- * "h100", "ipu2", "ipu21", "ipu1": the CPU executor modelling them, as planned for that
- * target). Buffers are host memory. The CPU executor's products call OpenBLAS on each tile's
- * thread: OPENBLAS_NUM_THREADS=1 avoids two levels of threads competing for the cores
- * (docs/backend.md). GPU devices, device pointers and CUDA streams are not supported yet:
- * aspen_backend_create("gpu", ...) returns ASPEN_ERROR_UNSUPPORTED, and every `stream` argument
- * must be NULL.
+ * ASPEN_CPU_THREADS, else every core), "cpu:N" (N tiles, 1 to 4096), "gpu" / "gpu:N" (CUDA
+ * device N; a build with CUDA) and model targets ("h200", "h100", "ipu2", "ipu21", "ipu1": the
+ * CPU executor modelling them, as planned for that target). The CPU executor's products call
+ * OpenBLAS on each tile's thread: OPENBLAS_NUM_THREADS=1 avoids two levels of threads
+ * competing for the cores (docs/backend.md).
+ *
+ * Buffers: host memory on the CPU and model devices (and `stream` must be NULL); device memory
+ * (cudaMalloc'd or managed) on a GPU device, with `stream` the cudaStream_t the caller ordered
+ * their work on (NULL: the legacy default stream). A call on a GPU device waits for the work
+ * queued on `stream` before it reads its inputs and returns when its results are in the
+ * caller's buffers. Buffers in the other kind of memory are refused
+ * (ASPEN_ERROR_INVALID_ARGUMENT). `lengths` are host memory on every device.
  *
  * Layouts (row-major, element type `dtype`: float32, or float16 as IEEE binary16 bits):
  *   x [T,B,I] (time-major), y [T,B,H], h0/hn/c0/cn [B,H], lengths [B] (uint32, 0..T);

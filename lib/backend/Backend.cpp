@@ -3,6 +3,7 @@
 #include <aspen/backend.h>
 
 #include "BackendError.hpp"
+#include "BackendMemory.hpp"
 #include "LayerCache.hpp"
 #include "Layers.hpp"
 #include "support/Json.hpp"
@@ -25,10 +26,12 @@ namespace json = aspen::support::json;
 using aspen::backend::RnnConfig;
 
 struct aspen_backend {
-  aspen_backend(aspen::Device d, std::string name, std::size_t capacity)
-      : device(std::move(d)), deviceName(std::move(name)), layers(capacity) {}
+  aspen_backend(aspen::Device d, std::string name, std::size_t capacity, int gpuOrdinal)
+      : device(std::move(d)), deviceName(std::move(name)), gpuOrdinal(gpuOrdinal),
+        layers(capacity) {}
   aspen::Device device;
   std::string deviceName;
+  int gpuOrdinal; // the CUDA device of a GPU backend (its buffers are device memory), else -1
   // Recurrent layers and the simple ones share one bound: each entry is one engine.
   using Layer = std::variant<std::shared_ptr<aspen::backend::RnnLayer>,
                              std::shared_ptr<aspen::backend::SimpleLayer>>;
@@ -56,6 +59,9 @@ template <class F> aspen_status guarded(const char *function, F &&f) {
   } catch (const aspen::backend::Unsupported &e) {
     lastError = e.what();
     return ASPEN_ERROR_UNSUPPORTED;
+  } catch (const aspen::backend::CudaFailure &e) {
+    lastError = std::string(function) + ": " + e.what();
+    return ASPEN_ERROR_RUNTIME;
   } catch (const aspen::invalid_option &e) {
     lastError = std::string(function) + ": " + e.what();
     return ASPEN_ERROR_INVALID_OPTION;
@@ -91,11 +97,36 @@ void needBuffer(const void *p, const char *name) {
 
 void checkBackend(const aspen_backend *backend) { needBuffer(backend, "backend"); }
 
-void checkStream(const void *stream) {
-  if (stream)
-    throw aspen::backend::Unsupported(
-        "the stream argument must be NULL: GPU devices and CUDA streams are not supported by "
-        "the backend yet (buffers are host memory)");
+// Where a call's buffers are: device memory ordered with `stream` on a GPU backend, host memory
+// (and no stream) otherwise.
+aspen::backend::Memory memoryFor(const aspen_backend *backend, const void *stream) {
+  if (backend->gpuOrdinal >= 0)
+    return aspen::backend::Memory::device(backend->gpuOrdinal, const_cast<void *>(stream));
+  need(stream == nullptr, fmt::format("stream is given, but device '{}' is not a GPU: its "
+                                      "buffers are host memory and it takes no CUDA stream",
+                                      backend->deviceName));
+  return {};
+}
+
+// Each buffer (NULL ones skipped) in the memory its backend takes: device memory on a GPU
+// backend, host memory on the others.
+void checkPlaces(const aspen_backend *backend,
+                 std::initializer_list<std::pair<const char *, const void *>> buffers) {
+  const bool gpu = backend->gpuOrdinal >= 0;
+  for (const auto &[name, p] : buffers)
+    if (p && aspen::backend::isDeviceMemory(p) != gpu)
+      throw BadArgument(
+          gpu ? fmt::format("{} is host memory, but device '{}' takes device memory "
+                            "(cudaMalloc'd or managed)",
+                            name, backend->deviceName)
+              : fmt::format("{} is device memory, but device '{}' takes host memory", name,
+                            backend->deviceName));
+}
+
+// lengths: host memory on every device (the backend reads them to find each row's last step).
+void checkLengthsOnHost(const std::uint32_t *lengths) {
+  need(!lengths || !aspen::backend::isDeviceMemory(lengths),
+       "lengths is device memory; lengths are host memory on every device");
 }
 
 aspen::Type typeOf(aspen_dtype dtype) {
@@ -228,6 +259,21 @@ std::shared_ptr<aspen::backend::RnnLayer> rnnLayer(aspen_backend *backend, const
 
 const std::vector<std::string> kModels = {"h200", "h100", "ipu2", "ipu21", "ipu1"};
 
+// The N of "<kind>:N" (0 for "<kind>" alone): a whole number from `least` to `most`.
+unsigned deviceIndex(const std::string &name, const char *kind, unsigned long most,
+                     const char *what, unsigned long least = 0) {
+  if (name == kind)
+    return 0;
+  const std::string count = name.substr(std::string(kind).size() + 1);
+  char *end = nullptr;
+  const unsigned long n = std::strtoul(count.c_str(), &end, 10);
+  need(!count.empty() && *end == '\0' && n >= least && n <= most && count[0] != '-' &&
+           count[0] != '+' && count[0] != ' ',
+       fmt::format("device '{}': the {} must be a whole number from {} to {}", name, what, least,
+                   most));
+  return unsigned(n);
+}
+
 // "cpu": the CPU executor with one tile per thread of its pool (ASPEN_CPU_THREADS, else every
 // core), so that the planner spreads each layer over the cores and the executor runs the tiles
 // in parallel; "cpu:N": N tiles. (Poplar's createCPUDevice is one tile: one core for vertices.)
@@ -236,14 +282,8 @@ aspen::Device hostDevice(const std::string &name) {
   unsigned tiles = std::max(1u, std::thread::hardware_concurrency());
   if (const char *text = std::getenv("ASPEN_CPU_THREADS"); text && *text)
     tiles = unsigned(std::strtoul(text, nullptr, 10)); // checked by the executor
-  if (name != "cpu") {
-    const std::string count = name.substr(4);
-    char *end = nullptr;
-    const unsigned long n = std::strtoul(count.c_str(), &end, 10);
-    need(!count.empty() && *end == '\0' && n >= 1 && n <= 4096 && count[0] != '-',
-         fmt::format("device '{}': the tile count must be a whole number from 1 to 4096", name));
-    tiles = unsigned(n);
-  }
+  if (name != "cpu")
+    tiles = deviceIndex(name, "cpu", 4096, "tile count", 1);
   tiles = std::clamp(tiles, 1u, 4096u);
   const double memory = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
   const auto bytesPerTile = static_cast<std::size_t>(
@@ -277,19 +317,24 @@ aspen_status aspen_backend_create(const char *device, size_t max_layers,
     *backend = nullptr;
     needBuffer(device, "device");
     const std::string name = device;
-    if (name == "gpu" || name.rfind("gpu:", 0) == 0)
-      throw aspen::backend::Unsupported(
-          "aspen_backend_create: device '" + name +
-          "': GPU devices are not supported by the backend yet; use \"cpu\" or a model target");
     aspen::Device d;
-    if (name == "cpu" || name.rfind("cpu:", 0) == 0)
+    int gpuOrdinal = -1;
+    if (name == "gpu" || name.rfind("gpu:", 0) == 0) {
+      gpuOrdinal = int(deviceIndex(name, "gpu", 1024, "GPU ordinal"));
+      aspen::backend::Memory::device(gpuOrdinal, nullptr); // Unsupported without CUDA
+      try {
+        d = aspen::Device::createGpuDevice(unsigned(gpuOrdinal));
+      } catch (const aspen::error &e) {
+        throw aspen::backend::CudaFailure(fmt::format("device '{}': {}", name, e.what()));
+      }
+    } else if (name == "cpu" || name.rfind("cpu:", 0) == 0)
       d = hostDevice(name);
     else if (std::find(kModels.begin(), kModels.end(), name) != kModels.end())
       d = aspen::Device::createModelDevice(aspen::Target::createModel(name));
     else
-      throw BadArgument("device '" + name + "' is not \"cpu\", \"cpu:N\" or a model target "
-                        "(h200, h100, ipu2, ipu21, ipu1)");
-    *backend = new aspen_backend(std::move(d), name, max_layers ? max_layers : 64);
+      throw BadArgument("device '" + name + "' is not \"cpu\", \"cpu:N\", \"gpu\", "
+                        "\"gpu:N\" or a model target (h200, h100, ipu2, ipu21, ipu1)");
+    *backend = new aspen_backend(std::move(d), name, max_layers ? max_layers : 64, gpuOrdinal);
   });
 }
 
@@ -328,7 +373,7 @@ aspen_status aspen_rnn_forward(aspen_backend *backend, const aspen_rnn_desc *des
                                void *reserve, void *stream) {
   return guarded("aspen_rnn_forward", [&] {
     checkBackend(backend);
-    checkStream(stream);
+    const aspen::backend::Memory memory = memoryFor(backend, stream);
     const RnnConfig c = rnnConfig(desc);
     const aspen::backend::RnnForwardCall call{x, h0, c0, input_weights, output_weights, biases,
                                               lengths, y, hn, cn, reserve};
@@ -339,8 +384,12 @@ aspen_status aspen_rnn_forward(aspen_backend *backend, const aspen_rnn_desc *des
       needBuffer(cn, "cn (an LSTM's final cell state)");
     else
       need(cn == nullptr, "cn is given, but a GRU has no cell state");
+    checkPlaces(backend, {{"x", x}, {"h0", h0}, {"c0", c0}, {"input_weights", input_weights},
+                          {"output_weights", output_weights}, {"biases", biases}, {"y", y},
+                          {"hn", hn}, {"cn", cn}, {"reserve", reserve}});
+    checkLengthsOnHost(lengths);
     const auto layer = rnnLayer(backend, c, reserve != nullptr);
-    aspen::backend::runRnnForward(*layer, c, call);
+    aspen::backend::runRnnForward(*layer, c, call, memory);
   });
 }
 
@@ -353,7 +402,7 @@ aspen_status aspen_rnn_backward(aspen_backend *backend, const aspen_rnn_desc *de
                                 void *d_output_weights, void *d_biases, void *stream) {
   return guarded("aspen_rnn_backward", [&] {
     checkBackend(backend);
-    checkStream(stream);
+    const aspen::backend::Memory memory = memoryFor(backend, stream);
     const RnnConfig c = rnnConfig(desc);
     const aspen::backend::RnnForwardCall forward{
         x, h0, c0, input_weights, output_weights, biases, lengths, const_cast<void *>(y),
@@ -372,10 +421,18 @@ aspen_status aspen_rnn_backward(aspen_backend *backend, const aspen_rnn_desc *de
                             (d_biases != nullptr);
     need(weightGrads == 0 || weightGrads == 3,
          "d_input_weights, d_output_weights and d_biases must be all given or all NULL");
+    checkPlaces(backend, {{"x", x}, {"h0", h0}, {"c0", c0}, {"input_weights", input_weights},
+                          {"output_weights", output_weights}, {"biases", biases}, {"y", y},
+                          {"reserve", reserve}, {"dy", dy}, {"dhn", dhn}, {"dcn", dcn},
+                          {"dx", dx}, {"dh0", dh0}, {"dc0", dc0},
+                          {"d_input_weights", d_input_weights},
+                          {"d_output_weights", d_output_weights}, {"d_biases", d_biases}});
+    checkLengthsOnHost(lengths);
     const auto layer = rnnLayer(backend, c, true);
     aspen::backend::runRnnBackward(
         *layer, c,
-        {forward, dy, dhn, dcn, dx, dh0, dc0, d_input_weights, d_output_weights, d_biases});
+        {forward, dy, dhn, dcn, dx, dh0, dc0, d_input_weights, d_output_weights, d_biases},
+        memory);
   });
 }
 
@@ -383,7 +440,7 @@ aspen_status aspen_matmul(aspen_backend *backend, aspen_dtype dtype, size_t m, s
                           const void *a, const void *b, void *c, void *stream) {
   return guarded("aspen_matmul", [&] {
     checkBackend(backend);
-    checkStream(stream);
+    const aspen::backend::Memory memory = memoryFor(backend, stream);
     const aspen::Type type = typeOf(dtype);
     need(m > 0 && k > 0 && n > 0,
          fmt::format("m, k and n must be at least 1 (got {}, {}, {})", m, k, n));
@@ -393,6 +450,7 @@ aspen_status aspen_matmul(aspen_backend *backend, aspen_dtype dtype, size_t m, s
     needBuffer(a, "a");
     needBuffer(b, "b");
     needBuffer(c, "c");
+    checkPlaces(backend, {{"a", a}, {"b", b}, {"c", c}});
     const std::string key = fmt::format("matmul|{}|{}|{}|{}|{}", type.toString(), m, k, n,
                                         backend->deviceName);
     const auto layer = std::get<std::shared_ptr<aspen::backend::SimpleLayer>>(
@@ -401,6 +459,7 @@ aspen_status aspen_matmul(aspen_backend *backend, aspen_dtype dtype, size_t m, s
               aspen::backend::buildMatMul(backend->device, type, m, k, n));
         }));
     std::lock_guard<std::mutex> lock(layer->mutex);
+    memory.waitForCaller();
     const auto *pa = static_cast<const std::uint8_t *>(a);
     const auto *pb = static_cast<const std::uint8_t *>(b);
     auto *pc = static_cast<std::uint8_t *>(c);
@@ -416,7 +475,7 @@ aspen_status aspen_nonlinearity_forward(aspen_backend *backend, aspen_nonlineari
                                         void *out, void *stream) {
   return guarded("aspen_nonlinearity_forward", [&] {
     checkBackend(backend);
-    checkStream(stream);
+    const aspen::backend::Memory memory = memoryFor(backend, stream);
     using aspen::nn::NonLinearityType;
     static const std::map<int, NonLinearityType> kinds = {
         {ASPEN_NONLINEARITY_SIGMOID, NonLinearityType::SIGMOID},
@@ -436,6 +495,7 @@ aspen_status aspen_nonlinearity_forward(aspen_backend *backend, aspen_nonlineari
     const std::size_t bytes = product({n, type.size()}, "in and out");
     needBuffer(in, "in");
     needBuffer(out, "out");
+    checkPlaces(backend, {{"in", in}, {"out", out}});
     const std::string key = fmt::format("nonlinearity|{}|{}|{}|{}|{}", static_cast<int>(kind),
                                         type.toString(), rows, n / rows, backend->deviceName);
     const auto layer = std::get<std::shared_ptr<aspen::backend::SimpleLayer>>(
@@ -444,6 +504,7 @@ aspen_status aspen_nonlinearity_forward(aspen_backend *backend, aspen_nonlineari
               backend->device, found->second, type, rows, n / rows));
         }));
     std::lock_guard<std::mutex> lock(layer->mutex);
+    memory.waitForCaller();
     const auto *p = static_cast<const std::uint8_t *>(in);
     auto *q = static_cast<std::uint8_t *>(out);
     layer->engine.writeTensor("x-in", p, p + bytes);

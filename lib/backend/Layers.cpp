@@ -1,5 +1,7 @@
 #include "Layers.hpp"
 
+#include "BackendMemory.hpp"
+
 #include <aspen/Graph.hpp>
 #include <aspen/HalfFloat.hpp>
 #include <aspen/linalg/Codelets.hpp>
@@ -281,7 +283,8 @@ void biasesToTorch(const RnnConfig &c, std::uint8_t *dst, const std::uint8_t *sr
   std::memcpy(recurrent, src, G * rowBytes);
 }
 
-void writeInputs(RnnLayer &layer, const RnnConfig &c, const RnnForwardCall &call) {
+void writeInputs(RnnLayer &layer, const RnnConfig &c, const RnnForwardCall &call,
+                 const Memory &memory) {
   Engine &engine = layer.engine;
   const std::size_t es = c.elementBytes(), G = c.gates();
   const std::size_t inputBytes = G * c.I * c.H * es, outputBytes = G * c.H * c.H * es;
@@ -291,12 +294,16 @@ void writeInputs(RnnLayer &layer, const RnnConfig &c, const RnnForwardCall &call
   if (c.lstm)
     write(engine, "c0", call.c0, c.B * c.H * es);
   if (c.torchLayout) {
+    // Converted on the host (device buffers come over first).
+    std::vector<std::uint8_t> callerCopy;
     std::uint8_t *stage = staging(layer, std::max({inputBytes, outputBytes, biasBytes}));
-    transposeEach(c, stage, call.inputWeights, G, c.H, c.I);
+    transposeEach(c, stage, memory.onHost(call.inputWeights, inputBytes, callerCopy), G, c.H, c.I);
     write(engine, "inputWeights", stage, inputBytes);
-    transposeEach(c, stage, call.outputWeights, G, c.H, c.H);
+    transposeEach(c, stage, memory.onHost(call.outputWeights, outputBytes, callerCopy), G, c.H,
+                  c.H);
     write(engine, "outputWeights", stage, outputBytes);
-    biasesFromTorch(c, stage, static_cast<const std::uint8_t *>(call.biases));
+    biasesFromTorch(c, stage,
+                    memory.onHost(call.biases, c.callerBiasElements() * es, callerCopy));
     write(engine, "biases", stage, biasBytes);
   } else {
     write(engine, "inputWeights", call.inputWeights, inputBytes);
@@ -308,7 +315,8 @@ void writeInputs(RnnLayer &layer, const RnnConfig &c, const RnnForwardCall &call
 }
 
 // The weight gradients into the caller's buffers, in its layout.
-void readWeightGradients(RnnLayer &layer, const RnnConfig &c, const RnnBackwardCall &call) {
+void readWeightGradients(RnnLayer &layer, const RnnConfig &c, const RnnBackwardCall &call,
+                         const Memory &memory) {
   Engine &engine = layer.engine;
   const std::size_t es = c.elementBytes(), G = c.gates();
   const std::size_t inputBytes = G * c.I * c.H * es, outputBytes = G * c.H * c.H * es;
@@ -319,13 +327,29 @@ void readWeightGradients(RnnLayer &layer, const RnnConfig &c, const RnnBackwardC
     read(engine, "dBiases", call.dBiases, biasBytes);
     return;
   }
+  // Converted on the host, straight into host buffers, through `converted` into device ones.
+  std::vector<std::uint8_t> converted;
+  const auto target = [&](void *caller, std::size_t bytes) -> void * {
+    if (!memory.onDevice())
+      return caller;
+    converted.resize(bytes);
+    return converted.data();
+  };
+  const auto deliver = [&](void *caller, std::size_t bytes) {
+    if (memory.onDevice())
+      memory.copy(caller, converted.data(), bytes);
+  };
   std::uint8_t *stage = staging(layer, std::max({inputBytes, outputBytes, biasBytes}));
   read(engine, "dInputWeights", stage, inputBytes);
-  transposeEach(c, call.dInputWeights, stage, G, c.I, c.H);
+  transposeEach(c, target(call.dInputWeights, inputBytes), stage, G, c.I, c.H);
+  deliver(call.dInputWeights, inputBytes);
   read(engine, "dOutputWeights", stage, outputBytes);
-  transposeEach(c, call.dOutputWeights, stage, G, c.H, c.H);
+  transposeEach(c, target(call.dOutputWeights, outputBytes), stage, G, c.H, c.H);
+  deliver(call.dOutputWeights, outputBytes);
   read(engine, "dBiases", stage, biasBytes);
-  biasesToTorch(c, static_cast<std::uint8_t *>(call.dBiases), stage);
+  const std::size_t callerBiasBytes = c.callerBiasElements() * es;
+  biasesToTorch(c, static_cast<std::uint8_t *>(target(call.dBiases, callerBiasBytes)), stage);
+  deliver(call.dBiases, callerBiasBytes);
 }
 
 } // namespace
@@ -335,10 +359,12 @@ std::shared_ptr<RnnLayer> buildRnnLayer(const Device &device, const RnnConfig &c
   return config.lstm ? buildLstm(device, config, training) : buildGru(device, config, training);
 }
 
-void runRnnForward(RnnLayer &layer, const RnnConfig &c, const RnnForwardCall &call) {
+void runRnnForward(RnnLayer &layer, const RnnConfig &c, const RnnForwardCall &call,
+                   const Memory &memory) {
   const std::size_t es = c.elementBytes(), rowBytes = c.H * es;
   std::lock_guard<std::mutex> lock(layer.mutex);
-  writeInputs(layer, c, call);
+  memory.waitForCaller();
+  writeInputs(layer, c, call, memory);
   layer.engine.run(0);
   read(layer.engine, "y", call.y, c.T * c.B * rowBytes);
   if (c.lstm)
@@ -346,39 +372,49 @@ void runRnnForward(RnnLayer &layer, const RnnConfig &c, const RnnForwardCall &ca
   if (call.reserve)
     read(layer.engine, "reserve", call.reserve, layer.reserveBytes);
   // hn: each row's output at its last step (the initial state when it has none).
-  const std::vector<std::size_t> rows = rowLengths(c, call.lengths);
   const auto *y = static_cast<const std::uint8_t *>(call.y);
   const auto *h0 = static_cast<const std::uint8_t *>(call.h0);
   auto *hn = static_cast<std::uint8_t *>(call.hn);
+  if (!c.variableLengths) {
+    memory.copy(hn, y + (c.T - 1) * c.B * rowBytes, c.B * rowBytes);
+    return;
+  }
+  const std::vector<std::size_t> rows = rowLengths(c, call.lengths);
   for (std::size_t b = 0; b < c.B; ++b) {
     const std::uint8_t *from = rows[b] ? y + ((rows[b] - 1) * c.B + b) * rowBytes : h0 + b * rowBytes;
-    std::memcpy(hn + b * rowBytes, from, rowBytes);
+    memory.copy(hn + b * rowBytes, from, rowBytes);
   }
 }
 
-void runRnnBackward(RnnLayer &layer, const RnnConfig &c, const RnnBackwardCall &call) {
-  const std::size_t es = c.elementBytes(), rowBytes = c.H * es;
+void runRnnBackward(RnnLayer &layer, const RnnConfig &c, const RnnBackwardCall &call,
+                    const Memory &memory) {
+  const std::size_t es = c.elementBytes(), rowBytes = c.H * es, dyBytes = c.T * c.B * rowBytes;
   const std::vector<std::size_t> rows = rowLengths(c, call.forward.lengths);
-  const auto *dhn = static_cast<const std::uint8_t *>(call.dhn);
-  const auto *dcn = static_cast<const std::uint8_t *>(call.dcn);
-  // dy with dhn added at each row's last step (hn is that step's output).
-  std::vector<std::uint8_t> dy(c.T * c.B * rowBytes, 0);
-  if (call.dy)
-    std::memcpy(dy.data(), call.dy, dy.size());
-  if (dhn)
-    for (std::size_t b = 0; b < c.B; ++b)
+  std::lock_guard<std::mutex> lock(layer.mutex);
+  memory.waitForCaller();
+  Engine &engine = layer.engine;
+  writeInputs(layer, c, call.forward, memory);
+  write(engine, "y-in", call.forward.y, dyBytes);
+  write(engine, "reserve-in", call.forward.reserve, layer.reserveBytes);
+  // dy with dhn added at each row's last step (hn is that step's output), on the host; dy
+  // as it is when there is no dhn.
+  std::vector<std::uint8_t> dhnCopy;
+  const std::uint8_t *dhn =
+      call.dhn ? memory.onHost(call.dhn, c.B * rowBytes, dhnCopy) : nullptr;
+  if (call.dy && !dhn) {
+    write(engine, "dy", call.dy, dyBytes);
+  } else {
+    std::vector<std::uint8_t> dy(dyBytes, 0);
+    if (call.dy)
+      memory.copy(dy.data(), call.dy, dyBytes);
+    for (std::size_t b = 0; b < c.B && dhn; ++b)
       if (rows[b] > 0)
         addElements(c, dy.data() + ((rows[b] - 1) * c.B + b) * rowBytes, dhn + b * rowBytes, c.H);
-
-  std::lock_guard<std::mutex> lock(layer.mutex);
-  Engine &engine = layer.engine;
-  writeInputs(layer, c, call.forward);
-  write(engine, "y-in", call.forward.y, c.T * c.B * rowBytes);
-  write(engine, "reserve-in", call.forward.reserve, layer.reserveBytes);
-  write(engine, "dy", dy.data(), dy.size());
+    write(engine, "dy", dy.data(), dy.size());
+  }
   if (c.lstm) {
-    const std::vector<std::uint8_t> zeros(c.B * rowBytes, 0);
-    write(engine, "dcn", dcn ? dcn : zeros.data(), zeros.size());
+    const std::vector<std::uint8_t> zeros(call.dcn ? 0 : c.B * rowBytes, 0);
+    write(engine, "dcn", call.dcn ? call.dcn : zeros.data(), c.B * rowBytes);
   }
   engine.run(1);
   if (call.dx)
@@ -387,12 +423,18 @@ void runRnnBackward(RnnLayer &layer, const RnnConfig &c, const RnnBackwardCall &
   if (c.lstm)
     read(engine, "dc0", call.dc0, c.B * rowBytes);
   if (call.dInputWeights)
-    readWeightGradients(layer, c, call);
+    readWeightGradients(layer, c, call, memory);
   // A row without steps has hn = h0: dhn passes straight through (the layer carries dcn).
-  for (std::size_t b = 0; b < c.B && dhn; ++b)
-    if (rows[b] == 0)
-      addElements(c, static_cast<std::uint8_t *>(call.dh0) + b * rowBytes, dhn + b * rowBytes,
-                  c.H);
+  for (std::size_t b = 0; b < c.B && dhn; ++b) {
+    if (rows[b] != 0)
+      continue;
+    std::uint8_t *dh0 = static_cast<std::uint8_t *>(call.dh0) + b * rowBytes;
+    std::vector<std::uint8_t> rowCopy;
+    const std::uint8_t *current = memory.onHost(dh0, rowBytes, rowCopy);
+    std::vector<std::uint8_t> sum(current, current + rowBytes);
+    addElements(c, sum.data(), dhn + b * rowBytes, c.H);
+    memory.copy(dh0, sum.data(), rowBytes);
+  }
 }
 
 std::shared_ptr<SimpleLayer> buildMatMul(const Device &device, Type type, std::size_t m,

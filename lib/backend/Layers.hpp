@@ -19,6 +19,8 @@
 
 namespace aspen::backend {
 
+class Memory;
+
 // A recurrent layer as aspen_rnn_desc describes it, checked.
 struct RnnConfig {
   bool lstm = true;
@@ -62,14 +64,17 @@ struct RnnForwardCall {
   const std::uint32_t *lengths;
   void *y, *hn, *cn, *reserve;
 };
-void runRnnForward(RnnLayer &layer, const RnnConfig &config, const RnnForwardCall &call);
+// `memory` says where the caller's buffers are (BackendMemory.hpp); lengths are host memory.
+void runRnnForward(RnnLayer &layer, const RnnConfig &config, const RnnForwardCall &call,
+                   const Memory &memory);
 
 struct RnnBackwardCall {
   RnnForwardCall forward; // y and reserve are read; hn, cn unused
   const void *dy, *dhn, *dcn;
   void *dx, *dh0, *dc0, *dInputWeights, *dOutputWeights, *dBiases;
 };
-void runRnnBackward(RnnLayer &layer, const RnnConfig &config, const RnnBackwardCall &call);
+void runRnnBackward(RnnLayer &layer, const RnnConfig &config, const RnnBackwardCall &call,
+                    const Memory &memory);
 
 struct SimpleLayer {
   explicit SimpleLayer(Engine e) : engine(std::move(e)) {}

@@ -1,5 +1,6 @@
 // aspen_torch._backend: the C backend (aspen/backend.h) for Python. Buffers are passed as
-// addresses (torch.Tensor.data_ptr(), 0 for none): the Python side (aspen_torch/_layers.py)
+// addresses (torch.Tensor.data_ptr(), 0 for none; on a GPU backend, device addresses and the
+// cudaStream_t of torch's current stream): the Python side (aspen_torch/_layers.py)
 // owns the tensors, checks their types and layouts and keeps them alive during a call. A
 // failed call raises ValueError (bad arguments), NotImplementedError (unsupported), MemoryError
 // or RuntimeError with the backend's message.
@@ -94,12 +95,13 @@ public:
 
   void forward(const Desc &desc, std::uintptr_t x, std::uintptr_t h0, std::uintptr_t c0,
                std::uintptr_t wi, std::uintptr_t wo, std::uintptr_t b, std::uintptr_t lengths,
-               std::uintptr_t y, std::uintptr_t hn, std::uintptr_t cn, std::uintptr_t reserve) {
+               std::uintptr_t y, std::uintptr_t hn, std::uintptr_t cn, std::uintptr_t reserve,
+               std::uintptr_t stream) {
     const aspen_rnn_desc d = desc.get();
     callWithoutGil([&] {
       return aspen_rnn_forward(handle_, &d, in(x), in(h0), in(c0), in(wi), in(wo), in(b),
                                static_cast<const std::uint32_t *>(in(lengths)), out(y), out(hn),
-                               out(cn), out(reserve), nullptr);
+                               out(cn), out(reserve), out(stream));
     });
   }
 
@@ -107,13 +109,13 @@ public:
                 std::uintptr_t wi, std::uintptr_t wo, std::uintptr_t b, std::uintptr_t lengths,
                 std::uintptr_t y, std::uintptr_t reserve, std::uintptr_t dy, std::uintptr_t dhn,
                 std::uintptr_t dcn, std::uintptr_t dx, std::uintptr_t dh0, std::uintptr_t dc0,
-                std::uintptr_t dwi, std::uintptr_t dwo, std::uintptr_t db) {
+                std::uintptr_t dwi, std::uintptr_t dwo, std::uintptr_t db, std::uintptr_t stream) {
     const aspen_rnn_desc d = desc.get();
     callWithoutGil([&] {
       return aspen_rnn_backward(handle_, &d, in(x), in(h0), in(c0), in(wi), in(wo), in(b),
                                 static_cast<const std::uint32_t *>(in(lengths)), in(y),
                                 in(reserve), in(dy), in(dhn), in(dcn), out(dx), out(dh0), out(dc0),
-                                out(dwi), out(dwo), out(db), nullptr);
+                                out(dwi), out(dwo), out(db), out(stream));
     });
   }
 

@@ -9,7 +9,8 @@ writing the layer's inputs, and the gradients back), so a call runs no torch ope
 weights: nothing to keep in sync with in-place updates, and no torch thread pool spinning on the
 cores Aspen's executor is about to use.
 
-Runs on CPU tensors of float32 or float16 (which torch.nn.LSTM does not run on the CPU).
+Runs on CPU tensors (Aspen's CPU executor) and CUDA tensors (Aspen's GPU device, ordered with
+torch's current stream), float32 or float16 (which torch.nn.LSTM does not run on the CPU).
 Not supported yet (a clear error): bidirectional, proj_size, other dtypes or devices.
 """
 import math
@@ -19,16 +20,29 @@ from torch.nn.utils.rnn import PackedSequence, pack_padded_sequence, pad_packed_
 
 from . import _backend
 
-_default_backend = None
+_default_backends = {}
 _DTYPES = {torch.float32: "float32", torch.float16: "float16"}
 
 
-def default_backend():
-    """The process's backend (the CPU executor), made on first use."""
-    global _default_backend
-    if _default_backend is None:
-        _default_backend = _backend.Backend("cpu", 64)
-    return _default_backend
+def default_backend(device=None):
+    """The process's backend for a torch device, made on first use: the CPU executor ("cpu")
+    for CPU tensors, Aspen's GPU device ("gpu:N") for tensors on cuda:N."""
+    device = torch.device(device or "cpu")
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        name = f"gpu:{index}"
+    elif device.type == "cpu":
+        name = "cpu"
+    else:
+        raise NotImplementedError(f"aspen_torch: device {device} is not supported (cpu, cuda)")
+    if name not in _default_backends:
+        _default_backends[name] = _backend.Backend(name, 64)
+    return _default_backends[name]
+
+
+def _stream(x):
+    """The cudaStream_t of torch's current stream on x's device (0 for a CPU tensor)."""
+    return torch.cuda.current_stream(x.device).cuda_stream if x.is_cuda else 0
 
 
 def _ptr(t):
@@ -59,9 +73,10 @@ class _RnnLayerFunction(torch.autograd.Function):
         cn = x.new_empty((B, H)) if lstm else None
         reserve = None
         if training:
-            reserve = torch.empty(backend.reserve_bytes(desc), dtype=torch.uint8)
+            reserve = torch.empty(backend.reserve_bytes(desc), dtype=torch.uint8,
+                                  device=x.device)
         backend.forward(desc, _ptr(x), _ptr(h0), _ptr(c0), _ptr(w_ih), _ptr(w_hh), _ptr(b),
-                        _ptr(lengths), _ptr(y), _ptr(hn), _ptr(cn), _ptr(reserve))
+                        _ptr(lengths), _ptr(y), _ptr(hn), _ptr(cn), _ptr(reserve), _stream(x))
         ctx.backend, ctx.desc, ctx.lstm, ctx.has_bias = backend, desc, lstm, b_ih is not None
         ctx.save_for_backward(lengths, x, h0, c0, w_ih, w_hh, b, y, reserve)
         return (y, hn, cn) if lstm else (y, hn)
@@ -83,7 +98,7 @@ class _RnnLayerFunction(torch.autograd.Function):
         ctx.backend.backward(ctx.desc, _ptr(x), _ptr(h0), _ptr(c0), _ptr(w_ih), _ptr(w_hh),
                              _ptr(b), _ptr(lengths), _ptr(y), _ptr(reserve), _ptr(dy),
                              _ptr(dhn), _ptr(dcn), _ptr(dx), _ptr(dh0), _ptr(dc0), _ptr(dw_ih),
-                             _ptr(dw_hh), _ptr(db))
+                             _ptr(dw_hh), _ptr(db), _stream(x))
         db_ih = db_hh = None
         if need_weights and ctx.has_bias:  # rows of their own: never one tensor for both
             db_ih, db_hh = db[0].clone(), db[1].clone()
@@ -118,27 +133,26 @@ class _AspenRNNBase(torch.nn.Module):
             raise TypeError(f"aspen_torch.{name}: dtype {dtype} is not supported (float32, "
                             "float16)")
         dtype = dtype or torch.float32
-        if device is not None and torch.device(device).type != "cpu":
+        if device is not None and torch.device(device).type not in ("cpu", "cuda"):
             raise NotImplementedError(f"aspen_torch.{name}: device {device} is not supported "
-                                      "yet (cpu)")
+                                      "(cpu, cuda)")
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
         self.bidirectional, self.proj_size = False, 0
         self._backend = backend
         self._options = options  # a JSON object of popnn options, or None
         G, H = self._gates, hidden_size
+        kinds = {"dtype": dtype, "device": device}
         # Registered in torch.nn.LSTM's order, so the same seed gives the same values.
         for layer in range(num_layers):
             layer_input = input_size if layer == 0 else hidden_size
             setattr(self, f"weight_ih_l{layer}",
-                    torch.nn.Parameter(torch.empty(G * H, layer_input, dtype=dtype)))
+                    torch.nn.Parameter(torch.empty(G * H, layer_input, **kinds)))
             setattr(self, f"weight_hh_l{layer}",
-                    torch.nn.Parameter(torch.empty(G * H, H, dtype=dtype)))
+                    torch.nn.Parameter(torch.empty(G * H, H, **kinds)))
             if bias:
-                setattr(self, f"bias_ih_l{layer}",
-                        torch.nn.Parameter(torch.empty(G * H, dtype=dtype)))
-                setattr(self, f"bias_hh_l{layer}",
-                        torch.nn.Parameter(torch.empty(G * H, dtype=dtype)))
+                setattr(self, f"bias_ih_l{layer}", torch.nn.Parameter(torch.empty(G * H, **kinds)))
+                setattr(self, f"bias_hh_l{layer}", torch.nn.Parameter(torch.empty(G * H, **kinds)))
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -172,9 +186,12 @@ class _AspenRNNBase(torch.nn.Module):
         if x.dtype != dtype:
             raise TypeError(f"aspen_torch.{name}: input must have the type {dtype} (the "
                             f"parameters'), got type {x.dtype}")
-        if x.device.type != "cpu":
+        if x.device != self.weight_ih_l0.device:
+            raise RuntimeError(f"aspen_torch.{name}: input on {x.device}, parameters on "
+                               f"{self.weight_ih_l0.device}: they must be on one device")
+        if x.device.type not in ("cpu", "cuda"):
             raise NotImplementedError(f"aspen_torch.{name}: input on {x.device} is not "
-                                      "supported yet (cpu)")
+                                      "supported (cpu, cuda)")
         if x.shape[-1] != self.input_size:
             raise ValueError(f"aspen_torch.{name}: input.size(-1) must be equal to input_size. "
                              f"Expected {self.input_size}, got {x.shape[-1]}")
@@ -216,7 +233,7 @@ class _AspenRNNBase(torch.nn.Module):
         if lstm and c0 is None:
             c0 = x.new_zeros((L, B, H))
 
-        backend = self._backend or default_backend()
+        backend = self._backend or default_backend(x.device)
         layer_input = x
         h_n, c_n = [], []
         for layer in range(L):

@@ -252,8 +252,13 @@ class Backend(unittest.TestCase):
             aspen_torch.GRU(I, H)(torch.randn(T, B, I), torch.randn(2, B, H))
         with self.assertRaisesRegex(ValueError, "noSuchOption"):
             aspen_torch.LSTM(I, H, options='{"noSuchOption": 1}')(torch.randn(T, B, I))
-        with self.assertRaisesRegex(NotImplementedError, "GPU"):
-            aspen_torch.Backend("gpu", 0)
+        if not torch.cuda.is_available():
+            with self.assertRaisesRegex(RuntimeError, "device 'gpu'.*no CUDA GPU"):
+                aspen_torch.Backend("gpu", 0)
+        with self.assertRaisesRegex(ValueError, "device 'gpu:x'"):
+            aspen_torch.Backend("gpu:x", 0)
+        with self.assertRaisesRegex(NotImplementedError, "device meta"):
+            aspen_torch.LSTM(I, H, device="meta")
 
 
 if __name__ == "__main__":

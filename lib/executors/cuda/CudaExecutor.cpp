@@ -578,8 +578,12 @@ private:
 
   // Host <-> arena through the staging buffer: [data, 16-byte aligned][segments]. Contiguous
   // stretches go straight between host and arena; the rest is one memcpy of the packed data and
-  // the copy kernel.
+  // the copy kernel. `host` may also be device memory (Engine::writeTensor and readTensor take
+  // it on a GPU device: the layer backend passes a framework's buffers): the copies are then
+  // device to device (cudaMemcpyDefault, unified addressing) and the packed data never visits
+  // the host.
   void transfer(const RegionList &regions, void *host, bool toArena) {
+    const bool onDevice = isDeviceMemory(host);
     const std::uint64_t dataBytes = align16(regions.bytes());
     GpuCopyPlan plan;
     for (;;) {
@@ -595,24 +599,30 @@ private:
     auto *bytes = static_cast<std::uint8_t *>(host);
     const std::uint64_t stagingBase = staging_.address();
     if (stage.segments.empty()) {
+      const cudaMemcpyKind in = onDevice ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice;
+      const cudaMemcpyKind out = onDevice ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost;
       for (const GpuMemcpy &m : stage.memcpys) {
         if (toArena)
           ASPEN_CUDA_CHECK(cudaMemcpyAsync(devicePointer(m.dst), bytes + (m.src - stagingBase),
-                                           m.bytes, cudaMemcpyHostToDevice, stream_));
+                                           m.bytes, in, stream_));
         else
           ASPEN_CUDA_CHECK(cudaMemcpyAsync(bytes + (m.dst - stagingBase), devicePointer(m.src),
-                                           m.bytes, cudaMemcpyDeviceToHost, stream_));
+                                           m.bytes, out, stream_));
       }
       ASPEN_CUDA_CHECK(cudaStreamSynchronize(stream_));
       return;
     }
     const std::size_t segmentBytes = stage.segments.size() * sizeof(GpuCopySegment);
+    // Host data travels with the segments in one upload; device data goes device to device.
+    const bool dataWithSegments = toArena && !onDevice;
     hostStaging_.resize(dataBytes + segmentBytes);
-    if (toArena)
+    if (dataWithSegments)
       std::memcpy(hostStaging_.data(), host, regions.bytes());
+    else if (toArena)
+      ASPEN_CUDA_CHECK(cudaMemcpyAsync(staging_.get(), host, regions.bytes(),
+                                       cudaMemcpyDeviceToDevice, stream_));
     std::memcpy(hostStaging_.data() + dataBytes, stage.segments.data(), segmentBytes);
-    // Writing: data and segments in one memcpy; reading: the segments only.
-    const std::size_t uploadOffset = toArena ? 0 : dataBytes;
+    const std::size_t uploadOffset = dataWithSegments ? 0 : dataBytes;
     ASPEN_CUDA_CHECK(cudaMemcpyAsync(staging_.get() + uploadOffset,
                                      hostStaging_.data() + uploadOffset,
                                      hostStaging_.size() - uploadOffset, cudaMemcpyHostToDevice,
@@ -620,8 +630,21 @@ private:
     enqueueStage(stream_, stage, stagingBase + dataBytes, regions.elementBytes);
     if (!toArena)
       ASPEN_CUDA_CHECK(cudaMemcpyAsync(host, staging_.get(), regions.bytes(),
-                                       cudaMemcpyDeviceToHost, stream_));
+                                       onDevice ? cudaMemcpyDeviceToDevice
+                                                : cudaMemcpyDeviceToHost,
+                                       stream_));
     ASPEN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  // Whether p is memory the device reaches directly (cudaMalloc'd, managed, or on another GPU):
+  // unregistered host memory reports cudaMemoryTypeUnregistered.
+  static bool isDeviceMemory(const void *p) {
+    cudaPointerAttributes attributes{};
+    if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
+      (void)cudaGetLastError(); // an unknown pointer is host memory; clear the sticky error
+      return false;
+    }
+    return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
   }
 
   // Raises the failure recorded by launches [first, first + count), clearing the record: the

@@ -1,0 +1,87 @@
+"""aspen_torch.LSTM and aspen_torch.GRU on CUDA tensors (Aspen's GPU device through the layer
+backend, ordered with torch's current stream) against torch.nn.LSTM and torch.nn.GRU on the same
+device (cuDNN, TF32 off so that both compute in float32): forward outputs, final states and every
+gradient within 1e-4 relative, over 1 and 2 layers, packed or not, hx given or not; a training
+step's parameters moved on by SGD the same way; and a tensor on another device refused. Skipped
+without CUDA (torch.cuda.is_available()): scripts/gpu-check.sh runs it on a GPU machine.
+Run: PYTHONPATH=<build>/python python3 -m unittest discover -s python/tests -p 'test_*cuda*'
+"""
+import itertools
+import unittest
+
+import torch
+from torch.nn.utils.rnn import pack_padded_sequence
+
+import aspen_torch
+
+T, B, I, H = 7, 5, 6, 8
+LENGTHS = [7, 2, 5, 1, 4]
+
+
+@unittest.skipUnless(torch.cuda.is_available(), "no CUDA device")
+class OnCuda(unittest.TestCase):
+    def setUp(self):
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+
+    def compare(self, kind, layers, packed, hx):
+        torch.manual_seed(99)
+        lstm = kind == "lstm"
+        reference = (torch.nn.LSTM if lstm else torch.nn.GRU)(I, H, num_layers=layers).cuda()
+        mine = (aspen_torch.LSTM if lstm else aspen_torch.GRU)(I, H, num_layers=layers).cuda()
+        mine.load_state_dict(reference.state_dict())
+        x = torch.randn(T, B, I, device="cuda")
+        h0 = torch.randn(layers, B, H, device="cuda")
+        c0 = torch.randn(layers, B, H, device="cuda")
+
+        def run(module):
+            xs = x.clone().requires_grad_()
+            hs, cs = h0.clone().requires_grad_(), c0.clone().requires_grad_()
+            inp = pack_padded_sequence(xs, torch.tensor(LENGTHS), enforce_sorted=False) \
+                if packed else xs
+            state = ((hs, cs) if lstm else hs) if hx else None
+            out, final = module(inp, state)
+            out = out.data if packed else out
+            finals = list(final) if lstm else [final]
+            weights = torch.arange(out.numel(), device="cuda").view_as(out).sin()
+            ((out * weights).sum() + sum(f.sum() for f in finals)).backward()
+            grads = [xs.grad] + ([hs.grad] + ([cs.grad] if lstm else []) if hx else [])
+            return [out] + finals + grads + [p.grad for p in module.parameters()]
+
+        for i, (got, want) in enumerate(zip(run(mine), run(reference))):
+            self.assertEqual(got.device, want.device)
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5,
+                                       msg=lambda m: f"{kind} result {i}: {m}")
+
+    def test_against_torch_on_cuda(self):
+        for kind, layers, packed, hx in itertools.product(("lstm", "gru"), (1, 2),
+                                                          (False, True), (False, True)):
+            with self.subTest(kind=kind, layers=layers, packed=packed, hx=hx):
+                self.compare(kind, layers, packed, hx)
+
+    def test_training_steps_on_a_side_stream(self):
+        torch.manual_seed(5)
+        reference = torch.nn.LSTM(I, H).cuda()
+        mine = aspen_torch.LSTM(I, H).cuda()
+        mine.load_state_dict(reference.state_dict())
+        x = torch.randn(T, B, I, device="cuda")
+        stream = torch.cuda.Stream()
+        with torch.cuda.stream(stream):  # the backend orders itself with torch's current stream
+            for module in (mine, reference):
+                optimizer = torch.optim.SGD(module.parameters(), lr=0.1)
+                for _ in range(5):
+                    optimizer.zero_grad()
+                    module(x)[0].square().mean().backward()
+                    optimizer.step()
+        torch.cuda.synchronize()
+        for (name, p), q in zip(mine.named_parameters(), reference.parameters()):
+            torch.testing.assert_close(p, q, rtol=1e-4, atol=1e-5, msg=lambda m: f"{name}: {m}")
+
+    def test_devices_must_match(self):
+        mine = aspen_torch.GRU(I, H).cuda()
+        with self.assertRaisesRegex(RuntimeError, "must be on one device"):
+            mine(torch.randn(T, B, I))
+
+
+if __name__ == "__main__":
+    unittest.main()
