@@ -49,13 +49,11 @@ def _synchronize():
 
 
 def interleaved_times_ms(fns, reps, settle_s):
-    """Each fn's (fastest, median) time in ms over reps rounds, every round timing each fn once in turn, so
-    that the machine's slow spells (it is shared) fall on both sides alike. Each timed call
-    starts settle_s after the previous one ended: OpenBLAS's worker threads (which both sides
-    call) busy-wait about 0.1 s after a call, and torch's OpenMP threads after a parallel region,
-    so back to back, each side would run against the other's spinning threads (measured: torch's
-    GRU inference at H = 256, B = 16, T = 25 took 8 ms alone and 150-250 ms right after one of
-    Aspen's calls)."""
+    """Each fn's (fastest, median) time in ms over reps rounds, every round timing each fn once
+    in turn, so that the machine's slow spells (it is shared) fall on both sides alike. Each
+    timed call starts settle_s after the previous one ended: OpenBLAS's worker threads busy-wait
+    about 0.1 s after a call and torch's OpenMP threads after a parallel region, and back to
+    back each side would run against the other's spinning threads."""
     times = [[] for _ in fns]
     for _ in range(reps):
         for fn, spent in zip(fns, times):

@@ -381,7 +381,8 @@ print(" ".join("-I" + p for p in e.include_paths()))' 2>"$work/aspen_torch.err")
     return
   }
   local include suffix torch_includes
-  include=$(sed -n 1p <<<"$paths") suffix=$(sed -n 2p <<<"$paths") torch_includes=$(sed -n 3p <<<"$paths")
+  include=$(sed -n 1p <<<"$paths") suffix=$(sed -n 2p <<<"$paths")
+  torch_includes=$(sed -n 3p <<<"$paths")
   if [ ! -f "$include/Python.h" ] || [ -z "$cxx" ]; then
     note "aspen_torch on CUDA: not run (no Python.h in $include, or no C++ compiler)"
     return
@@ -389,7 +390,9 @@ print(" ".join("-I" + p for p in e.include_paths()))' 2>"$work/aspen_torch.err")
   mkdir -p "$pkg/aspen_torch"
   cp "$src/aspen_torch/"*.py "$pkg/aspen_torch/"
   # shellcheck disable=SC2086 # torch_includes is a list of -I flags
-  timeout "$(limit 90)" "$cxx" -O2 -std=c++17 -shared -fPIC -I"$include" $torch_includes     -I"$bundle/include" "$src/aspen_torch/_backend.cpp" -L"$bundle/lib" -laspen_backend     -Wl,-rpath,"$bundle/lib" -o "$pkg/aspen_torch/_backend$suffix" >"$work/aspen_torch.build" 2>&1 || {
+  timeout "$(limit 90)" "$cxx" -O2 -std=c++17 -shared -fPIC -I"$include" $torch_includes \
+    -I"$bundle/include" "$src/aspen_torch/_backend.cpp" -L"$bundle/lib" -laspen_backend \
+    -Wl,-rpath,"$bundle/lib" -o "$pkg/aspen_torch/_backend$suffix" >"$work/aspen_torch.build" 2>&1 || {
     fail "aspen_torch: building _backend$suffix against this machine's PyTorch failed"
     tail -n 15 "$work/aspen_torch.build" | sed 's/^/  /' | tee -a "$summary"
     return
@@ -398,7 +401,8 @@ print(" ".join("-I" + p for p in e.include_paths()))' 2>"$work/aspen_torch.err")
   start=$SECONDS
   {
     echo "==== python/tests/test_aspen_torch_cuda.py"
-    PYTHONPATH=$pkg timeout -k 5 "$(limit 120)" "${py[@]}" -m unittest discover -v -s "$src/tests"       -p 'test_aspen_torch_cuda.py' 2>&1
+    PYTHONPATH=$pkg timeout -k 5 "$(limit 120)" "${py[@]}" -m unittest discover -v -s "$src/tests" \
+      -p 'test_aspen_torch_cuda.py' 2>&1
   } >>"$out/tests.log" || rc=$?
   if [ "$rc" -ne 0 ]; then
     fail "aspen_torch on CUDA: test_aspen_torch_cuda.py exit $rc (124 = time limit): see tests.log"
@@ -410,7 +414,8 @@ print(" ".join("-I" + p for p in e.include_paths()))' 2>"$work/aspen_torch.err")
   start=$SECONDS rc=0
   {
     echo "==== bench/torch_modules.py --cuda --quick"
-    PYTHONPATH=$pkg timeout -k 5 "$(limit 90)" "${py[@]}" "$bundle/src/bench/torch_modules.py" --cuda       --quick --reps 5 --settle 0 2>&1
+    PYTHONPATH=$pkg timeout -k 5 "$(limit 90)" "${py[@]}" "$bundle/src/bench/torch_modules.py" --cuda \
+      --quick --reps 5 --settle 0 2>&1
   } >"$work/torch_modules.out" || rc=$?
   cat "$work/torch_modules.out" >>"$out/bench.log"
   if [ "$rc" -ne 0 ]; then

@@ -381,7 +381,8 @@ void runRnnForward(RnnLayer &layer, const RnnConfig &c, const RnnForwardCall &ca
   }
   const std::vector<std::size_t> rows = rowLengths(c, call.lengths);
   for (std::size_t b = 0; b < c.B; ++b) {
-    const std::uint8_t *from = rows[b] ? y + ((rows[b] - 1) * c.B + b) * rowBytes : h0 + b * rowBytes;
+    const std::uint8_t *from =
+        rows[b] ? y + ((rows[b] - 1) * c.B + b) * rowBytes : h0 + b * rowBytes;
     memory.copy(hn + b * rowBytes, from, rowBytes);
   }
 }

@@ -38,7 +38,8 @@ public:
   explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
     REQUIRE(cudaMalloc(&p_, bytes ? bytes : 1) == cudaSuccess);
   }
-  template <class T> explicit DeviceBuffer(const std::vector<T> &host) : DeviceBuffer(host.size() * sizeof(T)) {
+  template <class T>
+  explicit DeviceBuffer(const std::vector<T> &host) : DeviceBuffer(host.size() * sizeof(T)) {
     REQUIRE(cudaMemcpy(p_, host.data(), bytes_, cudaMemcpyHostToDevice) == cudaSuccess);
   }
   ~DeviceBuffer() { cudaFree(p_); }
