@@ -16,7 +16,8 @@ CPU executor its default thread pool (the cores). The table's last column is tor
 above 1, Aspen is faster.
 
 Usage: PYTHONPATH=<build>/python /usr/bin/python3 bench/torch_modules.py [--quick]
-       [--max-h N] [--kinds lstm,gru] [--modes inference,training] [--reps N]
+       [--max-h N] [--hidden H,...] [--batches B,...] [--steps T,...] [--kinds lstm,gru]
+       [--modes inference,training] [--reps N] [--settle S] [--device cpu|cpu:N] [--cuda]
 --quick: H 256, B {1, 16}, T 25. scripts/bench.sh runs it with --max-h 256 by default.
 --cuda: both modules on the GPU (scripts/gpu-check.sh runs it there with --quick); each time
 then ends with torch.cuda.synchronize().
@@ -78,6 +79,8 @@ def main():
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--device", default="cpu",
                         help="the aspen_torch backend's device: cpu (a tile per core), cpu:N")
+    parser.add_argument("--hidden", default=None,
+                        help="e.g. 512 (default: 256, 512, 1024 up to --max-h)")
     parser.add_argument("--batches", default=None, help="e.g. 1,16 (default: 1,4,16,64)")
     parser.add_argument("--steps", default=None, help="e.g. 25 (default: 25,50,100)")
     parser.add_argument("--settle", type=float, default=0.15,
@@ -87,6 +90,8 @@ def main():
     torch.set_num_threads(cores)
     hs, bs, ts = ([256], [1, 16], [25]) if args.quick else \
         ([h for h in (256, 512, 1024) if h <= args.max_h], [1, 4, 16, 64], [25, 50, 100])
+    if args.hidden:
+        hs = [int(h) for h in args.hidden.split(",")]
     if args.batches:
         bs = [int(b) for b in args.batches.split(",")]
     if args.steps:
