@@ -283,6 +283,33 @@ void biasesToTorch(const RnnConfig &c, std::uint8_t *dst, const std::uint8_t *sr
   std::memcpy(recurrent, src, G * rowBytes);
 }
 
+using ByteRange = std::pair<const void *, std::size_t>;
+
+// Whether `kept` holds exactly the bytes of `ranges`, one after another.
+bool sameBytes(const std::vector<std::uint8_t> &kept, std::initializer_list<ByteRange> ranges) {
+  std::size_t total = 0;
+  for (const auto &[p, bytes] : ranges)
+    total += bytes;
+  if (kept.size() != total)
+    return false;
+  std::size_t offset = 0;
+  for (const auto &[p, bytes] : ranges) {
+    if (std::memcmp(kept.data() + offset, p, bytes) != 0)
+      return false;
+    offset += bytes;
+  }
+  return true;
+}
+
+// kept = the bytes of `ranges`, one after another.
+void keepBytes(std::vector<std::uint8_t> &kept, std::initializer_list<ByteRange> ranges) {
+  kept.clear();
+  for (const auto &[p, bytes] : ranges) {
+    const auto *bytesAt = static_cast<const std::uint8_t *>(p);
+    kept.insert(kept.end(), bytesAt, bytesAt + bytes);
+  }
+}
+
 void writeInputs(RnnLayer &layer, const RnnConfig &c, const RnnForwardCall &call,
                  const Memory &memory) {
   Engine &engine = layer.engine;
@@ -293,8 +320,15 @@ void writeInputs(RnnLayer &layer, const RnnConfig &c, const RnnForwardCall &call
   write(engine, "h0", call.h0, c.B * c.H * es);
   if (c.lstm)
     write(engine, "c0", call.c0, c.B * c.H * es);
-  if (c.torchLayout) {
+  const std::size_t callerBiasBytes = c.callerBiasElements() * es;
+  if (c.torchLayout && !memory.onDevice() &&
+      sameBytes(layer.lastTorchWeights, {{call.inputWeights, inputBytes},
+                                         {call.outputWeights, outputBytes},
+                                         {call.biases, callerBiasBytes}})) {
+    // The engine holds these weights already.
+  } else if (c.torchLayout) {
     // Converted on the host (device buffers come over first).
+    layer.lastTorchWeights.clear(); // until the writes below succeed
     std::vector<std::uint8_t> callerCopy;
     std::uint8_t *stage = staging(layer, std::max({inputBytes, outputBytes, biasBytes}));
     transposeEach(c, stage, memory.onHost(call.inputWeights, inputBytes, callerCopy), G, c.H, c.I);
@@ -302,9 +336,12 @@ void writeInputs(RnnLayer &layer, const RnnConfig &c, const RnnForwardCall &call
     transposeEach(c, stage, memory.onHost(call.outputWeights, outputBytes, callerCopy), G, c.H,
                   c.H);
     write(engine, "outputWeights", stage, outputBytes);
-    biasesFromTorch(c, stage,
-                    memory.onHost(call.biases, c.callerBiasElements() * es, callerCopy));
+    biasesFromTorch(c, stage, memory.onHost(call.biases, callerBiasBytes, callerCopy));
     write(engine, "biases", stage, biasBytes);
+    if (!memory.onDevice())
+      keepBytes(layer.lastTorchWeights, {{call.inputWeights, inputBytes},
+                                         {call.outputWeights, outputBytes},
+                                         {call.biases, callerBiasBytes}});
   } else {
     write(engine, "inputWeights", call.inputWeights, inputBytes);
     write(engine, "outputWeights", call.outputWeights, outputBytes);

@@ -51,6 +51,10 @@ struct RnnLayer {
   bool training;
   std::size_t reserveBytes = 0; // the forward's intermediates (training)
   std::vector<std::uint8_t> staging; // layout conversions (PyTorch's weights), reused
+  // PyTorch's weights and biases (host buffers) as last converted and written to the engine,
+  // which holds them until the next write (no program writes them): a call whose weights are
+  // bit for bit the same skips the conversion and the write. Empty: none yet.
+  std::vector<std::uint8_t> lastTorchWeights;
 };
 
 // Compiles and loads the layer: inference (program 0: forward), or training (program 0: the

@@ -213,6 +213,63 @@ TEST_CASE("backend LSTM takes PyTorch's weight layout", "[correctness][backend]"
   checkLstm({5, 0, 3}, true);
 }
 
+TEST_CASE("backend sees every change to PyTorch-layout weights in the same buffers",
+          "[correctness][backend]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
+  // The backend skips converting weights that are bit for bit those of its last call: a change
+  // to one element of any of the three buffers, in place, must reach the result.
+  const std::size_t T = 3, B = 2, I = 3, H = 4;
+  Backend backend;
+  aspen_rnn_desc desc = lstmDesc(T, B, I, H, false);
+  desc.weights_layout = ASPEN_WEIGHTS_PYTORCH;
+  std::mt19937 rng(21);
+  const auto x = randomFloats(rng, T * B * I, 1), h0 = randomFloats(rng, B * H, 1),
+             c0 = randomFloats(rng, B * H, 1);
+  auto wi = randomFloats(rng, 4 * I * H, 0.5), wo = randomFloats(rng, 4 * H * H, 0.5),
+       bIh = randomFloats(rng, 4 * H, 0.5), bHh = randomFloats(rng, 4 * H, 0.5);
+  std::vector<float> callerWi = torchWeights(wi, 4, I, H), callerWo = torchWeights(wo, 4, H, H),
+                     callerB = concat(bIh, bHh);
+  const auto expected = [&] {
+    lstmref::LstmModel model;
+    model.T = T, model.B = B, model.I = I, model.H = H;
+    model.cellOrder = {lstmref::kInput, lstmref::kForget, lstmref::kCandidate, lstmref::kOutput};
+    std::vector<double> b(4 * H);
+    for (std::size_t i = 0; i < b.size(); ++i)
+      b[i] = double(float(callerB[i] + callerB[4 * H + i]));
+    // Back from PyTorch's layout to the model's, element by element.
+    std::vector<double> mi(4 * I * H), mo(4 * H * H);
+    for (std::size_t g = 0; g < 4; ++g)
+      for (std::size_t h = 0; h < H; ++h) {
+        for (std::size_t i = 0; i < I; ++i)
+          mi[(g * I + i) * H + h] = callerWi[(g * H + h) * I + i];
+        for (std::size_t i = 0; i < H; ++i)
+          mo[(g * H + i) * H + h] = callerWo[(g * H + h) * H + i];
+      }
+    return lstmref::forward(model, {widen(x), widen(h0), widen(c0), mi, mo, b}).output;
+  };
+  const auto run = [&] {
+    std::vector<float> y(T * B * H), hn(B * H), cn(B * H);
+    REQUIRE(aspen_rnn_forward(backend.handle, &desc, x.data(), h0.data(), c0.data(),
+                              callerWi.data(), callerWo.data(), callerB.data(), nullptr, y.data(),
+                              hn.data(), cn.data(), nullptr, nullptr) == ASPEN_OK);
+    return y;
+  };
+  const std::vector<float> first = run();
+  requireClose("y", first, expected());
+  requireClose("y, the same weights again", run(), expected());
+  callerWi[5] += 0.25f;
+  const std::vector<float> second = run();
+  CHECK(second != first);
+  requireClose("y after weight_ih changed", second, expected());
+  callerWo[17] -= 0.5f;
+  requireClose("y after weight_hh changed", run(), expected());
+  callerB[4 * H + 2] += 1.0f; // bias_hh
+  requireClose("y after bias_hh changed", run(), expected());
+  callerWi[5] -= 0.25f, callerWo[17] += 0.5f, callerB[4 * H + 2] -= 1.0f;
+  requireClose("y with the first weights back", run(), expected());
+}
+
 TEST_CASE("backend LSTM in float16 matches the host model", "[correctness][backend]") {
   if (aspen::test::skipOnGpuRun())
     return;
