@@ -322,6 +322,7 @@ aspen_status aspen_backend_create(const char *device, size_t max_layers,
     if (name == "gpu" || name.rfind("gpu:", 0) == 0) {
       gpuOrdinal = int(deviceIndex(name, "gpu", 1024, "GPU ordinal"));
       aspen::backend::Memory::device(gpuOrdinal, nullptr); // Unsupported without CUDA
+      const aspen::backend::CurrentDeviceGuard keepCallersDevice(true);
       try {
         d = aspen::Device::createGpuDevice(unsigned(gpuOrdinal));
       } catch (const aspen::error &e) {
@@ -362,6 +363,7 @@ aspen_status aspen_rnn_reserve_bytes(aspen_backend *backend, const aspen_rnn_des
   return guarded("aspen_rnn_reserve_bytes", [&] {
     checkBackend(backend);
     needBuffer(bytes, "bytes");
+    const aspen::backend::CurrentDeviceGuard keepCallersDevice(backend->gpuOrdinal >= 0);
     *bytes = rnnLayer(backend, rnnConfig(desc), true)->reserveBytes;
   });
 }
@@ -374,6 +376,7 @@ aspen_status aspen_rnn_forward(aspen_backend *backend, const aspen_rnn_desc *des
   return guarded("aspen_rnn_forward", [&] {
     checkBackend(backend);
     const aspen::backend::Memory memory = memoryFor(backend, stream);
+    const aspen::backend::CurrentDeviceGuard keepCallersDevice(memory.onDevice());
     const RnnConfig c = rnnConfig(desc);
     const aspen::backend::RnnForwardCall call{x, h0, c0, input_weights, output_weights, biases,
                                               lengths, y, hn, cn, reserve};
@@ -403,6 +406,7 @@ aspen_status aspen_rnn_backward(aspen_backend *backend, const aspen_rnn_desc *de
   return guarded("aspen_rnn_backward", [&] {
     checkBackend(backend);
     const aspen::backend::Memory memory = memoryFor(backend, stream);
+    const aspen::backend::CurrentDeviceGuard keepCallersDevice(memory.onDevice());
     const RnnConfig c = rnnConfig(desc);
     const aspen::backend::RnnForwardCall forward{
         x, h0, c0, input_weights, output_weights, biases, lengths, const_cast<void *>(y),
@@ -441,6 +445,7 @@ aspen_status aspen_matmul(aspen_backend *backend, aspen_dtype dtype, size_t m, s
   return guarded("aspen_matmul", [&] {
     checkBackend(backend);
     const aspen::backend::Memory memory = memoryFor(backend, stream);
+    const aspen::backend::CurrentDeviceGuard keepCallersDevice(memory.onDevice());
     const aspen::Type type = typeOf(dtype);
     need(m > 0 && k > 0 && n > 0,
          fmt::format("m, k and n must be at least 1 (got {}, {}, {})", m, k, n));
@@ -476,6 +481,7 @@ aspen_status aspen_nonlinearity_forward(aspen_backend *backend, aspen_nonlineari
   return guarded("aspen_nonlinearity_forward", [&] {
     checkBackend(backend);
     const aspen::backend::Memory memory = memoryFor(backend, stream);
+    const aspen::backend::CurrentDeviceGuard keepCallersDevice(memory.onDevice());
     using aspen::nn::NonLinearityType;
     static const std::map<int, NonLinearityType> kinds = {
         {ASPEN_NONLINEARITY_SIGMOID, NonLinearityType::SIGMOID},

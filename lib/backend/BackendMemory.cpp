@@ -70,7 +70,21 @@ bool isDeviceMemory(const void *p) {
   return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
 }
 
+CurrentDeviceGuard::CurrentDeviceGuard(bool active) {
+  if (active && cudaGetDevice(&device_) != cudaSuccess) {
+    (void)cudaGetLastError();
+    device_ = -1;
+  }
+}
+CurrentDeviceGuard::~CurrentDeviceGuard() {
+  if (device_ >= 0)
+    (void)cudaSetDevice(device_);
+}
+
 #else
+
+CurrentDeviceGuard::CurrentDeviceGuard(bool) {}
+CurrentDeviceGuard::~CurrentDeviceGuard() = default;
 
 Memory Memory::device(int, void *) {
   throw Unsupported("the layer backend: this build of Aspen has no CUDA support (the CUDA "

@@ -39,4 +39,18 @@ private:
 // Whether p is device memory (cudaMalloc'd or managed); false in a build without CUDA.
 bool isDeviceMemory(const void *p);
 
+// Restores the calling thread's current CUDA device when it goes out of scope (a GPU call
+// selects its own device; the framework's thread keeps its own). Does nothing when `active` is
+// false or in a build without CUDA.
+class CurrentDeviceGuard {
+public:
+  explicit CurrentDeviceGuard(bool active);
+  ~CurrentDeviceGuard();
+  CurrentDeviceGuard(const CurrentDeviceGuard &) = delete;
+  CurrentDeviceGuard &operator=(const CurrentDeviceGuard &) = delete;
+
+private:
+  int device_ = -1;
+};
+
 } // namespace aspen::backend
