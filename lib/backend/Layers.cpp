@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 namespace aspen::backend {
@@ -283,30 +284,31 @@ void biasesToTorch(const RnnConfig &c, std::uint8_t *dst, const std::uint8_t *sr
   std::memcpy(recurrent, src, G * rowBytes);
 }
 
-using ByteRange = std::pair<const void *, std::size_t>;
+// The caller's weights and biases as they lie in its buffers: (address, bytes) each.
+using WeightBuffers = std::array<std::pair<const void *, std::size_t>, 3>;
+WeightBuffers callerWeights(const RnnConfig &c, const RnnForwardCall &call) {
+  return {{{call.inputWeights, c.inputWeightBytes()},
+           {call.outputWeights, c.outputWeightBytes()},
+           {call.biases, c.callerBiasBytes()}}};
+}
 
-// Whether `kept` holds exactly the bytes of `ranges`, one after another.
-bool sameBytes(const std::vector<std::uint8_t> &kept, std::initializer_list<ByteRange> ranges) {
-  std::size_t total = 0;
-  for (const auto &[p, bytes] : ranges)
-    total += bytes;
-  if (kept.size() != total)
-    return false;
+// Whether `kept` holds exactly the bytes of `buffers`, one after another.
+bool sameBytes(const std::vector<std::uint8_t> &kept, const WeightBuffers &buffers) {
   std::size_t offset = 0;
-  for (const auto &[p, bytes] : ranges) {
-    if (std::memcmp(kept.data() + offset, p, bytes) != 0)
+  for (const auto &[p, bytes] : buffers) {
+    if (offset + bytes > kept.size() || std::memcmp(kept.data() + offset, p, bytes) != 0)
       return false;
     offset += bytes;
   }
-  return true;
+  return offset == kept.size();
 }
 
-// kept = the bytes of `ranges`, one after another.
-void keepBytes(std::vector<std::uint8_t> &kept, std::initializer_list<ByteRange> ranges) {
+// kept = the bytes of `buffers`, one after another.
+void keepBytes(std::vector<std::uint8_t> &kept, const WeightBuffers &buffers) {
   kept.clear();
-  for (const auto &[p, bytes] : ranges) {
-    const auto *bytesAt = static_cast<const std::uint8_t *>(p);
-    kept.insert(kept.end(), bytesAt, bytesAt + bytes);
+  for (const auto &[p, bytes] : buffers) {
+    const auto *at = static_cast<const std::uint8_t *>(p);
+    kept.insert(kept.end(), at, at + bytes);
   }
 }
 
@@ -314,38 +316,35 @@ void writeInputs(RnnLayer &layer, const RnnConfig &c, const RnnForwardCall &call
                  const Memory &memory) {
   Engine &engine = layer.engine;
   const std::size_t es = c.elementBytes(), G = c.gates();
-  const std::size_t inputBytes = G * c.I * c.H * es, outputBytes = G * c.H * c.H * es;
-  const std::size_t biasBytes = c.biasElements() * es;
   write(engine, "x", call.x, c.T * c.B * c.I * es);
   write(engine, "h0", call.h0, c.B * c.H * es);
   if (c.lstm)
     write(engine, "c0", call.c0, c.B * c.H * es);
-  const std::size_t callerBiasBytes = c.callerBiasElements() * es;
-  if (c.torchLayout && !memory.onDevice() &&
-      sameBytes(layer.lastTorchWeights, {{call.inputWeights, inputBytes},
-                                         {call.outputWeights, outputBytes},
-                                         {call.biases, callerBiasBytes}})) {
-    // The engine holds these weights already.
-  } else if (c.torchLayout) {
-    // Converted on the host (device buffers come over first).
-    layer.lastTorchWeights.clear(); // until the writes below succeed
-    std::vector<std::uint8_t> callerCopy;
-    std::uint8_t *stage = staging(layer, std::max({inputBytes, outputBytes, biasBytes}));
-    transposeEach(c, stage, memory.onHost(call.inputWeights, inputBytes, callerCopy), G, c.H, c.I);
-    write(engine, "inputWeights", stage, inputBytes);
-    transposeEach(c, stage, memory.onHost(call.outputWeights, outputBytes, callerCopy), G, c.H,
-                  c.H);
-    write(engine, "outputWeights", stage, outputBytes);
-    biasesFromTorch(c, stage, memory.onHost(call.biases, callerBiasBytes, callerCopy));
-    write(engine, "biases", stage, biasBytes);
-    if (!memory.onDevice())
-      keepBytes(layer.lastTorchWeights, {{call.inputWeights, inputBytes},
-                                         {call.outputWeights, outputBytes},
-                                         {call.biases, callerBiasBytes}});
+  if (!c.torchLayout) {
+    write(engine, "inputWeights", call.inputWeights, c.inputWeightBytes());
+    write(engine, "outputWeights", call.outputWeights, c.outputWeightBytes());
+    write(engine, "biases", call.biases, c.biasBytes());
   } else {
-    write(engine, "inputWeights", call.inputWeights, inputBytes);
-    write(engine, "outputWeights", call.outputWeights, outputBytes);
-    write(engine, "biases", call.biases, biasBytes);
+    // Converted on the host (device buffers come over first), unless they are bit for bit the
+    // host weights the engine holds already.
+    const WeightBuffers weights = callerWeights(c, call);
+    const bool keep = !memory.onDevice();
+    if (!keep || !sameBytes(layer.lastTorchWeights, weights)) {
+      layer.lastTorchWeights.clear(); // until the writes below succeed
+      std::vector<std::uint8_t> callerCopy;
+      std::uint8_t *stage = staging(layer, c.largestWeightBytes());
+      transposeEach(c, stage, memory.onHost(call.inputWeights, c.inputWeightBytes(), callerCopy),
+                    G, c.H, c.I);
+      write(engine, "inputWeights", stage, c.inputWeightBytes());
+      transposeEach(c, stage,
+                    memory.onHost(call.outputWeights, c.outputWeightBytes(), callerCopy), G, c.H,
+                    c.H);
+      write(engine, "outputWeights", stage, c.outputWeightBytes());
+      biasesFromTorch(c, stage, memory.onHost(call.biases, c.callerBiasBytes(), callerCopy));
+      write(engine, "biases", stage, c.biasBytes());
+      if (keep)
+        keepBytes(layer.lastTorchWeights, weights);
+    }
   }
   if (c.variableLengths)
     write(engine, "lengths", call.lengths, c.B * sizeof(std::uint32_t));
@@ -355,13 +354,11 @@ void writeInputs(RnnLayer &layer, const RnnConfig &c, const RnnForwardCall &call
 void readWeightGradients(RnnLayer &layer, const RnnConfig &c, const RnnBackwardCall &call,
                          const Memory &memory) {
   Engine &engine = layer.engine;
-  const std::size_t es = c.elementBytes(), G = c.gates();
-  const std::size_t inputBytes = G * c.I * c.H * es, outputBytes = G * c.H * c.H * es;
-  const std::size_t biasBytes = c.biasElements() * es;
+  const std::size_t G = c.gates();
   if (!c.torchLayout) {
-    read(engine, "dInputWeights", call.dInputWeights, inputBytes);
-    read(engine, "dOutputWeights", call.dOutputWeights, outputBytes);
-    read(engine, "dBiases", call.dBiases, biasBytes);
+    read(engine, "dInputWeights", call.dInputWeights, c.inputWeightBytes());
+    read(engine, "dOutputWeights", call.dOutputWeights, c.outputWeightBytes());
+    read(engine, "dBiases", call.dBiases, c.biasBytes());
     return;
   }
   // Converted on the host, straight into host buffers, through `converted` into device ones.
@@ -376,17 +373,17 @@ void readWeightGradients(RnnLayer &layer, const RnnConfig &c, const RnnBackwardC
     if (memory.onDevice())
       memory.copy(caller, converted.data(), bytes);
   };
-  std::uint8_t *stage = staging(layer, std::max({inputBytes, outputBytes, biasBytes}));
-  read(engine, "dInputWeights", stage, inputBytes);
-  transposeEach(c, target(call.dInputWeights, inputBytes), stage, G, c.I, c.H);
-  deliver(call.dInputWeights, inputBytes);
-  read(engine, "dOutputWeights", stage, outputBytes);
-  transposeEach(c, target(call.dOutputWeights, outputBytes), stage, G, c.H, c.H);
-  deliver(call.dOutputWeights, outputBytes);
-  read(engine, "dBiases", stage, biasBytes);
-  const std::size_t callerBiasBytes = c.callerBiasElements() * es;
-  biasesToTorch(c, static_cast<std::uint8_t *>(target(call.dBiases, callerBiasBytes)), stage);
-  deliver(call.dBiases, callerBiasBytes);
+  std::uint8_t *stage = staging(layer, c.largestWeightBytes());
+  read(engine, "dInputWeights", stage, c.inputWeightBytes());
+  transposeEach(c, target(call.dInputWeights, c.inputWeightBytes()), stage, G, c.I, c.H);
+  deliver(call.dInputWeights, c.inputWeightBytes());
+  read(engine, "dOutputWeights", stage, c.outputWeightBytes());
+  transposeEach(c, target(call.dOutputWeights, c.outputWeightBytes()), stage, G, c.H, c.H);
+  deliver(call.dOutputWeights, c.outputWeightBytes());
+  read(engine, "dBiases", stage, c.biasBytes());
+  biasesToTorch(c, static_cast<std::uint8_t *>(target(call.dBiases, c.callerBiasBytes())),
+                stage);
+  deliver(call.dBiases, c.callerBiasBytes());
 }
 
 } // namespace

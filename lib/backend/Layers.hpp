@@ -10,6 +10,7 @@
 #include <aspen/Type.hpp>
 #include <aspen/nn/NonLinearityDef.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -40,6 +41,16 @@ struct RnnConfig {
   std::size_t biasElements() const { return gates() * (!lstm && resetAfter ? 2 : 1) * H; }
   // The caller's biases: biasElements(), or [2, G*H] in PyTorch's layout.
   std::size_t callerBiasElements() const { return torchLayout ? 2 * gates() * H : biasElements(); }
+  // Bytes of the input and recurrent weights (either layout), the layer's biases and the
+  // caller's.
+  std::size_t inputWeightBytes() const { return gates() * I * H * elementBytes(); }
+  std::size_t outputWeightBytes() const { return gates() * H * H * elementBytes(); }
+  std::size_t biasBytes() const { return biasElements() * elementBytes(); }
+  std::size_t callerBiasBytes() const { return callerBiasElements() * elementBytes(); }
+  // The largest of the layer's weight and bias tensors, in bytes (a conversion's staging).
+  std::size_t largestWeightBytes() const {
+    return std::max({inputWeightBytes(), outputWeightBytes(), biasBytes()});
+  }
   std::size_t elementBytes() const { return type.size(); }
   std::string key(const char *pass) const;
 };

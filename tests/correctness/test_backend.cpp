@@ -88,6 +88,14 @@ template <class T> std::vector<T> torchGruBiases(const std::vector<T> &b, std::s
   return out;
 }
 
+// The host model of an LSTM with PyTorch's gate order (lstmDesc's cell_order).
+lstmref::LstmModel torchOrderModel(std::size_t T, std::size_t B, std::size_t I, std::size_t H) {
+  lstmref::LstmModel model;
+  model.T = T, model.B = B, model.I = I, model.H = H;
+  model.cellOrder = {lstmref::kInput, lstmref::kForget, lstmref::kCandidate, lstmref::kOutput};
+  return model;
+}
+
 aspen_rnn_desc lstmDesc(std::size_t T, std::size_t B, std::size_t I, std::size_t H,
                         bool variable) {
   aspen_rnn_desc d{};
@@ -128,9 +136,7 @@ void checkLstm(const std::vector<unsigned> &lengths, bool torchLayout = false,
   const std::vector<float> callerWo = torchLayout ? torchWeights(wo, 4, H, H) : wo;
   const std::vector<float> callerB = torchLayout ? concat(bIh, bHh) : b;
 
-  lstmref::LstmModel model;
-  model.T = T, model.B = B, model.I = I, model.H = H;
-  model.cellOrder = {lstmref::kInput, lstmref::kForget, lstmref::kCandidate, lstmref::kOutput};
+  lstmref::LstmModel model = torchOrderModel(T, B, I, H);
   model.timeSteps = lengths;
   const lstmref::LstmData data{widen(x), widen(h0), widen(c0), widen(wi), widen(wo), widen(b)};
   const lstmref::LstmForward fwd = lstmref::forward(model, data);
@@ -231,9 +237,7 @@ TEST_CASE("backend sees every change to PyTorch-layout weights in the same buffe
   std::vector<float> callerWi = torchWeights(wi, 4, I, H), callerWo = torchWeights(wo, 4, H, H),
                      callerB = concat(bIh, bHh);
   const auto expected = [&] {
-    lstmref::LstmModel model;
-    model.T = T, model.B = B, model.I = I, model.H = H;
-    model.cellOrder = {lstmref::kInput, lstmref::kForget, lstmref::kCandidate, lstmref::kOutput};
+    lstmref::LstmModel model = torchOrderModel(T, B, I, H);
     std::vector<double> b(4 * H);
     for (std::size_t i = 0; i < b.size(); ++i)
       b[i] = double(float(callerB[i] + callerB[4 * H + i]));
@@ -300,9 +304,7 @@ TEST_CASE("backend LSTM in float16 matches the host model", "[correctness][backe
   const auto x = rounded(T * B * I, 1), h0 = rounded(B * H, 1), c0 = rounded(B * H, 1),
              wi = rounded(4 * I * H, ws), wo = rounded(4 * H * H, ws), bIh = rounded(4 * H, 0.5);
   const std::vector<float> bHh(4 * H, 0.0f); // the sum stays exact in binary16
-  lstmref::LstmModel model;
-  model.T = T, model.B = B, model.I = I, model.H = H;
-  model.cellOrder = {lstmref::kInput, lstmref::kForget, lstmref::kCandidate, lstmref::kOutput};
+  lstmref::LstmModel model = torchOrderModel(T, B, I, H);
   const lstmref::LstmData data{widen(x), widen(h0), widen(c0), widen(wi), widen(wo), widen(bIh)};
   const lstmref::LstmForward fwd = lstmref::forward(model, data);
 
