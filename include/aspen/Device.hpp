@@ -38,6 +38,11 @@ public:
   static Device createGpuDevice(unsigned ordinal = 0, const OptionFlags &options = {});
   // How many CUDA GPUs this process can use (0 without the CUDA backend, a driver or a GPU).
   static unsigned gpuCount();
+  // How many threads the CPU executor runs tiles on when the engine option aspen.cpu.threads is
+  // not given: the environment variable ASPEN_CPU_THREADS (1 to 1024; another value raises
+  // aspen::invalid_option naming it), else the CPUs this thread may run on (its affinity mask,
+  // so taskset and a container's CPU set count), at most 1024.
+  static unsigned cpuThreadCount();
   // The device the README's demo runs on: the first GPU when the CUDA backend has one, otherwise
   // the CPU executor modelling an H200.
   static Device createDefaultDevice();

@@ -13,7 +13,7 @@
  * across this ABI, and arguments are checked before anything runs.
  *
  * Devices: "cpu" (the CPU executor, the layer spread over one tile per thread of its pool:
- * ASPEN_CPU_THREADS, else every core), "cpu:N" (N tiles, 1 to 4096), "gpu" / "gpu:N" (CUDA
+ * ASPEN_CPU_THREADS, else the CPUs the process may run on), "cpu:N" (N tiles, 1 to 4096), "gpu" / "gpu:N" (CUDA
  * device N; a build with CUDA) and model targets ("h200", "h100", "ipu2", "ipu21", "ipu1": the
  * CPU executor modelling them, as planned for that target). The CPU executor's products call
  * OpenBLAS on each tile's thread: OPENBLAS_NUM_THREADS=1 avoids two levels of threads

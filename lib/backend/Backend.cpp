@@ -17,7 +17,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
-#include <thread>
 #include <new>
 #include <string>
 #include <variant>
@@ -274,17 +273,14 @@ unsigned deviceIndex(const std::string &name, const char *kind, unsigned long mo
   return unsigned(n);
 }
 
-// "cpu": the CPU executor with one tile per thread of its pool (ASPEN_CPU_THREADS, else every
-// core), so that the planner spreads each layer over the cores and the executor runs the tiles
-// in parallel; "cpu:N": N tiles. (Poplar's createCPUDevice is one tile: one core for vertices.)
-// Each tile gets an equal share of the host's memory.
+// "cpu": the CPU executor with one tile per thread of its pool (Device::cpuThreadCount():
+// ASPEN_CPU_THREADS, else the CPUs the process may run on), so that the planner spreads each
+// layer over the cores and the executor runs the tiles in parallel; "cpu:N": N tiles.
+// (Poplar's createCPUDevice is one tile: one core for vertices.) Each tile gets an equal share
+// of the host's memory.
 aspen::Device hostDevice(const std::string &name) {
-  unsigned tiles = std::max(1u, std::thread::hardware_concurrency());
-  if (const char *text = std::getenv("ASPEN_CPU_THREADS"); text && *text)
-    tiles = unsigned(std::strtoul(text, nullptr, 10)); // checked by the executor
-  if (name != "cpu")
-    tiles = deviceIndex(name, "cpu", 4096, "tile count", 1);
-  tiles = std::clamp(tiles, 1u, 4096u);
+  const unsigned tiles = name == "cpu" ? aspen::Device::cpuThreadCount()
+                                       : deviceIndex(name, "cpu", 4096, "tile count", 1);
   const double memory = double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE));
   const auto bytesPerTile = static_cast<std::size_t>(
       std::max(double(std::size_t(1) << 30), memory / tiles));

@@ -6,7 +6,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#ifdef __linux__
+#include <sched.h>
+#endif
 
 namespace aspen {
 
@@ -121,6 +129,26 @@ unsigned Device::getGpuOrdinal() const {
 unsigned Device::gpuCount() {
   const detail::ExecutorBackend &backend = detail::executorBackendFor(DeviceKind::Gpu);
   return backend.built ? backend.deviceCount() : 0;
+}
+
+unsigned Device::cpuThreadCount() {
+  if (const char *text = std::getenv("ASPEN_CPU_THREADS"); text && *text) {
+    char *end = nullptr;
+    const unsigned long n = std::strtoul(text, &end, 10);
+    if (*end != '\0' || n == 0 || n > 1024 || text[0] == '-' || text[0] == '+' || text[0] == ' ')
+      throw invalid_option("environment variable ASPEN_CPU_THREADS='" + std::string(text) +
+                           "' is not a thread count in [1, 1024]");
+    return static_cast<unsigned>(n);
+  }
+  unsigned cpus = 0;
+#ifdef __linux__
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) == 0)
+    cpus = static_cast<unsigned>(CPU_COUNT(&allowed));
+#endif
+  if (cpus == 0)
+    cpus = std::thread::hardware_concurrency();
+  return std::clamp(cpus, 1u, 1024u);
 }
 
 Device Device::createGpuDevice(unsigned ordinal, const OptionFlags &options) {

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <latch>
 #include <random>
@@ -519,6 +520,19 @@ TEST_CASE("backend errors are codes with messages, and nothing compiles for bad 
     CHECK(aspen_backend_create(bad, 0, &none) == ASPEN_ERROR_INVALID_ARGUMENT);
     CHECK_THAT(aspen_last_error(), Catch::Contains("the tile count must be a whole number from 1 "
                                                    "to 4096"));
+  }
+  { // "cpu" sizes itself from ASPEN_CPU_THREADS when it is set: a bad value is named
+    const char *set = std::getenv("ASPEN_CPU_THREADS");
+    const std::string old = set ? set : "";
+    setenv("ASPEN_CPU_THREADS", "many", 1);
+    CHECK(aspen_backend_create("cpu", 0, &none) == ASPEN_ERROR_INVALID_OPTION);
+    CHECK(none == nullptr);
+    CHECK_THAT(aspen_last_error(), Catch::Contains("aspen_backend_create") &&
+                                       Catch::Contains("ASPEN_CPU_THREADS='many'"));
+    if (set)
+      setenv("ASPEN_CPU_THREADS", old.c_str(), 1);
+    else
+      unsetenv("ASPEN_CPU_THREADS");
   }
   CHECK(std::string(aspen_status_string(ASPEN_ERROR_UNSUPPORTED)) == "ASPEN_ERROR_UNSUPPORTED");
 

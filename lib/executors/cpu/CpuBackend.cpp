@@ -1,32 +1,13 @@
 // The CPU executor's entry in the executor registry: it runs the CPU and model devices.
-// Options: aspen.cpu.threads (default: environment ASPEN_CPU_THREADS, else every core) and
-// aspen.cpu.workerOrder (forward | reverse).
+// Options: aspen.cpu.threads (default: Device::cpuThreadCount(), from ASPEN_CPU_THREADS or the
+// CPUs the process may run on) and aspen.cpu.workerOrder (forward | reverse).
 #include "CpuExecutor.hpp"
 #include "support/OptionParsing.hpp"
 #include "executors/ExecutorRegistry.hpp"
 
-#include <aspen/Error.hpp>
-
-#include <cstdlib>
-#include <thread>
+#include <aspen/Device.hpp>
 
 namespace aspen::detail {
-
-namespace {
-
-unsigned defaultThreads() {
-  if (const char *text = std::getenv("ASPEN_CPU_THREADS"); text && *text) {
-    char *end = nullptr;
-    const unsigned long n = std::strtoul(text, &end, 10);
-    if (*end != '\0' || n == 0 || n > 1024)
-      throw invalid_option("environment variable ASPEN_CPU_THREADS='" + std::string(text) +
-                           "' is not a thread count in [1, 1024]");
-    return static_cast<unsigned>(n);
-  }
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
-} // namespace
 
 ExecutorBackend cpuExecutorBackend() {
   ExecutorBackend b;
@@ -36,7 +17,7 @@ ExecutorBackend cpuExecutorBackend() {
   b.built = true;
   b.declareOptions = [](OptionSpec &spec) {
     auto options = std::make_shared<CpuExecutorOptions>();
-    options->threads = defaultThreads();
+    options->threads = Device::cpuThreadCount();
     spec.unsignedInteger("aspen.cpu.threads", options->threads, 1, 1024)
         .enumeration("aspen.cpu.workerOrder", options->reverseWorkers,
                      {{"forward", false}, {"reverse", true}});
