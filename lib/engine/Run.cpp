@@ -33,15 +33,17 @@ void EngineImpl::run(unsigned programIndex, const std::string &debugName) {
                             std::chrono::duration<double>(options_.timeLimit));
     executor_->setDeadline(deadline_);
   }
-  struct ClearDeadline {
+  executor_->runStarting();
+  struct EndRun {
     EngineImpl &self;
-    ~ClearDeadline() {
+    ~EndRun() {
+      self.executor_->runEnded();
       if (self.deadline_) {
         self.deadline_.reset();
         self.executor_->setDeadline(std::nullopt);
       }
     }
-  } clear{*this};
+  } end{*this};
   try {
     runStep(compiled_->programs[programIndex]);
   } catch (const runtime_error &e) {

@@ -25,6 +25,11 @@ public:
   // engine checks the deadline itself between steps.
   virtual void setDeadline(std::optional<RunClock::time_point> /*deadline*/) {}
 
+  // The engine calls runStarting() before each run and runEnded() after it, also when the run
+  // fails. The CPU executor's threads wait for the next compute set differently inside a run.
+  virtual void runStarting() {}
+  virtual void runEnded() {}
+
   // Allocates zeroed memory for `graph` (which must outlive the executor), writes constants and
   // vertex state, and resolves vertex entry points.
   virtual void load(const CompiledGraph &graph) = 0;

@@ -83,6 +83,9 @@ public:
     generation_ = watchdog_.start(*deadline, std::move(threads));
   }
 
+  void runStarting() override { pool_.setRunning(true); }
+  void runEnded() override { pool_.setRunning(false); }
+
   double execute(std::uint32_t index) override {
     const auto start = std::chrono::steady_clock::now();
     const CompiledComputeSet &cs = graph_->computeSets[index];

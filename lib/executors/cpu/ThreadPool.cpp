@@ -3,6 +3,10 @@
 #include <chrono>
 #include <utility>
 
+#ifdef __linux__
+#include <sched.h>
+#endif
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define ASPEN_CPU_RELAX() _mm_pause()
@@ -12,9 +16,31 @@
 
 namespace aspen::detail {
 
-ThreadPool::ThreadPool(unsigned numThreads) {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kIdlePoll = std::chrono::microseconds(50);
+constexpr auto kRunPoll = std::chrono::milliseconds(2);
+
+int currentCpu() {
+#ifdef __linux__
+  return sched_getcpu();
+#else
+  return -1;
+#endif
+}
+
+} // namespace
+
+ThreadPool::ThreadPool(unsigned numThreads)
+    : cpus_(new std::atomic<int>[numThreads == 0 ? 1 : numThreads]),
+      occupants_(new std::atomic<int>[kMaxCpus]) {
+  for (unsigned t = 0; t < (numThreads == 0 ? 1 : numThreads); ++t)
+    cpus_[t].store(-1, std::memory_order_relaxed);
+  for (int c = 0; c < kMaxCpus; ++c)
+    occupants_[c].store(0, std::memory_order_relaxed);
   for (unsigned i = 1; i < numThreads; ++i)
-    workers_.emplace_back([this] { workerLoop(); });
+    workers_.emplace_back([this, i] { workerLoop(i); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -28,52 +54,118 @@ ThreadPool::~ThreadPool() {
     t.join();
 }
 
+void ThreadPool::noteCpu(unsigned self, int cpu) {
+  if (cpu >= kMaxCpus)
+    cpu = -1;
+  const int before = cpus_[self].exchange(cpu, std::memory_order_relaxed);
+  if (before == cpu)
+    return;
+  if (before >= 0)
+    occupants_[before].fetch_sub(1, std::memory_order_relaxed);
+  if (cpu >= 0)
+    occupants_[cpu].fetch_add(1, std::memory_order_relaxed);
+}
+
+void ThreadPool::leaveSharedCpu(unsigned self) {
+  const int mine = currentCpu();
+  noteCpu(self, mine);
+#ifdef __linux__
+  if (mine < 0 || mine >= kMaxCpus || occupants_[mine].load(std::memory_order_relaxed) < 2)
+    return;
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+    return;
+  cpu_set_t vacant;
+  CPU_ZERO(&vacant);
+  for (int c = 0; c < kMaxCpus && c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &allowed) && occupants_[c].load(std::memory_order_relaxed) == 0)
+      CPU_SET(c, &vacant);
+  // Narrowing the mask moves the thread now; restoring it lets the scheduler move it again
+  // later, as it would have.
+  if (CPU_COUNT(&vacant) == 0 || sched_setaffinity(0, sizeof vacant, &vacant) != 0)
+    return;
+  sched_setaffinity(0, sizeof allowed, &allowed);
+  noteCpu(self, currentCpu());
+#endif
+}
+
+void ThreadPool::setRunning(bool running) {
+  running_.store(running, std::memory_order_relaxed);
+  if (!running)
+    noteCpu(0, -1); // the caller goes back to its own work
+}
+
+template <class Done> bool ThreadPool::poll(Done done, unsigned self) {
+  const auto start = Clock::now();
+  for (unsigned spins = 1;; ++spins) {
+    if (done())
+      return true;
+    if (spins % 64 == 0) {
+      const auto limit = running_.load(std::memory_order_relaxed)
+                             ? std::chrono::duration_cast<Clock::duration>(kRunPoll)
+                             : std::chrono::duration_cast<Clock::duration>(kIdlePoll);
+      if (Clock::now() - start >= limit)
+        return false;
+      if (self == 0)
+        noteCpu(0, currentCpu());
+      else
+        leaveSharedCpu(self);
+      if (spins % 512 == 0)
+        std::this_thread::yield(); // gives way to other threads on this CPU
+    }
+    ASPEN_CPU_RELAX();
+  }
+}
+
 // Iterations are handed out one at a time under the lock: an iteration is a whole tile's
 // vertices, which costs far more than taking a mutex.
 void ThreadPool::runIterations() {
   std::unique_lock lock(mutex_);
   while (next_ < count_) {
     const std::size_t i = next_++;
+    const std::function<void(std::size_t)> &task = *task_;
     lock.unlock();
+    std::size_t finished = 1;
     try {
-      (*task_)(i);
+      task(i);
     } catch (...) {
       lock.lock();
       if (!error_)
         error_ = std::current_exception();
+      finished += count_ - next_; // the iterations skipped
       next_ = count_;
-      continue;
+      lock.unlock();
     }
+    const bool last = unfinished_.fetch_sub(finished, std::memory_order_acq_rel) == finished;
     lock.lock();
+    if (last && callerWaiting_)
+      done_.notify_all();
   }
 }
 
-void ThreadPool::workerLoop() {
-  constexpr auto kPoll = std::chrono::microseconds(50);
+void ThreadPool::workerLoop(unsigned index) {
   std::uint64_t seen = 0;
   for (;;) {
     // Poll for the next loop before sleeping (see the header).
-    const auto until = std::chrono::steady_clock::now() + kPoll;
-    unsigned spins = 0;
-    while (published_.load(std::memory_order_acquire) == seen &&
-           !stoppingFlag_.load(std::memory_order_acquire)) {
-      ASPEN_CPU_RELAX();
-      if (++spins % 64 == 0 && std::chrono::steady_clock::now() >= until)
-        break;
-    }
+    poll(
+        [&] {
+          return published_.load(std::memory_order_acquire) != seen ||
+                 stoppingFlag_.load(std::memory_order_acquire);
+        },
+        index);
     std::unique_lock lock(mutex_);
-    ++sleepers_;
-    wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-    --sleepers_;
+    if (!stopping_ && generation_ == seen) {
+      ++sleepers_;
+      noteCpu(index, -1);
+      wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      --sleepers_;
+    }
     if (stopping_)
       return;
     seen = generation_;
-    ++busy_;
     lock.unlock();
+    leaveSharedCpu(index);
     runIterations();
-    lock.lock();
-    if (--busy_ == 0)
-      done_.notify_all();
   }
 }
 
@@ -83,12 +175,14 @@ void ThreadPool::parallelFor(std::size_t n, const std::function<void(std::size_t
       task(i);
     return;
   }
+  noteCpu(0, currentCpu());
   bool anyAsleep;
   {
     std::lock_guard lock(mutex_);
     task_ = &task;
     count_ = n;
     next_ = 0;
+    unfinished_.store(n, std::memory_order_relaxed);
     error_ = nullptr;
     ++generation_;
     published_.store(generation_, std::memory_order_release);
@@ -97,9 +191,19 @@ void ThreadPool::parallelFor(std::size_t n, const std::function<void(std::size_t
   if (anyAsleep)
     wake_.notify_all();
   runIterations();
+  const auto finished = [&] { return unfinished_.load(std::memory_order_acquire) == 0; };
+  if (!finished() && running_.load(std::memory_order_relaxed))
+    poll(finished, 0);
   std::unique_lock lock(mutex_);
-  done_.wait(lock, [&] { return busy_ == 0 && next_ >= count_; });
+  if (!finished()) {
+    callerWaiting_ = true;
+    noteCpu(0, -1);
+    done_.wait(lock, finished);
+    callerWaiting_ = false;
+  }
   task_ = nullptr;
+  if (!running_.load(std::memory_order_relaxed))
+    noteCpu(0, -1);
   if (error_)
     std::rethrow_exception(std::exchange(error_, nullptr));
 }

@@ -1,10 +1,24 @@
 // ThreadPool: runs the iterations of a parallel loop on a fixed set of threads (the caller
 // being one of them). The CPU executor runs the tiles of a compute set with it.
 //
-// An idle worker polls for the next loop for a short while (about 50 us) before it sleeps on the
-// condition variable: programs run compute sets back to back, often only tens of microseconds
-// long, and waking a sleeping thread costs about as much as such a compute set. A loop only
-// notifies when a worker is asleep.
+// Waiting. Between loops an idle worker polls for the next one before it sleeps on a condition
+// variable: programs run compute sets back to back, often only tens of microseconds long, and
+// waking a sleeping thread costs about as much as such a compute set. Outside an engine run a
+// worker polls for about 50 us; while a run is in progress (setRunning(true) to
+// setRunning(false)) it polls for up to 2 ms, and the caller polls for the loop's last
+// iteration instead of sleeping: a run's host work between compute sets (copies, control flow)
+// often takes longer than 50 us, and on a virtual machine each sleep then costs a wake-up of an
+// idle CPU, which made a whole run twice as slow (an H = 256, B = 16 LSTM inference: 5.5 ms run
+// after run, 12-13 ms after 0.15 s idle). Polling yields the CPU every few hundred spins, so a
+// pool sharing CPUs with other threads gives way to them.
+//
+// Placement (Linux). The scheduler places a woken thread near its waker, and after a pause it
+// may put a worker on the caller's CPU while another CPU idles: the two then take turns on one
+// CPU for the rest of the run (seen on the 2-CPU CI machine after an idle spell: 760 of 1000
+// worker iterations ran on the caller's CPU). So a worker that finds itself on the CPU of
+// another thread of the pool moves to a CPU none of them is on, if its affinity mask has one:
+// it narrows its mask to those CPUs, which moves it at once, and restores the mask, which
+// leaves it there. A loop only notifies when a worker is asleep.
 #pragma once
 
 #include <atomic>
@@ -13,6 +27,7 @@
 #include <cstddef>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -36,12 +51,24 @@ public:
   }
 
   // Calls task(i) for every i in [0, n), in any order and on any thread, and returns when all
-  // calls returned. The first exception a call throws is rethrown here.
+  // calls returned. The first exception a call throws is rethrown here, and the iterations not
+  // yet started are skipped.
   void parallelFor(std::size_t n, const std::function<void(std::size_t)> &task);
 
+  // Whether an engine run is in progress: idle threads then poll longer (see the header).
+  // Called by the thread that calls parallelFor.
+  void setRunning(bool running);
+
 private:
-  void workerLoop();
+  void workerLoop(unsigned index);
   void runIterations();
+  // Polls until done() or the poll time has passed; true when done() held.
+  template <class Done> bool poll(Done done, unsigned self);
+  // Records that pool thread `self` is on `cpu` (-1: asleep).
+  void noteCpu(unsigned self, int cpu);
+  // Records the CPU of pool thread `self` (a worker) and moves it off a CPU that another pool
+  // thread is on, to one none is on, when its affinity mask has one (see the header).
+  void leaveSharedCpu(unsigned self);
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;
@@ -50,14 +77,23 @@ private:
   // generation_ (and stopping_), readable without the lock by polling workers.
   std::atomic<std::uint64_t> published_{0};
   std::atomic<bool> stoppingFlag_{false};
+  std::atomic<bool> running_{false};
   unsigned sleepers_ = 0;
   bool stopping_ = false;
   // The loop in progress.
   const std::function<void(std::size_t)> *task_ = nullptr;
   std::size_t count_ = 0;
   std::size_t next_ = 0;
-  unsigned busy_ = 0;
+  // Iterations of the loop not yet finished (or skipped after an error): 0 ends the loop.
+  std::atomic<std::size_t> unfinished_{0};
+  bool callerWaiting_ = false;
   std::exception_ptr error_;
+  // The CPU each pool thread is on (0: the caller of the loop in progress; -1: asleep or not
+  // known) and how many pool threads each CPU has (kMaxCpus of them; CPUs past those are not
+  // tracked).
+  static constexpr int kMaxCpus = 1024;
+  std::unique_ptr<std::atomic<int>[]> cpus_;
+  std::unique_ptr<std::atomic<int>[]> occupants_;
 };
 
 } // namespace aspen::detail
