@@ -1,6 +1,6 @@
 // Times aspen::linalg::matMul (float) on the CPU executor against OpenBLAS's cblas_sgemm on the
-// same shapes in the same run: square 256, 512, 1024 and the LSTM shapes of issue 12
-// (16x1024x2048, 64x2048x4096). Prints GFLOP/s (2·M·N·K per product, median of several rounds)
+// same shapes in the same run: square 256, 512, 1024, one row (1x1024x4096: a batch-1 step)
+// and the LSTM shapes of issue 12 (16x1024x2048, 64x2048x4096). Prints GFLOP/s (2·M·N·K per product, median of several rounds)
 // and the ratio Aspen / OpenBLAS; the results are compared with OpenBLAS's, so a fast wrong
 // answer shows up.
 //
@@ -122,6 +122,7 @@ int main() {
   const std::vector<Shape> shapes = {{"square 256", 256, 256, 256},
                                      {"square 512", 512, 512, 512},
                                      {"square 1024", 1024, 1024, 1024},
+                                     {"vector 1", 1, 1024, 4096},
                                      {"LSTM 16", 16, 1024, 2048},
                                      {"LSTM 64", 64, 2048, 4096}};
   fmt::print("matMul float on the CPU executor vs OpenBLAS cblas_sgemm, {} cores, median of {} "

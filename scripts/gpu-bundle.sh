@@ -191,7 +191,8 @@ done < <(find "$dir/lib" -mindepth 2 -type f; find "$dir/share" -type f)
 
 # OpenBLAS (the linalg codelets' host products, when the build found it) is 36 MiB: the bundle
 # takes Debian's reference BLAS (libblas3, 0.5 MiB, CBLAS included) in its place, for each file
-# whose OpenBLAS symbols it all defines. $1 needs $2, found at $3.
+# whose OpenBLAS symbols it all defines (weak ones aside: the linalg codelets ask for
+# openblas_get_num_threads weakly and do without it). $1 needs $2, found at $3.
 reference_blas=/usr/lib/x86_64-linux-gnu/blas/libblas.so.3
 declare -A bundled=()
 substituted=()
@@ -200,7 +201,7 @@ use_reference_blas() {
   [ -f "$reference_blas" ] || return 1
   theirs=$(nm -D --defined-only "$found" | awk '{print $NF}')
   ours=$(nm -D --defined-only "$reference_blas" | awk '{print $NF}')
-  for symbol in $(nm -D --undefined-only "$elf" | awk '{print $NF}'); do
+  for symbol in $(nm -D --undefined-only "$elf" | awk '$1 == "U" {print $NF}'); do
     if grep -qxF "$symbol" <<<"$theirs" && ! grep -qxF "$symbol" <<<"$ours"; then
       return 1
     fi

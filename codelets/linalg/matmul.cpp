@@ -18,7 +18,9 @@
 //     float/float product is one cblas_sgemm per block, run by worker 0 (the CPU executor runs a
 //     tile's workers one after another on one thread, so splitting rows would only add calls).
 //     OpenBLAS's thread count is left alone: 0.3.21 only has a process-wide setting, and concurrent
-//     callers are safe (see docs/performance.md for what two callers measured).
+//     callers of sgemm are safe (see docs/performance.md for what two callers measured). A
+//     one-row block is an sgemv only when OpenBLAS runs one thread: its threaded sgemv, called
+//     from two tiles at once, ran 60x slower (a 1x1024x4096 product on the h200 model: 89 ms).
 #include <aspen/Vertex.hpp>
 
 #if defined(ASPEN_LINALG_HOST_BLAS) && !defined(__CUDA_ARCH__)
@@ -160,8 +162,17 @@ template <class Rows> std::vector<float> packRows(const Rows &rows, std::size_t 
   return packed;
 }
 
-// P (+)= A . B for float rows with one cblas_sgemm (cblas_sgemv for one row); A and B rows that
-// are not evenly spaced are packed first, and so is P (then written back row by row).
+// OpenBLAS's thread count (weak: the build links OpenBLAS, whose cblas.h may not be the one found).
+extern "C" int openblas_get_num_threads(void) __attribute__((weak));
+
+// Whether one-row products may be sgemv calls: OpenBLAS runs one thread (see the top of the file).
+inline bool gemvIsSerial() {
+  return openblas_get_num_threads != nullptr && openblas_get_num_threads() == 1;
+}
+
+// P (+)= A . B for float rows with one cblas_sgemm (cblas_sgemv for one row, when OpenBLAS runs
+// one thread); A and B rows that are not evenly spaced are packed first, and so is P (then
+// written back row by row).
 template <class ARows, class BRows, class PRows>
 void blasBlockProduct(const ARows &a, const BRows &b, const PRows &p, bool accumulate) {
   const std::size_t m = p.size(), n = p[0].size(), k = b.size();
@@ -184,7 +195,8 @@ void blasBlockProduct(const ARows &a, const BRows &b, const PRows &p, bool accum
     bPacked = packRows(b, n), bData = bPacked.data(), ldb = n;
   if (ldp == 0)
     pPacked = packRows(p, n), pData = pPacked.data(), ldp = n;
-  if (m == 1) // a vector times a matrix: sgemv streams B once, where sgemm first packs it
+  // A vector times a matrix: sgemv streams B once, where sgemm first packs it.
+  if (m == 1 && gemvIsSerial())
     cblas_sgemv(CblasRowMajor, CblasTrans, int(k), int(n), 1.0f, bData, int(ldb), aData, 1,
                 accumulate ? 1.0f : 0.0f, pData, 1);
   else

@@ -18,6 +18,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <sstream>
 #include <vector>
@@ -285,5 +286,39 @@ TEST_CASE("a Gemm split over more executor threads than OpenBLAS runs equals the
     write(e, "b", bv);
     e.run();
     checkClose(read(e, "c", c.M * c.N), reference(1, c.M, c.K, c.N, av, bv), 1e-5);
+  }
+}
+
+TEST_CASE("a one-row Gemm (a vector times a matrix) equals the double product",
+          "[correctness][kernel]") {
+  // One row of a is an sgemv on the CPU executor: whole, split over columns when the executor
+  // has more threads than OpenBLAS, and accumulating with a scale. c starts as NaN where the
+  // product overwrites it, so a result that read the old c would show.
+  const std::size_t K = 400, N = 701; // 280,400 MACs: enough to split over threads
+  for (const char *threads : {"1", "3"}) {
+    for (bool accumulate : {false, true}) {
+      INFO(threads << " threads, accumulate " << accumulate);
+      Graph g = makeGraph();
+      Tensor a = variable(g, FLOAT, {1, K}, "a"), b = variable(g, FLOAT, {K, N}, "b");
+      Tensor out = variable(g, FLOAT, {1, N}, "c"), k = variable(g, FLOAT, {}, "k");
+      program::GemmOptions options;
+      if (accumulate) {
+        options.scale = k;
+        options.accumulate = true;
+      }
+      Engine e(g, program::Gemm(a, b, out, options), {{"aspen.cpu.threads", threads}});
+      e.load(test::deviceFor(g.getTarget()));
+      const auto av = test::randomFloats(K, 21), bv = test::randomFloats(K * N, 22);
+      const auto cv = accumulate ? test::randomFloats(N, 23)
+                                 : std::vector<float>(N, std::numeric_limits<float>::quiet_NaN());
+      write(e, "a", av);
+      write(e, "b", bv);
+      write(e, "c", cv);
+      write(e, "k", std::vector<float>{0.5f});
+      e.run();
+      const auto ref = accumulate ? reference(1, 1, K, N, av, bv, 0.5, 1, cv)
+                                  : reference(1, 1, K, N, av, bv);
+      checkClose(read(e, "c", N), ref, 1e-5);
+    }
   }
 }

@@ -33,11 +33,13 @@ void narrow(const float *src, std::uint64_t n, void *dst) {
     h[i] = half(src[i]);
 }
 
-// CBLAS's sgemm, row-major, no transposes: the values of CblasRowMajor and CblasNoTrans.
-enum : int { kCblasRowMajor = 101, kCblasNoTrans = 111 };
+// CBLAS's sgemm and sgemv, row-major: the values of CblasRowMajor, CblasNoTrans and CblasTrans.
+enum : int { kCblasRowMajor = 101, kCblasNoTrans = 111, kCblasTrans = 112 };
 using Sgemm = void (*)(int order, int transA, int transB, int M, int N, int K, float alpha,
                        const float *A, int lda, const float *B, int ldb, float beta, float *C,
                        int ldc);
+using Sgemv = void (*)(int order, int trans, int M, int N, float alpha, const float *A, int lda,
+                       const float *x, int incx, float beta, float *y, int incy);
 
 // OpenBLAS, opened at the first Gemm rather than linked: loading it starts its thread pool and
 // reads OPENBLAS_NUM_THREADS, which a program may set first (the benchmarks do), and a process
@@ -46,6 +48,7 @@ using Sgemm = void (*)(int order, int transA, int transB, int M, int N, int K, f
 // also serves); none: the portable loop, with a warning.
 struct Blas {
   Sgemm sgemm = nullptr;
+  Sgemv sgemv = nullptr; // for one-row products; sgemm when a library lacks it
   int (*numThreads)() = nullptr; // OpenBLAS only
 };
 const Blas &blas() {
@@ -60,6 +63,7 @@ const Blas &blas() {
       if (!handle)
         continue;
       api.sgemm = reinterpret_cast<Sgemm>(dlsym(handle, "cblas_sgemm"));
+      api.sgemv = reinterpret_cast<Sgemv>(dlsym(handle, "cblas_sgemv"));
       api.numThreads = reinterpret_cast<int (*)()>(dlsym(handle, "openblas_get_num_threads"));
       if (api.sgemm) {
         logger().debug("CPU executor: Gemm through {}", name);
@@ -93,6 +97,22 @@ void loopGemm(std::uint64_t M, std::uint64_t K, std::uint64_t N, const float *a,
   });
 }
 
+// c = alpha * a . b + beta * c for rows [0, M) and columns [begin, end) of c (row-major, row
+// length N): sgemm, or sgemv for one row (b^T . a) when `gemv` — OpenBLAS 0.3.21's sgemm packs
+// all of b first even for one row of a, which took as long as the product itself. `gemv` only
+// when OpenBLAS runs one thread: its threaded sgemv, called from two threads at once, ran 60x
+// slower (codelets/linalg/matmul.cpp).
+void blasGemm(const Blas &api, bool gemv, std::uint64_t M, std::uint64_t K, std::uint64_t N,
+              std::uint64_t begin, std::uint64_t end, const float *a, const float *b, float *c,
+              float alpha, float beta) {
+  if (M == 1 && gemv)
+    api.sgemv(kCblasRowMajor, kCblasTrans, int(K), int(end - begin), alpha, b + begin, int(N), a,
+              1, beta, c + begin, 1);
+  else
+    api.sgemm(kCblasRowMajor, kCblasNoTrans, kCblasNoTrans, int(M), int(end - begin), int(K),
+              alpha, a, int(K), b + begin, int(N), beta, c + begin, int(N));
+}
+
 // c = alpha * a . b + beta * c for one [M,K] . [K,N] block of floats, on all cores: one BLAS call
 // when OpenBLAS runs at least as many threads as the executor, else one call per executor
 // thread on a slice of the rows of c (or of its columns, when there are fewer rows).
@@ -106,9 +126,9 @@ void floatGemm(std::uint64_t M, std::uint64_t K, std::uint64_t N, const float *a
   const unsigned threads = pool.numThreads();
   const unsigned blasThreads = api.numThreads ? unsigned(std::max(1, api.numThreads())) : 1u;
   const std::uint64_t parts = std::min<std::uint64_t>(threads, std::max(M, N));
+  const bool gemv = api.sgemv && api.numThreads && blasThreads == 1;
   if (blasThreads >= threads || parts < 2 || M * N * K < kMinSplitMacs) {
-    api.sgemm(kCblasRowMajor, kCblasNoTrans, kCblasNoTrans, int(M), int(N), int(K), alpha, a,
-              int(K), b, int(N), beta, c, int(N));
+    blasGemm(api, gemv, M, K, N, 0, N, a, b, c, alpha, beta);
     return;
   }
   const bool byRows = M >= N;
@@ -118,11 +138,10 @@ void floatGemm(std::uint64_t M, std::uint64_t K, std::uint64_t N, const float *a
     if (begin == end)
       return;
     if (byRows)
-      api.sgemm(kCblasRowMajor, kCblasNoTrans, kCblasNoTrans, int(end - begin), int(N), int(K),
-                alpha, a + begin * K, int(K), b, int(N), beta, c + begin * N, int(N));
+      blasGemm(api, gemv, end - begin, K, N, 0, N, a + begin * K, b, c + begin * N, alpha,
+               beta);
     else
-      api.sgemm(kCblasRowMajor, kCblasNoTrans, kCblasNoTrans, int(M), int(end - begin), int(K),
-                alpha, a, int(K), b + begin, int(N), beta, c + begin, int(N));
+      blasGemm(api, gemv, M, K, N, begin, end, a, b, c, alpha, beta);
   });
 }
 
