@@ -58,14 +58,15 @@ case "$mode" in
     # threads still split the work).
     export OPENBLAS_NUM_THREADS=1
     cmake --build "$build_dir" -j "$jobs" --target aspen_correctness_tests \
-      aspen_correctness_internal_tests ported_streams
+      aspen_correctness_internal_tests aspen_unit_tests aspen_unit_internal_tests ported_streams
     # The tests where threads meet: engines and graphs in parallel threads, one engine from two
-    # threads, thread counts and worker orders (the pool), block codelets' fibers, streams and
-    # their callbacks, the disk cache and the planning cache, and the time limit's watchdog.
+    # threads, the thread pool itself, thread counts and worker orders, block codelets' fibers,
+    # streams and their callbacks, the disk cache and the planning cache, and the time limit's
+    # watchdog.
     # Not the time limit's stops of spinning codelets: TSan holds a signal back until the thread
     # calls into its runtime, which code it did not instrument (codelets) never does.
-    ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)" -L correctness \
-      -R 'thread|parallel|stream|cache|time limit|loops for ever|timeLimit|bit-identical|block|launch' \
+    ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)" -L 'unit|correctness' \
+      -R 'ThreadPool|thread|parallel|stream|cache|time limit|loops for ever|timeLimit|bit-identical|block|launch' \
       -E 'never returns|spinning' "$@"
     ;;
   ci)
