@@ -98,8 +98,9 @@ lstmref::LstmModel torchOrderModel(std::size_t T, std::size_t B, std::size_t I, 
 }
 
 aspen_rnn_desc lstmDesc(std::size_t T, std::size_t B, std::size_t I, std::size_t H,
-                        bool variable) {
+                        bool variable, aspen_weights_layout layout = ASPEN_WEIGHTS_ASPEN) {
   aspen_rnn_desc d{};
+  d.weights_layout = layout;
   d.cell = ASPEN_RNN_LSTM;
   d.dtype = ASPEN_DTYPE_FLOAT32;
   d.seq_len = T, d.batch = B, d.input_size = I, d.hidden_size = H;
@@ -119,8 +120,8 @@ void checkLstm(const std::vector<unsigned> &lengths, bool torchLayout = false,
   const bool variable = !lengths.empty();
   INFO("PyTorch's layout: " << torchLayout << ", device " << device);
   Backend backend(device);
-  aspen_rnn_desc desc = lstmDesc(T, B, I, H, variable);
-  desc.weights_layout = torchLayout ? ASPEN_WEIGHTS_PYTORCH : ASPEN_WEIGHTS_ASPEN;
+  aspen_rnn_desc desc =
+      lstmDesc(T, B, I, H, variable, torchLayout ? ASPEN_WEIGHTS_PYTORCH : ASPEN_WEIGHTS_ASPEN);
   std::mt19937 rng(7);
   const double ws = 1.0 / std::sqrt(double(H));
   const auto x = randomFloats(rng, T * B * I, 1), h0 = randomFloats(rng, B * H, 1),
@@ -228,8 +229,7 @@ TEST_CASE("backend sees every change to PyTorch-layout weights in the same buffe
   // to one element of any of the three buffers, in place, must reach the result.
   const std::size_t T = 3, B = 2, I = 3, H = 4;
   Backend backend;
-  aspen_rnn_desc desc = lstmDesc(T, B, I, H, false);
-  desc.weights_layout = ASPEN_WEIGHTS_PYTORCH;
+  aspen_rnn_desc desc = lstmDesc(T, B, I, H, false, ASPEN_WEIGHTS_PYTORCH);
   std::mt19937 rng(21);
   const auto x = randomFloats(rng, T * B * I, 1), h0 = randomFloats(rng, B * H, 1),
              c0 = randomFloats(rng, B * H, 1);
@@ -282,9 +282,8 @@ TEST_CASE("backend LSTM in float16 matches the host model", "[correctness][backe
   // layer sees; the tolerance is binary16's (11-bit significand) over a few steps.
   const std::size_t T = 4, B = 2, I = 3, H = 5;
   Backend backend;
-  aspen_rnn_desc desc = lstmDesc(T, B, I, H, false);
+  aspen_rnn_desc desc = lstmDesc(T, B, I, H, false, ASPEN_WEIGHTS_PYTORCH);
   desc.dtype = ASPEN_DTYPE_FLOAT16;
-  desc.weights_layout = ASPEN_WEIGHTS_PYTORCH;
   std::mt19937 rng(5);
   const auto toHalf = [](const std::vector<float> &v) {
     std::vector<std::uint16_t> bits(v.size());
