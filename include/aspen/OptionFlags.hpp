@@ -41,6 +41,7 @@ public:
   friend bool operator==(const OptionFlags &a, const OptionFlags &b) {
     return a.options_ == b.options_;
   }
+  friend bool operator!=(const OptionFlags &a, const OptionFlags &b) { return !(a == b); }
   friend ASPEN_API std::ostream &operator<<(std::ostream &os, const OptionFlags &flags);
 
 private:

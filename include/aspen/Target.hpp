@@ -88,6 +88,7 @@ public:
   std::string toString() const;
 
   friend ASPEN_API bool operator==(const Target &a, const Target &b);
+  friend bool operator!=(const Target &a, const Target &b) { return !(a == b); }
 
   // The numbers a GPU target is made from: what cudaGetDeviceProperties reports for a card.
   struct GpuSpec {

@@ -141,6 +141,7 @@ public:
 
   // Identity of two views: same shape, type and elements.
   friend ASPEN_API bool operator==(const Tensor &a, const Tensor &b);
+  friend bool operator!=(const Tensor &a, const Tensor &b) { return !(a == b); }
 
   const detail::TensorImpl &impl() const;
   explicit Tensor(std::shared_ptr<const detail::TensorImpl> impl);

@@ -63,6 +63,7 @@ public:
   std::string toString() const;
 
   friend constexpr bool operator==(Type a, Type b) noexcept { return a.id_ == b.id_; }
+  friend constexpr bool operator!=(Type a, Type b) noexcept { return a.id_ != b.id_; }
   friend constexpr bool operator<(Type a, Type b) noexcept { return a.id_ < b.id_; }
   friend std::ostream &operator<<(std::ostream &os, Type t) { return os << t.toString(); }
 

@@ -66,6 +66,7 @@ struct MatMulParams {
   std::vector<std::size_t> bShape;
   friend ASPEN_API bool operator<(const MatMulParams &a, const MatMulParams &b);
   friend ASPEN_API bool operator==(const MatMulParams &a, const MatMulParams &b);
+  friend bool operator!=(const MatMulParams &a, const MatMulParams &b) { return !(a == b); }
 };
 
 struct MatMulSplit {
