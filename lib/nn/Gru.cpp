@@ -42,15 +42,6 @@ BasicGruCellUnit parseBasicGruCellUnit(const std::string &name) {
   return static_cast<BasicGruCellUnit>(nn::work::parseGateName(kGateNames, name, "GRU"));
 }
 
-std::ostream &operator<<(std::ostream &os, BasicGruCellUnit unit) { return os << asString(unit); }
-
-std::istream &operator>>(std::istream &is, BasicGruCellUnit &unit) {
-  int u = 0;
-  if (nn::work::readGateName(kGateNames, is, u))
-    unit = static_cast<BasicGruCellUnit>(u);
-  return is;
-}
-
 std::vector<BasicGruCellUnit> getDefaultBasicGruCellOrder() {
   return {BASIC_GRU_CELL_RESET_GATE, BASIC_GRU_CELL_UPDATE_GATE, BASIC_GRU_CELL_CANDIDATE};
 }

@@ -27,15 +27,6 @@ BasicLstmCellUnit parseBasicLstmCellUnit(const std::string &name) {
   return static_cast<BasicLstmCellUnit>(nn::work::parseGateName(kGateNames, name, "LSTM"));
 }
 
-std::ostream &operator<<(std::ostream &os, BasicLstmCellUnit unit) { return os << asString(unit); }
-
-std::istream &operator>>(std::istream &is, BasicLstmCellUnit &unit) {
-  int u = 0;
-  if (nn::work::readGateName(kGateNames, is, u))
-    unit = static_cast<BasicLstmCellUnit>(u);
-  return is;
-}
-
 std::vector<BasicLstmCellUnit> getDefaultBasicLstmCellOrder() {
   return {BASIC_LSTM_CELL_FORGET_GATE, BASIC_LSTM_CELL_INPUT_GATE, BASIC_LSTM_CELL_CANDIDATE,
           BASIC_LSTM_CELL_OUTPUT_GATE};

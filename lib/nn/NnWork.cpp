@@ -99,18 +99,6 @@ int parseGateName(const std::vector<std::string> &names, const std::string &name
                        listed(names));
 }
 
-bool readGateName(const std::vector<std::string> &names, std::istream &is, int &unit) {
-  std::string name;
-  is >> name;
-  for (std::size_t u = 0; u < names.size(); ++u)
-    if (name == names[u]) {
-      unit = static_cast<int>(u);
-      return true;
-    }
-  is.setstate(std::ios::failbit);
-  return false;
-}
-
 std::string describe(const Tensor &t) {
   std::ostringstream os;
   os << t.getDebugStr() << " (" << t.elementType() << ")";

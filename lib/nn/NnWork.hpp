@@ -47,13 +47,11 @@ std::vector<Tensor> gateSegments(const Tensor &t, const std::vector<Interval> &i
                                  const std::vector<unsigned> &gates);
 
 // The recurrent layers' gate names (LSTM: forget, input, cell, output; GRU: reset, update,
-// cell): the name of gate `unit` (invalid_option naming `kind` and the names otherwise), the
-// gate named `name` (invalid_option listing the names otherwise), and that gate for stream
-// input (false for an unknown name).
+// cell): the name of gate `unit` (invalid_option naming `kind` and the names otherwise) and the
+// gate named `name` (invalid_option listing the names otherwise).
 std::string gateName(const std::vector<std::string> &names, int unit, const std::string &kind);
 int parseGateName(const std::vector<std::string> &names, const std::string &name,
                   const std::string &layer);
-bool readGateName(const std::vector<std::string> &names, std::istream &is, int &unit);
 
 // The tensor's names, shape and type for messages: "'probs' {2,3} (float)".
 std::string describe(const Tensor &t);

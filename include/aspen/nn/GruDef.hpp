@@ -1,17 +1,16 @@
 // The gates of a basic GRU cell (popnn's GruDef.hpp) and how they are named.
 //
 // A cell order is a permutation of the three gates: cellOrder[i] is the gate whose weights,
-// biases and weight gradients sit in slot i of dimension 0. Names (operator<< / operator>>, and
-// gru_layer's --cell-order flag): reset, update, cell (the candidate).
+// biases and weight gradients sit in slot i of dimension 0. Names (asString and
+// parseBasicGruCellUnit, and gru_layer's --cell-order flag): reset, update, cell (the candidate).
 #pragma once
 
 #include <aspen/Export.hpp>
 
-#include <iosfwd>
 #include <string>
 
-namespace aspen::nn::gru {
-
+// At global scope, as PopLibs declares it (programs name the gates unqualified), and without
+// stream operators, which programs define for themselves.
 enum BasicGruCellUnit {
   BASIC_GRU_CELL_RESET_GATE = 0,
   BASIC_GRU_CELL_UPDATE_GATE = 1,
@@ -19,12 +18,17 @@ enum BasicGruCellUnit {
   BASIC_GRU_CELL_NUM_UNITS = 3
 };
 
+namespace aspen::nn::gru {
+
+using ::BasicGruCellUnit;
+using ::BASIC_GRU_CELL_RESET_GATE;
+using ::BASIC_GRU_CELL_UPDATE_GATE;
+using ::BASIC_GRU_CELL_CANDIDATE;
+using ::BASIC_GRU_CELL_NUM_UNITS;
+
 // "reset", "update", "cell"; raises invalid_option for another value.
 ASPEN_API std::string asString(BasicGruCellUnit unit);
 // Reads one of those names; raises invalid_option naming the allowed names otherwise.
 ASPEN_API BasicGruCellUnit parseBasicGruCellUnit(const std::string &name);
-ASPEN_API std::ostream &operator<<(std::ostream &os, BasicGruCellUnit unit);
-// Sets failbit on an unknown name.
-ASPEN_API std::istream &operator>>(std::istream &is, BasicGruCellUnit &unit);
 
 } // namespace aspen::nn::gru
