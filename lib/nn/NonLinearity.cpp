@@ -13,7 +13,7 @@
 
 namespace aspen::nn {
 
-std::string asString(NonLinearityType type) {
+std::string nonLinearityName(NonLinearityType type) {
   switch (type) {
 #define ASPEN_NN_NAME_E(name, helper, takesInput)                                                  \
   case NonLinearityType::name:                                                                     \
@@ -30,8 +30,6 @@ std::string asString(NonLinearityType type) {
                        " is not a non-linearity (0.." + std::to_string(kNumNonLinearityTypes - 1) +
                        ")");
 }
-
-std::ostream &operator<<(std::ostream &os, NonLinearityType type) { return os << asString(type); }
 
 namespace {
 

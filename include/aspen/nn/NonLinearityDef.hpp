@@ -28,9 +28,26 @@ inline constexpr unsigned kNumNonLinearityTypes = ASPEN_NN_NON_LINEARITY_COUNT;
 // The factor SOFTMAX_SCALED multiplies its outputs by (popnn's SOFTMAX_SCALING).
 inline constexpr float SOFTMAX_SCALING = 62000.0f; // popnn's: within half's range (65504)
 
-// "SIGMOID", "SOFTMAX_STABLE", ...
-ASPEN_API std::string asString(NonLinearityType type);
-ASPEN_API std::ostream &operator<<(std::ostream &os, NonLinearityType type);
+// "SIGMOID", "SOFTMAX_STABLE", ...; invalid_option for a value outside the enum.
+ASPEN_API std::string nonLinearityName(NonLinearityType type);
+// The same name. asString and the stream operator below are function templates so that a
+// program's own asString or operator<< for NonLinearityType (PopLibs declares none in this
+// header, so ported programs write them) is chosen over Aspen's rather than being ambiguous.
+template <class = void> std::string asString(NonLinearityType type) {
+  return nonLinearityName(type);
+}
+
+} // namespace aspen::nn
+
+namespace popnn {
+template <class CharT, class Traits>
+std::basic_ostream<CharT, Traits> &operator<<(std::basic_ostream<CharT, Traits> &os,
+                                              NonLinearityType type) {
+  return os << aspen::nn::nonLinearityName(type).c_str();
+}
+} // namespace popnn
+
+namespace aspen::nn {
 
 // The softmax family (computed over the innermost dimension) rather than element-wise.
 constexpr bool isSoftmax(NonLinearityType type) {

@@ -1,5 +1,12 @@
 // templateVertex: the name of a template vertex instance ("ns::V<float,true>"), as poputil
 // spells it, matching the names Aspen gives explicit instantiations in codelet files.
+//
+// Each argument is spelled by VertexTemplateToString<T>::to_string (poputil's customisation
+// point): Type by its name, bool as true/false, integers in decimal, strings as they are. A
+// program specialises it for its own enums, as popnn's NonLinearityDefUtil.hpp does for
+// NonLinearityType. The template is declared in namespace poputil, PopLibs' own, because an
+// explicit specialisation must be written in the template's namespace and ported programs write
+// theirs in poputil; aspen::util::VertexTemplateToString names the same template.
 #pragma once
 
 #include <aspen/Type.hpp>
@@ -7,23 +14,41 @@
 #include <string>
 #include <type_traits>
 
+namespace poputil {
+
+template <class T> struct VertexTemplateToString {
+  static_assert(std::is_integral_v<T>, "templateVertex: no VertexTemplateToString for this "
+                                       "argument type (specialise it)");
+  static std::string to_string(const T &value) { return std::to_string(value); }
+};
+template <> struct VertexTemplateToString<bool> {
+  static std::string to_string(const bool &value) { return value ? "true" : "false"; }
+};
+template <> struct VertexTemplateToString<aspen::Type> {
+  static std::string to_string(const aspen::Type &type) { return type.toString(); }
+};
+template <> struct VertexTemplateToString<std::string> {
+  static std::string to_string(const std::string &s) { return s; }
+};
+template <> struct VertexTemplateToString<const char *> {
+  static std::string to_string(const char *s) { return s; }
+};
+template <> struct VertexTemplateToString<char *> {
+  static std::string to_string(const char *s) { return s; }
+};
+
+} // namespace poputil
+
 namespace aspen::util {
 
-namespace detail {
-inline std::string templateArgument(const std::string &s) { return s; }
-inline std::string templateArgument(const char *s) { return s; }
-inline std::string templateArgument(Type t) { return t.toString(); }
-inline std::string templateArgument(bool b) { return b ? "true" : "false"; }
-template <class T, class = std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>>>
-std::string templateArgument(T v) {
-  return std::to_string(v);
-}
-} // namespace detail
+using ::poputil::VertexTemplateToString;
 
 template <class... Args> std::string templateVertex(const std::string &name, Args &&...args) {
   std::string result = name + "<";
   bool first = true;
-  ((result += (first ? "" : ",") + detail::templateArgument(std::forward<Args>(args)), first = false),
+  ((result += (first ? "" : ",") +
+              VertexTemplateToString<std::decay_t<Args>>::to_string(std::forward<Args>(args)),
+    first = false),
    ...);
   return result + ">";
 }

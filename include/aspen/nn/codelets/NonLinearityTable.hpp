@@ -28,7 +28,10 @@
 
 #define ASPEN_NN_NON_LINEARITY_COUNT 10
 
-namespace aspen::nn {
+// The enum is declared in namespace popnn, PopLibs' own, so that the operators a ported program
+// declares there for it (stream operators for option parsing, say) are found by argument-
+// dependent lookup as they are with PopLibs; aspen::nn::NonLinearityType names the same type.
+namespace popnn {
 
 enum class NonLinearityType {
 #define ASPEN_NN_ENUM_ELEMENTWISE(name, helper, takesInput) name,
@@ -43,4 +46,8 @@ static_assert(static_cast<int>(NonLinearityType::SOFTMAX_SCALED) + 1 ==
                   ASPEN_NN_NON_LINEARITY_COUNT,
               "ASPEN_NN_NON_LINEARITY_COUNT must match the table");
 
+} // namespace popnn
+
+namespace aspen::nn {
+using NonLinearityType = ::popnn::NonLinearityType;
 } // namespace aspen::nn
