@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The installed package, used the ways a user uses it, from a prefix that is not /usr:
-#  1. an unrelated CMake project (find_package(Aspen), C++17): the native API (consumer) and a
-#     PopLibs program through Aspen::compat (tests/compat/ported_lstm.cpp);
+#  1. an unrelated CMake project (find_package(Aspen), C++17): the native API (consumer), a
+#     PopLibs program through Aspen::compat (tests/compat/ported_lstm.cpp), and one program for
+#     each PopLibs name or rule a port relies on (tests/install/poplibs_names);
 #  2. the same PopLibs program from a plain Makefile (-std=c++17, -lpoplar -lpopops ...);
 #  3. the prefix copied elsewhere and the original removed: the installed layer drivers run with
 #     an environment that knows nothing of the build tree (libraries found through RUNPATH), and
@@ -50,7 +51,8 @@ run_drivers() {
 cmake_consumer() {
   local prefix=$1 build=$2
   cmake -S "$source_dir" -B "$build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" \
-    -DASPEN_PORTED_PROGRAM="$program" >"$work/cmake.log" 2>&1 || { cat "$work/cmake.log"; fail "configuring the consumer against $prefix failed"; }
+    -DASPEN_PORTED_PROGRAM="$program" -DASPEN_POPLIBS_NAMES_DIR="$tests_dir/install/poplibs_names" \
+    >"$work/cmake.log" 2>&1 || { cat "$work/cmake.log"; fail "configuring the consumer against $prefix failed"; }
   cmake --build "$build" >"$work/build.log" 2>&1 || { cat "$work/build.log"; fail "building the consumer against $prefix failed"; }
 }
 
@@ -60,6 +62,13 @@ echo "== 1. CMake, find_package(Aspen), prefix $work/prefix"
 cmake_consumer "$work/prefix" "$work/build"
 (cd "$work" && "$work/build/consumer") || fail "the native consumer failed"
 run_ported "Aspen::compat program" "$work/build/ported_lstm"
+# The PopLibs names and behaviours of tests/install/poplibs_names, each built as C++17.
+for source in "$tests_dir"/install/poplibs_names/*.cpp; do
+  name=$(basename "$source" .cpp)
+  (cd "$work" && env -i PATH=/usr/bin:/bin HOME="$work" ASPEN_CACHE_DIR="$work/cache" \
+     "$work/build/names_$name") | grep -qx "$name ok" || fail "poplibs_names/$name failed"
+done
+echo "  $(ls "$tests_dir"/install/poplibs_names/*.cpp | wc -l) PopLibs-name programs (C++17): ok"
 
 echo "== 2. a plain Makefile, -std=c++17 -lpoplar -lpopops -lpoplin -lpopnn -lpoputil"
 make -s -C "$tests_dir/install/makefile" PREFIX="$work/prefix" SRC="$program" \
