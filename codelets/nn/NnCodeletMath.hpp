@@ -62,6 +62,13 @@ template <NonLinearityType K> ASPEN_HD inline float nnGradient(float act, float 
   }
 }
 
+// popnn's HARD_SIGMOID gradient from the forward output y: 0.2 g where |y| <= 2.5, else 0. y is
+// in [0, 1], so this is 0.2 g for every output, saturated ones included (NaN gives 0). The true
+// derivative (0 where the output is clamped) is nnGradient<HARD_SIGMOID>.
+ASPEN_HD inline float nnHardSigmoidGradPopnn(float y, float g) {
+  return y >= -2.5f && y <= 2.5f ? 0.2f * g : 0.0f;
+}
+
 // The same two functions with the kind chosen at run time (the recurrent cells take their
 // activations as vertex members). Only element-wise kinds: softmax needs a whole row.
 ASPEN_HD inline float nnForwardOf(NonLinearityType k, float x) {

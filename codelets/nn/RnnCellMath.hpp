@@ -15,10 +15,17 @@ template <NonLinearityType K> struct Fixed {
   ASPEN_HD float gradient(float act, float g) const { return nnGradient<K>(act, g); }
   ASPEN_HD bool takesInput() const { return nnGradientTakesInput(K); }
 };
+// popnnHardSigmoid: HARD_SIGMOID's gradient is popnn's rule (nnHardSigmoidGradPopnn) rather than
+// the true derivative; the backward cells' hardSigmoidGradient option.
 struct Dynamic {
   NonLinearityType kind;
+  bool popnnHardSigmoid = false;
   ASPEN_HD float forward(float x) const { return nnForwardOf(kind, x); }
-  ASPEN_HD float gradient(float act, float g) const { return nnGradientOf(kind, act, g); }
+  ASPEN_HD float gradient(float act, float g) const {
+    if (popnnHardSigmoid && kind == NonLinearityType::HARD_SIGMOID)
+      return nnHardSigmoidGradPopnn(act, g);
+    return nnGradientOf(kind, act, g);
+  }
   ASPEN_HD bool takesInput() const { return nnGradientTakesInput(kind); }
 };
 
@@ -32,10 +39,11 @@ constexpr unsigned kChunk = 64;
 #endif
 
 // Runs body(r, lo, hi) over this worker's share of the rows of `rows`, with (rho, phi) fixed at
-// compile time for sigmoid / tanh and dispatched at run time otherwise.
+// compile time for sigmoid / tanh and dispatched at run time otherwise (popnnHardSigmoid: as
+// Dynamic's; only gradients read it).
 template <class Rows, class Body>
 ASPEN_HD inline void forElementShare(const Rows &rows, unsigned w, unsigned n, unsigned rec,
-                                     unsigned act, Body body) {
+                                     unsigned act, Body body, bool popnnHardSigmoid = false) {
   const bool fixed = rec == unsigned(NonLinearityType::SIGMOID) &&
                      act == unsigned(NonLinearityType::TANH);
   ::aspen::detail::forWorkerShareOfRegions(rows, w, n, [&](unsigned r, unsigned long long lo,
@@ -44,8 +52,8 @@ ASPEN_HD inline void forElementShare(const Rows &rows, unsigned w, unsigned n, u
       body(r, unsigned(lo), unsigned(hi), Fixed<NonLinearityType::SIGMOID>(),
            Fixed<NonLinearityType::TANH>());
     else
-      body(r, unsigned(lo), unsigned(hi), Dynamic{NonLinearityType(rec)},
-           Dynamic{NonLinearityType(act)});
+      body(r, unsigned(lo), unsigned(hi), Dynamic{NonLinearityType(rec), popnnHardSigmoid},
+           Dynamic{NonLinearityType(act), popnnHardSigmoid});
   });
 }
 
@@ -84,11 +92,12 @@ ASPEN_HD inline float activate(unsigned kind, float x, const RowStats &s) {
 }
 
 // dL/dx from act (output, or input for the kinds that take it), upstream g and, for softmax,
-// dot = sum over the row of g * y.
-ASPEN_HD inline float gradient(unsigned kind, float act, float g, float dot) {
+// dot = sum over the row of g * y; popnnHardSigmoid as Dynamic's.
+ASPEN_HD inline float gradient(unsigned kind, float act, float g, float dot,
+                               bool popnnHardSigmoid) {
   if (isSoftmaxKind(kind))
     return act * (g - dot);
-  return nnGradientOf(NonLinearityType(kind), act, g);
+  return Dynamic{NonLinearityType(kind), popnnHardSigmoid}.gradient(act, g);
 }
 
 } // namespace aspen::nn::cell

@@ -22,13 +22,16 @@ namespace gru_cell {
 using namespace ::aspen::nn::cell;
 constexpr unsigned R = 0, U = 1, C = 2;
 
-// The dispatch of a row loop: (rho, phi) fixed for sigmoid / tanh, at run time otherwise.
+// The dispatch of a row loop: (rho, phi) fixed for sigmoid / tanh, at run time otherwise
+// (popnnHardSigmoid: as Dynamic's; only gradients read it).
 template <class Body>
-ASPEN_HD inline void withActivations(unsigned rec, unsigned act, Body body) {
+ASPEN_HD inline void withActivations(unsigned rec, unsigned act, Body body,
+                                     bool popnnHardSigmoid = false) {
   if (rec == unsigned(NonLinearityType::SIGMOID) && act == unsigned(NonLinearityType::TANH))
     body(Fixed<NonLinearityType::SIGMOID>(), Fixed<NonLinearityType::TANH>());
   else
-    body(Dynamic{NonLinearityType(rec)}, Dynamic{NonLinearityType(act)});
+    body(Dynamic{NonLinearityType(rec), popnnHardSigmoid},
+         Dynamic{NonLinearityType(act), popnnHardSigmoid});
 }
 
 template <class T> ASPEN_HD inline void zero(T *p, unsigned n) {
@@ -326,6 +329,7 @@ public:
   bool hasAttention;
   bool hasOutGrad;
   bool rawCandidate;
+  bool popnnHardSigmoidGrad; // HARD_SIGMOID's gradient by popnn's rule (RnnCellMath.hpp)
   bool compute(unsigned workerId) {
     using namespace gru_cell;
     for (unsigned r = workerId; r < dhCarry.size(); r += numWorkers()) {
@@ -359,8 +363,8 @@ public:
         for (unsigned k = 0; k < n; ++k) {
           const float dh = dhAt(k), u = float(su[k]), c = float(sc[k]);
           const float du = dh * (float(hp[k]) - c);
-          dC[k] = T(gradient(activation, c, dh * (1.0f - u), dotC));
-          dU[k] = T(gradient(recurrentActivation, ut(k), du * keep, dotU));
+          dC[k] = T(gradient(activation, c, dh * (1.0f - u), dotC, popnnHardSigmoidGrad));
+          dU[k] = T(gradient(recurrentActivation, ut(k), du * keep, dotU, popnnHardSigmoidGrad));
           dAttSum += -du * ut(k);
           carry[k] = T(dh * u);
         }
@@ -381,7 +385,7 @@ public:
           carry[k] = T(dhU);
           dAttSum += dAtt;
         }
-      });
+      }, popnnHardSigmoidGrad);
       if (hasAttention)
         attGrad[r] = T(dAttSum);
     }
@@ -400,6 +404,7 @@ public:
   Vector<InOut<Vector<T>>> dhCarry;
   Vector<Output<Vector<T>>> delta;
   unsigned recurrentActivation;
+  bool popnnHardSigmoidGrad; // HARD_SIGMOID's gradient by popnn's rule (RnnCellMath.hpp)
   bool compute(unsigned workerId) {
     using namespace gru_cell;
     for (unsigned r = workerId; r < dhCarry.size(); r += numWorkers()) {
@@ -416,7 +421,8 @@ public:
           dot += float(g[k]) * float(hp[k]) * float(sr[k]);
         for (unsigned k = 0; k < n; ++k) {
           const float rr = float(sr[k]), gg = float(g[k]);
-          dR[k] = T(gradient(recurrentActivation, rr, gg * float(hp[k]), dot));
+          dR[k] = T(gradient(recurrentActivation, rr, gg * float(hp[k]), dot,
+                             popnnHardSigmoidGrad));
           carry[k] = T(float(carry[k]) + gg * rr);
         }
         continue;
@@ -428,7 +434,8 @@ public:
                           dR[k] = T(rho.gradient(rr, gg * float(hp[k])));
                           carry[k] = T(float(carry[k]) + gg * rr);
                         }
-                      });
+                      },
+                      popnnHardSigmoidGrad);
     }
     return true;
   }
@@ -453,6 +460,7 @@ public:
   bool hasAttention;
   bool hasOutGrad;
   bool rawCandidate;
+  bool popnnHardSigmoidGrad; // HARD_SIGMOID's gradient by popnn's rule (RnnCellMath.hpp)
   bool compute(unsigned workerId) {
     using namespace gru_cell;
     for (unsigned r = workerId; r < dhCarry.size(); r += numWorkers()) {
@@ -487,7 +495,8 @@ public:
           dotU += dh * (float(hp[k]) - c) * keep * ut(k);
         }
         auto dCandAt = [&](unsigned k) {
-          return gradient(activation, float(sc[k]), dhAt(k) * (1.0f - float(su[k])), dotC);
+          return gradient(activation, float(sc[k]), dhAt(k) * (1.0f - float(su[k])), dotC,
+                          popnnHardSigmoidGrad);
         };
         float dotR = 0.0f;
         for (unsigned k = 0; k < n; ++k)
@@ -496,8 +505,9 @@ public:
           const float dh = dhAt(k), u = float(su[k]), c = float(sc[k]), rr = float(sr[k]);
           const float du = dh * (float(hp[k]) - c);
           const float dCand = dCandAt(k);
-          const float dReset = gradient(recurrentActivation, rr, dCand * float(sn[k]), dotR);
-          const float dUpd = gradient(recurrentActivation, ut(k), du * keep, dotU);
+          const float dReset = gradient(recurrentActivation, rr, dCand * float(sn[k]), dotR,
+                                             popnnHardSigmoidGrad);
+          const float dUpd = gradient(recurrentActivation, ut(k), du * keep, dotU, popnnHardSigmoidGrad);
           xR[k] = hR[k] = T(dReset);
           xU[k] = hU[k] = T(dUpd);
           xC[k] = T(dCand);
@@ -526,7 +536,7 @@ public:
           carry[k] = T(dhU);
           dAttSum += dAtt;
         }
-      });
+      }, popnnHardSigmoidGrad);
       if (hasAttention)
         attGrad[r] = T(dAttSum);
     }

@@ -53,18 +53,16 @@ public:
   }
 };
 
-// popnn's HARD_SIGMOID gradient: 0.2 outGrad where |act| <= 2.5, else 0 (act is the forward
-// output, in [0, 1], so 0.2 outGrad for every output the forward gives). The true derivative,
-// 0 where the output is clamped, is NonLinearityGrad<T, HARD_SIGMOID>.
+// popnn's HARD_SIGMOID gradient (nnHardSigmoidGradPopnn). The true derivative, 0 where the
+// output is clamped, is NonLinearityGrad<T, HARD_SIGMOID>.
 template <class T> class HardSigmoidGradPopnn : public MultiVertex {
 public:
   Vector<Input<Vector<T>>> act;
   Vector<Input<Vector<T>>> outGrad;
   Vector<Output<Vector<T>>> inGrad;
   bool compute(unsigned workerId) {
-    nnGradientShare<T>(act, outGrad, inGrad, workerId, numWorkers(), [](float y, float g) {
-      return y >= -2.5f && y <= 2.5f ? 0.2f * g : 0.0f;
-    });
+    nnGradientShare<T>(act, outGrad, inGrad, workerId, numWorkers(),
+                       [](float y, float g) { return nnHardSigmoidGradPopnn(y, g); });
     return true;
   }
 };

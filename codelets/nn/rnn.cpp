@@ -442,6 +442,7 @@ public:
   bool rawCell;
   bool rawCandidate;
   bool hasOutGrad;
+  bool popnnHardSigmoidGrad; // HARD_SIGMOID's gradient by popnn's rule (RnnCellMath.hpp)
 
   struct Element {
     float f, i, g, gAct, o, phiC, cAct, cPrev, dh;
@@ -474,7 +475,7 @@ public:
     }
     for (unsigned k = 0; k < h; ++k) {
       const Element e = load(r, k, cStats);
-      const float dc = gradient(activation, e.cAct, e.dh * e.o, dots[4]) + float(dcState[r][k]);
+      const float dc = gradient(activation, e.cAct, e.dh * e.o, dots[4], popnnHardSigmoidGrad) + float(dcState[r][k]);
       dots[O] += e.dh * e.phiC * e.o;
       dots[I] += dc * e.g * e.i;
       dots[G] += dc * e.i * e.g;
@@ -493,11 +494,13 @@ public:
         continue;
       }
       const Element e = load(r, k, cStats);
-      const float dOut = gradient(recurrentActivation, e.o, e.dh * e.phiC, dots[O]);
-      const float dc = gradient(activation, e.cAct, e.dh * e.o, dots[4]) + float(dcState[r][k]);
-      const float dIn = gradient(recurrentActivation, e.i, dc * e.g, dots[I]);
-      const float dCand = gradient(activation, rawCandidate ? e.gAct : e.g, dc * e.i, dots[G]);
-      const float dForget = gradient(recurrentActivation, e.f, dc * e.cPrev, dots[F]);
+      const float dOut = gradient(recurrentActivation, e.o, e.dh * e.phiC, dots[O], popnnHardSigmoidGrad);
+      const float dc = gradient(activation, e.cAct, e.dh * e.o, dots[4], popnnHardSigmoidGrad) + float(dcState[r][k]);
+      const float dIn = gradient(recurrentActivation, e.i, dc * e.g, dots[I], popnnHardSigmoidGrad);
+      const float dCand = gradient(activation, rawCandidate ? e.gAct : e.g, dc * e.i, dots[G],
+                                     popnnHardSigmoidGrad);
+      const float dForget = gradient(recurrentActivation, e.f, dc * e.cPrev, dots[F],
+                                       popnnHardSigmoidGrad);
       delta[4 * r + F][k] = T(dForget);
       delta[4 * r + I][k] = T(dIn);
       delta[4 * r + G][k] = T(dCand);
@@ -512,10 +515,12 @@ public:
     const float none[5] = {0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
     const RowStats noStats;
     if (!isSoftmaxKind(activation) && !isSoftmaxKind(recurrentActivation)) {
-      forElementShare(dcState, workerId, numWorkers(), recurrentActivation, activation,
-                      [&](unsigned r, unsigned lo, unsigned hi, auto rho, auto phi) {
-                        bwdElements<T>(*this, r, lo, hi, rho, phi);
-                      });
+      forElementShare(
+          dcState, workerId, numWorkers(), recurrentActivation, activation,
+          [&](unsigned r, unsigned lo, unsigned hi, auto rho, auto phi) {
+            bwdElements<T>(*this, r, lo, hi, rho, phi);
+          },
+          popnnHardSigmoidGrad);
       return true;
     }
     for (unsigned r = workerId; r < dcState.size(); r += numWorkers()) {

@@ -129,20 +129,9 @@ GruOptions parseOptions(const Graph &graph, const GruParams &params, const Optio
                return false;
              codeReuse = v == "true" || v == "1";
              return true;
-           })
-      .add("rnnStepsPerWU", fmt::format("an integer from 0 to {}", params.rnn.maxTimeSteps),
-           [&](const std::string &v) {
-             try {
-               std::size_t used = 0;
-               const unsigned long parsed = std::stoul(v, &used);
-               if (used != v.size() || v[0] == '-' || parsed > params.rnn.maxTimeSteps)
-                 return false;
-               o.stepsPerWU = static_cast<unsigned>(parsed);
-             } catch (const std::exception &) {
-               return false;
-             }
-             return true;
            });
+  rnn::detail::addStepsPerWUOption(spec, o.stepsPerWU);
+  rnn::detail::addHardSigmoidGradientOption(spec, o.hardSigmoidGradient);
   spec.parse(options);
   if (o.partialsType == HALF && params.dataType == FLOAT)
     throw invalid_option(fmt::format("{}: partialsType half needs half data, but dataType is float",

@@ -203,6 +203,7 @@ Tensor backward(Graph &graph, const GruParams &params, const GruOptions &opts, S
   const bool doWU = req.weightsGrad != nullptr;
   const unsigned k = doWU && !req.bwdIntermediates ? chooseStepsPerWU(graph, params, opts) : 0;
   const bool interleaved = k != 0;
+  const bool popnnHardSigmoidGrad = opts.hardSigmoidGradient == NonLinearityGradient::Popnn;
   Tensor deltaX, deltaH;
   if (!interleaved) {
     deltaX = rnn::detail::addSequence(graph, t, T, B, 3 * H, opts.numShards, {debug, "deltaX"});
@@ -281,6 +282,7 @@ Tensor backward(Graph &graph, const GruParams &params, const GruOptions &opts, S
       g.setInitialValue(v["hasAttention"], req.attention != nullptr);
       g.setInitialValue(v["hasOutGrad"], full);
       g.setInitialValue(v["rawCandidate"], rawCandidate(params));
+      g.setInitialValue(v["popnnHardSigmoidGrad"], popnnHardSigmoidGrad);
     };
     if (!params.resetAfter) {
       ComputeSet csA = g.addComputeSet({dbg, "gradA"});
@@ -308,6 +310,7 @@ Tensor backward(Graph &graph, const GruParams &params, const GruOptions &opts, S
                         g.connect(v["delta"], nn::work::gateSegments(dGates, rows, {0}));
                         g.setInitialValue(v["recurrentActivation"],
                                           static_cast<unsigned>(params.recurrentActivation));
+                        g.setInitialValue(v["popnnHardSigmoidGrad"], popnnHardSigmoidGrad);
                       });
       step.add(Execute(csB));
       linalg::matMulWithOutput(g, dX.slice(0, 2 * H, 1), woT.slice(0, 2 * H, 0), mm, step,
@@ -480,7 +483,7 @@ unsigned chooseStepsPerWU(const Graph &graph, const GruParams &params, const Gru
   const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
   const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
   if (opts.stepsPerWU)
-    return *opts.stepsPerWU == T ? 0u : *opts.stepsPerWU;
+    return rnn::detail::stepsPerWUWithin(*opts.stepsPerWU, T);
   const Target &target = graph.getTarget();
   const double budget =
       double(target.getNumTiles()) * target.getBytesPerTile() * opts.availableMemoryProportion;

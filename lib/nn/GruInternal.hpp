@@ -26,6 +26,7 @@ struct GruOptions {
   // The weight update every k steps inside the backward loop (0: one pass after it); chosen
   // from the memory budget unless given.
   std::optional<unsigned> stepsPerWU;
+  NonLinearityGradient hardSigmoidGradient = NonLinearityGradient::Popnn;
 };
 
 void checkParams(const GruParams &params, const std::string &what);

@@ -260,7 +260,7 @@ LstmState backward(Graph &graph, const LstmParams &params, const LstmOptions &op
       deltaGates = deltaRows.reshape({B, 4, H}).dimShuffle({1, 0, 2});
     }
     ComputeSet cs = g.addComputeSet({dbg, "cellGrad"});
-    addCellBwd(g, params, cs, slice.inputs[0], slice.inputs[1], rawCell,
+    addCellBwd(g, params, opts, cs, slice.inputs[0], slice.inputs[1], rawCell,
                full ? slice.inputs[2] : Tensor(), mm, carry, dcState, deltaGates, flags.mask);
     step.add(Execute(cs));
     linalg::matMulWithOutput(g, deltaRows, wT,
@@ -383,13 +383,13 @@ unsigned chooseStepsPerWU(const Graph &graph, const LstmParams &params, const Ls
   const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
   const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
   if (opts.stepsPerWU) {
-    const unsigned k = *opts.stepsPerWU;
-    if (opts.disableWUPartialInterleaving && k > 1 && k < T)
+    const unsigned k = rnn::detail::stepsPerWUWithin(*opts.stepsPerWU, T);
+    if (opts.disableWUPartialInterleaving && k > 1)
       throw invalid_option(fmt::format("lstm: rnnStepsPerWU = {} interleaves the weight update "
                                        "partially, which disableWUPartialInterleaving forbids "
-                                       "(allowed: 0, 1 or {})",
+                                       "(allowed: 0, 1, or {} or more)",
                                        k, T));
-    return k == T ? 0u : k;
+    return k;
   }
   const Target &target = graph.getTarget();
   const double budget =

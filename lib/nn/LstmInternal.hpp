@@ -25,6 +25,7 @@ struct LstmOptions {
   bool codeReuse = false;
   std::optional<unsigned> stepsPerWU;
   bool disableWUPartialInterleaving = false;
+  NonLinearityGradient hardSigmoidGradient = NonLinearityGradient::Popnn;
 };
 
 // Checks params (sizes, types, cell order, activations, timeSteps) and reads the options;
@@ -71,8 +72,9 @@ void addCellFwd(Graph &graph, const LstmParams &params, ComputeSet cs, const Ten
                 const Tensor &inter, const InterLayout &layout, const Tensor &mask);
 // One step of the backward cell. fwd: [4, B, H] canonical gates; cell: [2, B, H]; delta
 // [4, B, H] in slot order; outGrad may be invalid.
-void addCellBwd(Graph &graph, const LstmParams &params, ComputeSet cs, const Tensor &fwd,
-                const Tensor &cell, bool rawCell, const Tensor &outGrad, const Tensor &dhMM,
+// opts.hardSigmoidGradient picks HARD_SIGMOID's derivative.
+void addCellBwd(Graph &graph, const LstmParams &params, const LstmOptions &opts, ComputeSet cs,
+                const Tensor &fwd, const Tensor &cell, bool rawCell, const Tensor &outGrad, const Tensor &dhMM,
                 const Tensor &dhCarry, const Tensor &dcState, const Tensor &delta,
                 const Tensor &mask);
 void addCellRecompute(Graph &graph, const LstmParams &params, ComputeSet cs, const Tensor &fwd,

@@ -156,20 +156,9 @@ LstmOptions parseOptions(const Graph &graph, const LstmParams &params, const Opt
              codeReuse = v == "true" || v == "1";
              return true;
            })
-      .add("rnnStepsPerWU", fmt::format("an integer from 0 to {}", params.rnn.maxTimeSteps),
-           [&](const std::string &v) {
-             try {
-               std::size_t used = 0;
-               const unsigned long parsed = std::stoul(v, &used);
-               if (used != v.size() || parsed > params.rnn.maxTimeSteps || v[0] == '-')
-                 return false;
-               o.stepsPerWU = static_cast<unsigned>(parsed);
-             } catch (const std::exception &) {
-               return false;
-             }
-             return true;
-           })
       .boolean("disableWUPartialInterleaving", o.disableWUPartialInterleaving);
+  rnn::detail::addStepsPerWUOption(spec, o.stepsPerWU);
+  rnn::detail::addHardSigmoidGradientOption(spec, o.hardSigmoidGradient);
   spec.parse(options);
   if (o.partialsType == HALF && params.dataType == FLOAT)
     throw invalid_option(fmt::format("{}: partialsType half needs half data, but dataType is float",
@@ -280,10 +269,10 @@ void addCellFwd(Graph &graph, const LstmParams &params, ComputeSet cs, const Ten
   });
 }
 
-void addCellBwd(Graph &graph, const LstmParams &params, ComputeSet cs, const Tensor &fwd,
-                const Tensor &cell, bool rawCell, const Tensor &outGrad, const Tensor &dhMM,
-                const Tensor &dhCarry, const Tensor &dcState, const Tensor &delta,
-                const Tensor &mask) {
+void addCellBwd(Graph &graph, const LstmParams &params, const LstmOptions &opts, ComputeSet cs,
+                const Tensor &fwd, const Tensor &cell, bool rawCell, const Tensor &outGrad,
+                const Tensor &dhMM, const Tensor &dhCarry, const Tensor &dcState,
+                const Tensor &delta, const Tensor &mask) {
   const auto slot = slotsOf(params);
   const std::vector<unsigned> slotOrder{slot[0], slot[1], slot[2], slot[3]};
   const auto tiles = cellRows(graph, dcState);
@@ -303,6 +292,8 @@ void addCellBwd(Graph &graph, const LstmParams &params, ComputeSet cs, const Ten
     graph.setInitialValue(v["rawCell"], rawCell);
     graph.setInitialValue(v["rawCandidate"], rawCandidate(params));
     graph.setInitialValue(v["hasOutGrad"], outGrad.valid());
+    graph.setInitialValue(v["popnnHardSigmoidGrad"],
+                          opts.hardSigmoidGradient == NonLinearityGradient::Popnn);
   });
 }
 

@@ -23,7 +23,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <limits>
 
 namespace aspen::nn::rnn {
 
@@ -180,6 +182,25 @@ unsigned estimateShards(const Graph &graph, const RnnParams &params, std::size_t
   const double budget = double(target.getNumTiles()) * target.getBytesPerTile() * proportion;
   const double wanted = budget > 0 ? std::ceil(sequenceBytes / budget) : 1.0;
   return static_cast<unsigned>(std::clamp(wanted, 1.0, double(params.getMaxShards(graph))));
+}
+
+void addStepsPerWUOption(aspen::detail::OptionSpec &spec, std::optional<unsigned> &target) {
+  spec.add("rnnStepsPerWU",
+           "an unsigned integer (0, or the sequence length or more: one weight-update pass)",
+           [&target](const std::string &v) {
+             unsigned long long k = 0;
+             const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), k);
+             if (v.empty() || ec != std::errc() || end != v.data() + v.size() ||
+                 k > std::numeric_limits<unsigned>::max())
+               return false;
+             target = static_cast<unsigned>(k);
+             return true;
+           });
+}
+
+void addHardSigmoidGradientOption(aspen::detail::OptionSpec &spec, NonLinearityGradient &target) {
+  spec.enumeration("hardSigmoidGradient", target,
+                   {{"poplibs", NonLinearityGradient::Popnn}, {"exact", NonLinearityGradient::Exact}});
 }
 
 unsigned checkShards(const RnnParams &params, unsigned numShards, const std::string &what) {

@@ -8,13 +8,32 @@
 #pragma once
 
 #include <aspen/Graph.hpp>
+#include <aspen/nn/NonLinearity.hpp>
 #include <aspen/nn/Rnn.hpp>
+
+#include <optional>
 
 #include <string>
 #include <utility>
 #include <vector>
 
+namespace aspen::detail {
+class OptionSpec;
+}
+
 namespace aspen::nn::rnn::detail {
+
+// The options the LSTM and the GRU share beyond the loop's:
+//   rnnStepsPerWU        any unsigned integer, as popnn parses it (0, or T and above: the weight
+//                        update in one pass after the backward loop); digits only, so negative
+//                        and non-integer values are refused.
+//   hardSigmoidGradient  "poplibs" (default): HARD_SIGMOID's gradient is popnn's rule, 0.2
+//                        wherever the output is in [0, 1], saturated outputs included; "exact":
+//                        the true derivative, 0.2 inside (-2.5, 2.5) and 0 outside.
+void addStepsPerWUOption(aspen::detail::OptionSpec &spec, std::optional<unsigned> &target);
+void addHardSigmoidGradientOption(aspen::detail::OptionSpec &spec, NonLinearityGradient &target);
+// k = rnnStepsPerWU as the loops take it: 0 (one pass after the loop) for k >= T.
+inline unsigned stepsPerWUWithin(unsigned k, std::size_t T) { return k >= T ? 0u : k; }
 
 struct TileRange {
   unsigned first = 0;
