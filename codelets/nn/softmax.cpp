@@ -59,20 +59,19 @@ public:
   }
 };
 
-// y = S * softmax(x) (S = 1 unless scaled): dL/dx = y * (g - sum(g * y) / S); invScale = 1 / S.
+// dL/dx = y * (g - sum(g * y)) from the output y, as popnn, for every softmax kind: for
+// SOFTMAX_SCALED (y = S softmax(x)) this is not the true gradient, which divides the sum by S.
 template <class T> class SoftmaxGrad : public MultiVertex {
 public:
   Vector<Input<Vector<T>>> out;
   Vector<Input<Vector<T>>> outGrad;
   Vector<Output<Vector<T>>> inGrad;
-  float invScale;
   bool compute(unsigned workerId) {
     for (unsigned r = workerId; r < inGrad.size(); r += numWorkers()) {
       const unsigned n = inGrad[r].size();
       float dot = 0.0f;
       for (unsigned i = 0; i < n; ++i)
         dot += float(outGrad[r][i]) * float(out[r][i]);
-      dot *= invScale;
       for (unsigned i = 0; i < n; ++i)
         inGrad[r][i] = T(float(out[r][i]) * (float(outGrad[r][i]) - dot));
     }

@@ -114,6 +114,17 @@ std::shared_ptr<RnnLayer> finishLayer(Graph &graph, const RnnTensors &t,
   return layer;
 }
 
+// The layer's options: the caller's, inferenceOnly for a forward without reserve, and
+// hardSigmoidGradient exact (the true derivative, as frameworks give it) unless the caller chose.
+OptionFlags layerOptions(const RnnConfig &c, bool training) {
+  OptionFlags options = c.options;
+  if (!training)
+    options.set("inferenceOnly", "true");
+  if (!options.contains("hardSigmoidGradient"))
+    options.set("hardSigmoidGradient", "exact");
+  return options;
+}
+
 std::shared_ptr<RnnLayer> buildLstm(const Device &device, const RnnConfig &c, bool training) {
   Graph graph = makeGraph(device);
   linalg::PlanningCache cache;
@@ -123,9 +134,7 @@ std::shared_ptr<RnnLayer> buildLstm(const Device &device, const RnnConfig &c, bo
                       : lstm::LstmParams(c.type, c.B, c.T, {c.I, c.H});
   params.cellOrder = cellOrderOf(c, &lstm::parseBasicLstmCellUnit,
                                  lstm::getDefaultBasicLstmCellOrder());
-  OptionFlags options = c.options;
-  if (!training)
-    options.set("inferenceOnly", "true");
+  OptionFlags options = layerOptions(c, training);
 
   RnnTensors t;
   t.x = lstm::createInput(graph, params, "x", options, &cache);
@@ -164,9 +173,7 @@ std::shared_ptr<RnnLayer> buildGru(const Device &device, const RnnConfig &c, boo
   params.cellOrder = cellOrderOf(c, &gru::parseBasicGruCellUnit,
                                  gru::getDefaultBasicGruCellOrder());
   params.resetAfter = c.resetAfter;
-  OptionFlags options = c.options;
-  if (!training)
-    options.set("inferenceOnly", "true");
+  OptionFlags options = layerOptions(c, training);
 
   RnnTensors t;
   t.x = gru::createInput(graph, params, "x", options, &cache);

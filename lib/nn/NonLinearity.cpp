@@ -66,9 +66,11 @@ void addElementwiseVertices(Graph &graph, ComputeSet cs, const std::string &vert
                                 });
 }
 
-// Softmax vertices: rows of `written` (as [R, C]) on the tile owning each row's first element.
+// Softmax vertices: rows of `written` (as [R, C]) on the tile owning each row's first element,
+// with the float members `scalars`.
 void addSoftmaxVertices(Graph &graph, ComputeSet cs, const std::string &vertexType,
-                        const Tensor &written, float scalar, const std::string &scalarName,
+                        const Tensor &written,
+                        const std::vector<std::pair<std::string, float>> &scalars,
                         const std::vector<std::pair<std::string, Tensor>> &fields) {
   const Tensor rows = work::asRows(written);
   if (rows.numElements() == 0)
@@ -77,7 +79,8 @@ void addSoftmaxVertices(Graph &graph, ComputeSet cs, const std::string &vertexTy
   work::addRowVertices(graph, cs, vertexType, tileRows, [&](VertexRef v, const auto &rows) {
     for (const auto &[name, tensor] : fields)
       graph.connect(v[name], work::rowList(work::asRows(tensor), rows));
-    graph.setInitialValue(v[scalarName], scalar);
+    for (const auto &[name, value] : scalars)
+      graph.setInitialValue(v[name], value);
   });
 }
 
@@ -96,12 +99,12 @@ void addForward(Graph &graph, NonLinearityType type, const Tensor &in, const Ten
     if (out)
       addSoftmaxVertices(graph, cs,
                          util::templateVertex("aspen::nn::Softmax", dtype, isStableSoftmax(type)),
-                         *out, scale, "outputScale", {{"in", in}, {"out", *out}});
+                         *out, {{"outputScale", scale}}, {{"in", in}, {"out", *out}});
     else
       addSoftmaxVertices(
           graph, cs,
           util::templateVertex("aspen::nn::SoftmaxInPlace", dtype, isStableSoftmax(type)), in,
-          scale, "outputScale", {{"data", in}});
+          {{"outputScale", scale}}, {{"data", in}});
     return;
   }
   if (out)
@@ -136,7 +139,7 @@ Tensor addGradient(Graph &graph, NonLinearityType type, const Tensor &act,
       {isSoftmax(type) ? "out" : "act", act}, {"outGrad", outGradient}, {"inGrad", inGradient}};
   if (isSoftmax(type))
     addSoftmaxVertices(graph, cs, util::templateVertex("aspen::nn::SoftmaxGrad", dtype), inGradient,
-                       1.0f / getNonLinearityScaling(type), "invScale", fields);
+                       {}, fields);
   else if (type == NonLinearityType::HARD_SIGMOID && derivative == NonLinearityGradient::Popnn)
     addElementwiseVertices(graph, cs, util::templateVertex("aspen::nn::HardSigmoidGradPopnn", dtype),
                            inGradient, fields);
