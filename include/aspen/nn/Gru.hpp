@@ -44,10 +44,13 @@
 // Options (unknown keys and bad values raise invalid_option naming the key and allowed values):
 //   inferenceOnly (false), partialsType (float|half; default float), availableMemoryProportion
 //   ((0, 1], default 0.6), numShards (1..T; default estimated from the memory the sequence tensors
-//   need), rnnCodeReuse (default: true when numShards > 1), rnnStepsPerWU (0..T: the weight update
-//   every k steps inside the backward loop, 0 = one pass after it; default: one pass when the gate
-//   gradients of all steps fit the memory budget, else the largest k that fits). Results do not
-//   depend on numShards or rnnCodeReuse, nor on rnnStepsPerWU beyond rounding of the sums.
+//   need), rnnCodeReuse (default: true when numShards > 1), rnnStepsPerWU (any unsigned integer,
+//   as popnn: the weight update every k steps inside the backward loop, 0 or T and above = one
+//   pass after it; default: one pass when the gate gradients of all steps fit the memory budget,
+//   else the largest k that fits), hardSigmoidGradient (poplibs|exact, default poplibs; as the
+//   LSTM's: PopLibs' 0.2 wherever the output is in [0, 1], or the true derivative, 0 outside
+//   (-2.5, 2.5)). Results do not depend on numShards or rnnCodeReuse, nor on rnnStepsPerWU
+//   beyond rounding of the sums.
 #pragma once
 
 #include <aspen/DebugContext.hpp>

@@ -46,9 +46,15 @@
 //   partialsType (float|half; default float), weightAccumulatorsType (float|half; default the data
 //   type), recomputationMode (none|cellAndTanh|full; default none), availableMemoryProportion
 //   ((0, 1], default 0.6), numShards (1..T, shards share tiles when there are more shards than
-//   tiles; default estimated from the memory the sequence tensors need), rnnCodeReuse (default: true when numShards > 1), rnnStepsPerWU (0..T;
-//   0 = one weight-update pass after the loop; default chosen from the memory budget),
-//   disableWUPartialInterleaving (false; true limits the choice to every step or after the loop).
+//   tiles; default estimated from the memory the sequence tensors need), rnnCodeReuse (default:
+//   true when numShards > 1), rnnStepsPerWU (any unsigned integer, as popnn: the weight update
+//   every k steps inside the backward loop; 0, or T and above, = one weight-update pass after the
+//   loop; default chosen from the memory budget), disableWUPartialInterleaving (false; true
+//   limits the choice to every step or one pass), hardSigmoidGradient (poplibs|exact, default
+//   poplibs: the derivative HARD_SIGMOID takes in the backward cell, as activation or
+//   recurrentActivation -- poplibs is PopLibs' rule, 0.2 wherever the output is in [0, 1], so
+//   0.2 for saturated inputs too; exact is the true derivative, 0.2 inside (-2.5, 2.5) and 0
+//   outside; the C backend and aspen_torch use exact).
 //   Results do not depend on numShards, rnnCodeReuse, rnnStepsPerWU or recomputationMode beyond
 //   rounding of the weight-gradient sums.
 #pragma once

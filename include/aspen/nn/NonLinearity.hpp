@@ -17,13 +17,16 @@
 //   for GELU; their derivative cannot be recovered from the output). gradientTakesInput(type)
 //   says which. outGradient: dL/dy, same shape and type as act. Returns dL/dx, mapped like act.
 //   Derivatives: sigmoid y(1-y); tanh 1-y^2; relu 1 where y > 0, else 0; softmax y(g - sum(g y));
-//   SOFTMAX_SCALED, whose output is y = S softmax(x): y (g - sum(g y) / S), the true gradient
-//   (popnn omits the 1/S). HARD_SIGMOID: popnn's, 0.2 where |act| <= 2.5 and 0 elsewhere, so 0.2
-//   for every output the forward can give (popnn's tests expect 0.2 for all act in [-2.5, 2.5]).
-//   GELU, GELU_ERF, SWISH: their analytic derivatives, 0 at -inf and 1 at +inf.
+//   SOFTMAX_SCALED, whose output is y = S softmax(x): popnn's y (g - sum(g y)), the softmax
+//   formula applied to the scaled output -- not the true gradient, y (g - sum(g y) / S) -- as
+//   popnn's layer, reference and tests have it. HARD_SIGMOID: popnn's (HardSigmoidExpr), 0.2
+//   where |act| <= 2.5 and 0 elsewhere, so 0.2 for every output the forward can give, saturated
+//   ones included. GELU, GELU_ERF, SWISH: their analytic derivatives, 0 at -inf and 1 at +inf.
 // The overloads taking NonLinearityGradient::Exact give the true HARD_SIGMOID derivative
-// instead: 0.2 where 0 < y < 1 (x in (-2.5, 2.5)) and 0 elsewhere, which the recurrent layers
-// use (rnn-semantics.md). Every other kind has one derivative.
+// instead: 0.2 where 0 < y < 1 (x in (-2.5, 2.5)) and 0 elsewhere. The LSTM and GRU cells offer
+// the same two rules through their hardSigmoidGradient option (poplibs by default, exact in the
+// C backend); the vanilla RNN (Recurrent.hpp) uses the exact one. Every other kind has one
+// derivative.
 //
 // Errors: type_error (not FLOAT/HALF, act and outGradient of different types), shape_error
 // (shapes differ, softmax of a scalar), graph_connection_error (in-place on a tensor with aliases),
