@@ -63,8 +63,11 @@ double loss(const LstmModel &m, const LstmData &d, const std::vector<double> &ou
 
 // Compares every gradient of backward() with central differences of loss(); returns the
 // number of elements checked.
-std::size_t checkGradients(const LstmModel &m, const LstmData &d,
+// Against finite differences, so with hard_sigmoid's exact derivative.
+std::size_t checkGradients(const LstmModel &model, const LstmData &d,
                            const LstmStateGrad &stateGrad = {}, unsigned seed = 7) {
+  LstmModel m = model;
+  m.hardSigmoidGradient = rnnref::HardSigmoidGradient::exact;
   const std::vector<double> outputGrad = randomVector(m.outputSize(), seed);
   const LstmGrads g = backward(m, d, forward(m, d), outputGrad, stateGrad);
   const struct {
@@ -133,6 +136,13 @@ TEST_CASE("LSTM reference: activation names, values and derivatives", "[unit][ls
   CHECK(derivative(Activation::hard_sigmoid, -2.4) == 0.2);
   CHECK(derivative(Activation::hard_sigmoid, 2.6) == 0.0);
   CHECK(derivative(Activation::hard_sigmoid, -2.6) == 0.0);
+  // The layers' default: popnn's 0.2 wherever the output is in range, saturated inputs included.
+  using rnnref::HardSigmoidGradient, rnnref::layerDerivative;
+  CHECK(layerDerivative(Activation::hard_sigmoid, 2.6, HardSigmoidGradient::popnn) == 0.2);
+  CHECK(layerDerivative(Activation::hard_sigmoid, -9.0, HardSigmoidGradient::popnn) == 0.2);
+  CHECK(layerDerivative(Activation::hard_sigmoid, 2.6, HardSigmoidGradient::exact) == 0.0);
+  CHECK(layerDerivative(Activation::tanh, 0.5, HardSigmoidGradient::popnn) ==
+        derivative(Activation::tanh, 0.5));
   CHECK(forward(Activation::gelu, 1.0) == Approx(0.8411919906).epsilon(1e-9));
   CHECK(forward(Activation::gelu_erf, 1.0) == Approx(0.8413447461).epsilon(1e-9));
   CHECK(forward(Activation::swish, 1.0) == Approx(0.7310585786).epsilon(1e-9));
@@ -219,6 +229,14 @@ TEST_CASE("LSTM reference: gradients match finite differences, activation pairs"
       if (recAct == Activation::hard_sigmoid)
         CHECK(saturated(m, forward(m, d)) > 0);
       CHECK(checkGradients(m, d) == 12 + 6 + 6 + 24 + 36 + 12);
+      if (recAct == Activation::hard_sigmoid) {
+        // popnn's rule (the model's default) passes gradient through the saturated gates.
+        const std::vector<double> dy = randomVector(m.outputSize(), 7);
+        LstmModel exact = m;
+        exact.hardSigmoidGradient = rnnref::HardSigmoidGradient::exact;
+        CHECK(backward(m, d, forward(m, d), dy).inputGrad !=
+              backward(exact, d, forward(exact, d), dy).inputGrad);
+      }
     }
 }
 

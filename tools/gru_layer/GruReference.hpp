@@ -1,5 +1,7 @@
 // An independent double-precision host model of the GRU and AUGRU layers (rnn-semantics.md is
-// the contract): forward, and backward as exact reverse-mode differentiation of that forward,
+// the contract): forward, and backward as exact reverse-mode differentiation of that forward
+// (hard_sigmoid's derivative under hardSigmoidGradient: popnn's 0.2 everywhere by default, as
+// the layer, or the exact one),
 // including the masking of variable sequence lengths, the attention of AUGRU and the Jacobian of
 // a softmax activation. gru_layer checks Aspen against it; tests/unit/test_gru_reference.cpp
 // checks it against hand values and central finite differences. Plain C++17, no Aspen
@@ -47,6 +49,8 @@ struct GruModel {
   std::array<int, kNumGates> cellOrder{kReset, kUpdate, kCandidate}; // gate id of each slot
   rnnref::Activation act = rnnref::Activation::tanh;
   rnnref::Activation recAct = rnnref::Activation::sigmoid;
+  // hard_sigmoid's derivative: popnn's rule (the layer's default) or the exact one.
+  rnnref::HardSigmoidGradient hardSigmoidGradient = rnnref::HardSigmoidGradient::popnn;
   bool resetAfter = false;
   bool outputFullSequence = true;
   std::vector<unsigned> timeSteps; // empty (all T), one length for all rows, or one per row
@@ -249,9 +253,9 @@ inline GruGrads backward(const GruModel &m, const GruData &d, const GruForward &
       if (!d.attention.empty())
         r.attentionGrad[b * T + t] = -dKeep;
       rnnref::backwardRow(m.recAct, at(fwd.preActivations, kUpdate), updateGate, dUpdateGate.data(),
-                          delta[kUpdate].data(), H);
+                          delta[kUpdate].data(), H, m.hardSigmoidGradient);
       rnnref::backwardRow(m.act, at(fwd.preActivations, kCandidate), c, dCandidate.data(),
-                          delta[kCandidate].data(), H);
+                          delta[kCandidate].data(), H, m.hardSigmoidGradient);
 
       const std::size_t sc = m.slotOf(kCandidate);
       const double *dc = delta[kCandidate].data();
@@ -279,7 +283,7 @@ inline GruGrads backward(const GruModel &m, const GruData &d, const GruForward &
         }
       }
       rnnref::backwardRow(m.recAct, at(fwd.preActivations, kReset), reset, dReset.data(),
-                          delta[kReset].data(), H);
+                          delta[kReset].data(), H, m.hardSigmoidGradient);
 
       for (int gate : {kReset, kUpdate}) {
         const std::size_t s = m.slotOf(gate);

@@ -1,5 +1,7 @@
 // An independent double-precision host model of the LSTM layer (rnn-semantics.md is the
-// contract): forward, and backward as exact reverse-mode differentiation of that forward,
+// contract): forward, and backward as exact reverse-mode differentiation of that forward
+// (hard_sigmoid's derivative under hardSigmoidGradient: popnn's 0.2 everywhere by default, as
+// the layer, or the exact one),
 // including the masking of variable sequence lengths and the Jacobian of a softmax activation.
 // lstm_layer checks Aspen against it; tests/unit/test_lstm_reference.cpp checks it against hand
 // values and central finite differences. Plain C++17, no Aspen dependency; the activations and
@@ -41,6 +43,8 @@ struct LstmModel {
   std::array<int, 4> cellOrder{kForget, kInput, kCandidate, kOutput}; // gate id of each slot
   rnnref::Activation act = rnnref::Activation::tanh;
   rnnref::Activation recAct = rnnref::Activation::sigmoid;
+  // hard_sigmoid's derivative: popnn's rule (the layer's default) or the exact one.
+  rnnref::HardSigmoidGradient hardSigmoidGradient = rnnref::HardSigmoidGradient::popnn;
   bool outputFullSequence = true;
   bool doInputWeightCalc = true;
   std::vector<unsigned> timeSteps; // empty (all T), one length for all rows, or one per row
@@ -218,15 +222,16 @@ inline LstmGrads backward(const LstmModel &m, const LstmData &d, const LstmForwa
         dPhiC[j] = dhTotal[j] * o[j];
       }
       rnnref::backwardRow(m.recAct, at(fwd.preActivations, kOutput), o, dGate.data(),
-                          delta[kOutput].data(), H);
-      rnnref::backwardRow(m.act, c, phiC, dPhiC.data(), dcNew.data(), H);
+                          delta[kOutput].data(), H, m.hardSigmoidGradient);
+      rnnref::backwardRow(m.act, c, phiC, dPhiC.data(), dcNew.data(), H,
+                          m.hardSigmoidGradient);
       for (std::size_t j = 0; j < H; ++j)
         dcNew[j] += dcRow[j];
       auto gateBackward = [&](int gate, rnnref::Activation a, const double *factor) {
         for (std::size_t j = 0; j < H; ++j)
           dGate[j] = dcNew[j] * factor[j];
         rnnref::backwardRow(a, at(fwd.preActivations, gate), at(fwd.gates, gate), dGate.data(),
-                            delta[gate].data(), H);
+                            delta[gate].data(), H, m.hardSigmoidGradient);
       };
       gateBackward(kInput, m.recAct, g);
       gateBackward(kCandidate, m.act, i);

@@ -84,8 +84,17 @@ inline double forward(Activation a, double x) {
   throw std::invalid_argument("rnnref::forward: softmax is over a row, not element-wise");
 }
 
+// The derivative a layer gives hard_sigmoid: popnn's rule, 0.2 wherever the output is in
+// [0, 1] -- that is everywhere, saturated inputs included (the layers' default) -- or the exact
+// one, 0.2 strictly inside (-2.5, 2.5) and 0 outside.
+enum class HardSigmoidGradient { popnn, exact };
+
+inline const char *hardSigmoidGradientName(HardSigmoidGradient g) {
+  return g == HardSigmoidGradient::popnn ? "popnn" : "exact";
+}
+
 // d act / dx at x for an element-wise kind. hard_sigmoid: 0.2 strictly inside (-2.5, 2.5), 0
-// outside; relu: 1 for x > 0, else 0.
+// outside (the exact derivative); relu: 1 for x > 0, else 0.
 inline double derivative(Activation a, double x) {
   const double k = std::sqrt(2.0 / kPi);
   switch (a) {
@@ -118,6 +127,14 @@ inline double derivative(Activation a, double x) {
   throw std::invalid_argument("rnnref::derivative: softmax is over a row, not element-wise");
 }
 
+// The derivative a layer built with rule `g` uses: derivative(a, x), except hard_sigmoid under
+// popnn's rule, 0.2 for every x.
+inline double layerDerivative(Activation a, double x, HardSigmoidGradient g) {
+  if (a == Activation::hard_sigmoid && g == HardSigmoidGradient::popnn)
+    return 0.2;
+  return derivative(a, x);
+}
+
 // y[0..n) = act(x[0..n)): softmax over the row, every other kind element by element.
 inline void forwardRow(Activation a, const double *x, double *y, std::size_t n) {
   if (a != Activation::softmax) {
@@ -134,12 +151,14 @@ inline void forwardRow(Activation a, const double *x, double *y, std::size_t n) 
 }
 
 // dx = J^T dy for the row y = act(x): softmax's Jacobian is y_i (delta_ij - y_j), so
-// dx_i = y_i (dy_i - sum_j y_j dy_j); element-wise kinds give dx_j = act'(x_j) dy_j.
+// dx_i = y_i (dy_i - sum_j y_j dy_j); element-wise kinds give dx_j = act'(x_j) dy_j, with
+// hard_sigmoid's act' under rule `g`.
 inline void backwardRow(Activation a, const double *x, const double *y, const double *dy,
-                        double *dx, std::size_t n) {
+                        double *dx, std::size_t n,
+                        HardSigmoidGradient g = HardSigmoidGradient::popnn) {
   if (a != Activation::softmax) {
     for (std::size_t j = 0; j < n; ++j)
-      dx[j] = derivative(a, x[j]) * dy[j];
+      dx[j] = layerDerivative(a, x[j], g) * dy[j];
     return;
   }
   double dot = 0;

@@ -24,6 +24,8 @@ using rnnref::Activation;
 struct RnnModel {
   std::size_t T = 1, B = 1, I = 1, H = 1;
   Activation nl = Activation::tanh;
+  // hard_sigmoid's derivative: popnn's rule or the exact one (the layer's; Recurrent.cpp).
+  rnnref::HardSigmoidGradient hardSigmoidGradient = rnnref::HardSigmoidGradient::exact;
 };
 
 struct RnnData {
@@ -98,7 +100,7 @@ inline RnnGrads backward(const RnnModel &m, const RnnData &d, const RnnForward &
       for (std::size_t j = 0; j < H; ++j)
         dy[j] = outputGrad[row * H + j] + carry[b * H + j];
       rnnref::backwardRow(m.nl, &f.preActivation[row * H], &f.output[row * H], dy.data(),
-                          delta.data(), H);
+                          delta.data(), H, m.hardSigmoidGradient);
       const double *x = &d.input[row * I];
       const double *prev = t ? &f.output[((t - 1) * B + b) * H] : &d.initialOutput[b * H];
       for (std::size_t i = 0; i < I; ++i) {
