@@ -14,6 +14,7 @@
 #include <aspen/nn/Gru.hpp>
 #include <aspen/nn/RecurrentPlan.hpp>
 
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,17 +48,29 @@ inline std::vector<Flag<Config>> layerFlagTable() {
         {"with-attention", "0", "0 | 1: an AUGRU, u <- (1 - attention) * u (auGru* functions)",
          [](Config &c, auto &f, auto &v) { c.withAttention = parseBool(f, v); }},
         {"with-real-time-steps", "0",
-         "0 | 1: pass the --variable-time-steps lengths as realTimeSteps, not in the params",
+         "0 | 1: pass the lengths as realTimeSteps, not in the params: --variable-time-steps's, "
+         "or (as PopLibs) one per row drawn from [1, T] by --seed",
          [](Config &c, auto &f, auto &v) { c.withRealTimeSteps = parseBool(f, v); }},
     };
   t.insert(t.end(), gruFlags.begin(), gruFlags.end());
   return t;
 }
 
+// --with-real-time-steps without --variable-time-steps: each row's length drawn from [1, T] by
+// --seed, as PopLibs' gru_layer draws its realTimeSteps.
+inline void drawRealTimeSteps(Config &c) {
+  if (!c.withRealTimeSteps || !c.variableTimeSteps.empty())
+    return;
+  std::mt19937 rng(c.seed ^ 0x5eed5u);
+  std::uniform_int_distribution<unsigned> length(1, unsigned(c.sequenceSize));
+  for (std::size_t b = 0; b < c.batchSize; ++b)
+    c.variableTimeSteps.push_back(length(rng));
+}
+
 // What the flags cannot check one by one; raises UsageError.
 inline void checkConfig(const Config &c) {
   if (c.withRealTimeSteps && c.variableTimeSteps.empty())
-    throw UsageError("--with-real-time-steps needs --variable-time-steps (the lengths it passes)");
+    throw UsageError("--with-real-time-steps needs the lengths it passes (--variable-time-steps)");
 }
 
 inline std::vector<std::string> cellOrderNames(const Config &c) {

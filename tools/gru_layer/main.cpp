@@ -51,6 +51,7 @@ Config parseArguments(int argc, char **argv) {
   Config c = parseCommandLine(argc, argv, flags());
   if (c.help)
     return c;
+  drawRealTimeSteps(c);
   checkConfig(c);
   return c;
 }
@@ -71,6 +72,12 @@ int run(const Config &c) {
              T, B, I, H, c.dataTypeName, c.phase, order, c.activation->name,
              c.recurrentActivation->name, int(c.resetAfter), c.withAttention ? "AUGRU" : "GRU",
              c.withRealTimeSteps ? " realTimeSteps" : "", device.describe());
+  if (!c.variableTimeSteps.empty()) {
+    std::string lengths;
+    for (unsigned l : c.variableTimeSteps)
+      lengths += (lengths.empty() ? "" : ",") + std::to_string(l);
+    fmt::print("gru_layer: sequence lengths {{{}}}\n", lengths);
+  }
 
   Graph graph(device.getTarget());
   ops::addCodelets(graph);
@@ -85,6 +92,8 @@ int run(const Config &c) {
                                                  compileSeconds);
   if (!engine)
     return 0;
+  if (c.ignoreData)
+    return runUnchecked(kTool, *engine, c, compileSeconds);
 
   // Inputs, drawn in a fixed order and rounded to the data type.
   std::mt19937 rng(c.seed);
@@ -93,11 +102,15 @@ int run(const Config &c) {
   const Shape outputShape = c.outputAllSequence ? seq : state;
   const Shape biasesShape = c.resetAfter ? Shape{3, 2, H} : Shape{3, H};
   std::vector<NamedTensor> saved = {
-      {"input", {T, B, I}, "input x_t [T,B,I]", randomValues(rng, {T, B, I}, 1.0, type), {}},
+      {"input",
+       {T, B, I},
+       "input x_t [T,B,I]",
+       randomValues(rng, {T, B, I}, c.inputRange, type),
+       {}},
       {"initialOutput",
        state,
        "initial output h_{-1} [B,H]",
-       randomValues(rng, state, 1.0, type),
+       randomValues(rng, state, c.inputRange, type),
        {}},
       {"inputWeights",
        {3, I, H},
@@ -129,6 +142,7 @@ int run(const Config &c) {
     model.cellOrder[s] = int(c.cellOrder[s]);
   model.act = c.activation->reference;
   model.recAct = c.recurrentActivation->reference;
+  model.hardSigmoidGradient = c.hardSigmoidGradient;
   model.resetAfter = c.resetAfter;
   model.outputFullSequence = c.outputAllSequence;
   model.timeSteps = c.variableTimeSteps;

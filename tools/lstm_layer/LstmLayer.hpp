@@ -13,6 +13,7 @@
 #include <aspen/nn/RecurrentPlan.hpp>
 
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -23,8 +24,13 @@ namespace lstm = aspen::nn::lstm;
 
 struct Config : CommonConfig {
   std::vector<lstm::BasicLstmCellUnit> cellOrder;
-  bool lastStepStateGrad = false, preWeightInput = false;
+  bool lastStepStateGrad = false, preWeightInput = false, ignoreFinalCellState = false;
 };
+
+// --ignore-final-cell-state and --ignore-final-state (PopLibs' older name).
+inline void setIgnoreFinalCellState(Config &c, const std::string &flag, const std::string &value) {
+  c.ignoreFinalCellState = parseBool(flag, value);
+}
 
 // The flags that describe the layer: the common ones and the LSTM's own.
 inline std::vector<Flag<Config>> layerFlagTable() {
@@ -57,6 +63,24 @@ inline std::vector<Flag<Config>> layerFlagTable() {
        }},
       {"last-step-state-grad", "0", "0 | 1: also feed gradients of the final h and c",
        [](Config &c, auto &f, auto &v) { c.lastStepStateGrad = parseBool(f, v); }},
+      {"ignore-final-cell-state", "0",
+       "0 | 1: build with the lstmFwd that returns no final cell state (not checked)",
+       setIgnoreFinalCellState},
+      {"ignore-final-state", nullptr, "as --ignore-final-cell-state (PopLibs' older name)",
+       setIgnoreFinalCellState, FlagKind::Value, "0"},
+      // PopLibs' weightUpdateMemoryProportion: Aspen's interleaved weight update is planned
+      // within availableMemoryProportion and has no budget of its own.
+      {"wu-memory-proportion", nullptr, "[0, 1]: PopLibs' WU budget; no effect in Aspen",
+       [](Config &c, auto &f, auto &v) {
+         const double p = parseNumber<double>(f, v);
+         if (!(p >= 0 && p <= 1))
+           throw UsageError(fmt::format("--{}: {} is not in [0, 1]", f, v));
+         c.notes.push_back(fmt::format(
+             "--{} {} has no effect: Aspen plans the interleaved weight update within "
+             "--available-memory-proportion (--steps-per-wu forces its cadence)",
+             f, v));
+       },
+       FlagKind::Value, "none"},
   };
   t.insert(t.end(), lstmFlags.begin(), lstmFlags.end());
   return t;
@@ -108,12 +132,19 @@ inline BuiltLayer build(aspen::Graph &graph, const Config &c, aspen::linalg::Pla
                   {"outputWeights", weights.outputWeights},
                   {"biases", weights.biases}};
   Tensor fwdIntermediates;
-  const auto [output, finalCellState] =
-      lstm::lstmFwd(graph, params, init, input, weights, backward ? &fwdIntermediates : nullptr,
-                    prog, "fwd", options, &cache);
+  Tensor *const intermediates = backward ? &fwdIntermediates : nullptr;
+  Tensor output, finalCellState;
+  if (c.ignoreFinalCellState)
+    output = lstm::lstmFwd(graph, params, prog, init, weights, input, intermediates, "fwd",
+                           options, &cache);
+  else
+    std::tie(output, finalCellState) = lstm::lstmFwd(graph, params, init, input, weights,
+                                                     intermediates, prog, "fwd", options, &cache);
 
   // Results, in the order they are reported and saved.
-  layer.results = {{"output", output}, {"finalCellState", finalCellState}};
+  layer.results = {{"output", output}};
+  if (!c.ignoreFinalCellState)
+    layer.results.push_back({"finalCellState", finalCellState});
   if (!backward) {
     addHostHandles(graph, layer);
     return layer;

@@ -9,8 +9,13 @@
 // abs 1e-5, half rel 2e-2 / abs 2e-3 (half rounds every stored value to 11 significant bits,
 // and the errors of T steps compound).
 //
-// Exit status: 0 all results agree (or --compile-only compiled); 1 a result disagrees or the
-// build or run failed; 2 bad usage, including options Aspen rejects (aspen::invalid_option).
+// The flags are PopLibs' (lstm_layer, gru_layer, rnn_layer), with their value syntax (--flag v,
+// --flag=v, booleans 1/0/true/false/yes/no/on/off, lists {a,b}), plus Aspen's own; the IPU's
+// device flags map onto Aspen's devices (makeDevice; docs/drivers.md has the table).
+//
+// Exit status: 0 all results agree (or --compile-only compiled, or --ignore-data ran); 1 a
+// result disagrees or the build or run failed; 2 bad usage, including options Aspen rejects
+// (aspen::invalid_option).
 #pragma once
 
 #include "NpyWriter.hpp"
@@ -86,11 +91,19 @@ struct CommonConfig {
   bool ignoreInputGradient = false, outputAllSequence = true, compileOnly = false, profile = false;
   std::vector<unsigned> variableTimeSteps;
   unsigned runs = 1, seed = 1;
-  std::optional<unsigned> tilesPerIpu;
+  std::optional<unsigned> tilesPerIpu, ipus;
   std::optional<double> relTolerance, absTolerance;
-  std::string device, saveTensors;
+  // --device (Aspen's names) or --device-type (PopLibs'); device is resolved by the parser.
+  std::string device, deviceType, saveTensors, profileDir;
+  bool ignoreData = false;
+  // Inputs and initial state uniform in [-inputRange, inputRange].
+  double inputRange = 1.0;
+  // hard_sigmoid's derivative, the layer's and so its reference's.
+  rnnref::HardSigmoidGradient hardSigmoidGradient = rnnref::HardSigmoidGradient::popnn;
   // Layer options given on the command line (the others keep the library's defaults).
   aspen::OptionFlags layerOptions;
+  // What the command line asked for that has no effect in Aspen, said before the run.
+  std::vector<std::string> notes;
   bool help = false;
 
   bool backward() const { return phase != "fwd"; }
@@ -141,10 +154,11 @@ inline unsigned parsePositive(const std::string &flag, const std::string &value)
   return n;
 }
 
+// PopLibs' booleans (boost::program_options): 1/0, true/false, yes/no, on/off.
 inline bool parseBool(const std::string &flag, const std::string &value) {
-  if (value == "1" || value == "true")
+  if (value == "1" || value == "true" || value == "yes" || value == "on")
     return true;
-  if (value == "0" || value == "false")
+  if (value == "0" || value == "false" || value == "no" || value == "off")
     return false;
   throw UsageError(fmt::format("--{}: '{}' is not 0 or 1", flag, value));
 }
@@ -227,6 +241,10 @@ inline std::string checkBool(const std::string &flag, const std::string &value) 
   return parseBool(flag, value) ? "true" : "false";
 }
 
+// The LSTM's and GRU's layer option choosing hard_sigmoid's derivative (poplibs, the default, or
+// exact); --hard-sigmoid-gradient sets it and the reference's rule together.
+inline constexpr const char *kHardSigmoidGradientOption = "hardSigmoidGradient";
+
 // The flags that describe the layer, common to every recurrent layer; `layer` ("lstm", "gru")
 // names its functions in the help.
 template <typename Config> std::vector<Flag<Config>> layerFlags(const std::string &layer) {
@@ -271,6 +289,17 @@ template <typename Config> std::vector<Flag<Config>> layerFlags(const std::strin
         [](Config &c, auto &f, auto &v) { c.activation = parseActivationFlag(f, v); }},
       F{"recurrent-activation", "sigmoid", "as --activation (relu is refused by the layer)",
         [](Config &c, auto &f, auto &v) { c.recurrentActivation = parseActivationFlag(f, v); }},
+      F{"hard-sigmoid-gradient", nullptr,
+        fmt::format("poplibs | exact: hard_sigmoid's derivative, 0.2 everywhere or 0 outside "
+                    "(-2.5, 2.5) (option {}; Aspen's)",
+                    kHardSigmoidGradientOption),
+        [](Config &c, auto &f, auto &v) {
+          const std::string rule = parseChoice(f, v, {"poplibs", "exact"});
+          c.hardSigmoidGradient = rule == "poplibs" ? rnnref::HardSigmoidGradient::popnn
+                                                    : rnnref::HardSigmoidGradient::exact;
+          c.layerOptions.set(kHardSigmoidGradientOption, rule);
+        },
+        FlagKind::Value, "poplibs, the layer's"},
       F{"ignore-input-gradient", "0", "do not compute the input gradient (calcInputGradients)",
         [](Config &c, auto &f, auto &v) { c.ignoreInputGradient = parseBool(f, v); },
         FlagKind::Switch},
@@ -286,17 +315,44 @@ template <typename Config> std::vector<Flag<Config>> layerFlags(const std::strin
   };
 }
 
+// PopLibs' --device-type names and the Aspen target each runs on ("" for Hw: none).
+struct DeviceTypeName {
+  const char *name;
+  const char *target;
+};
+inline constexpr DeviceTypeName kDeviceTypes[] = {
+    {"Cpu", "cpu"},       {"IpuModel", "ipu1"}, {"IpuModel2", "ipu2"}, {"IpuModel21", "ipu21"},
+    {"Sim", "ipu1"},      {"Sim2", "ipu2"},     {"Sim21", "ipu21"},    {"Hw", ""}};
+
+inline bool isIpuModel(const std::string &device) {
+  return device == "ipu1" || device == "ipu2" || device == "ipu21";
+}
+
 // The flags of the run and its check, common to every driver.
 template <typename Config> std::vector<Flag<Config>> runFlags() {
   using F = Flag<Config>;
   return {
       F{"runs", "1", "run the program this many times (reports the mean time)",
         [](Config &c, auto &f, auto &v) { c.runs = parsePositive(f, v); }},
-      F{"device", "cpu", "cpu | gpu | a model target: h200, h100, ipu2, ipu21, ipu1",
-        [](Config &c, auto &, auto &v) { c.device = v; }},
-      F{"tiles-per-ipu", nullptr, "tiles of a model device",
+      F{"device", nullptr, "cpu | gpu | a model target: h200, h100, ipu2, ipu21, ipu1",
+        [](Config &c, auto &, auto &v) { c.device = v; }, FlagKind::Value,
+        "cpu; ipu2 with --tiles-per-ipu or --ipus"},
+      F{"device-type", nullptr,
+        "PopLibs' name: Cpu (cpu) | IpuModel, IpuModel2, IpuModel21 (ipu1, ipu2, ipu21 models) "
+        "| Sim, Sim2, Sim21 (the same models: no simulator) | Hw (refused: no IPU)",
+        [](Config &c, auto &f, auto &v) {
+          std::vector<std::string> names;
+          for (const DeviceTypeName &d : kDeviceTypes)
+            names.push_back(d.name);
+          c.deviceType = parseChoice(f, v, names);
+        },
+        FlagKind::Value, "as --device"},
+      F{"tiles-per-ipu", nullptr, "tiles of a model device (of each IPU of an IPU model)",
         [](Config &c, auto &f, auto &v) { c.tilesPerIpu = parsePositive(f, v); }, FlagKind::Value,
         "the model's"},
+      F{"ipus", nullptr, "IPUs of an IPU model: its tiles are ipus x tiles-per-ipu",
+        [](Config &c, auto &f, auto &v) { c.ipus = parsePositive(f, v); }, FlagKind::Value,
+        "1"},
       F{"rel-tolerance", nullptr, "relative tolerance",
         [](Config &c, auto &f, auto &v) { c.relTolerance = parseNumber<double>(f, v); },
         FlagKind::Value, "float 2e-4, half 2e-2"},
@@ -307,6 +363,24 @@ template <typename Config> std::vector<Flag<Config>> runFlags() {
         [](Config &c, auto &f, auto &v) { c.compileOnly = parseBool(f, v); }, FlagKind::Switch},
       F{"profile", "0", "print the engine's profile summary after the runs",
         [](Config &c, auto &f, auto &v) { c.profile = parseBool(f, v); }, FlagKind::Switch},
+      F{"profile-dir", nullptr,
+        "DIR: write the engine's reports there (autoReport.all, autoReport.directory)",
+        [](Config &c, auto &, auto &v) { c.profileDir = v; }, FlagKind::Value, "none"},
+      F{"profile-format", nullptr, "v1 | experimental | unstable: Poplar's; no effect",
+        [](Config &c, auto &f, auto &v) {
+          parseChoice(f, v, {"v1", "experimental", "unstable"});
+          c.notes.push_back(fmt::format(
+              "--profile-format {} has no effect: Aspen's profile report has one format", v));
+        },
+        FlagKind::Value, "none"},
+      F{"ignore-data", "0", "write and read no tensors and check nothing (timing runs)",
+        [](Config &c, auto &f, auto &v) { c.ignoreData = parseBool(f, v); }, FlagKind::Switch},
+      F{"input-range", "1", "R: inputs and initial state uniform in [-R, R] (Aspen's)",
+        [](Config &c, auto &f, auto &v) {
+          c.inputRange = parseNumber<double>(f, v);
+          if (!(c.inputRange > 0))
+            throw UsageError(fmt::format("--{}: {} is not above 0", f, v));
+        }},
       F{"seed", "1", "seed of the random inputs",
         [](Config &c, auto &f, auto &v) { c.seed = parseNumber<unsigned>(f, v); }},
       F{"save-tensors", nullptr, "DIR: write every tensor as .npy and DIR/manifest.json",
@@ -324,6 +398,37 @@ void printHelp(const std::string &usage, const std::vector<Flag<Config>> &flags)
     fmt::print("  {:<42} {} [default: {}]\n", name, f.help,
                f.defaultValue ? f.defaultValue : f.unsetMeaning);
   }
+}
+
+// Sets c.device from --device or --device-type (PopLibs' names, kDeviceTypes): unset, it is cpu,
+// or PopLibs' default IpuModel2 (the ipu2 model) when --tiles-per-ipu or --ipus is given.
+inline void resolveDevice(CommonConfig &c) {
+  const bool ipuGeometry = c.tilesPerIpu || c.ipus;
+  if (!c.deviceType.empty()) {
+    if (!c.device.empty())
+      throw UsageError(fmt::format("--device {} and --device-type {}: give one of them", c.device,
+                                   c.deviceType));
+    const auto d = std::find_if(std::begin(kDeviceTypes), std::end(kDeviceTypes),
+                                [&](const DeviceTypeName &t) { return c.deviceType == t.name; });
+    if (std::string(d->target).empty())
+      throw UsageError("--device-type Hw: Aspen has no IPU hardware to run on (IpuModel2 models "
+                       "an IPU on the CPU executor; --device=gpu runs on a CUDA GPU)");
+    c.device = d->target;
+    if (c.device == "cpu" && ipuGeometry) {
+      // PopLibs' Cpu device has one tile whatever the geometry flags say; so has Aspen's.
+      c.notes.push_back("--device-type Cpu has one tile: --tiles-per-ipu and --ipus have no "
+                        "effect");
+      c.tilesPerIpu.reset();
+      c.ipus.reset();
+    }
+  } else if (c.device.empty()) {
+    c.device = ipuGeometry ? "ipu2" : "cpu";
+  }
+  if (c.tilesPerIpu && (c.device == "cpu" || c.device == "gpu"))
+    throw UsageError(fmt::format("--tiles-per-ipu applies to model devices, not '{}'", c.device));
+  if (c.ipus && !isIpuModel(c.device))
+    throw UsageError(fmt::format("--ipus applies to the IPU models (ipu1, ipu2, ipu21), not '{}'",
+                                 c.device));
 }
 
 // Applies the defaults, then the command line, then checks what every layer needs; the
@@ -373,8 +478,9 @@ Config parseCommandLine(int argc, char **argv, const std::vector<Flag<Config>> &
     throw UsageError(fmt::format("--variable-time-steps: {} lengths given; give 1 or "
                                  "--batch-size = {}",
                                  c.variableTimeSteps.size(), c.batchSize));
-  if (c.tilesPerIpu && (c.device == "cpu" || c.device == "gpu"))
-    throw UsageError(fmt::format("--tiles-per-ipu applies to model devices, not '{}'", c.device));
+  resolveDevice(c);
+  if (c.ignoreData && !c.saveTensors.empty())
+    throw UsageError("--save-tensors has nothing to save with --ignore-data");
   if (c.phase == "fwd")
     c.layerOptions.set("inferenceOnly", "true");
   return c;
@@ -507,6 +613,12 @@ inline aspen::Device makeDevice(const CommonConfig &c) {
   if (c.device == "gpu")
     return Device::createGpuDevice(0);
   try {
+    // An IPU model of several IPUs (--ipus) or named by --device-type, as PopLibs' IPUModel.
+    if (isIpuModel(c.device) && (c.ipus || !c.deviceType.empty()))
+      return Device::createModelDevice(aspen::Target::createIPUModelTarget(
+          c.ipus.value_or(1),
+          c.tilesPerIpu.value_or(aspen::Target::createModel(c.device).getTilesPerIPU()),
+          c.device));
     return Device::createModelDevice(c.tilesPerIpu
                                          ? aspen::Target::createModel(c.device, *c.tilesPerIpu)
                                          : aspen::Target::createModel(c.device));
@@ -522,7 +634,12 @@ inline std::optional<aspen::Engine> compileAndLoad(const std::string &tool, cons
                                                    const aspen::Device &device,
                                                    double &compileSeconds) {
   const auto compileStart = std::chrono::steady_clock::now();
-  aspen::Engine engine(graph, prog);
+  aspen::OptionFlags engineOptions;
+  if (!c.profileDir.empty()) {
+    engineOptions.set("autoReport.all", "true");
+    engineOptions.set("autoReport.directory", c.profileDir);
+  }
+  aspen::Engine engine(graph, prog, engineOptions);
   compileSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - compileStart).count();
   if (c.compileOnly) {
@@ -545,6 +662,17 @@ inline void runTimed(const std::string &tool, aspen::Engine &engine, const Commo
              1e3 * compileSeconds, c.runs, 1e3 * runSeconds / c.runs);
   if (c.profile)
     engine.printProfileSummary(std::cout);
+}
+
+// --ignore-data: the runs with no tensor written (but the sequence lengths) or read, nothing
+// checked, as PopLibs' --ignore-data.
+inline int runUnchecked(const std::string &tool, aspen::Engine &engine, const CommonConfig &c,
+                        double compileSeconds) {
+  std::vector<NamedTensor> lengths;
+  writeTimeSteps(engine, c, lengths);
+  runTimed(tool, engine, c, compileSeconds);
+  fmt::print("{}: RAN, not checked (--ignore-data: no data written or read)\n", tool);
+  return 0;
 }
 
 // --- Checking and saving ---------------------------------------------------------------------
@@ -691,6 +819,8 @@ int driverMain(const std::string &tool, int argc, char **argv,
     help();
     return 0;
   }
+  for (const std::string &note : config.notes)
+    fmt::print("{}: note: {}\n", tool, note);
   try {
     return run(config);
   } catch (const UsageError &e) {

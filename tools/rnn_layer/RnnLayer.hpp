@@ -54,9 +54,13 @@ inline std::vector<Flag<Config>> layerFlagTable() {
        "sigmoid | hard_sigmoid | relu | tanh | softmax (gelu, gelu_erf, swish are refused by "
        "the layer)",
        [](Config &c, auto &f, auto &v) { c.activation = parseActivationFlag(f, v); }},
+      // PopLibs' switch (given alone, 1). PopLibs' default differs: without it, its forward
+      // phase takes the weighted input from the host; Aspen's 0 weighs it with
+      // forwardWeightInput (docs/drivers.md).
       {"apply-feedforward-weights", "1",
        "0 | 1: rnnFwdSequence weighs the input (1), or forwardWeightInput does first (0)",
-       [](Config &c, auto &f, auto &v) { c.applyFeedforwardWeights = parseBool(f, v); }},
+       [](Config &c, auto &f, auto &v) { c.applyFeedforwardWeights = parseBool(f, v); },
+       FlagKind::Switch},
   };
   t.insert(t.end(), rnnFlags.begin(), rnnFlags.end());
   return t;

@@ -78,17 +78,23 @@ int run(const Config &c) {
                                                  compileSeconds);
   if (!engine)
     return 0;
+  if (c.ignoreData)
+    return runUnchecked(kTool, *engine, c, compileSeconds);
 
   // Inputs, drawn in a fixed order and rounded to the data type.
   std::mt19937 rng(c.seed);
   const double weightScale = 1.0 / std::sqrt(double(H));
   const Shape seq = {T, B, H};
   std::vector<NamedTensor> saved = {
-      {"input", {T, B, I}, "input x_t [T,B,I]", randomValues(rng, {T, B, I}, 1.0, type), {}},
+      {"input",
+       {T, B, I},
+       "input x_t [T,B,I]",
+       randomValues(rng, {T, B, I}, c.inputRange, type),
+       {}},
       {"initialOutput",
        {B, H},
        "initial state y_{-1} [B,H]",
-       randomValues(rng, {B, H}, 1.0, type),
+       randomValues(rng, {B, H}, c.inputRange, type),
        {}},
       {"inputWeights",
        {I, H},
