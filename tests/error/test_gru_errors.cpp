@@ -67,8 +67,12 @@ TEST_CASE("GRU misuse", "[error][gru]") {
                       Contains("inferenceOnly"));
   REQUIRE_THROWS_WITH(gru::createInput(g, params, "x", {{"numShards", "4"}}),
                       Contains("numShards") && Contains("from 1 to 3"));
-  REQUIRE_THROWS_WITH(gru::createInput(g, params, "x", {{"rnnStepsPerWU", "9"}}),
-                      Contains("rnnStepsPerWU") && Contains("0 to 3"));
+  // rnnStepsPerWU is any unsigned integer (as popnn parses it; T or more is one WU pass).
+  REQUIRE_NOTHROW(gru::createInput(g, params, "x", {{"rnnStepsPerWU", "9"}}));
+  REQUIRE_THROWS_WITH(gru::createInput(g, params, "x", {{"rnnStepsPerWU", "-1"}}),
+                      Contains("rnnStepsPerWU") && Contains("an unsigned integer"));
+  REQUIRE_THROWS_WITH(gru::createInput(g, params, "x", {{"hardSigmoidGradient", "popnn"}}),
+                      Contains("hardSigmoidGradient") && Contains("poplibs, exact"));
   // Lengths given twice; an input gradient nobody computes.
   Tensor lengths = variable(g, UNSIGNED_INT, {2}, "lengths");
   gru::GruParams withLengths(FLOAT, 2, 3, lengths, {4, 5});

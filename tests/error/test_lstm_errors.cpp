@@ -102,8 +102,12 @@ TEST_CASE("LSTM option misuse", "[error][lstm]") {
                       Contains("noSuchOption"));
   REQUIRE_THROWS_WITH(lstm::createInput(l.graph, l.params, "x", {{"partialsType", "half"}}),
                       Contains("partialsType half") && Contains("float"));
-  REQUIRE_THROWS_WITH(lstm::createInput(l.graph, l.params, "x", {{"rnnStepsPerWU", "9"}}),
-                      Contains("rnnStepsPerWU") && Contains("0 to 3"));
+  // rnnStepsPerWU is any unsigned integer (as popnn parses it; T or more is one WU pass).
+  REQUIRE_NOTHROW(lstm::createInput(l.graph, l.params, "x", {{"rnnStepsPerWU", "9"}}));
+  REQUIRE_THROWS_WITH(lstm::createInput(l.graph, l.params, "x", {{"rnnStepsPerWU", "-1"}}),
+                      Contains("rnnStepsPerWU") && Contains("an unsigned integer"));
+  REQUIRE_THROWS_WITH(lstm::createInput(l.graph, l.params, "x", {{"hardSigmoidGradient", "popnn"}}),
+                      Contains("hardSigmoidGradient") && Contains("poplibs, exact"));
   REQUIRE_THROWS_WITH(lstm::createInput(l.graph, l.params, "x",
                                         {{"availableMemoryProportion", "1.5"}}),
                       Contains("availableMemoryProportion"));
