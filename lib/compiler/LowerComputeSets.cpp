@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <optional>
+#include <unordered_map>
+#include <vector>
 
 namespace aspen::detail {
 
@@ -84,8 +86,12 @@ private:
     }
   }
 
+  // A non-contiguous tensor's contiguous copy in the scratch buffer. Fields connected to the
+  // same tensor (operator==: same type, shape and elements) share it.
   struct Temporary {
-    Tensor tensor;
+    Type type;
+    std::vector<std::size_t> shape;
+    RegionList regions;
     std::uint64_t offset;
     bool gather, scatter;
   };
@@ -96,6 +102,8 @@ private:
     cs_.vertices.push_back({typeIndex(type), static_cast<std::uint32_t>(cs_.fields.size()),
                             vertex.tile, v});
     temporaries_.clear();
+    if (!temporaryIndex_.empty()) // a fresh map: clear() would cost its buckets on every vertex
+      temporaryIndex_ = decltype(temporaryIndex_)();
     for (std::size_t f = 0; f < type.fields.size(); ++f) {
       const FieldInfo &info = type.fields[f];
       const FieldBinding &binding = vertex.fields[f];
@@ -109,12 +117,12 @@ private:
           cs_.nested.push_back(edge(info, t));
       }
     }
-    for (const Temporary &temp : temporaries_) {
-      RegionList scratch = contiguousScratch(temp.tensor, temp.offset);
+    for (Temporary &temp : temporaries_) {
+      RegionList scratch = contiguousScratch(temp.regions, temp.offset);
       if (temp.gather)
-        cs_.gathers.push_back(makeCopyPlan(regionsOf(temp.tensor), scratch));
+        cs_.gathers.push_back(makeCopyPlan(temp.regions, scratch));
       if (temp.scatter)
-        cs_.scatters.push_back(makeCopyPlan(std::move(scratch), regionsOf(temp.tensor)));
+        cs_.scatters.push_back(makeCopyPlan(std::move(scratch), std::move(temp.regions)));
     }
   }
 
@@ -140,22 +148,34 @@ private:
       const ByteRun &run = regions.runs.front();
       return {DescTemplate::Arena, run.buffer, std::uint64_t(run.offset), n};
     }
-    for (Temporary &temp : temporaries_)
-      if (temp.tensor == t) {
+    // Matching by hash, then exactly, keeps lowering linear in the edges of a vertex (comparing
+    // with every earlier temporary was quadratic: issue 34).
+    const Type type = t.elementType();
+    std::vector<std::size_t> shape = t.shape();
+    std::uint64_t key = hashMix(hashElements(regions), static_cast<std::uint64_t>(type.id()));
+    for (std::size_t d : shape)
+      key = hashMix(key, d);
+    std::vector<std::uint32_t> &candidates = temporaryIndex_[key];
+    for (std::uint32_t i : candidates) {
+      Temporary &temp = temporaries_[i];
+      if (temp.type == type && temp.shape == shape && sameElements(temp.regions, regions)) {
         temp.gather |= info.reads();
         temp.scatter |= info.writes();
         return {DescTemplate::Arena, scratchBuffer_, temp.offset, n};
       }
+    }
     const std::uint64_t offset = alignUp(scratchBytes_, kTemporaryAlignment);
     scratchBytes_ = offset + regions.bytes();
-    temporaries_.push_back({t, offset, info.reads(), info.writes()});
+    candidates.push_back(static_cast<std::uint32_t>(temporaries_.size()));
+    temporaries_.push_back(
+        {type, std::move(shape), std::move(regions), offset, info.reads(), info.writes()});
     return {DescTemplate::Arena, scratchBuffer_, offset, n};
   }
 
-  RegionList contiguousScratch(const Tensor &t, std::uint64_t offset) const {
+  RegionList contiguousScratch(const RegionList &regions, std::uint64_t offset) const {
     RegionList list;
-    list.elementBytes = static_cast<std::uint32_t>(t.elementType().size());
-    list.numElements = t.numElements();
+    list.elementBytes = regions.elementBytes;
+    list.numElements = regions.numElements;
     list.runs.push_back({scratchBuffer_, std::int64_t(offset), std::int64_t(list.elementBytes),
                          list.numElements});
     return list;
@@ -190,7 +210,9 @@ private:
   CompiledComputeSet cs_;
   std::uint32_t scratchBuffer_ = 0;
   std::uint64_t scratchBytes_ = 0;
-  std::vector<Temporary> temporaries_;
+  std::vector<Temporary> temporaries_; // of the vertex being lowered, in order of first use
+  // Hash of (type, shape, elements) -> indices into temporaries_ with that hash.
+  std::unordered_map<std::uint64_t, std::vector<std::uint32_t>> temporaryIndex_;
 };
 
 } // namespace
