@@ -20,30 +20,50 @@ namespace {
 constexpr std::uint64_t kMaxSteps = std::uint64_t(1) << 20;
 constexpr std::size_t kMaxStridedKill = 4096;
 
-// Sorted, disjoint, non-adjacent byte ranges [begin, end) of one variable.
+// Sorted, disjoint, non-adjacent byte ranges [begin, end) of one variable. Built and united in
+// linear time (after one sort): inserting range by range into the sorted vector was quadratic
+// in the runs of a shuffled view (issue 34).
 class ByteSet {
 public:
-  bool empty() const { return ranges_.empty(); }
+  using Range = std::pair<std::uint64_t, std::uint64_t>;
 
-  void add(std::uint64_t begin, std::uint64_t end) {
-    if (begin >= end)
-      return;
-    auto it = std::lower_bound(ranges_.begin(), ranges_.end(), Range{begin, begin});
-    if (it != ranges_.begin() && std::prev(it)->second >= begin)
-      --it;
-    auto last = it;
-    while (last != ranges_.end() && last->first <= end) {
-      begin = std::min(begin, last->first);
-      end = std::max(end, last->second);
-      ++last;
+  // Sorts `ranges` and merges those that overlap or touch, dropping empty ones: a ByteSet's form.
+  static void normalize(std::vector<Range> &ranges) {
+    std::sort(ranges.begin(), ranges.end());
+    std::size_t n = 0;
+    for (const Range &r : ranges) {
+      if (r.first >= r.second)
+        continue;
+      if (n > 0 && r.first <= ranges[n - 1].second)
+        ranges[n - 1].second = std::max(ranges[n - 1].second, r.second);
+      else
+        ranges[n++] = r;
     }
-    it = ranges_.erase(it, last);
-    ranges_.insert(it, Range{begin, end});
+    ranges.resize(n);
   }
 
+  // The union of `ranges`, given in any order.
+  static ByteSet unionOf(std::vector<Range> ranges) {
+    normalize(ranges);
+    ByteSet set;
+    set.ranges_ = std::move(ranges);
+    return set;
+  }
+
+  bool empty() const { return ranges_.empty(); }
+
   void add(const ByteSet &other) {
-    for (const Range &r : other.ranges_)
-      add(r.first, r.second);
+    if (other.empty() || &other == this)
+      return;
+    const std::vector<Range> mine = std::move(ranges_);
+    ranges_.clear();
+    ranges_.reserve(mine.size() + other.ranges_.size());
+    auto a = mine.begin(), b = other.ranges_.begin();
+    while (a != mine.end() || b != other.ranges_.end())
+      if (b == other.ranges_.end() || (a != mine.end() && a->first <= b->first))
+        append(*a++);
+      else
+        append(*b++);
   }
 
   void remove(const ByteSet &other) {
@@ -68,7 +88,16 @@ public:
   friend bool operator==(const ByteSet &, const ByteSet &) = default;
 
 private:
-  using Range = std::pair<std::uint64_t, std::uint64_t>;
+  // Adds a range that starts at or after the start of every range held.
+  void append(const Range &r) {
+    if (r.first >= r.second)
+      return;
+    if (!ranges_.empty() && r.first <= ranges_.back().second)
+      ranges_.back().second = std::max(ranges_.back().second, r.second);
+    else
+      ranges_.push_back(r);
+  }
+
   std::vector<Range> ranges_;
 };
 
@@ -101,27 +130,64 @@ template <class F> void forEachSpan(const Tensor &t, bool exact, F &&f) {
   }
 }
 
-void addRead(Effects &effects, const Tensor &t) {
-  forEachSpan(t, false, [&](unsigned var, std::uint64_t begin, std::uint64_t end) {
-    Effect &e = effects[var];
-    e.reads.add(begin, end);
-    e.touches = true;
-  });
-}
+// Byte ranges gathered in any order, brought to ByteSet form whenever they have doubled since
+// the last time, so that they never take much more memory than their union.
+class RangeCollector {
+public:
+  void add(std::uint64_t begin, std::uint64_t end) {
+    ranges_.emplace_back(begin, end);
+    if (ranges_.size() >= limit_) {
+      ByteSet::normalize(ranges_);
+      limit_ = std::max(kMinLimit, 2 * ranges_.size());
+    }
+  }
+  ByteSet take() { return ByteSet::unionOf(std::move(ranges_)); }
 
-void addWrite(Effects &effects, const Tensor &t, bool touches) {
-  for (unsigned var : variablesOf(t))
-    effects[var].touches |= touches;
-  forEachSpan(t, true, [&](unsigned var, std::uint64_t begin, std::uint64_t end) {
-    effects[var].kills.add(begin, end);
-  });
-}
+private:
+  static constexpr std::size_t kMinLimit = 1024;
+  std::vector<ByteSet::Range> ranges_;
+  std::size_t limit_ = kMinLimit;
+};
+
+// One step's effects, collected span by span and united per variable once, in effects().
+class EffectsBuilder {
+public:
+  void read(const Tensor &t) {
+    forEachSpan(t, false, [&](unsigned var, std::uint64_t begin, std::uint64_t end) {
+      Pending &p = pending_[var];
+      p.reads.add(begin, end);
+      p.touches = true;
+    });
+  }
+
+  void write(const Tensor &t, bool touches) {
+    for (unsigned var : variablesOf(t))
+      pending_[var].touches |= touches;
+    forEachSpan(t, true, [&](unsigned var, std::uint64_t begin, std::uint64_t end) {
+      pending_[var].kills.add(begin, end);
+    });
+  }
+
+  Effects effects() {
+    Effects effects;
+    for (auto &[var, p] : pending_)
+      effects[var] = {p.reads.take(), p.kills.take(), p.touches};
+    return effects;
+  }
+
+private:
+  struct Pending {
+    RangeCollector reads, kills;
+    bool touches = false;
+  };
+  std::map<unsigned, Pending> pending_;
+};
 
 // The effects of the steps that move data between variables: compute sets (executed or
 // launched), library calls, copies, WriteUndef.
 // Everything else a step touches is always live and needs no tracking.
 Effects effectsOf(const GraphState &graph, const ProgramNode &node) {
-  Effects effects;
+  EffectsBuilder effects;
   switch (node.kind) {
   case ProgramKind::Execute:
   case ProgramKind::Launch:
@@ -136,9 +202,9 @@ Effects effectsOf(const GraphState &graph, const ProgramNode &node) {
           if (!t.valid())
             return;
           if (field.reads())
-            addRead(effects, t);
+            effects.read(t);
           if (field.writes())
-            addWrite(effects, t, true);
+            effects.write(t, true);
         };
         access(binding.tensor);
         for (const Tensor &edge : binding.edges)
@@ -147,24 +213,24 @@ Effects effectsOf(const GraphState &graph, const ProgramNode &node) {
     }
     break;
   case ProgramKind::Copy:
-    addRead(effects, node.tensor);
-    addWrite(effects, node.dst, true);
+    effects.read(node.tensor);
+    effects.write(node.dst, true);
     break;
   case ProgramKind::WriteUndef:
-    addWrite(effects, node.tensor, false);
+    effects.write(node.tensor, false);
     break;
   case ProgramKind::LibraryCall: // Gemm: reads a, b, scale (and c when accumulating), writes c
     for (std::size_t i : {0, 1, 3})
       if (node.operands.at(i).valid())
-        addRead(effects, node.operands[i]);
+        effects.read(node.operands[i]);
     if (node.flags & kGemmAccumulate)
-      addRead(effects, node.operands.at(2));
-    addWrite(effects, node.operands.at(2), true);
+      effects.read(node.operands.at(2));
+    effects.write(node.operands.at(2), true);
     break;
   default:
     break;
   }
-  return effects;
+  return effects.effects();
 }
 
 // Variables that executors touch outside the steps naming them, used by `node`.
