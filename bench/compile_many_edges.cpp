@@ -3,7 +3,8 @@
 // 4-element chunks of one variable in a shuffled order, so that every edge is non-contiguous
 // and needs a gather, as the segments of PopLibs' reduce_op tests do. Compiling such a compute
 // set must be linear in the edges: the table gives, per size, the time ratio to the previous
-// size next to the size ratio and the exponent they imply (1 linear, 2 quadratic). The engine
+// size next to the size ratio and the exponent they imply (1 linear, 2 quadratic), and the same
+// from the first size to the last. Each time is of one construction. The engine
 // then runs once on the CPU and its sums are checked against the host's.
 //   bench_compile_many_edges [edges ... (default 1000 2000 4000 8000)]
 #include <aspen/Engine.hpp>
@@ -119,8 +120,8 @@ int main(int argc, char **argv) {
   fmt::print("{:>8} {:>9} {:>12} {:>11} {:>11} {:>9} {:>8}\n", "edges", "regions", "compile (s)",
              "size ratio", "time ratio", "exponent", "result");
   bool allCorrect = true;
-  double previousSeconds = 0;
-  std::size_t previousEdges = 0;
+  double previousSeconds = 0, firstSeconds = 0;
+  std::size_t previousEdges = 0, firstEdges = 0;
   for (std::size_t edges : sizes) {
     const Result r = measure(edges);
     allCorrect = allCorrect && r.correct;
@@ -137,6 +138,13 @@ int main(int argc, char **argv) {
     }
     previousSeconds = r.compileSeconds;
     previousEdges = edges;
+    firstSeconds = firstEdges ? firstSeconds : r.compileSeconds;
+    firstEdges = firstEdges ? firstEdges : edges;
   }
+  if (sizes.size() > 1) // less noisy than the steps between neighbours
+    fmt::print("first to last: size ratio {:.2f}, time ratio {:.2f}, exponent {:.2f}\n",
+               double(previousEdges) / double(firstEdges), previousSeconds / firstSeconds,
+               std::log(previousSeconds / firstSeconds) /
+                   std::log(double(previousEdges) / double(firstEdges)));
   return allCorrect ? 0 : 1;
 }
