@@ -12,34 +12,38 @@
 #include <poputil/exceptions.hpp>
 
 #include <istream>
+#include <iterator>
 #include <ostream>
 #include <string>
 
 namespace popnn {
 
+namespace compat_detail {
+// Each kind with PopLibs' printed name and the token operator>> reads: one table for both.
+struct NonLinearityName {
+  NonLinearityType type;
+  const char *printed;
+  const char *token;
+};
+inline constexpr NonLinearityName kNonLinearityNames[] = {
+    {NonLinearityType::SIGMOID, "sigmoid", "sigmoid"},
+    {NonLinearityType::HARD_SIGMOID, "hard_sigmoid", "hard_sigmoid"},
+    {NonLinearityType::RELU, "relu", "relu"},
+    {NonLinearityType::TANH, "tanh", "tanh"},
+    {NonLinearityType::GELU, "gelu", "gelu"},
+    {NonLinearityType::GELU_ERF, "gelu_erf", "gelu_erf"},
+    {NonLinearityType::SWISH, "swish", "swish"},
+    {NonLinearityType::SOFTMAX, "softmax", "softmax"},
+    {NonLinearityType::SOFTMAX_STABLE, "softmax (stable)", "softmax_stable"},
+    {NonLinearityType::SOFTMAX_SCALED, "softmax (scaled, stable)", "softmax_scaled"}};
+static_assert(std::size(kNonLinearityNames) == aspen::nn::kNumNonLinearityTypes,
+              "every NonLinearityType needs a PopLibs name");
+} // namespace compat_detail
+
 inline const char *asString(const popnn::NonLinearityType &type) {
-  switch (type) {
-  case NonLinearityType::SIGMOID:
-    return "sigmoid";
-  case NonLinearityType::HARD_SIGMOID:
-    return "hard_sigmoid";
-  case NonLinearityType::RELU:
-    return "relu";
-  case NonLinearityType::TANH:
-    return "tanh";
-  case NonLinearityType::GELU:
-    return "gelu";
-  case NonLinearityType::GELU_ERF:
-    return "gelu_erf";
-  case NonLinearityType::SWISH:
-    return "swish";
-  case NonLinearityType::SOFTMAX:
-    return "softmax";
-  case NonLinearityType::SOFTMAX_STABLE:
-    return "softmax (stable)";
-  case NonLinearityType::SOFTMAX_SCALED:
-    return "softmax (scaled, stable)";
-  }
+  for (const auto &n : compat_detail::kNonLinearityNames)
+    if (n.type == type)
+      return n.printed;
   throw poputil::poplibs_error("Unsupported non-linearity type " +
                                std::to_string(static_cast<int>(type)));
 }
@@ -51,22 +55,9 @@ inline std::ostream &operator<<(std::ostream &os, const popnn::NonLinearityType 
 inline std::istream &operator>>(std::istream &in, popnn::NonLinearityType &type) {
   std::string token;
   in >> token;
-  static const struct {
-    const char *token;
-    NonLinearityType type;
-  } kTokens[] = {{"relu", NonLinearityType::RELU},
-                 {"sigmoid", NonLinearityType::SIGMOID},
-                 {"hard_sigmoid", NonLinearityType::HARD_SIGMOID},
-                 {"tanh", NonLinearityType::TANH},
-                 {"gelu", NonLinearityType::GELU},
-                 {"gelu_erf", NonLinearityType::GELU_ERF},
-                 {"swish", NonLinearityType::SWISH},
-                 {"softmax", NonLinearityType::SOFTMAX},
-                 {"softmax_stable", NonLinearityType::SOFTMAX_STABLE},
-                 {"softmax_scaled", NonLinearityType::SOFTMAX_SCALED}};
-  for (const auto &t : kTokens)
-    if (token == t.token) {
-      type = t.type;
+  for (const auto &n : compat_detail::kNonLinearityNames)
+    if (token == n.token) {
+      type = n.type;
       return in;
     }
   throw poputil::poplibs_error("Unsupported non-linearity type '" + token + "'");
