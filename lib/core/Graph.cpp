@@ -135,17 +135,22 @@ const char *shapeName(FieldShape s) {
 
 void checkEdgeTensor(const GraphState &g, unsigned vertex, const FieldInfo &field,
                      const Tensor &t, bool isEdgeOf2D) {
-  const auto where = fmt::format("connect field '{}' of {}", field.name, g.vertexName(vertex));
-  g.requireOwnTensor(t, where.c_str());
+  // Messages are made only when one is raised: formatting them for every edge connected was a
+  // good part of building a graph of many vertices.
+  const auto where = [&] {
+    return fmt::format("connect field '{}' of {}", field.name, g.vertexName(vertex));
+  };
+  if (!t.valid() || detail::graphOf(t) != &g)
+    g.requireOwnTensor(t, where().c_str());
   if (field.elementType.valid() ? t.elementType() != field.elementType
                                 : t.elementType().size() != field.elementBytes)
-    throw type_error(fmt::format("{}: the field holds {} but tensor {} is {}", where,
+    throw type_error(fmt::format("{}: the field holds {} but tensor {} is {}", where(),
                                  field.elementType.valid() ? field.elementType.toString()
                                                            : fmt::format("{}-byte elements", field.elementBytes),
                                  t.getVarStr(), t.elementType().toString()));
   if (field.shape == FieldShape::Scalar && !isEdgeOf2D && t.numElements() != 1)
-    throw shape_error(fmt::format("{}: the field is a scalar but tensor {} has {} elements {}", where,
-                                  t.getVarStr(), t.numElements(), t.shapeToString()));
+    throw shape_error(fmt::format("{}: the field is a scalar but tensor {} has {} elements {}",
+                                  where(), t.getVarStr(), t.numElements(), t.shapeToString()));
 }
 
 } // namespace
@@ -421,7 +426,10 @@ void Graph::setTileMapping(const Tensor &t, const TileToTensorMapping &mapping) 
 
 void Graph::setTileMapping(VertexRef v, unsigned tile) {
   VertexRecord &record = vertexOf(*state_, v.getId(), v.graph(), "setTileMapping");
-  record.tile = absoluteTile(tile, "setTileMapping of " + state_->vertexName(v.getId()));
+  // The message only when it is needed (one per vertex adds up in graphs of many vertices).
+  const bool exists = tile < target_.getNumTiles();
+  record.tile = absoluteTile(tile, exists ? std::string()
+                                          : "setTileMapping of " + state_->vertexName(v.getId()));
 }
 
 TileToTensorMapping Graph::getTileMapping(const Tensor &t, bool requireComplete) const {
@@ -476,8 +484,10 @@ VertexRef Graph::addVertex(ComputeSet cs, StringRef vertexType) {
     record.type = type;
     record.computeSet = cs.getId();
     record.fields.resize(type->fields.size());
-    // Room first, so that the two lists grow together or not at all.
-    members.reserve(members.size() + 1);
+    // Room first, so that the two lists grow together or not at all; geometrically, as
+    // push_back would (reserving one more each time made building a compute set quadratic).
+    if (members.size() == members.capacity())
+      members.reserve(std::max<std::size_t>(16, 2 * members.capacity()));
     state_->vertices.push_back(std::move(record));
   } catch (const std::bad_alloc &) {
     throw graph_memory_allocation_error(fmt::format(
@@ -505,31 +515,33 @@ VertexRef Graph::addVertex(ComputeSet cs, StringRef vertexType,
 
 void Graph::connect(FieldRef f, const Tensor &t) {
   auto [field, binding] = fieldOf(*state_, f, "connect");
-  const auto where = fmt::format("connect field '{}' of {}", f.name(), state_->vertexName(f.vertexId()));
+  const auto where = [&] {
+    return fmt::format("connect field '{}' of {}", f.name(), state_->vertexName(f.vertexId()));
+  };
   if (!field->isEdge())
     throw graph_connection_error(fmt::format(
-        "{}: the field is a plain member, not an edge; set it with setInitialValue", where));
+        "{}: the field is a plain member, not an edge; set it with setInitialValue", where()));
   if (field->shape == FieldShape::VectorOfVectors) {
     if (!f.isIndexed())
       throw graph_connection_error(fmt::format(
-          "{}: the field is a vector of vectors; connect a list of tensors or index it (field[i])", where));
+          "{}: the field is a vector of vectors; connect a list of tensors or index it (field[i])", where()));
     if (binding->sizeSet && f.index() >= binding->edges.size())
-      throw index_error(fmt::format("{}: edge {} is outside the field's size {}", where, f.index(),
+      throw index_error(fmt::format("{}: edge {} is outside the field's size {}", where(), f.index(),
                                     binding->edges.size()));
     checkEdgeTensor(*state_, f.vertexId(), *field, t, true);
     if (!binding->sizeSet && f.index() >= binding->edges.size())
       binding->edges.resize(f.index() + 1);
     if (binding->edges[f.index()].valid())
-      throw graph_connection_error(fmt::format("{}: edge {} is already connected", where, f.index()));
+      throw graph_connection_error(fmt::format("{}: edge {} is already connected", where(), f.index()));
     binding->edges[f.index()] = t;
     return;
   }
   if (f.isIndexed())
-    throw graph_connection_error(fmt::format("{}: the field is {}, it cannot be indexed", where,
+    throw graph_connection_error(fmt::format("{}: the field is {}, it cannot be indexed", where(),
                                              shapeName(field->shape)));
   checkEdgeTensor(*state_, f.vertexId(), *field, t, false);
   if (binding->tensor.valid())
-    throw graph_connection_error(fmt::format("{}: the field is already connected (to {})", where,
+    throw graph_connection_error(fmt::format("{}: the field is already connected (to {})", where(),
                                              binding->tensor.getVarStr()));
   binding->tensor = t;
 }
