@@ -7,6 +7,7 @@
 #include <aspen/Graph.hpp>
 #include <aspen/OptionFlags.hpp>
 #include <aspen/Program.hpp>
+#include <aspen/ProgressFunc.hpp>
 
 #include <functional>
 #include <initializer_list>
@@ -41,8 +42,6 @@ public:
 private:
   std::unique_ptr<detail::CompiledGraph> compiled_;
 };
-
-using ProgressFunc = std::function<void(int step, int total)>;
 
 ASPEN_API Executable compileGraph(const Graph &graph, ArrayRef<program::Program> programs,
                                   const OptionFlags &options = {}, ProgressFunc progress = {});

@@ -5,7 +5,9 @@
 #include "CompiledGraph.hpp"
 #include "core/GraphState.hpp"
 
-#include <aspen/Engine.hpp>
+#include <aspen/ArrayRef.hpp>
+#include <aspen/Program.hpp>
+#include <aspen/ProgressFunc.hpp>
 
 #include <memory>
 
