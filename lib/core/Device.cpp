@@ -1,5 +1,6 @@
-// Device: the CPU, model and GPU devices, and the DeviceManager listing the GPUs.
-#include "executors/ExecutorRegistry.hpp"
+// Device: the CPU, model and GPU devices, and the DeviceManager listing the GPUs. The GPUs are
+// reached through the hardware-device hook (HardwareDevices.hpp), which the engine fills in.
+#include "HardwareDevices.hpp"
 
 #include <aspen/Device.hpp>
 #include <aspen/Error.hpp>
@@ -127,8 +128,9 @@ unsigned Device::getGpuOrdinal() const {
 }
 
 unsigned Device::gpuCount() {
-  const detail::ExecutorBackend &backend = detail::executorBackendFor(DeviceKind::Gpu);
-  return backend.built ? backend.deviceCount() : 0;
+  const detail::HardwareDevices &gpus =
+      detail::hardwareDevices(DeviceKind::Gpu, "Device::gpuCount");
+  return gpus.missing.empty() ? gpus.count() : 0;
 }
 
 unsigned Device::cpuThreadCount() {
@@ -152,10 +154,11 @@ unsigned Device::cpuThreadCount() {
 }
 
 Device Device::createGpuDevice(unsigned ordinal, const OptionFlags &options) {
-  const detail::ExecutorBackend &backend = detail::executorBackendFor(DeviceKind::Gpu);
-  if (!backend.built)
-    throw error(fmt::format("Device::createGpuDevice({}): {}", ordinal, backend.missing));
-  detail::BackendDevice card = backend.openDevice(ordinal, options);
+  const detail::HardwareDevices &gpus =
+      detail::hardwareDevices(DeviceKind::Gpu, "Device::createGpuDevice");
+  if (!gpus.missing.empty())
+    throw error(fmt::format("Device::createGpuDevice({}): {}", ordinal, gpus.missing));
+  detail::HardwareDevice card = gpus.open(ordinal, options);
   auto s = std::make_shared<State>();
   s->kind = DeviceKind::Gpu;
   s->target = std::move(card.target);
