@@ -1,6 +1,6 @@
 // aspen::linalg::addCodelets: the precompiled linalg codelet families, and ops' (matmuls zero,
 // cast and reduce with its vertices).
-#include "support/LibraryCodelets.hpp"
+#include "layersupport/AddLibraryCodelets.hpp"
 
 #include <aspen/linalg/Codelets.hpp>
 #include <aspen/ops/Codelets.hpp>

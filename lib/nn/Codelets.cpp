@@ -1,4 +1,4 @@
-#include "support/LibraryCodelets.hpp"
+#include "layersupport/AddLibraryCodelets.hpp"
 
 #include <aspen/linalg/Codelets.hpp>
 #include <aspen/nn/Codelets.hpp>

@@ -1,7 +1,7 @@
 // nonLinearity, nonLinearityInPlace and nonLinearityInputGradient: vertices per tile, dispatched
 // from the table in NonLinearityTable.hpp.
 #include "NnWork.hpp"
-#include "support/VertexPerTile.hpp"
+#include "layersupport/VertexPerTile.hpp"
 #include "support/Writability.hpp"
 
 #include <aspen/Error.hpp>

@@ -1,4 +1,4 @@
-#include "support/LibraryCodelets.hpp"
+#include "layersupport/AddLibraryCodelets.hpp"
 
 #include <aspen/ops/Codelets.hpp>
 

@@ -2,7 +2,7 @@
 // iota, scaledAdd, dynamic slices, element-wise operations).
 #pragma once
 
-#include "support/VertexPerTile.hpp"
+#include "layersupport/VertexPerTile.hpp"
 #include "support/Writability.hpp"
 
 #include <aspen/Graph.hpp>

@@ -2,7 +2,7 @@
 // quarter and float or half, one CastQuarter vertex per tile.
 #include "QuarterCast.hpp"
 #include "support/TypeConversion.hpp"
-#include "support/VertexPerTile.hpp"
+#include "layersupport/VertexPerTile.hpp"
 #include "support/Writability.hpp"
 
 #include <aspen/ops/Quarter.hpp>

@@ -69,9 +69,4 @@ std::vector<std::string> libraryCodeletFiles(std::string_view library) {
   return files;
 }
 
-void addLibraryCodelets(Graph &graph, std::string_view library) {
-  for (const std::string &file : libraryCodeletFiles(library))
-    graph.addCodelets(file, CodeletFileType::Precompiled);
-}
-
 } // namespace aspen::detail

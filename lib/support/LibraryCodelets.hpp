@@ -1,7 +1,6 @@
-// Finding the precompiled codelet families of Aspen's own libraries (ops, nn, ...).
+// Finding the precompiled codelet families of Aspen's own libraries (ops, nn, ...). Adding them
+// to a graph is the layers' (layersupport/AddLibraryCodelets.hpp): this floor sits below core.
 #pragma once
-
-#include <aspen/Graph.hpp>
 
 #include <string>
 #include <string_view>
@@ -23,8 +22,5 @@ std::string libraryCodeletsDir();
 // Paths of the files "<library>_*.gp" in that folder, sorted. Raises aspen::codelet_error naming
 // the library and the folder when there are none.
 std::vector<std::string> libraryCodeletFiles(std::string_view library);
-
-// Adds every codelet family of `library` to the graph (what popops::addCodelets does).
-void addLibraryCodelets(Graph &graph, std::string_view library);
 
 } // namespace aspen::detail

@@ -1,7 +1,7 @@
 // Building a compute set with one vertex on each tile over a tensor's regions: what fill, iota,
-// scaledAdd, dynamic slices, element-wise operations and nn's non-linearities share. Part of the
-// support layer; header-only because it uses aspen::util's public API, which libaspen (which
-// also carries the support layer) does not link, so only libraries above aspen_util include it.
+// scaledAdd, dynamic slices, element-wise operations and nn's non-linearities share. Layer
+// support (lib/layersupport): header-only over aspen::util's public API, so only the layers above
+// aspen_util include it.
 #pragma once
 
 #include <aspen/Graph.hpp>
