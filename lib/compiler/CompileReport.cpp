@@ -6,17 +6,7 @@ namespace aspen::detail {
 
 namespace {
 
-bool isControl(StepKind kind) {
-  switch (kind) {
-  case StepKind::Sequence:
-  case StepKind::If:
-  case StepKind::Switch:
-  case StepKind::Repeat:
-  case StepKind::RepeatWhileTrue:
-  case StepKind::RepeatWhileFalse: return true;
-  default: return false;
-  }
-}
+bool isControl(StepKind kind) { return stepKindInfo(kind).children != StepChildren::None; }
 
 // Numbers the leaves of one program as Liveness.cpp's Unroller does: steps in run order with
 // calls inlined (a call is a Sequence whose one child is the function's body, so walking into
@@ -129,7 +119,7 @@ void estimateSteps(const GraphState &state, const CompiledGraph &graph, CompileR
       slowestUnestimated = std::max(slowestUnestimated, double(bytes) / tileRate);
     }
     report.computeSetSeconds.push_back(double(cs.estimatedCycles) / clock + slowestUnestimated +
-                                       estimateMoveSeconds(target, cs.rearrangedBytes) + launch);
+                                       launch);
   }
   report.kernelSeconds.clear();
   for (const CompiledKernel &k : graph.kernels) {
@@ -140,8 +130,7 @@ void estimateSteps(const GraphState &state, const CompiledGraph &graph, CompileR
     const double macsPerSecond = double(target.getMatMulMacsPerCycle(k.gemm.inputType,
                                                                      k.gemm.allowTF32)) *
                                  target.getNumTiles() * clock;
-    report.kernelSeconds.push_back(double(k.gemm.flops()) / (2.0 * macsPerSecond) +
-                                   estimateMoveSeconds(target, k.rearrangedBytes) + launch);
+    report.kernelSeconds.push_back(double(k.gemm.flops()) / (2.0 * macsPerSecond) + launch);
   }
   report.copySeconds.clear();
   for (const CopyPlan &copy : graph.copies)

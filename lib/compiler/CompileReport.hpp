@@ -10,12 +10,13 @@
 //    (no setPerfEstimate, no registered estimator) costs the bytes of the tensors its fields
 //    connect at its tile's bandwidth (a GPU: the card's memory bandwidth shared by its tiles;
 //    otherwise every worker moving one data-path word a cycle), the slowest tile's sum of those
-//    added; plus its rearrangement and, on a GPU, one kernel launch (kGpuLaunchSeconds);
+//    added; plus, on a GPU, one kernel launch (kGpuLaunchSeconds);
 //  - a Gemm library call: 2*G*M*K*N flops at the target's matmul peak over all tiles
-//    (Target::getMatMulMacsPerCycle), plus its rearrangement;
+//    (Target::getMatMulMacsPerCycle), plus a launch on a GPU;
 //  - a block kernel: its compute set's estimate;
-//  - moving n bytes (copies, gathers and scatters): on a GPU, a read and a write of n bytes at
-//    the card's memory bandwidth; elsewhere n bytes at the exchange rate of every tile at once.
+//  - moving n bytes (copies, the Copy steps of gathers and scatters among them): on a GPU, a
+//    read and a write of n bytes at the card's memory bandwidth; elsewhere n bytes at the
+//    exchange rate of every tile at once.
 #pragma once
 
 #include "CompiledGraph.hpp"
@@ -37,6 +38,9 @@ struct CompileReport {
   };
   std::vector<Pass> passes;
   double seconds = 0; // the whole compile
+  // Walks of the program tree (ProgramNode) so far: verification's and program lowering's; the
+  // passes after those work on the steps. The compiler dump prints it after each pass.
+  std::uint32_t programTreeWalks = 0;
 
   // Per program: the step at each position liveness numbers (Buffer::liveBegin/liveEnd), as
   // "<kind> '<name>'" (or "<kind> #<step index>" when it has no name); at most kMaxPositions,

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "codelets/CodeletLibrary.hpp"
+#include "core/KernelKinds.hpp"
 
 #include <aspen/Type.hpp>
 
@@ -53,9 +54,12 @@ struct RegionList {
 };
 
 // Copies src element i to dst element i; through a temporary when the two may overlap.
+// `rearranges`: a compute set's or kernel's gather into its scratch or scatter out of it (made
+// a Copy step by copy lowering); the profile counts its bytes as rearranged, not copied.
 struct CopyPlan {
   RegionList src, dst;
   bool throughTemporary = false;
+  bool rearranges = false;
 };
 
 // One element read by control flow (predicates, Switch controls).
@@ -101,9 +105,10 @@ struct CompiledComputeSet {
   std::vector<TileGroup> tiles;
   std::vector<DescTemplate> fields;     // each vertex's fields, consecutive
   std::vector<DescTemplate> nested;     // the edges of 2-D fields
-  std::vector<CopyPlan> gathers;        // into contiguous temporaries, before the vertices run
-  std::vector<CopyPlan> scatters;       // out of them, after
-  std::uint64_t rearrangedBytes = 0;    // bytes moved by gathers and scatters per execution
+  // Bytes its gathers (into contiguous temporaries in its scratch buffer, before the vertices
+  // run) and scatters (out of them, after) move per execution; those are Copy steps around
+  // each step that runs it (LowerCopies.hpp).
+  std::uint64_t rearrangedBytes = 0;
   // From Graph::setPerfEstimate or a registered estimator: tiles run in parallel, so the
   // slowest tile's sum.
   std::uint64_t estimatedCycles = 0;
@@ -111,14 +116,13 @@ struct CompiledComputeSet {
   std::uint32_t verticesWithoutEstimate = 0;
 };
 
-// A kernel step after lowering. Gemm, a library call (LibraryCalls.hpp): every operand is one
-// contiguous row-major run (DescTemplate::Arena, size in elements), gathered into this kernel's
-// scratch buffer first where the tensor was not one (and scattered back after, for written
-// operands). Block, a block codelet (BlockCodelets.hpp): the one vertex of compute set
-// `launch.computeSet`, whose fields, gathers and scatters are the compute set's.
-enum class KernelKind : std::uint8_t { Gemm, Block };
-const char *kernelKindName(KernelKind kind);
-
+// A kernel step after lowering (KernelKinds.hpp lists the kinds and their operands). Gemm, a
+// library call (LibraryCalls.hpp): every operand is one contiguous row-major run
+// (DescTemplate::Arena, size in elements), gathered into this kernel's scratch buffer first
+// where the tensor was not one (and scattered back after, for written operands); the gathers
+// and scatters are Copy steps around the kernel step. Block, a block codelet
+// (BlockCodelets.hpp): the one vertex of compute set `launch.computeSet`, whose fields are the
+// compute set's.
 // c[g] = alpha * a[g] . b[g] + beta * c[g] over g < G; row-major [M,K], [K,N], [M,N] blocks
 // one after another.
 struct GemmShape {
@@ -146,10 +150,9 @@ struct CompiledKernel {
   std::string name;
   GemmShape gemm;     // Gemm
   BlockLaunch launch; // Block
-  // Gemm: a, b, c, scale (Null when alpha = 1; else one float).
+  // kernelOperands(kind) in order (GemmOperand::a, ...); Null for an absent optional one.
   std::vector<DescTemplate> operands;
-  std::vector<CopyPlan> gathers, scatters;
-  std::uint64_t rearrangedBytes = 0; // moved by gathers and scatters per execution
+  std::uint64_t rearrangedBytes = 0; // moved by its gathers and scatters per execution
 };
 
 struct StreamInfo {
@@ -180,23 +183,60 @@ struct PrintInfo {
   RegionList regions;
 };
 
-enum class StepKind : std::uint8_t {
-  Sequence,         // children
-  Execute,          // index: compute set
-  Copy,             // index: copy plan
-  StreamToTensor,   // index: stream copy
-  TensorToStream,   // index: stream copy
-  Repeat,           // count; children: [body]
-  RepeatWhileTrue,  // scalar; children: [cond, body]
-  RepeatWhileFalse, // scalar; children: [cond, body]
-  If,               // scalar; children: [trueBody, falseBody]
-  Switch,           // scalar; children: [default, case...]; cases
-  PrintTensor,      // index: print
-  Abort,            // scalar
-  Kernel,           // index: kernel
-  Nop,              // Sync, WriteUndef, empty programs
+// Every kind of step, described once: X(kind, name, payload, children, scalar, on device).
+//  payload   what Step::index refers to: None, ComputeSet (CompiledGraph::computeSets), Copy
+//            (copies), StreamCopy (streamCopies), Print (prints), Kernel (kernels)
+//  children  None, Any (in order), One ([body]), Two (see below), CasesPlusOne ([default,
+//            case...], Step::cases)
+//  scalar    Step::scalar is read (a predicate or a Switch control)
+//  on device an executor may run it inside a device subtree (DeviceSubtrees.hpp); the others
+//            need the host (streams, printing, aborting)
+// Repeat: Step::count times its body. RepeatWhileTrue/False: [cond, body]. If: [then, else].
+// Everything that handles each kind follows from this table or is a switch the build checks
+// complete (-Werror=switch): the engine's interpreter (Run.cpp), the profile, the executors'
+// device subtrees.
+#define ASPEN_STEP_KINDS(X)                                                                       \
+  X(Sequence, "Sequence", None, Any, false, true)                                                 \
+  X(Execute, "Execute", ComputeSet, None, false, true)                                            \
+  X(Copy, "Copy", Copy, None, false, true)                                                        \
+  X(StreamToTensor, "StreamToTensor", StreamCopy, None, false, false)                             \
+  X(TensorToStream, "TensorToStream", StreamCopy, None, false, false)                             \
+  X(Repeat, "Repeat", None, One, false, true)                                                     \
+  X(RepeatWhileTrue, "RepeatWhileTrue", None, Two, true, true)                                    \
+  X(RepeatWhileFalse, "RepeatWhileFalse", None, Two, true, true)                                  \
+  X(If, "If", None, Two, true, true)                                                              \
+  X(Switch, "Switch", None, CasesPlusOne, true, true)                                             \
+  X(PrintTensor, "PrintTensor", Print, None, false, false)                                        \
+  X(Abort, "AbortOnCondition", None, None, true, false)                                           \
+  X(Kernel, "Kernel", Kernel, None, false, true)                                                  \
+  X(Nop, "Nop", None, None, false, true) /* Sync, WriteUndef, empty programs */
+
+#define ASPEN_STEP_ENUM(kind, name, payload, children, scalar, onDevice) kind,
+enum class StepKind : std::uint8_t { ASPEN_STEP_KINDS(ASPEN_STEP_ENUM) };
+#undef ASPEN_STEP_ENUM
+
+enum class StepPayload : std::uint8_t { None, ComputeSet, Copy, StreamCopy, Print, Kernel };
+enum class StepChildren : std::uint8_t { None, Any, One, Two, CasesPlusOne };
+
+struct StepKindInfo {
+  const char *name;
+  StepPayload payload;
+  StepChildren children;
+  bool readsScalar;
+  bool onDevice;
 };
-const char *stepKindName(StepKind kind);
+
+inline const StepKindInfo &stepKindInfo(StepKind kind) {
+#define ASPEN_STEP_INFO(kind, name, payload, children, scalar, onDevice)                          \
+  StepKindInfo{name, StepPayload::payload, StepChildren::children, scalar, onDevice},
+  static constexpr StepKindInfo table[] = {ASPEN_STEP_KINDS(ASPEN_STEP_INFO)};
+#undef ASPEN_STEP_INFO
+  return table[static_cast<std::size_t>(kind)];
+}
+inline const char *stepKindName(StepKind kind) { return stepKindInfo(kind).name; }
+#define ASPEN_STEP_COUNT(kind, name, payload, children, scalar, onDevice) +1
+inline constexpr std::size_t kNumStepKinds = 0 ASPEN_STEP_KINDS(ASPEN_STEP_COUNT);
+#undef ASPEN_STEP_COUNT
 
 struct Step {
   StepKind kind = StepKind::Nop;
@@ -283,6 +323,7 @@ template <> struct Members<CopyPlan> {
   static constexpr bool described = true;
   template <class Self, class F> static void apply(Self &self, F &&f) {
     ASPEN_MEMBER(src); ASPEN_MEMBER(dst); ASPEN_MEMBER(throughTemporary);
+    ASPEN_MEMBER(rearranges);
   }
 };
 template <> struct Members<ScalarRef> {
@@ -320,8 +361,7 @@ template <> struct Members<CompiledComputeSet> {
   static constexpr bool described = true;
   template <class Self, class F> static void apply(Self &self, F &&f) {
     ASPEN_MEMBER(name); ASPEN_MEMBER(vertices); ASPEN_MEMBER(tiles); ASPEN_MEMBER(fields);
-    ASPEN_MEMBER(nested); ASPEN_MEMBER(gathers); ASPEN_MEMBER(scatters);
-    ASPEN_MEMBER(rearrangedBytes); ASPEN_MEMBER(estimatedCycles); ASPEN_MEMBER(estimatedFlops);
+    ASPEN_MEMBER(nested); ASPEN_MEMBER(rearrangedBytes); ASPEN_MEMBER(estimatedCycles); ASPEN_MEMBER(estimatedFlops);
     ASPEN_MEMBER(verticesWithoutEstimate);
   }
 };
@@ -343,8 +383,7 @@ template <> struct Members<CompiledKernel> {
   static constexpr bool described = true;
   template <class Self, class F> static void apply(Self &self, F &&f) {
     ASPEN_MEMBER(kind); ASPEN_MEMBER(name); ASPEN_MEMBER(gemm); ASPEN_MEMBER(launch);
-    ASPEN_MEMBER(operands); ASPEN_MEMBER(gathers); ASPEN_MEMBER(scatters);
-    ASPEN_MEMBER(rearrangedBytes);
+    ASPEN_MEMBER(operands); ASPEN_MEMBER(rearrangedBytes);
   }
 };
 template <> struct Members<StreamInfo> {

@@ -81,7 +81,8 @@ private:
       return;
     const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - start;
     const std::string header =
-        fmt::format("== compiler pass {} '{}': {:.3f} ms ==\n", done_ + 1, name, ms.count());
+        fmt::format("== compiler pass {} '{}': {:.3f} ms, program tree walks so far: {} ==\n",
+                    done_ + 1, name, ms.count(), report_.programTreeWalks);
     if (dumpTo_ == "-") {
       std::cerr << header;
       dumpCompiledGraph(result_, std::cerr);
@@ -153,17 +154,17 @@ std::unique_ptr<CompiledGraph> compileGraphState(const GraphState &graph,
 
   report = {};
   PassRunner pass(8, progress, *out, report);
-  const auto computeSets = pass("verify", [&] { return verifyGraph(graph, programs); });
-  const auto copies = pass("lower copies", [&] { return lowerCopies(graph, programs, *out); });
-  const auto csIndex =
-      pass("lower compute sets", [&] { return lowerComputeSets(graph, computeSets, *out); });
-  const auto kernels =
-      pass("lower kernels", [&] { return lowerKernels(graph, programs, csIndex, *out); });
-  const StepOrigins origins = pass("lower programs", [&] {
-    return lowerPrograms(graph, programs, copies, csIndex, kernels, *out);
-  });
+  LoweringState state;
+  // The program tree is walked twice: verified, then lowered to steps. Every later pass works
+  // on the steps and `state`.
+  pass("verify", [&] { verifyGraph(graph, programs, report.programTreeWalks); });
+  pass("lower programs",
+       [&] { lowerPrograms(graph, programs, *out, state, report.programTreeWalks); });
+  pass("lower compute sets", [&] { lowerComputeSets(graph, *out, state); });
+  pass("lower kernels", [&] { lowerKernels(*out, state); });
+  pass("lower copies", [&] { lowerCopies(*out, state); });
   pass("liveness", [&] {
-    analyseLiveness(graph, origins, *out);
+    analyseLiveness(graph, state, *out);
     report.runOrder = describeRunOrder(*out);
   });
   pass("memory layout", [&] { planMemory(graph, options.allowOutOfMemory, report, *out); });

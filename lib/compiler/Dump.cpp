@@ -114,16 +114,10 @@ void dumpSteps(const CompiledGraph &graph, std::uint32_t step, int depth, std::o
   fmt::print(out, "{:{}}{} #{}", "", 2 * depth, stepKindName(s.kind), step);
   if (!s.name.empty())
     fmt::print(out, " '{}'", s.name);
-  switch (s.kind) {
-  case StepKind::Execute:
-  case StepKind::Copy:
-  case StepKind::StreamToTensor:
-  case StepKind::TensorToStream:
-  case StepKind::PrintTensor:
-  case StepKind::Kernel: fmt::print(out, " index {}", s.index); break;
-  case StepKind::Repeat: fmt::print(out, " count {}", s.count); break;
-  default: break;
-  }
+  if (stepKindInfo(s.kind).payload != StepPayload::None)
+    fmt::print(out, " index {}", s.index);
+  if (s.kind == StepKind::Repeat)
+    fmt::print(out, " count {}", s.count);
   fmt::print(out, "\n");
   // The steps of a function calling itself form a cycle: stop at a depth no program reaches.
   if (depth > 64)

@@ -2,8 +2,6 @@
 
 #include "StepWalk.hpp"
 #include "support/Logging.hpp"
-#include "core/ProgramNode.hpp"
-#include "core/TensorRegions.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -108,24 +106,20 @@ struct Effect {
 };
 using Effects = std::map<unsigned, Effect>;
 
-// The bytes of each strided run of a tensor, calling f(var, first byte, last byte + 1) for a
-// run's whole span (reads) or only for bytes it certainly covers (kills).
-template <class F> void forEachSpan(const Tensor &t, bool exact, F &&f) {
-  const std::int64_t size = static_cast<std::int64_t>(t.elementType().size());
-  for (const VarRegion &r : flatRegions(t)) {
-    if (r.count == 0)
-      continue;
-    const std::int64_t last = r.byteOffset + r.byteStride * std::int64_t(r.count - 1);
-    const std::int64_t lo = std::min(r.byteOffset, last), hi = std::max(r.byteOffset, last);
-    const bool dense = r.count == 1 || r.byteStride == 0 || r.byteStride == size ||
-                       r.byteStride == -size;
-    if (!exact || dense) {
-      f(r.var, std::uint64_t(lo), std::uint64_t(hi + size));
-    } else if (r.count <= kMaxStridedKill) {
-      for (std::size_t i = 0; i < r.count; ++i) {
-        const std::int64_t at = r.byteOffset + r.byteStride * std::int64_t(i);
-        f(r.var, std::uint64_t(at), std::uint64_t(at + size));
-      }
+// The bytes of a strided run of `size`-byte elements, calling f(first byte, last byte + 1) for
+// the run's whole span (reads) or only for bytes it certainly covers (kills).
+template <class F> void forEachSpan(const ByteRun &r, std::int64_t size, bool exact, F &&f) {
+  if (r.count == 0)
+    return;
+  const std::int64_t last = r.offset + r.stride * std::int64_t(r.count - 1);
+  const std::int64_t lo = std::min(r.offset, last), hi = std::max(r.offset, last);
+  const bool dense = r.count == 1 || r.stride == 0 || r.stride == size || r.stride == -size;
+  if (!exact || dense) {
+    f(std::uint64_t(lo), std::uint64_t(hi + size));
+  } else if (r.count <= kMaxStridedKill) {
+    for (std::size_t i = 0; i < r.count; ++i) {
+      const std::int64_t at = r.offset + r.stride * std::int64_t(i);
+      f(std::uint64_t(at), std::uint64_t(at + size));
     }
   }
 }
@@ -149,23 +143,37 @@ private:
   std::size_t limit_ = kMinLimit;
 };
 
-// One step's effects, collected span by span and united per variable once, in effects().
+// One step's effects, collected span by span and united per variable once, in effects(). Only
+// variables' buffers (buffer v is variable v, v < numVariables) are tracked.
 class EffectsBuilder {
 public:
-  void read(const Tensor &t) {
-    forEachSpan(t, false, [&](unsigned var, std::uint64_t begin, std::uint64_t end) {
-      Pending &p = pending_[var];
-      p.reads.add(begin, end);
-      p.touches = true;
-    });
-  }
+  explicit EffectsBuilder(std::size_t numVariables) : numVariables_(numVariables) {}
 
-  void write(const Tensor &t, bool touches) {
-    for (unsigned var : variablesOf(t))
-      pending_[var].touches |= touches;
-    forEachSpan(t, true, [&](unsigned var, std::uint64_t begin, std::uint64_t end) {
-      pending_[var].kills.add(begin, end);
-    });
+  void add(const AccessRun &a) {
+    if (a.run.buffer >= numVariables_ || a.run.count == 0)
+      return;
+    Pending &p = pending_[a.run.buffer];
+    const std::int64_t size = a.elementBytes;
+    switch (a.kind) {
+    case AccessKind::Read:
+      p.touches = true;
+      forEachSpan(a.run, size, false, [&](std::uint64_t b, std::uint64_t e) { p.reads.add(b, e); });
+      break;
+    case AccessKind::Write:
+      p.touches = true;
+      [[fallthrough]];
+    case AccessKind::Undefine:
+      forEachSpan(a.run, size, true, [&](std::uint64_t b, std::uint64_t e) { p.kills.add(b, e); });
+      break;
+    }
+  }
+  void add(const AccessList &list) {
+    for (const AccessRun &a : list.runs)
+      add(a);
+  }
+  void add(AccessKind kind, const RegionList &regions) {
+    for (const ByteRun &r : regions.runs)
+      add(AccessRun{r, regions.elementBytes, kind});
   }
 
   Effects effects() {
@@ -180,81 +188,87 @@ private:
     RangeCollector reads, kills;
     bool touches = false;
   };
+  std::size_t numVariables_;
   std::map<unsigned, Pending> pending_;
 };
 
 // The effects of the steps that move data between variables: compute sets (executed or
-// launched), library calls, copies, WriteUndef.
-// Everything else a step touches is always live and needs no tracking.
-Effects effectsOf(const GraphState &graph, const ProgramNode &node) {
-  EffectsBuilder effects;
-  switch (node.kind) {
-  case ProgramKind::Execute:
-  case ProgramKind::Launch:
-    for (unsigned v : graph.computeSets[node.id].vertices) {
-      const VertexRecord &vertex = graph.vertices[v];
-      for (std::size_t f = 0; f < vertex.fields.size(); ++f) {
-        const FieldInfo &field = vertex.type->fields[f];
-        if (!field.isEdge())
-          continue;
-        const FieldBinding &binding = vertex.fields[f];
-        auto access = [&](const Tensor &t) {
-          if (!t.valid())
-            return;
-          if (field.reads())
-            effects.read(t);
-          if (field.writes())
-            effects.write(t, true);
-        };
-        access(binding.tensor);
-        for (const Tensor &edge : binding.edges)
-          access(edge);
-      }
-    }
-    break;
-  case ProgramKind::Copy:
-    effects.read(node.tensor);
-    effects.write(node.dst, true);
-    break;
-  case ProgramKind::WriteUndef:
-    effects.write(node.tensor, false);
-    break;
-  case ProgramKind::LibraryCall: // Gemm: reads a, b, scale (and c when accumulating), writes c
-    for (std::size_t i : {0, 1, 3})
-      if (node.operands.at(i).valid())
-        effects.read(node.operands[i]);
-    if (node.flags & kGemmAccumulate)
-      effects.read(node.operands.at(2));
-    effects.write(node.operands.at(2), true);
-    break;
-  default:
-    break;
-  }
-  return effects.effects();
-}
+// launched), library calls, copies (the programs' and the gathers and scatters), WriteUndef;
+// everything else a step touches is pinned (always live) and needs no tracking. Made once per
+// compute set, kernel and copy, however many steps run it.
+class StepEffects {
+public:
+  StepEffects(const CompiledGraph &graph, const LoweringState &state, std::size_t numVariables)
+      : graph_(graph), state_(state), numVariables_(numVariables),
+        computeSets_(graph.computeSets.size()), kernels_(graph.kernels.size()),
+        copies_(graph.copies.size()), steps_(graph.steps.size()) {}
 
-// Variables that executors touch outside the steps naming them, used by `node`.
-void addPinned(const ProgramNode &node, std::set<unsigned> &pinned) {
-  auto pin = [&](const Tensor &t) {
-    for (unsigned var : variablesOf(t))
-      pinned.insert(var);
-  };
-  switch (node.kind) {
-  case ProgramKind::RepeatWhileTrue:
-  case ProgramKind::RepeatWhileFalse:
-  case ProgramKind::If:
-  case ProgramKind::Switch:
-  case ProgramKind::AbortOnCondition:
-  case ProgramKind::PrintTensor:
-  case ProgramKind::TensorToStream:
-    pin(node.tensor);
-    break;
-  case ProgramKind::StreamToTensor:
-    pin(node.dst);
-    break;
-  default:
-    break;
+  // nullptr: the step has no effects on variables.
+  const Effects *of(std::uint32_t index) {
+    const Step &step = graph_.steps[index];
+    switch (stepKindInfo(step.kind).payload) {
+    case StepPayload::ComputeSet:
+      return computeSet(step.index);
+    case StepPayload::Kernel: {
+      const CompiledKernel &k = graph_.kernels[step.index];
+      if (k.kind == KernelKind::Block)
+        return computeSet(k.launch.computeSet);
+      return made(kernels_[step.index], [&](EffectsBuilder &b) {
+        b.add(state_.kernelAccesses[step.index]);
+      });
+    }
+    case StepPayload::Copy:
+      return made(copies_[step.index], [&](EffectsBuilder &b) {
+        const CopyPlan &plan = graph_.copies[step.index];
+        b.add(AccessKind::Read, plan.src);
+        b.add(AccessKind::Write, plan.dst);
+      });
+    case StepPayload::None:
+      if (const auto it = state_.stepAccesses.find(index); it != state_.stepAccesses.end())
+        return made(steps_[index], [&](EffectsBuilder &b) { b.add(it->second); });
+      return nullptr;
+    case StepPayload::StreamCopy:
+    case StepPayload::Print:
+      return nullptr;
+    }
+    return nullptr;
   }
+
+private:
+  const Effects *computeSet(std::uint32_t cs) {
+    return made(computeSets_[cs], [&](EffectsBuilder &b) { b.add(state_.computeSetAccesses[cs]); });
+  }
+  template <class F> const Effects *made(std::optional<Effects> &slot, F &&build) {
+    if (!slot) {
+      EffectsBuilder builder(numVariables_);
+      build(builder);
+      slot = builder.effects();
+    }
+    return &*slot;
+  }
+
+  const CompiledGraph &graph_;
+  const LoweringState &state_;
+  std::size_t numVariables_;
+  std::vector<std::optional<Effects>> computeSets_, kernels_, copies_, steps_;
+};
+
+// Variables that executors touch outside the steps naming them, used by `step`: predicates and
+// Switch controls, printed tensors, streamed tensors.
+void addPinned(const CompiledGraph &graph, const Step &step, std::size_t numVariables,
+               std::set<unsigned> &pinned) {
+  auto pin = [&](const RegionList &regions) {
+    for (const ByteRun &r : regions.runs)
+      if (r.buffer < numVariables)
+        pinned.insert(r.buffer);
+  };
+  const StepKindInfo &info = stepKindInfo(step.kind);
+  if (info.readsScalar && step.scalar.buffer < numVariables)
+    pinned.insert(step.scalar.buffer);
+  if (info.payload == StepPayload::Print)
+    pin(graph.prints[step.index].regions);
+  if (info.payload == StepPayload::StreamCopy)
+    pin(graph.streamCopies[step.index].tensor);
 }
 
 // One program with calls inlined: steps numbered in run order, control flow kept as a tree.
@@ -278,9 +292,8 @@ struct Span {
 // One program's steps with calls inlined, numbered in the order they run.
 class Unroller {
 public:
-  Unroller(const CompiledGraph &graph, const StepOrigins &origins,
-           const std::vector<const Effects *> &effects)
-      : graph_(graph), origins_(origins), effects_(effects) {}
+  Unroller(const CompiledGraph &graph, const std::vector<const Effects *> &effects)
+      : graph_(graph), effects_(effects), open_(graph.steps.size(), false) {}
 
   // The root node, or nothing when the program calls itself or is too long.
   std::optional<std::uint32_t> unroll(std::uint32_t root) {
@@ -309,22 +322,27 @@ private:
   std::uint32_t add(std::uint32_t index) {
     if (failed_)
       return leaf(nullptr);
-    const Step &step = graph_.steps[index];
-    const ProgramNode *origin = origins_[index];
-    if (origin && origin->kind == ProgramKind::Call) { // a Sequence of the function's body
-      const std::uint32_t body = step.children.at(0);
-      if (std::find(calls_.begin(), calls_.end(), body) != calls_.end()) {
-        failed_ = true;
-        return leaf(nullptr);
-      }
-      calls_.push_back(body);
-      const std::uint32_t node = add(body);
-      calls_.pop_back();
-      return node;
+    // A step inside itself: a function that calls itself.
+    if (open_[index]) {
+      failed_ = true;
+      return leaf(nullptr);
     }
+    open_[index] = true;
+    const std::uint32_t node = addOpen(index);
+    open_[index] = false;
+    return node;
+  }
+
+  std::uint32_t addOpen(std::uint32_t index) {
+    const Step &step = graph_.steps[index];
     Node n;
     switch (step.kind) {
-    case StepKind::Sequence: n.kind = Node::Kind::Sequence; break;
+    case StepKind::Sequence:
+      // A Sequence of one child (a Call, a compute set's own Copy steps around it) is the child.
+      if (step.children.size() == 1)
+        return add(step.children[0]);
+      n.kind = Node::Kind::Sequence;
+      break;
     case StepKind::If:
     case StepKind::Switch: n.kind = Node::Kind::Branches; break;
     case StepKind::Repeat:
@@ -333,7 +351,14 @@ private:
       break;
     case StepKind::RepeatWhileTrue:
     case StepKind::RepeatWhileFalse: n.kind = Node::Kind::While; break;
-    default: return leaf(effects_[index]);
+    case StepKind::Execute:
+    case StepKind::Copy:
+    case StepKind::StreamToTensor:
+    case StepKind::TensorToStream:
+    case StepKind::PrintTensor:
+    case StepKind::Abort:
+    case StepKind::Kernel:
+    case StepKind::Nop: return leaf(effects_[index]);
     }
     if (step.children.empty())
       return leaf(nullptr);
@@ -346,11 +371,10 @@ private:
   }
 
   const CompiledGraph &graph_;
-  const StepOrigins &origins_;
   const std::vector<const Effects *> &effects_;
   std::vector<Node> nodes_;
   std::map<unsigned, Span> accesses_;
-  std::vector<std::uint32_t> calls_; // the function bodies being inlined
+  std::vector<bool> open_; // the steps being unrolled: their ancestors and themselves
   std::uint64_t next_ = 0;
   bool failed_ = false;
 };
@@ -436,38 +460,31 @@ private:
 
 } // namespace
 
-void analyseLiveness(const GraphState &graph, const StepOrigins &origins, CompiledGraph &out) {
+void analyseLiveness(const GraphState &graph, const LoweringState &state, CompiledGraph &out) {
   const std::size_t numVariables = graph.variables.size();
   std::vector<bool> pinned(numVariables, false);
   for (std::size_t v = 0; v < numVariables; ++v)
     pinned[v] = graph.variables[v].isConstant || !graph.variables[v].initialData.empty();
-  for (const auto *handles : {&graph.hostWrites, &graph.hostReads})
-    for (const auto &[name, t] : *handles) {
-      for (unsigned var : variablesOf(t))
-        pinned[var] = true;
-      if (const Tensor m = uniqueMetadata(t); m.valid())
-        for (unsigned var : variablesOf(m))
-          pinned[var] = true;
-    }
+  for (const auto *handles : {&out.hostWrites, &out.hostReads})
+    for (const auto &[name, handle] : *handles)
+      for (const RegionList *regions : {&handle.regions, &handle.metadata})
+        for (const ByteRun &r : regions->runs)
+          if (r.buffer < numVariables)
+            pinned[r.buffer] = true;
 
   // Effects of every step, the programs using each variable, and variables executors pin.
-  std::vector<Effects> effectsByStep(out.steps.size());
+  StepEffects stepEffects(out, state, numVariables);
   std::vector<const Effects *> effects(out.steps.size(), nullptr);
-  for (std::uint32_t s = 0; s < out.steps.size(); ++s)
-    if (origins[s]) {
-      effectsByStep[s] = effectsOf(graph, *origins[s]);
-      effects[s] = &effectsByStep[s];
-    }
   std::vector<std::set<std::uint32_t>> users(numVariables);
   for (std::uint32_t p = 0; p < out.programs.size(); ++p) {
     std::set<unsigned> pinnedHere;
     forEachStep(out, ArrayRef<std::uint32_t>(&out.programs[p], 1),
-                [&](std::uint32_t s, const Step &) {
-                  if (!origins[s])
-                    return;
-                  addPinned(*origins[s], pinnedHere);
-                  for (const auto &[var, e] : effectsByStep[s])
-                    users[var].insert(p);
+                [&](std::uint32_t s, const Step &step) {
+                  addPinned(out, step, numVariables, pinnedHere);
+                  effects[s] = stepEffects.of(s);
+                  if (effects[s])
+                    for (const auto &[var, e] : *effects[s])
+                      users[var].insert(p);
                 });
     for (unsigned var : pinnedHere)
       pinned[var] = true;
@@ -475,7 +492,7 @@ void analyseLiveness(const GraphState &graph, const StepOrigins &origins, Compil
 
   std::vector<std::optional<Span>> ranges(numVariables);
   for (std::uint32_t p = 0; p < out.programs.size(); ++p) {
-    Unroller unroller(out, origins, effects);
+    Unroller unroller(out, effects);
     const std::optional<std::uint32_t> root = unroller.unroll(out.programs[p]);
     if (!root) {
       logger().debug("liveness: program {} calls itself or has over {} steps unrolled; its "

@@ -19,16 +19,16 @@
 // when the variable is live at the loop's head (its value crosses the back edge or comes from
 // before the loop). A variable no program accesses gets an empty range.
 // Vertex state and scratch buffers are not variables and keep Buffer's defaults.
-// Assumes a verified graph; runs on the lowered program (after program lowering, which gives
-// each step's origin: the graph's view of what it reads and writes).
+// Assumes a verified graph; runs on the lowered steps and what the lowering passes recorded of
+// each compute set's, kernel's and step's accesses (Lowering.hpp) and the copies' plans.
 #pragma once
 
 #include "CompiledGraph.hpp"
-#include "LowerPrograms.hpp"
+#include "Lowering.hpp"
 #include "core/GraphState.hpp"
 
 namespace aspen::detail {
 
-void analyseLiveness(const GraphState &graph, const StepOrigins &origins, CompiledGraph &out);
+void analyseLiveness(const GraphState &graph, const LoweringState &state, CompiledGraph &out);
 
 } // namespace aspen::detail

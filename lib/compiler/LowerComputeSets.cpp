@@ -21,7 +21,8 @@ constexpr std::uint64_t kTemporaryAlignment = 16;
 
 class ComputeSetLowering {
 public:
-  ComputeSetLowering(const GraphState &graph, CompiledGraph &out) : graph_(graph), out_(out) {
+  ComputeSetLowering(const GraphState &graph, CompiledGraph &out, LoweringState &state)
+      : graph_(graph), out_(out), lowering_(state) {
     stateBuffer_ = static_cast<std::uint32_t>(out_.buffers.size());
     out_.buffers.push_back({BufferKind::VertexState, "vertex state", 0, 0});
   }
@@ -30,6 +31,8 @@ public:
     const ComputeSetRecord &record = graph_.computeSets[csId];
     cs_ = CompiledComputeSet{};
     cs_.name = record.name;
+    accesses_ = AccessList{};
+    copies_ = Rearrangement{};
     scratchBuffer_ = static_cast<std::uint32_t>(out_.buffers.size());
     scratchBytes_ = 0;
 
@@ -46,14 +49,15 @@ public:
       cs_.tiles.back().end = i + 1;
     }
     estimateCycles();
-    for (const CopyPlan &p : cs_.gathers)
-      cs_.rearrangedBytes += p.src.bytes();
-    for (const CopyPlan &p : cs_.scatters)
-      cs_.rearrangedBytes += p.src.bytes();
+    for (const std::vector<CopyPlan> *plans : {&copies_.gathers, &copies_.scatters})
+      for (const CopyPlan &p : *plans)
+        cs_.rearrangedBytes += p.src.bytes();
     if (scratchBytes_ > 0)
       out_.buffers.push_back({BufferKind::Scratch, "scratch of compute set '" + cs_.name + "'",
                               scratchBytes_, 0});
     out_.computeSets.push_back(std::move(cs_));
+    lowering_.computeSetAccesses.push_back(std::move(accesses_));
+    lowering_.computeSetCopies.push_back(std::move(copies_));
   }
 
   void finish() {
@@ -120,9 +124,9 @@ private:
     for (Temporary &temp : temporaries_) {
       RegionList scratch = contiguousScratch(temp.regions, temp.offset);
       if (temp.gather)
-        cs_.gathers.push_back(makeCopyPlan(temp.regions, scratch));
+        copies_.gathers.push_back(makeCopyPlan(temp.regions, scratch));
       if (temp.scatter)
-        cs_.scatters.push_back(makeCopyPlan(std::move(scratch), std::move(temp.regions)));
+        copies_.scatters.push_back(makeCopyPlan(std::move(scratch), std::move(temp.regions)));
     }
   }
 
@@ -146,6 +150,10 @@ private:
     RegionList regions = regionsOf(t);
     if (isContiguous(regions)) {
       const ByteRun &run = regions.runs.front();
+      if (info.reads())
+        accesses_.add(AccessKind::Read, run, regions.elementBytes);
+      if (info.writes())
+        accesses_.add(AccessKind::Write, run, regions.elementBytes);
       return {DescTemplate::Arena, run.buffer, std::uint64_t(run.offset), n};
     }
     // Matching by hash, then exactly, keeps lowering linear in the edges of a vertex (comparing
@@ -204,6 +212,9 @@ private:
 
   const GraphState &graph_;
   CompiledGraph &out_;
+  LoweringState &lowering_;
+  AccessList accesses_;  // of the compute set being lowered: its edges used in place
+  Rearrangement copies_; // its gathers and scatters
   std::uint32_t stateBuffer_ = 0;
   std::vector<std::uint8_t> state_;
   std::unordered_map<const VertexTypeInfo *, std::uint32_t> typeIndex_;
@@ -217,17 +228,11 @@ private:
 
 } // namespace
 
-std::unordered_map<unsigned, std::uint32_t>
-lowerComputeSets(const GraphState &graph, const std::vector<unsigned> &computeSets,
-                 CompiledGraph &out) {
-  ComputeSetLowering lowering(graph, out);
-  std::unordered_map<unsigned, std::uint32_t> index;
-  for (unsigned cs : computeSets) {
-    index[cs] = static_cast<std::uint32_t>(out.computeSets.size());
+void lowerComputeSets(const GraphState &graph, CompiledGraph &out, LoweringState &state) {
+  ComputeSetLowering lowering(graph, out, state);
+  for (unsigned cs : state.computeSetIds)
     lowering.lower(cs);
-  }
   lowering.finish();
-  return index;
 }
 
 } // namespace aspen::detail

@@ -1,9 +1,10 @@
 #include "LowerCopies.hpp"
 
-#include "ProgramWalk.hpp"
 #include "Regions.hpp"
 
 #include <algorithm>
+#include <string>
+#include <utility>
 
 namespace aspen::detail {
 
@@ -55,26 +56,78 @@ CopyPlan makeCopyPlan(RegionList src, RegionList dst) {
   return plan;
 }
 
-CopyIndex lowerCopies(const GraphState &graph, ArrayRef<program::Program> programs,
-                      CompiledGraph &out) {
-  CopyIndex index;
-  forEachProgramNode(graph, programs, [&](const ProgramNode &node) {
-    switch (node.kind) {
-    case ProgramKind::Copy:
-      index[&node] = static_cast<std::uint32_t>(out.copies.size());
-      out.copies.push_back(makeCopyPlan(regionsOf(node.tensor), regionsOf(node.dst)));
-      break;
-    case ProgramKind::StreamToTensor:
-    case ProgramKind::TensorToStream:
-      index[&node] = static_cast<std::uint32_t>(out.streamCopies.size());
-      out.streamCopies.push_back(
-          {node.id, regionsOf(node.kind == ProgramKind::StreamToTensor ? node.dst : node.tensor)});
-      break;
-    default:
-      break;
+namespace {
+
+// The copies of one compute set's or kernel's rearrangement, made on first use.
+struct MadeCopies {
+  bool made = false;
+  std::vector<std::uint32_t> gathers, scatters;
+};
+
+// `plans` as one copy per element size (in order of first appearance; a plan's elements keep
+// their order), added to out.copies.
+std::vector<std::uint32_t> addMerged(const std::vector<CopyPlan> &plans, CompiledGraph &out) {
+  std::vector<CopyPlan> merged;
+  for (const CopyPlan &p : plans) {
+    auto it = std::find_if(merged.begin(), merged.end(), [&](const CopyPlan &m) {
+      return m.src.elementBytes == p.src.elementBytes && m.dst.elementBytes == p.dst.elementBytes;
+    });
+    if (it == merged.end()) {
+      merged.push_back(p);
+      merged.back().rearranges = true;
+      continue;
     }
-  });
-  return index;
+    for (const auto &[to, from] : {std::pair{&it->src, &p.src}, std::pair{&it->dst, &p.dst}}) {
+      to->runs.insert(to->runs.end(), from->runs.begin(), from->runs.end());
+      to->numElements += from->numElements;
+    }
+    it->throughTemporary |= p.throughTemporary;
+  }
+  std::vector<std::uint32_t> indices;
+  for (CopyPlan &m : merged) {
+    indices.push_back(static_cast<std::uint32_t>(out.copies.size()));
+    out.copies.push_back(std::move(m));
+  }
+  return indices;
+}
+
+} // namespace
+
+void lowerCopies(CompiledGraph &out, const LoweringState &state) {
+  std::vector<MadeCopies> computeSets(out.computeSets.size()), kernels(out.kernels.size());
+  const std::size_t numSteps = out.steps.size(); // the steps program lowering made
+  for (std::uint32_t s = 0; s < numSteps; ++s) {
+    const Step &step = out.steps[s];
+    if (step.kind != StepKind::Execute && step.kind != StepKind::Kernel)
+      continue;
+    // A library call rearranges its operands; a compute set (executed, or launched as a block
+    // codelet) its edges.
+    const bool call = step.kind == StepKind::Kernel &&
+                      out.kernels[step.index].kind != KernelKind::Block;
+    const std::uint32_t cs = step.kind == StepKind::Execute ? step.index
+                             : call ? 0 : out.kernels[step.index].launch.computeSet;
+    const Rearrangement &r = call ? state.kernelCopies[step.index] : state.computeSetCopies[cs];
+    if (r.gathers.empty() && r.scatters.empty())
+      continue;
+    MadeCopies &made = call ? kernels[step.index] : computeSets[cs];
+    if (!made.made)
+      made = {true, addMerged(r.gathers, out), addMerged(r.scatters, out)};
+    const std::string what = call ? "kernel '" + out.kernels[step.index].name + "'"
+                                  : "compute set '" + out.computeSets[cs].name + "'";
+    Step runner = std::move(out.steps[s]);
+    Step sequence;
+    sequence.kind = StepKind::Sequence;
+    auto add = [&](Step child) {
+      sequence.children.push_back(static_cast<std::uint32_t>(out.steps.size()));
+      out.steps.push_back(std::move(child));
+    };
+    for (std::uint32_t copy : made.gathers)
+      add(Step{StepKind::Copy, "gather for " + what, copy, 0, {}, {}, {}});
+    add(std::move(runner));
+    for (std::uint32_t copy : made.scatters)
+      add(Step{StepKind::Copy, "scatter for " + what, copy, 0, {}, {}, {}});
+    out.steps[s] = std::move(sequence);
+  }
 }
 
 } // namespace aspen::detail

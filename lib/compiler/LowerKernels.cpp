@@ -1,21 +1,11 @@
 #include "LowerKernels.hpp"
 
 #include "LowerCopies.hpp"
-#include "ProgramWalk.hpp"
 #include "Regions.hpp"
-#include "Verify.hpp"
 
 #include <aspen/Error.hpp>
 
 namespace aspen::detail {
-
-const char *kernelKindName(KernelKind kind) {
-  switch (kind) {
-  case KernelKind::Gemm: return "Gemm";
-  case KernelKind::Block: return "Block";
-  }
-  return "?";
-}
 
 namespace {
 
@@ -28,76 +18,62 @@ class KernelLowering {
 public:
   explicit KernelLowering(CompiledGraph &out) : out_(out) {}
 
-  std::uint32_t lower(const ProgramNode &node) {
-    CompiledKernel kernel;
-    kernel.name = node.debugName.empty() ? std::string("Gemm") : node.debugName;
+  void lower(CompiledKernel &kernel, const KernelCall &call, AccessList &accesses,
+             Rearrangement &copies) {
     scratchBuffer_ = static_cast<std::uint32_t>(out_.buffers.size());
     scratchBytes_ = 0;
-    switch (node.libraryKernel) {
-    case LibraryKernel::Gemm:
-      lowerGemm(node, kernel);
-      break;
+    const ArrayRef<OperandInfo> table = kernelOperands(kernel.kind);
+    const bool accumulate = call.flags & kKernelAccumulate;
+    if (call.operands.size() != table.size())
+      throw internal_error("kernel '" + kernel.name + "' has " +
+                           std::to_string(call.operands.size()) + " operands, its kind " +
+                           std::to_string(table.size()));
+    kernel.operands.clear();
+    for (std::size_t i = 0; i < table.size(); ++i) {
+      const OperandInfo &info = table[i];
+      const RegionList &regions = call.operands[i];
+      bool overlapsWritten = false;
+      if (info.role == OperandRole::Read)
+        for (std::size_t j = 0; j < table.size(); ++j)
+          overlapsWritten |= table[j].writes() && mayOverlap(regions, call.operands[j]);
+      kernel.operands.push_back(
+          operand(regions, info, accumulate, overlapsWritten, accesses, copies));
     }
-    for (const std::vector<CopyPlan> *plans : {&kernel.gathers, &kernel.scatters})
+    for (const std::vector<CopyPlan> *plans : {&copies.gathers, &copies.scatters})
       for (const CopyPlan &p : *plans)
         kernel.rearrangedBytes += p.src.bytes();
     if (scratchBytes_ > 0)
       out_.buffers.push_back(
           {BufferKind::Scratch, "scratch of kernel '" + kernel.name + "'", scratchBytes_, 0});
-    out_.kernels.push_back(std::move(kernel));
-    return static_cast<std::uint32_t>(out_.kernels.size() - 1);
   }
 
 private:
-  void lowerGemm(const ProgramNode &node, CompiledKernel &kernel) {
-    const Tensor &a = node.operands.at(0), &b = node.operands.at(1), &c = node.operands.at(2);
-    const Tensor &scale = node.operands.at(3);
-    GemmShape &g = kernel.gemm;
-    const std::size_t off = a.rank() - 2;
-    g.G = off ? a.dim(0) : 1;
-    g.M = a.dim(off);
-    g.K = a.dim(off + 1);
-    g.N = b.dim(off + 1);
-    g.inputType = a.elementType();
-    g.outputType = c.elementType();
-    g.accumulate = node.flags & kGemmAccumulate;
-    g.allowTF32 = node.flags & kGemmAllowTF32;
-
-    const RegionList out = regionsOf(c);
-    auto input = [&](const Tensor &t) {
-      if (!t.valid())
-        return DescTemplate{DescTemplate::Null, 0, 0, 0};
-      RegionList regions = regionsOf(t);
-      // Before the move: the order in which arguments are evaluated is unspecified (clang moves
-      // `regions` first, and a moved-from list overlaps nothing).
-      const bool overlaps = mayOverlap(regions, out);
-      return operand(std::move(regions), t.elementType(), true, false, overlaps, kernel);
-    };
-    kernel.operands.push_back(input(a));
-    kernel.operands.push_back(input(b));
-    kernel.operands.push_back(operand(out, c.elementType(), g.accumulate, true, false, kernel));
-    kernel.operands.push_back(input(scale));
-  }
-
-  DescTemplate operand(RegionList regions, Type type, bool reads, bool writes, bool mustCopy,
-                       CompiledKernel &kernel) {
+  DescTemplate operand(const RegionList &regions, const OperandInfo &info, bool accumulate,
+                       bool mustCopy, AccessList &accesses, Rearrangement &copies) {
     const std::uint64_t n = regions.numElements;
     if (n == 0)
       return {DescTemplate::Null, 0, 0, 0};
-    if (!mustCopy && isContiguous(regions)) {
+    const bool reads = info.reads(accumulate), writes = info.writes();
+    const bool scratchOnly = info.role == OperandRole::Scratch;
+    if (!scratchOnly && !mustCopy && isContiguous(regions)) {
       const ByteRun &run = regions.runs.front();
+      if (reads)
+        accesses.add(AccessKind::Read, run, regions.elementBytes);
+      if (writes)
+        accesses.add(AccessKind::Write, run, regions.elementBytes);
       return {DescTemplate::Arena, run.buffer, std::uint64_t(run.offset), n};
     }
     const std::uint64_t offset = alignUp(scratchBytes_, kTemporaryAlignment);
     scratchBytes_ = offset + regions.bytes();
     RegionList scratch;
-    scratch.elementBytes = static_cast<std::uint32_t>(type.size());
+    scratch.elementBytes = regions.elementBytes;
     scratch.numElements = n;
-    scratch.runs.push_back({scratchBuffer_, std::int64_t(offset), std::int64_t(type.size()), n});
-    if (reads)
-      kernel.gathers.push_back(makeCopyPlan(regions, scratch));
-    if (writes)
-      kernel.scatters.push_back(makeCopyPlan(scratch, regions));
+    scratch.runs.push_back({scratchBuffer_, std::int64_t(offset),
+                            std::int64_t(regions.elementBytes), n});
+    if (!scratchOnly && reads)
+      copies.gathers.push_back(makeCopyPlan(regions, scratch));
+    if (!scratchOnly && writes)
+      copies.scatters.push_back(makeCopyPlan(scratch, regions));
     return {DescTemplate::Arena, scratchBuffer_, offset, n};
   }
 
@@ -108,25 +84,40 @@ private:
 
 } // namespace
 
-KernelIndex lowerKernels(const GraphState &graph, ArrayRef<program::Program> programs,
-                         const std::unordered_map<unsigned, std::uint32_t> &computeSets,
-                         CompiledGraph &out) {
+CompiledKernel describeLibraryCall(const ProgramNode &node) {
+  CompiledKernel kernel;
+  kernel.kind = node.kernel;
+  kernel.name = node.debugName.empty() ? std::string(kernelKindName(node.kernel)) : node.debugName;
+  switch (node.kernel) {
+  case KernelKind::Gemm: {
+    const Tensor &a = node.operands.at(GemmOperand::a), &b = node.operands.at(GemmOperand::b),
+                 &c = node.operands.at(GemmOperand::c);
+    GemmShape &g = kernel.gemm;
+    const std::size_t off = a.rank() - 2;
+    g.G = off ? a.dim(0) : 1;
+    g.M = a.dim(off);
+    g.K = a.dim(off + 1);
+    g.N = b.dim(off + 1);
+    g.inputType = a.elementType();
+    g.outputType = c.elementType();
+    g.accumulate = node.flags & kKernelAccumulate;
+    g.allowTF32 = node.flags & kGemmAllowTF32;
+    break;
+  }
+  case KernelKind::Block:
+    throw internal_error("a LibraryCall node of kind Block: Launch makes block kernels");
+  }
+  return kernel;
+}
+
+void lowerKernels(CompiledGraph &out, LoweringState &state) {
   KernelLowering lowering(out);
-  KernelIndex index;
-  forEachProgramNode(graph, programs, [&](const ProgramNode &node) {
-    if (node.kind == ProgramKind::LibraryCall) {
-      index[&node] = lowering.lower(node);
-    } else if (node.kind == ProgramKind::Launch) {
-      CompiledKernel kernel;
-      kernel.kind = KernelKind::Block;
-      kernel.name = node.debugName.empty() ? graph.computeSets[node.id].name : node.debugName;
-      kernel.launch = {computeSets.at(node.id), node.launch.blocks,
-                       launchThreads(node.launch, graph.target), node.launch.sharedBytes};
-      index[&node] = static_cast<std::uint32_t>(out.kernels.size());
-      out.kernels.push_back(std::move(kernel));
-    }
-  });
-  return index;
+  state.kernelAccesses.assign(out.kernels.size(), {});
+  state.kernelCopies.assign(out.kernels.size(), {});
+  for (std::size_t k = 0; k < out.kernels.size(); ++k)
+    if (out.kernels[k].kind != KernelKind::Block)
+      lowering.lower(out.kernels[k], state.kernelCalls[k], state.kernelAccesses[k],
+                     state.kernelCopies[k]);
 }
 
 } // namespace aspen::detail

@@ -1,29 +1,31 @@
-// Kernel lowering: every Launch program (BlockCodelets.hpp) becomes a CompiledKernel of kind
-// Block naming its lowered compute set and launch shape. Every LibraryCall program
-// (LibraryCalls.hpp) becomes a CompiledKernel whose operands are each one contiguous row-major
-// run, the form native libraries take:
-//  - an operand that already is one (a whole variable, a contiguous slice) is used in place;
+// Kernel lowering, a pass on the kernels program lowering made. Every library call
+// (LibraryCalls.hpp) gets operands that are each one contiguous row-major run, the form native
+// libraries take, following its kind's operand table (KernelKinds.hpp):
+//  - an operand that already is one (a whole variable, a contiguous slice) is used in place,
+//    and recorded as the kernel's access (read and/or written, by its role);
 //  - any other gets a contiguous temporary in the kernel's scratch buffer, gathered before the
-//    call (inputs, and an accumulated output) and scattered after (the output);
-//  - an input that may share bytes with the output is gathered too, so that the library never
-//    reads what it writes.
-// Assumes a verified graph whose compute sets are lowered.
+//    call when read (Read, and Accumulated when the call accumulates) and scattered after when
+//    written (Written, Accumulated): the kernel's rearrangement, made Copy steps by copy
+//    lowering;
+//  - a read operand that may share bytes with a written one is gathered too, so that the
+//    library never reads what it writes;
+//  - a Scratch operand gets a temporary and no copies.
+// A Block kernel (program::Launch) has no operands of its own: its compute set is lowered by
+// compute-set lowering.
+// Assumes a verified graph.
 #pragma once
 
 #include "CompiledGraph.hpp"
-#include "core/GraphState.hpp"
+#include "Lowering.hpp"
 #include "core/ProgramNode.hpp"
-
-#include <unordered_map>
 
 namespace aspen::detail {
 
-// For each LibraryCall and Launch node, its index in CompiledGraph::kernels.
-using KernelIndex = std::unordered_map<const ProgramNode *, std::uint32_t>;
+// What program lowering records of a LibraryCall node: its kind, name and what the executors
+// need of its shapes (a Gemm's G, M, K, N, types and flags). The one place that knows each
+// library call's shapes.
+CompiledKernel describeLibraryCall(const ProgramNode &node);
 
-// `computeSets`: each graph compute set's index in CompiledGraph::computeSets.
-KernelIndex lowerKernels(const GraphState &graph, ArrayRef<program::Program> programs,
-                         const std::unordered_map<unsigned, std::uint32_t> &computeSets,
-                         CompiledGraph &out);
+void lowerKernels(CompiledGraph &out, LoweringState &state);
 
 } // namespace aspen::detail

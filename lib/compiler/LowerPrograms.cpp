@@ -1,61 +1,42 @@
 #include "LowerPrograms.hpp"
 
+#include "LowerCopies.hpp"
+#include "LowerKernels.hpp"
 #include "Regions.hpp"
+#include "Verify.hpp"
+#include "core/ProgramNode.hpp"
 #include "core/TensorRegions.hpp"
 
 #include <aspen/Error.hpp>
 
-namespace aspen::detail {
+#include <unordered_map>
 
-const char *stepKindName(StepKind kind) {
-  switch (kind) {
-  case StepKind::Sequence: return "Sequence";
-  case StepKind::Execute: return "Execute";
-  case StepKind::Copy: return "Copy";
-  case StepKind::StreamToTensor: return "StreamToTensor";
-  case StepKind::TensorToStream: return "TensorToStream";
-  case StepKind::Repeat: return "Repeat";
-  case StepKind::RepeatWhileTrue: return "RepeatWhileTrue";
-  case StepKind::RepeatWhileFalse: return "RepeatWhileFalse";
-  case StepKind::If: return "If";
-  case StepKind::Switch: return "Switch";
-  case StepKind::PrintTensor: return "PrintTensor";
-  case StepKind::Abort: return "AbortOnCondition";
-  case StepKind::Kernel: return "Kernel";
-  case StepKind::Nop: return "Nop";
-  }
-  return "?";
-}
+namespace aspen::detail {
 
 namespace {
 
 class ProgramLowering {
 public:
-  ProgramLowering(const GraphState &graph, const CopyIndex &copies,
-                  const std::unordered_map<unsigned, std::uint32_t> &computeSets,
-                  const KernelIndex &kernels, CompiledGraph &out)
-      : graph_(graph), copies_(copies), computeSets_(computeSets), kernels_(kernels), out_(out) {}
+  ProgramLowering(const GraphState &graph, CompiledGraph &out, LoweringState &state)
+      : graph_(graph), out_(out), state_(state) {}
 
   std::uint32_t lower(const program::Program &p) {
     if (p.isEmpty())
-      return add(Step{StepKind::Nop, "", 0, 0, {}, {}, {}}, nullptr);
+      return add(Step{});
     const ProgramNode &node = p.node();
     if (auto it = done_.find(&node); it != done_.end())
       return it->second;
     // Reserved before the children, so that a function calling itself refers to this step.
-    const std::uint32_t index = add(Step{}, &node);
+    const std::uint32_t index = add(Step{});
     done_[&node] = index;
-    Step step = lowerNode(node);
+    Step step = lowerNode(node, index);
     out_.steps[index] = std::move(step);
     return index;
   }
 
-  StepOrigins takeOrigins() { return std::move(origins_); }
-
 private:
-  std::uint32_t add(Step step, const ProgramNode *origin) {
+  std::uint32_t add(Step step) {
     out_.steps.push_back(std::move(step));
-    origins_.push_back(origin);
     return static_cast<std::uint32_t>(out_.steps.size() - 1);
   }
 
@@ -65,7 +46,21 @@ private:
     return {run.buffer, std::uint64_t(run.offset), t.elementType()};
   }
 
-  Step lowerNode(const ProgramNode &node) {
+  std::uint32_t computeSet(unsigned id) {
+    const auto [it, added] =
+        computeSets_.emplace(id, static_cast<std::uint32_t>(state_.computeSetIds.size()));
+    if (added)
+      state_.computeSetIds.push_back(id);
+    return it->second;
+  }
+
+  std::uint32_t addKernel(CompiledKernel kernel, KernelCall call) {
+    out_.kernels.push_back(std::move(kernel));
+    state_.kernelCalls.push_back(std::move(call));
+    return static_cast<std::uint32_t>(out_.kernels.size() - 1);
+  }
+
+  Step lowerNode(const ProgramNode &node, std::uint32_t index) {
     Step step;
     step.name = node.debugName;
     for (const program::Program &child : node.children)
@@ -73,8 +68,11 @@ private:
     switch (node.kind) {
     case ProgramKind::Empty:
     case ProgramKind::Sync:
+      step.kind = StepKind::Nop;
+      break;
     case ProgramKind::WriteUndef:
       step.kind = StepKind::Nop;
+      state_.stepAccesses[index].add(AccessKind::Undefine, regionsOf(node.tensor));
       break;
     case ProgramKind::Sequence:
       step.kind = StepKind::Sequence;
@@ -85,47 +83,73 @@ private:
       break;
     case ProgramKind::Execute:
       step.kind = StepKind::Execute;
-      step.index = computeSets_.at(node.id);
+      step.index = computeSet(node.id);
       if (step.name.empty())
         step.name = graph_.computeSets[node.id].name;
       break;
     case ProgramKind::Copy:
       step.kind = StepKind::Copy;
-      step.index = copies_.at(&node);
+      step.index = static_cast<std::uint32_t>(out_.copies.size());
+      out_.copies.push_back(makeCopyPlan(regionsOf(node.tensor), regionsOf(node.dst)));
       break;
     case ProgramKind::StreamToTensor:
-    case ProgramKind::TensorToStream:
-      step.kind = node.kind == ProgramKind::StreamToTensor ? StepKind::StreamToTensor
-                                                           : StepKind::TensorToStream;
-      step.index = copies_.at(&node);
+    case ProgramKind::TensorToStream: {
+      const bool toTensor = node.kind == ProgramKind::StreamToTensor;
+      step.kind = toTensor ? StepKind::StreamToTensor : StepKind::TensorToStream;
+      step.index = static_cast<std::uint32_t>(out_.streamCopies.size());
+      out_.streamCopies.push_back({node.id, regionsOf(toTensor ? node.dst : node.tensor)});
       if (step.name.empty())
         step.name = graph_.streams[node.id].handle;
       break;
+    }
     case ProgramKind::Repeat:
       step.kind = StepKind::Repeat;
       step.count = node.count;
       break;
     case ProgramKind::RepeatWhileTrue:
+      step.kind = StepKind::RepeatWhileTrue;
+      step.scalar = scalarOf(node.tensor);
+      break;
     case ProgramKind::RepeatWhileFalse:
+      step.kind = StepKind::RepeatWhileFalse;
+      step.scalar = scalarOf(node.tensor);
+      break;
     case ProgramKind::If:
+      step.kind = StepKind::If;
+      step.scalar = scalarOf(node.tensor);
+      break;
     case ProgramKind::Switch:
-    case ProgramKind::AbortOnCondition:
-      step.kind = node.kind == ProgramKind::RepeatWhileTrue    ? StepKind::RepeatWhileTrue
-                  : node.kind == ProgramKind::RepeatWhileFalse ? StepKind::RepeatWhileFalse
-                  : node.kind == ProgramKind::If               ? StepKind::If
-                  : node.kind == ProgramKind::Switch           ? StepKind::Switch
-                                                               : StepKind::Abort;
+      step.kind = StepKind::Switch;
       step.scalar = scalarOf(node.tensor);
       step.cases = node.caseValues;
       break;
-    case ProgramKind::LibraryCall:
-    case ProgramKind::Launch:
-      step.kind = StepKind::Kernel;
-      step.index = kernels_.at(&node);
-      if (step.name.empty())
-        step.name = node.kind == ProgramKind::Launch ? graph_.computeSets[node.id].name
-                                                     : kernelKindName(out_.kernels[step.index].kind);
+    case ProgramKind::AbortOnCondition:
+      step.kind = StepKind::Abort;
+      step.scalar = scalarOf(node.tensor);
       break;
+    case ProgramKind::LibraryCall: {
+      step.kind = StepKind::Kernel;
+      KernelCall call;
+      call.flags = node.flags;
+      for (const Tensor &t : node.operands)
+        call.operands.push_back(t.valid() ? regionsOf(t) : RegionList{});
+      step.index = addKernel(describeLibraryCall(node), std::move(call));
+      if (step.name.empty())
+        step.name = kernelKindName(node.kernel);
+      break;
+    }
+    case ProgramKind::Launch: {
+      step.kind = StepKind::Kernel;
+      CompiledKernel kernel;
+      kernel.kind = KernelKind::Block;
+      kernel.name = node.debugName.empty() ? graph_.computeSets[node.id].name : node.debugName;
+      kernel.launch = {computeSet(node.id), node.launch.blocks,
+                       launchThreads(node.launch, graph_.target), node.launch.sharedBytes};
+      step.index = addKernel(std::move(kernel), {});
+      if (step.name.empty())
+        step.name = graph_.computeSets[node.id].name;
+      break;
+    }
     case ProgramKind::PrintTensor: {
       step.kind = StepKind::PrintTensor;
       step.index = static_cast<std::uint32_t>(out_.prints.size());
@@ -140,21 +164,18 @@ private:
   }
 
   const GraphState &graph_;
-  const CopyIndex &copies_;
-  const std::unordered_map<unsigned, std::uint32_t> &computeSets_;
-  const KernelIndex &kernels_;
   CompiledGraph &out_;
+  LoweringState &state_;
   std::unordered_map<const ProgramNode *, std::uint32_t> done_;
-  StepOrigins origins_;
+  std::unordered_map<unsigned, std::uint32_t> computeSets_; // graph id -> compiled index
 };
 
 } // namespace
 
-StepOrigins lowerPrograms(const GraphState &graph, ArrayRef<program::Program> programs,
-                          const CopyIndex &copies,
-                          const std::unordered_map<unsigned, std::uint32_t> &computeSets,
-                          const KernelIndex &kernels, CompiledGraph &out) {
-  ProgramLowering lowering(graph, copies, computeSets, kernels, out);
+void lowerPrograms(const GraphState &graph, ArrayRef<program::Program> programs,
+                   CompiledGraph &out, LoweringState &state, std::uint32_t &walks) {
+  ++walks;
+  ProgramLowering lowering(graph, out, state);
   for (const program::Program &p : programs)
     out.programs.push_back(lowering.lower(p));
   const auto hostHandle = [&](const Tensor &t) {
@@ -171,7 +192,6 @@ StepOrigins lowerPrograms(const GraphState &graph, ArrayRef<program::Program> pr
     out.hostReads[handle] = hostHandle(t);
   for (const StreamRecord &s : graph.streams)
     out.streams.push_back({s.handle, s.type, s.numElements, s.hostToDevice});
-  return lowering.takeOrigins();
 }
 
 } // namespace aspen::detail

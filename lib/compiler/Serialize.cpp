@@ -28,8 +28,10 @@ namespace {
 using namespace detail;
 
 constexpr char kMagic[8] = {'A', 'S', 'P', 'E', 'N', 'E', 'X', 'E'};
-// 6: library-call kernels; 7: block codelets; 8: CompiledGraph members in declaration order
-constexpr std::uint32_t kFormatVersion = 9;
+// 6: library-call kernels; 7: block codelets; 8: CompiledGraph members in declaration order;
+// 10: gathers and scatters are Copy steps (CopyPlan::rearranges), compute sets and kernels hold
+// none
+constexpr std::uint32_t kFormatVersion = 10;
 
 class Writer {
 public:
@@ -81,7 +83,7 @@ template <> struct EnumLimit<DescTemplate::Base> {
   static constexpr const char *name = "field descriptor base";
 };
 template <> struct EnumLimit<KernelKind> {
-  static constexpr std::uint64_t value = std::uint64_t(KernelKind::Block) + 1;
+  static constexpr std::uint64_t value = kNumKernelKinds;
   static constexpr const char *name = "kernel kind";
 };
 template <> struct EnumLimit<TypeId> { // TypeId::Invalid included: an unset type
@@ -89,7 +91,7 @@ template <> struct EnumLimit<TypeId> { // TypeId::Invalid included: an unset typ
   static constexpr const char *name = "element type code";
 };
 template <> struct EnumLimit<StepKind> {
-  static constexpr std::uint64_t value = std::uint64_t(StepKind::Nop) + 1;
+  static constexpr std::uint64_t value = kNumStepKinds;
   static constexpr const char *name = "step kind";
 };
 
@@ -232,11 +234,10 @@ void validate(Reader &io, const CompiledGraph &g) {
         check(d.base != DescTemplate::Nested ? d.buffer < g.buffers.size()
                                              : fitsIn(d.offset, d.size, cs.nested.size()),
               "field descriptor");
-    for (const auto *plans : {&cs.gathers, &cs.scatters})
-      for (const CopyPlan &p : *plans)
-        checkRegions(p.src), checkRegions(p.dst);
   }
   for (const CompiledKernel &k : g.kernels) {
+    const ArrayRef<OperandInfo> table = kernelOperands(k.kind);
+    check(k.operands.size() == table.size(), "kernel operand count");
     if (k.kind == KernelKind::Block) {
       const BlockLaunch &l = k.launch;
       check(l.computeSet < g.computeSets.size() &&
@@ -246,31 +247,38 @@ void validate(Reader &io, const CompiledGraph &g) {
             "block kernel");
       continue;
     }
-    check(k.kind == KernelKind::Gemm && k.operands.size() == 4, "kernel");
-    const GemmShape &s = k.gemm;
-    const auto product = [&](std::uint64_t a, std::uint64_t b, std::uint64_t c) {
-      const std::optional<std::uint64_t> ab = times(a, b);
-      const std::optional<std::uint64_t> abc = ab ? times(*ab, c) : std::nullopt;
-      check(abc.has_value(), "kernel shape");
-      return *abc;
-    };
-    const std::uint64_t elements[] = {product(s.G, s.M, s.K), product(s.G, s.K, s.N),
-                                      product(s.G, s.M, s.N), 1};
-    const std::uint64_t bytes[] = {s.inputType.size(), s.inputType.size(), s.outputType.size(),
-                                   4};
-    for (std::size_t i = 0; i < 4; ++i) {
+    // Each operand's elements and element bytes, by kind.
+    std::vector<std::uint64_t> elements(table.size()), bytes(table.size());
+    switch (k.kind) {
+    case KernelKind::Gemm: {
+      const GemmShape &s = k.gemm;
+      const auto product = [&](std::uint64_t a, std::uint64_t b, std::uint64_t c) {
+        const std::optional<std::uint64_t> ab = times(a, b);
+        const std::optional<std::uint64_t> abc = ab ? times(*ab, c) : std::nullopt;
+        check(abc.has_value(), "kernel shape");
+        return *abc;
+      };
+      elements[GemmOperand::a] = product(s.G, s.M, s.K);
+      elements[GemmOperand::b] = product(s.G, s.K, s.N);
+      elements[GemmOperand::c] = product(s.G, s.M, s.N);
+      elements[GemmOperand::scale] = 1;
+      bytes[GemmOperand::a] = bytes[GemmOperand::b] = s.inputType.size();
+      bytes[GemmOperand::c] = s.outputType.size();
+      bytes[GemmOperand::scale] = 4;
+      break;
+    }
+    case KernelKind::Block:
+      break;
+    }
+    for (std::size_t i = 0; i < table.size(); ++i) {
       const DescTemplate &d = k.operands[i];
-      const bool optional = i == 3;
       const std::optional<std::uint64_t> operandBytes = times(d.size, bytes[i]);
       check(d.base == DescTemplate::Arena
                 ? d.size == elements[i] && d.buffer < g.buffers.size() && operandBytes &&
                       fitsIn(d.offset, *operandBytes, g.buffers[d.buffer].bytes)
-                : optional && d.base == DescTemplate::Null,
+                : table[i].presence == OperandPresence::Optional && d.base == DescTemplate::Null,
             "kernel operand");
     }
-    for (const auto *plans : {&k.gathers, &k.scatters})
-      for (const CopyPlan &p : *plans)
-        checkRegions(p.src), checkRegions(p.dst);
   }
   for (const CopyPlan &p : g.copies)
     checkRegions(p.src), checkRegions(p.dst);
@@ -284,24 +292,27 @@ void validate(Reader &io, const CompiledGraph &g) {
   for (const Step &s : g.steps) {
     for (std::uint32_t c : s.children)
       check(c < g.steps.size(), "step child");
-    const std::size_t limit = s.kind == StepKind::Execute          ? g.computeSets.size()
-                              : s.kind == StepKind::Copy           ? g.copies.size()
-                              : s.kind == StepKind::PrintTensor    ? g.prints.size()
-                              : s.kind == StepKind::Kernel         ? g.kernels.size()
-                              : s.kind == StepKind::StreamToTensor ||
-                                      s.kind == StepKind::TensorToStream
-                                  ? g.streamCopies.size()
-                                  : std::size_t(1);
+    const StepKindInfo &info = stepKindInfo(s.kind);
+    std::size_t limit = 1;
+    switch (info.payload) {
+    case StepPayload::None: limit = 1; break;
+    case StepPayload::ComputeSet: limit = g.computeSets.size(); break;
+    case StepPayload::Copy: limit = g.copies.size(); break;
+    case StepPayload::StreamCopy: limit = g.streamCopies.size(); break;
+    case StepPayload::Print: limit = g.prints.size(); break;
+    case StepPayload::Kernel: limit = g.kernels.size(); break;
+    }
     check(s.index < limit, "step operand");
-    const std::size_t children = s.kind == StepKind::Repeat ? 1
-                                 : s.kind == StepKind::Switch ? s.cases.size() + 1
-                                 : s.kind == StepKind::If || s.kind == StepKind::RepeatWhileTrue ||
-                                         s.kind == StepKind::RepeatWhileFalse
-                                     ? 2
-                                     : 0;
-    check(s.kind == StepKind::Sequence || s.children.size() == children, "step children");
-    const bool hasScalar = s.kind == StepKind::If || s.kind == StepKind::Switch ||
-                           s.kind == StepKind::Abort || children == 2;
+    std::size_t children = 0;
+    switch (info.children) {
+    case StepChildren::None: children = 0; break;
+    case StepChildren::Any: children = s.children.size(); break;
+    case StepChildren::One: children = 1; break;
+    case StepChildren::Two: children = 2; break;
+    case StepChildren::CasesPlusOne: children = s.cases.size() + 1; break;
+    }
+    check(s.children.size() == children, "step children");
+    const bool hasScalar = info.readsScalar;
     check(!hasScalar ||
               (s.scalar.buffer < g.buffers.size() &&
                fitsIn(s.scalar.offset, s.scalar.type.size(), g.buffers[s.scalar.buffer].bytes)),
@@ -340,7 +351,8 @@ Executable Executable::deserialize(std::istream &in) {
   header.get(version);
   if (version != kFormatVersion)
     header.fail("format version " + std::to_string(version) + " is not supported (this build reads " +
-                "version " + std::to_string(kFormatVersion) + ")");
+                "version " + std::to_string(kFormatVersion) + " only; compile the graph again with " +
+                "this build to make an executable it can load)");
   const std::size_t headerBytes = sizeof kMagic + sizeof version;
   if (data.size() < headerBytes + sizeof(std::uint64_t))
     header.fail("the stream ends early (truncated)");

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 namespace aspen::detail {
 
@@ -49,7 +50,7 @@ public:
   }
 
   void checkProgram(const ProgramNode &node) {
-    const std::string name = std::string(programKindName(node.kind)) +
+    const std::string name = std::string(programName(node)) +
                              (node.debugName.empty() ? "" : " " + quoted(node.debugName));
     switch (node.kind) {
     case ProgramKind::Execute:
@@ -116,11 +117,19 @@ public:
       checkTensor(node.tensor, name + " tensor");
       break;
     case ProgramKind::LibraryCall: {
-      static constexpr const char *roles[] = {"a", "b", "c", "scale"};
-      for (std::size_t i = 0; i < node.operands.size() && i < 4; ++i)
-        if (i != 3 || node.operands[i].valid())
-          checkTensor(node.operands[i], name + " " + roles[i]);
-      checkWritable(node.operands.at(2), name + " c");
+      const ArrayRef<OperandInfo> operands = kernelOperands(node.kernel);
+      if (node.operands.size() != operands.size())
+        throw internal_error(name + " has " + std::to_string(node.operands.size()) +
+                             " operands, its kernel " + std::to_string(operands.size()));
+      for (std::size_t i = 0; i < operands.size(); ++i) {
+        const Tensor &t = node.operands[i];
+        const std::string what = name + " " + operands[i].name;
+        if (!t.valid() && operands[i].presence == OperandPresence::Optional)
+          continue;
+        checkTensor(t, what);
+        if (operands[i].writes())
+          checkWritable(t, what);
+      }
       break;
     }
     case ProgramKind::Empty:
@@ -214,14 +223,16 @@ private:
                        "; a copy does not convert");
   }
 
+  // Names in messages are made only when one is raised: formatting them for every vertex and
+  // edge was a good part of compiling a graph of many vertices.
   void checkVertex(unsigned v) {
     const VertexRecord &vertex = graph_.vertices[v];
-    const std::string name = graph_.vertexName(v);
+    const auto name = [&] { return graph_.vertexName(v); };
     if (vertex.tile == kInvalidId)
-      throw invalid_tile_mapping(name + " has no tile; map it with Graph::setTileMapping(vertex, "
-                                        "tile)");
+      throw invalid_tile_mapping(name() + " has no tile; map it with "
+                                          "Graph::setTileMapping(vertex, tile)");
     if (vertex.tile >= graph_.target.getNumTiles())
-      throw invalid_tile_mapping(name + " is mapped to tile " + std::to_string(vertex.tile) +
+      throw invalid_tile_mapping(name() + " is mapped to tile " + std::to_string(vertex.tile) +
                                  " but the target has " +
                                  std::to_string(graph_.target.getNumTiles()) + " tiles");
     const auto &fields = vertex.type->fields;
@@ -230,35 +241,38 @@ private:
       if (!info.isEdge())
         continue;
       const FieldBinding &binding = vertex.fields[f];
-      const std::string field = name + " field " + quoted(info.name);
+      const auto field = [&] { return name() + " field " + quoted(info.name); };
       if (info.shape != FieldShape::VectorOfVectors) {
         checkEdge(v, info, binding.tensor, field);
         continue;
       }
       if (!binding.sizeSet)
-        throw graph_connection_error(field + " is a vector of edges whose size was never set "
-                                             "(Graph::setFieldSize or connect with a list)");
+        throw graph_connection_error(field() + " is a vector of edges whose size was never set "
+                                               "(Graph::setFieldSize or connect with a list)");
       for (std::size_t e = 0; e < binding.edges.size(); ++e)
-        checkEdge(v, info, binding.edges[e], field + "[" + std::to_string(e) + "]");
+        checkEdge(v, info, binding.edges[e],
+                  [&] { return field() + "[" + std::to_string(e) + "]"; });
     }
   }
 
-  void checkEdge(unsigned v, const FieldInfo &info, const Tensor &t, const std::string &field) {
+  template <class Name>
+  void checkEdge(unsigned v, const FieldInfo &info, const Tensor &t, const Name &field) {
     if (!t.valid())
-      throw graph_connection_error(field + " is not connected; every edge field needs a tensor");
+      throw graph_connection_error(field() + " is not connected; every edge field needs a tensor");
     if (graphOf(t) != &graph_)
-      throw graph_connection_error(field + " is connected to a tensor of another graph");
+      throw graph_connection_error(field() + " is connected to a tensor of another graph");
     if (info.elementType.valid() && t.elementType() != info.elementType)
-      throw graph_connection_error(field + " has element type " + info.elementType.toString() +
+      throw graph_connection_error(field() + " has element type " + info.elementType.toString() +
                                    " but is connected to a tensor of type " +
                                    t.elementType().toString());
     if (info.shape == FieldShape::Scalar && t.numElements() != 1)
-      throw graph_connection_error(field + " is a scalar edge but is connected to a tensor of "
-                                           "shape " + t.shapeToString());
+      throw graph_connection_error(field() + " is a scalar edge but is connected to a tensor of "
+                                             "shape " + t.shapeToString());
     checkMapped(t, field);
     if (!info.writes())
       return;
-    checkWritable<graph_connection_error>(t, field);
+    if (t.containsConstant() || t.containsAliases())
+      checkWritable<graph_connection_error>(t, field());
     const std::int64_t eb = static_cast<std::int64_t>(t.elementType().size());
     for (const VarRegion &r : flatRegions(t)) {
       if (r.count == 1 || r.byteStride == eb) {
@@ -318,6 +332,11 @@ private:
   }
 
   void checkMapped(const Tensor &t, const std::string &what) {
+    checkMapped(t, [&] { return what; });
+  }
+  // `what()` names the use in the message.
+  template <class What, class = decltype(std::declval<const What &>()())>
+  void checkMapped(const Tensor &t, const What &what) {
     std::size_t element = 0; // of t, for the message
     for (const VarRegion &r : flatRegions(t)) {
       const std::vector<Interval> &gaps = unmappedOf(r.var);
@@ -331,7 +350,7 @@ private:
         auto gap = std::upper_bound(gaps.begin(), gaps.end(), e,
                                     [](std::size_t x, const Interval &g) { return x < g.end(); });
         if (gap != gaps.end() && gap->begin() <= e)
-          throw invalid_tile_mapping(what + ": element " + std::to_string(element) +
+          throw invalid_tile_mapping(what() + ": element " + std::to_string(element) +
                                      " (variable " + graph_.variableName(r.var) + " element " +
                                      std::to_string(e) +
                                      ") is not mapped to a tile; every element an engine uses "
@@ -349,13 +368,14 @@ private:
 
 } // namespace
 
-std::vector<unsigned> verifyGraph(const GraphState &graph, ArrayRef<program::Program> programs) {
+void verifyGraph(const GraphState &graph, ArrayRef<program::Program> programs,
+                 std::uint32_t &walks) {
   Verifier verifier(graph);
+  ++walks;
   forEachProgramNode(graph, programs, [&](const ProgramNode &n) { verifier.checkProgram(n); });
   verifier.checkHostHandles();
   for (unsigned cs : verifier.usedComputeSets())
     verifier.checkComputeSet(cs);
-  return verifier.usedComputeSets();
 }
 
 } // namespace aspen::detail

@@ -9,7 +9,8 @@
 //  - Execute, Launch and Call refer to this graph's compute sets and functions
 //  - Launch runs a compute set of exactly one block codelet within the target's block limits;
 //    Execute runs no block codelet
-//  - Gemm operands are this graph's, mapped, and its output writable
+//  - a library call's operands (KernelKinds.hpp) are present unless optional, this graph's,
+//    mapped, and writable where its kind writes them
 #pragma once
 
 #include "core/GraphState.hpp"
@@ -17,12 +18,13 @@
 #include <aspen/BlockCodelets.hpp>
 #include <aspen/Target.hpp>
 
-#include <vector>
+#include <cstdint>
 
 namespace aspen::detail {
 
-// The compute sets the programs execute or launch, in order of first use.
-std::vector<unsigned> verifyGraph(const GraphState &graph, ArrayRef<program::Program> programs);
+// Walks the program tree once (counted in `walks`).
+void verifyGraph(const GraphState &graph, ArrayRef<program::Program> programs,
+                 std::uint32_t &walks);
 
 // The threads of each block of a launch: its own count, else the target's workers per tile.
 inline unsigned launchThreads(const LaunchShape &shape, const Target &target) {

@@ -16,24 +16,11 @@ namespace aspen {
 namespace detail {
 const char *programKindName(ProgramKind kind) {
   switch (kind) {
-  case ProgramKind::Empty: return "Program";
-  case ProgramKind::Sequence: return "Sequence";
-  case ProgramKind::Execute: return "Execute";
-  case ProgramKind::Copy: return "Copy";
-  case ProgramKind::StreamToTensor: return "Copy(stream -> tensor)";
-  case ProgramKind::TensorToStream: return "Copy(tensor -> stream)";
-  case ProgramKind::Repeat: return "Repeat";
-  case ProgramKind::RepeatWhileTrue: return "RepeatWhileTrue";
-  case ProgramKind::RepeatWhileFalse: return "RepeatWhileFalse";
-  case ProgramKind::If: return "If";
-  case ProgramKind::Switch: return "Switch";
-  case ProgramKind::Call: return "Call";
-  case ProgramKind::WriteUndef: return "WriteUndef";
-  case ProgramKind::PrintTensor: return "PrintTensor";
-  case ProgramKind::Sync: return "Sync";
-  case ProgramKind::AbortOnCondition: return "AbortOnCondition";
-  case ProgramKind::LibraryCall: return "Gemm";
-  case ProgramKind::Launch: return "Launch";
+#define ASPEN_PROGRAM_NAME_CASE(kind, name)                                                       \
+  case ProgramKind::kind:                                                                         \
+    return name;
+    ASPEN_PROGRAM_KINDS(ASPEN_PROGRAM_NAME_CASE)
+#undef ASPEN_PROGRAM_NAME_CASE
   }
   return "Program";
 }
@@ -53,11 +40,15 @@ std::shared_ptr<ProgramNode> makeNode(ProgramKind kind, const DebugContext &debu
   return node;
 }
 
-void requireValid(const Tensor &t, ProgramKind kind, const char *role, const DebugContext &debug) {
+void requireValid(const Tensor &t, const char *kindName, const char *role,
+                  const DebugContext &debug) {
   if (!t.valid())
     throw control_program_error(fmt::format("{} '{}': the {} tensor is invalid (default-constructed)",
-                                            detail::programKindName(kind), debug.getPathName(),
-                                            role));
+                                            kindName, debug.getPathName(), role));
+}
+
+void requireValid(const Tensor &t, ProgramKind kind, const char *role, const DebugContext &debug) {
+  requireValid(t, detail::programKindName(kind), role, debug);
 }
 
 void requireScalar(const Tensor &t, ProgramKind kind, const char *role, const DebugContext &debug) {
@@ -278,9 +269,10 @@ std::string gemmOperand(const char *role, const Tensor &t) {
 Gemm::Gemm(const Tensor &a, const Tensor &b, const Tensor &c, const GemmOptions &options,
            const DebugContext &debug)
     : Program(makeNode(ProgramKind::LibraryCall, debug)) {
-  requireValid(a, ProgramKind::LibraryCall, "a", debug);
-  requireValid(b, ProgramKind::LibraryCall, "b", debug);
-  requireValid(c, ProgramKind::LibraryCall, "c", debug);
+  const char *kernel = detail::kernelKindName(detail::KernelKind::Gemm);
+  requireValid(a, kernel, "a", debug);
+  requireValid(b, kernel, "b", debug);
+  requireValid(c, kernel, "c", debug);
   const std::string what = fmt::format("Gemm '{}': {} . {} -> {}", debug.getPathName(),
                                        gemmOperand("a", a), gemmOperand("b", b),
                                        gemmOperand("c", c));
@@ -306,9 +298,13 @@ Gemm::Gemm(const Tensor &a, const Tensor &b, const Tensor &c, const GemmOptions 
                                  options.scale.getDebugStr(), options.scale.shapeToString(),
                                  options.scale.elementType().toString()));
   ProgramNode &node = mutableNode();
-  node.libraryKernel = detail::LibraryKernel::Gemm;
-  node.operands = {a, b, c, options.scale};
-  node.flags = (options.accumulate ? detail::kGemmAccumulate : 0) |
+  node.kernel = detail::KernelKind::Gemm;
+  node.operands.resize(detail::GemmOperand::count);
+  node.operands[detail::GemmOperand::a] = a;
+  node.operands[detail::GemmOperand::b] = b;
+  node.operands[detail::GemmOperand::c] = c;
+  node.operands[detail::GemmOperand::scale] = options.scale;
+  node.flags = (options.accumulate ? detail::kKernelAccumulate : 0) |
                (options.allowTF32 ? detail::kGemmAllowTF32 : 0);
 }
 

@@ -6,39 +6,41 @@
 #include <aspen/Program.hpp>
 #include <aspen/Tensor.hpp>
 
+#include "core/KernelKinds.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace aspen::detail {
 
-enum class ProgramKind : std::uint8_t {
-  Empty,
-  Sequence,         // children: the programs in order
-  Execute,          // id: compute set
-  Copy,             // tensor -> dst
-  StreamToTensor,   // id: stream; dst
-  TensorToStream,   // tensor -> id: stream
-  Repeat,           // count; children: [body]
-  RepeatWhileTrue,  // tensor: predicate; children: [cond, body]
-  RepeatWhileFalse, // tensor: predicate; children: [cond, body]
-  If,               // tensor: predicate; children: [trueBody, falseBody]
-  Switch,           // tensor: control; children: [default, case...]; caseValues per case
-  Call,             // id: function
-  WriteUndef,       // tensor
-  PrintTensor,      // title, tensor
-  Sync,
-  AbortOnCondition, // tensor: predicate
-  LibraryCall,      // libraryKernel over operands (LibraryCalls.hpp)
-  Launch,           // id: compute set of one block codelet; launch (BlockCodelets.hpp)
-};
+// Every kind of program node, described once: X(kind, name in messages). The compiler lowers
+// each to steps (LowerPrograms.cpp, a switch the build checks complete: -Werror=switch).
+#define ASPEN_PROGRAM_KINDS(X)                                                                    \
+  X(Empty, "Program")                                                                             \
+  X(Sequence, "Sequence")               /* children: the programs in order */                    \
+  X(Execute, "Execute")                 /* id: compute set */                                    \
+  X(Copy, "Copy")                       /* tensor -> dst */                                      \
+  X(StreamToTensor, "Copy(stream -> tensor)") /* id: stream; dst */                              \
+  X(TensorToStream, "Copy(tensor -> stream)") /* tensor -> id: stream */                         \
+  X(Repeat, "Repeat")                   /* count; children: [body] */                            \
+  X(RepeatWhileTrue, "RepeatWhileTrue") /* tensor: predicate; children: [cond, body] */          \
+  X(RepeatWhileFalse, "RepeatWhileFalse") /* tensor: predicate; children: [cond, body] */        \
+  X(If, "If")                           /* tensor: predicate; children: [trueBody, falseBody] */ \
+  X(Switch, "Switch") /* tensor: control; children: [default, case...]; caseValues per case */  \
+  X(Call, "Call")                       /* id: function */                                       \
+  X(WriteUndef, "WriteUndef")           /* tensor */                                             \
+  X(PrintTensor, "PrintTensor")         /* title, tensor */                                      \
+  X(Sync, "Sync")                                                                                 \
+  X(AbortOnCondition, "AbortOnCondition") /* tensor: predicate */                                \
+  X(LibraryCall, "LibraryCall") /* kernel over operands (KernelKinds.hpp, LibraryCalls.hpp) */  \
+  X(Launch, "Launch") /* id: compute set of one block codelet; launch (BlockCodelets.hpp) */
 
-// The native kernels a LibraryCall runs; every executor implements each of them.
-enum class LibraryKernel : std::uint8_t {
-  Gemm, // operands: a, b, c, scale (invalid when alpha = 1); flags: kGemmAccumulate, kGemmTF32
-};
-inline constexpr std::uint32_t kGemmAccumulate = 1, kGemmAllowTF32 = 2;
+#define ASPEN_PROGRAM_ENUM(kind, name) kind,
+enum class ProgramKind : std::uint8_t { ASPEN_PROGRAM_KINDS(ASPEN_PROGRAM_ENUM) };
+#undef ASPEN_PROGRAM_ENUM
 
+// The kind's name in messages; a LibraryCall's is its kernel's (programName below).
 const char *programKindName(ProgramKind kind);
 
 struct ProgramNode {
@@ -52,10 +54,16 @@ struct ProgramNode {
   unsigned id = kInvalidId;
   unsigned count = 0;
   std::string title;
-  LibraryKernel libraryKernel = LibraryKernel::Gemm; // LibraryCall
-  std::vector<Tensor> operands;                      // LibraryCall
-  std::uint32_t flags = 0;                           // LibraryCall
+  KernelKind kernel = KernelKind::Gemm; // LibraryCall
+  std::vector<Tensor> operands;         // LibraryCall: kernelOperands(kernel), in order
+  std::uint32_t flags = 0;              // LibraryCall: kKernelAccumulate, kGemmAllowTF32
   LaunchShape launch;                                // Launch
 };
+
+// How messages name a node: its kind's name, a library call by its kernel's name.
+inline const char *programName(const ProgramNode &node) {
+  return node.kind == ProgramKind::LibraryCall ? kernelKindName(node.kernel)
+                                               : programKindName(node.kind);
+}
 
 } // namespace aspen::detail

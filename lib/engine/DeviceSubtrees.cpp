@@ -3,32 +3,6 @@
 
 namespace aspen::detail {
 
-namespace {
-
-bool isDeviceWork(StepKind kind) {
-  switch (kind) {
-  case StepKind::Sequence:
-  case StepKind::Execute:
-  case StepKind::Kernel:
-  case StepKind::Copy:
-  case StepKind::Repeat:
-  case StepKind::RepeatWhileTrue:
-  case StepKind::RepeatWhileFalse:
-  case StepKind::If:
-  case StepKind::Switch:
-  case StepKind::Nop:
-    return true;
-  case StepKind::StreamToTensor:
-  case StepKind::TensorToStream:
-  case StepKind::PrintTensor:
-  case StepKind::Abort:
-    return false;
-  }
-  return false;
-}
-
-} // namespace
-
 std::vector<bool> deviceOnlySteps(const CompiledGraph &graph) {
   // Memoised, so that shared subtrees (called functions) are visited once.
   enum State : std::uint8_t { Unknown, Yes, No };
@@ -37,7 +11,7 @@ std::vector<bool> deviceOnlySteps(const CompiledGraph &graph) {
     if (state[index] != Unknown)
       return state[index] == Yes;
     const Step &step = graph.steps[index];
-    bool deviceOnly = isDeviceWork(step.kind);
+    bool deviceOnly = stepKindInfo(step.kind).onDevice;
     for (std::uint32_t child : step.children)
       deviceOnly = self(self, child) && deviceOnly;
     state[index] = deviceOnly ? Yes : No;

@@ -48,6 +48,7 @@ private:
   void requireLoaded(const char *what) const;
   const HostHandle &hostHandle(StringRef handle, bool write, std::size_t bytes) const;
   void runStep(std::uint32_t index);
+  unsigned long long scalarBits(const ScalarRef &scalar);
   bool isTrue(const ScalarRef &scalar);
   std::int64_t integerValue(const ScalarRef &scalar);
   void transfer(const StreamCopy &copy, bool toDevice);

@@ -2,12 +2,12 @@
 #include "DeviceSubtrees.hpp"
 #include "EngineImpl.hpp"
 #include "PrintTensor.hpp"
+#include "executors/ControlRules.hpp"
 
 #include <aspen/Error.hpp>
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 
 namespace aspen::detail {
 
@@ -66,26 +66,23 @@ void EngineImpl::recordEvent(ExecutionProfile::Event::Kind kind, std::uint32_t i
                    std::chrono::duration<double>(now - start).count()});
 }
 
-// A predicate is true when non-zero; for floating-point types any value but ±0 (NaN is true).
-bool EngineImpl::isTrue(const ScalarRef &scalar) {
+// The scalar's bytes as ControlRules.hpp takes them (little-endian, in the low bytes).
+unsigned long long EngineImpl::scalarBits(const ScalarRef &scalar) {
   std::uint8_t bytes[8] = {};
   executor_->readScalar(scalar, bytes);
-  std::uint64_t bits = 0;
-  std::memcpy(&bits, bytes, sizeof bits);
-  if (scalar.type.isFloatingPoint())
-    bits &= ~(std::uint64_t(1) << (8 * scalar.type.size() - 1));
-  return bits != 0;
+  unsigned long long bits = 0;
+  for (std::size_t b = 0; b < scalar.type.size() && b < 8; ++b)
+    bits |= static_cast<unsigned long long>(bytes[b]) << (8 * b);
+  return bits;
+}
+
+bool EngineImpl::isTrue(const ScalarRef &scalar) {
+  return predicateIsTrue(scalarBits(scalar), unsigned(scalar.type.size()),
+                         scalar.type.isFloatingPoint());
 }
 
 std::int64_t EngineImpl::integerValue(const ScalarRef &scalar) {
-  std::uint8_t bytes[8] = {};
-  executor_->readScalar(scalar, bytes);
-  const std::size_t size = scalar.type.size();
-  std::uint64_t bits = 0;
-  std::memcpy(&bits, bytes, size);
-  if (scalar.type.isSigned() && size < 8 && (bits >> (8 * size - 1)) & 1)
-    bits |= ~std::uint64_t(0) << (8 * size); // sign-extend
-  return static_cast<std::int64_t>(bits);
+  return controlValue(scalarBits(scalar), unsigned(scalar.type.size()), scalar.type.isSigned());
 }
 
 void EngineImpl::transfer(const StreamCopy &copy, bool toDevice) {
@@ -124,19 +121,19 @@ void EngineImpl::runStep(std::uint32_t index) {
     break;
   case StepKind::Execute:
     profile_.computeSets[step.index].add(executor_->execute(step.index));
-    profile_.rearrangedBytes += compiled_->computeSets[step.index].rearrangedBytes;
     recordEvent(ExecutionProfile::Event::Kind::ComputeSet, step.index, start);
     break;
   case StepKind::Kernel:
     profile_.kernels[step.index].add(executor_->runKernel(step.index));
-    profile_.rearrangedBytes += compiled_->kernels[step.index].rearrangedBytes;
     recordEvent(ExecutionProfile::Event::Kind::Kernel, step.index, start);
     break;
   case StepKind::Copy: {
     const CopyPlan &plan = compiled_->copies[step.index];
-    executor_->copy(plan);
-    profile_.copiedBytes += plan.src.bytes();
-    profile_.copies.add(secondsSince(start));
+    executor_->copy(step.index);
+    // A compute set's or kernel's gather or scatter is rearrangement; the rest are copies.
+    (plan.rearranges ? profile_.rearrangedBytes : profile_.copiedBytes) += plan.src.bytes();
+    if (!plan.rearranges)
+      profile_.copies.add(secondsSince(start));
     recordEvent(ExecutionProfile::Event::Kind::Copy, step.index, start);
     break;
   }

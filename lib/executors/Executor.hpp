@@ -1,7 +1,8 @@
 // Executor: what the engine needs from a machine that runs a CompiledGraph. The engine
 // interprets control flow and host streams itself; an executor provides memory, copies,
-// compute-set launches and the native library kernels (LibraryCalls.hpp). The CPU executor is the reference; the CUDA one implements the same,
-// plus the optional hook that runs a whole control-flow subtree on the device.
+// compute-set launches and the kernels (KernelKinds.hpp: library calls and block codelets). The
+// CPU executor is the reference; the CUDA one implements the same, plus the optional hook that
+// runs a whole control-flow subtree on the device.
 #pragma once
 
 #include "compiler/CompiledGraph.hpp"
@@ -40,14 +41,16 @@ public:
   // The element type's bytes of one scalar, for control flow.
   virtual void readScalar(const ScalarRef &scalar, void *host) = 0;
 
-  virtual void copy(const CopyPlan &plan) = 0;
+  // Runs copy `index` of the loaded graph (CompiledGraph::copies: the programs' copies and the
+  // compute sets' and kernels' gathers and scatters, which are Copy steps of their own).
+  virtual void copy(std::uint32_t index) = 0;
 
-  // Runs compute set `index` (gathers, vertices, scatters) and returns the seconds it took.
-  // Raises aspen::runtime_error naming the vertex when one fails.
+  // Runs the vertices of compute set `index` and returns the seconds it took. Raises
+  // aspen::runtime_error naming the vertex when one fails.
   virtual double execute(std::uint32_t index) = 0;
 
-  // Runs library-call kernel `index` (gathers, the library call, scatters) and returns the
-  // seconds it took.
+  // Runs kernel `index` (a library call, or a block codelet's launch) and returns the seconds
+  // it took.
   virtual double runKernel(std::uint32_t index) = 0;
 
   // Optional, asked once after load: whether this executor runs whole subtrees of device work

@@ -53,10 +53,6 @@ public:
   explicit TableRunner(const CompiledGraph &graph)
       : graph_(graph), arena_(graph.arenaBytes + 64), typeIndices_(gpuVertexTypeIndices(graph)) {
     std::uint64_t temporaryBytes = 0;
-    for (const CompiledComputeSet &cs : graph.computeSets)
-      for (const auto *plans : {&cs.gathers, &cs.scatters})
-        for (const CopyPlan &p : *plans)
-          temporaryBytes = std::max(temporaryBytes, p.src.bytes());
     for (const CopyPlan &p : graph.copies)
       temporaryBytes = std::max(temporaryBytes, p.src.bytes());
     temporary_.resize(temporaryBytes + 8);
@@ -64,10 +60,10 @@ public:
       std::memcpy(arena_.data() + graph.buffers[init.buffer].offset + init.offset,
                   init.bytes.data(), init.bytes.size());
     for (std::uint32_t c = 0; c < graph.computeSets.size(); ++c) {
-      const std::size_t bytes = gpuLaunchTables(graph, c, typeIndices_, 0, 0, 0).image.size();
+      const std::size_t bytes = gpuLaunchTables(graph, c, typeIndices_, 0, 0).image.size();
       tableMemory_.emplace_back(bytes + 16);
       tables_.push_back(gpuLaunchTables(graph, c, typeIndices_, arenaBase(),
-                                        addressOf(tableMemory_.back().data()), temporaryBase()));
+                                        addressOf(tableMemory_.back().data())));
       std::memcpy(tableMemory_.back().data(), tables_.back().image.data(),
                   tables_.back().image.size());
     }
@@ -118,8 +114,6 @@ private:
   // Block b of a launch runs its tile record's vertices in order; a MultiVertex on every worker.
   void execute(std::uint32_t c) {
     const GpuComputeSetTables &t = tables_[c];
-    for (const GpuCopyPlan &gather : t.gathers)
-      playCopyPlan(gather);
     const auto *fields =
         reinterpret_cast<const FieldDesc *>(pointerAt(tableBase(c) + t.fieldsOffset));
     for (const GpuLaunch &launch : t.launches) {
@@ -136,8 +130,6 @@ private:
             REQUIRE(info.entry(fields + vertices[v].firstField, w, workers) != 0);
         }
     }
-    for (const GpuCopyPlan &scatter : t.scatters)
-      playCopyPlan(scatter);
   }
 
   const CompiledGraph &graph_;
@@ -305,7 +297,9 @@ TEST_CASE("GPU launch tables place every field and vertex as compiled",
   }
   // Both libraries are used by "mixed", and tile 1 has vertices of both.
   REQUIRE(gpu.tables(0).launches.size() == 2);
-  REQUIRE(!gpu.tables(0).gathers.empty());
+  // Its non-contiguous edges are gathered by Copy steps of their own.
+  REQUIRE(std::any_of(compiled->copies.begin(), compiled->copies.end(),
+                      [](const CopyPlan &p) { return p.rearranges; }));
 }
 
 TEST_CASE("GPU copy plans move every element like an element-wise copy",

@@ -303,10 +303,10 @@ TEST_CASE("ASPEN_COMPILER_DUMP writes each pass's result to a folder", "[unit][l
   ::setenv("ASPEN_COMPILER_DUMP", folder.c_str(), 1);
   compile(lg, {Sequence({Copy(in, t), Copy(t, out)})});
   ::unsetenv("ASPEN_COMPILER_DUMP");
-  const std::vector<std::string> passes = {"01-verify.txt",     "02-lower-copies.txt",
-                                           "03-lower-compute-sets.txt", "04-lower-kernels.txt",
-                                           "05-lower-programs.txt", "06-liveness.txt",
-                                           "07-memory-layout.txt"};
+  const std::vector<std::string> passes = {
+      "01-verify.txt",       "02-lower-programs.txt", "03-lower-compute-sets.txt",
+      "04-lower-kernels.txt", "05-lower-copies.txt",  "06-liveness.txt",
+      "07-memory-layout.txt", "08-simplify-steps.txt"};
   for (const std::string &name : passes) {
     INFO(name);
     REQUIRE(std::filesystem::exists(folder / name));
@@ -323,5 +323,12 @@ TEST_CASE("ASPEN_COMPILER_DUMP writes each pass's result to a folder", "[unit][l
   REQUIRE_THAT(text("07-memory-layout.txt"),
                Catch::Contains("name: \"t\", bytes: 1024, offset: 2048, alwaysLive: false"));
   // Steps exist from program lowering on; liveness and memory layout work on them.
-  REQUIRE_THAT(text("05-lower-programs.txt"), Catch::Contains("program 0:\n  Sequence #"));
+  REQUIRE_THAT(text("02-lower-programs.txt"), Catch::Contains("program 0:\n  Sequence #"));
+  // The program tree is walked by verification, then once more to lower it to steps, and never
+  // after: every later pass works on the steps.
+  REQUIRE_THAT(text("01-verify.txt"), Catch::Contains("program tree walks so far: 1 =="));
+  for (std::size_t p = 1; p < passes.size(); ++p) {
+    INFO(passes[p]);
+    REQUIRE_THAT(text(passes[p]), Catch::Contains("program tree walks so far: 2 =="));
+  }
 }

@@ -71,7 +71,9 @@ public:
     std::memcpy(host, view_.address(scalar.buffer, std::int64_t(scalar.offset)),
                 scalar.type.size());
   }
-  void copy(const CopyPlan &plan) override { copyRegions(view_, plan, temporary_); }
+  void copy(std::uint32_t index) override {
+    copyRegions(view_, graph_->copies[index], temporary_);
+  }
 
   void setDeadline(std::optional<RunClock::time_point> deadline) override {
     if (!deadline) {
@@ -90,8 +92,6 @@ public:
     const auto start = std::chrono::steady_clock::now();
     const CompiledComputeSet &cs = graph_->computeSets[index];
     const LoadedComputeSet &loaded = computeSets_[index];
-    for (const CopyPlan &gather : cs.gathers)
-      copy(gather);
     failed_ = stopped_ = kNone;
     const bool watched = watchdog_.watching();
     std::atomic<bool> skipped{false}; // a tile group not started: the run was stopped
@@ -133,8 +133,6 @@ public:
       throw runtime_error("compute set '" + cs.name + "' was stopped before all its vertices ran");
     if (failed_ != kNone)
       throw runtime_error(vertexFailureMessage(*graph_, cs, failed_));
-    for (const CopyPlan &scatter : cs.scatters)
-      copy(scatter);
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
@@ -145,34 +143,27 @@ public:
       launchBlocks(kernel);
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
-    for (const CopyPlan &gather : kernel.gathers)
-      copy(gather);
     auto address = [&](const DescTemplate &d) -> void * {
       return d.base == DescTemplate::Arena ? view_.address(d.buffer, std::int64_t(d.offset))
                                            : nullptr;
     };
     const auto &ops = kernel.operands;
     float alpha = 1.0f;
-    if (const void *scale = address(ops[3]))
+    if (const void *scale = address(ops[GemmOperand::scale]))
       std::memcpy(&alpha, scale, sizeof alpha);
-    cpuGemm(kernel.gemm, address(ops[0]), address(ops[1]), address(ops[2]), alpha, pool_,
-            kernelWorkspace_);
-    for (const CopyPlan &scatter : kernel.scatters)
-      copy(scatter);
+    cpuGemm(kernel.gemm, address(ops[GemmOperand::a]), address(ops[GemmOperand::b]),
+            address(ops[GemmOperand::c]), alpha, pool_, kernelWorkspace_);
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
 private:
-  // A block codelet: its compute set's gathers, every block (in parallel on the pool, each
-  // block's threads as fibers), the scatters.
+  // A block codelet: every block in parallel on the pool, each block's threads as fibers.
   void launchBlocks(const CompiledKernel &kernel) {
     const BlockLaunch &launch = kernel.launch;
     const CompiledComputeSet &cs = graph_->computeSets[launch.computeSet];
     const CompiledVertex &vertex = cs.vertices.at(0);
     const BlockEntry entry = blockEntries_.at(vertex.type);
     const FieldDesc *fields = computeSets_[launch.computeSet].vertices.at(0).fields;
-    for (const CopyPlan &gather : cs.gathers)
-      copy(gather);
     std::atomic<bool> failed{false}, skipped{false};
     stopped_ = kNone;
     const bool watched = watchdog_.watching();
@@ -204,8 +195,6 @@ private:
     if (failed)
       throw runtime_error(vertexFailureMessage(*graph_, cs, 0) + " in Launch '" + kernel.name +
                           "'");
-    for (const CopyPlan &scatter : cs.scatters)
-      copy(scatter);
   }
 
   static constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();

@@ -112,13 +112,11 @@ struct LoadedComputeSet {
   DeviceBuffer table;
   std::vector<GpuLaunch> launches; // for failure messages
   std::vector<LoadedLaunch> loaded;
-  std::vector<LoadedCopy> gathers, scatters;
   std::uint32_t firstFailureSlot = 0;
 };
 
-// A kernel step: a library call's gathers and scatters, or a block codelet's kernel.
+// A kernel step: a block codelet's kernel (a library call is CudaGemmKernels').
 struct LoadedKernel {
-  std::vector<LoadedCopy> gathers, scatters; // a library call's
   cudaKernel_t block = nullptr;               // a block codelet's kernel
   std::uint64_t blockFields = 0;              // its vertex's descriptors (device address)
   std::uint32_t blockFailureSlot = 0;
@@ -175,18 +173,6 @@ public:
     };
     for (const CopyPlan &plan : graph.copies)
       needTemporary(plan);
-    for (const CompiledComputeSet &cs : graph.computeSets) {
-      for (const CopyPlan &plan : cs.gathers)
-        needTemporary(plan);
-      for (const CopyPlan &plan : cs.scatters)
-        needTemporary(plan);
-    }
-    for (const CompiledKernel &kernel : graph.kernels) {
-      for (const CopyPlan &plan : kernel.gathers)
-        needTemporary(plan);
-      for (const CopyPlan &plan : kernel.scatters)
-        needTemporary(plan);
-    }
     temporary_ = DeviceBuffer(temporaryBytes);
 
     loadComputeSets(cc);
@@ -227,15 +213,13 @@ public:
 
   void setDeadline(std::optional<RunClock::time_point> deadline) override { deadline_ = deadline; }
 
-  // The engine copies only the graph's own plans, which were loaded with the graph.
-  void copy(const CopyPlan &plan) override {
+  void copy(std::uint32_t index) override {
     useDevice();
-    const auto &copies = graph_->copies;
-    if (copies.empty() || &plan < copies.data() || &plan >= copies.data() + copies.size())
-      throw internal_error("CUDA executor: a copy plan that is not one of the loaded graph's");
-    const auto index = std::uint32_t(&plan - copies.data());
+    if (index >= copies_.size())
+      throw internal_error("CUDA executor: copy " + std::to_string(index) + " of a graph with " +
+                           std::to_string(copies_.size()));
     const NvtxRange range("copy " + std::to_string(index) + " (" +
-                          std::to_string(plan.src.bytes()) + " bytes)");
+                          std::to_string(graph_->copies[index].src.bytes()) + " bytes)");
     enqueueCopy(stream_, index);
     ASPEN_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
@@ -420,11 +404,11 @@ private:
       // The table's size does not depend on where it lives: build once to size it, then again
       // with its address.
       const std::size_t tableBytes =
-          gpuLaunchTables(*graph_, c, typeIndices, 0, 0, 0).image.size();
+          gpuLaunchTables(*graph_, c, typeIndices, 0, 0).image.size();
       LoadedComputeSet cs;
       cs.table = DeviceBuffer(tableBytes);
-      GpuComputeSetTables tables = gpuLaunchTables(*graph_, c, typeIndices, arena_.address(),
-                                                   cs.table.address(), temporary_.address());
+      GpuComputeSetTables tables =
+          gpuLaunchTables(*graph_, c, typeIndices, arena_.address(), cs.table.address());
       if (!tables.image.empty())
         ASPEN_CUDA_CHECK(cudaMemcpy(cs.table.get(), tables.image.data(), tables.image.size(),
                                     cudaMemcpyHostToDevice));
@@ -440,32 +424,18 @@ private:
         failureOwners_.push_back({c, l});
       }
       cs.launches = std::move(tables.launches);
-      for (GpuCopyPlan &plan : tables.gathers)
-        cs.gathers.push_back(loadCopy(std::move(plan)));
-      for (GpuCopyPlan &plan : tables.scatters)
-        cs.scatters.push_back(loadCopy(std::move(plan)));
       computeSets_.push_back(std::move(cs));
     }
     failures_ = DeviceBuffer(std::max<std::size_t>(failureOwners_.size(), 1) * sizeof(unsigned));
   }
 
-  // The kernel steps: block codelets' kernels; library calls' gathers and scatters, and the
-  // cuBLASLt plans.
+  // The kernel steps: block codelets' kernels and the library calls' cuBLASLt plans.
   void loadKernels() {
     const std::vector<std::uint32_t> typeIndices = gpuVertexTypeIndices(*graph_);
     for (const CompiledKernel &kernel : graph_->kernels) {
       LoadedKernel loaded;
-      if (kernel.kind == KernelKind::Block) {
+      if (kernel.kind == KernelKind::Block)
         loadBlockKernel(kernel, typeIndices, loaded);
-        kernels_.push_back(std::move(loaded));
-        continue;
-      }
-      for (const CopyPlan &plan : kernel.gathers)
-        loaded.gathers.push_back(loadCopy(
-            gpuCopyPlan(plan, graph_->buffers, arena_.address(), temporary_.address())));
-      for (const CopyPlan &plan : kernel.scatters)
-        loaded.scatters.push_back(loadCopy(
-            gpuCopyPlan(plan, graph_->buffers, arena_.address(), temporary_.address())));
       kernels_.push_back(std::move(loaded));
     }
     gemm_ = std::make_unique<CudaGemmKernels>(*graph_, arena_.address());
@@ -512,9 +482,6 @@ private:
     const CompiledKernel &compiled = graph_->kernels[index];
     if (compiled.kind == KernelKind::Block) {
       const BlockLaunch &launch = compiled.launch;
-      const LoadedComputeSet &cs = computeSets_[launch.computeSet];
-      for (const LoadedCopy &gather : cs.gathers)
-        enqueueCopy(stream, gather);
       void *fields = devicePointer(kernel.blockFields);
       unsigned long long sharedBytes = launch.sharedBytes;
       void *failed = failures_.get() + kernel.blockFailureSlot * sizeof(unsigned);
@@ -522,21 +489,13 @@ private:
       ASPEN_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void *>(kernel.block),
                                         dim3(launch.blocks), dim3(launch.threadsPerBlock), args,
                                         launch.sharedBytes, stream));
-      for (const LoadedCopy &scatter : cs.scatters)
-        enqueueCopy(stream, scatter);
       return;
     }
-    for (const LoadedCopy &gather : kernel.gathers)
-      enqueueCopy(stream, gather);
     gemm_->enqueue(stream, index);
-    for (const LoadedCopy &scatter : kernel.scatters)
-      enqueueCopy(stream, scatter);
   }
 
   void enqueueComputeSet(cudaStream_t stream, std::uint32_t index) override {
     const LoadedComputeSet &cs = computeSets_[index];
-    for (const LoadedCopy &gather : cs.gathers)
-      enqueueCopy(stream, gather);
     unsigned workers = graph_->target.numWorkerContexts;
     for (const LoadedLaunch &l : cs.loaded) {
       if (l.numTiles == 0)
@@ -547,8 +506,6 @@ private:
       void *args[] = {&tiles, &vertices, &fields, &failed};
       launch(l.kernel, l.numTiles, workers, args, stream);
     }
-    for (const LoadedCopy &scatter : cs.scatters)
-      enqueueCopy(stream, scatter);
   }
 
   void enqueueCopy(cudaStream_t stream, std::uint32_t index) override {

@@ -1,11 +1,12 @@
 // The CUDA executor: runs a CompiledGraph on one GPU.
 //
 // Memory is one arena from cudaMalloc (never managed memory) holding every buffer at its planned
-// offset, loaded with the graph's initial values. A compute set runs as its gathers, one launch
-// per codelet library (GpuLaunchTables: one block per tile record, the compiled target's worker
-// count of threads) and its scatters, all on one stream; a vertex whose compute() returns false
-// is reported like the CPU executor does (the lowest failing vertex of the compute set). Copies and
-// non-contiguous host transfers run the copy kernel (CudaExecutorKernels.hpp) or memcpys.
+// offset, loaded with the graph's initial values. A compute set runs as one launch per codelet
+// library (GpuLaunchTables: one block per tile record, the compiled target's worker count of
+// threads) on one stream, its gathers and scatters being Copy steps of their own; a vertex whose
+// compute() returns false is reported like the CPU executor does (the lowest failing vertex of
+// the compute set). Copies and non-contiguous host transfers run the copy kernel
+// (CudaExecutorKernels.hpp) or memcpys.
 // Device-only control-flow subtrees run as cached CUDA graphs (CudaGraph.hpp) unless control flow
 // is host-driven. Compute sets run one by one are timed with CUDA events; NVTX ranges name compute
 // sets and graph subtrees.

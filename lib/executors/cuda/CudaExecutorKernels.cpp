@@ -15,6 +15,8 @@
 
 namespace aspen::detail {
 
+extern const char kControlRulesSource[]; // ControlRules.hpp, embedded by the build
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -52,7 +54,8 @@ extern "C" __global__ void aspen_copy_segments(const GpuCopySegment *segments,
 
 )CUDA";
 
-const char *const kControlSource = R"CUDA(
+// After the control rules (ControlRules.hpp, embedded as kControlRulesSource).
+const char *const kControlKernels = R"CUDA(
 #include <cuda_device_runtime_api.h>
 
 __device__ unsigned long long scalarBits(const void *scalar, unsigned bytes) {
@@ -65,21 +68,18 @@ __device__ unsigned long long scalarBits(const void *scalar, unsigned bytes) {
 extern "C" __global__ void aspen_set_condition(cudaGraphConditionalHandle h, const void *scalar,
                                                unsigned bytes, unsigned isFloat,
                                                unsigned whenTrue) {
-  unsigned long long bits = scalarBits(scalar, bytes);
-  if (isFloat)
-    bits &= ~(1ull << (8 * bytes - 1));
-  cudaGraphSetConditional(h, (bits != 0) == (whenTrue != 0) ? 1u : 0u);
+  const bool value = aspen::detail::predicateIsTrue(scalarBits(scalar, bytes), bytes, isFloat);
+  cudaGraphSetConditional(h, value == (whenTrue != 0) ? 1u : 0u);
 }
 
 extern "C" __global__ void aspen_set_switch(cudaGraphConditionalHandle h, const void *scalar,
                                             unsigned bytes, unsigned isSigned,
                                             const long long *cases, unsigned numCases) {
-  unsigned long long bits = scalarBits(scalar, bytes);
-  if (isSigned && bytes < 8 && ((bits >> (8 * bytes - 1)) & 1))
-    bits |= ~0ull << (8 * bytes);
+  const long long value =
+      aspen::detail::controlValue(scalarBits(scalar, bytes), bytes, isSigned != 0);
   unsigned body = 0;
   for (unsigned i = 0; i < numCases && body == 0; ++i)
-    if (cases[i] == (long long)bits)
+    if (cases[i] == value)
       body = i + 1;
   cudaGraphSetConditional(h, body);
 }
@@ -103,7 +103,8 @@ const char *const kToolkitIncludeKey = "-I<cuda toolkit include>";
 } // namespace
 
 const char *cudaExecutorKernelSource(ExecutorModule module) {
-  return module == ExecutorModule::Copy ? kCopySource : kControlSource;
+  static const std::string control = std::string(kControlRulesSource) + kControlKernels;
+  return module == ExecutorModule::Copy ? kCopySource : control.c_str();
 }
 
 const char *cudaExecutorKernelFile(ExecutorModule module) {

@@ -183,8 +183,10 @@ CudaGemmKernels::CudaGemmKernels(const CompiledGraph &graph, std::uint64_t arena
                  ? arenaBase + graph.buffers.at(d.buffer).offset + d.offset
                  : 0;
     };
-    const std::uint64_t a = address(k.operands.at(0)), b = address(k.operands.at(1)),
-                        c = address(k.operands.at(2)), scale = address(k.operands.at(3));
+    const std::uint64_t a = address(k.operands.at(GemmOperand::a)),
+                        b = address(k.operands.at(GemmOperand::b)),
+                        c = address(k.operands.at(GemmOperand::c)),
+                        scale = address(k.operands.at(GemmOperand::scale));
     call.a = reinterpret_cast<const void *>(a);
     call.b = reinterpret_cast<const void *>(b);
     call.c = reinterpret_cast<void *>(c);

@@ -146,8 +146,7 @@ std::vector<std::uint32_t> gpuVertexTypeIndices(const CompiledGraph &graph) {
 
 GpuComputeSetTables gpuLaunchTables(const CompiledGraph &graph, std::uint32_t computeSet,
                                     const std::vector<std::uint32_t> &vertexTypeIndices,
-                                    std::uint64_t arenaBase, std::uint64_t tableBase,
-                                    std::uint64_t temporaryBase) {
+                                    std::uint64_t arenaBase, std::uint64_t tableBase) {
   const CompiledComputeSet &cs = graph.computeSets.at(computeSet);
   GpuComputeSetTables tables;
 
@@ -185,11 +184,6 @@ GpuComputeSetTables gpuLaunchTables(const CompiledGraph &graph, std::uint32_t co
     launch.tilesOffset = appendRecords(tables.image, launch.tiles);
     launch.verticesOffset = appendRecords(tables.image, launch.vertices);
   }
-
-  for (const CopyPlan &gather : cs.gathers)
-    tables.gathers.push_back(gpuCopyPlan(gather, graph.buffers, arenaBase, temporaryBase));
-  for (const CopyPlan &scatter : cs.scatters)
-    tables.scatters.push_back(gpuCopyPlan(scatter, graph.buffers, arenaBase, temporaryBase));
   return tables;
 }
 

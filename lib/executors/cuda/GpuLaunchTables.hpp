@@ -71,7 +71,6 @@ struct GpuComputeSetTables {
   std::vector<std::uint8_t> image; // to be stored at the table base
   std::uint64_t fieldsOffset = 0, nestedOffset = 0;
   std::vector<GpuLaunch> launches; // in order of each library's first vertex
-  std::vector<GpuCopyPlan> gathers, scatters;
 };
 
 // For each CompiledGraph::vertexTypes entry, its index in its library's vertexTypes(). Raises
@@ -80,7 +79,6 @@ std::vector<std::uint32_t> gpuVertexTypeIndices(const CompiledGraph &graph);
 
 GpuComputeSetTables gpuLaunchTables(const CompiledGraph &graph, std::uint32_t computeSet,
                                     const std::vector<std::uint32_t> &vertexTypeIndices,
-                                    std::uint64_t arenaBase, std::uint64_t tableBase,
-                                    std::uint64_t temporaryBase);
+                                    std::uint64_t arenaBase, std::uint64_t tableBase);
 
 } // namespace aspen::detail

@@ -1,0 +1,113 @@
+// The kernels a Kernel step runs, described once.
+//
+// ASPEN_KERNEL_KINDS lists every kind with its operands; each operand has a name, a role and
+// whether it may be absent (an invalid Tensor in the program, a Null descriptor once lowered).
+// Everything that handles a kernel's operands follows from the table: the enum and its names,
+// the operand indices (GemmOperand::a, ...), verification (present, mapped, written ones
+// writable), kernel lowering (which operands are gathered into scratch and which scattered
+// back), liveness (what the step reads and writes), serialisation (the operand count) and the
+// dump.
+//
+// Roles:
+//   Read         read, never written
+//   Written      every element written, none read
+//   Accumulated  written; also read first when the call accumulates (kKernelAccumulate)
+//   Scratch      the kernel's own working memory: neither read before nor kept after
+//
+// Adding a library call: one entry here (with its operand list), its program:: class (e.g.
+// include/aspen/LibraryCalls.hpp building a ProgramKind::LibraryCall node with its operands in
+// table order), what lowering derives from its shapes (CompiledKernel, LowerKernels.cpp), and one
+// implementation per executor. Block is the block codelet of program::Launch: its data are its
+// compute set's fields, so it has no operands here.
+#pragma once
+
+#include <aspen/ArrayRef.hpp>
+
+#include <cstdint>
+
+namespace aspen::detail {
+
+enum class OperandRole : std::uint8_t { Read, Written, Accumulated, Scratch };
+enum class OperandPresence : std::uint8_t { Required, Optional };
+
+// O(name, role, presence) for each operand, in order.
+#define ASPEN_GEMM_OPERANDS(O)                                                                    \
+  O(a, Read, Required)                                                                            \
+  O(b, Read, Required)                                                                            \
+  O(c, Accumulated, Required)                                                                     \
+  O(scale, Read, Optional) /* alpha: one float; absent when alpha = 1 */
+#define ASPEN_BLOCK_OPERANDS(O)
+
+// X(kind, operand list)
+#define ASPEN_KERNEL_KINDS(X)                                                                     \
+  X(Gemm, ASPEN_GEMM_OPERANDS)                                                                    \
+  X(Block, ASPEN_BLOCK_OPERANDS)
+
+#define ASPEN_KERNEL_ENUM(kind, operands) kind,
+enum class KernelKind : std::uint8_t { ASPEN_KERNEL_KINDS(ASPEN_KERNEL_ENUM) };
+#undef ASPEN_KERNEL_ENUM
+
+#define ASPEN_KERNEL_COUNT(kind, operands) +1
+inline constexpr std::uint32_t kNumKernelKinds = 0 ASPEN_KERNEL_KINDS(ASPEN_KERNEL_COUNT);
+#undef ASPEN_KERNEL_COUNT
+
+// GemmOperand::a == 0, ..., GemmOperand::count: each kind's operand indices.
+#define ASPEN_OPERAND_ENUM(name, role, presence) name,
+#define ASPEN_KERNEL_OPERAND_ENUM(kind, operands)                                                 \
+  struct kind##Operand {                                                                          \
+    enum : std::uint32_t { operands(ASPEN_OPERAND_ENUM) count };                                  \
+  };
+ASPEN_KERNEL_KINDS(ASPEN_KERNEL_OPERAND_ENUM)
+#undef ASPEN_KERNEL_OPERAND_ENUM
+#undef ASPEN_OPERAND_ENUM
+
+// Flags of a kernel call (ProgramNode::flags, CompiledKernel): kKernelAccumulate makes its
+// Accumulated operands read as well as written; kGemmAllowTF32 is Gemm's own.
+inline constexpr std::uint32_t kKernelAccumulate = 1, kGemmAllowTF32 = 2;
+
+struct OperandInfo {
+  const char *name;
+  OperandRole role;
+  OperandPresence presence;
+  bool reads(bool accumulate) const {
+    return role == OperandRole::Read || (role == OperandRole::Accumulated && accumulate);
+  }
+  bool writes() const { return role == OperandRole::Written || role == OperandRole::Accumulated; }
+};
+
+namespace kernel_table {
+#define ASPEN_OPERAND_INFO(name, role, presence)                                                  \
+  OperandInfo{#name, OperandRole::role, OperandPresence::presence},
+// One more element than operands, so that a kind without operands still has an array.
+#define ASPEN_KERNEL_OPERAND_INFO(kind, operands)                                                 \
+  inline constexpr OperandInfo kind##Operands[] = {operands(ASPEN_OPERAND_INFO){                 \
+      nullptr, OperandRole::Scratch, OperandPresence::Optional}};
+ASPEN_KERNEL_KINDS(ASPEN_KERNEL_OPERAND_INFO)
+#undef ASPEN_KERNEL_OPERAND_INFO
+#undef ASPEN_OPERAND_INFO
+} // namespace kernel_table
+
+// The operands of `kind`, in order.
+inline ArrayRef<OperandInfo> kernelOperands(KernelKind kind) {
+  switch (kind) {
+#define ASPEN_KERNEL_OPERANDS_CASE(kind, operands)                                                \
+  case KernelKind::kind:                                                                          \
+    return ArrayRef<OperandInfo>(kernel_table::kind##Operands, kind##Operand::count);
+    ASPEN_KERNEL_KINDS(ASPEN_KERNEL_OPERANDS_CASE)
+#undef ASPEN_KERNEL_OPERANDS_CASE
+  }
+  return {};
+}
+
+inline const char *kernelKindName(KernelKind kind) {
+  switch (kind) {
+#define ASPEN_KERNEL_NAME_CASE(kind, operands)                                                    \
+  case KernelKind::kind:                                                                          \
+    return #kind;
+    ASPEN_KERNEL_KINDS(ASPEN_KERNEL_NAME_CASE)
+#undef ASPEN_KERNEL_NAME_CASE
+  }
+  return "?";
+}
+
+} // namespace aspen::detail
