@@ -139,7 +139,7 @@ for b in "$build"/bench/bench_gpu_*; do # any further GPU benchmark
 done
 mkdir -p "$dir/bin"
 for p in "${programs[@]}"; do
-  [ -f "$build/$p" ] || die "$build/$p is missing (a build with the CUDA backend, examples, tests and benchmarks makes it)"
+  [ -f "$build/$p" ] || die "$build/$p is missing (a build with the CUDA executor, examples, tests and benchmarks makes it)"
   cp "$build/$p" "$dir/bin/"
   strip "$dir/bin/${p##*/}"
 done

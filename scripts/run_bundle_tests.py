@@ -4,7 +4,7 @@
 Each manifest line is one test: name, labels, skip regex, environment, then the command (program
 bundle-relative, arguments exactly as CTest passes them), tab-separated; labels and environment
 entries are separated by ';'. The runner starts the tests in parallel with a time limit each, the
-control-flow tests first (their failures say the most about the CUDA backend), then the rest.
+control-flow tests first (their failures say the most about the CUDA executor), then the rest.
 A test is skipped when its output matches its skip regex (CTest's SKIP_REGULAR_EXPRESSION), passed
 when it exits 0, failed otherwise. Every test's output goes to one log, each block between
 separator lines. Failed tests then run once more with CUDA_MODULE_LOADING=EAGER (another log):

@@ -3,7 +3,7 @@
 //  - the CPU device (Poplar's createCPUDevice: a one-tile target), and
 //  - a model device that plans and runs on the CPU executor exactly as a given Target would be
 //    partitioned (Poplar's IPUModel / simulator role), e.g. the "h200" or "ipu2" models.
-//  - a CUDA GPU (createGpuDevice), when Aspen is built with the CUDA backend.
+//  - a CUDA GPU (createGpuDevice), when Aspen is built with the CUDA executor.
 #pragma once
 
 #include <aspen/Export.hpp>
@@ -33,17 +33,17 @@ public:
   // tiles = SMs x option "tilesPerSM" (default 1), workers = option "threadsPerBlock" (default
   // 256, at most the card's limit), bytes per tile = the shared memory a block may opt in to.
   // A GPU device runs any compiled graph: each tile of the graph's target is a thread block and
-  // each worker a thread. Raises aspen::error when this build has no CUDA backend, when there is
+  // each worker a thread. Raises aspen::error when this build has no CUDA executor, when there is
   // no GPU with that ordinal (naming how many there are), or for a bad option.
   static Device createGpuDevice(unsigned ordinal = 0, const OptionFlags &options = {});
-  // How many CUDA GPUs this process can use (0 without the CUDA backend, a driver or a GPU).
+  // How many CUDA GPUs this process can use (0 without the CUDA executor, a driver or a GPU).
   static unsigned gpuCount();
   // How many threads the CPU executor runs tiles on when the engine option aspen.cpu.threads is
   // not given: the environment variable ASPEN_CPU_THREADS (1 to 1024; another value raises
   // aspen::invalid_option naming it), else the CPUs this thread may run on (its affinity mask,
   // so taskset and a container's CPU set count), at most 1024.
   static unsigned cpuThreadCount();
-  // The device the README's demo runs on: the first GPU when the CUDA backend has one, otherwise
+  // The device the README's demo runs on: the first GPU when the CUDA executor has one, otherwise
   // the CPU executor modelling an H200.
   static Device createDefaultDevice();
   // The same kind of device with a different number of tiles.

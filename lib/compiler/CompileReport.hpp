@@ -11,7 +11,7 @@
 //    connect at its tile's bandwidth (a GPU: the card's memory bandwidth shared by its tiles;
 //    otherwise every worker moving one data-path word a cycle), the slowest tile's sum of those
 //    added; plus, on a GPU, one kernel launch (kGpuLaunchSeconds);
-//  - a Gemm library call: 2*G*M*K*N flops at the target's matmul peak over all tiles
+//  - a Gemm kernel: 2*G*M*K*N flops at the target's matmul peak over all tiles
 //    (Target::getMatMulMacsPerCycle), plus a launch on a GPU;
 //  - a block kernel: its compute set's estimate;
 //  - moving n bytes (copies, the Copy steps of gathers and scatters among them): on a GPU, a

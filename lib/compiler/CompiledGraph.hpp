@@ -117,7 +117,7 @@ struct CompiledComputeSet {
 };
 
 // A kernel step after lowering (KernelKinds.hpp lists the kinds and their operands). Gemm, a
-// library call (LibraryCalls.hpp): every operand is one contiguous row-major run
+// kernel (Kernels.hpp): every operand is one contiguous row-major run
 // (DescTemplate::Arena, size in elements), gathered into this kernel's scratch buffer first
 // where the tensor was not one (and scattered back after, for written operands); the gathers
 // and scatters are Copy steps around the kernel step. Block, a block codelet

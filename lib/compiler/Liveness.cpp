@@ -193,7 +193,7 @@ private:
 };
 
 // The effects of the steps that move data between variables: compute sets (executed or
-// launched), library calls, copies (the programs' and the gathers and scatters), WriteUndef;
+// launched), kernels, copies (the programs' and the gathers and scatters), WriteUndef;
 // everything else a step touches is pinned (always live) and needs no tracking. Made once per
 // compute set, kernel and copy, however many steps run it.
 class StepEffects {

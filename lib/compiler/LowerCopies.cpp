@@ -100,7 +100,7 @@ void lowerCopies(CompiledGraph &out, const LoweringState &state) {
     const Step &step = out.steps[s];
     if (step.kind != StepKind::Execute && step.kind != StepKind::Kernel)
       continue;
-    // A library call rearranges its operands; a compute set (executed, or launched as a block
+    // A kernel rearranges its operands; a compute set (executed, or launched as a block
     // codelet) its edges.
     const bool call = step.kind == StepKind::Kernel &&
                       out.kernels[step.index].kind != KernelKind::Block;

@@ -84,7 +84,7 @@ private:
 
 } // namespace
 
-CompiledKernel describeLibraryCall(const ProgramNode &node) {
+CompiledKernel describeKernelCall(const ProgramNode &node) {
   CompiledKernel kernel;
   kernel.kind = node.kernel;
   kernel.name = node.debugName.empty() ? std::string(kernelKindName(node.kernel)) : node.debugName;
@@ -105,7 +105,7 @@ CompiledKernel describeLibraryCall(const ProgramNode &node) {
     break;
   }
   case KernelKind::Block:
-    throw internal_error("a LibraryCall node of kind Block: Launch makes block kernels");
+    throw internal_error("a Kernel node of kind Block: Launch makes block kernels");
   }
   return kernel;
 }

@@ -1,5 +1,5 @@
-// Kernel lowering, a pass on the kernels program lowering made. Every library call
-// (LibraryCalls.hpp) gets operands that are each one contiguous row-major run, the form native
+// Kernel lowering, a pass on the kernels program lowering made. Every kernel
+// (Kernels.hpp) gets operands that are each one contiguous row-major run, the form native
 // libraries take, following its kind's operand table (KernelKinds.hpp):
 //  - an operand that already is one (a whole variable, a contiguous slice) is used in place,
 //    and recorded as the kernel's access (read and/or written, by its role);
@@ -21,10 +21,10 @@
 
 namespace aspen::detail {
 
-// What program lowering records of a LibraryCall node: its kind, name and what the executors
+// What program lowering records of a Kernel node: its kind, name and what the executors
 // need of its shapes (a Gemm's G, M, K, N, types and flags). The one place that knows each
-// library call's shapes.
-CompiledKernel describeLibraryCall(const ProgramNode &node);
+// kernel's shapes.
+CompiledKernel describeKernelCall(const ProgramNode &node);
 
 void lowerKernels(CompiledGraph &out, LoweringState &state);
 

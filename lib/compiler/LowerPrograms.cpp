@@ -127,13 +127,13 @@ private:
       step.kind = StepKind::Abort;
       step.scalar = scalarOf(node.tensor);
       break;
-    case ProgramKind::LibraryCall: {
+    case ProgramKind::Kernel: {
       step.kind = StepKind::Kernel;
       KernelCall call;
       call.flags = node.flags;
       for (const Tensor &t : node.operands)
         call.operands.push_back(t.valid() ? regionsOf(t) : RegionList{});
-      step.index = addKernel(describeLibraryCall(node), std::move(call));
+      step.index = addKernel(describeKernelCall(node), std::move(call));
       if (step.name.empty())
         step.name = kernelKindName(node.kernel);
       break;

@@ -6,7 +6,7 @@
 //  - Execute: the index its compute set will have in CompiledGraph::computeSets (numbered in
 //    order of first use; LoweringState::computeSetIds says which graph compute set it is, for
 //    compute-set lowering);
-//  - LibraryCall and Launch: a Kernel step and its CompiledKernel, whose kind-specific fields
+//  - Kernel and Launch: a Kernel step and its CompiledKernel, whose kind-specific fields
 //    (a Gemm's shape) are filled here and whose operands' byte runs wait in LoweringState for
 //    kernel lowering;
 //  - WriteUndef: a Nop whose Undefine access liveness reads (LoweringState::stepAccesses).

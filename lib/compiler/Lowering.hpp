@@ -44,7 +44,7 @@ struct Rearrangement {
   std::vector<CopyPlan> gathers, scatters;
 };
 
-// A library call as program lowering found it: its operands as byte runs, in
+// A kernel as program lowering found it: its operands as byte runs, in
 // kernelOperands(kind) order (no runs for an absent one), and its flags (kKernelAccumulate...).
 // A Block kernel has none.
 struct KernelCall {

@@ -28,7 +28,7 @@ namespace {
 using namespace detail;
 
 constexpr char kMagic[8] = {'A', 'S', 'P', 'E', 'N', 'E', 'X', 'E'};
-// 6: library-call kernels; 7: block codelets; 8: CompiledGraph members in declaration order;
+// 6: kernels; 7: block codelets; 8: CompiledGraph members in declaration order;
 // 10: gathers and scatters are Copy steps (CopyPlan::rearranges), compute sets and kernels hold
 // none
 constexpr std::uint32_t kFormatVersion = 10;

@@ -116,7 +116,7 @@ public:
     case ProgramKind::PrintTensor:
       checkTensor(node.tensor, name + " tensor");
       break;
-    case ProgramKind::LibraryCall: {
+    case ProgramKind::Kernel: {
       const ArrayRef<OperandInfo> operands = kernelOperands(node.kernel);
       if (node.operands.size() != operands.size())
         throw internal_error(name + " has " + std::to_string(node.operands.size()) +

@@ -9,7 +9,7 @@
 //  - Execute, Launch and Call refer to this graph's compute sets and functions
 //  - Launch runs a compute set of exactly one block codelet within the target's block limits;
 //    Execute runs no block codelet
-//  - a library call's operands (KernelKinds.hpp) are present unless optional, this graph's,
+//  - a kernel's operands (KernelKinds.hpp) are present unless optional, this graph's,
 //    mapped, and writable where its kind writes them
 #pragma once
 

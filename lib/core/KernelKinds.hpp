@@ -14,9 +14,9 @@
 //   Accumulated  written; also read first when the call accumulates (kKernelAccumulate)
 //   Scratch      the kernel's own working memory: neither read before nor kept after
 //
-// Adding a library call: one entry here (with its operand list), its program:: class (e.g.
-// include/aspen/LibraryCalls.hpp building a ProgramKind::LibraryCall node with its operands in
-// table order), what lowering derives from its shapes (CompiledKernel, LowerKernels.cpp), and one
+// Adding a library kernel: one entry here (with its operand list), its program:: class (e.g.
+// include/aspen/Kernels.hpp, building a ProgramKind::Kernel node with its operands in table
+// order), what lowering derives from its shapes (CompiledKernel, LowerKernels.cpp), and one
 // implementation per executor. Block is the block codelet of program::Launch: its data are its
 // compute set's fields, so it has no operands here.
 #pragma once

@@ -4,7 +4,7 @@
 
 #include <aspen/BlockCodelets.hpp>
 #include <aspen/Error.hpp>
-#include <aspen/LibraryCalls.hpp>
+#include <aspen/Kernels.hpp>
 #include <aspen/Program.hpp>
 
 #include <fmt/format.h>
@@ -268,7 +268,7 @@ std::string gemmOperand(const char *role, const Tensor &t) {
 
 Gemm::Gemm(const Tensor &a, const Tensor &b, const Tensor &c, const GemmOptions &options,
            const DebugContext &debug)
-    : Program(makeNode(ProgramKind::LibraryCall, debug)) {
+    : Program(makeNode(ProgramKind::Kernel, debug)) {
   const char *kernel = detail::kernelKindName(detail::KernelKind::Gemm);
   requireValid(a, kernel, "a", debug);
   requireValid(b, kernel, "b", debug);

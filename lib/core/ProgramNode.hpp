@@ -33,14 +33,14 @@ namespace aspen::detail {
   X(PrintTensor, "PrintTensor")         /* title, tensor */                                      \
   X(Sync, "Sync")                                                                                 \
   X(AbortOnCondition, "AbortOnCondition") /* tensor: predicate */                                \
-  X(LibraryCall, "LibraryCall") /* kernel over operands (KernelKinds.hpp, LibraryCalls.hpp) */  \
+  X(Kernel, "Kernel") /* kernel over operands (KernelKinds.hpp, Kernels.hpp) */  \
   X(Launch, "Launch") /* id: compute set of one block codelet; launch (BlockCodelets.hpp) */
 
 #define ASPEN_PROGRAM_ENUM(kind, name) kind,
 enum class ProgramKind : std::uint8_t { ASPEN_PROGRAM_KINDS(ASPEN_PROGRAM_ENUM) };
 #undef ASPEN_PROGRAM_ENUM
 
-// The kind's name in messages; a LibraryCall's is its kernel's (programName below).
+// The kind's name in messages; a Kernel node's is its kernel kind's (programName below).
 const char *programKindName(ProgramKind kind);
 
 struct ProgramNode {
@@ -54,15 +54,15 @@ struct ProgramNode {
   unsigned id = kInvalidId;
   unsigned count = 0;
   std::string title;
-  KernelKind kernel = KernelKind::Gemm; // LibraryCall
-  std::vector<Tensor> operands;         // LibraryCall: kernelOperands(kernel), in order
-  std::uint32_t flags = 0;              // LibraryCall: kKernelAccumulate, kGemmAllowTF32
+  KernelKind kernel = KernelKind::Gemm; // Kernel
+  std::vector<Tensor> operands;         // Kernel: kernelOperands(kernel), in order
+  std::uint32_t flags = 0;              // Kernel: kKernelAccumulate, kGemmAllowTF32
   LaunchShape launch;                                // Launch
 };
 
-// How messages name a node: its kind's name, a library call by its kernel's name.
+// How messages name a node: its kind's name, a Kernel node by its kernel kind's name.
 inline const char *programName(const ProgramNode &node) {
-  return node.kind == ProgramKind::LibraryCall ? kernelKindName(node.kernel)
+  return node.kind == ProgramKind::Kernel ? kernelKindName(node.kernel)
                                                : programKindName(node.kind);
 }
 

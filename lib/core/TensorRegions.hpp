@@ -1,6 +1,6 @@
 // What the rest of libaspen needs to know about a Tensor view: which variable bytes its elements
 // are, and the graph behind it. Implemented with the Tensor view machinery (Tensor.cpp,
-// TensorRegions.cpp). Private to libaspen: the layer libraries ask the Tensor's public queries
+// TensorRegions.cpp). Private to libaspen: the layers ask the Tensor's public queries
 // (getVarRegions, intersectsWith, isParallelWriteable).
 #pragma once
 

@@ -50,10 +50,10 @@ void EngineImpl::load(const Device &device) {
     throw error("Engine::load: no device (a default-constructed Device); make one with "
                 "Device::createCPUDevice or Device::createModelDevice");
   const auto start = RunClock::now();
-  const ExecutorBackend &backend = executorBackendFor(device.getKind());
-  if (!backend.built)
-    throw error("Engine::load: device " + device.describe() + " needs the " + backend.name +
-                " executor, but " + backend.missing);
+  const RegisteredExecutor &entry = registeredExecutorFor(device.getKind());
+  if (!entry.built)
+    throw error("Engine::load: device " + device.describe() + " needs the " + entry.name +
+                " executor, but " + entry.missing);
   const Target &target = device.getTarget();
   if (target.getNumTiles() != compiled_->target.numTiles)
     logger().warn("Engine::load: the graph was compiled for target '{}' with {} tiles but device "
@@ -61,7 +61,7 @@ void EngineImpl::load(const Device &device) {
                   compiled_->target.name, compiled_->target.numTiles, target.getName(),
                   target.getNumTiles());
   std::unique_ptr<Executor> executor =
-      backend.make(device, options_.backendOptions.at(backend.name).get());
+      entry.make(device, options_.executorOptions.at(entry.name).get());
   try {
     executor->load(*compiled_);
   } catch (const std::bad_alloc &) {

@@ -100,8 +100,8 @@ EngineOptions parseEngineOptions(const OptionFlags &options) {
     };
   };
   OptionSpec spec("Engine");
-  for (const ExecutorBackend &backend : executorBackends())
-    result.backendOptions[backend.name] = backend.declareOptions(spec);
+  for (const RegisteredExecutor &entry : registeredExecutors())
+    result.executorOptions[entry.name] = entry.declareOptions(spec);
   spec.boolean("debug.allowOutOfMemory", result.allowOutOfMemory)
       .number("aspen.timeLimit", result.timeLimit, 0, 1e9)
       // Execution is always measured and debug names are always kept.

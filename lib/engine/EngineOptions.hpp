@@ -1,4 +1,4 @@
-// Engine options: Aspen's own ("aspen.*", which must be known: each executor backend declares
+// Engine options: Aspen's own ("aspen.*", which must be known: each executor declares
 // its keys under its prefix, see executors/ExecutorRegistry.hpp), the Poplar keys Aspen reads or
 // accepts, and defaults from the environment (POPLAR_ENGINE_OPTIONS, then ASPEN_ENGINE_OPTIONS,
 // each a JSON object of string values; explicit options win). Other keys are logged and ignored.
@@ -23,11 +23,11 @@ struct EngineOptions {
   bool outputGraphProfile = false, outputExecutionProfile = false;
   std::string reportDirectory = ".";
   unsigned timelineRuns = 2; // autoReport.executionProfileProgramRunCount
-  // Each executor backend's options, by backend name, as its declareOptions read them.
-  std::map<std::string, std::shared_ptr<void>> backendOptions;
-  // The options of backend `name` as its type (CpuExecutorOptions, CudaExecutorOptions).
-  template <class T> const T &backend(const std::string &name) const {
-    return *static_cast<const T *>(backendOptions.at(name).get());
+  // Each executor's options, by executor name, as its declareOptions read them.
+  std::map<std::string, std::shared_ptr<void>> executorOptions;
+  // The options of executor `name` as its type (CpuExecutorOptions, CudaExecutorOptions).
+  template <class T> const T &executor(const std::string &name) const {
+    return *static_cast<const T *>(executorOptions.at(name).get());
   }
 };
 

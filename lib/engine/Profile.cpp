@@ -263,7 +263,7 @@ void printExecution(std::ostream &out, const CompiledGraph &graph,
     fmt::print(out, "\n");
   }
   if (!graph.kernels.empty())
-    fmt::print(out, "  Library calls (time, calls, flops a call):\n");
+    fmt::print(out, "  Kernels (time, calls, flops a call):\n");
   for (std::size_t i = 0; i < graph.kernels.size(); ++i) {
     const CompiledKernel &k = graph.kernels[i];
     fmt::print(out, "    {} {}: {:.6f} s, {} calls, {} flops, {} bytes rearranged a call\n",

@@ -24,7 +24,7 @@ struct ExecutionProfile {
     }
   };
   std::vector<Entry> computeSets; // by compiled compute set
-  std::vector<Entry> kernels;     // by compiled kernel (library calls)
+  std::vector<Entry> kernels;     // by compiled kernel
   std::vector<Entry> steps;       // by step, each including its children
   std::vector<Entry> programs;    // Engine::run, by program index
   Entry copies, streamTransfers;

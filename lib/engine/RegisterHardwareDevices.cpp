@@ -10,16 +10,13 @@ namespace aspen::detail {
 
 namespace {
 bool registerGpus() {
-  const ExecutorBackend &backend = executorBackendFor(DeviceKind::Gpu);
+  const RegisteredExecutor &executor = registeredExecutorFor(DeviceKind::Gpu);
   HardwareDevices gpus;
-  if (!backend.built) {
-    gpus.missing = backend.missing;
+  if (!executor.built) {
+    gpus.missing = executor.missing;
   } else {
-    gpus.count = backend.deviceCount;
-    gpus.open = [&backend](unsigned ordinal, const OptionFlags &options) {
-      BackendDevice card = backend.openDevice(ordinal, options);
-      return HardwareDevice{std::move(card.name), std::move(card.target)};
-    };
+    gpus.count = executor.deviceCount;
+    gpus.open = executor.openDevice;
   }
   registerHardwareDevices(DeviceKind::Gpu, std::move(gpus));
   return true;

@@ -1,6 +1,6 @@
 // Executor: what the engine needs from a machine that runs a CompiledGraph. The engine
 // interprets control flow and host streams itself; an executor provides memory, copies,
-// compute-set launches and the kernels (KernelKinds.hpp: library calls and block codelets). The
+// compute-set launches and the kernels (KernelKinds.hpp: library kernels and block codelets). The
 // CPU executor is the reference; the CUDA one implements the same, plus the optional hook that
 // runs a whole control-flow subtree on the device.
 #pragma once
@@ -49,7 +49,7 @@ public:
   // aspen::runtime_error naming the vertex when one fails.
   virtual double execute(std::uint32_t index) = 0;
 
-  // Runs kernel `index` (a library call, or a block codelet's launch) and returns the seconds
+  // Runs kernel `index` (a library kernel, or a block codelet's launch) and returns the seconds
   // it took.
   virtual double runKernel(std::uint32_t index) = 0;
 

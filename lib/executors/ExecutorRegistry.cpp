@@ -6,17 +6,17 @@
 
 namespace aspen::detail {
 
-const std::vector<ExecutorBackend> &executorBackends() {
-  static const std::vector<ExecutorBackend> backends = {cpuExecutorBackend(),
-                                                        cudaExecutorBackend()};
-  return backends;
+const std::vector<RegisteredExecutor> &registeredExecutors() {
+  static const std::vector<RegisteredExecutor> executors = {cpuRegisteredExecutor(),
+                                                        cudaRegisteredExecutor()};
+  return executors;
 }
 
-const ExecutorBackend &executorBackendFor(DeviceKind kind) {
-  for (const ExecutorBackend &backend : executorBackends())
-    if (std::find(backend.devices.begin(), backend.devices.end(), kind) != backend.devices.end())
-      return backend;
-  throw internal_error("no executor backend runs device kind " +
+const RegisteredExecutor &registeredExecutorFor(DeviceKind kind) {
+  for (const RegisteredExecutor &executor : registeredExecutors())
+    if (std::find(executor.devices.begin(), executor.devices.end(), kind) != executor.devices.end())
+      return executor;
+  throw internal_error("no executor runs device kind " +
                        std::to_string(static_cast<int>(kind)));
 }
 

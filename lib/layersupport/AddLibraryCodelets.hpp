@@ -1,4 +1,4 @@
-// Adding the precompiled codelet families of a layer library (ops, nn, ...) to a graph: what
+// Adding the precompiled codelet families of a layer (ops, nn, ...) to a graph: what
 // popops::addCodelets does. Layer support (lib/layersupport): header-only over the public Graph
 // API; the files are found by the support floor's copy in the library that calls this.
 #pragma once

@@ -5,7 +5,7 @@
 #include "linalg/MatMulLayout.hpp"
 #include "linalg/MatMulPlanner.hpp"
 
-#include <aspen/LibraryCalls.hpp>
+#include <aspen/Kernels.hpp>
 #include <aspen/util/VertexTemplates.hpp>
 
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
 // The program of one planned matmul. A library plan is one program::Gemm over the whole
-// operands (LibraryCalls.hpp). A vertex plan is, for each serial step a compute set of block products
+// operands (Kernels.hpp). A vertex plan is, for each serial step a compute set of block products
 // (MatMulPartials, or MatMulPartialsAcc for serial k steps after the first, one MultiVertex per
 // group of a tile's block), and a reduce compute set
 // (ReducePartials / ReducePartialsAcc) once the last k step of an (m, n) step has run, unless

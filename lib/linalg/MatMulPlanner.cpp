@@ -48,7 +48,7 @@ bool isMatMulType(Type t) { return t == FLOAT || t == HALF; }
 // Sync and launch of one compute set, in cycles.
 constexpr std::uint64_t computeSetSyncCycles = 100;
 
-// Launch and set-up of one library call, in cycles: a few kernel launches' worth.
+// Launch and set-up of one kernel, in cycles: a few kernel launches' worth.
 constexpr std::uint64_t libraryCallCycles = 4 * computeSetSyncCycles;
 
 // MACs one tile's vertices complete per cycle (see the cost model above).
@@ -437,7 +437,7 @@ MatMulPlan planMatMul(const Target &target, const MatMulParams &params,
           "libraries take float -> float, half -> half and half -> float",
           shapes(params), params.inputType.toString(), params.outputType.toString()));
     throw graph_memory_allocation_error(fmt::format(
-        "matMul {} as a library call: its operands need {} bytes per tile spread over the {} "
+        "matMul {} as a kernel: its operands need {} bytes per tile spread over the {} "
         "tiles of target {}, more than the {} bytes available ({} bytes x "
         "availableMemoryProportion {})",
         shapes(params), libraryPlan(target, proto, ~std::uint64_t(0))->maxTileBytes,

@@ -5,7 +5,7 @@
 //   aspen::ops::generated::Expr_<hash>::run(workerId, numWorkers, out, in...)
 // that takes the fields as they bind on any target. Two sources wrap it:
 //   - codeletSource: a MultiVertex aspen::ops::GeneratedExpr_<hash> for graph.addCodelets-
-//     FromString (the CPU executor; the CUDA backend compiles the same source with NVRTC);
+//     FromString (the CPU executor; the CUDA executor compiles the same source with NVRTC);
 //   - cudaSource: the helper plus a kernel `extern "C" __global__ void <kernelName>(const
 //     aspen::detail::FieldDesc *fields)` in which block b runs tile b's vertex, reading its
 //     field descriptors at fields[b * numFields ...] (out, then the inputs in field order), with

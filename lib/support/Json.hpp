@@ -1,6 +1,6 @@
 // A small strict JSON reader and writer: Aspen's one JSON reader, for engine options from the
 // environment, planner constraints and plan reports. Part of the support layer (lib/support),
-// which libaspen builds and the layer libraries use.
+// which libaspen builds and the layers use.
 //
 // Reads RFC 8259 JSON: objects (duplicate keys rejected, key order kept), arrays, strings (with
 // escapes, \u including surrogate pairs, written back as UTF-8), numbers, true, false, null.

@@ -1,5 +1,5 @@
 // The one writability rule, for everything that writes a tensor (vertices' output fields,
-// copies, library calls, builders writing in place): no constant element, and no variable
+// copies, kernels, builders writing in place): no constant element, and no variable
 // element twice (a broadcast or repeated view), else the value written is undefined. Support
 // floor: header-only over the public Tensor API, which core itself provides, so core, the
 // compiler and the layers all apply this one rule.

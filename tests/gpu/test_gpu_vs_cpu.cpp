@@ -481,7 +481,7 @@ TEST_CASE("gpu and cpu agree on streams, circular buffers and callbacks across r
 
 TEST_CASE("GPUs are listed by the device manager, and asking for a missing one is a clear error",
           "[gpu][nogpu]") {
-  // Runs everywhere: without a GPU (or a CUDA backend) the list is empty and createGpuDevice(0)
+  // Runs everywhere: without a GPU (or a CUDA executor) the list is empty and createGpuDevice(0)
   // raises aspen::error; with GPUs, the ordinal just past the last one does.
   const unsigned count = Device::gpuCount();
   const std::vector<Device> listed = DeviceManager::createDeviceManager().getDevices(TargetType::GPU, 1);

@@ -72,11 +72,11 @@ def cli_checks(plan, schema, work):
     check(err == "", "no progress line when stderr is not a terminal")
     for section in ["Plan", "Graph", "Memory", "Time"]:
         check(section in out.splitlines(), f"lstm dry run prints section {section}")
-    check("Compute sets and library calls" not in out, "a dry run prints no measured tables")
+    check("Compute sets and kernels" not in out, "a dry run prints no measured tables")
     plan_rows, graph_rows, memory_rows = rows(out, "Plan"), rows(out, "Graph"), rows(out, "Memory")
     for name in ["shards", "WU cadence", "recomputation", "FLOPs (layer)"]:
         check(name in plan_rows, f"Plan row '{name}'")
-    for name in ["compute sets", "vertices", "copies", "library calls"]:
+    for name in ["compute sets", "vertices", "copies", "kernels"]:
         check(name in graph_rows, f"Graph row '{name}'")
     for name in ["tiles used", "per tile", "per tile at once", "total"]:
         check(name in memory_rows, f"Memory row '{name}'")
@@ -147,7 +147,7 @@ def cli_checks(plan, schema, work):
     rc, out, err = run([plan, "gru", *small, "--phase", "bwd", "--target", "ipu2", "--tiles",
                         "8", "--run", "--runs", "2", "--json", report_path, "--trace", trace_path])
     check(rc == 0, f"gru --run exits 0 ({err!r})")
-    for title in ["Compute sets and library calls", "Copies", "Program steps"]:
+    for title in ["Compute sets and kernels", "Copies", "Program steps"]:
         check(any(line.startswith(title) for line in out.splitlines()),
               f"--run prints the {title} table")
     report = load(report_path)

@@ -96,12 +96,12 @@ TEST_CASE("asking for a GPU that is not there is one clear error", "[unit][gpu_d
     CHECK_THAT(gpu.describe(), Catch::StartsWith("GPU 0 ("));
     return;
   }
-  // This machine has no GPU (or this build has no CUDA backend): the error says why, and the
+  // This machine has no GPU (or this build has no CUDA executor): the error says why, and the
   // default device is the CPU executor modelling an H200.
   CHECK_THROWS_WITH(Device::createGpuDevice(0),
                     Catch::Contains("createGpuDevice(0)") &&
                         (Catch::Contains("this machine has 0 GPUs") ||
-                         Catch::Contains("no CUDA backend")));
+                         Catch::Contains("no CUDA executor")));
   CHECK(DeviceManager::createDeviceManager().getDevices().empty());
   const Device fallback = Device::createDefaultDevice();
   CHECK(fallback.getKind() == DeviceKind::Model);

@@ -20,7 +20,7 @@ using namespace aspen::detail;
 TEST_CASE("aspen.cuda.controlFlow selects graph or host-driven control flow",
           "[unit][gpu_engine]") {
   auto graphs = [](const OptionFlags &options) {
-    return parseEngineOptions(options).backend<CudaExecutorOptions>("cuda").graphControlFlow;
+    return parseEngineOptions(options).executor<CudaExecutorOptions>("cuda").graphControlFlow;
   };
   CHECK(graphs({}));
   CHECK_FALSE(graphs({{"aspen.cuda.controlFlow", "host"}}));
@@ -33,30 +33,30 @@ TEST_CASE("aspen.cuda.controlFlow selects graph or host-driven control flow",
 
 TEST_CASE("executors register by name with their devices and option prefix",
           "[unit][gpu_engine]") {
-  const auto &backends = executorBackends();
-  REQUIRE(backends.size() == 2);
-  CHECK(backends[0].name == "cpu");
-  CHECK(backends[1].name == "cuda");
-  CHECK(&executorBackendFor(DeviceKind::Cpu) == &backends[0]);
-  CHECK(&executorBackendFor(DeviceKind::Model) == &backends[0]);
-  CHECK(&executorBackendFor(DeviceKind::Gpu) == &backends[1]);
-  CHECK(backends[0].built);
-  for (const ExecutorBackend &b : backends) {
+  const auto &executors = registeredExecutors();
+  REQUIRE(executors.size() == 2);
+  CHECK(executors[0].name == "cpu");
+  CHECK(executors[1].name == "cuda");
+  CHECK(&registeredExecutorFor(DeviceKind::Cpu) == &executors[0]);
+  CHECK(&registeredExecutorFor(DeviceKind::Model) == &executors[0]);
+  CHECK(&registeredExecutorFor(DeviceKind::Gpu) == &executors[1]);
+  CHECK(executors[0].built);
+  for (const RegisteredExecutor &b : executors) {
     INFO(b.name);
     CHECK(b.optionPrefix == "aspen." + b.name + ".");
     CHECK((b.make != nullptr) == b.built);
     CHECK(!b.built == !b.missing.empty());
   }
-  // Every aspen.* key belongs to a backend's prefix, and the error for an unknown one lists
-  // them all, whichever backends this build has.
+  // Every aspen.* key belongs to an executor's prefix, and the error for an unknown one lists
+  // them all, whichever executors this build has.
   CHECK_THROWS_WITH(parseEngineOptions({{"aspen.cpu.thread", "2"}}),
                     Catch::Contains("aspen.cpu.thread'") && Catch::Contains("aspen.cpu.threads") &&
                         Catch::Contains("aspen.cpu.workerOrder") &&
                         Catch::Contains("aspen.cuda.controlFlow"));
   const EngineOptions o =
       parseEngineOptions({{"aspen.cpu.threads", "3"}, {"aspen.cpu.workerOrder", "reverse"}});
-  CHECK(o.backend<CpuExecutorOptions>("cpu").threads == 3);
-  CHECK(o.backend<CpuExecutorOptions>("cpu").reverseWorkers);
+  CHECK(o.executor<CpuExecutorOptions>("cpu").threads == 3);
+  CHECK(o.executor<CpuExecutorOptions>("cpu").reverseWorkers);
 }
 
 namespace {

@@ -13,7 +13,7 @@ using namespace aspen;
 using namespace aspen::detail;
 
 TEST_CASE("the engine registers the executors' GPUs with core before main", "[unit][gpu_device]") {
-  const ExecutorBackend &executor = executorBackendFor(DeviceKind::Gpu);
+  const RegisteredExecutor &executor = registeredExecutorFor(DeviceKind::Gpu);
   const HardwareDevices &gpus = hardwareDevices(DeviceKind::Gpu, "the test");
   CHECK(gpus.missing == executor.missing);
   CHECK((gpus.count != nullptr) == executor.built);

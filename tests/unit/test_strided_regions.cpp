@@ -1,4 +1,4 @@
-// Tensor::getStridedVarRegions, the exact byte description of a view that the layer libraries
+// Tensor::getStridedVarRegions, the exact byte description of a view that the layers
 // use (public API), against offsets worked out by hand for a float [3, 4] variable v (element
 // (r, c) at byte 16r + 4c) and a half [6] variable w.
 #include <aspen/Device.hpp>

@@ -324,7 +324,7 @@ void printTables(const std::string &kind, const LayerSetup &setup, const json::V
   const json::Value &copies = member(report, "copies");
   row("copies", fmt::format("{} ({} a run)", number(copies, "count"),
                             bytesText(number(copies, "bytes"))));
-  row("library calls", fmt::format("{}", member(report, "kernels").asArray().size()));
+  row("kernels", fmt::format("{}", member(report, "kernels").asArray().size()));
 
   const json::Value &memory = member(report, "memory");
   const json::Value &perTile = member(memory, "perTile");
@@ -358,7 +358,7 @@ void printTables(const std::string &kind, const LayerSetup &setup, const json::V
   if (!s.run)
     return;
 
-  // The measured compute sets, library calls and program steps, costliest first.
+  // The measured compute sets, kernels and program steps, costliest first.
   struct Line {
     std::string name;
     double calls, seconds;
@@ -386,9 +386,9 @@ void printTables(const std::string &kind, const LayerSetup &setup, const json::V
                        cs.find("estimatedSeconds")});
   for (const json::Value &k : member(report, "kernels").asArray())
     if (number(k, "calls") > 0)
-      lines.push_back({"library call " + member(k, "name").asString(), number(k, "calls"),
+      lines.push_back({"kernel " + member(k, "name").asString(), number(k, "calls"),
                        number(k, "seconds"), k.find("estimatedSeconds")});
-  table("Compute sets and library calls", std::move(lines));
+  table("Compute sets and kernels", std::move(lines));
   lines.clear();
   for (const json::Value &c : member(copies, "plans").asArray())
     if (number(c, "timelineCalls") > 0)

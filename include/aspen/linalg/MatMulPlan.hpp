@@ -1,5 +1,5 @@
-// The matmul planner: how a (grouped) matrix product is computed: as one library call
-// (method "library": program::Gemm, LibraryCalls.hpp) or partitioned over tiles as vertices
+// The matmul planner: how a (grouped) matrix product is computed: as one kernel
+// (method "library": program::Gemm, Kernels.hpp) or partitioned over tiles as vertices
 // (method "vertices").
 //
 // A library plan hands the whole product to the executor's native library (cuBLASLt on a GPU,
@@ -7,7 +7,7 @@
 // serial are all 1, tilesUsed is the tile count and it moves no bytes between tiles. It needs
 // inputs and output of the same type, or half inputs and a float output, and it accumulates in
 // float whatever partialsType says. The planner picks the method with the fewer estimated
-// cycles: a library call costs the product's MACs at the whole target's peak matmul rate
+// cycles: a kernel costs the product's MACs at the whole target's peak matmul rate
 // (Target::getMatMulMacsPerCycle) plus a fixed call cost (a kernel launch on a GPU, 2000
 // cycles elsewhere); a vertex plan its estimate below. Pinning any partition or serial count
 // pins method "vertices".

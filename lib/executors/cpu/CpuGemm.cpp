@@ -43,7 +43,7 @@ using Sgemv = void (*)(int order, int trans, int M, int N, float alpha, const fl
 
 // OpenBLAS, opened at the first Gemm rather than linked: loading it starts its thread pool and
 // reads OPENBLAS_NUM_THREADS, which a program may set first (the benchmarks do), and a process
-// that never runs a library call should not pay for either. The library the build found, then
+// that never runs a kernel should not pay for either. The library the build found, then
 // the loader's path (another CBLAS, such as the reference libblas.so.3 a GPU bundle carries,
 // also serves); none: the portable loop, with a warning.
 struct Blas {

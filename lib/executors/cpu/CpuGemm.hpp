@@ -1,4 +1,4 @@
-// The CPU executor's Gemm library kernel (LibraryCalls.hpp): c[g] = alpha * a[g] . b[g] +
+// The CPU executor's Gemm library kernel (Kernels.hpp): c[g] = alpha * a[g] . b[g] +
 // beta * c[g] on host memory, row-major blocks one after another. OpenBLAS's cblas_sgemm (opened
 // at the first call, see CpuGemm.cpp) on all cores: one call when OpenBLAS runs at least as many
 // threads as the executor, else one call per executor thread on a slice of c's rows (or

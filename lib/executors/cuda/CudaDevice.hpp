@@ -1,6 +1,6 @@
 // The CUDA GPUs this process can see, asked of the CUDA runtime without assuming there is one:
 // on a machine without a driver or a GPU every query answers "none" with CUDA's reason, never
-// crashes. Built only with the CUDA backend (ASPEN_HAVE_CUDA).
+// crashes. Built only with the CUDA executor (ASPEN_HAVE_CUDA).
 #pragma once
 
 #include <aspen/OptionFlags.hpp>

@@ -115,7 +115,7 @@ struct LoadedComputeSet {
   std::uint32_t firstFailureSlot = 0;
 };
 
-// A kernel step: a block codelet's kernel (a library call is CudaGemmKernels').
+// A kernel step: a block codelet's kernel (a library kernel's is CudaGemmKernels').
 struct LoadedKernel {
   cudaKernel_t block = nullptr;               // a block codelet's kernel
   std::uint64_t blockFields = 0;              // its vertex's descriptors (device address)
@@ -429,7 +429,7 @@ private:
     failures_ = DeviceBuffer(std::max<std::size_t>(failureOwners_.size(), 1) * sizeof(unsigned));
   }
 
-  // The kernel steps: block codelets' kernels and the library calls' cuBLASLt plans.
+  // The kernel steps: block codelets' kernels and the library kernels' cuBLASLt plans.
   void loadKernels() {
     const std::vector<std::uint32_t> typeIndices = gpuVertexTypeIndices(*graph_);
     for (const CompiledKernel &kernel : graph_->kernels) {

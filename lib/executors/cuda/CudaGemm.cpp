@@ -18,7 +18,7 @@ namespace aspen::detail {
 
 namespace {
 
-// cuBLASLt is opened at the first load of a graph with library calls on a GPU, not linked:
+// cuBLASLt is opened at the first load of a graph with kernels on a GPU, not linked:
 // mapping the 540 MB library costs every process that links libaspen about 150 MB of resident
 // memory at start-up, most of which never runs a matmul on a GPU.
 struct CublasLt {
@@ -70,7 +70,7 @@ const CublasLt &cublasLt() {
 #undef ASPEN_CUBLASLT_RESOLVE
   });
   if (!failure.empty())
-    throw error("Engine::load: the graph's library calls need cuBLASLt on the GPU: " + failure +
+    throw error("Engine::load: the graph's kernels need cuBLASLt on the GPU: " + failure +
                 "; put the CUDA toolkit's lib64 on LD_LIBRARY_PATH or set CUDA_HOME");
   return api;
 }
@@ -131,7 +131,7 @@ struct Call {
 } // namespace
 
 struct CudaGemmKernels::Impl {
-  const CublasLt *lt = nullptr; // opened at the first graph with library calls
+  const CublasLt *lt = nullptr; // opened at the first graph with kernels
   cublasLtHandle_t handle = nullptr;
   DeviceBuffer workspace;
   DeviceBuffer constants;  // float 0, float 1: beta and the default alpha

@@ -1,4 +1,4 @@
-// The CUDA executor's Gemm library kernel (LibraryCalls.hpp): one cuBLASLt matmul per library
+// The CUDA executor's Gemm library kernel (Kernels.hpp): one cuBLASLt matmul per library
 // call. Everything the call needs is made at Engine::load: the handle, one workspace shared by
 // all calls (they run one after another on the executor's stream), each call's descriptors and
 // the algorithm cuBLASLt's heuristic picks for its shapes, types and operand alignment. alpha and

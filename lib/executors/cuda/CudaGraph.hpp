@@ -2,7 +2,7 @@
 // subtree and cached.
 //
 // A subtree is captured from the stream work the executor enqueues for its compute sets,
-// library calls (cuBLASLt matmuls are capturable: their workspace is allocated at load) and
+// kernels (cuBLASLt matmuls are capturable: their workspace is allocated at load) and
 // copies; control flow becomes conditional nodes whose condition a one-thread control kernel
 // (CudaExecutorKernels.hpp) sets on the device just before the node runs:
 //   If           IF node with two bodies (then, else); condition = predicate is true

@@ -1,10 +1,10 @@
-// Uses an installed Aspen from C++17: a copy through a reversed view, a Gemm library call, a
+// Uses an installed Aspen from C++17: a copy through a reversed view, a Gemm kernel, a
 // matMul pinned to a library plan, and a block codelet from this project's own file; every
 // result is compared with values computed by hand.
 #include <aspen/BlockCodelets.hpp>
 #include <aspen/Engine.hpp>
 #include <aspen/Graph.hpp>
-#include <aspen/LibraryCalls.hpp>
+#include <aspen/Kernels.hpp>
 #include <aspen/linalg/Codelets.hpp>
 #include <aspen/linalg/MatMul.hpp>
 

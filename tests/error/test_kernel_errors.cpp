@@ -1,10 +1,10 @@
-// Misuse of library calls (program::Gemm) and of the matmul method constraint: the user error
+// Misuse of kernels (program::Gemm) and of the matmul method constraint: the user error
 // naming the operands and the rule, at construction or at compilation, and a graph that stays
 // usable afterwards.
 #include "correctness/test_fill_harness.hpp"
 
 #include <aspen/Engine.hpp>
-#include <aspen/LibraryCalls.hpp>
+#include <aspen/Kernels.hpp>
 #include <aspen/linalg/Codelets.hpp>
 #include <aspen/linalg/MatMul.hpp>
 
@@ -102,5 +102,5 @@ TEST_CASE("matMul's method constraint rejects bad values and impossible pins",
         linalg::planMatMul(Target::createGeneric(2, 6, 1024), floats,
                            {{"planConstraints", R"({"method": "library"})"}});
       },
-      {"library call", "bytes per tile", "1024"});
+      {"kernel", "bytes per tile", "1024"});
 }

@@ -9,8 +9,8 @@
 
 namespace aspen::detail {
 
-ExecutorBackend cpuExecutorBackend() {
-  ExecutorBackend b;
+RegisteredExecutor cpuRegisteredExecutor() {
+  RegisteredExecutor b;
   b.name = "cpu";
   b.optionPrefix = "aspen.cpu.";
   b.devices = {DeviceKind::Cpu, DeviceKind::Model};

@@ -12,8 +12,8 @@
 
 namespace aspen::detail {
 
-ExecutorBackend cudaExecutorBackend() {
-  ExecutorBackend b;
+RegisteredExecutor cudaRegisteredExecutor() {
+  RegisteredExecutor b;
   b.name = "cuda";
   b.optionPrefix = "aspen.cuda.";
   b.devices = {DeviceKind::Gpu};
@@ -33,11 +33,11 @@ ExecutorBackend cudaExecutorBackend() {
   b.deviceCount = [] { return cudaGpuCount(); };
   b.openDevice = [](unsigned ordinal, const OptionFlags &options) {
     GpuCard card = readGpuCard(ordinal, options);
-    return BackendDevice{std::move(card.name), std::move(card.target)};
+    return HardwareDevice{std::move(card.name), std::move(card.target)};
   };
 #else
   b.built = false;
-  b.missing = "this build of Aspen has no CUDA backend; rebuild with the CUDA toolkit "
+  b.missing = "this build of Aspen has no CUDA executor; rebuild with the CUDA toolkit "
               "(-DASPEN_CUDA=ON)";
 #endif
   return b;

@@ -1,4 +1,4 @@
-// Library calls (LibraryCalls.hpp): program::Gemm run by the executor's native library, checked
+// Kernels (Kernels.hpp): program::Gemm run by the executor's native library, checked
 // against a double-precision host product and against the same product planned as vertices
 // (linalg::matMul with method "vertices"), with every operand form the compiler must handle:
 // whole variables (used in place), transposed and sliced views (gathered and scattered),
@@ -9,7 +9,7 @@
 #include "TestRandom.hpp"
 
 #include <aspen/Engine.hpp>
-#include <aspen/LibraryCalls.hpp>
+#include <aspen/Kernels.hpp>
 #include <aspen/linalg/Codelets.hpp>
 #include <aspen/linalg/MatMul.hpp>
 #include <aspen/ops/Codelets.hpp>
@@ -236,7 +236,7 @@ TEST_CASE("a Gemm survives Executable serialisation", "[correctness][kernel][exe
 TEST_CASE("matMul with a library plan equals matMul with a vertex plan",
           "[correctness][kernel][matmul]") {
   // matMul, matMulAcc and grouped products on the ipu2 model, where a large product plans as a
-  // library call and a small one as vertices; both pinned both ways and compared with the
+  // kernel and a small one as vertices; both pinned both ways and compared with the
   // double product.
   const std::size_t M = 64, K = 96, N = 48;
   for (const char *method : {"library", "vertices"}) {
