@@ -20,7 +20,18 @@
 namespace aspen::detail {
 
 // What a buffer holds; every buffer gets an arena offset from the memory layout pass.
-enum class BufferKind : std::uint8_t { Variable, VertexState, Scratch };
+// X(kind, name in the dump and the profile).
+#define ASPEN_BUFFER_KINDS(X)                                                                     \
+  X(Variable, "variable") X(VertexState, "vertexState") X(Scratch, "scratch")
+#define ASPEN_BUFFER_ENUM(kind, name) kind,
+enum class BufferKind : std::uint8_t { ASPEN_BUFFER_KINDS(ASPEN_BUFFER_ENUM) };
+#undef ASPEN_BUFFER_ENUM
+inline const char *bufferKindName(BufferKind kind) {
+#define ASPEN_BUFFER_NAME(kind, name) name,
+  static constexpr const char *names[] = {ASPEN_BUFFER_KINDS(ASPEN_BUFFER_NAME)};
+#undef ASPEN_BUFFER_NAME
+  return names[static_cast<std::size_t>(kind)];
+}
 
 // From liveness (Liveness.hpp): an always-live buffer has bytes of its own for the engine's
 // lifetime. Any other holds a value only during steps [liveBegin, liveEnd] of program

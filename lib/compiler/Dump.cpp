@@ -13,23 +13,12 @@ namespace aspen::detail {
 
 namespace {
 
-const char *enumName(BufferKind kind) {
-  switch (kind) {
-  case BufferKind::Variable: return "variable";
-  case BufferKind::VertexState: return "vertex-state";
-  case BufferKind::Scratch: return "scratch";
-  }
-  return "?";
-}
+const char *enumName(BufferKind kind) { return bufferKindName(kind); }
 const char *enumName(StepKind kind) { return stepKindName(kind); }
 const char *enumName(KernelKind kind) { return kernelKindName(kind); }
 const char *enumName(DescTemplate::Base base) {
-  switch (base) {
-  case DescTemplate::Null: return "null";
-  case DescTemplate::Arena: return "arena";
-  case DescTemplate::Nested: return "nested";
-  }
-  return "?";
+  static constexpr const char *names[] = {"null", "arena", "nested"}; // in Base's order
+  return base <= DescTemplate::Nested ? names[base] : "?";
 }
 
 template <class T> struct IsVector : std::false_type {};

@@ -40,6 +40,15 @@ private:
     return static_cast<std::uint32_t>(out_.steps.size() - 1);
   }
 
+  // The step of a program that decides by a scalar.
+  static StepKind controlStepKind(ProgramKind kind) {
+    return kind == ProgramKind::RepeatWhileTrue    ? StepKind::RepeatWhileTrue
+           : kind == ProgramKind::RepeatWhileFalse ? StepKind::RepeatWhileFalse
+           : kind == ProgramKind::If               ? StepKind::If
+           : kind == ProgramKind::Switch           ? StepKind::Switch
+                                                   : StepKind::Abort;
+  }
+
   static ScalarRef scalarOf(const Tensor &t) {
     const RegionList regions = regionsOf(t);
     const ByteRun &run = regions.runs.front();
@@ -107,25 +116,13 @@ private:
       step.count = node.count;
       break;
     case ProgramKind::RepeatWhileTrue:
-      step.kind = StepKind::RepeatWhileTrue;
-      step.scalar = scalarOf(node.tensor);
-      break;
     case ProgramKind::RepeatWhileFalse:
-      step.kind = StepKind::RepeatWhileFalse;
-      step.scalar = scalarOf(node.tensor);
-      break;
     case ProgramKind::If:
-      step.kind = StepKind::If;
-      step.scalar = scalarOf(node.tensor);
-      break;
     case ProgramKind::Switch:
-      step.kind = StepKind::Switch;
+    case ProgramKind::AbortOnCondition:
+      step.kind = controlStepKind(node.kind);
       step.scalar = scalarOf(node.tensor);
       step.cases = node.caseValues;
-      break;
-    case ProgramKind::AbortOnCondition:
-      step.kind = StepKind::Abort;
-      step.scalar = scalarOf(node.tensor);
       break;
     case ProgramKind::Kernel: {
       step.kind = StepKind::Kernel;

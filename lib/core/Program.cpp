@@ -128,16 +128,26 @@ Copy::Copy(const Tensor &src, const Tensor &dst, bool, const DebugContext &debug
   mutableNode().dst = dst;
 }
 
+namespace {
+// A stream copy's tensor (`role`: "destination" or "source") must match what the stream
+// carries.
+void requireStreamTensor(const DataStream &stream, const Tensor &t, bool hostToDevice,
+                         const char *role, const DebugContext &debug) {
+  const ProgramKind kind = hostToDevice ? ProgramKind::StreamToTensor : ProgramKind::TensorToStream;
+  requireStream(stream, hostToDevice, debug);
+  requireValid(t, kind, role, debug);
+  const auto &record = stream.graph()->streams[stream.getId()];
+  if (record.type != t.elementType() || record.numElements != t.numElements())
+    throw shape_error(fmt::format(
+        "Copy '{}': stream '{}' carries {} {} elements but {} {} has {} {} elements",
+        debug.getPathName(), record.handle, record.numElements, record.type.toString(), role,
+        t.getVarStr(), t.numElements(), t.elementType().toString()));
+}
+} // namespace
+
 Copy::Copy(const DataStream &stream, const Tensor &dst, bool, const DebugContext &debug)
     : Program(makeNode(ProgramKind::StreamToTensor, debug)) {
-  requireStream(stream, true, debug);
-  requireValid(dst, ProgramKind::StreamToTensor, "destination", debug);
-  const auto &record = stream.graph()->streams[stream.getId()];
-  if (record.type != dst.elementType() || record.numElements != dst.numElements())
-    throw shape_error(fmt::format(
-        "Copy '{}': stream '{}' carries {} {} elements but destination {} has {} {} elements",
-        debug.getPathName(), record.handle, record.numElements, record.type.toString(),
-        dst.getVarStr(), dst.numElements(), dst.elementType().toString()));
+  requireStreamTensor(stream, dst, true, "destination", debug);
   mutableNode().graph = stream.graph();
   mutableNode().id = stream.getId();
   mutableNode().dst = dst;
@@ -145,14 +155,7 @@ Copy::Copy(const DataStream &stream, const Tensor &dst, bool, const DebugContext
 
 Copy::Copy(const Tensor &src, const DataStream &stream, bool, const DebugContext &debug)
     : Program(makeNode(ProgramKind::TensorToStream, debug)) {
-  requireStream(stream, false, debug);
-  requireValid(src, ProgramKind::TensorToStream, "source", debug);
-  const auto &record = stream.graph()->streams[stream.getId()];
-  if (record.type != src.elementType() || record.numElements != src.numElements())
-    throw shape_error(fmt::format(
-        "Copy '{}': stream '{}' carries {} {} elements but source {} has {} {} elements",
-        debug.getPathName(), record.handle, record.numElements, record.type.toString(),
-        src.getVarStr(), src.numElements(), src.elementType().toString()));
+  requireStreamTensor(stream, src, false, "source", debug);
   mutableNode().graph = stream.graph();
   mutableNode().id = stream.getId();
   mutableNode().tensor = src;

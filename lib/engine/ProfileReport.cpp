@@ -45,15 +45,6 @@ Value statsOf(const std::vector<std::uint64_t> &bytes, bool withTotal) {
   return v;
 }
 
-const char *bufferKindName(BufferKind kind) {
-  switch (kind) {
-  case BufferKind::Variable: return "variable";
-  case BufferKind::VertexState: return "vertexState";
-  case BufferKind::Scratch: return "scratch";
-  }
-  return "variable";
-}
-
 // Bytes the arena holds at each position of program p: the buffers that are always there
 // (always-live variables, vertex state, the shared scratch region) and p's reusable variables
 // during their live ranges.
