@@ -268,13 +268,22 @@ private:
     if (info.shape == FieldShape::Scalar && t.numElements() != 1)
       throw graph_connection_error(field() + " is a scalar edge but is connected to a tensor of "
                                              "shape " + t.shapeToString());
-    checkMapped(t, field);
+    const std::vector<VarRegion> regions = flatRegions(t); // once for every check below
+    checkMapped(regions, field);
     if (!info.writes())
       return;
-    if (t.containsConstant() || t.containsAliases())
-      checkWritable<graph_connection_error>(t, field());
     const std::int64_t eb = static_cast<std::int64_t>(t.elementType().size());
-    for (const VarRegion &r : flatRegions(t)) {
+    // The writability rule (Writability.hpp) in full only when a variable is constant or the
+    // runs may repeat an element: one dense run of variables cannot.
+    bool constant = false;
+    for (const VarRegion &r : regions)
+      constant |= graph_.variables[r.var].isConstant;
+    const bool oneDenseRun = regions.size() == 1 && (regions[0].count <= 1 ||
+                                                     regions[0].byteStride == eb ||
+                                                     regions[0].byteStride == -eb);
+    if (constant || !oneDenseRun)
+      checkWritable<graph_connection_error>(t, field());
+    for (const VarRegion &r : regions) {
       if (r.count == 1 || r.byteStride == eb) {
         writes_.push_back({r.var, r.byteOffset, r.byteOffset + eb * std::int64_t(r.count), v});
       } else if (r.byteStride == -eb) {
@@ -332,13 +341,13 @@ private:
   }
 
   void checkMapped(const Tensor &t, const std::string &what) {
-    checkMapped(t, [&] { return what; });
+    checkMapped(flatRegions(t), [&] { return what; });
   }
-  // `what()` names the use in the message.
-  template <class What, class = decltype(std::declval<const What &>()())>
-  void checkMapped(const Tensor &t, const What &what) {
-    std::size_t element = 0; // of t, for the message
-    for (const VarRegion &r : flatRegions(t)) {
+  // `regions`: a tensor's flatRegions; `what()` names the use in the message.
+  template <class What>
+  void checkMapped(const std::vector<VarRegion> &regions, const What &what) {
+    std::size_t element = 0; // of the tensor, for the message
+    for (const VarRegion &r : regions) {
       const std::vector<Interval> &gaps = unmappedOf(r.var);
       if (gaps.empty()) {
         element += r.count;
