@@ -23,7 +23,7 @@ namespace {
 
 std::string frame(std::string_view body) {
   std::string s("ASPENEXE", 8);
-  const std::uint32_t version = 9; // Serialize.cpp's kFormatVersion
+  const std::uint32_t version = 10; // Serialize.cpp's kFormatVersion (make_deserialize_seeds.cpp)
   s.append(reinterpret_cast<const char *>(&version), sizeof version);
   s.append(body);
   const std::uint64_t checksum = aspen::detail::ContentHash().add(body).value();
