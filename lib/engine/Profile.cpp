@@ -133,9 +133,15 @@ private:
       sum.exact = false;
       return sum;
     }
-    default: // stream transfers (host links are not modelled), prints, aborts, no-ops
+    // Stream transfers (host links are not modelled), prints, aborts, no-ops.
+    case StepKind::StreamToTensor:
+    case StepKind::TensorToStream:
+    case StepKind::PrintTensor:
+    case StepKind::Abort:
+    case StepKind::Nop:
       return sum;
     }
+    return sum;
   }
 
   const CompiledGraph &graph_;

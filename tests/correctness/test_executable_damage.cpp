@@ -8,6 +8,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdint>
+#include <cstring>
 #include <random>
 #include <sstream>
 
@@ -43,6 +45,25 @@ float runSerialised(const std::string &bytes) {
   return out;
 }
 } // namespace
+
+TEST_CASE("an executable of another format version is refused with what to do",
+          "[correctness][executable]") {
+  std::string old = serialisedExample();
+  // Magic (8 bytes), then the format version, little-endian.
+  std::uint32_t version = 0;
+  std::memcpy(&version, old.data() + 8, sizeof version);
+  REQUIRE(version >= 10); // 10: gathers and scatters became Copy steps (issue 27)
+  for (const std::uint32_t other : {version - 1, version + 1}) {
+    std::memcpy(old.data() + 8, &other, sizeof other);
+    std::istringstream in(old);
+    REQUIRE_THROWS_MATCHES(
+        Executable::deserialize(in), serialization_error,
+        Catch::Matchers::Message(
+            "Executable::deserialize: format version " + std::to_string(other) +
+            " is not supported (this build reads version " + std::to_string(version) +
+            " only; compile the graph again with this build to make an executable it can load)"));
+  }
+}
 
 TEST_CASE("damaged executables are rejected before anything is loaded", "[correctness][executable]") {
   const std::string good = serialisedExample();
