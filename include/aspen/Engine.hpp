@@ -3,6 +3,7 @@
 
 #include <aspen/ArrayRef.hpp>
 #include <aspen/Device.hpp>
+#include <aspen/Executable.hpp>
 #include <aspen/Export.hpp>
 #include <aspen/Graph.hpp>
 #include <aspen/OptionFlags.hpp>
@@ -19,32 +20,8 @@
 namespace aspen {
 
 namespace detail {
-struct CompiledGraph;
 class EngineImpl;
 } // namespace detail
-
-// A compiled graph and its programs, independent of the Graph it came from; serialisable.
-class ASPEN_API Executable {
-public:
-  Executable(Executable &&) noexcept;
-  Executable &operator=(Executable &&) noexcept;
-  ~Executable();
-
-  void serialize(std::ostream &out) const;
-  // Raises serialization_error when the stream is not an Aspen executable of this version.
-  static Executable deserialize(std::istream &in);
-
-  explicit Executable(std::unique_ptr<detail::CompiledGraph> compiled);
-  const detail::CompiledGraph &compiled() const { return *compiled_; }
-  // Out of line: CompiledGraph is incomplete here.
-  std::unique_ptr<detail::CompiledGraph> release();
-
-private:
-  std::unique_ptr<detail::CompiledGraph> compiled_;
-};
-
-ASPEN_API Executable compileGraph(const Graph &graph, ArrayRef<program::Program> programs,
-                                  const OptionFlags &options = {}, ProgressFunc progress = {});
 
 // A host callback for a stream, instead of a buffer.
 //  - host-to-device: prefetch(p) may fill p ahead of time for the next transfer and return

@@ -7,7 +7,7 @@
 #include "CompiledGraph.hpp"
 #include "codelets/ContentHash.hpp"
 
-#include <aspen/Engine.hpp>
+#include <aspen/Executable.hpp>
 #include <aspen/Error.hpp>
 
 #include <algorithm>
