@@ -154,9 +154,12 @@ ASPEN_API Tensor concat(ArrayRef<Tensor> tensors, unsigned dim = 0);
 inline Tensor concat(const Tensor &a, const Tensor &b, unsigned dim = 0) {
   return concat({a, b}, dim);
 }
+// a with b added as one more element of dimension `dim` (b has a's shape without `dim`);
+// Poplar's form without a dimension appends along the first.
 inline Tensor append(const Tensor &a, const Tensor &b, unsigned dim) {
   return concat({a, b.expand({dim})}, dim);
 }
+inline Tensor append(const Tensor &a, const Tensor &b) { return append(a, b, 0); }
 
 ASPEN_API std::ostream &operator<<(std::ostream &os, const Tensor &t);
 

@@ -60,6 +60,10 @@ public:
     return valid() && !isFloatingPoint() && id_ != TypeId::QuarterMetadataType;
   }
   bool isSigned() const noexcept;
+  // Whether values of this type mean something only with a metadata tensor (Poplar's rule):
+  // true for QUARTER, whose QUARTER_METADATA gives the format and scale; false for every other
+  // type, QUARTER_METADATA included.
+  constexpr bool requiresMetadata() const noexcept { return id_ == TypeId::Quarter; }
   std::string toString() const;
 
   friend constexpr bool operator==(Type a, Type b) noexcept { return a.id_ == b.id_; }
