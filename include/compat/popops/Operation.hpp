@@ -1,7 +1,9 @@
 // popops/Operation.hpp: popops::Operation (ADD, MUL, MIN, MAX, LOGICAL_AND, LOGICAL_OR,
-// SQUARE_ADD, LOG_ADD), and its stream operators as PopLibs declares them: names in lower case
-// with '-' for '_' ("add", "logical-and", "square-add", "log-add"); operator>> throws
-// poputil::poplibs_error naming an unrecognised operation.
+// SQUARE_ADD, LOG_ADD) and its stream operators as PopLibs declares them. operator<< writes the
+// enumerator's name ("ADD", "LOGICAL_AND", "LOG_ADD"), as PopLibs does; operator>> reads those
+// names and, ignoring case and taking '-' for '_', the lower-case spellings too ("add",
+// "square-add", "log_add"). An unrecognised word throws poputil::poplibs_error naming it and
+// the operations.
 #pragma once
 
 #include <poplar/Implicit.hpp>
@@ -17,27 +19,34 @@
 namespace aspen::ops {
 
 namespace compat_detail {
-inline std::string operationToken(Operation op) {
-  std::string token = toString(op);
-  for (char &c : token)
-    c = c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return token;
+// The word as an enumerator name: upper case, '-' read as '_'.
+inline std::string operationName(std::string word) {
+  for (char &c : word)
+    c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return word;
 }
 } // namespace compat_detail
 
 inline std::ostream &operator<<(std::ostream &os, const Operation &op) {
-  return os << compat_detail::operationToken(op);
+  return os << toString(op);
 }
 
 inline std::istream &operator>>(std::istream &in, Operation &op) {
-  std::string token;
-  in >> token;
-  for (unsigned i = 0; i < kNumOperations; ++i)
-    if (token == compat_detail::operationToken(static_cast<Operation>(i))) {
-      op = static_cast<Operation>(i);
+  std::string word;
+  in >> word;
+  const std::string name = compat_detail::operationName(word);
+  std::string names;
+  for (unsigned i = 0; i < kNumOperations; ++i) {
+    const auto candidate = static_cast<Operation>(i);
+    if (name == toString(candidate)) {
+      op = candidate;
       return in;
     }
-  throw poputil::poplibs_error("Unrecognised operation " + token);
+    names += std::string(i ? ", " : "") + toString(candidate);
+  }
+  throw poputil::poplibs_error("Unrecognised operation '" + word +
+                               "': popops::Operation is one of " + names +
+                               " (in any case, '-' for '_')");
 }
 
 } // namespace aspen::ops
