@@ -1,10 +1,19 @@
 // DebugContext: the name a caller gives to what it creates. Implicitly made from a string, and
 // nested as {parent, "suffix"}; the path ("parent/suffix") appears in errors and profiles.
+//
+// DebugInfo: what an operation records about itself under its DebugContext's path (Poplar's
+// class, which PopLibs' operations derive from): a unique id, the layer that made it
+// ("poplibs", ...) and named values (setValue). Aspen keeps the values in the object, where
+// getValue reads them; it writes no debug-information file (Poplar's debug.cbor). A DebugInfo
+// passed where a DebugContext is expected names its sub-operations under its path.
 #pragma once
 
 #include <aspen/ArrayRef.hpp>
+#include <aspen/Export.hpp>
+#include <aspen/ProfileValue.hpp>
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 namespace aspen {
@@ -21,6 +30,10 @@ private:
   std::uint64_t id_ = 0;
 };
 
+using DebugId = std::uint64_t;
+
+class DebugInfo;
+
 class DebugContext {
 public:
   DebugContext() = default;
@@ -34,6 +47,7 @@ public:
       : path_(parent.getName()) {
     append(suffix);
   }
+  inline DebugContext(const DebugInfo &parent, std::string_view suffix = {});
 
   // "a/b/c"; empty when no name was given.
   const std::string &getPathName() const { return path_; }
@@ -49,5 +63,34 @@ private:
   }
   std::string path_;
 };
+
+class ASPEN_API DebugInfo {
+public:
+  DebugInfo(const DebugContext &debugContext, std::string layer);
+  DebugInfo(const DebugInfo &) = delete;
+  DebugInfo &operator=(const DebugInfo &) = delete;
+  virtual ~DebugInfo();
+
+  // Unique among the DebugInfos of the process, counting from 1.
+  DebugId getId() const { return id_; }
+  std::string getPathName() const { return path_; }
+  const std::string &getLayer() const { return layer_; }
+  // Records `value` under `name` unless the name is set already (then returns false and keeps
+  // the first value, as Poplar does).
+  bool setValue(std::string name, ProfileValue value);
+  // The value recorded under `name`, or nullptr.
+  const ProfileValue *getValue(const std::string &name) const;
+
+private:
+  DebugId id_;
+  std::string path_;
+  std::string layer_;
+  std::map<std::string, ProfileValue> values_;
+};
+
+inline DebugContext::DebugContext(const DebugInfo &parent, std::string_view suffix)
+    : path_(parent.getPathName()) {
+  append(suffix);
+}
 
 } // namespace aspen

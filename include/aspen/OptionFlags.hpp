@@ -4,6 +4,7 @@
 
 #include <aspen/ArrayRef.hpp>
 #include <aspen/Export.hpp>
+#include <aspen/ProfileValue.hpp>
 
 #include <initializer_list>
 #include <ostream>
@@ -47,5 +48,13 @@ public:
 private:
   std::vector<value_type> options_;
 };
+
+// The options as a ProfileValue map from each key to its value (Poplar's getAsProfileValue).
+inline ProfileValue getAsProfileValue(const OptionFlags &flags) {
+  ProfileValue::Map map;
+  for (const auto &[key, value] : flags)
+    map.insert_or_assign(key, value);
+  return map;
+}
 
 } // namespace aspen
