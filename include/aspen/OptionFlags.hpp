@@ -7,6 +7,7 @@
 #include <aspen/ProfileValue.hpp>
 
 #include <initializer_list>
+#include <istream>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -56,5 +57,15 @@ inline ProfileValue getAsProfileValue(const OptionFlags &flags) {
     map.insert_or_assign(key, value);
   return map;
 }
+
+// Poplar's readers of options written as one JSON object, {"key": value, ...}: each member sets
+// its key (replacing a value already there), a string value as it is, a number as its text
+// ("0.6", "1e-3") and a boolean as "true" or "false". Text that is not such an object (bad JSON,
+// another kind of value, a member whose value is an object, an array or null) raises
+// invalid_option naming the source and what was wrong; flags is then left unchanged.
+ASPEN_API void readJSON(StringRef string, OptionFlags &flags);
+ASPEN_API void readJSON(std::istream &stream, OptionFlags &flags);
+// The JSON object in environment variable `envVarName`; nothing when it is unset or empty.
+ASPEN_API void readJSONFromEnv(StringRef envVarName, OptionFlags &flags);
 
 } // namespace aspen

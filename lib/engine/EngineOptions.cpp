@@ -2,20 +2,17 @@
 
 #include "support/OptionParsing.hpp"
 #include "executors/ExecutorRegistry.hpp"
-#include "support/Json.hpp"
 
 #include <aspen/Error.hpp>
+#include <aspen/OptionFlags.hpp>
 
 #include <algorithm>
-#include <cstdlib>
 #include <iterator>
 #include <optional>
 
 namespace aspen::detail {
 
 namespace {
-
-namespace json = aspen::support::json;
 
 // Poplar's engine options (creation and runtime) that Aspen accepts and does not use: the IPU's
 // reports, instrumentation, exchange, code layout and host-sync settings have no counterpart in
@@ -55,35 +52,12 @@ const char *const kPoplarOnlyKeys[] = {
     // Random numbers (older SDKs)
     "prng.enable", "prng.seed"};
 
-// A JSON object of options, as Poplar reads POPLAR_ENGINE_OPTIONS: string values, or numbers
-// and booleans taken as their text.
-void readEnvironment(const char *variable, OptionFlags &flags) {
-  const char *text = std::getenv(variable);
-  if (!text || !*text)
-    return;
-  const std::string source = std::string("environment variable ") + variable;
-  const json::Value root = json::parse(text, source);
-  if (!root.isObject())
-    throw invalid_option(source + " = " + text + ": must be a JSON object of options");
-  for (const auto &[key, value] : root.asObject()) {
-    if (value.isString())
-      flags.set(key, value.asString());
-    else if (value.isNumber())
-      flags.set(key, value.numberText());
-    else if (value.isBool())
-      flags.set(key, value.asBool() ? "true" : "false");
-    else
-      throw invalid_option(source + ": option '" + key + "' = " + value.write() +
-                           " must be a string, a number or a boolean");
-  }
-}
-
 } // namespace
 
 EngineOptions parseEngineOptions(const OptionFlags &options) {
   OptionFlags merged;
-  readEnvironment("POPLAR_ENGINE_OPTIONS", merged);
-  readEnvironment("ASPEN_ENGINE_OPTIONS", merged);
+  readJSONFromEnv("POPLAR_ENGINE_OPTIONS", merged);
+  readJSONFromEnv("ASPEN_ENGINE_OPTIONS", merged);
   for (const auto &[key, value] : options)
     merged.set(key, value);
 
