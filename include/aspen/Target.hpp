@@ -12,11 +12,13 @@
 #pragma once
 
 #include <aspen/Export.hpp>
+#include <aspen/GlobalExchangeConstraints.hpp>
 #include <aspen/OptionFlags.hpp>
 #include <aspen/Type.hpp>
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace aspen {
 
@@ -49,6 +51,18 @@ public:
                                 const OptionFlags &options = {});
   // The same numbers with target type IPU_MODEL, as an IPUModel device reports them.
   static Target createIPUModelTarget(unsigned numIPUs, unsigned tilesPerIPU, StringRef systemType);
+  // What an IPUModel sets beyond its tile counts (Poplar's public members of the same names).
+  struct IPUModelSettings {
+    double tileClockFrequency = 0; // Hz; the target's getTileClockFrequency()
+    unsigned globalSyncCycles = 0;
+    unsigned minIPUSyncDelay = 0;
+    std::vector<GlobalExchangeConstraint> globalExchangeConstraints;
+  };
+  // An IPUModel device's target with those settings. Raises invalid_option naming the setting
+  // for a clock that is not a positive finite number, a constraint whose bandwidth is not, or a
+  // flow whose IPUs are not two different ones of the model's numIPUs.
+  static Target createIPUModelTarget(unsigned numIPUs, unsigned tilesPerIPU, StringRef systemType,
+                                     const IPUModelSettings &settings);
 
   const std::string &getName() const { return name_; }
   TargetType getTargetType() const { return type_; }
@@ -75,6 +89,42 @@ public:
   // times the workers.
   unsigned getMatMulMacsPerCycle(Type inputType, bool tensorFloat32 = false) const;
   double getTileClockFrequency() const { return clockHz_; }
+  // Synchronisation and IPU-to-IPU links as an IPUModel describes them (0, 0 and none unless
+  // its settings say otherwise). Aspen's executors do not model either: they are reported, and
+  // change neither plans nor execution.
+  unsigned getGlobalSyncCycles() const { return globalSyncCycles_; }
+  unsigned getMinIPUSyncDelay() const { return minIPUSyncDelay_; }
+  const std::vector<GlobalExchangeConstraint> &getGlobalExchangeConstraints() const {
+    return globalExchangeConstraints_;
+  }
+
+  // Convolution-unit queries, as PopLibs' planners and test helpers read them. Aspen has no
+  // convolution units of its own: the numbers describe the matrix-product unit its matMul plans
+  // assume, for activations (inputs) of HALF or FLOAT and partials (accumulators) of FLOAT, or
+  // HALF with HALF activations. Any other type raises type_error naming the target.
+  //   weights per unit: input channels one unit consumes per output, 16 for HALF and 8 for
+  //     FLOAT on every target (an IPU's AMP unit; on a GPU the K of one tensor-core MMA,
+  //     m16n8k16 for half and m16n8k8 for TF32);
+  //   input load elements per cycle: getDataPathWidth() / element bits (an IPU's 64-bit path:
+  //     4 half or 2 float; a GPU's 128-bit load: 8 or 4);
+  //   number of units: getMatMulMacsPerCycle(activations) / input load elements per cycle
+  //     (ipu2 and ipu21: 16 half, 8 float; ipu1: 8 and 4), whatever the partials type.
+  unsigned getWeightsPerConvUnit(const Type &activationsType) const;
+  // PopLibs' older spelling: true for FLOAT activations, false for HALF.
+  unsigned getWeightsPerConvUnit(bool floatActivations) const {
+    return getWeightsPerConvUnit(floatActivations ? FLOAT : HALF);
+  }
+  unsigned getConvUnitInputLoadElemsPerCycle(const Type &activationsType) const;
+  unsigned getNumConvUnits(const Type &activationsType, const Type &partialsType) const;
+  unsigned getFp16ConvUnitInputLoadElemsPerCycle() const {
+    return getConvUnitInputLoadElemsPerCycle(HALF);
+  }
+  unsigned getFp32ConvUnitInputLoadElemsPerCycle() const {
+    return getConvUnitInputLoadElemsPerCycle(FLOAT);
+  }
+  unsigned getFp16InFp16OutConvUnitsPerTile() const { return getNumConvUnits(HALF, HALF); }
+  unsigned getFp16InFp32OutConvUnitsPerTile() const { return getNumConvUnits(HALF, FLOAT); }
+  unsigned getFp32InFp32OutConvUnitsPerTile() const { return getNumConvUnits(FLOAT, FLOAT); }
   std::size_t getMemoryBytes() const { return getBytesPerTile() * getNumTiles(); }
   // Whether an engine compiled for this target refuses a graph whose variables need more than
   // getBytesPerTile() on some tile (graph_memory_allocation_error; engine option
@@ -122,6 +172,9 @@ private:
   unsigned atomicStoreGranularity_ = 4;
   unsigned memcpyBytesPerCycle_ = 8;
   double clockHz_ = 1.0e9;
+  unsigned globalSyncCycles_ = 0;
+  unsigned minIPUSyncDelay_ = 0;
+  std::vector<GlobalExchangeConstraint> globalExchangeConstraints_;
   unsigned ampMacsHalf_ = 0, ampMacsFloat_ = 0; // IPU AMP rates; 0: not an IPU
   GpuProperties gpu_;
   bool tileMemoryEnforced_ = true;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 
 namespace aspen {
 
@@ -156,6 +157,35 @@ Target Target::createIPUModelTarget(unsigned numIPUs, unsigned tilesPerIPU, Stri
   return t;
 }
 
+Target Target::createIPUModelTarget(unsigned numIPUs, unsigned tilesPerIPU, StringRef systemType,
+                                   const IPUModelSettings &settings) {
+  Target t = createIPUModelTarget(numIPUs, tilesPerIPU, systemType);
+  const auto positiveFinite = [](double v) { return std::isfinite(v) && v > 0; };
+  if (!positiveFinite(settings.tileClockFrequency))
+    throw invalid_option(fmt::format("IPUModel ({}): tileClockFrequency {} must be a positive "
+                                     "number of Hz",
+                                     systemType, settings.tileClockFrequency));
+  for (std::size_t i = 0; i < settings.globalExchangeConstraints.size(); ++i) {
+    const GlobalExchangeConstraint &c = settings.globalExchangeConstraints[i];
+    if (!positiveFinite(c.bandwidth))
+      throw invalid_option(fmt::format("IPUModel ({}): globalExchangeConstraints[{}] has "
+                                       "bandwidth {}; it must be a positive number of bits per "
+                                       "second",
+                                       systemType, i, c.bandwidth));
+    for (const GlobalExchangeFlow &f : c.flows)
+      if (f.src >= numIPUs || f.dst >= numIPUs || f.src == f.dst)
+        throw invalid_option(fmt::format("IPUModel ({}): globalExchangeConstraints[{}] has the "
+                                         "flow {} -> {}; a flow joins two different IPUs of the "
+                                         "model's {}",
+                                         systemType, i, f.src, f.dst, numIPUs));
+  }
+  t.clockHz_ = settings.tileClockFrequency;
+  t.globalSyncCycles_ = settings.globalSyncCycles;
+  t.minIPUSyncDelay_ = settings.minIPUSyncDelay;
+  t.globalExchangeConstraints_ = settings.globalExchangeConstraints;
+  return t;
+}
+
 std::size_t Target::getTypeSize(Type type) const {
   if (!type.valid())
     throw type_error(fmt::format("target '{}': getTypeSize of an invalid type", name_));
@@ -198,6 +228,37 @@ unsigned Target::getMatMulMacsPerCycle(Type inputType, bool tensorFloat32) const
   if (ampMacsHalf_ != 0)
     return isHalf ? ampMacsHalf_ : ampMacsFloat_;
   return getVectorWidth(inputType) * workers_;
+}
+
+namespace {
+// The activations and partials a convolution-unit query accepts (Target.hpp).
+void checkConvUnitTypes(const std::string &target, const char *query, Type activations,
+                        const Type *partials) {
+  if (activations != HALF && activations != FLOAT)
+    throw type_error(fmt::format("target '{}': {} of {} activations; convolution units take "
+                                 "half or float activations",
+                                 target, query, activations.toString()));
+  if (partials && *partials != FLOAT && !(*partials == HALF && activations == HALF))
+    throw type_error(fmt::format("target '{}': {} of {} activations with {} partials; the "
+                                 "partials are float, or half with half activations",
+                                 target, query, activations.toString(), partials->toString()));
+}
+} // namespace
+
+unsigned Target::getWeightsPerConvUnit(const Type &activationsType) const {
+  checkConvUnitTypes(name_, "getWeightsPerConvUnit", activationsType, nullptr);
+  return activationsType == HALF ? 16 : 8;
+}
+
+unsigned Target::getConvUnitInputLoadElemsPerCycle(const Type &activationsType) const {
+  checkConvUnitTypes(name_, "getConvUnitInputLoadElemsPerCycle", activationsType, nullptr);
+  return getVectorWidth(activationsType);
+}
+
+unsigned Target::getNumConvUnits(const Type &activationsType, const Type &partialsType) const {
+  checkConvUnitTypes(name_, "getNumConvUnits", activationsType, &partialsType);
+  return std::max(1u, getMatMulMacsPerCycle(activationsType) /
+                          getConvUnitInputLoadElemsPerCycle(activationsType));
 }
 
 std::string Target::toString() const {
