@@ -16,7 +16,9 @@
 #include <aspen/Type.hpp>
 
 #include <cstdint>
+#include <istream>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -35,6 +37,10 @@ enum class TensorCloneMethod {
   CREATE_NEW_ORDER,
   GATHER_AND_PRESERVE_TILE_ORDER_AND_ALIASES,
 };
+
+// How Graph::serializeTensors writes tensors (Poplar's SerializationFormat). Aspen writes and
+// reads one self-describing JSON document whichever is given (Graph::serializeTensors).
+enum class SerializationFormat { Binary, JSON };
 
 enum class CodeletFileType {
   Auto,          // from the extension: .gp/.so precompiled by aspen-cc, anything else is source
@@ -142,6 +148,18 @@ public:
   // Which tile owns each element of t. Raises invalid_tile_mapping naming the tensor when some
   // element is unmapped and requireComplete is true.
   TileToTensorMapping getTileMapping(const Tensor &t, bool requireComplete = true) const;
+
+  // Writes `tensors` of this graph to `out` as Aspen's JSON tensor document: each one's type,
+  // shape and view of the variables it lies in, and those variables' names, types, shapes and
+  // tile mappings (not their values). Raises serialization_error for an invalid tensor or one
+  // containing constants. Both formats write the same document.
+  void serializeTensors(std::ostream &out, ArrayRef<Tensor> tensors,
+                        SerializationFormat format) const;
+  // Reads such a document into this graph: new variables with the written names, types, shapes
+  // and tile mappings, and tensors viewing them as the written ones viewed theirs (aliases
+  // included), in the written order. Anything else, Poplar's own tensor files included, raises
+  // serialization_error saying what is wrong; a tile this graph lacks, invalid_tile_mapping.
+  std::vector<Tensor> deserializeTensors(std::istream &in, SerializationFormat format);
 
   // --- Compute ---------------------------------------------------------------------------
   ComputeSet addComputeSet(const DebugContext &debug = {});
