@@ -160,6 +160,14 @@ ASPEN_API void matMulReportPlan(std::ostream &out, const Graph &graph, const Typ
                                 const Type &outputType, const std::vector<std::size_t> &aShape,
                                 const std::vector<std::size_t> &bShape,
                                 const OptionFlags &options = {}, PlanningCache *cache = nullptr);
+// The same for a grouped product (poplin's matMulGroupedReportPlan): aShape [G,M,K] and bShape
+// [G,K,N]; other ranks raise shape_error naming both shapes.
+ASPEN_API void matMulGroupedReportPlan(std::ostream &out, const Graph &graph,
+                                       const Type &inputType, const Type &outputType,
+                                       const std::vector<std::size_t> &aShape,
+                                       const std::vector<std::size_t> &bShape,
+                                       const OptionFlags &options = {},
+                                       PlanningCache *cache = nullptr);
 
 // Plans every matmul of the list into the cache (preplanning before the graph is built).
 using MatMulPlanParams = std::tuple<const Target *, MatMulParams, const OptionFlags *>;
