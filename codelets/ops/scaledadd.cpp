@@ -3,8 +3,9 @@
 
 namespace aspen::ops {
 
-// A[r][i] = scaleA * A[r][i] +/- scaleB * B[r][i], computed in ScaledAddArithmetic<TA> and
-// rounded once to TA. Workers split each region.
+// A[r][i] = scaleA * A[r][i] +/- scaleB * B[r][i], or with xMinusAx (popops'
+// X_MINUS_AX_PLUS_BY) A[r][i] - scaleA * A[r][i] + scaleB * B[r][i], computed in
+// ScaledAddArithmetic<TA> and rounded once to TA. Workers split each region.
 template <class TA, class TB, class TS> class ScaledAdd : public MultiVertex {
 public:
   Vector<InOut<Vector<TA>>> A;
@@ -12,6 +13,7 @@ public:
   Input<TS> scaleA;
   Input<TS> scaleB;
   bool subtract;
+  bool xMinusAx;
 
   bool compute(unsigned wid) {
     typedef typename datamove::ScaledAddArithmetic<TA>::type C;
@@ -20,8 +22,10 @@ public:
     for (unsigned r = 0; r < A.size(); ++r) {
       unsigned begin, end;
       ::aspen::detail::workerShare(A[r].size(), wid, numWorkers(), begin, end);
-      for (unsigned i = begin; i < end; ++i)
-        A[r][i] = TA(a * C(A[r][i]) + b * C(B[r][i]));
+      for (unsigned i = begin; i < end; ++i) {
+        const C x = C(A[r][i]);
+        A[r][i] = TA((xMinusAx ? x - a * x : a * x) + b * C(B[r][i]));
+      }
     }
     return true;
   }

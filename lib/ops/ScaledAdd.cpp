@@ -44,8 +44,14 @@ struct Scale {
 
 void scaledAdd(Graph &graph, const Tensor &A, const Scale &scaleA, const Tensor &B,
                const Scale &scaleB, bool subtract, program::Sequence &prog,
-               const DebugContext &debug, const OptionFlags &options) {
+               const DebugContext &debug, const OptionFlags &options,
+               ScaledAddSpecialisation speciality = ScaledAddSpecialisation::DEFAULT) {
   const std::string op = subtract ? "scaledSubtractFrom" : "scaledAddTo";
+  if (speciality != ScaledAddSpecialisation::DEFAULT &&
+      speciality != ScaledAddSpecialisation::X_MINUS_AX_PLUS_BY)
+    throw invalid_option(fmt::format("{}: speciality {} is not a ScaledAddSpecialisation "
+                                     "(DEFAULT or X_MINUS_AX_PLUS_BY)",
+                                     op, static_cast<int>(speciality)));
   // Accepted for popops compatibility, without effect: one implementation, and the scale is
   // always applied in float (popops falls back to float when a float scale cast to half would
   // be off by more than scaleFloatToHalfTolerance; Aspen never casts it).
@@ -106,6 +112,9 @@ void scaledAdd(Graph &graph, const Tensor &A, const Scale &scaleA, const Tensor 
                              graph.connect(v["scaleA"], a);
                              graph.connect(v["scaleB"], b);
                              graph.setInitialValue(v["subtract"], subtract);
+                             graph.setInitialValue(
+                                 v["xMinusAx"],
+                                 speciality == ScaledAddSpecialisation::X_MINUS_AX_PLUS_BY);
                            });
   prog.add(program::Execute(cs, debug));
 }
@@ -131,6 +140,17 @@ void scaledAddTo(Graph &graph, const Tensor &A, const Tensor &scaleA, const Tens
                  const Tensor &scaleB, program::Sequence &prog, const DebugContext &debug,
                  const OptionFlags &options) {
   scaledAdd(graph, A, device(scaleA), B, device(scaleB), false, prog, debug, options);
+}
+
+void scaledAddTo(Graph &graph, const Tensor &A, const Tensor &scaleA, const Tensor &B,
+                 const Tensor &scaleB, program::Sequence &prog, ScaledAddSpecialisation speciality,
+                 const DebugContext &debug, const OptionFlags &options) {
+  scaledAdd(graph, A, device(scaleA), B, device(scaleB), false, prog, debug, options, speciality);
+}
+void scaledAddTo(Graph &graph, const Tensor &A, float scaleA, const Tensor &B, float scaleB,
+                 program::Sequence &prog, ScaledAddSpecialisation speciality,
+                 const DebugContext &debug, const OptionFlags &options) {
+  scaledAdd(graph, A, host(scaleA), B, host(scaleB), false, prog, debug, options, speciality);
 }
 
 void scaledSubtractFrom(Graph &graph, const Tensor &A, const Tensor &B, float scaleB,

@@ -2,6 +2,9 @@
 //
 //   scaledAddTo(graph, A, B, scaleB, prog, debug, options)           A = A + scaleB * B
 //   scaledAddTo(graph, A, scaleA, B, scaleB, prog, debug, options)   A = scaleA * A + scaleB * B
+//   scaledAddTo(graph, A, scaleA, B, scaleB, prog, speciality, debug, options)
+//       DEFAULT: as above; X_MINUS_AX_PLUS_BY: A = A - scaleA * A + scaleB * B (popops' form of
+//       (1 - scaleA) A + scaleB B, computed as written, in the same arithmetic)
 //   scaledSubtractFrom(graph, A, B, scaleB, ...)                     A = A - scaleB * B
 //   scaledSubtractFrom(graph, A, scaleA, B, scaleB, ...)             A = scaleA * A - scaleB * B
 //
@@ -19,7 +22,8 @@
 // options (popops'), accepted without effect: "optimizeForSpeed" (true/false; there is one
 // implementation) and "scaleFloatToHalfTolerance" (a number >= 0, default 1e-6; popops computes
 // in float when a float scale cast to half would be off by more, and Aspen always computes
-// half data in float with the float scale). Any other key raises aspen::invalid_option.
+// half data in float with the float scale). Any other key raises aspen::invalid_option, as does
+// a speciality that is neither enumerator.
 #pragma once
 
 #include <aspen/Export.hpp>
@@ -28,6 +32,8 @@
 #include <aspen/Program.hpp>
 
 namespace aspen::ops {
+
+enum class ScaledAddSpecialisation { DEFAULT, X_MINUS_AX_PLUS_BY };
 
 ASPEN_API void scaledAddTo(Graph &graph, const Tensor &A, const Tensor &B, float scaleB,
                            program::Sequence &prog, const DebugContext &debug = {},
@@ -41,6 +47,14 @@ ASPEN_API void scaledAddTo(Graph &graph, const Tensor &A, float scaleA, const Te
 ASPEN_API void scaledAddTo(Graph &graph, const Tensor &A, const Tensor &scaleA, const Tensor &B,
                            const Tensor &scaleB, program::Sequence &prog,
                            const DebugContext &debug = {}, const OptionFlags &options = {});
+ASPEN_API void scaledAddTo(Graph &graph, const Tensor &A, const Tensor &scaleA, const Tensor &B,
+                           const Tensor &scaleB, program::Sequence &prog,
+                           ScaledAddSpecialisation speciality, const DebugContext &debug = {},
+                           const OptionFlags &options = {});
+ASPEN_API void scaledAddTo(Graph &graph, const Tensor &A, float scaleA, const Tensor &B,
+                           float scaleB, program::Sequence &prog,
+                           ScaledAddSpecialisation speciality, const DebugContext &debug = {},
+                           const OptionFlags &options = {});
 
 ASPEN_API void scaledSubtractFrom(Graph &graph, const Tensor &A, const Tensor &B, float scaleB,
                                   program::Sequence &prog, const DebugContext &debug = {},
