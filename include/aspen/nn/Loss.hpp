@@ -49,7 +49,13 @@ namespace aspen::nn {
 enum LossType : int { SUM_SQUARED_LOSS, CROSS_ENTROPY_LOSS };
 
 // The label value that masks a row (popops' MASKED_LABEL_CODE), converted to the label type.
+// PopLibs' name is a macro (<popops/EncodingConstants.hpp>, 0xFFFFFFFFU: the same bits); the
+// macro is set aside while this name is declared, so the two can be included in either order
+// (after the macro is defined, the spelling means the macro).
+#pragma push_macro("MASKED_LABEL_CODE")
+#undef MASKED_LABEL_CODE
 inline constexpr int MASKED_LABEL_CODE = -1;
+#pragma pop_macro("MASKED_LABEL_CODE")
 
 ASPEN_API program::Program calcLoss(Graph &graph, const Tensor &modelOutputs,
                                     const Tensor &expected, const Tensor &loss,
