@@ -1,6 +1,8 @@
 // poplar::append(t, u) without a dimension appends u as one more element of t's first
 // dimension (Poplar's Tensor.hpp); append(t, u, d) along d. A u of the wrong shape raises
 // poplar::shape_error.
+#include "ModelGraph.hpp"
+
 #include <poplar/Graph.hpp>
 #include <poplar/IPUModel.hpp>
 
@@ -20,10 +22,8 @@ std::vector<std::size_t> positions(const poplar::Tensor &t) {
 } // namespace
 
 int main() {
-  poplar::IPUModel model;
-  model.tilesPerIPU = 4;
-  poplar::Device device = model.createDevice();
-  poplar::Graph graph(device.getTarget());
+  ModelGraph model(4);
+  poplar::Graph &graph = model.graph;
   poplar::Tensor ab = graph.addVariable(poplar::FLOAT, {8}, "ab");
   poplar::Tensor t = ab.slice(0, 6).reshape({2, 3}); // elements 0..5 of ab
   poplar::Tensor u = ab.slice(5, 8);                  // elements 5, 6, 7

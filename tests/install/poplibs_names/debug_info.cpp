@@ -3,6 +3,8 @@
 // result, and the DebugInfo names sub-operations under its path ({di, "suffix"}). A program
 // specialises toProfileValue for its own type in namespace poputil. Asking a ProfileValue for
 // another kind than it holds raises poplar::type_error; serializeToJSON writes one as JSON.
+#include "ModelGraph.hpp"
+
 #include <poplar/Graph.hpp>
 #include <poplar/IPUModel.hpp>
 #include <poputil/DebugInfo.hpp>
@@ -47,10 +49,8 @@ bool recordOp(poplar::Graph &graph, const poplar::Tensor &in, unsigned steps, bo
 } // namespace
 
 int main() {
-  poplar::IPUModel model;
-  model.tilesPerIPU = 1;
-  poplar::Device device = model.createDevice();
-  poplar::Graph graph(device.getTarget());
+  ModelGraph model(1);
+  poplar::Graph &graph = model.graph;
   poplar::Tensor in = graph.addVariable(poplar::FLOAT, {2, 3}, "in");
   bool ok = recordOp(graph, in, 7, true, Window{3}, {{"availableMemoryProportion", "0.5"}},
                      "layer");

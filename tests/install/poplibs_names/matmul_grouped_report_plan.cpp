@@ -1,6 +1,8 @@
 // poplin::matMulGroupedReportPlan: the plan of a grouped product [G,M,K] . [G,K,N] as text, like
 // matMulReportPlan's (here G 3, M 4, K 5, N 6 in float); shapes of another rank raise
 // poplar::shape_error naming them.
+#include "ModelGraph.hpp"
+
 #include <poplar/Graph.hpp>
 #include <poplar/IPUModel.hpp>
 #include <poplin/MatMul.hpp>
@@ -11,10 +13,8 @@
 #include <string>
 
 int main() {
-  poplar::IPUModel model;
-  model.tilesPerIPU = 16;
-  poplar::Device device = model.createDevice();
-  poplar::Graph graph(device.getTarget());
+  ModelGraph model(16);
+  poplar::Graph &graph = model.graph;
   poplin::matmul::PlanningCache cache;
   std::ostringstream report;
   poplin::matMulGroupedReportPlan(report, graph, poplar::FLOAT, poplar::FLOAT, {3, 4, 5},

@@ -2,6 +2,8 @@
 // X_MINUS_AX_PLUS_BY computes A = A - scaleA * A + scaleB * B, DEFAULT A = scaleA * A + scaleB
 // * B, with constant and with tensor scales; values worked out by hand (exact in float). A
 // speciality that is neither enumerator raises poplar::invalid_option.
+#include "ModelGraph.hpp"
+
 #include <poplar/Engine.hpp>
 #include <poplar/Graph.hpp>
 #include <poplar/IPUModel.hpp>
@@ -14,10 +16,8 @@
 #include <vector>
 
 int main() {
-  poplar::IPUModel model;
-  model.tilesPerIPU = 2;
-  poplar::Device device = model.createDevice();
-  poplar::Graph graph(device.getTarget());
+  ModelGraph model(2);
+  poplar::Graph &graph = model.graph;
   popops::addCodelets(graph);
   auto variable = [&](const char *name) {
     poplar::Tensor t = graph.addVariable(poplar::FLOAT, {4}, name);
@@ -53,7 +53,7 @@ int main() {
   }
 
   poplar::Engine engine(graph, prog);
-  engine.load(device);
+  engine.load(model.device);
   const std::vector<float> x0{1, 2, 3, 4}, y0{10, 20, 30, 40}, z0{8, 4, -4, 0};
   engine.writeTensor("x_in", x0.data(), x0.data() + 4);
   engine.writeTensor("y_in", y0.data(), y0.data() + 4);

@@ -4,6 +4,8 @@
 // the written views (a transpose, a reversed row, a broadcast, two variables joined). A stream
 // that is not Aspen's tensor document (Poplar's own files included) raises
 // poplar::serialization_error, as does a tensor holding constants.
+#include "ModelGraph.hpp"
+
 #include <poplar/Graph.hpp>
 #include <poplar/IPUModel.hpp>
 #include <poplar/SerializationFormat.hpp>
@@ -32,10 +34,8 @@ std::vector<std::pair<std::string, std::size_t>> elements(const poplar::Graph &g
 } // namespace
 
 int main() {
-  poplar::IPUModel model;
-  model.tilesPerIPU = 4;
-  poplar::Device device = model.createDevice();
-  poplar::Graph graph(device.getTarget());
+  ModelGraph model(4);
+  poplar::Graph &graph = model.graph;
   poplar::Tensor v = graph.addVariable(poplar::FLOAT, {2, 3}, "v");
   poplar::Tensor w = graph.addVariable(poplar::HALF, {4}, "w");
   graph.setTileMapping(v.slice(0, 1), 1);
@@ -47,7 +47,7 @@ int main() {
   std::stringstream file;
   graph.serializeTensors(file, written, poplar::SerializationFormat::Binary);
 
-  poplar::Graph other(device.getTarget());
+  poplar::Graph other(model.device.getTarget());
   const std::vector<poplar::Tensor> read =
       other.deserializeTensors(file, poplar::SerializationFormat::Binary);
   using E = std::vector<std::pair<std::string, std::size_t>>;
