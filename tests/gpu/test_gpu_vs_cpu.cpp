@@ -379,7 +379,7 @@ TEST_CASE("gpu and cpu agree within 1e-6 on matMul", "[gpu]") {
   linalg::addCodelets(g);
   const std::size_t m = 40, k = 70, n = 24;
   // The matmul codelets on both sides (a library plan is cuBLASLt against OpenBLAS, which sum in
-  // different orders; test_library_calls checks both against a double product).
+  // different orders; test_kernels checks both against a double product).
   const OptionFlags vertices{{"planConstraints", R"({"method": "vertices"})"}};
   Tensor a = linalg::createMatMulInputLHS(g, FLOAT, {m, k}, {k, n}, "a", vertices);
   Tensor b = linalg::createMatMulInputRHS(g, FLOAT, {m, k}, {k, n}, "b", vertices);
