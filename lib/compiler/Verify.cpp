@@ -32,8 +32,9 @@ public:
     checkMapped(t, what);
   }
 
-  template <class Error = control_program_error>
-  static void checkWritable(const Tensor &t, const std::string &what) {
+  // `what`: a string, or a callable making one only when the error is raised.
+  template <class Error = control_program_error, class What>
+  static void checkWritable(const Tensor &t, const What &what) {
     requireWritable<Error>(t, what);
   }
 
@@ -272,17 +273,8 @@ private:
     checkMapped(regions, field);
     if (!info.writes())
       return;
+    checkWritable<graph_connection_error>(t, field);
     const std::int64_t eb = static_cast<std::int64_t>(t.elementType().size());
-    // The writability rule (Writability.hpp) in full only when a variable is constant or the
-    // runs may repeat an element: one dense run of variables cannot.
-    bool constant = false;
-    for (const VarRegion &r : regions)
-      constant |= graph_.variables[r.var].isConstant;
-    const bool oneDenseRun = regions.size() == 1 && (regions[0].count <= 1 ||
-                                                     regions[0].byteStride == eb ||
-                                                     regions[0].byteStride == -eb);
-    if (constant || !oneDenseRun)
-      checkWritable<graph_connection_error>(t, field());
     for (const VarRegion &r : regions) {
       if (r.count == 1 || r.byteStride == eb) {
         writes_.push_back({r.var, r.byteOffset, r.byteOffset + eb * std::int64_t(r.count), v});

@@ -270,6 +270,10 @@ bool Tensor::isContiguous() const {
 }
 
 bool Tensor::containsAliases() const {
+  // One piece (a view of one variable: most edges and operands) aliases only by repeating an
+  // element itself: no list to sort or pairs to compare.
+  if (impl().pieces.size() == 1)
+    return ElementSet(impl().pieces.front(), 1).repeats();
   const std::vector<ElementSet> sets = elementSets(impl(), 1);
   const bool selfAlias = std::any_of(sets.begin(), sets.end(),
                                      [](const ElementSet &s) { return s.repeats(); });
@@ -282,9 +286,10 @@ bool Tensor::containsConstant() const {
   const TensorImpl &t = impl();
   if (!t.graph)
     return false;
-  const std::vector<unsigned> vars = detail::variablesOf(*this);
-  return std::any_of(vars.begin(), vars.end(),
-                     [&](unsigned v) { return t.graph->variables[v].isConstant; });
+  // Piece by piece (a variable may stand in several), with no list of variables to build:
+  // every written edge and operand asks.
+  return std::any_of(t.pieces.begin(), t.pieces.end(),
+                     [&](const Piece &p) { return t.graph->variables[p.var].isConstant; });
 }
 
 bool Tensor::hasMetadata() const { return valid() && elementType() == QUARTER; }

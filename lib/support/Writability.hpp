@@ -9,19 +9,28 @@
 #include <aspen/Tensor.hpp>
 
 #include <string>
+#include <type_traits>
 
 namespace aspen::detail {
 
 // Raises Error naming `what` (the builder or program and the operand), the tensor and the
-// rule unless t is parallel-writeable.
-template <class Error = graph_connection_error>
-void requireWritable(const Tensor &t, const std::string &what) {
+// rule unless t is parallel-writeable. `what` is a string, or a callable returning one, which
+// is called only when the error is raised (callers checking many tensors need not format a
+// name for each).
+template <class Error = graph_connection_error, class What>
+void requireWritable(const Tensor &t, const What &what) {
+  const auto name = [&]() -> std::string {
+    if constexpr (std::is_invocable_v<const What &>)
+      return what();
+    else
+      return what;
+  };
   if (t.containsConstant())
-    throw Error(what + ": tensor " + t.getDebugStr() +
+    throw Error(name() + ": tensor " + t.getDebugStr() +
                 " is not parallel-writeable: it contains constant elements, which cannot be "
                 "written");
   if (t.containsAliases())
-    throw Error(what + ": tensor " + t.getDebugStr() +
+    throw Error(name() + ": tensor " + t.getDebugStr() +
                 " is not parallel-writeable: it contains aliased elements (the same variable "
                 "element more than once), so the value written would be undefined");
 }
