@@ -35,39 +35,44 @@ inline unsigned short doubleToHalfBits(double value) {
 }
 } // namespace compat_detail
 
-// Poplar's host conversions to and from the device's half format (IEEE binary16 on every
-// Aspen target; round to nearest even). `dst`/`src` hold numElements 2-byte values.
-inline void copyFloatToDeviceHalf(const Target &, const float *src, void *dst,
-                                  std::size_t numElements) {
+namespace compat_detail {
+// numElements 2-byte halves at dst, each toBits(src[i]); and back, each fromBits(bits).
+template <class T, class ToBits>
+void copyToDeviceHalf(const T *src, void *dst, std::size_t numElements, ToBits toBits) {
   for (std::size_t i = 0; i < numElements; ++i) {
-    const unsigned short bits = aspen::detail::floatToHalfBits(src[i]);
+    const unsigned short bits = toBits(src[i]);
     std::memcpy(static_cast<unsigned char *>(dst) + 2 * i, &bits, 2);
   }
+}
+template <class T>
+void copyFromDeviceHalf(const void *src, T *dst, std::size_t numElements) {
+  for (std::size_t i = 0; i < numElements; ++i) {
+    unsigned short bits;
+    std::memcpy(&bits, static_cast<const unsigned char *>(src) + 2 * i, 2);
+    dst[i] = static_cast<T>(aspen::detail::halfBitsToFloat(bits)); // exact: halves fit both
+  }
+}
+} // namespace compat_detail
+
+// Poplar's host conversions to and from the device's half format (IEEE binary16 on every
+// Aspen target; round to nearest even). `dst`/`src` hold numElements 2-byte values. Doubles
+// are rounded to half once (not through float, whose own rounding could move a value onto a
+// tie), and halves are exact in float and double.
+inline void copyFloatToDeviceHalf(const Target &, const float *src, void *dst,
+                                  std::size_t numElements) {
+  compat_detail::copyToDeviceHalf(src, dst, numElements, aspen::detail::floatToHalfBits);
 }
 inline void copyDeviceHalfToFloat(const Target &, const void *src, float *dst,
                                   std::size_t numElements) {
-  for (std::size_t i = 0; i < numElements; ++i) {
-    unsigned short bits;
-    std::memcpy(&bits, static_cast<const unsigned char *>(src) + 2 * i, 2);
-    dst[i] = aspen::detail::halfBitsToFloat(bits);
-  }
+  compat_detail::copyFromDeviceHalf(src, dst, numElements);
 }
-// The same from and to doubles: each double is rounded to half once (not through float, whose
-// own rounding could move a value onto a tie), and halves are exact in double.
 inline void copyDoubleToDeviceHalf(const Target &, const double *src, void *dst,
                                    std::size_t numElements) {
-  for (std::size_t i = 0; i < numElements; ++i) {
-    const unsigned short bits = compat_detail::doubleToHalfBits(src[i]);
-    std::memcpy(static_cast<unsigned char *>(dst) + 2 * i, &bits, 2);
-  }
+  compat_detail::copyToDeviceHalf(src, dst, numElements, compat_detail::doubleToHalfBits);
 }
 inline void copyDeviceHalfToDouble(const Target &, const void *src, double *dst,
                                    std::size_t numElements) {
-  for (std::size_t i = 0; i < numElements; ++i) {
-    unsigned short bits;
-    std::memcpy(&bits, static_cast<const unsigned char *>(src) + 2 * i, 2);
-    dst[i] = aspen::detail::halfBitsToFloat(bits);
-  }
+  compat_detail::copyFromDeviceHalf(src, dst, numElements);
 }
 
 } // namespace poplar
