@@ -14,6 +14,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -47,9 +48,22 @@ private:
 
 // Runs its programs in order.
 class ASPEN_API Sequence : public Program {
+  template <class... Ps>
+  static constexpr bool arePrograms =
+      (std::is_base_of_v<Program, Ps> && ...) &&
+      !(sizeof...(Ps) == 1 && (std::is_same_v<Ps, Sequence> && ...)); // not the copy
+
 public:
   Sequence(const DebugContext &debug = {});
   Sequence(std::initializer_list<Program> programs, const DebugContext &debug = {});
+  // Poplar's Sequence(p1, p2, ...): one or more programs, in order, without braces (PopLibs'
+  // tools build Sequence(Copy(stream, t)) and Sequence(Copy(a, b), Execute(cs), ...)).
+  template <class First, class... Rest,
+            std::enable_if_t<arePrograms<First, Rest...>, int> = 0>
+  explicit Sequence(const First &first, const Rest &...rest) : Sequence() {
+    add(first);
+    (add(rest), ...);
+  }
   void add(const Program &p);
 };
 
