@@ -17,6 +17,7 @@
 #include <aspen/Type.hpp>
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,20 +53,44 @@ public:
   // The same numbers with target type IPU_MODEL, as an IPUModel device reports them.
   static Target createIPUModelTarget(unsigned numIPUs, unsigned tilesPerIPU, StringRef systemType);
   // What an IPUModel sets beyond its tile counts (Poplar's public members of the same names).
+  // An unset optional keeps the model's own value; a set one replaces it, and the target's
+  // getter of the same name reports it: numWorkerContexts, memoryBytesPerTile (getBytesPerTile),
+  // dataPathWidth (bits; it sets getVectorWidth, and so the planners' grain), and
+  // exchangeBytesPerCycle change plans as they would on the chip; the convolution-unit numbers
+  // are only reported (no Aspen planner reads them yet).
   struct IPUModelSettings {
     double tileClockFrequency = 0; // Hz; the target's getTileClockFrequency()
     unsigned globalSyncCycles = 0;
     unsigned minIPUSyncDelay = 0;
     std::vector<GlobalExchangeConstraint> globalExchangeConstraints;
+    std::optional<unsigned> numWorkerContexts;
+    std::optional<std::size_t> memoryBytesPerTile;
+    std::optional<unsigned> dataPathWidth;
+    std::optional<unsigned> exchangeBytesPerCycle;
+    std::optional<unsigned> fp16ConvUnitInputLoadElemsPerCycle;
+    std::optional<unsigned> fp32ConvUnitInputLoadElemsPerCycle;
+    std::optional<unsigned> fp16InFp16OutConvUnitsPerTile;
+    std::optional<unsigned> fp16InFp32OutConvUnitsPerTile;
+    std::optional<unsigned> fp32InFp32OutConvUnitsPerTile;
+    std::optional<unsigned> fp16ConvUnitMaxPipelineDepth;
+    std::optional<unsigned> fp32ConvUnitMaxPipelineDepth;
   };
   // An IPUModel device's target with those settings. Raises invalid_option naming the setting
-  // for a clock that is not a positive finite number, a constraint whose bandwidth is not, or a
-  // flow whose IPUs are not two different ones of the model's numIPUs.
+  // for a clock that is not a positive finite number, a constraint whose bandwidth is not, a
+  // flow whose IPUs are not two different ones of the model's numIPUs, a data path width that
+  // is not a positive multiple of 32 bits, or any other set number that is 0.
   static Target createIPUModelTarget(unsigned numIPUs, unsigned tilesPerIPU, StringRef systemType,
                                      const IPUModelSettings &settings);
 
   const std::string &getName() const { return name_; }
   TargetType getTargetType() const { return type_; }
+  // Poplar's names for the chip and the system it is in. The architecture: "ipu1", "ipu2" or
+  // "ipu21" for an IPU or IPU model, "sm_<major><minor>" for a GPU from its compute capability
+  // ("sm_90" for H100 and H200), "cpu" for the CPU target and "generic" for createGeneric. The
+  // system: the name the target was made with (the model's, such as "ipu2" or "h200", or the
+  // card's), which for an IPU is also its architecture.
+  std::string getTargetArchString() const;
+  std::string getTargetSystemString() const { return name_; }
   unsigned getNumTiles() const { return tilesPerIPU_ * numIPUs_; }
   unsigned getTilesPerIPU() const { return tilesPerIPU_; }
   unsigned getNumIPUs() const { return numIPUs_; }
@@ -108,7 +133,10 @@ public:
   //   input load elements per cycle: getDataPathWidth() / element bits (an IPU's 64-bit path:
   //     4 half or 2 float; a GPU's 128-bit load: 8 or 4);
   //   number of units: getMatMulMacsPerCycle(activations) / input load elements per cycle
-  //     (ipu2 and ipu21: 16 half, 8 float; ipu1: 8 and 4), whatever the partials type.
+  //     (ipu2 and ipu21: 16 half, 8 float; ipu1: 8 and 4), whatever the partials type;
+  //   maximum pipeline depth, by partials type: the weights per unit of the activations the
+  //     partials go with, 16 for HALF partials and 8 for FLOAT.
+  // An IPUModel's settings of the same names replace any of these (IPUModelSettings).
   unsigned getWeightsPerConvUnit(const Type &activationsType) const;
   // PopLibs' older spelling: true for FLOAT activations, false for HALF.
   unsigned getWeightsPerConvUnit(bool floatActivations) const {
@@ -125,6 +153,9 @@ public:
   unsigned getFp16InFp16OutConvUnitsPerTile() const { return getNumConvUnits(HALF, HALF); }
   unsigned getFp16InFp32OutConvUnitsPerTile() const { return getNumConvUnits(HALF, FLOAT); }
   unsigned getFp32InFp32OutConvUnitsPerTile() const { return getNumConvUnits(FLOAT, FLOAT); }
+  unsigned getConvUnitMaxPipelineDepth(const Type &partialsType) const;
+  unsigned getFp16ConvUnitMaxPipelineDepth() const { return getConvUnitMaxPipelineDepth(HALF); }
+  unsigned getFp32ConvUnitMaxPipelineDepth() const { return getConvUnitMaxPipelineDepth(FLOAT); }
   std::size_t getMemoryBytes() const { return getBytesPerTile() * getNumTiles(); }
   // Whether an engine compiled for this target refuses a graph whose variables need more than
   // getBytesPerTile() on some tile (graph_memory_allocation_error; engine option
@@ -176,6 +207,13 @@ private:
   unsigned minIPUSyncDelay_ = 0;
   std::vector<GlobalExchangeConstraint> globalExchangeConstraints_;
   unsigned ampMacsHalf_ = 0, ampMacsFloat_ = 0; // IPU AMP rates; 0: not an IPU
+  // An IPUModel's convolution-unit settings; 0: derived as the queries above describe.
+  struct ConvUnitSettings {
+    unsigned loadHalf = 0, loadFloat = 0;
+    unsigned unitsHalfHalf = 0, unitsHalfFloat = 0, unitsFloatFloat = 0;
+    unsigned depthHalf = 0, depthFloat = 0;
+  };
+  ConvUnitSettings convUnits_;
   GpuProperties gpu_;
   bool tileMemoryEnforced_ = true;
 };

@@ -179,6 +179,37 @@ Target Target::createIPUModelTarget(unsigned numIPUs, unsigned tilesPerIPU, Stri
                                          "model's {}",
                                          systemType, i, f.src, f.dst, numIPUs));
   }
+  const auto positive = [&](const char *setting, const auto &value, auto &field) {
+    if (!value)
+      return;
+    if (*value == 0)
+      throw invalid_option(fmt::format("IPUModel ({}): {} is 0; it must be at least 1",
+                                       systemType, setting));
+    field = *value;
+  };
+  if (settings.dataPathWidth && *settings.dataPathWidth % 32 != 0)
+    throw invalid_option(fmt::format("IPUModel ({}): dataPathWidth {} must be a positive "
+                                     "multiple of 32 bits",
+                                     systemType, *settings.dataPathWidth));
+  positive("numWorkerContexts", settings.numWorkerContexts, t.workers_);
+  positive("memoryBytesPerTile", settings.memoryBytesPerTile, t.bytesPerTile_);
+  positive("dataPathWidth", settings.dataPathWidth, t.dataPathWidth_);
+  positive("exchangeBytesPerCycle", settings.exchangeBytesPerCycle, t.exchangeBytesPerCycle_);
+  ConvUnitSettings &conv = t.convUnits_;
+  positive("fp16ConvUnitInputLoadElemsPerCycle", settings.fp16ConvUnitInputLoadElemsPerCycle,
+           conv.loadHalf);
+  positive("fp32ConvUnitInputLoadElemsPerCycle", settings.fp32ConvUnitInputLoadElemsPerCycle,
+           conv.loadFloat);
+  positive("fp16InFp16OutConvUnitsPerTile", settings.fp16InFp16OutConvUnitsPerTile,
+           conv.unitsHalfHalf);
+  positive("fp16InFp32OutConvUnitsPerTile", settings.fp16InFp32OutConvUnitsPerTile,
+           conv.unitsHalfFloat);
+  positive("fp32InFp32OutConvUnitsPerTile", settings.fp32InFp32OutConvUnitsPerTile,
+           conv.unitsFloatFloat);
+  positive("fp16ConvUnitMaxPipelineDepth", settings.fp16ConvUnitMaxPipelineDepth,
+           conv.depthHalf);
+  positive("fp32ConvUnitMaxPipelineDepth", settings.fp32ConvUnitMaxPipelineDepth,
+           conv.depthFloat);
   t.clockHz_ = settings.tileClockFrequency;
   t.globalSyncCycles_ = settings.globalSyncCycles;
   t.minIPUSyncDelay_ = settings.minIPUSyncDelay;
@@ -252,13 +283,34 @@ unsigned Target::getWeightsPerConvUnit(const Type &activationsType) const {
 
 unsigned Target::getConvUnitInputLoadElemsPerCycle(const Type &activationsType) const {
   checkConvUnitTypes(name_, "getConvUnitInputLoadElemsPerCycle", activationsType, nullptr);
-  return getVectorWidth(activationsType);
+  const unsigned set = activationsType == HALF ? convUnits_.loadHalf : convUnits_.loadFloat;
+  return set != 0 ? set : getVectorWidth(activationsType);
 }
 
 unsigned Target::getNumConvUnits(const Type &activationsType, const Type &partialsType) const {
   checkConvUnitTypes(name_, "getNumConvUnits", activationsType, &partialsType);
+  const unsigned set = activationsType == FLOAT ? convUnits_.unitsFloatFloat
+                       : partialsType == HALF   ? convUnits_.unitsHalfHalf
+                                                : convUnits_.unitsHalfFloat;
+  if (set != 0)
+    return set;
   return std::max(1u, getMatMulMacsPerCycle(activationsType) /
                           getConvUnitInputLoadElemsPerCycle(activationsType));
+}
+
+unsigned Target::getConvUnitMaxPipelineDepth(const Type &partialsType) const {
+  if (partialsType != HALF && partialsType != FLOAT)
+    throw type_error(fmt::format("target '{}': getConvUnitMaxPipelineDepth of {} partials; the "
+                                 "partials are half or float",
+                                 name_, partialsType.toString()));
+  const unsigned set = partialsType == HALF ? convUnits_.depthHalf : convUnits_.depthFloat;
+  return set != 0 ? set : (partialsType == HALF ? 16u : 8u);
+}
+
+std::string Target::getTargetArchString() const {
+  if (type_ == TargetType::GPU)
+    return fmt::format("sm_{}{}", gpu_.computeCapabilityMajor, gpu_.computeCapabilityMinor);
+  return name_;
 }
 
 std::string Target::toString() const {
@@ -269,7 +321,15 @@ std::string Target::toString() const {
 bool operator==(const Target &a, const Target &b) {
   return a.name_ == b.name_ && a.type_ == b.type_ && a.numIPUs_ == b.numIPUs_ &&
          a.tilesPerIPU_ == b.tilesPerIPU_ && a.bytesPerTile_ == b.bytesPerTile_ &&
-         a.workers_ == b.workers_;
+         a.workers_ == b.workers_ && a.dataPathWidth_ == b.dataPathWidth_ &&
+         a.exchangeBytesPerCycle_ == b.exchangeBytesPerCycle_ &&
+         a.convUnits_.loadHalf == b.convUnits_.loadHalf &&
+         a.convUnits_.loadFloat == b.convUnits_.loadFloat &&
+         a.convUnits_.unitsHalfHalf == b.convUnits_.unitsHalfHalf &&
+         a.convUnits_.unitsHalfFloat == b.convUnits_.unitsHalfFloat &&
+         a.convUnits_.unitsFloatFloat == b.convUnits_.unitsFloatFloat &&
+         a.convUnits_.depthHalf == b.convUnits_.depthHalf &&
+         a.convUnits_.depthFloat == b.convUnits_.depthFloat;
 }
 
 } // namespace aspen

@@ -38,6 +38,62 @@ TEST_CASE("named targets report Poplar's and the GPUs' numbers", "[unit][target]
   REQUIRE_THROWS_AS(Target::createGeneric(0), invalid_option);
 }
 
+TEST_CASE("an IPU model's tile settings replace the model's numbers and are checked",
+          "[unit][target]") {
+  Target::IPUModelSettings settings;
+  settings.tileClockFrequency = 1.33e9;
+  const Target plain = Target::createIPUModelTarget(1, 4, "ipu2", settings);
+  // Unset: the model's own numbers.
+  REQUIRE(plain.getNumWorkerContexts() == 6);
+  REQUIRE(plain.getDataPathWidth() == 64);
+  REQUIRE(plain.getNumConvUnits(HALF, FLOAT) == 16);
+  REQUIRE(plain.getConvUnitMaxPipelineDepth(HALF) == 16);
+  REQUIRE(plain.getConvUnitMaxPipelineDepth(FLOAT) == 8);
+  REQUIRE(plain == Target::createIPUModelTarget(1, 4, "ipu2", settings));
+
+  settings.numWorkerContexts = 3;
+  settings.memoryBytesPerTile = 4096;
+  settings.dataPathWidth = 256;
+  settings.exchangeBytesPerCycle = 16;
+  const Target wide = Target::createIPUModelTarget(1, 4, "ipu2", settings);
+  REQUIRE(wide.getNumWorkerContexts() == 3);
+  REQUIRE(wide.getBytesPerTile() == 4096);
+  REQUIRE(wide.getExchangeBytesPerCycle() == 16);
+  REQUIRE(wide.getVectorWidth(FLOAT) == 8); // 256 bits of 32
+  // Derived conv-unit numbers follow the wider path: 8 floats a cycle, 16 MACs / 8 = 2 units.
+  REQUIRE(wide.getConvUnitInputLoadElemsPerCycle(FLOAT) == 8);
+  REQUIRE(wide.getNumConvUnits(FLOAT, FLOAT) == 2);
+  REQUIRE(wide != plain);
+
+  settings.fp16InFp32OutConvUnitsPerTile = 5;
+  settings.fp32ConvUnitInputLoadElemsPerCycle = 3;
+  settings.fp32ConvUnitMaxPipelineDepth = 2;
+  const Target set = Target::createIPUModelTarget(1, 4, "ipu2", settings);
+  REQUIRE(set.getNumConvUnits(HALF, FLOAT) == 5);
+  REQUIRE(set.getNumConvUnits(HALF, HALF) == wide.getNumConvUnits(HALF, HALF));
+  REQUIRE(set.getConvUnitInputLoadElemsPerCycle(FLOAT) == 3);
+  REQUIRE(set.getConvUnitMaxPipelineDepth(FLOAT) == 2);
+  REQUIRE(set != wide);
+  REQUIRE_THROWS_WITH(set.getConvUnitMaxPipelineDepth(INT),
+                      Catch::Contains("getConvUnitMaxPipelineDepth") && Catch::Contains("int"));
+
+  Target::IPUModelSettings bad = settings;
+  bad.dataPathWidth = 100;
+  REQUIRE_THROWS_WITH(Target::createIPUModelTarget(1, 4, "ipu2", bad),
+                      Catch::Contains("dataPathWidth 100") && Catch::Contains("multiple of 32"));
+  bad = settings;
+  bad.fp16InFp16OutConvUnitsPerTile = 0;
+  REQUIRE_THROWS_AS(Target::createIPUModelTarget(1, 4, "ipu2", bad), invalid_option);
+  REQUIRE_THROWS_WITH(Target::createIPUModelTarget(1, 4, "ipu2", bad),
+                      Catch::Contains("fp16InFp16OutConvUnitsPerTile is 0"));
+
+  REQUIRE(plain.getTargetArchString() == "ipu2");
+  REQUIRE(Target::createModel("h100").getTargetArchString() == "sm_90");
+  REQUIRE(Target::createModel("h100").getTargetSystemString() == "h100");
+  REQUIRE(Target().getTargetArchString() == "cpu");
+  REQUIRE(Target::createGeneric(2).getTargetArchString() == "generic");
+}
+
 TEST_CASE("devices: CPU, models and virtual devices", "[unit][device]") {
   Device cpu = Device::createCPUDevice();
   REQUIRE(cpu.getTarget().getNumTiles() == 1);
