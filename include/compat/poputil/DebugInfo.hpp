@@ -1,11 +1,12 @@
 // PopLibs' <poputil/DebugInfo.hpp>: the debug information a PopLibs operation records.
 //
 //   poputil::toProfileValue(x)  x as a poplar::ProfileValue, for the types PopLibs gives one:
-//       unsigned int, unsigned long, bool and float as numbers and booleans, a Type by its name,
-//       a Tensor as {"shape": "[2, 3]", "type": "float"}, a ComputeSet as its id, OptionFlags as
-//       a map of its values (getAsProfileValue), a Copy program as "program::Copy", a pointer
-//       as its target ("<nullptr>" for none), a vector as a map from "0", "1", ... to its
-//       elements. A program specialises it, in namespace poputil, for its own types.
+//       int, unsigned int, unsigned long, bool and float as numbers and booleans, a Type by its
+//       name, a Tensor as {"shape": "[2, 3]", "type": "float"}, a ComputeSet as its id,
+//       OptionFlags as a map of its values (getAsProfileValue), a Copy program as
+//       "program::Copy", a pointer as its target ("<nullptr>" for none), a vector as a map from
+//       "0", "1", ... to its elements; <popops/ElementWise.hpp> adds the operation kinds. A
+//       program specialises it, in namespace poputil, for its own types.
 //   poputil::ArgType            a name and a ProfileValue.
 //   poputil::OpDebugInfo        a poplar::DebugInfo of layer "poplibs" that records "api" and,
 //       with add(name, args), a map of the arguments under `name`.
@@ -34,6 +35,7 @@ namespace poputil {
 
 template <typename T> poplar::ProfileValue toProfileValue(const T &t);
 
+template <> inline poplar::ProfileValue toProfileValue(const int &v) { return v; }
 template <> inline poplar::ProfileValue toProfileValue(const unsigned int &v) { return v; }
 template <> inline poplar::ProfileValue toProfileValue(const unsigned long &v) { return v; }
 template <> inline poplar::ProfileValue toProfileValue(const bool &v) { return v; }
