@@ -8,6 +8,8 @@
 // activations the workers split the vertex's elements; when an activation is softmax (over a
 // gate's H units, per row) each worker takes whole rows.
 #include "RnnCellMath.hpp"
+// after RnnCellMath.hpp, which brings the codelet headers (ASPEN_HD)
+#include "PackedProduct.hpp"
 
 namespace aspen::nn {
 
@@ -571,6 +573,222 @@ public:
     return true;
   }
 };
+
+// The fused forward step's weights, packed once a run: the units [firstUnit, firstUnit +
+// numUnits) of the recurrent weights `weights` ([4][H][H]: slot, input k, unit) as panels of
+// packed::kPanel columns, 4 units x the gates forget, input, candidate, output (slots slotF...),
+// packed[(p * H + k) * 16 + 4 * gate + j] = weights[slot(gate)][k][firstUnit + 4p + j], zero past
+// the last unit. Workers split the panels.
+template <class T> class PackLstmWeights : public MultiVertex {
+public:
+  Input<Vector<T>> weights;
+  Output<Vector<float>> packed;
+  unsigned H;
+  unsigned firstUnit;
+  unsigned numUnits;
+  unsigned slotF, slotI, slotG, slotO;
+  bool compute(unsigned workerId) {
+    const unsigned slots[4] = {slotF, slotI, slotG, slotO};
+    const unsigned panels = (numUnits + 3) / 4;
+    const T *w = weights.data();
+    float *out = packed.data();
+    for (unsigned p = workerId; p < panels; p += numWorkers())
+      for (unsigned k = 0; k < H; ++k)
+        for (unsigned g = 0; g < 4; ++g)
+          for (unsigned j = 0; j < 4; ++j) {
+            const unsigned u = 4 * p + j;
+            out[(p * H + k) * packed::kPanel + 4 * g + j] =
+                u < numUnits ? float(w[(slots[g] * H + k) * H + firstUnit + u]) : 0.0f;
+          }
+    return true;
+  }
+};
+
+template class PackLstmWeights<float>;
+template class PackLstmWeights<half>;
+
+// One LSTM step for the units [firstUnit, firstUnit + U) of every row, the product fused with
+// the cell: pre = hPrev . Wo (from the packed panels, summed in float in increasing k) rounded to
+// T, plus gatesIn (the step's pre-weighted input, slot columns [B][4H], when hasGatesIn) as
+// LstmCellFwd adds it, plus the bias; then the cell exactly as LstmCellFwd computes it (same
+// functions, same roundings), writing cState, hState and out (U-element segments, one a row)
+// and `inter` (numInter segments a row, row-major). Rows whose mask is 0 keep their state and
+// write zeros. hPrev [B][H] is h_{t-1} for all units: the builder copies the state there
+// first, since the vertices write hState as they go. Element-wise activations only. Workers
+// split the panels of 4 units; each output is computed by one worker in one order.
+template <class T> class LstmFusedFwd : public MultiVertex {
+public:
+  Input<Vector<T>> hPrev;
+  Input<Vector<float>> packed;
+  Input<Vector<T>> gatesIn;
+  Input<Vector<T>> bias;
+  Input<Vector<T>> mask;
+  Vector<InOut<Vector<T>>> cState;
+  Vector<InOut<Vector<T>>> hState;
+  Vector<Output<Vector<T>>> out;
+  Vector<Output<Vector<T>>> inter;
+  unsigned H;
+  unsigned firstUnit;
+  unsigned slotF, slotI, slotG, slotO;
+  unsigned activation;
+  unsigned recurrentActivation;
+  unsigned saveMode;
+  bool saveH;
+  bool rawCandidate;
+  bool hasGatesIn;
+
+  unsigned numInter() const {
+    return (saveMode == 0 ? 0u : saveMode == 1 ? 4u : 6u) + (saveH ? 1u : 0u);
+  }
+
+  bool compute(unsigned workerId) {
+    const unsigned rows = out.size();
+    if (rows == 0)
+      return true;
+    const unsigned units = out[0].size();
+    const unsigned panels = (units + 3) / 4;
+    unsigned lo, hi; // this worker's panels
+    ::aspen::detail::workerShare(panels, workerId, numWorkers(), lo, hi);
+    const bool fixed = recurrentActivation == unsigned(NonLinearityType::SIGMOID) &&
+                       activation == unsigned(NonLinearityType::TANH);
+    for (unsigned p0 = lo; p0 < hi; p0 += kGroupPanels) {
+      const unsigned p1 = hi - p0 < kGroupPanels ? hi : p0 + kGroupPanels;
+      for (unsigned r0 = 0; r0 < rows; r0 += packed::kRows) {
+        const unsigned rb = rows - r0 < packed::kRows ? rows - r0 : packed::kRows;
+        // pre[r][gate][unit - 4 p0]: the group's products, gate-major for the cell's loops.
+        float pre[packed::kRows][4][4 * kGroupPanels];
+        for (unsigned p = p0; p < p1; p += 2) {
+          const unsigned np = p1 - p < 2 ? 1 : 2;
+          float acc[2 * packed::kRows * packed::kPanel];
+          for (unsigned i = 0; i < 2 * packed::kRows * packed::kPanel; ++i)
+            acc[i] = 0.0f;
+          product(acc, r0, rb, packed.data() + p * H * packed::kPanel, np);
+          for (unsigned q = 0; q < np; ++q)
+            for (unsigned r = 0; r < rb; ++r)
+              for (unsigned g = 0; g < 4; ++g)
+                for (unsigned j = 0; j < 4; ++j)
+                  pre[r][g][4 * (p + q - p0) + j] =
+                      acc[(q * packed::kRows + r) * packed::kPanel + 4 * g + j];
+        }
+        const unsigned k0 = 4 * p0, k1 = 4 * p1 < units ? 4 * p1 : units;
+        for (unsigned r = 0; r < rb; ++r) {
+          if (fixed)
+            cellRow(r0 + r, k0, k1, pre[r], cell::Fixed<NonLinearityType::SIGMOID>(),
+                    cell::Fixed<NonLinearityType::TANH>());
+          else
+            cellRow(r0 + r, k0, k1, pre[r], cell::Dynamic{NonLinearityType(recurrentActivation)},
+                    cell::Dynamic{NonLinearityType(activation)});
+        }
+      }
+    }
+    return true;
+  }
+
+private:
+  static constexpr unsigned kGroupPanels = 16; // panels whose cells run together: 64 units
+
+  // acc += rows [r0, r0 + rb) of hPrev . panel (np panels from there), in chunks of k widened
+  // to float when T is half.
+  void product(float *acc, unsigned r0, unsigned rb, const float *panel, unsigned np) const {
+    constexpr unsigned kChunkK = 256;
+    const T *h = hPrev.data();
+    for (unsigned k0 = 0; k0 < H; k0 += kChunkK) {
+      const unsigned k1 = H - k0 < kChunkK ? H : k0 + kChunkK;
+      const float *rowPtr[packed::kRows];
+      float wide[packed::kRows][kChunkK];
+      for (unsigned r = 0; r < rb; ++r) {
+        const T *src = h + (r0 + r) * H;
+        if (sizeof(T) == sizeof(float)) {
+          rowPtr[r] = reinterpret_cast<const float *>(src);
+        } else {
+          for (unsigned k = k0; k < k1; ++k)
+            wide[r][k - k0] = float(src[k]);
+          rowPtr[r] = wide[r] - k0;
+        }
+      }
+      packed::macs(acc, rowPtr, rb, panel, np, (unsigned long long)H * packed::kPanel, k0, k1);
+    }
+  }
+
+  // The cell for elements [k0, k1) of row `row` (units firstUnit + k), products in
+  // pre[gate][k - k0], as fwdElements computes it.
+  template <class Rho, class Phi>
+  ASPEN_FLATTEN void cellRow(unsigned row, unsigned k0, unsigned k1, const float (*pre)[4 * kGroupPanels],
+               Rho rho, Phi phi) {
+    using namespace lstm_cell;
+    const unsigned n = numInter();
+    const unsigned m = k1 - k0;
+    T *o = out[row].data();
+    if (float(mask[row]) == 0.0f) {
+      for (unsigned k = k0; k < k1; ++k)
+        o[k] = T(0.0f);
+      for (unsigned s = 0; s < n; ++s) {
+        T *dst = inter[n * row + s].data();
+        for (unsigned k = k0; k < k1; ++k)
+          dst[k] = T(0.0f);
+      }
+      return;
+    }
+    const unsigned slots[4] = {slotF, slotI, slotG, slotO};
+    const unsigned u0 = firstUnit + k0;
+    const T *gin[4], *bs[4];
+    const bool withIn = hasGatesIn;
+    for (unsigned g = 0; g < 4; ++g) {
+      gin[g] = withIn ? gatesIn.data() + row * 4 * H + slots[g] * H + u0 : nullptr;
+      bs[g] = bias.data() + slots[g] * H + u0;
+    }
+    T *c = cState[row].data() + k0, *h = hState[row].data() + k0;
+    float a[4][4 * kGroupPanels], cPrev[4 * kGroupPanels], cNew[4 * kGroupPanels],
+        phiC[4 * kGroupPanels], hNew[4 * kGroupPanels], preG[4 * kGroupPanels];
+    for (unsigned g = 0; g < 4; ++g)
+      for (unsigned j = 0; j < m; ++j) {
+        const T product = T(pre[g][j]);
+        const float weighed =
+            withIn ? float(T(float(gin[g][j]) + float(product))) : float(product);
+        a[g][j] = weighed + float(bs[g][j]);
+      }
+    for (unsigned j = 0; j < m; ++j) {
+      cPrev[j] = float(c[j]);
+      preG[j] = a[G][j];
+    }
+    for (unsigned j = 0; j < m; ++j) {
+      a[F][j] = rho.forward(a[F][j]);
+      a[I][j] = rho.forward(a[I][j]);
+      a[G][j] = phi.forward(a[G][j]);
+      a[O][j] = rho.forward(a[O][j]);
+      cNew[j] = a[F][j] * cPrev[j] + a[I][j] * a[G][j];
+      phiC[j] = phi.forward(cNew[j]);
+      hNew[j] = a[O][j] * phiC[j];
+    }
+    for (unsigned j = 0; j < m; ++j) {
+      c[j] = T(cNew[j]);
+      h[j] = T(hNew[j]);
+      o[k0 + j] = T(hNew[j]);
+    }
+    if (saveMode != 0) {
+      for (unsigned g = 0; g < 4; ++g) {
+        T *dst = inter[n * row + g].data() + k0;
+        for (unsigned j = 0; j < m; ++j)
+          dst[j] = T(g == G && rawCandidate ? preG[j] : a[g][j]);
+      }
+    }
+    if (saveMode == 2) {
+      T *sc = inter[n * row + 4].data() + k0, *sp = inter[n * row + 5].data() + k0;
+      for (unsigned j = 0; j < m; ++j) {
+        sc[j] = T(rawCandidate ? cNew[j] : phiC[j]);
+        sp[j] = T(cPrev[j]);
+      }
+    }
+    if (saveH) {
+      T *sh = inter[n * row + n - 1].data() + k0;
+      for (unsigned j = 0; j < m; ++j)
+        sh[j] = T(hNew[j]);
+    }
+  }
+};
+
+template class LstmFusedFwd<float>;
+template class LstmFusedFwd<half>;
 
 template class LstmCellFwd<float>;
 template class LstmCellFwd<half>;

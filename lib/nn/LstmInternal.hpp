@@ -13,6 +13,9 @@
 namespace aspen::nn::lstm::detail {
 
 enum class Recomputation { None, CellAndTanh, Full };
+// How a forward step computes: the product h . Wo (a matMul) then the cell compute set, or one
+// compute set of LstmFusedFwd vertices on weights packed once a run (LstmFused.cpp).
+enum class StepMethod { Auto, Fused, ProductThenCell };
 
 struct LstmOptions {
   bool inferenceOnly = false;
@@ -26,6 +29,7 @@ struct LstmOptions {
   std::optional<unsigned> stepsPerWU;
   bool disableWUPartialInterleaving = false;
   NonLinearityGradient hardSigmoidGradient = NonLinearityGradient::Popnn;
+  StepMethod stepMethod = StepMethod::Auto;
 };
 
 // Checks params (sizes, types, cell order, activations, timeSteps) and reads the options;
@@ -95,5 +99,29 @@ std::pair<Tensor, Tensor> forward(Graph &graph, const LstmParams &params, const 
                                   const Tensor &in, const InterLayout &layout, Tensor *inter,
                                   bool fullSequence, program::Sequence &prog,
                                   const DebugContext &debug, linalg::PlanningCache *cache);
+
+// The fused forward step (LstmFused.cpp). usesFusedStep: whether the forward steps are fused,
+// from opts.stepMethod (auto: fused on targets that are not GPUs whenever it applies, as the
+// product on a GPU is a cuBLASLt call and a vertex computes its part on one thread). It applies
+// to element-wise activations when each step multiplies h by Wo alone (preCalcWeights, or no
+// input weights); fused asked for where it does not apply raises invalid_option.
+bool usesFusedStep(const Graph &graph, const LstmParams &params, const LstmOptions &opts,
+                   const std::string &what);
+struct FusedBlock {
+  unsigned firstUnit, numUnits, tile;
+  Tensor packed; // [panels * H * 16] float, on `tile`
+};
+// The blocks of units the fused step's vertices take, their packed weights filled from Wo
+// (outputWeights [4, H, H]) by a compute set added to prog (once a run).
+std::vector<FusedBlock> packFusedWeights(Graph &graph, const LstmParams &params,
+                                         const Tensor &outputWeights, program::Sequence &prog,
+                                         const DebugContext &debug);
+// One fused step: LstmFusedFwd vertices in cs reading hPrev [B, H] (h_{t-1}, a copy of hState),
+// preIn [B, 4H] when valid, writing cState, hState, out and inter as addCellFwd's cell does.
+void addFusedCellFwd(Graph &graph, const LstmParams &params, ComputeSet cs,
+                     const std::vector<FusedBlock> &blocks, const Tensor &hPrev,
+                     const Tensor &preIn, const Tensor &bias, const Tensor &cState,
+                     const Tensor &hState, const Tensor &out, const Tensor &inter,
+                     const InterLayout &layout, const Tensor &mask);
 
 } // namespace aspen::nn::lstm::detail

@@ -156,7 +156,11 @@ LstmOptions parseOptions(const Graph &graph, const LstmParams &params, const Opt
              codeReuse = v == "true" || v == "1";
              return true;
            })
-      .boolean("disableWUPartialInterleaving", o.disableWUPartialInterleaving);
+      .boolean("disableWUPartialInterleaving", o.disableWUPartialInterleaving)
+      .enumeration("stepMethod", o.stepMethod,
+                   {{"auto", StepMethod::Auto},
+                    {"fused", StepMethod::Fused},
+                    {"productThenCell", StepMethod::ProductThenCell}});
   rnn::detail::addStepsPerWUOption(spec, o.stepsPerWU);
   rnn::detail::addHardSigmoidGradientOption(spec, o.hardSigmoidGradient);
   spec.parse(options);
@@ -183,6 +187,7 @@ LstmOptions parseOptions(const Graph &graph, const LstmParams &params, const Opt
         double(target.getNumTiles()) * target.getBytesPerTile() * o.availableMemoryProportion;
     o.preCalcWeights = params.doInputWeightCalc && weighted <= budget;
   }
+  usesFusedStep(graph, params, o, what); // stepMethod fused where it does not apply: refused
   return o;
 }
 

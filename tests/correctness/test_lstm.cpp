@@ -13,6 +13,7 @@
 #include <aspen/ops/Zero.hpp>
 
 #include <algorithm>
+#include <sstream>
 #include <tuple>
 
 using namespace aspen;
@@ -471,4 +472,180 @@ TEST_CASE("rnn::Rnn's gather form hands every step's temporaries to the gather b
       }
     }
   }
+}
+
+namespace {
+
+// The fused forward step (stepMethod fused: weights packed once a run, the product and the cell
+// in one compute set) against the product-then-cell step, on a shape whose panels and rows have
+// tails (H = 37 units: 9 panels of 4 and one of 1; B = 5 rows: a block of 4 and one of 1).
+struct FusedCase {
+  Type type = FLOAT;
+  std::string stepMethod;
+  unsigned tiles = 4, threads = 3;
+  bool variableLengths = false;
+  NonLinearityType activation = NonLinearityType::TANH;
+  std::string recomputation = "none";
+};
+
+LstmRun fusedCaseRun(const FusedCase &c) {
+  const std::size_t T = 4, B = 5, I = 3, H = 37;
+  Harness h(Target::createGeneric(c.tiles));
+  Tensor lengths;
+  if (c.variableLengths) {
+    lengths = h.graph.addVariable(UNSIGNED_INT, {B}, "lengths");
+    h.graph.setTileMapping(lengths, 0);
+    h.graph.createHostWrite("lengths", lengths);
+  }
+  lstm::LstmParams params = c.variableLengths ? lstm::LstmParams(c.type, B, T, lengths, {I, H})
+                                              : lstm::LstmParams(c.type, B, T, {I, H});
+  params.activation = c.activation;
+  const OptionFlags options{{"stepMethod", c.stepMethod},
+                            {"preCalcWeights", "true"},
+                            {"recomputationMode", c.recomputation}};
+  Tensor in = lstm::createInput(h.graph, params, "in", options);
+  lstm::LstmState init = lstm::createInitialState(h.graph, params, "init", options);
+  lstm::LstmWeights w = lstm::createWeights(h.graph, params, "w", options);
+  Tensor inter;
+  auto [out, cell] = lstm::lstmFwd(h.graph, params, init, in, w, &inter, h.prog, "fwd", options);
+  Tensor dy = h.graph.clone(out, "dy");
+  Tensor dx;
+  lstm::LstmWeights dw;
+  lstm::LstmState d0 = lstm::lstmBwdWithWU(h.graph, params, h.prog, init, inter, w, in, out, dy,
+                                           nullptr, &dx, dw, "bwd", options);
+  const std::pair<const char *, Tensor> writes[] = {
+      {"in", in}, {"h0", init.output}, {"c0", init.cellState}, {"wi", w.inputWeights},
+      {"wo", w.outputWeights}, {"b", w.biases}, {"dy", dy}};
+  for (const auto &[name, t] : writes)
+    h.graph.createHostWrite(name, t);
+  const std::pair<const char *, Tensor> reads[] = {
+      {"out", out}, {"c", cell}, {"dx", dx}, {"dh0", d0.output}, {"dc0", d0.cellState},
+      {"dwi", dw.inputWeights}, {"dwo", dw.outputWeights}, {"db", dw.biases}};
+  for (const auto &[name, t] : reads)
+    h.graph.createHostRead(name, t);
+  Engine e(h.graph, h.prog, {{"aspen.cpu.threads", std::to_string(c.threads)}});
+  e.load(aspen::test::deviceFor(h.graph.getTarget()));
+  unsigned seed = 40;
+  for (const auto &[name, t] : writes) {
+    const Values v = randomValues(t.numElements(), -1.0, 1.0, seed++);
+    if (c.type == HALF) {
+      const auto data = convert<half>(v);
+      e.writeTensor(name, data.data(), data.data() + data.size());
+    } else {
+      const auto data = convert<float>(v);
+      e.writeTensor(name, data.data(), data.data() + data.size());
+    }
+  }
+  if (c.variableLengths) {
+    const std::vector<unsigned> l{3, 0, 4, 1, 2};
+    e.writeTensor("lengths", l.data(), l.data() + l.size());
+  }
+  e.run();
+  auto read = [&](const char *name, const Tensor &t) {
+    if (c.type == HALF) {
+      std::vector<half> v(t.numElements());
+      e.readTensor(name, v.data(), v.data() + v.size());
+      return widen(v);
+    }
+    std::vector<float> v(t.numElements());
+    e.readTensor(name, v.data(), v.data() + v.size());
+    return widen(v);
+  };
+  return {read("out", out),  read("c", cell),          read("dx", dx),
+          read("dh0", d0.output), read("dc0", d0.cellState), read("dwi", dw.inputWeights),
+          read("dwo", dw.outputWeights), read("db", dw.biases)};
+}
+
+void requireRunsClose(const LstmRun &got, const LstmRun &want, double abs, double rel) {
+  requireClose(got.output, want.output, abs, rel, "output");
+  requireClose(got.finalCell, want.finalCell, abs, rel, "final cell");
+  requireClose(got.inputGrad, want.inputGrad, abs, rel, "dx");
+  requireClose(got.outputGrad0, want.outputGrad0, abs, rel, "dh0");
+  requireClose(got.cellGrad0, want.cellGrad0, abs, rel, "dc0");
+  requireClose(got.wiGrad, want.wiGrad, abs, rel, "dWi");
+  requireClose(got.woGrad, want.woGrad, abs, rel, "dWo");
+  requireClose(got.bGrad, want.bGrad, abs, rel, "db");
+}
+
+bool sameRuns(const LstmRun &a, const LstmRun &b) {
+  return sameValues(a.output, b.output) && sameValues(a.finalCell, b.finalCell) &&
+         sameValues(a.inputGrad, b.inputGrad) && sameValues(a.outputGrad0, b.outputGrad0) &&
+         sameValues(a.cellGrad0, b.cellGrad0) && sameValues(a.wiGrad, b.wiGrad) &&
+         sameValues(a.woGrad, b.woGrad) && sameValues(a.bGrad, b.bGrad);
+}
+
+} // namespace
+
+TEST_CASE("the fused LSTM step gives the product-then-cell results within rounding, and the same "
+          "bits on any split of tiles and threads",
+          "[correctness][lstm]") {
+  FusedCase c;
+  c.type = GENERATE(FLOAT, HALF);
+  c.variableLengths = GENERATE(false, true);
+  c.activation = GENERATE(NonLinearityType::TANH, NonLinearityType::GELU);
+  c.recomputation = GENERATE("none", "cellAndTanh", "full");
+  INFO(c.type.toString() << ", variable lengths " << c.variableLengths << ", activation "
+                         << nn::asString(c.activation) << ", recomputation " << c.recomputation);
+  c.stepMethod = "productThenCell";
+  const LstmRun reference = fusedCaseRun(c);
+  c.stepMethod = "fused";
+  const LstmRun fused = fusedCaseRun(c);
+  // Sums of 37 products in another order: float within a few ulp; half rounds the product to
+  // half (one ulp 2^-11 relative) before the cell, as both steps do.
+  if (c.type == FLOAT)
+    requireRunsClose(fused, reference, 1e-6, 1e-5);
+  else
+    requireRunsClose(fused, reference, 4e-3, 1e-2);
+  // Not trivially equal: the state moved and the gradients are not zero.
+  CHECK(fused.finalCell != Values(fused.finalCell.size(), 0.0));
+  CHECK(fused.woGrad != Values(fused.woGrad.size(), 0.0));
+  // Each forward output is one worker's sum in one order: one tile and thread, or 3 or 16
+  // tiles on 2 or 3 threads, give the forward bits of 4 tiles on 3 threads (the backward
+  // pass's products are planned by tile count, so only its thread count is free).
+  for (const auto &[tiles, threads] : {std::pair{1u, 1u}, std::pair{3u, 2u}, std::pair{16u, 3u}}) {
+    INFO(tiles << " tiles, " << threads << " threads");
+    FusedCase split = c;
+    split.tiles = tiles;
+    split.threads = threads;
+    const LstmRun r = fusedCaseRun(split);
+    CHECK(sameValues(r.output, fused.output));
+    CHECK(sameValues(r.finalCell, fused.finalCell));
+  }
+  FusedCase oneThread = c;
+  oneThread.threads = 1;
+  CHECK(sameRuns(fusedCaseRun(oneThread), fused));
+}
+
+TEST_CASE("stepMethod auto fuses the step on the CPU targets and not on a GPU target",
+          "[correctness][lstm]") {
+  // The compiled graph's vertex types (the profile summary lists them) include the fused
+  // step's exactly when the step is fused.
+  auto fusedOn = [](const Target &target, const OptionFlags &options) {
+    Graph graph(target);
+    nn::addCodelets(graph);
+    lstm::LstmParams params(FLOAT, 2, 3, {4, 8});
+    Tensor in = lstm::createInput(graph, params, "in", options);
+    lstm::LstmState init = lstm::createInitialState(graph, params, "init", options);
+    lstm::LstmWeights w = lstm::createWeights(graph, params, "w", options);
+    Sequence prog;
+    lstm::lstmFwd(graph, params, prog, init, w, in, nullptr, "fwd", options);
+    Engine e(graph, prog);
+    std::ostringstream summary;
+    e.printProfileSummary(summary);
+    const bool fused = summary.str().find("LstmFusedFwd") != std::string::npos;
+    CHECK(fused == (summary.str().find("LstmCellFwd") == std::string::npos));
+    return fused;
+  };
+  const OptionFlags inference{{"inferenceOnly", "true"}, {"preCalcWeights", "true"}};
+  CHECK(fusedOn(Target::createGeneric(2), inference));
+  CHECK(fusedOn(Target::createModel("ipu2", 16), inference));
+  CHECK_FALSE(fusedOn(Target::createModel("h200"), inference));
+  CHECK_FALSE(fusedOn(Target::createGeneric(2), {{"inferenceOnly", "true"},
+                                                  {"preCalcWeights", "false"}}));
+  CHECK(fusedOn(Target::createModel("h200"), {{"inferenceOnly", "true"},
+                                              {"preCalcWeights", "true"},
+                                              {"stepMethod", "fused"}}));
+  CHECK_FALSE(fusedOn(Target::createGeneric(2), {{"inferenceOnly", "true"},
+                                                  {"preCalcWeights", "true"},
+                                                  {"stepMethod", "productThenCell"}}));
 }

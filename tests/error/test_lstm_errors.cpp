@@ -111,6 +111,16 @@ TEST_CASE("LSTM option misuse", "[error][lstm]") {
   REQUIRE_THROWS_WITH(lstm::createInput(l.graph, l.params, "x",
                                         {{"availableMemoryProportion", "1.5"}}),
                       Contains("availableMemoryProportion"));
+  REQUIRE_THROWS_WITH(lstm::createInput(l.graph, l.params, "x", {{"stepMethod", "fast"}}),
+                      Contains("stepMethod") && Contains("productThenCell"));
+  // The fused step needs each step to multiply h by Wo alone, and element-wise activations.
+  REQUIRE_THROWS_WITH(lstm::createInput(l.graph, l.params, "x",
+                                        {{"stepMethod", "fused"}, {"preCalcWeights", "false"}}),
+                      Contains("stepMethod fused") && Contains("preCalcWeights"));
+  lstm::LstmParams softmax = l.params;
+  softmax.activation = nn::NonLinearityType::SOFTMAX;
+  REQUIRE_THROWS_WITH(lstm::createInput(l.graph, softmax, "x", {{"stepMethod", "fused"}}),
+                      Contains("stepMethod fused") && Contains("SOFTMAX"));
   // Intermediates of an inference pass, a partial WU interleaving that is forbidden.
   Tensor inter;
   REQUIRE_THROWS_WITH(lstm::lstmFwd(l.graph, l.params, l.prog, l.init, l.weights, l.in, &inter,

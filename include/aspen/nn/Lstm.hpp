@@ -54,7 +54,15 @@
 //   poplibs: the derivative HARD_SIGMOID takes in the backward cell, as activation or
 //   recurrentActivation -- poplibs is PopLibs' rule, 0.2 wherever the output is in [0, 1], so
 //   0.2 for saturated inputs too; exact is the true derivative, 0.2 inside (-2.5, 2.5) and 0
-//   outside; the C backend and aspen_torch use exact).
+//   outside; the C backend and aspen_torch use exact), stepMethod (auto|fused|productThenCell,
+//   an Aspen extension; default auto): how a forward step computes. productThenCell is the
+//   product h . Wo (a matMul) and then the cell's compute set; fused packs Wo once a run into
+//   panels of 4 units x 4 gates and makes each step one compute set whose vertices multiply
+//   h_{t-1} by their panels and finish the cell on the results (no product output, no second
+//   hand-off). fused needs element-wise activations and each step multiplying by Wo alone
+//   (preCalcWeights, or no input weights); auto chooses it then, except on GPU targets. The
+//   two differ by the rounding of the product's sums; the fused step's results are the same
+//   bits for any number of tiles or threads.
 //   Results do not depend on numShards, rnnCodeReuse, rnnStepsPerWU or recomputationMode beyond
 //   rounding of the weight-gradient sums.
 #pragma once
