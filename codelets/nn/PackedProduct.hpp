@@ -20,8 +20,10 @@
 // large loop body and calls them element by element).
 #if !defined(__CUDACC_RTC__) && !defined(__CUDA_ARCH__) && defined(__GNUC__)
 #define ASPEN_FLATTEN __attribute__((flatten))
+#define ASPEN_ALWAYS_INLINE __attribute__((always_inline)) inline
 #else
 #define ASPEN_FLATTEN
+#define ASPEN_ALWAYS_INLINE inline
 #endif
 
 namespace aspen::nn::packed {
@@ -102,15 +104,28 @@ ASPEN_PACKED_MACS(macsBaseline, )
 #undef ASPEN_PACKED_MACS
 #undef ASPEN_PACKED_CASE
 
+// The widest of the three builds this CPU runs, found once.
+enum class HostIsa { Baseline, Avx2, Avx512 };
+inline HostIsa hostIsa() {
+  static const HostIsa isa = [] {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+      return HostIsa::Avx512;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+      return HostIsa::Avx2;
+    return HostIsa::Baseline;
+  }();
+  return isa;
+}
+
 using MacsFn = void (*)(float *, const float *const *, unsigned, const float *, unsigned,
                         unsigned long long, unsigned, unsigned);
 inline MacsFn chooseMacs() {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f"))
-    return macsAvx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    return macsAvx2;
-  return macsBaseline;
+  switch (hostIsa()) {
+  case HostIsa::Avx512: return macsAvx512;
+  case HostIsa::Avx2: return macsAvx2;
+  default: return macsBaseline;
+  }
 }
 #endif
 

@@ -610,8 +610,9 @@ template class PackLstmWeights<half>;
 // One LSTM step for the units [firstUnit, firstUnit + U) of every row, the product fused with
 // the cell: pre = hPrev . Wo (from the packed panels, summed in float in increasing k) rounded to
 // T, plus gatesIn (the step's pre-weighted input, slot columns [B][4H], when hasGatesIn) as
-// LstmCellFwd adds it, plus the bias; then the cell exactly as LstmCellFwd computes it (same
-// functions, same roundings), writing cState, hState and out (U-element segments, one a row)
+// LstmCellFwd adds it, plus the bias; then the cell as LstmCellFwd computes it (the same
+// functions; on AVX hosts built with FMA, so within an ulp or two), writing cState, hState and
+// out (U-element segments, one a row)
 // and `inter` (numInter segments a row, row-major). Rows whose mask is 0 keep their state and
 // write zeros. hPrev [B][H] is h_{t-1} for all units: the builder copies the state there
 // first, since the vertices write hState as they go. Element-wise activations only. Workers
@@ -673,11 +674,12 @@ public:
         const unsigned k0 = 4 * p0, k1 = 4 * p1 < units ? 4 * p1 : units;
         for (unsigned r = 0; r < rb; ++r) {
           if (fixed)
-            cellRow(r0 + r, k0, k1, pre[r], cell::Fixed<NonLinearityType::SIGMOID>(),
-                    cell::Fixed<NonLinearityType::TANH>());
+            cellRowFor(r0 + r, k0, k1, pre[r], cell::Fixed<NonLinearityType::SIGMOID>(),
+                       cell::Fixed<NonLinearityType::TANH>());
           else
-            cellRow(r0 + r, k0, k1, pre[r], cell::Dynamic{NonLinearityType(recurrentActivation)},
-                    cell::Dynamic{NonLinearityType(activation)});
+            cellRowFor(r0 + r, k0, k1, pre[r],
+                       cell::Dynamic{NonLinearityType(recurrentActivation)},
+                       cell::Dynamic{NonLinearityType(activation)});
         }
       }
     }
@@ -697,23 +699,59 @@ private:
       const float *rowPtr[packed::kRows];
       float wide[packed::kRows][kChunkK];
       for (unsigned r = 0; r < rb; ++r) {
-        const T *src = h + (r0 + r) * H;
+        const T *src = h + (r0 + r) * H + k0;
         if (sizeof(T) == sizeof(float)) {
           rowPtr[r] = reinterpret_cast<const float *>(src);
         } else {
-          for (unsigned k = k0; k < k1; ++k)
-            wide[r][k - k0] = float(src[k]);
-          rowPtr[r] = wide[r] - k0;
+          for (unsigned k = 0; k < k1 - k0; ++k)
+            wide[r][k] = float(src[k]);
+          rowPtr[r] = wide[r];
         }
       }
-      packed::macs(acc, rowPtr, rb, panel, np, (unsigned long long)H * packed::kPanel, k0, k1);
+      packed::macs(acc, rowPtr, rb, panel + k0 * packed::kPanel, np,
+                   (unsigned long long)H * packed::kPanel, 0, k1 - k0);
     }
   }
 
   // The cell for elements [k0, k1) of row `row` (units firstUnit + k), products in
   // pre[gate][k - k0], as fwdElements computes it.
+  // The cell's loops built for the CPU's widest vectors, as the product's are (with FMA the
+  // activations' polynomials round differently from LstmCellFwd's baseline build: within an
+  // ulp or two, the same on every split of the work).
   template <class Rho, class Phi>
-  ASPEN_FLATTEN void cellRow(unsigned row, unsigned k0, unsigned k1, const float (*pre)[4 * kGroupPanels],
+  void cellRowFor(unsigned row, unsigned k0, unsigned k1, const float (*pre)[4 * kGroupPanels],
+                  Rho rho, Phi phi) {
+#if defined(ASPEN_PACKED_X86)
+    switch (packed::hostIsa()) {
+    case packed::HostIsa::Avx512: return cellRowAvx512(row, k0, k1, pre, rho, phi);
+    case packed::HostIsa::Avx2: return cellRowAvx2(row, k0, k1, pre, rho, phi);
+    default: break;
+    }
+#endif
+    cellRowBaseline(row, k0, k1, pre, rho, phi);
+  }
+#if defined(ASPEN_PACKED_X86)
+  template <class Rho, class Phi>
+  __attribute__((target("avx512f"), flatten)) void
+  cellRowAvx512(unsigned row, unsigned k0, unsigned k1, const float (*pre)[4 * kGroupPanels],
+                Rho rho, Phi phi) {
+    cellRow(row, k0, k1, pre, rho, phi);
+  }
+  template <class Rho, class Phi>
+  __attribute__((target("avx2,fma"), flatten)) void
+  cellRowAvx2(unsigned row, unsigned k0, unsigned k1, const float (*pre)[4 * kGroupPanels],
+              Rho rho, Phi phi) {
+    cellRow(row, k0, k1, pre, rho, phi);
+  }
+#endif
+  template <class Rho, class Phi>
+  ASPEN_FLATTEN void cellRowBaseline(unsigned row, unsigned k0, unsigned k1,
+                                     const float (*pre)[4 * kGroupPanels], Rho rho, Phi phi) {
+    cellRow(row, k0, k1, pre, rho, phi);
+  }
+
+  template <class Rho, class Phi>
+  ASPEN_ALWAYS_INLINE void cellRow(unsigned row, unsigned k0, unsigned k1, const float (*pre)[4 * kGroupPanels],
                Rho rho, Phi phi) {
     using namespace lstm_cell;
     const unsigned n = numInter();
