@@ -1,26 +1,30 @@
 // What the recurrent-layer benchmarks share. bench_lstm and bench_gru time aspen::nn::lstm and
-// aspen::nn::gru on the CPU executor against PyTorch's nn.LSTM and nn.GRU (runCpuBenchmark, below);
-// bench_gpu_lstm and bench_gpu_gru time their forwards on the GPU against cuDNN
-// (GpuRnnBench.hpp). Here also: the deterministic data Aspen and the PyTorch peer both build, the
+// aspen::nn::gru on the CPU executor against two peers in the same run (runCpuBenchmark, below):
+// PyTorch's nn.LSTM and nn.GRU, and oneDNN's RNN primitives (lstm, lbr_gru; OneDnnRnnPeer.hpp),
+// the strongest CPU peer; bench_gpu_lstm and bench_gpu_gru time their forwards on the GPU against
+// cuDNN (GpuRnnBench.hpp). Here also: the deterministic data Aspen and the peers all build, the
 // checksum their forward outputs are compared by, and what a layer supplies (RnnLayer; the layers
 // are in RnnBenchLayers.hpp).
 //
 // The CPU benchmark: DeepBench-style H in {256, 512, 1024}, B in {1, 4, 16, 64}, T in
 // {25, 50, 100}, I = H. Two programs a shape:
-//   inference: the layer's forward (option inferenceOnly) vs the forward under torch.no_grad();
+//   inference: the layer's forward (option inferenceOnly) vs the forward under torch.no_grad() and
+//              oneDNN's forward_inference;
 //   training:  forward + backward with weight update (input and weight gradients, gradient of the
 //              full output sequence given) vs forward + backward(dy) with x.requires_grad (input
-//              and weight gradients).
+//              and weight gradients) and oneDNN's forward_training + backward (the same).
 // Each is compiled once ("compile s": Engine construction and load) and timed with
-// bench::medianSeconds; the table gives Aspen ms, PyTorch ms and PyTorch / Aspen (above 1: Aspen
-// faster), and "RESULT bench_<layer> key=value..." lines repeat it for scripts. Both sides build
-// the same deterministic inputs and weights, so the forward output is compared through a weighted
-// checksum: a fast wrong answer shows up (exit status 1).
+// bench::medianSeconds; the table gives Aspen ms, PyTorch ms and PyTorch / Aspen, oneDNN ms and
+// oneDNN / Aspen (above 1: Aspen faster), and "RESULT bench_<layer> key=value..." lines repeat it
+// for scripts. All sides build the same deterministic inputs and weights, so the forward output is
+// compared with each peer's through a weighted checksum: a fast wrong answer shows up (exit
+// status 1).
 //
 // Aspen runs on the target bench_matmul uses, Target::createGeneric(cores, 1 worker, 256 MiB a
 // tile), with the executor's thread pool at the core count; PyTorch (Debian's python3-torch, run
 // by /usr/bin/python3 through bench::pythonResult, one process per measurement) gets
-// torch.set_num_threads(cores). Without PyTorch the Aspen numbers are still reported.
+// torch.set_num_threads(cores), oneDNN (Debian's libdnnl-dev, linked when bench/ is configured)
+// as many OpenMP threads. Without a peer the others' numbers are still reported.
 //
 // Usage: bench_<layer> [--quick] [--max-h N] [--shapes LIST] [--mode inference|training|both]
 //                      [--reps N] [--option key=value]... [--profile]   (ASPEN_BENCH_QUICK=1 is
@@ -29,6 +33,7 @@
 #pragma once
 
 #include "BenchSupport.hpp"
+#include "OneDnnRnnPeer.hpp"
 
 #include <aspen/Device.hpp>
 #include <aspen/Engine.hpp>
@@ -52,6 +57,7 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -136,6 +142,10 @@ struct RnnLayer {
   // Python lines, at a script's top level, that make `m`: the peer's module (float, on the CPU)
   // holding build's weights, from I, H, ws (weightScale(H)) and data().
   std::string torchModel;
+  // oneDNN's cell computing the same layer and, for each of its gates in its order, the slot of
+  // dimension 0 that holds it in build's weights and biases (OneDnnRnnPeer.hpp maps them).
+  onednn::Cell onednnCell = onednn::Cell::Lstm;
+  std::vector<std::size_t> onednnGateSlots;
 };
 
 // A layer's program built, compiled and loaded on `device` (run `repeats` times a run), its data
@@ -235,47 +245,90 @@ inline double torchRelativeDifference(const RnnLayer &layer, const Shape &s, uns
                   unsigned(kChecksumWeights), sum, std::max(scale, 1e-30)));
 }
 
+// The oneDNN peer's problem at shape s: build()'s data, in Aspen's layout.
+inline onednn::Problem onednnProblem(const RnnLayer &layer, const Shape &s, Mode mode) {
+  const std::size_t gates = layer.onednnGateSlots.size();
+  const std::size_t biasesPerGate = layer.onednnCell == onednn::Cell::LbrGru ? 2 : 1;
+  onednn::Problem p;
+  p.cell = layer.onednnCell;
+  p.H = s.H;
+  p.B = s.B;
+  p.T = s.T;
+  p.gateSlots = layer.onednnGateSlots;
+  p.input = data(s.T * s.B * s.H, kInput, 1.0);
+  p.inputWeights = data(gates * s.H * s.H, kInputWeights, weightScale(s.H));
+  p.outputWeights = data(gates * s.H * s.H, kOutputWeights, weightScale(s.H));
+  p.biases = data(gates * biasesPerGate * s.H, kBiases, kBiasScale);
+  if (mode == Mode::Training)
+    p.outputGrad = data(s.T * s.B * s.H, kOutputGrad, 1.0);
+  return p;
+}
+
+// What was measured of one peer.
+struct PeerResult {
+  double ms = -1;                                                        // negative: not run
+  double relativeDifference = std::numeric_limits<double>::quiet_NaN(); // NaN: not checked
+  bool wrong() const { return relativeDifference > kCheckTolerance; }
+};
+
 struct Row {
   Mode mode = Mode::Inference;
   Shape shape{};
-  double compileSeconds = 0, aspenMs = 0, torchMs = -1;
-  double relativeDifference = std::numeric_limits<double>::quiet_NaN(); // NaN: not checked
-  std::string error;                                                     // Aspen failed
-  bool wrong() const { return relativeDifference > kCheckTolerance; }
+  double compileSeconds = 0, aspenMs = 0;
+  PeerResult torch, onednn;
+  std::string error;       // Aspen failed
+  std::string onednnError; // the oneDNN peer failed
+  bool wrong() const { return torch.wrong() || onednn.wrong(); }
 };
 
 inline void printRow(const Row &r) {
   const bool ran = r.error.empty();
   auto ms = [](double x) { return x > 0 ? fmt::format("{:.2f}", x) : "n/a"; };
-  const std::string check =
-      !ran ? "failed"
-      : std::isnan(r.relativeDifference)
-          ? "n/a"
-          : fmt::format("{:.1e}{}", r.relativeDifference, r.wrong() ? " WRONG" : "");
-  fmt::print("{:<10} {:<15} {:>10} {:>10} {:>10} {:>12} {:>14}\n", modeName(r.mode),
-             r.shape.name(), ran ? fmt::format("{:.3f}", r.compileSeconds) : "failed",
-             ran ? ms(r.aspenMs) : "failed", ms(r.torchMs),
-             ran && r.torchMs > 0 ? fmt::format("{:.2f}", r.torchMs / r.aspenMs) : "n/a", check);
+  auto ratio = [&](const PeerResult &peer) {
+    return ran && peer.ms > 0 ? fmt::format("{:.2f}", peer.ms / r.aspenMs) : "n/a";
+  };
+  auto check = [&](const PeerResult &peer) {
+    return !ran ? "failed"
+           : std::isnan(peer.relativeDifference)
+               ? "n/a"
+               : fmt::format("{:.1e}{}", peer.relativeDifference, peer.wrong() ? " WRONG" : "");
+  };
+  fmt::print("{:<10} {:<15} {:>10} {:>10} {:>10} {:>12} {:>14} {:>10} {:>13} {:>14}\n",
+             modeName(r.mode), r.shape.name(),
+             ran ? fmt::format("{:.3f}", r.compileSeconds) : "failed",
+             ran ? ms(r.aspenMs) : "failed", ms(r.torch.ms), ratio(r.torch), check(r.torch),
+             r.onednnError.empty() ? ms(r.onednn.ms) : "failed", ratio(r.onednn),
+             check(r.onednn));
   if (!ran)
     fmt::print("  aspen failed: {}\n", r.error);
+  if (!r.onednnError.empty())
+    fmt::print("  onednn failed: {}\n", r.onednnError);
   std::fflush(stdout);
 }
 
 inline void printResultLine(const RnnLayer &layer, const Row &r, unsigned tiles,
                             unsigned threads) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  const std::string status = !r.error.empty()                 ? "aspen_failed"
-                             : std::isnan(r.relativeDifference) ? "unchecked"
-                             : r.wrong()                        ? "wrong"
-                                                                : "ok";
+  const bool ran = r.error.empty();
+  auto status = [&](const PeerResult &peer) {
+    return !ran                                ? "aspen_failed"
+           : std::isnan(peer.relativeDifference) ? "unchecked"
+           : peer.wrong()                        ? "wrong"
+                                                 : "ok";
+  };
+  auto ms = [&](const PeerResult &peer) { return peer.ms > 0 ? peer.ms : nan; };
+  auto ratio = [&](const PeerResult &peer) {
+    return peer.ms > 0 && ran ? peer.ms / r.aspenMs : nan;
+  };
   fmt::print("RESULT bench_{} mode={} H={} B={} T={} I={} tiles={} threads={} compile_s={:.3f} "
              "aspen_ms={:.3f} torch_ms={:.3f} torch_over_aspen={:.3f} check={} "
-             "rel_diff={:.2e}\n",
+             "rel_diff={:.2e} onednn_ms={:.3f} onednn_over_aspen={:.3f} onednn_check={} "
+             "onednn_rel_diff={:.2e}\n",
              layer.name, modeName(r.mode), r.shape.H, r.shape.B, r.shape.T, r.shape.H, tiles,
-             threads, r.error.empty() ? r.compileSeconds : nan, r.error.empty() ? r.aspenMs : nan,
-             r.torchMs > 0 ? r.torchMs : nan,
-             r.torchMs > 0 && r.error.empty() ? r.torchMs / r.aspenMs : nan, status,
-             r.relativeDifference);
+             threads, ran ? r.compileSeconds : nan, ran ? r.aspenMs : nan, ms(r.torch),
+             ratio(r.torch), status(r.torch), r.torch.relativeDifference, ms(r.onednn),
+             ratio(r.onednn), r.onednnError.empty() ? status(r.onednn) : "onednn_failed",
+             r.onednn.relativeDifference);
 }
 
 [[noreturn]] inline void usage(const RnnLayer &layer, const std::string &problem) {
@@ -416,18 +469,33 @@ inline int runCpuBenchmark(int argc, char **argv, const RnnLayer &layer) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const Target target = Target::createGeneric(cores, 1, std::size_t(256) << 20);
   const bool peer = bench::pythonResult("import torch\nprint(1)\n") > 0;
+  // Before anything else of oneDNN's: it sets the thread count its primitives take.
+  onednn::Peer onednnPeer(cores);
+  const std::string primitive = onednn::primitiveName(layer.onednnCell);
+  auto withOnednn = [&](const std::string &text) {
+    return onednnPeer.available() ? " and " + text : std::string();
+  };
 
   fmt::print("{} on the CPU executor ({} tiles of 256 MiB, {} threads) vs PyTorch {} ({} "
-             "threads), median of {} runs\n",
-             layer.description, cores, cores, layer.torchClass, cores, settings.repetitions);
-  fmt::print("inference: {} (inferenceOnly) vs forward under no_grad; training: {} + {} vs "
-             "forward + backward (input and weight gradients)\n",
-             layer.fwd, layer.fwd, layer.bwd);
+             "threads){}, median of {} runs\n",
+             layer.description, cores, cores, layer.torchClass, cores,
+             withOnednn(fmt::format("oneDNN {} {} ({} OpenMP threads)", onednn::Peer::version(),
+                                    primitive, onednnPeer.threads())),
+             settings.repetitions);
+  fmt::print("inference: {} (inferenceOnly) vs forward under no_grad{}; training: {} + {} vs "
+             "forward + backward (input and weight gradients){}\n",
+             layer.fwd, withOnednn(primitive + "_forward (forward_inference)"), layer.fwd,
+             layer.bwd,
+             withOnednn(primitive + "_forward (forward_training) + " + primitive + "_backward"));
   if (!peer)
     fmt::print("peer unavailable: /usr/bin/python3 cannot import torch (apt-get install "
-               "python3-torch); Aspen's numbers only\n");
-  fmt::print("{:<10} {:<15} {:>10} {:>10} {:>10} {:>12} {:>14}\n", "mode", "shape", "compile s",
-             "aspen ms", "torch ms", "torch/aspen", "check");
+               "python3-torch); no PyTorch numbers\n");
+  if (!onednnPeer.available())
+    fmt::print("peer unavailable: oneDNN was not found when bench/ was configured (apt-get "
+               "install libdnnl-dev, then reconfigure); no oneDNN numbers\n");
+  fmt::print("{:<10} {:<15} {:>10} {:>10} {:>10} {:>12} {:>14} {:>10} {:>13} {:>14}\n", "mode",
+             "shape", "compile s", "aspen ms", "torch ms", "torch/aspen", "check", "onednn ms",
+             "onednn/aspen", "onednn check");
   std::fflush(stdout);
 
   // The generic target's tiles model a core's share of memory; the largest shapes need more.
@@ -439,6 +507,7 @@ inline int runCpuBenchmark(int argc, char **argv, const RnnLayer &layer) {
       Row row;
       row.mode = mode;
       row.shape = s;
+      std::optional<std::pair<double, double>> aspenChecksum;
       try {
         OptionFlags options =
             mode == Mode::Training ? OptionFlags{} : OptionFlags{{"inferenceOnly", "true"}};
@@ -450,16 +519,30 @@ inline int runCpuBenchmark(int argc, char **argv, const RnnLayer &layer) {
         row.aspenMs = 1e3 * bench::medianSeconds(settings.repetitions, [&] { aspen.run(); });
         if (settings.profile)
           aspen.printProfile();
-        const auto [sum, scale] = checksum(aspen.output());
+        aspenChecksum = checksum(aspen.output());
+        const auto [sum, scale] = *aspenChecksum;
         const double difference =
             peer ? torchRelativeDifference(layer, s, cores, sum, scale) : -1;
         if (difference >= 0)
-          row.relativeDifference = difference;
+          row.torch.relativeDifference = difference;
       } catch (const std::exception &e) {
         row.error = e.what();
       }
       if (peer)
-        row.torchMs = torchMs(layer, s, cores, mode, settings.repetitions);
+        row.torch.ms = torchMs(layer, s, cores, mode, settings.repetitions);
+      if (onednnPeer.available()) {
+        try {
+          const onednn::Result result =
+              onednnPeer.run(onednnProblem(layer, s, mode), settings.repetitions);
+          row.onednn.ms = result.ms;
+          if (aspenChecksum)
+            row.onednn.relativeDifference =
+                std::fabs(checksum(result.output).first - aspenChecksum->first) /
+                std::max(aspenChecksum->second, 1e-30);
+        } catch (const std::exception &e) {
+          row.onednnError = e.what();
+        }
+      }
       printRow(row);
       rows.push_back(row);
     }

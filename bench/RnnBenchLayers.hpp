@@ -10,26 +10,37 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <initializer_list>
 #include <string>
 #include <vector>
 
 namespace aspen::bench::rnn {
 
-// "a, b, c": for each of the peer's gates in its order, the slot of dimension 0 that holds it in
-// Aspen's cellOrder.
+// For each of a peer's gates in its order, the slot of dimension 0 that holds it in Aspen's
+// cellOrder.
 template <typename Unit>
-std::string slotsOf(const std::vector<Unit> &cellOrder, std::initializer_list<Unit> peerOrder) {
-  std::string slots;
+std::vector<std::size_t> slotIndices(const std::vector<Unit> &cellOrder,
+                                     std::initializer_list<Unit> peerOrder) {
+  std::vector<std::size_t> slots;
   for (Unit gate : peerOrder)
-    slots += fmt::format("{}{}", slots.empty() ? "" : ", ",
-                         std::find(cellOrder.begin(), cellOrder.end(), gate) - cellOrder.begin());
+    slots.push_back(std::find(cellOrder.begin(), cellOrder.end(), gate) - cellOrder.begin());
   return slots;
 }
 
-// aspen::nn::lstm against nn.LSTM. Aspen's weights are [4, I, H] with dimension 0 in
-// params.cellOrder (the default), biases [4, H]; torch's are [4H, I] in the order input, forget,
-// cell, output, with two biases (the second left zero).
+// slotIndices as a Python list's elements: "a, b, c".
+template <typename Unit>
+std::string slotsOf(const std::vector<Unit> &cellOrder, std::initializer_list<Unit> peerOrder) {
+  std::string slots;
+  for (std::size_t slot : slotIndices(cellOrder, peerOrder))
+    slots += fmt::format("{}{}", slots.empty() ? "" : ", ", slot);
+  return slots;
+}
+
+// aspen::nn::lstm against nn.LSTM and oneDNN's lstm. Aspen's weights are [4, I, H] with dimension
+// 0 in params.cellOrder (the default), biases [4, H]; torch's are [4H, I] in the order input,
+// forget, cell, output, with two biases (the second left zero); oneDNN's gates are in the same
+// order, with one bias.
 inline RnnLayer lstmLayer() {
   namespace lstm = nn::lstm;
   RnnLayer layer;
@@ -71,6 +82,10 @@ inline RnnLayer lstmLayer() {
     p.outputSize = s.T * s.B * s.H;
     return p;
   };
+  // The gates in the order of torch and oneDNN alike.
+  const std::initializer_list<lstm::BasicLstmCellUnit> peerOrder = {
+      lstm::BASIC_LSTM_CELL_INPUT_GATE, lstm::BASIC_LSTM_CELL_FORGET_GATE,
+      lstm::BASIC_LSTM_CELL_CANDIDATE, lstm::BASIC_LSTM_CELL_OUTPUT_GATE};
   layer.torchModel = fmt::format(
       "perm = [{perm}]\n"
       "m = torch.nn.LSTM(I, H)\n"
@@ -81,20 +96,21 @@ inline RnnLayer lstmLayer() {
       ".reshape(4 * H, H))\n"
       "    m.bias_ih_l0.copy_(data(4 * H, {bSeed}, {bs}).view(4, H)[perm].reshape(4 * H))\n"
       "    m.bias_hh_l0.zero_()\n",
-      fmt::arg("perm", slotsOf(lstm::LstmParams(FLOAT, 1, 1, {1, 1}).cellOrder,
-                               {lstm::BASIC_LSTM_CELL_INPUT_GATE, lstm::BASIC_LSTM_CELL_FORGET_GATE,
-                                lstm::BASIC_LSTM_CELL_CANDIDATE,
-                                lstm::BASIC_LSTM_CELL_OUTPUT_GATE})),
+      fmt::arg("perm", slotsOf(lstm::LstmParams(FLOAT, 1, 1, {1, 1}).cellOrder, peerOrder)),
       fmt::arg("bs", kBiasScale), fmt::arg("wiSeed", unsigned(kInputWeights)),
       fmt::arg("woSeed", unsigned(kOutputWeights)), fmt::arg("bSeed", unsigned(kBiases)));
+  layer.onednnCell = onednn::Cell::Lstm;
+  layer.onednnGateSlots = slotIndices(lstm::LstmParams(FLOAT, 1, 1, {1, 1}).cellOrder, peerOrder);
   return layer;
 }
 
 // aspen::nn::gru with resetAfter (the candidate's recurrent product is taken before the reset gate
-// multiplies it, with a bias of its own), which is what nn.GRU computes, against nn.GRU. Aspen's
-// weights are [3, I, H] with dimension 0 in params.cellOrder (the default: reset, update,
-// candidate), biases [3, 2, H] ([g][0] the input bias of gate g, [g][1] its recurrent bias);
-// torch's are [3H, I] in the order reset, update, new (the candidate), with biases b_ih and b_hh.
+// multiplies it, with a bias of its own), which is what nn.GRU and oneDNN's lbr_gru
+// (linear-before-reset) compute, against both. Aspen's weights are [3, I, H] with dimension 0 in
+// params.cellOrder (the default: reset, update, candidate), biases [3, 2, H] ([g][0] the input bias
+// of gate g, [g][1] its recurrent bias); torch's are [3H, I] in the order reset, update, new (the
+// candidate), with biases b_ih and b_hh; oneDNN's gates are in the order update, reset, candidate
+// (OneDnnRnnPeer.hpp maps the biases).
 inline RnnLayer gruLayer() {
   namespace gru = nn::gru;
   RnnLayer layer;
@@ -157,6 +173,11 @@ inline RnnLayer gruLayer() {
                                 gru::BASIC_GRU_CELL_CANDIDATE})),
       fmt::arg("bs", kBiasScale), fmt::arg("wiSeed", unsigned(kInputWeights)),
       fmt::arg("woSeed", unsigned(kOutputWeights)), fmt::arg("bSeed", unsigned(kBiases)));
+  layer.onednnCell = onednn::Cell::LbrGru;
+  layer.onednnGateSlots =
+      slotIndices(paramsOf({1, 1, 1}).cellOrder,
+                  {gru::BASIC_GRU_CELL_UPDATE_GATE, gru::BASIC_GRU_CELL_RESET_GATE,
+                   gru::BASIC_GRU_CELL_CANDIDATE});
   return layer;
 }
 

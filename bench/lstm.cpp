@@ -1,15 +1,18 @@
-// Times aspen::nn::lstm (float) on the CPU executor against PyTorch's nn.LSTM on the same shapes in
-// the same run: DeepBench-style H in {256, 512, 1024}, B in {1, 4, 16, 64}, T in {25, 50, 100},
-// I = H. Two programs a shape:
-//   inference: lstmFwd (option inferenceOnly) vs the forward under torch.no_grad();
+// Times aspen::nn::lstm (float) on the CPU executor against PyTorch's nn.LSTM and oneDNN's LSTM
+// primitives on the same shapes in the same run: DeepBench-style H in {256, 512, 1024}, B in
+// {1, 4, 16, 64}, T in {25, 50, 100}, I = H. Two programs a shape:
+//   inference: lstmFwd (option inferenceOnly) vs the forward under torch.no_grad() and
+//              lstm_forward (forward_inference);
 //   training:  lstmFwd + lstmBwdWithWU (input and weight gradients, gradient of the full output
 //              sequence given) vs forward + backward(dy) with x.requires_grad (input and weight
-//              gradients).
-// The table gives compile seconds, Aspen ms, PyTorch ms and PyTorch / Aspen (above 1: Aspen
-// faster), and "RESULT bench_lstm key=value..." lines repeat it for scripts; the forward output is
-// checked against PyTorch's through a checksum (a wrong one: exit status 1). How it measures (the
-// target, threads, the peer) is at the top of RnnBench.hpp, shared with bench_gru; the layer and
-// its nn.LSTM twin are lstmLayer() in RnnBenchLayers.hpp.
+//              gradients) and lstm_forward (forward_training) + lstm_backward (the same).
+// The table gives compile seconds, Aspen ms, PyTorch ms and PyTorch / Aspen, oneDNN ms and
+// oneDNN / Aspen (above 1: Aspen faster), and "RESULT bench_lstm key=value..." lines repeat it for
+// scripts; the forward output is checked against each peer's through a checksum (a wrong one: exit
+// status 1). oneDNN is linked when libdnnl-dev is found at configure time (its columns say n/a
+// otherwise). How it measures (the target, threads, the peers) is at the top of RnnBench.hpp,
+// shared with bench_gru; the layer and its nn.LSTM twin are lstmLayer() in RnnBenchLayers.hpp, the
+// oneDNN side is OneDnnRnnPeer.hpp.
 //
 // Usage: bench_lstm [--quick] [--max-h N] [--shapes LIST] [--mode inference|training|both]
 //                   [--reps N] [--option key=value]... [--profile]   (ASPEN_BENCH_QUICK=1 is

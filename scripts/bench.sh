@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Does all set-up (packages, including the peers: NumPy with OpenBLAS, and PyTorch for bench_lstm,
-# bench_gru and bench/torch_modules.py; configure, build), then runs every benchmark in bench/
-# (the programs, then torch_modules.py with ASPEN_BENCH_TORCH_ARGS, default "--max-h 256") and
-# writes their output to bench-results/<date>.txt. The full shape sets of bench_lstm and
+# Does all set-up (packages, including the peers: NumPy with OpenBLAS, PyTorch for bench_lstm,
+# bench_gru and bench/torch_modules.py, and oneDNN for bench_lstm and bench_gru; configure,
+# build), then runs every benchmark in bench/ (the programs, then torch_modules.py with
+# ASPEN_BENCH_TORCH_ARGS, default "--max-h 256") and writes their output to
+# bench-results/<date>.txt. The full shape sets of bench_lstm and
 # bench_gru take long on a small machine: they run with ASPEN_BENCH_LSTM_ARGS and
 # ASPEN_BENCH_GRU_ARGS, each by default "--max-h 512" (set one empty for its full set).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-peers=(python3-numpy libopenblas0 python3-torch)
+peers=(python3-numpy libopenblas0 python3-torch libdnnl-dev)
 scripts/install-packages.sh "${peers[@]}"
 scripts/setup.sh build
 read -ra lstm_args <<<"${ASPEN_BENCH_LSTM_ARGS---max-h 512}"
