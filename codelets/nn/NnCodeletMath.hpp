@@ -20,7 +20,7 @@ inline float nnLog(float x) { return __builtin_logf(x); }
 #endif
 
 // y = f(x) for an element-wise kind.
-template <NonLinearityType K> ASPEN_HD inline float nnForward(float x) {
+template <NonLinearityType K> ASPEN_HD ASPEN_ACT_INLINE float nnForward(float x) {
   using namespace ::aspen::detail;
   if constexpr (K == NonLinearityType::SIGMOID)
     return actSigmoid(x);

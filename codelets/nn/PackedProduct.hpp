@@ -7,13 +7,18 @@
 // r < rb (1 to 4), in increasing k for every column, so each output's sum has one order
 // whichever worker or tile computes it.
 //
-// On an x86 host the loop is a vector of 16 floats per row (GCC/Clang vector extensions), built
-// three times: for AVX-512F, for AVX2 with FMA and for the baseline (SSE2); the first call picks
-// the widest the CPU has (__builtin_cpu_supports). With FMA the multiply-add rounds once, so
-// results differ in the last bit between a CPU with FMA and one without; on one machine they
-// are the same for any thread count or split of the work. Elsewhere (other hosts, the GPU) the
-// same sums are plain loops.
+// On an x86 host the loop is built three times: AVX-512F and AVX2 fused multiply-adds
+// (intrinsics: codelets are compiled with -ffp-contract=off, so FMA is only where asked for) and
+// 16-float vectors for the baseline (SSE2, multiply then add); the first call picks the widest
+// the CPU has (__builtin_cpu_supports). FMA rounds once, so results differ in the last bits
+// between a CPU with FMA and one without; on one machine they are the same for any thread count
+// or split of the work. Elsewhere (other hosts, the GPU) the same sums are plain loops.
 #pragma once
+
+#if !defined(__CUDACC_RTC__) && !defined(__CUDA_ARCH__) && defined(__x86_64__) &&             \
+    defined(__GNUC__)
+#include <immintrin.h> // the AVX-512 and AVX2 kernels below (host only)
+#endif
 
 // ASPEN_FLATTEN: on the host, everything a function calls is inlined into it, so that the
 // activation polynomials of a cell loop vectorise with it (GCC otherwise stops inlining in a
@@ -33,14 +38,13 @@ constexpr unsigned kRows = 4;   // rows a call accumulates at once
 
 // acc[q][r][c] (acc + (q * kRows + r) * kPanel + c) for the np (1 or 2) panels panel0 and
 // panel0 + panelStride.
-template <unsigned RB>
-ASPEN_HD inline void macsPlain(float *acc, const float *const *rows, const float *panel,
-                               unsigned np, unsigned long long panelStride, unsigned k0,
-                               unsigned k1) {
+ASPEN_HD inline void macsPlain(float *acc, const float *const *rows, unsigned rb,
+                               const float *panel, unsigned np, unsigned long long panelStride,
+                               unsigned k0, unsigned k1) {
   for (unsigned q = 0; q < np; ++q)
     for (unsigned k = k0; k < k1; ++k) {
       const float *w = panel + q * panelStride + kPanel * k;
-      for (unsigned r = 0; r < RB; ++r) {
+      for (unsigned r = 0; r < rb; ++r) {
         const float x = rows[r][k];
         for (unsigned c = 0; c < kPanel; ++c)
           acc[(q * kRows + r) * kPanel + c] += x * w[c];
@@ -54,7 +58,7 @@ ASPEN_HD inline void macsPlain(float *acc, const float *const *rows, const float
 
 typedef float Vec16 __attribute__((vector_size(64), aligned(4), may_alias));
 
-// Two panels at once share each row's broadcast and keep 2 x RB sums in flight.
+// The baseline build (SSE2: no FMA): 16-float vectors, multiply then add.
 template <unsigned RB, unsigned NP>
 __attribute__((always_inline)) inline void macsVector(float *acc, const float *const *rows,
                                                       const float *panel,
@@ -79,30 +83,91 @@ __attribute__((always_inline)) inline void macsVector(float *acc, const float *c
       *reinterpret_cast<Vec16 *>(acc + (q * kRows + r) * kPanel) = a[q][r];
 }
 
-#define ASPEN_PACKED_CASE(rb)                                                                  \
-  case rb:                                                                                     \
-    if (np == 2)                                                                               \
-      macsVector<rb, 2>(acc, rows, panel, panelStride, k0, k1);                                \
-    else                                                                                       \
-      macsVector<rb, 1>(acc, rows, panel, panelStride, k0, k1);                                \
-    break;
-#define ASPEN_PACKED_MACS(name, attributes)                                                   \
-  attributes inline void name(float *acc, const float *const *rows, unsigned rb,               \
-                              const float *panel, unsigned np, unsigned long long panelStride, \
-                              unsigned k0, unsigned k1) {                                      \
-    switch (rb) {                                                                              \
-      ASPEN_PACKED_CASE(1)                                                                     \
-      ASPEN_PACKED_CASE(2)                                                                     \
-      ASPEN_PACKED_CASE(3)                                                                     \
-    default:                                                                                   \
-      ASPEN_PACKED_CASE(4)                                                                     \
-    }                                                                                          \
+// AVX-512: one register a row and panel, fused multiply-adds; two panels at once share each
+// row's broadcast and keep 2 x RB sums in flight.
+template <unsigned RB, unsigned NP>
+__attribute__((target("avx512f"), always_inline)) inline void
+macsAvx512Kernel(float *acc, const float *const *rows, const float *panel,
+                 unsigned long long panelStride, unsigned k0, unsigned k1) {
+  __m512 a[NP][RB];
+  for (unsigned q = 0; q < NP; ++q)
+    for (unsigned r = 0; r < RB; ++r)
+      a[q][r] = _mm512_loadu_ps(acc + (q * kRows + r) * kPanel);
+  for (unsigned k = k0; k < k1; ++k) {
+    __m512 w[NP];
+    for (unsigned q = 0; q < NP; ++q)
+      w[q] = _mm512_loadu_ps(panel + q * panelStride + kPanel * k);
+    for (unsigned r = 0; r < RB; ++r) {
+      const __m512 x = _mm512_set1_ps(rows[r][k]);
+      for (unsigned q = 0; q < NP; ++q)
+        a[q][r] = _mm512_fmadd_ps(x, w[q], a[q][r]);
+    }
   }
-ASPEN_PACKED_MACS(macsAvx512, __attribute__((target("avx512f"))))
-ASPEN_PACKED_MACS(macsAvx2, __attribute__((target("avx2,fma"))))
-ASPEN_PACKED_MACS(macsBaseline, )
-#undef ASPEN_PACKED_MACS
-#undef ASPEN_PACKED_CASE
+  for (unsigned q = 0; q < NP; ++q)
+    for (unsigned r = 0; r < RB; ++r)
+      _mm512_storeu_ps(acc + (q * kRows + r) * kPanel, a[q][r]);
+}
+
+// AVX2: a panel row is two registers, so one panel at a time (2 x RB sums fill the 16).
+template <unsigned RB>
+__attribute__((target("avx2,fma"), always_inline)) inline void
+macsAvx2Kernel(float *acc, const float *const *rows, const float *panel, unsigned k0,
+               unsigned k1) {
+  __m256 a[RB][2];
+  for (unsigned r = 0; r < RB; ++r)
+    for (unsigned h = 0; h < 2; ++h)
+      a[r][h] = _mm256_loadu_ps(acc + r * kPanel + 8 * h);
+  for (unsigned k = k0; k < k1; ++k) {
+    const __m256 w0 = _mm256_loadu_ps(panel + kPanel * k);
+    const __m256 w1 = _mm256_loadu_ps(panel + kPanel * k + 8);
+    for (unsigned r = 0; r < RB; ++r) {
+      const __m256 x = _mm256_set1_ps(rows[r][k]);
+      a[r][0] = _mm256_fmadd_ps(x, w0, a[r][0]);
+      a[r][1] = _mm256_fmadd_ps(x, w1, a[r][1]);
+    }
+  }
+  for (unsigned r = 0; r < RB; ++r)
+    for (unsigned h = 0; h < 2; ++h)
+      _mm256_storeu_ps(acc + r * kPanel + 8 * h, a[r][h]);
+}
+
+#define ASPEN_PACKED_ROWS(kernel)                                                              \
+  switch (rb) {                                                                                \
+  case 1: kernel(1); break;                                                                    \
+  case 2: kernel(2); break;                                                                    \
+  case 3: kernel(3); break;                                                                    \
+  default: kernel(4); break;                                                                   \
+  }
+__attribute__((target("avx512f"))) inline void
+macsAvx512(float *acc, const float *const *rows, unsigned rb, const float *panel, unsigned np,
+           unsigned long long panelStride, unsigned k0, unsigned k1) {
+#define ASPEN_PACKED_K(n)                                                                      \
+  (np == 2 ? macsAvx512Kernel<n, 2>(acc, rows, panel, panelStride, k0, k1)                     \
+           : macsAvx512Kernel<n, 1>(acc, rows, panel, panelStride, k0, k1))
+  ASPEN_PACKED_ROWS(ASPEN_PACKED_K)
+#undef ASPEN_PACKED_K
+}
+__attribute__((target("avx2,fma"))) inline void
+macsAvx2(float *acc, const float *const *rows, unsigned rb, const float *panel, unsigned np,
+         unsigned long long panelStride, unsigned k0, unsigned k1) {
+  for (unsigned q = 0; q < np; ++q) {
+    float *accQ = acc + q * kRows * kPanel;
+    const float *panelQ = panel + q * panelStride;
+#define ASPEN_PACKED_K(n) macsAvx2Kernel<n>(accQ, rows, panelQ, k0, k1)
+    ASPEN_PACKED_ROWS(ASPEN_PACKED_K)
+#undef ASPEN_PACKED_K
+  }
+}
+inline void macsBaseline(float *acc, const float *const *rows, unsigned rb, const float *panel,
+                         unsigned np, unsigned long long panelStride, unsigned k0,
+                         unsigned k1) {
+#define ASPEN_PACKED_K(n)                                                                      \
+  (np == 2 ? macsVector<n, 2>(acc, rows, panel, panelStride, k0, k1)                           \
+           : macsVector<n, 1>(acc, rows, panel, panelStride, k0, k1))
+  ASPEN_PACKED_ROWS(ASPEN_PACKED_K)
+#undef ASPEN_PACKED_K
+}
+#undef ASPEN_PACKED_ROWS
 
 // The widest of the three builds this CPU runs, found once.
 enum class HostIsa { Baseline, Avx2, Avx512 };
@@ -138,12 +203,7 @@ ASPEN_HD inline void macs(float *acc, const float *const *rows, unsigned rb, con
   static const MacsFn fn = chooseMacs();
   fn(acc, rows, rb, panel, np, panelStride, k0, k1);
 #else
-  switch (rb) {
-  case 1: macsPlain<1>(acc, rows, panel, np, panelStride, k0, k1); break;
-  case 2: macsPlain<2>(acc, rows, panel, np, panelStride, k0, k1); break;
-  case 3: macsPlain<3>(acc, rows, panel, np, panelStride, k0, k1); break;
-  default: macsPlain<4>(acc, rows, panel, np, panelStride, k0, k1); break;
-  }
+  macsPlain(acc, rows, rb, panel, np, panelStride, k0, k1);
 #endif
 }
 

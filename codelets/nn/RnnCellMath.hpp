@@ -11,7 +11,7 @@ namespace aspen::nn::cell {
 // sigmoid / tanh pair, with no dispatch in the loop) or chosen at run time. Both call the same
 // functions of NnCodeletMath.hpp, so results do not depend on the path.
 template <NonLinearityType K> struct Fixed {
-  ASPEN_HD float forward(float x) const { return nnForward<K>(x); }
+  ASPEN_HD ASPEN_ACT_INLINE float forward(float x) const { return nnForward<K>(x); }
   ASPEN_HD float gradient(float act, float g) const { return nnGradient<K>(act, g); }
   ASPEN_HD bool takesInput() const { return nnGradientTakesInput(K); }
 };

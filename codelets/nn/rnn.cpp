@@ -592,14 +592,22 @@ public:
     const unsigned panels = (numUnits + 3) / 4;
     const T *w = weights.data();
     float *out = packed.data();
-    for (unsigned p = workerId; p < panels; p += numWorkers())
-      for (unsigned k = 0; k < H; ++k)
-        for (unsigned g = 0; g < 4; ++g)
-          for (unsigned j = 0; j < 4; ++j) {
-            const unsigned u = 4 * p + j;
-            out[(p * H + k) * packed::kPanel + 4 * g + j] =
-                u < numUnits ? float(w[(slots[g] * H + k) * H + firstUnit + u]) : 0.0f;
-          }
+    for (unsigned p = workerId; p < panels; p += numWorkers()) {
+      const unsigned full = numUnits - 4 * p < 4 ? numUnits - 4 * p : 4; // units of the panel
+      for (unsigned g = 0; g < 4; ++g) {
+        const T *src = w + slots[g] * H * H + firstUnit + 4 * p; // row k at src + k * H
+        float *dst = out + p * H * packed::kPanel + 4 * g;       // row k at dst + k * 16
+        if (full == 4) {
+          for (unsigned k = 0; k < H; ++k)
+            for (unsigned j = 0; j < 4; ++j)
+              dst[k * packed::kPanel + j] = float(src[k * H + j]);
+        } else {
+          for (unsigned k = 0; k < H; ++k)
+            for (unsigned j = 0; j < 4; ++j)
+              dst[k * packed::kPanel + j] = j < full ? float(src[k * H + j]) : 0.0f;
+        }
+      }
+    }
     return true;
   }
 };
@@ -610,13 +618,15 @@ template class PackLstmWeights<half>;
 // One LSTM step for the units [firstUnit, firstUnit + U) of every row, the product fused with
 // the cell: pre = hPrev . Wo (from the packed panels, summed in float in increasing k) rounded to
 // T, plus gatesIn (the step's pre-weighted input, slot columns [B][4H], when hasGatesIn) as
-// LstmCellFwd adds it, plus the bias; then the cell as LstmCellFwd computes it (the same
-// functions; on AVX hosts built with FMA, so within an ulp or two), writing cState, hState and
-// out (U-element segments, one a row)
+// LstmCellFwd adds it, plus the bias; then the cell exactly as LstmCellFwd computes it (same
+// functions, same roundings), writing cState, hState and out (U-element segments, one a row)
 // and `inter` (numInter segments a row, row-major). Rows whose mask is 0 keep their state and
 // write zeros. hPrev [B][H] is h_{t-1} for all units: the builder copies the state there
 // first, since the vertices write hState as they go. Element-wise activations only. Workers
 // split the panels of 4 units; each output is computed by one worker in one order.
+template <class Functor> constexpr bool kIsDynamic = false;
+template <> constexpr bool kIsDynamic<cell::Dynamic> = true;
+
 template <class T> class LstmFusedFwd : public MultiVertex {
 public:
   Input<Vector<T>> hPrev;
@@ -715,18 +725,22 @@ private:
 
   // The cell for elements [k0, k1) of row `row` (units firstUnit + k), products in
   // pre[gate][k - k0], as fwdElements computes it.
-  // The cell's loops built for the CPU's widest vectors, as the product's are (with FMA the
-  // activations' polynomials round differently from LstmCellFwd's baseline build: within an
-  // ulp or two, the same on every split of the work).
+  // The cell's loops built for the CPU's widest vectors too. Codelets are compiled without
+  // contraction (-ffp-contract=off), so every build does the same operations with the same
+  // roundings as LstmCellFwd and LstmCellRecompute: recomputing the cell from the saved gates
+  // (recomputationMode cellAndTanh) gives the forward's bits on any CPU.
+  // Only the default pair (sigmoid, tanh, fixed at compile time) is built three times; other
+  // activations dispatch per element anyway and keep the baseline build, which saves code.
   template <class Rho, class Phi>
   void cellRowFor(unsigned row, unsigned k0, unsigned k1, const float (*pre)[4 * kGroupPanels],
                   Rho rho, Phi phi) {
 #if defined(ASPEN_PACKED_X86)
-    switch (packed::hostIsa()) {
-    case packed::HostIsa::Avx512: return cellRowAvx512(row, k0, k1, pre, rho, phi);
-    case packed::HostIsa::Avx2: return cellRowAvx2(row, k0, k1, pre, rho, phi);
-    default: break;
-    }
+    if constexpr (!kIsDynamic<Rho>)
+      switch (packed::hostIsa()) {
+      case packed::HostIsa::Avx512: return cellRowAvx512(row, k0, k1, pre, rho, phi);
+      case packed::HostIsa::Avx2: return cellRowAvx2(row, k0, k1, pre, rho, phi);
+      default: break;
+      }
 #endif
     cellRowBaseline(row, k0, k1, pre, rho, phi);
   }

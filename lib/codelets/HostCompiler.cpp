@@ -90,7 +90,11 @@ std::vector<std::string> HostCompiler::sharedObjectFlags() {
   // Hidden by default: codelet libraries loaded side by side never bind to each other's inline
   // functions (two files may define classes of the same name); the wrapper exports its symbols.
   // -fno-trapping-math changes no result; it lets branch-free maths (ActivationMath.hpp) vectorise.
-  return {"-O2", "-fPIC", "-shared", "-Wno-attributes", "-fvisibility=hidden", "-fno-trapping-math"};
+  // -ffp-contract=off: a * b + c rounds twice, as on the GPU (NVRTC's --fmad=false), so a loop a
+  // codelet builds for AVX2 or AVX-512 (target attributes) gives the baseline build's bits; a
+  // kernel that wants FMA says so with intrinsics (codelets/nn/PackedProduct.hpp).
+  return {"-O2",         "-fPIC",           "-shared",           "-Wno-attributes",
+          "-fvisibility=hidden", "-fno-trapping-math", "-ffp-contract=off"};
 }
 
 std::string HostCompiler::preprocess(const std::string &sourcePath, const std::string &source,
