@@ -574,14 +574,15 @@ public:
   }
 };
 
-// The fused forward step's weights, packed once a run: the units [firstUnit, firstUnit +
-// numUnits) of the recurrent weights `weights` ([4][H][H]: slot, input k, unit) as panels of
-// packed::kPanel columns, 4 units x the gates forget, input, candidate, output (slots slotF...),
-// packed[(p * H + k) * 16 + 4 * gate + j] = weights[slot(gate)][k][firstUnit + 4p + j], zero past
-// the last unit. Workers split the panels.
+// The fused step's weights, packed once a run: the units [firstUnit, firstUnit + numUnits) of
+// the recurrent weights, `weights` holding row k of Wo as a matrix ([H] rows of [4H]: slot s's
+// units at s * H), as panels of packed::kPanel columns, 4 units x the gates forget, input,
+// candidate, output (slots slotF...): packed[(p * H + k) * 16 + 4 * gate + j] =
+// weights[k][slot(gate) * H + firstUnit + 4p + j], zero past the last unit. Workers split the
+// panels; each row is read along the worker's panels in blocks of 8 rows.
 template <class T> class PackLstmWeights : public MultiVertex {
 public:
-  Input<Vector<T>> weights;
+  Vector<Input<Vector<T>>> weights;
   Output<Vector<float>> packed;
   unsigned H;
   unsigned firstUnit;
@@ -590,23 +591,23 @@ public:
   bool compute(unsigned workerId) {
     const unsigned slots[4] = {slotF, slotI, slotG, slotO};
     const unsigned panels = (numUnits + 3) / 4;
-    const T *w = weights.data();
     float *out = packed.data();
-    for (unsigned p = workerId; p < panels; p += numWorkers()) {
-      const unsigned full = numUnits - 4 * p < 4 ? numUnits - 4 * p : 4; // units of the panel
-      for (unsigned g = 0; g < 4; ++g) {
-        const T *src = w + slots[g] * H * H + firstUnit + 4 * p; // row k at src + k * H
-        float *dst = out + p * H * packed::kPanel + 4 * g;       // row k at dst + k * 16
-        if (full == 4) {
-          for (unsigned k = 0; k < H; ++k)
+    unsigned lo, hi;
+    ::aspen::detail::workerShare(panels, workerId, numWorkers(), lo, hi);
+    constexpr unsigned kRowBlock = 8;
+    for (unsigned k0 = 0; k0 < H; k0 += kRowBlock) {
+      const unsigned k1 = H - k0 < kRowBlock ? H : k0 + kRowBlock;
+      for (unsigned g = 0; g < 4; ++g)
+        for (unsigned p = lo; p < hi; ++p) {
+          const unsigned full = numUnits - 4 * p < 4 ? numUnits - 4 * p : 4; // panel's units
+          const unsigned column = slots[g] * H + firstUnit + 4 * p;
+          float *dst = out + p * H * packed::kPanel + 4 * g; // row k at dst + k * 16
+          for (unsigned k = k0; k < k1; ++k) {
+            const T *src = weights[k].data() + column;
             for (unsigned j = 0; j < 4; ++j)
-              dst[k * packed::kPanel + j] = float(src[k * H + j]);
-        } else {
-          for (unsigned k = 0; k < H; ++k)
-            for (unsigned j = 0; j < 4; ++j)
-              dst[k * packed::kPanel + j] = j < full ? float(src[k * H + j]) : 0.0f;
+              dst[k * packed::kPanel + j] = j < full ? float(src[j]) : 0.0f;
+          }
         }
-      }
     }
     return true;
   }

@@ -71,7 +71,12 @@ std::vector<FusedBlock> packFusedWeights(Graph &graph, const LstmParams &params,
       std::max(1u, std::min(target.getNumTiles(), (panels + workers - 1) / workers));
   const std::string type = util::templateVertex("aspen::nn::PackLstmWeights", params.dataType);
   ComputeSet cs = graph.addComputeSet({debug, "packWeights"});
-  const Tensor weights = outputWeights.flatten();
+  // One edge a row of Wo as a matrix ([H, 4H]): contiguous in the weights createWeights makes,
+  // so the vertices read them in place (a whole non-contiguous view would be gathered).
+  const Tensor matrix = asMatrix(outputWeights);
+  std::vector<Tensor> rows;
+  for (std::size_t k = 0; k < H; ++k)
+    rows.push_back(matrix[k]);
   std::vector<FusedBlock> blocks;
   for (unsigned j = 0; j < numBlocks; ++j) {
     const unsigned p0 = j * panels / numBlocks, p1 = (j + 1) * panels / numBlocks;
@@ -82,7 +87,9 @@ std::vector<FusedBlock> packFusedWeights(Graph &graph, const LstmParams &params,
     block.packed = graph.addVariable(FLOAT, {std::size_t(p1 - p0) * H * kPanelColumns},
                                      {debug, fmt::format("packedWeights{}", j)});
     graph.setTileMapping(block.packed, block.tile);
-    VertexRef v = graph.addVertex(cs, type, {{"weights", weights}, {"packed", block.packed}});
+    VertexRef v = graph.addVertex(cs, type);
+    graph.connect(v["weights"], rows);
+    graph.connect(v["packed"], block.packed);
     graph.setTileMapping(v, block.tile);
     graph.setInitialValue(v["H"], H);
     graph.setInitialValue(v["firstUnit"], block.firstUnit);
