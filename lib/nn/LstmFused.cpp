@@ -17,6 +17,7 @@ namespace aspen::nn::lstm::detail {
 namespace {
 
 constexpr unsigned kPanelUnits = 4;   // units of a packed panel (codelets/nn/PackedProduct.hpp)
+constexpr std::size_t kFusedMaxBatch = 16; // the largest batch stepMethod auto fuses
 constexpr unsigned kPanelColumns = 16; // its columns: 4 gates x 4 units
 
 bool elementWise(NonLinearityType t) {
@@ -56,7 +57,10 @@ bool usesFusedStep(const Graph &graph, const LstmParams &params, const LstmOptio
           what));
     return true;
   }
-  return applies && !graph.getTarget().isGpu();
+  // auto: small batches only. There each step is mostly hand-offs and, for a library product,
+  // repacking Wo; at B = 64 the blocked library product was faster than the 4-row kernel
+  // (bench_lstm on 2 cores, 2026-12-03: H = 512 to 1024 ran up to 25% slower fused).
+  return applies && !graph.getTarget().isGpu() && params.rnn.batchSize <= kFusedMaxBatch;
 }
 
 std::vector<FusedBlock> packFusedWeights(Graph &graph, const LstmParams &params,

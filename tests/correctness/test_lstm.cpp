@@ -617,14 +617,14 @@ TEST_CASE("the fused LSTM step gives the product-then-cell results within roundi
   CHECK(sameRuns(fusedCaseRun(oneThread), fused));
 }
 
-TEST_CASE("stepMethod auto fuses the step on the CPU targets and not on a GPU target",
+TEST_CASE("stepMethod auto fuses the step of small batches on the CPU targets, not on a GPU",
           "[correctness][lstm]") {
   // The compiled graph's vertex types (the profile summary lists them) include the fused
   // step's exactly when the step is fused.
-  auto fusedOn = [](const Target &target, const OptionFlags &options) {
+  auto fusedOn = [](const Target &target, const OptionFlags &options, std::size_t batch = 2) {
     Graph graph(target);
     nn::addCodelets(graph);
-    lstm::LstmParams params(FLOAT, 2, 3, {4, 8});
+    lstm::LstmParams params(FLOAT, batch, 3, {4, 8});
     Tensor in = lstm::createInput(graph, params, "in", options);
     lstm::LstmState init = lstm::createInitialState(graph, params, "init", options);
     lstm::LstmWeights w = lstm::createWeights(graph, params, "w", options);
@@ -640,6 +640,12 @@ TEST_CASE("stepMethod auto fuses the step on the CPU targets and not on a GPU ta
   const OptionFlags inference{{"inferenceOnly", "true"}, {"preCalcWeights", "true"}};
   CHECK(fusedOn(Target::createGeneric(2), inference));
   CHECK(fusedOn(Target::createModel("ipu2", 16), inference));
+  // Small batches only: from 17 rows the library product is the default.
+  CHECK(fusedOn(Target::createGeneric(2), inference, 16));
+  CHECK_FALSE(fusedOn(Target::createGeneric(2), inference, 17));
+  CHECK(fusedOn(Target::createGeneric(2),
+                {{"inferenceOnly", "true"}, {"preCalcWeights", "true"}, {"stepMethod", "fused"}},
+                64));
   CHECK_FALSE(fusedOn(Target::createModel("h200"), inference));
   CHECK_FALSE(fusedOn(Target::createGeneric(2), {{"inferenceOnly", "true"},
                                                   {"preCalcWeights", "false"}}));
