@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace aspen::nn::lstm::detail {
 
@@ -22,6 +23,48 @@ constexpr unsigned kPanelColumns = 16; // its columns: 4 gates x 4 units
 
 bool elementWise(NonLinearityType t) {
   return t != NonLinearityType::SOFTMAX && t != NonLinearityType::SOFTMAX_STABLE;
+}
+
+// Whether auto fuses: small batches only. There each step is mostly hand-offs and, for a
+// library product of two or more rows, OpenBLAS repacking Wo on every call; at B = 64 the
+// blocked library product was faster than the 4-row kernel (bench_lstm on 2 cores,
+// 2026-12-03: H = 512 to 1024 up to 25% slower fused). One row is a matrix-vector product,
+// which repacks nothing, so fusing saves only the hand-off a step (about 30 us) and costs the
+// packing, about 1.1 ns a weight (4H^2 of them) once a run: it pays from T >= 4H^2 x 1.1 ns /
+// 30 us steps (10 at H = 256, 154 at H = 1024; H = 1024, T = 25 ran 20 ms unfused, 26-30 fused).
+bool fusedPays(const LstmParams &params) {
+  const std::size_t B = params.rnn.batchSize, T = params.rnn.maxTimeSteps;
+  const double H = double(params.rnn.layerSizes[1]);
+  if (B > kFusedMaxBatch)
+    return false;
+  return B > 1 || double(T) * 30e-6 >= 4 * H * H * 1.1e-9;
+}
+
+// The packed weights (4 H^2 floats, panels rounded up) may take at most this share of a tile.
+constexpr double kPackedTileShare = 0.5;
+
+std::size_t packedBytes(const LstmParams &params) {
+  const std::size_t H = params.rnn.layerSizes[1];
+  return (H + kPanelUnits - 1) / kPanelUnits * H * kPanelColumns * sizeof(float);
+}
+
+// Blocks of panels: enough that every worker has a panel, and that no tile holds more than
+// kPackedTileShare of its memory in packed weights; at most one a panel and one a tile.
+unsigned fusedBlocks(const Target &target, const LstmParams &params) {
+  const std::size_t H = params.rnn.layerSizes[1];
+  const unsigned panels = static_cast<unsigned>((H + kPanelUnits - 1) / kPanelUnits);
+  const unsigned workers = std::max(1u, target.getNumWorkerContexts());
+  const double share = kPackedTileShare * double(target.getBytesPerTile());
+  const auto forMemory = static_cast<unsigned>(
+      std::min<double>(panels, std::ceil(double(packedBytes(params)) / share)));
+  const unsigned forWorkers = (panels + workers - 1) / workers;
+  return std::max(1u, std::min({target.getNumTiles(), panels, std::max(forWorkers, forMemory)}));
+}
+
+// Whether the packed weights fit the tiles fusedBlocks spreads them over.
+bool packedFits(const Target &target, const LstmParams &params) {
+  return double(packedBytes(params)) / fusedBlocks(target, params) <=
+         kPackedTileShare * double(target.getBytesPerTile());
 }
 
 void setSlots(Graph &graph, VertexRef v, const LstmParams &params) {
@@ -57,10 +100,8 @@ bool usesFusedStep(const Graph &graph, const LstmParams &params, const LstmOptio
           what));
     return true;
   }
-  // auto: small batches only. There each step is mostly hand-offs and, for a library product,
-  // repacking Wo; at B = 64 the blocked library product was faster than the 4-row kernel
-  // (bench_lstm on 2 cores, 2026-12-03: H = 512 to 1024 ran up to 25% slower fused).
-  return applies && !graph.getTarget().isGpu() && params.rnn.batchSize <= kFusedMaxBatch;
+  return applies && !graph.getTarget().isGpu() && fusedPays(params) &&
+         packedFits(graph.getTarget(), params);
 }
 
 std::vector<FusedBlock> packFusedWeights(Graph &graph, const LstmParams &params,
@@ -69,10 +110,7 @@ std::vector<FusedBlock> packFusedWeights(Graph &graph, const LstmParams &params,
   const Target &target = graph.getTarget();
   const unsigned H = static_cast<unsigned>(params.rnn.layerSizes[1]);
   const unsigned panels = (H + kPanelUnits - 1) / kPanelUnits;
-  // As many tiles as keep every worker busy with at least one panel.
-  const unsigned workers = std::max(1u, target.getNumWorkerContexts());
-  const unsigned numBlocks =
-      std::max(1u, std::min(target.getNumTiles(), (panels + workers - 1) / workers));
+  const unsigned numBlocks = fusedBlocks(target, params);
   const std::string type = util::templateVertex("aspen::nn::PackLstmWeights", params.dataType);
   ComputeSet cs = graph.addComputeSet({debug, "packWeights"});
   // One edge a row of Wo as a matrix ([H, 4H]): contiguous in the weights createWeights makes,

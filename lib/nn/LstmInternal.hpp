@@ -101,9 +101,10 @@ std::pair<Tensor, Tensor> forward(Graph &graph, const LstmParams &params, const 
                                   const DebugContext &debug, linalg::PlanningCache *cache);
 
 // The fused forward step (LstmFused.cpp). usesFusedStep: whether the forward steps are fused,
-// from opts.stepMethod (auto: fused for batches of at most 16 on targets that are not GPUs
-// whenever it applies, as the product on a GPU is a cuBLASLt call and a vertex computes its part
-// on one thread, and larger batches are faster through the library product). It applies
+// from opts.stepMethod (auto: fused for small batches on targets that are not GPUs whenever it
+// applies, as the product on a GPU is a cuBLASLt call and a vertex computes its part on one
+// thread, and larger batches are faster through the library product; LstmFused.cpp says
+// where the line is). It applies
 // to element-wise activations when each step multiplies h by Wo alone (preCalcWeights, or no
 // input weights); fused asked for where it does not apply raises invalid_option.
 bool usesFusedStep(const Graph &graph, const LstmParams &params, const LstmOptions &opts,

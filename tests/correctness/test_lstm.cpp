@@ -621,10 +621,11 @@ TEST_CASE("stepMethod auto fuses the step of small batches on the CPU targets, n
           "[correctness][lstm]") {
   // The compiled graph's vertex types (the profile summary lists them) include the fused
   // step's exactly when the step is fused.
-  auto fusedOn = [](const Target &target, const OptionFlags &options, std::size_t batch = 2) {
+  auto fusedOn = [](const Target &target, const OptionFlags &options, std::size_t batch = 2,
+                    std::size_t H = 8, std::size_t T = 3) {
     Graph graph(target);
     nn::addCodelets(graph);
-    lstm::LstmParams params(FLOAT, batch, 3, {4, 8});
+    lstm::LstmParams params(FLOAT, batch, T, {4, H});
     Tensor in = lstm::createInput(graph, params, "in", options);
     lstm::LstmState init = lstm::createInitialState(graph, params, "init", options);
     lstm::LstmWeights w = lstm::createWeights(graph, params, "w", options);
@@ -643,6 +644,15 @@ TEST_CASE("stepMethod auto fuses the step of small batches on the CPU targets, n
   // Small batches only: from 17 rows the library product is the default.
   CHECK(fusedOn(Target::createGeneric(2), inference, 16));
   CHECK_FALSE(fusedOn(Target::createGeneric(2), inference, 17));
+  // One row: only when enough steps pay for packing the weights (T >= 4H^2 x 1.1 ns / 30 us).
+  const Target roomy = Target::createGeneric(2, 1, std::size_t(64) << 20);
+  CHECK(fusedOn(roomy, inference, 1, 256, 10));
+  CHECK_FALSE(fusedOn(roomy, inference, 1, 256, 9));
+  CHECK_FALSE(fusedOn(roomy, inference, 1, 512, 30));
+  // Packed weights over half of what the tiles have: not fused (H = 256 packs 1 MiB; three
+  // tiles of 624 KiB may hold 936 KiB of it), and fused where there are tiles enough.
+  CHECK_FALSE(fusedOn(Target::createGeneric(3), inference, 4, 256, 10));
+  CHECK(fusedOn(Target::createGeneric(8), inference, 4, 256, 10));
   CHECK(fusedOn(Target::createGeneric(2),
                 {{"inferenceOnly", "true"}, {"preCalcWeights", "true"}, {"stepMethod", "fused"}},
                 64));

@@ -60,8 +60,9 @@
 //   panels of 4 units x 4 gates and makes each step one compute set whose vertices multiply
 //   h_{t-1} by their panels and finish the cell on the results (no product output, no second
 //   hand-off). fused needs element-wise activations and each step multiplying by Wo alone
-//   (preCalcWeights, or no input weights); auto chooses it then for batches of at most 16,
-//   except on GPU targets. The
+//   (preCalcWeights, or no input weights); auto chooses it then for batches of 2 to 16, and
+//   of 1 when the sequence is long enough to pay for the packing (T >= H^2 / 6800), when the
+//   packed copy (4H^2 floats) fits half of the tiles' memory, except on GPU targets. The
 //   two differ by the rounding of the product's sums; the fused step's results are the same
 //   bits for any number of tiles or threads.
 //   Results do not depend on numShards, rnnCodeReuse, rnnStepsPerWU or recomputationMode beyond
