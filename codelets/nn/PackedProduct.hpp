@@ -34,7 +34,14 @@
 namespace aspen::nn::packed {
 
 constexpr unsigned kPanel = 16; // columns a panel holds: 4 gates x 4 units
-constexpr unsigned kRows = 4;   // rows a call accumulates at once
+// Rows a call accumulates at once. On the GPU a vertex's arrays live in local memory, which the
+// library's dispatch kernel reserves for every resident thread, so they stay small there (the
+// sums and their order do not depend on it).
+#if defined(__CUDACC_RTC__) || defined(__CUDA_ARCH__)
+constexpr unsigned kRows = 1;
+#else
+constexpr unsigned kRows = 4;
+#endif
 
 // acc[q][r][c] (acc + (q * kRows + r) * kPanel + c) for the np (1 or 2) panels panel0 and
 // panel0 + panelStride.

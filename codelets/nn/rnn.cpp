@@ -698,12 +698,17 @@ public:
   }
 
 private:
-  static constexpr unsigned kGroupPanels = 16; // panels whose cells run together: 64 units
+  // Panels whose cells run together (64 units on the host) and the k chunk widened from half;
+  // small on the GPU, where local arrays cost every resident thread (PackedProduct.hpp).
+#if defined(__CUDACC_RTC__) || defined(__CUDA_ARCH__)
+  static constexpr unsigned kGroupPanels = 1, kChunkK = 32;
+#else
+  static constexpr unsigned kGroupPanels = 16, kChunkK = 256;
+#endif
 
   // acc += rows [r0, r0 + rb) of hPrev . panel (np panels from there), in chunks of k widened
   // to float when T is half.
   void product(float *acc, unsigned r0, unsigned rb, const float *panel, unsigned np) const {
-    constexpr unsigned kChunkK = 256;
     const T *h = hPrev.data();
     for (unsigned k0 = 0; k0 < H; k0 += kChunkK) {
       const unsigned k1 = H - k0 < kChunkK ? H : k0 + kChunkK;
