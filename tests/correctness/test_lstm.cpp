@@ -169,59 +169,91 @@ struct LstmRun {
   Values output, finalCell, inputGrad, outputGrad0, cellGrad0, wiGrad, woGrad, bGrad;
 };
 
-// A training step (lstmFwd + lstmBwdWithWU) on a 4-tile target with fixed data.
-LstmRun trainingStep(const Config &config, bool variableLengths, NonLinearityType activation) {
-  const std::size_t T = 5, B = 3, I = 3, H = 4;
-  Harness h(Target::createGeneric(4));
+// A training step (lstmFwd + lstmBwdWithWU) with fixed data: the shape, type, target and
+// engine threads, the per-row lengths (none: every row T long) and the options.
+struct TrainingCase {
+  std::size_t T = 5, B = 3, I = 3, H = 4;
+  Type type = FLOAT;
+  unsigned tiles = 4, threads = 3, seed = 10;
+  std::vector<unsigned> lengths;
+  NonLinearityType activation = NonLinearityType::TANH;
+  OptionFlags fwd, bwd;
+};
+
+LstmRun trainingRun(const TrainingCase &c) {
+  Harness h(Target::createGeneric(c.tiles));
   Tensor lengths;
-  if (variableLengths) {
-    lengths = h.graph.addVariable(UNSIGNED_INT, {B}, "lengths");
+  if (!c.lengths.empty()) {
+    lengths = h.graph.addVariable(UNSIGNED_INT, {c.B}, "lengths");
     h.graph.setTileMapping(lengths, 0);
     h.graph.createHostWrite("lengths", lengths);
   }
-  lstm::LstmParams params = variableLengths ? lstm::LstmParams(FLOAT, B, T, lengths, {I, H})
-                                            : lstm::LstmParams(FLOAT, B, T, {I, H});
-  params.activation = activation;
-  Tensor in = lstm::createInput(h.graph, params, "in", config.fwd);
-  lstm::LstmState init = lstm::createInitialState(h.graph, params, "init", config.fwd);
-  lstm::LstmWeights w = lstm::createWeights(h.graph, params, "w", config.fwd);
+  lstm::LstmParams params = lengths.valid()
+                                ? lstm::LstmParams(c.type, c.B, c.T, lengths, {c.I, c.H})
+                                : lstm::LstmParams(c.type, c.B, c.T, {c.I, c.H});
+  params.activation = c.activation;
+  Tensor in = lstm::createInput(h.graph, params, "in", c.fwd);
+  lstm::LstmState init = lstm::createInitialState(h.graph, params, "init", c.fwd);
+  lstm::LstmWeights w = lstm::createWeights(h.graph, params, "w", c.fwd);
   Tensor inter;
-  auto [out, c] = lstm::lstmFwd(h.graph, params, init, in, w, &inter, h.prog, "fwd", config.fwd);
+  auto [out, cell] = lstm::lstmFwd(h.graph, params, init, in, w, &inter, h.prog, "fwd", c.fwd);
   Tensor dy = h.graph.clone(out, "dy");
   Tensor dx;
   lstm::LstmWeights dw;
   lstm::LstmState d0 = lstm::lstmBwdWithWU(h.graph, params, h.prog, init, inter, w, in, out, dy,
-                                           nullptr, &dx, dw, "bwd", config.bwd);
+                                           nullptr, &dx, dw, "bwd", c.bwd);
   const std::pair<const char *, Tensor> writes[] = {
       {"in", in}, {"h0", init.output}, {"c0", init.cellState}, {"wi", w.inputWeights},
       {"wo", w.outputWeights}, {"b", w.biases}, {"dy", dy}};
   for (const auto &[name, t] : writes)
     h.graph.createHostWrite(name, t);
   const std::pair<const char *, Tensor> reads[] = {
-      {"out", out}, {"c", c}, {"dx", dx}, {"dh0", d0.output}, {"dc0", d0.cellState},
+      {"out", out}, {"c", cell}, {"dx", dx}, {"dh0", d0.output}, {"dc0", d0.cellState},
       {"dwi", dw.inputWeights}, {"dwo", dw.outputWeights}, {"db", dw.biases}};
   for (const auto &[name, t] : reads)
     h.graph.createHostRead(name, t);
-  Engine e(h.graph, h.prog, {{"aspen.cpu.threads", "3"}});
+  Engine e(h.graph, h.prog, {{"aspen.cpu.threads", std::to_string(c.threads)}});
   e.load(aspen::test::deviceFor(h.graph.getTarget()));
-  unsigned seed = 10;
+  unsigned seed = c.seed;
   for (const auto &[name, t] : writes) {
-    const auto v = convert<float>(randomValues(t.numElements(), -1.0, 1.0, seed++));
-    e.writeTensor(name, v.data(), v.data() + v.size());
+    const Values v = randomValues(t.numElements(), -1.0, 1.0, seed++);
+    if (c.type == HALF) {
+      const auto data = convert<half>(v);
+      e.writeTensor(name, data.data(), data.data() + data.size());
+    } else {
+      const auto data = convert<float>(v);
+      e.writeTensor(name, data.data(), data.data() + data.size());
+    }
   }
-  if (variableLengths) {
-    const std::vector<unsigned> l{4, 0, 5};
-    e.writeTensor("lengths", l.data(), l.data() + l.size());
-  }
+  if (lengths.valid())
+    e.writeTensor("lengths", c.lengths.data(), c.lengths.data() + c.lengths.size());
   e.run();
   auto read = [&](const char *name, const Tensor &t) {
+    if (c.type == HALF) {
+      std::vector<half> v(t.numElements());
+      e.readTensor(name, v.data(), v.data() + v.size());
+      return widen(v);
+    }
     std::vector<float> v(t.numElements());
     e.readTensor(name, v.data(), v.data() + v.size());
     return widen(v);
   };
-  return {read("out", out), read("c", c),   read("dx", dx),   read("dh0", d0.output),
-          read("dc0", d0.cellState), read("dwi", dw.inputWeights), read("dwo", dw.outputWeights),
-          read("db", dw.biases)};
+  return {read("out", out),       read("c", cell),
+          read("dx", dx),         read("dh0", d0.output),
+          read("dc0", d0.cellState), read("dwi", dw.inputWeights),
+          read("dwo", dw.outputWeights), read("db", dw.biases)};
+}
+
+// The step of the shard/reuse/recomputation test: T = 5, B = 3, I = 3, H = 4 on 4 tiles and 3
+// threads, lengths {4, 0, 5} when variable.
+LstmRun trainingStep(const Config &config, bool variableLengths, NonLinearityType activation) {
+  TrainingCase c;
+  c.fwd = config.fwd;
+  c.bwd = config.bwd;
+  c.activation = activation;
+  if (variableLengths)
+    c.lengths = {4, 0, 5};
+  return trainingRun(c);
 }
 
 void requireWithin(const Values &got, const Values &want, const std::string &what) {
@@ -489,71 +521,23 @@ struct FusedCase {
 };
 
 LstmRun fusedCaseRun(const FusedCase &c) {
-  const std::size_t T = 4, B = 5, I = 3, H = 37;
-  Harness h(Target::createGeneric(c.tiles));
-  Tensor lengths;
-  if (c.variableLengths) {
-    lengths = h.graph.addVariable(UNSIGNED_INT, {B}, "lengths");
-    h.graph.setTileMapping(lengths, 0);
-    h.graph.createHostWrite("lengths", lengths);
-  }
-  lstm::LstmParams params = c.variableLengths ? lstm::LstmParams(c.type, B, T, lengths, {I, H})
-                                              : lstm::LstmParams(c.type, B, T, {I, H});
-  params.activation = c.activation;
-  const OptionFlags options{{"stepMethod", c.stepMethod},
-                            {"preCalcWeights", "true"},
-                            {"recomputationMode", c.recomputation}};
-  Tensor in = lstm::createInput(h.graph, params, "in", options);
-  lstm::LstmState init = lstm::createInitialState(h.graph, params, "init", options);
-  lstm::LstmWeights w = lstm::createWeights(h.graph, params, "w", options);
-  Tensor inter;
-  auto [out, cell] = lstm::lstmFwd(h.graph, params, init, in, w, &inter, h.prog, "fwd", options);
-  Tensor dy = h.graph.clone(out, "dy");
-  Tensor dx;
-  lstm::LstmWeights dw;
-  lstm::LstmState d0 = lstm::lstmBwdWithWU(h.graph, params, h.prog, init, inter, w, in, out, dy,
-                                           nullptr, &dx, dw, "bwd", options);
-  const std::pair<const char *, Tensor> writes[] = {
-      {"in", in}, {"h0", init.output}, {"c0", init.cellState}, {"wi", w.inputWeights},
-      {"wo", w.outputWeights}, {"b", w.biases}, {"dy", dy}};
-  for (const auto &[name, t] : writes)
-    h.graph.createHostWrite(name, t);
-  const std::pair<const char *, Tensor> reads[] = {
-      {"out", out}, {"c", cell}, {"dx", dx}, {"dh0", d0.output}, {"dc0", d0.cellState},
-      {"dwi", dw.inputWeights}, {"dwo", dw.outputWeights}, {"db", dw.biases}};
-  for (const auto &[name, t] : reads)
-    h.graph.createHostRead(name, t);
-  Engine e(h.graph, h.prog, {{"aspen.cpu.threads", std::to_string(c.threads)}});
-  e.load(aspen::test::deviceFor(h.graph.getTarget()));
-  unsigned seed = 40;
-  for (const auto &[name, t] : writes) {
-    const Values v = randomValues(t.numElements(), -1.0, 1.0, seed++);
-    if (c.type == HALF) {
-      const auto data = convert<half>(v);
-      e.writeTensor(name, data.data(), data.data() + data.size());
-    } else {
-      const auto data = convert<float>(v);
-      e.writeTensor(name, data.data(), data.data() + data.size());
-    }
-  }
-  if (c.variableLengths) {
-    const std::vector<unsigned> l{3, 0, 4, 1, 2};
-    e.writeTensor("lengths", l.data(), l.data() + l.size());
-  }
-  e.run();
-  auto read = [&](const char *name, const Tensor &t) {
-    if (c.type == HALF) {
-      std::vector<half> v(t.numElements());
-      e.readTensor(name, v.data(), v.data() + v.size());
-      return widen(v);
-    }
-    std::vector<float> v(t.numElements());
-    e.readTensor(name, v.data(), v.data() + v.size());
-    return widen(v);
-  };
-  return {read("out", out),  read("c", cell),          read("dx", dx),
-          read("dh0", d0.output), read("dc0", d0.cellState), read("dwi", dw.inputWeights),
-          read("dwo", dw.outputWeights), read("db", dw.biases)};
+  TrainingCase t;
+  t.T = 4;
+  t.B = 5;
+  t.I = 3;
+  t.H = 37;
+  t.type = c.type;
+  t.tiles = c.tiles;
+  t.threads = c.threads;
+  t.seed = 40;
+  if (c.variableLengths)
+    t.lengths = {3, 0, 4, 1, 2};
+  t.activation = c.activation;
+  t.fwd = {{"stepMethod", c.stepMethod},
+           {"preCalcWeights", "true"},
+           {"recomputationMode", c.recomputation}};
+  t.bwd = t.fwd;
+  return trainingRun(t);
 }
 
 void requireRunsClose(const LstmRun &got, const LstmRun &want, double abs, double rel) {

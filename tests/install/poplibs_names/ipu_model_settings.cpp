@@ -3,6 +3,8 @@
 // GlobalExchangeFlows for a two-IPU model. The device's target reports each of them; the
 // clock is the one cycle counts are converted with. A flow outside the model's IPUs or a
 // clock that is not positive raises poplar::invalid_option naming the setting.
+#include "ModelGraph.hpp"
+
 #include <poplar/GlobalExchangeConstraints.hpp>
 #include <poplar/IPUModel.hpp>
 #include <poplar/exceptions.hpp>
@@ -11,17 +13,6 @@
 #include <iostream>
 #include <string>
 #include <vector>
-
-namespace {
-std::string refusal(const poplar::IPUModel &model) {
-  try {
-    model.createDevice();
-  } catch (const poplar::invalid_option &e) {
-    return e.what();
-  }
-  return "";
-}
-} // namespace
 
 int main() {
   poplar::IPUModel model("ipu2");
@@ -52,7 +43,7 @@ int main() {
       poplar::GlobalExchangeConstraint(1e9, {poplar::GlobalExchangeFlow(0, 2)}));
   poplar::IPUModel stopped = model;
   stopped.tileClockFrequency = 0;
-  const std::string flowMessage = refusal(stray), clockMessage = refusal(stopped);
+  const std::string flowMessage = modelRefusal(stray), clockMessage = modelRefusal(stopped);
   ok = ok && flowMessage.find("globalExchangeConstraints[2]") != std::string::npos &&
        flowMessage.find("0 -> 2") != std::string::npos &&
        clockMessage.find("tileClockFrequency") != std::string::npos;

@@ -4,6 +4,8 @@
 // getTargetArchString / getTargetSystemString. Each member starts as the model's own value and
 // the device's target reports what was set; a setting of 0, or a data path that is not a
 // multiple of 32 bits, raises poplar::invalid_option naming it.
+#include "ModelGraph.hpp"
+
 #include <poplar/IPUModel.hpp>
 #include <poplar/Target.hpp>
 #include <poplar/exceptions.hpp>
@@ -12,17 +14,6 @@
 #include <cstdlib>
 #include <iostream>
 #include <string>
-
-namespace {
-std::string refusal(const poplar::IPUModel &model) {
-  try {
-    model.createDevice();
-  } catch (const poplar::invalid_option &e) {
-    return e.what();
-  }
-  return "";
-}
-} // namespace
 
 int main() {
   // The models' own numbers (Aspen's Target.hpp): ipu2 6 workers, 624 KiB, a 64-bit path.
@@ -75,7 +66,7 @@ int main() {
   poplar::IPUModel oddPath = model, noWorkers = model;
   oddPath.dataPathWidth = 48;
   noWorkers.numWorkerContexts = 0;
-  const std::string pathMessage = refusal(oddPath), workersMessage = refusal(noWorkers);
+  const std::string pathMessage = modelRefusal(oddPath), workersMessage = modelRefusal(noWorkers);
   ok = ok && pathMessage.find("dataPathWidth 48") != std::string::npos &&
        workersMessage.find("numWorkerContexts") != std::string::npos;
   std::cout << (ok ? "ipu_model_tile_settings ok"
