@@ -201,6 +201,13 @@ inline MacsFn chooseMacs() {
 }
 #endif
 
+// The k chunk a product widens from half at a time: small on the GPU (local memory).
+#if defined(__CUDACC_RTC__) || defined(__CUDA_ARCH__)
+constexpr unsigned kChunkK = 32;
+#else
+constexpr unsigned kChunkK = 256;
+#endif
+
 // For q < np (1 or 2) and r < rb (1 to kRows): acc[q][r][c] += sum over k in [k0, k1) of
 // rows[r][k] * panel_q[k][c], panel_q = panel + q * panelStride; acc is [2][kRows][kPanel].
 ASPEN_HD inline void macs(float *acc, const float *const *rows, unsigned rb, const float *panel,
@@ -212,6 +219,31 @@ ASPEN_HD inline void macs(float *acc, const float *const *rows, unsigned rb, con
 #else
   macsPlain(acc, rows, rb, panel, np, panelStride, k0, k1);
 #endif
+}
+
+// acc [2][kRows][kPanel] += rows [r0, r0 + rb) of x ([rows][K], element type T) times np
+// panels ([K][kPanel] floats each, panelStride apart), in chunks of kChunkK of k widened to
+// float when T is not float. Every column's sum runs in increasing k.
+template <class T>
+ASPEN_HD inline void productRows(float *acc, const T *x, unsigned K, unsigned r0, unsigned rb,
+                                 const float *panel, unsigned np,
+                                 unsigned long long panelStride) {
+  for (unsigned k0 = 0; k0 < K; k0 += kChunkK) {
+    const unsigned k1 = K - k0 < kChunkK ? K : k0 + kChunkK;
+    const float *rowPtr[kRows];
+    float wide[kRows][kChunkK];
+    for (unsigned r = 0; r < rb; ++r) {
+      const T *src = x + (r0 + r) * K + k0;
+      if (sizeof(T) == sizeof(float)) {
+        rowPtr[r] = reinterpret_cast<const float *>(src);
+      } else {
+        for (unsigned k = 0; k < k1 - k0; ++k)
+          wide[r][k] = float(src[k]);
+        rowPtr[r] = wide[r];
+      }
+    }
+    macs(acc, rowPtr, rb, panel + k0 * kPanel, np, panelStride, 0, k1 - k0);
+  }
 }
 
 } // namespace aspen::nn::packed

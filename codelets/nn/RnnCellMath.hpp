@@ -29,6 +29,11 @@ struct Dynamic {
   ASPEN_HD bool takesInput() const { return nnGradientTakesInput(kind); }
 };
 
+// Whether a functor dispatches at run time (the fused steps build only the fixed default pair
+// for the host's vector extensions).
+template <class Functor> constexpr bool kIsDynamic = false;
+template <> constexpr bool kIsDynamic<Dynamic> = true;
+
 // Elements are processed in chunks through local arrays: the loops over a chunk touch no
 // memory that could alias, so the host compiler vectorises them (one element per chunk on the
 // GPU, where a thread's arrays would live in slow local memory).

@@ -616,31 +616,38 @@ public:
 template class PackLstmWeights<float>;
 template class PackLstmWeights<half>;
 
-// One LSTM step for the units [firstUnit, firstUnit + U) of every row, the product fused with
-// the cell: pre = hPrev . Wo (from the packed panels, summed in float in increasing k) rounded to
-// T, plus gatesIn (the step's pre-weighted input, slot columns [B][4H], when hasGatesIn) as
-// LstmCellFwd adds it, plus the bias; then the cell exactly as LstmCellFwd computes it (same
-// functions, same roundings), writing cState, hState and out (U-element segments, one a row)
-// and `inter` (numInter segments a row, row-major). Rows whose mask is 0 keep their state and
-// write zeros. hPrev [B][H] is h_{t-1} for all units: the builder copies the state there
-// first, since the vertices write hState as they go. Element-wise activations only. Workers
-// split the panels of 4 units; each output is computed by one worker in one order.
-template <class Functor> constexpr bool kIsDynamic = false;
-template <> constexpr bool kIsDynamic<cell::Dynamic> = true;
-
+// One step of the LSTM's fused loop for the units [firstUnit, firstUnit + U) of every row: the
+// product fused with the cell, and the step's slicing and storing too, so that a step is this
+// one compute set and nothing else (LstmFused.cpp):
+//   t = time[0], the absolute step, which the loop's RnnAdvanceTime vertex advances into the
+//   other of two counters; i = t - begin, the step's place in the shard's `steps`.
+//   pre = hPrev . Wo (from the packed panels, summed in float in increasing k) rounded to T,
+//   plus gatesIn (the shard's pre-weighted input, [steps][B][4H] slot columns, when
+//   hasGatesIn) as LstmCellFwd adds it, plus the bias; then the cell exactly as LstmCellFwd
+//   computes it (same functions, same roundings), writing cState (in place) and hState, the
+//   other buffer of h (B segments of U elements), and step i of `out` (steps x B segments; none
+//   when the sequence is not kept) and of `inter` (steps x B x numInter segments, step, row,
+//   slot).
+// Row r is active while t < lengths[r] (lengths[0] for every row when it has one element);
+// an inactive row keeps its state (h copied across) and writes zeros. A row block with no
+// active row skips its product. Element-wise activations only. Workers split the panels of 4
+// units; each output is computed by one worker in one order. A time outside the shard fails.
 template <class T> class LstmFusedFwd : public MultiVertex {
 public:
+  Input<Vector<unsigned>> time;
+  Input<Vector<unsigned>> lengths;
   Input<Vector<T>> hPrev;
   Input<Vector<float>> packed;
   Input<Vector<T>> gatesIn;
   Input<Vector<T>> bias;
-  Input<Vector<T>> mask;
   Vector<InOut<Vector<T>>> cState;
   Vector<InOut<Vector<T>>> hState;
-  Vector<Output<Vector<T>>> out;
-  Vector<Output<Vector<T>>> inter;
+  Vector<InOut<Vector<T>>> out;
+  Vector<InOut<Vector<T>>> inter;
   unsigned H;
   unsigned firstUnit;
+  unsigned begin;
+  unsigned steps;
   unsigned slotF, slotI, slotG, slotO;
   unsigned activation;
   unsigned recurrentActivation;
@@ -654,10 +661,14 @@ public:
   }
 
   bool compute(unsigned workerId) {
-    const unsigned rows = out.size();
+    const unsigned rows = cState.size();
+    const unsigned t = time[0];
+    if (t < begin || t - begin >= steps || hState.size() != rows)
+      return false;
     if (rows == 0)
       return true;
-    const unsigned units = out[0].size();
+    const unsigned step = t - begin;
+    const unsigned units = cState[0].size();
     const unsigned panels = (units + 3) / 4;
     unsigned lo, hi; // this worker's panels
     ::aspen::detail::workerShare(panels, workerId, numWorkers(), lo, hi);
@@ -667,9 +678,12 @@ public:
       const unsigned p1 = hi - p0 < kGroupPanels ? hi : p0 + kGroupPanels;
       for (unsigned r0 = 0; r0 < rows; r0 += packed::kRows) {
         const unsigned rb = rows - r0 < packed::kRows ? rows - r0 : packed::kRows;
+        bool any = false;
+        for (unsigned r = 0; r < rb; ++r)
+          any = any || active(t, r0 + r);
         // pre[r][gate][unit - 4 p0]: the group's products, gate-major for the cell's loops.
         float pre[packed::kRows][4][4 * kGroupPanels];
-        for (unsigned p = p0; p < p1; p += 2) {
+        for (unsigned p = p0; any && p < p1; p += 2) {
           const unsigned np = p1 - p < 2 ? 1 : 2;
           float acc[2 * packed::kRows * packed::kPanel];
           for (unsigned i = 0; i < 2 * packed::kRows * packed::kPanel; ++i)
@@ -684,11 +698,14 @@ public:
         }
         const unsigned k0 = 4 * p0, k1 = 4 * p1 < units ? 4 * p1 : units;
         for (unsigned r = 0; r < rb; ++r) {
-          if (fixed)
-            cellRowFor(r0 + r, k0, k1, pre[r], cell::Fixed<NonLinearityType::SIGMOID>(),
+          const unsigned row = r0 + r;
+          if (!active(t, row))
+            holdRow(step, row, k0, k1);
+          else if (fixed)
+            cellRowFor(step, row, k0, k1, pre[r], cell::Fixed<NonLinearityType::SIGMOID>(),
                        cell::Fixed<NonLinearityType::TANH>());
           else
-            cellRowFor(r0 + r, k0, k1, pre[r],
+            cellRowFor(step, row, k0, k1, pre[r],
                        cell::Dynamic{NonLinearityType(recurrentActivation)},
                        cell::Dynamic{NonLinearityType(activation)});
         }
@@ -698,39 +715,45 @@ public:
   }
 
 private:
-  // Panels whose cells run together (64 units on the host) and the k chunk widened from half;
-  // small on the GPU, where local arrays cost every resident thread (PackedProduct.hpp).
+  // Panels whose cells run together (64 units on the host); one on the GPU, where local
+  // arrays cost every resident thread (PackedProduct.hpp).
 #if defined(__CUDACC_RTC__) || defined(__CUDA_ARCH__)
-  static constexpr unsigned kGroupPanels = 1, kChunkK = 32;
+  static constexpr unsigned kGroupPanels = 1;
 #else
-  static constexpr unsigned kGroupPanels = 16, kChunkK = 256;
+  static constexpr unsigned kGroupPanels = 16;
 #endif
 
-  // acc += rows [r0, r0 + rb) of hPrev . panel (np panels from there), in chunks of k widened
-  // to float when T is half.
-  void product(float *acc, unsigned r0, unsigned rb, const float *panel, unsigned np) const {
-    const T *h = hPrev.data();
-    for (unsigned k0 = 0; k0 < H; k0 += kChunkK) {
-      const unsigned k1 = H - k0 < kChunkK ? H : k0 + kChunkK;
-      const float *rowPtr[packed::kRows];
-      float wide[packed::kRows][kChunkK];
-      for (unsigned r = 0; r < rb; ++r) {
-        const T *src = h + (r0 + r) * H + k0;
-        if (sizeof(T) == sizeof(float)) {
-          rowPtr[r] = reinterpret_cast<const float *>(src);
-        } else {
-          for (unsigned k = 0; k < k1 - k0; ++k)
-            wide[r][k] = float(src[k]);
-          rowPtr[r] = wide[r];
-        }
-      }
-      packed::macs(acc, rowPtr, rb, panel + k0 * packed::kPanel, np,
-                   (unsigned long long)H * packed::kPanel, 0, k1 - k0);
+  bool active(unsigned t, unsigned row) const {
+    return t < (lengths.size() == 1 ? lengths[0] : lengths[row]);
+  }
+
+  // An inactive row at the shard's step `step`, elements [k0, k1): h_{t-1} kept, zeros out.
+  void holdRow(unsigned step, unsigned row, unsigned k0, unsigned k1) {
+    const unsigned n = numInter(), rows = cState.size();
+    const T *from = hPrev.data() + row * H + firstUnit;
+    T *h = hState[row].data();
+    for (unsigned k = k0; k < k1; ++k)
+      h[k] = from[k];
+    if (out.size() != 0) {
+      T *o = out[step * rows + row].data();
+      for (unsigned k = k0; k < k1; ++k)
+        o[k] = T(0.0f);
+    }
+    for (unsigned s = 0; s < n; ++s) {
+      T *dst = inter[(step * rows + row) * n + s].data();
+      for (unsigned k = k0; k < k1; ++k)
+        dst[k] = T(0.0f);
     }
   }
 
-  // The cell for elements [k0, k1) of row `row` (units firstUnit + k), products in
-  // pre[gate][k - k0], as fwdElements computes it.
+  // acc += rows [r0, r0 + rb) of hPrev . panel (np panels from there).
+  void product(float *acc, unsigned r0, unsigned rb, const float *panel, unsigned np) const {
+    packed::productRows(acc, hPrev.data(), H, r0, rb, panel, np,
+                        (unsigned long long)H * packed::kPanel);
+  }
+
+  // The cell for elements [k0, k1) of row `row` (units firstUnit + k) at the shard's step
+  // `step`, products in pre[gate][k - k0], as fwdElements computes it.
   // The cell's loops built for the CPU's widest vectors too. Codelets are compiled without
   // contraction (-ffp-contract=off), so every build does the same operations with the same
   // roundings as LstmCellFwd and LstmCellRecompute: recomputing the cell from the saved gates
@@ -738,61 +761,51 @@ private:
   // Only the default pair (sigmoid, tanh, fixed at compile time) is built three times; other
   // activations dispatch per element anyway and keep the baseline build, which saves code.
   template <class Rho, class Phi>
-  void cellRowFor(unsigned row, unsigned k0, unsigned k1, const float (*pre)[4 * kGroupPanels],
-                  Rho rho, Phi phi) {
+  void cellRowFor(unsigned step, unsigned row, unsigned k0, unsigned k1,
+                  const float (*pre)[4 * kGroupPanels], Rho rho, Phi phi) {
 #if defined(ASPEN_PACKED_X86)
-    if constexpr (!kIsDynamic<Rho>)
+    if constexpr (!cell::kIsDynamic<Rho>)
       switch (packed::hostIsa()) {
-      case packed::HostIsa::Avx512: return cellRowAvx512(row, k0, k1, pre, rho, phi);
-      case packed::HostIsa::Avx2: return cellRowAvx2(row, k0, k1, pre, rho, phi);
+      case packed::HostIsa::Avx512: return cellRowAvx512(step, row, k0, k1, pre, rho, phi);
+      case packed::HostIsa::Avx2: return cellRowAvx2(step, row, k0, k1, pre, rho, phi);
       default: break;
       }
 #endif
-    cellRowBaseline(row, k0, k1, pre, rho, phi);
+    cellRowBaseline(step, row, k0, k1, pre, rho, phi);
   }
 #if defined(ASPEN_PACKED_X86)
   template <class Rho, class Phi>
   __attribute__((target("avx512f"), flatten)) void
-  cellRowAvx512(unsigned row, unsigned k0, unsigned k1, const float (*pre)[4 * kGroupPanels],
-                Rho rho, Phi phi) {
-    cellRow(row, k0, k1, pre, rho, phi);
+  cellRowAvx512(unsigned step, unsigned row, unsigned k0, unsigned k1,
+                const float (*pre)[4 * kGroupPanels], Rho rho, Phi phi) {
+    cellRow(step, row, k0, k1, pre, rho, phi);
   }
   template <class Rho, class Phi>
   __attribute__((target("avx2,fma"), flatten)) void
-  cellRowAvx2(unsigned row, unsigned k0, unsigned k1, const float (*pre)[4 * kGroupPanels],
-              Rho rho, Phi phi) {
-    cellRow(row, k0, k1, pre, rho, phi);
+  cellRowAvx2(unsigned step, unsigned row, unsigned k0, unsigned k1,
+              const float (*pre)[4 * kGroupPanels], Rho rho, Phi phi) {
+    cellRow(step, row, k0, k1, pre, rho, phi);
   }
 #endif
   template <class Rho, class Phi>
-  ASPEN_FLATTEN void cellRowBaseline(unsigned row, unsigned k0, unsigned k1,
+  ASPEN_FLATTEN void cellRowBaseline(unsigned step, unsigned row, unsigned k0, unsigned k1,
                                      const float (*pre)[4 * kGroupPanels], Rho rho, Phi phi) {
-    cellRow(row, k0, k1, pre, rho, phi);
+    cellRow(step, row, k0, k1, pre, rho, phi);
   }
 
   template <class Rho, class Phi>
-  ASPEN_ALWAYS_INLINE void cellRow(unsigned row, unsigned k0, unsigned k1, const float (*pre)[4 * kGroupPanels],
-               Rho rho, Phi phi) {
+  ASPEN_ALWAYS_INLINE void cellRow(unsigned step, unsigned row, unsigned k0, unsigned k1,
+                                   const float (*pre)[4 * kGroupPanels], Rho rho, Phi phi) {
     using namespace lstm_cell;
-    const unsigned n = numInter();
+    const unsigned n = numInter(), rows = cState.size();
     const unsigned m = k1 - k0;
-    T *o = out[row].data();
-    if (float(mask[row]) == 0.0f) {
-      for (unsigned k = k0; k < k1; ++k)
-        o[k] = T(0.0f);
-      for (unsigned s = 0; s < n; ++s) {
-        T *dst = inter[n * row + s].data();
-        for (unsigned k = k0; k < k1; ++k)
-          dst[k] = T(0.0f);
-      }
-      return;
-    }
+    const unsigned at = step * rows + row; // the row's place in the shard's sequences
     const unsigned slots[4] = {slotF, slotI, slotG, slotO};
     const unsigned u0 = firstUnit + k0;
     const T *gin[4], *bs[4];
     const bool withIn = hasGatesIn;
     for (unsigned g = 0; g < 4; ++g) {
-      gin[g] = withIn ? gatesIn.data() + row * 4 * H + slots[g] * H + u0 : nullptr;
+      gin[g] = withIn ? gatesIn.data() + at * 4 * H + slots[g] * H + u0 : nullptr;
       bs[g] = bias.data() + slots[g] * H + u0;
     }
     T *c = cState[row].data() + k0, *h = hState[row].data() + k0;
@@ -821,27 +834,43 @@ private:
     for (unsigned j = 0; j < m; ++j) {
       c[j] = T(cNew[j]);
       h[j] = T(hNew[j]);
-      o[k0 + j] = T(hNew[j]);
+    }
+    if (out.size() != 0) {
+      T *o = out[at].data() + k0;
+      for (unsigned j = 0; j < m; ++j)
+        o[j] = T(hNew[j]);
     }
     if (saveMode != 0) {
       for (unsigned g = 0; g < 4; ++g) {
-        T *dst = inter[n * row + g].data() + k0;
+        T *dst = inter[n * at + g].data() + k0;
         for (unsigned j = 0; j < m; ++j)
           dst[j] = T(g == G && rawCandidate ? preG[j] : a[g][j]);
       }
     }
     if (saveMode == 2) {
-      T *sc = inter[n * row + 4].data() + k0, *sp = inter[n * row + 5].data() + k0;
+      T *sc = inter[n * at + 4].data() + k0, *sp = inter[n * at + 5].data() + k0;
       for (unsigned j = 0; j < m; ++j) {
         sc[j] = T(rawCandidate ? cNew[j] : phiC[j]);
         sp[j] = T(cPrev[j]);
       }
     }
     if (saveH) {
-      T *sh = inter[n * row + n - 1].data() + k0;
+      T *sh = inter[n * at + n - 1].data() + k0;
       for (unsigned j = 0; j < m; ++j)
         sh[j] = T(hNew[j]);
     }
+  }
+};
+
+// The fused loop's clock: next = time + 1, in the other of the loop's two counters, so the
+// step's vertices read one while this writes the other in the same compute set.
+class RnnAdvanceTime : public Vertex {
+public:
+  Input<Vector<unsigned>> time;
+  Output<Vector<unsigned>> next;
+  bool compute() {
+    next[0] = time[0] + 1;
+    return true;
   }
 };
 

@@ -240,17 +240,12 @@ std::pair<Tensor, Tensor> forward(Graph &graph, const LstmParams &params, const 
   } else if (inter) {
     *inter = graph.addVariable(t, {T, 0, B, H}, {debug, "intermediates"});
   }
+  if (usesFusedStep(graph, params, opts, "lstm"))
+    return fusedForward(graph, params, opts, stateInit, weights, preCalc ? weighted : Tensor(),
+                        outSeq, interSeq, inter ? layout : InterLayout{}, prog, debug);
   Tensor scratchOut; // the cell's per-step output when the sequence is not kept
   if (!fullSequence)
     scratchOut = rnn::detail::addStep(graph, t, B, H, {debug, "stepOutput"});
-  // The fused step: weights packed once a run, and h_{t-1} copied where every vertex reads it.
-  const bool fused = usesFusedStep(graph, params, opts, "lstm");
-  std::vector<FusedBlock> blocks;
-  Tensor hPrev;
-  if (fused) {
-    blocks = packFusedWeights(graph, params, weights.outputWeights, prog, {debug, "fused"});
-    hPrev = rnn::detail::addStep(graph, t, B, H, {debug, "hPrev"});
-  }
 
   std::vector<Tensor> inputs;
   if (weighInput && !preCalc)
@@ -262,15 +257,6 @@ std::pair<Tensor, Tensor> forward(Graph &graph, const LstmParams &params, const 
     const Tensor &h = state[0], &c = state[1];
     const Tensor &stepOut = fullSequence ? slice.outputs[0] : scratchOut;
     const Tensor stepInter = layout.count() > 0 && inter ? slice.interimOut : Tensor();
-    if (fused) {
-      step.add(Copy(h, hPrev));
-      ComputeSet cs = g.addComputeSet({dbg, "fusedCell"});
-      addFusedCellFwd(g, params, cs, blocks, hPrev, preCalc ? slice.interimIn : Tensor(),
-                      weights.biases, c, h, stepOut, stepInter, inter ? layout : InterLayout{},
-                      flags.mask);
-      step.add(Execute(cs));
-      return step;
-    }
     Tensor pre, preIn;
     if (preCalc) {
       // The cell adds the step's pre-weighted input to h . Wo.

@@ -1,6 +1,8 @@
-// The LSTM's fused forward step (see LstmInternal.hpp and docs/architecture.md): the recurrent
+// The LSTM's fused forward loop (see LstmInternal.hpp and docs/architecture.md): the recurrent
 // weights packed once a run into panels of 4 units x 4 gates, then each step one compute set of
-// LstmFusedFwd vertices that multiply h_{t-1} by their panels and finish the cell in registers.
+// LstmFusedFwd vertices that multiply h_{t-1} by their panels, finish the cell in registers and
+// read and write the step's place in the sequences themselves, beside the vertex that advances
+// the step's clock: one hand-off between the pool's threads a step and nothing else.
 #include "LstmInternal.hpp"
 
 #include "NnWork.hpp"
@@ -18,53 +20,12 @@ namespace aspen::nn::lstm::detail {
 namespace {
 
 constexpr unsigned kPanelUnits = 4;   // units of a packed panel (codelets/nn/PackedProduct.hpp)
-constexpr std::size_t kFusedMaxBatch = 16; // the largest batch stepMethod auto fuses
 constexpr unsigned kPanelColumns = 16; // its columns: 4 gates x 4 units
 
-bool elementWise(NonLinearityType t) {
-  return t != NonLinearityType::SOFTMAX && t != NonLinearityType::SOFTMAX_STABLE;
-}
-
-// Whether auto fuses: small batches only. There each step is mostly hand-offs and, for a
-// library product of two or more rows, OpenBLAS repacking Wo on every call; at B = 64 the
-// blocked library product was faster than the 4-row kernel (bench_lstm on 2 cores,
-// 2026-12-03: H = 512 to 1024 up to 25% slower fused). One row is a matrix-vector product,
-// which repacks nothing, so fusing saves only the hand-off a step (about 30 us) and costs the
-// packing, about 1.1 ns a weight (4H^2 of them) once a run: it pays from T >= 4H^2 x 1.1 ns /
-// 30 us steps (10 at H = 256, 154 at H = 1024; H = 1024, T = 25 ran 20 ms unfused, 26-30 fused).
-bool fusedPays(const LstmParams &params) {
-  const std::size_t B = params.rnn.batchSize, T = params.rnn.maxTimeSteps;
-  const double H = double(params.rnn.layerSizes[1]);
-  if (B > kFusedMaxBatch)
-    return false;
-  return B > 1 || double(T) * 30e-6 >= 4 * H * H * 1.1e-9;
-}
-
-// The packed weights (4 H^2 floats, panels rounded up) may take at most this share of a tile.
-constexpr double kPackedTileShare = 0.5;
-
+// The packed weights: 4 H^2 floats, panels rounded up.
 std::size_t packedBytes(const LstmParams &params) {
   const std::size_t H = params.rnn.layerSizes[1];
   return (H + kPanelUnits - 1) / kPanelUnits * H * kPanelColumns * sizeof(float);
-}
-
-// Blocks of panels: enough that every worker has a panel, and that no tile holds more than
-// kPackedTileShare of its memory in packed weights; at most one a panel and one a tile.
-unsigned fusedBlocks(const Target &target, const LstmParams &params) {
-  const std::size_t H = params.rnn.layerSizes[1];
-  const unsigned panels = static_cast<unsigned>((H + kPanelUnits - 1) / kPanelUnits);
-  const unsigned workers = std::max(1u, target.getNumWorkerContexts());
-  const double share = kPackedTileShare * double(target.getBytesPerTile());
-  const auto forMemory = static_cast<unsigned>(
-      std::min<double>(panels, std::ceil(double(packedBytes(params)) / share)));
-  const unsigned forWorkers = (panels + workers - 1) / workers;
-  return std::max(1u, std::min({target.getNumTiles(), panels, std::max(forWorkers, forMemory)}));
-}
-
-// Whether the packed weights fit the tiles fusedBlocks spreads them over.
-bool packedFits(const Target &target, const LstmParams &params) {
-  return double(packedBytes(params)) / fusedBlocks(target, params) <=
-         kPackedTileShare * double(target.getBytesPerTile());
 }
 
 void setSlots(Graph &graph, VertexRef v, const LstmParams &params) {
@@ -75,14 +36,6 @@ void setSlots(Graph &graph, VertexRef v, const LstmParams &params) {
   graph.setInitialValue(v["slotO"], slot[3]);
 }
 
-// row r of t [R, H], units [first, first + n), for each r.
-std::vector<Tensor> unitSegments(const Tensor &t, const FusedBlock &block) {
-  std::vector<Tensor> segments;
-  for (std::size_t r = 0; r < t.dim(0); ++r)
-    segments.push_back(t[r].slice(block.firstUnit, block.firstUnit + block.numUnits));
-  return segments;
-}
-
 } // namespace
 
 bool usesFusedStep(const Graph &graph, const LstmParams &params, const LstmOptions &opts,
@@ -90,7 +43,8 @@ bool usesFusedStep(const Graph &graph, const LstmParams &params, const LstmOptio
   if (opts.stepMethod == StepMethod::ProductThenCell)
     return false;
   const bool applies = (opts.preCalcWeights || !params.doInputWeightCalc) &&
-                       elementWise(params.activation) && elementWise(params.recurrentActivation);
+                       rnn::detail::elementWise(params.activation) &&
+                       rnn::detail::elementWise(params.recurrentActivation);
   if (opts.stepMethod == StepMethod::Fused) {
     if (!applies)
       throw invalid_option(fmt::format(
@@ -100,17 +54,15 @@ bool usesFusedStep(const Graph &graph, const LstmParams &params, const LstmOptio
           what));
     return true;
   }
-  return applies && !graph.getTarget().isGpu() && fusedPays(params) &&
-         packedFits(graph.getTarget(), params);
+  return applies && !graph.getTarget().isGpu() && rnn::detail::fusedStepPays(params.rnn, 4) &&
+         rnn::detail::fusedWeightsFit(graph.getTarget(), params.rnn.layerSizes[1], kPanelUnits,
+                                      packedBytes(params));
 }
 
 std::vector<FusedBlock> packFusedWeights(Graph &graph, const LstmParams &params,
                                          const Tensor &outputWeights, program::Sequence &prog,
                                          const DebugContext &debug) {
-  const Target &target = graph.getTarget();
   const unsigned H = static_cast<unsigned>(params.rnn.layerSizes[1]);
-  const unsigned panels = (H + kPanelUnits - 1) / kPanelUnits;
-  const unsigned numBlocks = fusedBlocks(target, params);
   const std::string type = util::templateVertex("aspen::nn::PackLstmWeights", params.dataType);
   ComputeSet cs = graph.addComputeSet({debug, "packWeights"});
   // One edge a row of Wo as a matrix ([H, 4H]): contiguous in the weights createWeights makes,
@@ -120,14 +72,15 @@ std::vector<FusedBlock> packFusedWeights(Graph &graph, const LstmParams &params,
   for (std::size_t k = 0; k < H; ++k)
     rows.push_back(matrix[k]);
   std::vector<FusedBlock> blocks;
-  for (unsigned j = 0; j < numBlocks; ++j) {
-    const unsigned p0 = j * panels / numBlocks, p1 = (j + 1) * panels / numBlocks;
+  for (const rnn::detail::FusedUnitBlock &unitBlock : rnn::detail::fusedUnitBlocks(
+           graph.getTarget(), H, kPanelUnits, packedBytes(params))) {
     FusedBlock block;
-    block.firstUnit = p0 * kPanelUnits;
-    block.numUnits = std::min(p1 * kPanelUnits, H) - block.firstUnit;
-    block.tile = static_cast<unsigned>(std::uint64_t(j) * target.getNumTiles() / numBlocks);
-    block.packed = graph.addVariable(FLOAT, {std::size_t(p1 - p0) * H * kPanelColumns},
-                                     {debug, fmt::format("packedWeights{}", j)});
+    block.firstUnit = unitBlock.firstUnit;
+    block.numUnits = unitBlock.numUnits;
+    block.tile = unitBlock.tile;
+    const std::size_t panels = (block.numUnits + kPanelUnits - 1) / kPanelUnits;
+    block.packed = graph.addVariable(FLOAT, {panels * H * kPanelColumns},
+                                     {debug, fmt::format("packedWeights{}", blocks.size())});
     graph.setTileMapping(block.packed, block.tile);
     VertexRef v = graph.addVertex(cs, type);
     graph.connect(v["weights"], rows);
@@ -143,44 +96,112 @@ std::vector<FusedBlock> packFusedWeights(Graph &graph, const LstmParams &params,
   return blocks;
 }
 
-void addFusedCellFwd(Graph &graph, const LstmParams &params, ComputeSet cs,
-                     const std::vector<FusedBlock> &blocks, const Tensor &hPrev,
-                     const Tensor &preIn, const Tensor &bias, const Tensor &cState,
-                     const Tensor &hState, const Tensor &out, const Tensor &inter,
-                     const InterLayout &layout, const Tensor &mask) {
+namespace {
+
+// The sequences' part of one shard, [begin, begin + steps), each invalid when not kept.
+struct ShardSequences {
+  Tensor gatesIn; // [steps, B, 4H]
+  Tensor out;     // [steps, B, H]
+  Tensor inter;   // [steps, count, B, H]
+};
+
+// The vertices of one step of `shard` at parity p: h_{t-1} from hBuf[p], h_t to hBuf[1 - p].
+void addFusedStep(Graph &graph, const LstmParams &params, ComputeSet cs,
+                  const std::vector<FusedBlock> &blocks, const rnn::detail::FusedClock &clock,
+                  const rnn::detail::FusedShard &shard, const ShardSequences &seqs, unsigned p,
+                  const Tensor &hBuf, const Tensor &bias, const Tensor &cState,
+                  const InterLayout &layout) {
   const unsigned H = static_cast<unsigned>(params.rnn.layerSizes[1]);
+  const std::size_t B = params.rnn.batchSize;
   const std::string type = util::templateVertex("aspen::nn::LstmFusedFwd", params.dataType);
+  const Tensor hPrev = hBuf[p].flatten();
+  const bool saving = layout.count() > 0 && seqs.inter.valid();
   for (const FusedBlock &block : blocks) {
+    auto units = [&](const Tensor &row) {
+      return row.slice(block.firstUnit, block.firstUnit + block.numUnits);
+    };
     VertexRef v = graph.addVertex(cs, type);
     graph.setTileMapping(v, block.tile);
-    graph.connect(v["hPrev"], hPrev.flatten());
+    graph.connect(v["time"], clock.time.slice(p, p + 1));
+    graph.connect(v["lengths"], clock.lengths);
+    graph.connect(v["hPrev"], hPrev);
     graph.connect(v["packed"], block.packed);
-    // An unused gatesIn is connected to the output rows' first element: never read.
-    graph.connect(v["gatesIn"], preIn.valid() ? preIn.flatten() : hPrev.flatten().slice(0, 1));
+    // An unused gatesIn is connected to h's first element: never read.
+    graph.connect(v["gatesIn"], seqs.gatesIn.valid() ? seqs.gatesIn.flatten() : hPrev.slice(0, 1));
     graph.connect(v["bias"], bias.flatten());
-    graph.connect(v["mask"], mask);
-    graph.connect(v["cState"], unitSegments(cState, block));
-    graph.connect(v["hState"], unitSegments(hState, block));
-    graph.connect(v["out"], unitSegments(out, block));
-    std::vector<Tensor> interSegments;
-    if (layout.count() > 0 && inter.valid())
-      for (std::size_t r = 0; r < inter.dim(1); ++r)
-        for (unsigned s = 0; s < layout.count(); ++s)
-          interSegments.push_back(inter[s][r].slice(block.firstUnit,
-                                                    block.firstUnit + block.numUnits));
-    graph.connect(v["inter"], interSegments);
+    std::vector<Tensor> c, h, out, inter;
+    for (std::size_t r = 0; r < B; ++r) {
+      c.push_back(units(cState[r]));
+      h.push_back(units(hBuf[1 - p][r]));
+    }
+    for (unsigned i = 0; i < shard.steps; ++i)
+      for (std::size_t r = 0; r < B; ++r) {
+        if (seqs.out.valid())
+          out.push_back(units(seqs.out[i][r]));
+        for (unsigned s = 0; saving && s < layout.count(); ++s)
+          inter.push_back(units(seqs.inter[i][s][r]));
+      }
+    graph.connect(v["cState"], c);
+    graph.connect(v["hState"], h);
+    graph.connect(v["out"], out);
+    graph.connect(v["inter"], inter);
     graph.setInitialValue(v["H"], H);
     graph.setInitialValue(v["firstUnit"], block.firstUnit);
+    graph.setInitialValue(v["begin"], shard.begin);
+    graph.setInitialValue(v["steps"], shard.steps);
     setSlots(graph, v, params);
     graph.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
     graph.setInitialValue(v["recurrentActivation"],
                           static_cast<unsigned>(params.recurrentActivation));
-    const bool saving = layout.count() > 0 && inter.valid();
     graph.setInitialValue(v["saveMode"], saving ? layout.saveMode : 0u);
     graph.setInitialValue(v["saveH"], saving && layout.saveH);
     graph.setInitialValue(v["rawCandidate"], rawCandidate(params));
-    graph.setInitialValue(v["hasGatesIn"], preIn.valid());
+    graph.setInitialValue(v["hasGatesIn"], seqs.gatesIn.valid());
   }
+  rnn::detail::addClockVertex(graph, cs, clock, p);
+}
+
+} // namespace
+
+std::pair<Tensor, Tensor> fusedForward(Graph &graph, const LstmParams &params,
+                                       const LstmOptions &opts, const LstmState &init,
+                                       const LstmWeights &weights, const Tensor &weighted,
+                                       const Tensor &outSeq, const Tensor &interSeq,
+                                       const InterLayout &layout, program::Sequence &prog,
+                                       const DebugContext &debug) {
+  using program::Copy;
+  const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
+  const std::size_t H = params.rnn.layerSizes[1];
+  const std::vector<FusedBlock> blocks =
+      packFusedWeights(graph, params, weights.outputWeights, prog, {debug, "fused"});
+  // h_t in hBuf[t % 2]; c updated in place.
+  const Tensor hBuf = rnn::detail::addStep(graph, params.dataType, 2 * B, H, {debug, "h"})
+                          .reshape({2, B, H});
+  const Tensor c = graph.clone(init.cellState, {debug, "cellState"});
+  prog.add(Copy(init.output, hBuf[0]));
+  prog.add(Copy(init.cellState, c));
+  auto step = [&](const rnn::detail::FusedClock &clock, const rnn::detail::FusedShard &shard,
+                  unsigned p) {
+    const std::size_t b = shard.begin, e = b + shard.steps;
+    ShardSequences seqs;
+    if (weighted.valid())
+      seqs.gatesIn = weighted.slice(b, e, 0);
+    if (outSeq.valid())
+      seqs.out = outSeq.slice(b, e, 0);
+    if (interSeq.valid())
+      seqs.inter = interSeq.slice(b, e, 0);
+    ComputeSet cs =
+        graph.addComputeSet({debug, fmt::format("step{}{}", b, p ? "Odd" : "Even")});
+    addFusedStep(graph, params, cs, blocks, clock, shard, seqs, p, hBuf, weights.biases, c,
+                 layout);
+    return program::Sequence{program::Execute(cs)};
+  };
+  rnn::detail::fusedLoop(graph, params.rnn, opts.numShards, step, prog, {debug, "loop"});
+  if (outSeq.valid())
+    return {outSeq, c};
+  const Tensor h = graph.clone(init.output, {debug, "output"});
+  prog.add(Copy(hBuf[T % 2], h));
+  return {h, c};
 }
 
 } // namespace aspen::nn::lstm::detail

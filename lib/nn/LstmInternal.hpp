@@ -15,7 +15,7 @@ namespace aspen::nn::lstm::detail {
 enum class Recomputation { None, CellAndTanh, Full };
 // How a forward step computes: the product h . Wo (a matMul) then the cell compute set, or one
 // compute set of LstmFusedFwd vertices on weights packed once a run (LstmFused.cpp).
-enum class StepMethod { Auto, Fused, ProductThenCell };
+using rnn::detail::StepMethod;
 
 struct LstmOptions {
   bool inferenceOnly = false;
@@ -118,12 +118,16 @@ struct FusedBlock {
 std::vector<FusedBlock> packFusedWeights(Graph &graph, const LstmParams &params,
                                          const Tensor &outputWeights, program::Sequence &prog,
                                          const DebugContext &debug);
-// One fused step: LstmFusedFwd vertices in cs reading hPrev [B, H] (h_{t-1}, a copy of hState),
-// preIn [B, 4H] when valid, writing cState, hState, out and inter as addCellFwd's cell does.
-void addFusedCellFwd(Graph &graph, const LstmParams &params, ComputeSet cs,
-                     const std::vector<FusedBlock> &blocks, const Tensor &hPrev,
-                     const Tensor &preIn, const Tensor &bias, const Tensor &cState,
-                     const Tensor &hState, const Tensor &out, const Tensor &inter,
-                     const InterLayout &layout, const Tensor &mask);
+// The whole forward loop with fused steps, in place of rnn::Rnn: packs Wo, then per shard one
+// compute set a step (LstmFusedFwd and the step's clock). weighted [T, B, 4H] is the
+// pre-weighted input (invalid without input weights); outSeq [T, B, H] and interSeq
+// [T, count, B, H] (layout) are written when valid. Returns {outSeq, or the final output
+// [B, H] when outSeq is invalid; the final cell state}.
+std::pair<Tensor, Tensor> fusedForward(Graph &graph, const LstmParams &params,
+                                       const LstmOptions &opts, const LstmState &init,
+                                       const LstmWeights &weights, const Tensor &weighted,
+                                       const Tensor &outSeq, const Tensor &interSeq,
+                                       const InterLayout &layout, program::Sequence &prog,
+                                       const DebugContext &debug);
 
 } // namespace aspen::nn::lstm::detail

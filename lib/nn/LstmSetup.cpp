@@ -156,11 +156,8 @@ LstmOptions parseOptions(const Graph &graph, const LstmParams &params, const Opt
              codeReuse = v == "true" || v == "1";
              return true;
            })
-      .boolean("disableWUPartialInterleaving", o.disableWUPartialInterleaving)
-      .enumeration("stepMethod", o.stepMethod,
-                   {{"auto", StepMethod::Auto},
-                    {"fused", StepMethod::Fused},
-                    {"productThenCell", StepMethod::ProductThenCell}});
+      .boolean("disableWUPartialInterleaving", o.disableWUPartialInterleaving);
+  rnn::detail::addStepMethodOption(spec, o.stepMethod);
   rnn::detail::addStepsPerWUOption(spec, o.stepsPerWU);
   rnn::detail::addHardSigmoidGradientOption(spec, o.hardSigmoidGradient);
   spec.parse(options);

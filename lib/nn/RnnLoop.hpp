@@ -11,6 +11,7 @@
 #include <aspen/nn/NonLinearity.hpp>
 #include <aspen/nn/Rnn.hpp>
 
+#include <functional>
 #include <optional>
 
 #include <string>
@@ -86,5 +87,52 @@ struct LoopSpec {
 
 std::vector<Tensor> runLoop(Graph &graph, const LoopSpec &spec, program::Sequence &prog,
                             const DebugContext &debug);
+
+// How a forward step computes (the stepMethod option of the LSTM and the GRU): the library
+// products then the cells' compute sets, or fused steps on weights packed once a run
+// (LstmFused.cpp, GruFused.cpp).
+enum class StepMethod { Auto, Fused, ProductThenCell };
+void addStepMethodOption(aspen::detail::OptionSpec &spec, StepMethod &target);
+// Whether a fused step can compute activation t: element by element (not a softmax over a row).
+inline bool elementWise(NonLinearityType t) {
+  return t != NonLinearityType::SOFTMAX && t != NonLinearityType::SOFTMAX_STABLE;
+}
+// Whether auto fuses a layer of `gates` gates: small batches only, and one row only when the
+// sequence is long enough to pay for the packing (RnnFused.cpp says where the lines are).
+bool fusedStepPays(const RnnParams &params, unsigned gates);
+// The units [firstUnit, firstUnit + numUnits) whose packed weights one vertex a step keeps on
+// `tile`, in granules of granuleUnits (the packing's panel width). Enough blocks that every
+// worker of a tile has a granule and that a tile keeps at most half its memory in packed
+// weights (packedBytes for all units), at most one a granule and one a tile.
+struct FusedUnitBlock {
+  unsigned firstUnit = 0, numUnits = 0, tile = 0;
+};
+std::vector<FusedUnitBlock> fusedUnitBlocks(const Target &target, std::size_t H,
+                                            unsigned granuleUnits, std::size_t packedBytes);
+// Whether the packed weights fit the tiles fusedUnitBlocks spreads them over.
+bool fusedWeightsFit(const Target &target, std::size_t H, unsigned granuleUnits,
+                     std::size_t packedBytes);
+
+// The loop of a fused recurrent layer (the LSTM's and the GRU's fused steps): vertices that
+// read the step t from a counter and index the sequences themselves, so a step is only its own
+// compute sets. h lives in two buffers (h_t in buffer t % 2), and the clock in two counters,
+// time[t % 2], so a step's vertices read one of each while they write the other.
+struct FusedClock {
+  Tensor time;    // [2] unsigned on tile 0: time[p] = t for the steps of parity p
+  Tensor lengths; // the layer's lengths ([B] or [1]), or [1] = T when it has none
+};
+struct FusedShard {
+  unsigned begin = 0, steps = 0; // the shard's steps [begin, begin + steps)
+};
+// Builds the clock (zeroed in prog) and, per shard (numShards as mapSequence splits T), the
+// programs of its even and odd steps, step(shard, parity), each ending with a compute set that
+// holds addClockVertex(parity); then plays them in order: Repeat(n / 2, {even, odd}), with one
+// step before for an odd start and one after for an odd count.
+void fusedLoop(Graph &graph, const RnnParams &params, unsigned numShards,
+               const std::function<program::Sequence(const FusedClock &, const FusedShard &,
+                                                     unsigned parity)> &step,
+               program::Sequence &prog, const DebugContext &debug);
+// The vertex advancing the clock: time[1 - parity] = time[parity] + 1, in cs.
+void addClockVertex(Graph &graph, ComputeSet cs, const FusedClock &clock, unsigned parity);
 
 } // namespace aspen::nn::rnn::detail

@@ -518,11 +518,12 @@ struct FusedCase {
   bool variableLengths = false;
   NonLinearityType activation = NonLinearityType::TANH;
   std::string recomputation = "none";
+  std::string shards = "1";
 };
 
 LstmRun fusedCaseRun(const FusedCase &c) {
   TrainingCase t;
-  t.T = 4;
+  t.T = 5;
   t.B = 5;
   t.I = 3;
   t.H = 37;
@@ -531,11 +532,12 @@ LstmRun fusedCaseRun(const FusedCase &c) {
   t.threads = c.threads;
   t.seed = 40;
   if (c.variableLengths)
-    t.lengths = {3, 0, 4, 1, 2};
+    t.lengths = {3, 0, 5, 1, 2};
   t.activation = c.activation;
   t.fwd = {{"stepMethod", c.stepMethod},
            {"preCalcWeights", "true"},
-           {"recomputationMode", c.recomputation}};
+           {"recomputationMode", c.recomputation},
+           {"numShards", c.shards}};
   t.bwd = t.fwd;
   return trainingRun(t);
 }
@@ -575,7 +577,7 @@ TEST_CASE("the fused LSTM step gives the product-then-cell results within roundi
   c.stepMethod = "fused";
   const LstmRun fused = fusedCaseRun(c);
   // Sums of 37 products in another order (with FMA on AVX hosts): float within a few ulp a
-  // step, grown by 4 steps forward and back; half rounds the product to half (2^-11 relative)
+  // step, grown by 5 steps forward and back; half rounds the product to half (2^-11 relative)
   // before the cell, as both steps do. A wrong gate, unit or step is off by 1e-1 and more.
   if (c.type == FLOAT)
     requireRunsClose(fused, reference, 2e-6, 2e-5);
@@ -599,6 +601,83 @@ TEST_CASE("the fused LSTM step gives the product-then-cell results within roundi
   FusedCase oneThread = c;
   oneThread.threads = 1;
   CHECK(sameRuns(fusedCaseRun(oneThread), fused));
+  // Two shards (steps 0-2 and 3-4: one starts at an odd step) and three (2, 2 and 1 steps):
+  // the same forward bits.
+  for (const char *shards : {"2", "3"}) {
+    INFO(shards << " shards");
+    FusedCase sharded = c;
+    sharded.shards = shards;
+    const LstmRun r = fusedCaseRun(sharded);
+    CHECK(sameValues(r.output, fused.output));
+    CHECK(sameValues(r.finalCell, fused.finalCell));
+  }
+}
+
+// The fused loop where the sequence is not kept (the final output only) and the input is not
+// weighed (each step's gates are h . Wo plus the bias), in inference, one to three shards:
+// the product-then-cell results within rounding, the same bits on every shard count.
+TEST_CASE("the fused LSTM loop keeps the final output alone, with and without input weights",
+          "[correctness][lstm]") {
+  const std::size_t T = 5, B = 3, I = 2, H = 9;
+  const bool weighInput = GENERATE(true, false);
+  const bool variable = GENERATE(false, true);
+  INFO("input weights " << weighInput << ", variable lengths " << variable);
+  auto run = [&](const char *stepMethod, const char *shards) {
+    Harness h(Target::createGeneric(3));
+    Tensor lengths;
+    if (variable) {
+      lengths = h.graph.addVariable(UNSIGNED_INT, {B}, "lengths");
+      h.graph.setTileMapping(lengths, 0);
+      h.graph.createHostWrite("lengths", lengths);
+    }
+    lstm::LstmParams params = variable ? lstm::LstmParams(FLOAT, B, T, lengths, {I, H})
+                                       : lstm::LstmParams(FLOAT, B, T, {I, H});
+    params.outputFullSequence = false;
+    params.doInputWeightCalc = weighInput;
+    const OptionFlags options{{"inferenceOnly", "true"}, {"preCalcWeights", "true"},
+                              {"stepMethod", stepMethod}, {"numShards", shards}};
+    Tensor in = lstm::createInput(h.graph, params, "in", options);
+    lstm::LstmState init = lstm::createInitialState(h.graph, params, "init", options);
+    lstm::LstmWeights w = lstm::createWeights(h.graph, params, "w", options);
+    auto [out, cell] = lstm::lstmFwd(h.graph, params, init, in, w, nullptr, h.prog, "fwd", options);
+    REQUIRE(out.shape() == std::vector<std::size_t>{B, H});
+    const std::pair<const char *, Tensor> writes[] = {{"in", in}, {"h0", init.output},
+                                                      {"c0", init.cellState}, {"wi", w.inputWeights},
+                                                      {"wo", w.outputWeights}, {"b", w.biases}};
+    for (const auto &[name, t] : writes)
+      h.graph.createHostWrite(name, t);
+    h.output("out", out);
+    h.output("cell", cell);
+    Engine e(h.graph, h.prog);
+    e.load(aspen::test::deviceFor(h.graph.getTarget()));
+    unsigned seed = 70;
+    for (const auto &[name, t] : writes) {
+      const auto v = convert<float>(randomValues(t.numElements(), -1.0, 1.0, seed++));
+      e.writeTensor(name, v.data(), v.data() + v.size());
+    }
+    const std::vector<unsigned> rowLengths{4, 0, 2};
+    if (variable)
+      e.writeTensor("lengths", rowLengths.data(), rowLengths.data() + rowLengths.size());
+    e.run();
+    std::pair<Values, Values> result;
+    for (auto [name, values] : {std::pair{"out", &result.first}, std::pair{"cell", &result.second}}) {
+      std::vector<float> v(B * H);
+      e.readTensor(name, v.data(), v.data() + v.size());
+      *values = widen(v);
+    }
+    return result;
+  };
+  const auto reference = run("productThenCell", "1");
+  const auto fused = run("fused", "1");
+  requireClose(fused.first, reference.first, 2e-6, 2e-5, "final output");
+  requireClose(fused.second, reference.second, 2e-6, 2e-5, "final cell");
+  CHECK(fused.second != Values(B * H, 0.0));
+  for (const char *shards : {"2", "3"}) {
+    INFO(shards << " shards");
+    const auto sharded = run("fused", shards);
+    CHECK(sameValues(sharded.first, fused.first));
+    CHECK(sameValues(sharded.second, fused.second));
+  }
 }
 
 TEST_CASE("stepMethod auto fuses the step of small batches on the CPU targets, not on a GPU",

@@ -58,8 +58,9 @@
 //   an Aspen extension; default auto): how a forward step computes. productThenCell is the
 //   product h . Wo (a matMul) and then the cell's compute set; fused packs Wo once a run into
 //   panels of 4 units x 4 gates and makes each step one compute set whose vertices multiply
-//   h_{t-1} by their panels and finish the cell on the results (no product output, no second
-//   hand-off). fused needs element-wise activations and each step multiplying by Wo alone
+//   h_{t-1} by their panels, finish the cell on the results and read and write the step's
+//   part of the sequences themselves (no product output, no slicing, storing or step-control
+//   compute sets: one hand-off between threads a step; rnnCodeReuse is ignored). fused needs element-wise activations and each step multiplying by Wo alone
 //   (preCalcWeights, or no input weights); auto chooses it then for batches of 2 to 16, and
 //   of 1 when the sequence is long enough to pay for the packing (T >= H^2 / 6800), when the
 //   packed copy (4H^2 floats) fits half of the tiles' memory, except on GPU targets. The

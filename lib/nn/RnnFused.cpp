@@ -1,0 +1,129 @@
+// What the fused recurrent loops share (LstmFused.cpp, GruFused.cpp; RnnLoop.hpp): when a layer
+// fuses its steps, how its units are split into blocks of packed weights, and the loop itself.
+#include "RnnLoop.hpp"
+
+#include <aspen/Error.hpp>
+#include "support/OptionParsing.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace aspen::nn::rnn::detail {
+
+using program::Copy;
+using program::Repeat;
+using program::Sequence;
+
+namespace {
+
+constexpr std::size_t kFusedMaxBatch = 16; // the largest batch stepMethod auto fuses
+// The packed weights may take at most this share of a tile.
+constexpr double kPackedTileShare = 0.5;
+
+Tensor unsignedConstant(Graph &graph, unsigned value, const DebugContext &debug) {
+  Tensor t = graph.addConstant<unsigned>(UNSIGNED_INT, {1}, value, debug);
+  graph.setTileMapping(t, 0);
+  return t;
+}
+
+// Blocks of granules: enough that every worker has a granule, and that no tile holds more than
+// kPackedTileShare of its memory in packed weights; at most one a granule and one a tile.
+unsigned blockCount(const Target &target, std::size_t granules, std::size_t packedBytes) {
+  const unsigned workers = std::max(1u, target.getNumWorkerContexts());
+  const double share = kPackedTileShare * double(target.getBytesPerTile());
+  const auto forMemory = static_cast<unsigned>(
+      std::min<double>(double(granules), std::ceil(double(packedBytes) / share)));
+  const auto forWorkers = static_cast<unsigned>((granules + workers - 1) / workers);
+  return std::max(1u, std::min<unsigned>({target.getNumTiles(), static_cast<unsigned>(granules),
+                                          std::max(forWorkers, forMemory)}));
+}
+
+} // namespace
+
+void addStepMethodOption(aspen::detail::OptionSpec &spec, StepMethod &target) {
+  spec.enumeration("stepMethod", target,
+                   {{"auto", StepMethod::Auto},
+                    {"fused", StepMethod::Fused},
+                    {"productThenCell", StepMethod::ProductThenCell}});
+}
+
+// Small batches only. There each step is mostly hand-offs and, for a library product of two or
+// more rows, OpenBLAS repacking Wo on every call; at B = 64 the blocked library product was
+// faster than the 4-row kernel (bench_lstm on 2 cores, 2026-12-03: H = 512 to 1024 up to 25%
+// slower fused). One row is a matrix-vector product, which repacks nothing, so fusing saves
+// only the hand-offs (about 30 us a step) and costs the packing, about 1.1 ns a weight
+// (gates x H^2 of them) once a run: it pays from T >= gates H^2 x 1.1 ns / 30 us steps (LSTM:
+// 10 at H = 256, 154 at H = 1024; H = 1024, T = 25 ran 20 ms unfused, 26-30 fused).
+bool fusedStepPays(const RnnParams &params, unsigned gates) {
+  const std::size_t B = params.batchSize, T = params.maxTimeSteps;
+  const double H = double(params.layerSizes[1]);
+  if (B > kFusedMaxBatch)
+    return false;
+  return B > 1 || double(T) * 30e-6 >= gates * H * H * 1.1e-9;
+}
+
+std::vector<FusedUnitBlock> fusedUnitBlocks(const Target &target, std::size_t H,
+                                            unsigned granuleUnits, std::size_t packedBytes) {
+  const std::size_t granules = (H + granuleUnits - 1) / granuleUnits;
+  const unsigned count = blockCount(target, granules, packedBytes);
+  std::vector<FusedUnitBlock> blocks;
+  for (unsigned j = 0; j < count; ++j) {
+    const std::size_t g0 = j * granules / count, g1 = (j + 1) * granules / count;
+    FusedUnitBlock b;
+    b.firstUnit = static_cast<unsigned>(g0 * granuleUnits);
+    b.numUnits = static_cast<unsigned>(std::min(g1 * granuleUnits, H)) - b.firstUnit;
+    b.tile = static_cast<unsigned>(std::uint64_t(j) * target.getNumTiles() / count);
+    blocks.push_back(b);
+  }
+  return blocks;
+}
+
+bool fusedWeightsFit(const Target &target, std::size_t H, unsigned granuleUnits,
+                     std::size_t packedBytes) {
+  const unsigned count = blockCount(target, (H + granuleUnits - 1) / granuleUnits, packedBytes);
+  return double(packedBytes) / count <= kPackedTileShare * double(target.getBytesPerTile());
+}
+
+void addClockVertex(Graph &graph, ComputeSet cs, const FusedClock &clock, unsigned parity) {
+  VertexRef v = graph.addVertex(cs, "aspen::nn::RnnAdvanceTime",
+                                {{"time", clock.time.slice(parity, parity + 1)},
+                                 {"next", clock.time.slice(1 - parity, 2 - parity)}});
+  graph.setTileMapping(v, 0);
+}
+
+void fusedLoop(Graph &graph, const RnnParams &params, unsigned numShards,
+               const std::function<Sequence(const FusedClock &, const FusedShard &, unsigned)> &step,
+               Sequence &prog, const DebugContext &debug) {
+  const std::size_t T = params.maxTimeSteps;
+  FusedClock clock;
+  clock.time = graph.addVariable(UNSIGNED_INT, {2}, {debug, "time"});
+  graph.setTileMapping(clock.time, 0);
+  prog.add(Copy(unsignedConstant(graph, 0, {debug, "zero"}), clock.time.slice(0, 1)));
+  clock.lengths = params.varTimeSteps.valid()
+                      ? params.varTimeSteps
+                      : unsignedConstant(graph, static_cast<unsigned>(T), {debug, "lengths"});
+  const std::size_t shardSize = (T + numShards - 1) / numShards;
+  for (unsigned s = 0; s < numShards; ++s) {
+    const std::size_t b = s * shardSize, e = std::min(T, b + shardSize);
+    if (b >= e)
+      continue;
+    const FusedShard shard{static_cast<unsigned>(b), static_cast<unsigned>(e - b)};
+    const DebugContext dbg{debug, fmt::format("shard{}", s)};
+    const Sequence even = step(clock, shard, 0), odd = step(clock, shard, 1);
+    std::size_t t = b;
+    if (t % 2 == 1) {
+      prog.add(odd);
+      ++t;
+    }
+    if (const std::size_t pairs = (e - t) / 2; pairs > 0) {
+      prog.add(Repeat(static_cast<unsigned>(pairs), Sequence{even, odd}, {dbg, "steps"}));
+      t += 2 * pairs;
+    }
+    if (t < e)
+      prog.add(even);
+  }
+}
+
+} // namespace aspen::nn::rnn::detail
