@@ -14,6 +14,8 @@
 // Backward: GruBwdA (delta_c, delta_u, d(attention), dh*u) and GruBwdB (delta_r, + d(r*h)*r)
 // around the product delta_c . Wo_c^T; GruBwdResetAfter in one phase.
 #include "RnnCellMath.hpp"
+// after RnnCellMath.hpp, which brings the codelet headers (ASPEN_HD)
+#include "PackedProduct.hpp"
 
 namespace aspen::nn {
 
@@ -543,6 +545,308 @@ public:
     return true;
   }
 };
+
+// The fused GRU steps' recurrent weights, packed once a run (GruFused.cpp): panels of 16 units
+// of one gate, packed[((b * 3 + g) * H + k) * 16 + j] = Wo_g[k][firstUnit + 16 b + j] for
+// canonical gate g (reset, update, candidate), zero past the block's numUnits. `weights` lists
+// the 3H rows of Wo in canonical gate order (row g * H + k: Wo_g's row k). Workers split the
+// 16-unit blocks.
+template <class T> class PackGruWeights : public MultiVertex {
+public:
+  Vector<Input<Vector<T>>> weights;
+  Output<Vector<float>> packed;
+  unsigned H;
+  unsigned firstUnit;
+  unsigned numUnits;
+  bool compute(unsigned workerId) {
+    const unsigned blocks = (numUnits + 15) / 16;
+    if (weights.size() != 3 * H || packed.size() != blocks * 3 * H * packed::kPanel)
+      return false;
+    float *out = packed.data();
+    unsigned lo, hi;
+    ::aspen::detail::workerShare(blocks, workerId, numWorkers(), lo, hi);
+    for (unsigned b = lo; b < hi; ++b) {
+      const unsigned full = numUnits - 16 * b < 16 ? numUnits - 16 * b : 16;
+      for (unsigned g = 0; g < 3; ++g)
+        for (unsigned k = 0; k < H; ++k) {
+          const T *src = weights[g * H + k].data() + firstUnit + 16 * b;
+          float *dst = out + ((b * 3 + g) * H + k) * packed::kPanel;
+          for (unsigned j = 0; j < 16; ++j)
+            dst[j] = j < full ? float(src[j]) : 0.0f;
+        }
+    }
+    return true;
+  }
+};
+
+// One phase of one step of the GRU's fused loop for the units [firstUnit, firstUnit + U) of
+// every row: the product with the packed panels fused with the cell, and the step's slicing and
+// storing too (GruFused.cpp builds the loop):
+//   phase 0 (resetAfter true): hw = hPrev . Wo for r, u and c, then GruCellResetAfter's cell;
+//   phase 1 (resetAfter false): hw = hPrev . [Wo_r | Wo_u], then GruCellA's gates and r*h,
+//     written to `rh` (U-element segments, one a row) for phase 2's product;
+//   phase 2 (resetAfter false): chw = rhAll . Wo_c (r*h of every unit), then GruCellB's
+//     candidate and state, with u read back from `inter`.
+// t = time[0] (the absolute step) and i = t - begin, the step's place in the shard: xw is the
+// shard's pre-weighted input ([steps][B][3H], canonical columns), attention its [steps][B]
+// (when hasAttention), out its output (steps x B segments, or none) and inter the saved
+// intermediates [r, u, c, (h), (n)], numInter segments a row and step, of step i when
+// interPerStep, else of one step (an inference pass's scratch). Phases 0 and 2 read h_{t-1}
+// from hPrev ([B][H]) and write h_t to hState (the other buffer, one segment a row). Each
+// product is rounded to T before the cell adds it, as the product-then-cell step's matMul
+// output is. A row past its length keeps its state and writes zeros; a block of rows all past
+// their lengths skips its product. Element-wise activations only. Workers split blocks of 16
+// units; each output is one worker's sum in one order.
+template <class T> class GruFusedFwd : public MultiVertex {
+public:
+  Input<Vector<unsigned>> time;
+  Input<Vector<unsigned>> lengths;
+  Input<Vector<T>> hPrev;
+  Input<Vector<T>> rhAll;
+  Input<Vector<float>> packed;
+  Input<Vector<T>> xw;
+  Input<Vector<T>> attention;
+  Input<Vector<T>> bias;
+  Vector<InOut<Vector<T>>> hState;
+  Vector<InOut<Vector<T>>> rh;
+  Vector<InOut<Vector<T>>> out;
+  Vector<InOut<Vector<T>>> inter;
+  unsigned H;
+  unsigned firstUnit;
+  unsigned numUnits;
+  unsigned begin;
+  unsigned steps;
+  unsigned rows;
+  unsigned phase;
+  unsigned activation;
+  unsigned recurrentActivation;
+  bool hasAttention;
+  bool rawCandidate;
+  bool saveH;
+  bool saveN;
+  bool interPerStep;
+
+  bool compute(unsigned workerId) {
+    const unsigned t = time[0];
+    const unsigned n = numInter();
+    if (t < begin || t - begin >= steps || phase > 2 ||
+        inter.size() != (interPerStep ? steps : 1u) * rows * n ||
+        (phase != 1 && hState.size() != rows) || (phase == 1 && rh.size() != rows) ||
+        (out.size() != 0 && out.size() != steps * rows))
+      return false;
+    const unsigned step = t - begin;
+    const unsigned blocks = (numUnits + 15) / 16;
+    unsigned lo, hi;
+    ::aspen::detail::workerShare(blocks, workerId, numWorkers(), lo, hi);
+    const bool fixed = recurrentActivation == unsigned(NonLinearityType::SIGMOID) &&
+                       activation == unsigned(NonLinearityType::TANH);
+    // The gates a phase multiplies: from gate g0, ng of them (panels 16 H floats apart).
+    const unsigned g0 = phase == 2 ? 2 : 0, ng = phase == 0 ? 3 : phase == 1 ? 2 : 1;
+    const T *x = phase == 2 ? rhAll.data() : hPrev.data();
+    for (unsigned b = lo; b < hi; ++b) {
+      const unsigned k0 = 16 * b, k1 = k0 + 16 < numUnits ? k0 + 16 : numUnits;
+      const float *panel = packed.data() + (b * 3 + g0) * H * packed::kPanel;
+      for (unsigned r0 = 0; r0 < rows; r0 += packed::kRows) {
+        const unsigned rb = rows - r0 < packed::kRows ? rows - r0 : packed::kRows;
+        bool any = false;
+        for (unsigned r = 0; r < rb; ++r)
+          any = any || active(t, r0 + r);
+        // pre[r][gate - g0][unit - k0]
+        float pre[packed::kRows][3][16];
+        for (unsigned q0 = 0; any && q0 < ng; q0 += 2) {
+          const unsigned np = ng - q0 < 2 ? 1 : 2;
+          float acc[2 * packed::kRows * packed::kPanel];
+          for (unsigned i = 0; i < 2 * packed::kRows * packed::kPanel; ++i)
+            acc[i] = 0.0f;
+          packed::productRows(acc, x, H, r0, rb, panel + q0 * H * packed::kPanel, np,
+                              (unsigned long long)H * packed::kPanel);
+          for (unsigned q = 0; q < np; ++q)
+            for (unsigned r = 0; r < rb; ++r)
+              for (unsigned j = 0; j < 16; ++j)
+                pre[r][q0 + q][j] = acc[(q * packed::kRows + r) * packed::kPanel + j];
+        }
+        for (unsigned r = 0; r < rb; ++r) {
+          const unsigned row = r0 + r;
+          if (!active(t, row))
+            holdRow(step, row, k0, k1);
+          else if (fixed)
+            cellRowFor(step, row, k0, k1, pre[r], cell::Fixed<NonLinearityType::SIGMOID>(),
+                       cell::Fixed<NonLinearityType::TANH>());
+          else
+            cellRowFor(step, row, k0, k1, pre[r],
+                       cell::Dynamic{NonLinearityType(recurrentActivation)},
+                       cell::Dynamic{NonLinearityType(activation)});
+        }
+      }
+    }
+    return true;
+  }
+
+private:
+  unsigned numInter() const { return 3u + (saveH ? 1u : 0u) + (saveN ? 1u : 0u); }
+  bool active(unsigned t, unsigned row) const {
+    return t < (lengths.size() == 1 ? lengths[0] : lengths[row]);
+  }
+  // Inter slot s of row `row` at the shard's step `step`, from unit k0 of the block.
+  T *slot(unsigned step, unsigned row, unsigned s, unsigned k0) {
+    return inter[((interPerStep ? step : 0u) * rows + row) * numInter() + s].data() + k0;
+  }
+
+  // An inactive row: what its phase writes is zero, and h_{t-1} is kept.
+  void holdRow(unsigned step, unsigned row, unsigned k0, unsigned k1) {
+    const unsigned m = k1 - k0;
+    auto zero = [&](T *p) {
+      for (unsigned j = 0; j < m; ++j)
+        p[j] = T(0.0f);
+    };
+    if (phase == 1) {
+      zero(slot(step, row, 0, k0));
+      zero(slot(step, row, 1, k0));
+      zero(rh[row].data() + k0);
+      return;
+    }
+    for (unsigned s = phase == 0 ? 0 : 2; s < numInter(); ++s)
+      zero(slot(step, row, s, k0));
+    if (out.size() != 0)
+      zero(out[step * rows + row].data() + k0);
+    const T *from = hPrev.data() + row * H + firstUnit + k0;
+    T *h = hState[row].data() + k0;
+    for (unsigned j = 0; j < m; ++j)
+      h[j] = from[j];
+  }
+
+  // The cell built for the host's widest vectors too, as LstmFusedFwd's (without contraction,
+  // so every build rounds the same way); only the default (sigmoid, tanh) pair three times.
+  template <class Rho, class Phi>
+  void cellRowFor(unsigned step, unsigned row, unsigned k0, unsigned k1,
+                  const float (*pre)[16], Rho rho, Phi phi) {
+#if defined(ASPEN_PACKED_X86)
+    if constexpr (!cell::kIsDynamic<Rho>)
+      switch (packed::hostIsa()) {
+      case packed::HostIsa::Avx512: return cellRowAvx512(step, row, k0, k1, pre, rho, phi);
+      case packed::HostIsa::Avx2: return cellRowAvx2(step, row, k0, k1, pre, rho, phi);
+      default: break;
+      }
+#endif
+    cellRowBaseline(step, row, k0, k1, pre, rho, phi);
+  }
+#if defined(ASPEN_PACKED_X86)
+  template <class Rho, class Phi>
+  __attribute__((target("avx512f"), flatten)) void
+  cellRowAvx512(unsigned step, unsigned row, unsigned k0, unsigned k1, const float (*pre)[16],
+                Rho rho, Phi phi) {
+    cellRow(step, row, k0, k1, pre, rho, phi);
+  }
+  template <class Rho, class Phi>
+  __attribute__((target("avx2,fma"), flatten)) void
+  cellRowAvx2(unsigned step, unsigned row, unsigned k0, unsigned k1, const float (*pre)[16],
+              Rho rho, Phi phi) {
+    cellRow(step, row, k0, k1, pre, rho, phi);
+  }
+#endif
+  template <class Rho, class Phi>
+  ASPEN_FLATTEN void cellRowBaseline(unsigned step, unsigned row, unsigned k0, unsigned k1,
+                                     const float (*pre)[16], Rho rho, Phi phi) {
+    cellRow(step, row, k0, k1, pre, rho, phi);
+  }
+
+  // Elements [k0, k1) (at most 16) of an active row: the phase's cell, as GruCellResetAfter,
+  // GruCellA and GruCellB compute it (the same operations in the same order).
+  template <class Rho, class Phi>
+  ASPEN_ALWAYS_INLINE void cellRow(unsigned step, unsigned row, unsigned k0, unsigned k1,
+                                   const float (*pre)[16], Rho rho, Phi phi) {
+    using namespace gru_cell;
+    const unsigned m = k1 - k0, u0 = firstUnit + k0;
+    const unsigned at = step * rows + row;
+    const T *xr = xw.data() + at * 3 * H + u0, *xu = xr + H, *xc = xr + 2 * H;
+    const T *hp = hPrev.data() + row * H + u0;
+    const float keep = hasAttention ? 1.0f - float(attention[at]) : 1.0f;
+    float vr[16], vu[16], vn[16], vp[16], vc[16], vh[16];
+    if (phase == 0) {
+      const T *bxr = bias.data() + u0, *bxu = bxr + H, *bxc = bxr + 2 * H;
+      const T *bhr = bxr + 3 * H, *bhu = bxr + 4 * H, *bhc = bxr + 5 * H;
+      for (unsigned j = 0; j < m; ++j) {
+        vr[j] = (float(xr[j]) + float(bxr[j])) + (float(T(pre[R][j])) + float(bhr[j]));
+        vu[j] = (float(xu[j]) + float(bxu[j])) + (float(T(pre[U][j])) + float(bhu[j]));
+        vn[j] = float(T(pre[C][j])) + float(bhc[j]);
+        vp[j] = float(xc[j]) + float(bxc[j]);
+      }
+      for (unsigned j = 0; j < m; ++j) {
+        vr[j] = rho.forward(vr[j]);
+        vu[j] = rho.forward(vu[j]) * keep;
+        vp[j] = vp[j] + vr[j] * vn[j];
+        vc[j] = phi.forward(vp[j]);
+        vh[j] = vu[j] * float(hp[j]) + (1.0f - vu[j]) * vc[j];
+      }
+      T *sr = slot(step, row, 0, k0), *su = slot(step, row, 1, k0), *sc = slot(step, row, 2, k0);
+      T *sn = slot(step, row, numInter() - 1, k0);
+      for (unsigned j = 0; j < m; ++j) {
+        sr[j] = T(vr[j]);
+        su[j] = T(vu[j]);
+        sc[j] = T(rawCandidate ? vp[j] : vc[j]);
+        sn[j] = T(vn[j]);
+      }
+      storeState(step, row, k0, m, vh);
+      return;
+    }
+    if (phase == 1) {
+      const T *br = bias.data() + u0, *bu = br + H;
+      for (unsigned j = 0; j < m; ++j) {
+        vr[j] = float(xr[j]) + float(T(pre[0][j])) + float(br[j]);
+        vu[j] = float(xu[j]) + float(T(pre[1][j])) + float(bu[j]);
+        vh[j] = float(hp[j]);
+      }
+      for (unsigned j = 0; j < m; ++j) {
+        vr[j] = rho.forward(vr[j]);
+        vu[j] = rho.forward(vu[j]) * keep;
+        vh[j] = vr[j] * vh[j];
+      }
+      T *sr = slot(step, row, 0, k0), *su = slot(step, row, 1, k0), *srh = rh[row].data() + k0;
+      for (unsigned j = 0; j < m; ++j) {
+        sr[j] = T(vr[j]);
+        su[j] = T(vu[j]);
+        srh[j] = T(vh[j]);
+      }
+      return;
+    }
+    const T *bc = bias.data() + 2 * H + u0;
+    const T *su = slot(step, row, 1, k0);
+    for (unsigned j = 0; j < m; ++j)
+      vp[j] = float(xc[j]) + float(T(pre[0][j])) + float(bc[j]);
+    for (unsigned j = 0; j < m; ++j) {
+      vc[j] = phi.forward(vp[j]);
+      const float u = float(su[j]);
+      vh[j] = u * float(hp[j]) + (1.0f - u) * vc[j];
+    }
+    T *sc = slot(step, row, 2, k0);
+    for (unsigned j = 0; j < m; ++j)
+      sc[j] = T(rawCandidate ? vp[j] : vc[j]);
+    storeState(step, row, k0, m, vh);
+  }
+
+  // h_t of an active row (phases 0 and 2): the other buffer, the output, the h slot.
+  ASPEN_ALWAYS_INLINE void storeState(unsigned step, unsigned row, unsigned k0, unsigned m,
+                                      const float *vh) {
+    T *h = hState[row].data() + k0;
+    for (unsigned j = 0; j < m; ++j)
+      h[j] = T(vh[j]);
+    if (out.size() != 0) {
+      T *o = out[step * rows + row].data() + k0;
+      for (unsigned j = 0; j < m; ++j)
+        o[j] = T(vh[j]);
+    }
+    if (saveH) {
+      T *sh = slot(step, row, 3, k0);
+      for (unsigned j = 0; j < m; ++j)
+        sh[j] = T(vh[j]);
+    }
+  }
+};
+
+template class PackGruWeights<float>;
+template class PackGruWeights<half>;
+template class GruFusedFwd<float>;
+template class GruFusedFwd<half>;
 
 template class GruCellA<float>;
 template class GruCellA<half>;

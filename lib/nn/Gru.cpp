@@ -5,6 +5,8 @@
 //   resetAfter false: [h.Wo_r | h.Wo_u] (one product), GruCellA -> r, u, r*h; (r*h).Wo_c;
 //                     GruCellB -> c, h
 //   resetAfter true:  h.Wo (one product), GruCellResetAfter -> r, u, n, c, h
+// or, with stepMethod fused (GruFused.cpp), the same cells with the products fused into them
+// on weights packed once a run.
 #include "GruInternal.hpp"
 
 #include "NnWork.hpp"
@@ -132,6 +134,7 @@ GruOptions parseOptions(const Graph &graph, const GruParams &params, const Optio
            });
   rnn::detail::addStepsPerWUOption(spec, o.stepsPerWU);
   rnn::detail::addHardSigmoidGradientOption(spec, o.hardSigmoidGradient);
+  rnn::detail::addStepMethodOption(spec, o.stepMethod);
   spec.parse(options);
   if (o.partialsType == HALF && params.dataType == FLOAT)
     throw invalid_option(fmt::format("{}: partialsType half needs half data, but dataType is float",
@@ -141,6 +144,7 @@ GruOptions parseOptions(const Graph &graph, const GruParams &params, const Optio
                           : rnn::detail::estimateShards(graph, params.rnn, I + 8 * H,
                                                         o.availableMemoryProportion);
   o.codeReuse = codeReuse ? *codeReuse : o.numShards > 1;
+  usesFusedStep(graph, params, o, what); // stepMethod fused where it does not apply: refused
   return o;
 }
 
@@ -341,8 +345,6 @@ ForwardResult forward(Graph &graph, const GruParams &params, const GruOptions &o
   // XW = X . Wi for every step, canonical columns.
   const Tensor wi = canonicalMatrix(graph, params, weights.inputWeights, false, prog,
                                     {debug, "inputWeights"});
-  const Tensor wo = canonicalMatrix(graph, params, weights.outputWeights, false, prog,
-                                    {debug, "outputWeights"});
   Tensor xw = rnn::detail::addSequence(graph, t, T, B, 3 * H, opts.numShards, {debug, "xw"});
   linalg::matMulWithOutput(graph, in.reshape({T * B, I}), wi, xw.reshape({T * B, 3 * H}), prog,
                            {debug, "weighInput"}, mmOptions, cache);
@@ -370,6 +372,17 @@ ForwardResult forward(Graph &graph, const GruParams &params, const GruOptions &o
     interSeq = rnn::detail::addSequence(graph, t, T * layout.count(), B, H, opts.numShards,
                                         {debug, "intermediates"})
                    .reshape({T, layout.count(), B, H});
+  if (intermediates)
+    *intermediates = interSeq;
+  if (usesFusedStep(graph, params, opts, "gru")) {
+    const Tensor out = fusedForward(graph, params, opts, stateInit, weights, xw, bias,
+                                    attention ? inputs[0] : Tensor(), outSeq, interSeq, layout,
+                                    prog, debug);
+    return {out, full ? Tensor() : out};
+  }
+  // The unfused step multiplies by a canonical copy of Wo (the fused loop packs it instead).
+  const Tensor wo = canonicalMatrix(graph, params, weights.outputWeights, false, prog,
+                                    {debug, "outputWeights"});
   Tensor scratchOut;
   if (!full)
     scratchOut = addStep(graph, t, B, H, {debug, "stepOutput"});
@@ -464,8 +477,6 @@ ForwardResult forward(Graph &graph, const GruParams &params, const GruOptions &o
                                    intermediates ? &interSeq : nullptr, full ? std::vector<Tensor>{outSeq}
                                                    : std::vector<Tensor>{},
                                    {}, prog, body, opts.numShards, rnnOptions, debug);
-  if (intermediates)
-    *intermediates = interSeq;
   return {full ? outSeq : finalState[0], finalState[0]};
 }
 

@@ -27,6 +27,7 @@ struct GruOptions {
   // from the memory budget unless given.
   std::optional<unsigned> stepsPerWU;
   NonLinearityGradient hardSigmoidGradient = NonLinearityGradient::Popnn;
+  rnn::detail::StepMethod stepMethod = rnn::detail::StepMethod::Auto;
 };
 
 void checkParams(const GruParams &params, const std::string &what);
@@ -68,6 +69,24 @@ void addCellVertices(Graph &graph, ComputeSet cs, const std::string &type, const
                      const std::function<void(VertexRef, const std::vector<Interval> &)> &connect);
 
 void checkWeights(const GruParams &params, const GruWeights &w, const std::string &what);
+
+// The fused forward loop (GruFused.cpp). usesFusedStep: whether the forward steps are fused,
+// from opts.stepMethod (auto: for small batches on targets that are not GPUs, with element-wise
+// activations, when the packed weights fit; fused asked for with a softmax activation raises
+// invalid_option naming `what`).
+using rnn::detail::StepMethod;
+bool usesFusedStep(const Graph &graph, const GruParams &params, const GruOptions &opts,
+                   const std::string &what);
+// The whole forward loop with fused steps, in place of rnn::Rnn: packs Wo, then per shard one
+// compute set a step (resetAfter true) or two. xw [T, B, 3H] and bias ([3, H], or [6, H] with
+// resetAfter) in canonical order; attention [T, B] when valid (AUGRU); outSeq [T, B, H] and
+// interSeq [T, count, B, H] written when valid. Returns outSeq, or the final output [B, H] when
+// outSeq is invalid.
+Tensor fusedForward(Graph &graph, const GruParams &params, const GruOptions &opts,
+                    const Tensor &stateInit, const GruWeights &weights, const Tensor &xw,
+                    const Tensor &bias, const Tensor &attention, const Tensor &outSeq,
+                    const Tensor &interSeq, const InterLayout &layout, program::Sequence &prog,
+                    const DebugContext &debug);
 void checkTensor(const Tensor &t, const std::vector<std::size_t> &shape, Type type,
                  const std::string &what);
 

@@ -7,6 +7,9 @@
 
 #include <aspen/nn/Gru.hpp>
 
+#include <sstream>
+#include <tuple>
+
 using namespace aspen;
 using namespace nntest;
 namespace gru = aspen::nn::gru;
@@ -20,6 +23,11 @@ struct GruRun {
 enum class Lengths { None, InParams, RealTimeSteps };
 
 struct Case {
+  std::size_t T = 5, B = 3, I = 3, H = 4;
+  Type type = FLOAT;
+  unsigned tiles = 4, threads = 3;
+  nn::NonLinearityType activation = nn::NonLinearityType::TANH;
+  bool randomAttention = false; // else the attention is zero
   bool resetAfter = false;
   OptionFlags options;
   Lengths lengths = Lengths::None;
@@ -28,8 +36,8 @@ struct Case {
 };
 
 GruRun trainingStep(const Case &c) {
-  const std::size_t T = 5, B = 3, I = 3, H = 4;
-  Harness h(Target::createGeneric(4));
+  const std::size_t T = c.T, B = c.B, I = c.I, H = c.H;
+  Harness h(Target::createGeneric(c.tiles));
   Tensor lengths;
   if (c.lengths != Lengths::None) {
     lengths = h.graph.addVariable(UNSIGNED_INT, {B}, "lengths");
@@ -37,9 +45,10 @@ GruRun trainingStep(const Case &c) {
     h.graph.createHostWrite("lengths", lengths);
   }
   gru::GruParams params = c.lengths == Lengths::InParams
-                              ? gru::GruParams(FLOAT, B, T, lengths, {I, H})
-                              : gru::GruParams(FLOAT, B, T, {I, H});
+                              ? gru::GruParams(c.type, B, T, lengths, {I, H})
+                              : gru::GruParams(c.type, B, T, {I, H});
   params.resetAfter = c.resetAfter;
+  params.activation = c.activation;
   params.cellOrder = {gru::BASIC_GRU_CELL_CANDIDATE, gru::BASIC_GRU_CELL_RESET_GATE,
                       gru::BASIC_GRU_CELL_UPDATE_GATE};
   const bool real = c.lengths == Lengths::RealTimeSteps;
@@ -93,26 +102,42 @@ GruRun trainingStep(const Case &c) {
     reads.emplace_back("datt", dAtt);
   for (const auto &[name, t] : reads)
     h.graph.createHostRead(name, t);
-  Engine e(h.graph, h.prog, {{"aspen.cpu.threads", "3"}});
+  Engine e(h.graph, h.prog, {{"aspen.cpu.threads", std::to_string(c.threads)}});
   e.load(aspen::test::deviceFor(h.graph.getTarget()));
   unsigned seed = 40;
   for (const auto &[name, t] : writes) {
     // The attention stays zero (AUGRU with a = 0 is the GRU) unless asked otherwise.
-    const bool zero = std::string(name) == "att";
-    const auto v = convert<float>(zero ? Values(t.numElements(), 0.0)
-                                       : randomValues(t.numElements(), -1.0, 1.0, seed++));
-    e.writeTensor(name, v.data(), v.data() + v.size());
+    const bool att = std::string(name) == "att";
+    const Values v = att && !c.randomAttention
+                         ? Values(t.numElements(), 0.0)
+                         : randomValues(t.numElements(), att ? 0.0 : -1.0, 1.0, seed++);
+    if (c.type == HALF) {
+      const auto data = convert<half>(v);
+      e.writeTensor(name, data.data(), data.data() + data.size());
+    } else {
+      const auto data = convert<float>(v);
+      e.writeTensor(name, data.data(), data.data() + data.size());
+    }
   }
   if (c.lengths != Lengths::None) {
-    const std::vector<unsigned> l{4, 0, 5};
+    std::vector<unsigned> l{4, 0, 5};
+    for (std::size_t b = l.size(); b < B; ++b)
+      l.push_back(static_cast<unsigned>(b % (T + 1)));
+    l.resize(B);
     e.writeTensor("lengths", l.data(), l.data() + l.size());
   }
   e.run();
   std::map<std::string, Values> r;
   for (const auto &[name, t] : reads) {
-    std::vector<float> v(t.numElements());
-    e.readTensor(name, v.data(), v.data() + v.size());
-    r[name] = widen(v);
+    if (c.type == HALF) {
+      std::vector<half> v(t.numElements());
+      e.readTensor(name, v.data(), v.data() + v.size());
+      r[name] = widen(v);
+    } else {
+      std::vector<float> v(t.numElements());
+      e.readTensor(name, v.data(), v.data() + v.size());
+      r[name] = widen(v);
+    }
   }
   return {r["out"], r["dx"], r["dh0"], r["dwi"], r["dwo"], r["db"], r["datt"]};
 }
@@ -184,6 +209,138 @@ TEST_CASE("GRU results do not depend on shards, code reuse, the form of the leng
     c.separateWU = true;
     requireSame(trainingStep(c), ref);
   }
+}
+
+// The fused forward loop (stepMethod fused: Wo packed once a run, the products fused with the
+// cells, one compute set a step with resetAfter, two without) against the product-then-cell
+// steps, on a shape whose blocks of 16 units and rows have tails (H = 37: 16 + 16 + 5 units;
+// B = 5 rows: a block of 4 and one of 1).
+TEST_CASE("the fused GRU steps give the product-then-cell results within rounding, and the same "
+          "bits on any split of tiles, threads and shards",
+          "[correctness][gru]") {
+  Case c;
+  c.T = 5;
+  c.B = 5;
+  c.H = 37;
+  c.type = GENERATE(FLOAT, HALF);
+  c.resetAfter = GENERATE(false, true);
+  c.lengths = GENERATE(Lengths::None, Lengths::InParams);
+  c.augru = GENERATE(false, true);
+  c.randomAttention = c.augru;
+  c.activation = c.augru ? nn::NonLinearityType::GELU : nn::NonLinearityType::TANH;
+  INFO(c.type.toString() << ", resetAfter " << c.resetAfter << ", lengths "
+                         << (c.lengths != Lengths::None) << ", AUGRU (GELU) " << c.augru);
+  c.options = {{"stepMethod", "productThenCell"}};
+  const GruRun reference = trainingStep(c);
+  c.options = {{"stepMethod", "fused"}};
+  const GruRun fused = trainingStep(c);
+  // Sums of 37 products in another order (with FMA on AVX hosts): float within a few ulp a
+  // step, grown by 5 steps forward and back (the AUGRU with GELU grows it most: 5e-6 absolute
+  // in dWo and 6e-5 relative in d(attention) measured, with weights in [-1, 1], so
+  // pre-activations of 3 and more; against gru_layer's double model the fused and the unfused
+  // forms are off by as much as each other); half rounds each product to half before the cell,
+  // as both forms do. A wrong gate, unit or step is off by 1e-1 and more.
+  const double abs = c.type == FLOAT ? 1e-5 : 4e-3, rel = c.type == FLOAT ? 1e-4 : 1e-2;
+  requireClose(fused.output, reference.output, abs, rel, "output");
+  requireClose(fused.inputGrad, reference.inputGrad, abs, rel, "dx");
+  requireClose(fused.stateGrad, reference.stateGrad, abs, rel, "dh0");
+  requireClose(fused.wiGrad, reference.wiGrad, abs, rel, "dWi");
+  requireClose(fused.woGrad, reference.woGrad, abs, rel, "dWo");
+  requireClose(fused.bGrad, reference.bGrad, abs, rel, "db");
+  if (c.augru)
+    requireClose(fused.attGrad, reference.attGrad, abs, rel, "d(attention)");
+  CHECK(fused.output != Values(fused.output.size(), 0.0)); // the layer ran
+  CHECK(fused.woGrad != Values(fused.woGrad.size(), 0.0));
+  // Each forward output is one worker's sum in one order: other tiles, threads and shards
+  // (two shards: steps 0-2 and 3-4, one starting at an odd step) give the same forward bits.
+  for (const auto &[tiles, threads, shards] :
+       {std::tuple{1u, 1u, "1"}, std::tuple{3u, 2u, "2"}, std::tuple{16u, 3u, "3"}}) {
+    INFO(tiles << " tiles, " << threads << " threads, " << shards << " shards");
+    Case split = c;
+    split.tiles = tiles;
+    split.threads = threads;
+    split.options = {{"stepMethod", "fused"}, {"numShards", shards}};
+    CHECK(sameValues(trainingStep(split).output, fused.output));
+  }
+}
+
+// Inference with the final output alone, fused against product-then-cell (the scratch
+// intermediates of one step, the final h copied out of its buffer).
+TEST_CASE("the fused GRU loop keeps the final output alone in inference", "[correctness][gru]") {
+  const std::size_t T = 6, B = 2, I = 3, H = 20;
+  const bool resetAfter = GENERATE(false, true);
+  INFO("resetAfter " << resetAfter);
+  auto run = [&](const char *stepMethod, const char *shards) {
+    Harness h(Target::createGeneric(2));
+    gru::GruParams params(FLOAT, B, T, {I, H});
+    params.resetAfter = resetAfter;
+    params.outputFullSequence = false;
+    const OptionFlags options{{"inferenceOnly", "true"}, {"stepMethod", stepMethod},
+                              {"numShards", shards}};
+    Tensor in = gru::createInput(h.graph, params, "in", options);
+    Tensor init = gru::createInitialState(h.graph, params, "init", options);
+    gru::GruWeights w = gru::createWeights(h.graph, params, "w", options);
+    Tensor out = gru::gruFwd(h.graph, params, init, in, w, nullptr, h.prog, "fwd", options);
+    REQUIRE(out.shape() == std::vector<std::size_t>{B, H});
+    const std::pair<const char *, Tensor> writes[] = {{"in", in}, {"h0", init},
+                                                      {"wi", w.inputWeights},
+                                                      {"wo", w.outputWeights}, {"b", w.biases}};
+    for (const auto &[name, t] : writes)
+      h.graph.createHostWrite(name, t);
+    h.output("out", out);
+    Engine e(h.graph, h.prog);
+    e.load(aspen::test::deviceFor(h.graph.getTarget()));
+    unsigned seed = 90;
+    for (const auto &[name, t] : writes) {
+      const auto v = convert<float>(randomValues(t.numElements(), -1.0, 1.0, seed++));
+      e.writeTensor(name, v.data(), v.data() + v.size());
+    }
+    e.run();
+    std::vector<float> v(B * H);
+    e.readTensor("out", v.data(), v.data() + v.size());
+    return widen(v);
+  };
+  const Values reference = run("productThenCell", "1");
+  const Values fused = run("fused", "1");
+  requireClose(fused, reference, 2e-6, 2e-5, "final output");
+  CHECK(fused != Values(B * H, 0.0));
+  CHECK(sameValues(run("fused", "4"), fused));
+}
+
+TEST_CASE("stepMethod auto fuses the GRU's steps for small batches on the CPU targets",
+          "[correctness][gru]") {
+  // The compiled graph's vertex types (the profile summary lists them) include the fused
+  // step's exactly when the steps are fused.
+  auto fusedOn = [](const Target &target, std::size_t batch, const OptionFlags &options = {},
+                    std::size_t H = 8, std::size_t T = 3) {
+    Graph graph(target);
+    nn::addCodelets(graph);
+    gru::GruParams params(FLOAT, batch, T, {4, H});
+    Tensor in = gru::createInput(graph, params, "in", options);
+    Tensor init = gru::createInitialState(graph, params, "init", options);
+    gru::GruWeights w = gru::createWeights(graph, params, "w", options);
+    program::Sequence prog;
+    gru::gruFwd(graph, params, init, in, w, nullptr, prog, "fwd", options);
+    Engine e(graph, prog);
+    std::ostringstream summary;
+    e.printProfileSummary(summary);
+    const bool fused = summary.str().find("GruFusedFwd") != std::string::npos;
+    CHECK(fused == (summary.str().find("GruCellA") == std::string::npos));
+    return fused;
+  };
+  const OptionFlags inference{{"inferenceOnly", "true"}};
+  CHECK(fusedOn(Target::createGeneric(2), 2, inference));
+  CHECK(fusedOn(Target::createModel("ipu2", 16), 4, inference));
+  CHECK(fusedOn(Target::createGeneric(2), 16, inference));
+  CHECK_FALSE(fusedOn(Target::createGeneric(2), 17, inference));
+  // One row: when enough steps pay for packing (T >= 3 H^2 x 1.1 ns / 30 us: 8 at H = 256).
+  const Target roomy = Target::createGeneric(2, 1, std::size_t(64) << 20);
+  CHECK(fusedOn(roomy, 1, inference, 256, 8));
+  CHECK_FALSE(fusedOn(roomy, 1, inference, 256, 7));
+  CHECK_FALSE(fusedOn(Target::createModel("h200"), 2, inference));
+  CHECK(fusedOn(Target::createModel("h200"), 2, {{"inferenceOnly", "true"}, {"stepMethod", "fused"}}));
+  CHECK_FALSE(fusedOn(Target::createGeneric(2), 2,
+                      {{"inferenceOnly", "true"}, {"stepMethod", "productThenCell"}}));
 }
 
 TEST_CASE("GRU FLOP counts are the documented ones", "[correctness][gru]") {

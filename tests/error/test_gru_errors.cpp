@@ -73,6 +73,14 @@ TEST_CASE("GRU misuse", "[error][gru]") {
                       Contains("rnnStepsPerWU") && Contains("an unsigned integer"));
   REQUIRE_THROWS_WITH(gru::createInput(g, params, "x", {{"hardSigmoidGradient", "popnn"}}),
                       Contains("hardSigmoidGradient") && Contains("poplibs, exact"));
+  // stepMethod: one of three; fused only with element-wise activations.
+  REQUIRE_THROWS_WITH(gru::createInput(g, params, "x", {{"stepMethod", "fast"}}),
+                      Contains("stepMethod") && Contains("productThenCell"));
+  p = params;
+  p.activation = NonLinearityType::SOFTMAX;
+  REQUIRE_THROWS_WITH(gru::gruFwd(g, p, init, in, w, nullptr, prog, "fwd", {{"stepMethod", "fused"}}),
+                      Contains("stepMethod fused") && Contains("SOFTMAX"));
+  REQUIRE_NOTHROW(gru::createInput(g, p, "x", {{"stepMethod", "auto"}})); // auto does not fuse it
   // Lengths given twice; an input gradient nobody computes.
   Tensor lengths = variable(g, UNSIGNED_INT, {2}, "lengths");
   gru::GruParams withLengths(FLOAT, 2, 3, lengths, {4, 5});

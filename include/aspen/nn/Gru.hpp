@@ -49,8 +49,18 @@
 //   pass after it; default: one pass when the gate gradients of all steps fit the memory budget,
 //   else the largest k that fits), hardSigmoidGradient (poplibs|exact, default poplibs; as the
 //   LSTM's: PopLibs' 0.2 wherever the output is in [0, 1], or the true derivative, 0 outside
-//   (-2.5, 2.5)). Results do not depend on numShards or rnnCodeReuse, nor on rnnStepsPerWU
-//   beyond rounding of the sums.
+//   (-2.5, 2.5)), stepMethod (auto|fused|productThenCell, an Aspen extension as the LSTM's;
+//   default auto): productThenCell multiplies h by Wo with matMul and runs the cells' compute
+//   sets; fused packs Wo once a run into panels of 16 units of one gate and makes each step one
+//   compute set (resetAfter true) or two (resetAfter false, whose candidate needs r*h of every
+//   unit) whose vertices multiply by their panels, finish the cell on the results and read and
+//   write the step's part of the sequences themselves (rnnCodeReuse is then ignored). fused
+//   needs element-wise activations; auto chooses it then for batches of 2 to 16, and of 1 when
+//   the sequence pays for the packing (T >= 3 H^2 x 1.1 ns / 30 us), when the packed copy
+//   (3H^2 floats) fits half of the tiles' memory, except on GPU targets. The two differ by the
+//   rounding of the products' sums; the fused step's results are the same bits for any number
+//   of tiles or threads. Results do not depend on numShards or rnnCodeReuse, nor on
+//   rnnStepsPerWU beyond rounding of the sums.
 #pragma once
 
 #include <aspen/DebugContext.hpp>

@@ -1,0 +1,216 @@
+// The GRU's fused forward loop (see GruInternal.hpp and docs/architecture.md): the recurrent
+// weights packed once a run into panels of 16 units of one gate, then each step one compute set
+// of GruFusedFwd vertices (resetAfter true) or two (resetAfter false: the candidate's product
+// needs r*h of every unit, so the gates and the candidate are a compute set each) that multiply
+// by their panels, finish the cell in registers and read and write the step's place in the
+// sequences themselves, beside the vertex that advances the step's clock.
+#include "GruInternal.hpp"
+
+#include <aspen/Error.hpp>
+#include <aspen/util/VertexTemplates.hpp>
+
+#include <fmt/format.h>
+
+namespace aspen::nn::gru::detail {
+
+namespace {
+
+constexpr unsigned kBlockUnits = 16; // units of a packed panel (one gate's 16 columns)
+
+// The packed weights: 3 H^2 floats, blocks of 16 units rounded up.
+std::size_t packedBytes(std::size_t H) {
+  return (H + kBlockUnits - 1) / kBlockUnits * 3 * H * kBlockUnits * sizeof(float);
+}
+
+struct FusedBlock {
+  rnn::detail::FusedUnitBlock units;
+  Tensor packed; // [blocks of 16 units][3 gates][H][16] float, on units.tile
+};
+
+std::vector<FusedBlock> packWeights(Graph &graph, const GruParams &params,
+                                    const Tensor &outputWeights, program::Sequence &prog,
+                                    const DebugContext &debug) {
+  const std::size_t H = params.rnn.layerSizes[1];
+  const Tensor canon = canonicalGates(params, outputWeights); // [3, H, H], canonical gates
+  std::vector<Tensor> rows; // row g * H + k: Wo_g's row k, contiguous in the weights
+  for (unsigned g = 0; g < 3; ++g)
+    for (std::size_t k = 0; k < H; ++k)
+      rows.push_back(canon[g][k]);
+  ComputeSet cs = graph.addComputeSet({debug, "packWeights"});
+  const std::string type = util::templateVertex("aspen::nn::PackGruWeights", params.dataType);
+  std::vector<FusedBlock> blocks;
+  for (const auto &units :
+       rnn::detail::fusedUnitBlocks(graph.getTarget(), H, kBlockUnits, packedBytes(H))) {
+    FusedBlock block{units, {}};
+    const std::size_t n = (units.numUnits + kBlockUnits - 1) / kBlockUnits;
+    block.packed = graph.addVariable(FLOAT, {n * 3 * H * kBlockUnits},
+                                     {debug, fmt::format("packedWeights{}", blocks.size())});
+    graph.setTileMapping(block.packed, units.tile);
+    VertexRef v = graph.addVertex(cs, type);
+    graph.connect(v["weights"], rows);
+    graph.connect(v["packed"], block.packed);
+    graph.setTileMapping(v, units.tile);
+    graph.setInitialValue(v["H"], static_cast<unsigned>(H));
+    graph.setInitialValue(v["firstUnit"], units.firstUnit);
+    graph.setInitialValue(v["numUnits"], units.numUnits);
+    blocks.push_back(std::move(block));
+  }
+  prog.add(program::Execute(cs));
+  return blocks;
+}
+
+// What every phase of the loop reads and writes (invalid: not kept).
+struct LoopTensors {
+  Tensor xw;        // [T, B, 3H] canonical
+  Tensor attention; // [T, B]
+  Tensor bias;      // [3 H] or [6 H], canonical (input then recurrent with resetAfter)
+  Tensor hBuf;      // [2, B, H]: h_t in hBuf[t % 2]
+  Tensor rh;        // [B, H]: r*h of the step (resetAfter false)
+  Tensor out;       // [T, B, H]
+  Tensor inter;     // [T, count, B, H], or [1, count, B, H] when not kept (interPerStep false)
+  bool interPerStep = false;
+};
+
+// One phase (GruFusedFwd's) of one step of `shard` at parity p, a vertex a block, in cs.
+void addPhase(Graph &graph, const GruParams &params, ComputeSet cs, unsigned phase,
+              const std::vector<FusedBlock> &blocks, const rnn::detail::FusedClock &clock,
+              const rnn::detail::FusedShard &shard, unsigned p, const LoopTensors &l,
+              const InterLayout &layout) {
+  const std::size_t B = params.rnn.batchSize, H = params.rnn.layerSizes[1];
+  const std::size_t b = shard.begin, e = b + shard.steps;
+  const std::string type = util::templateVertex("aspen::nn::GruFusedFwd", params.dataType);
+  const Tensor hPrev = l.hBuf[p].flatten();
+  const Tensor unused = hPrev.slice(0, 1); // fields a phase never reads
+  const Tensor xw = l.xw.slice(b, e, 0).flatten();
+  const Tensor out = l.out.valid() && phase != 1 ? l.out.slice(b, e, 0) : Tensor();
+  const Tensor inter = l.interPerStep ? l.inter.slice(b, e, 0) : l.inter;
+  for (const FusedBlock &block : blocks) {
+    auto units = [&](const Tensor &row) {
+      return row.slice(block.units.firstUnit, block.units.firstUnit + block.units.numUnits);
+    };
+    VertexRef v = graph.addVertex(cs, type);
+    graph.setTileMapping(v, block.units.tile);
+    graph.connect(v["time"], clock.time.slice(p, p + 1));
+    graph.connect(v["lengths"], clock.lengths);
+    graph.connect(v["hPrev"], hPrev);
+    graph.connect(v["rhAll"], phase == 2 ? l.rh.flatten() : unused);
+    graph.connect(v["packed"], block.packed);
+    graph.connect(v["xw"], xw);
+    graph.connect(v["attention"],
+                  l.attention.valid() ? l.attention.slice(b, e, 0).flatten() : unused);
+    graph.connect(v["bias"], l.bias);
+    std::vector<Tensor> h, rh, outs, inters;
+    for (std::size_t r = 0; r < B; ++r) {
+      if (phase == 1)
+        rh.push_back(units(l.rh[r]));
+      else
+        h.push_back(units(l.hBuf[1 - p][r]));
+    }
+    for (std::size_t i = 0; out.valid() && i < shard.steps; ++i)
+      for (std::size_t r = 0; r < B; ++r)
+        outs.push_back(units(out[i][r]));
+    for (std::size_t i = 0; i < inter.dim(0); ++i)
+      for (std::size_t r = 0; r < B; ++r)
+        for (unsigned s = 0; s < layout.count(); ++s)
+          inters.push_back(units(inter[i][s][r]));
+    graph.connect(v["hState"], h);
+    graph.connect(v["rh"], rh);
+    graph.connect(v["out"], outs);
+    graph.connect(v["inter"], inters);
+    graph.setInitialValue(v["H"], static_cast<unsigned>(H));
+    graph.setInitialValue(v["firstUnit"], block.units.firstUnit);
+    graph.setInitialValue(v["numUnits"], block.units.numUnits);
+    graph.setInitialValue(v["begin"], shard.begin);
+    graph.setInitialValue(v["steps"], shard.steps);
+    graph.setInitialValue(v["rows"], static_cast<unsigned>(B));
+    graph.setInitialValue(v["phase"], phase);
+    graph.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
+    graph.setInitialValue(v["recurrentActivation"],
+                          static_cast<unsigned>(params.recurrentActivation));
+    graph.setInitialValue(v["hasAttention"], l.attention.valid());
+    graph.setInitialValue(v["rawCandidate"], rawCandidate(params));
+    graph.setInitialValue(v["saveH"], layout.saveH);
+    graph.setInitialValue(v["saveN"], layout.saveN);
+    graph.setInitialValue(v["interPerStep"], l.interPerStep);
+  }
+}
+
+} // namespace
+
+bool usesFusedStep(const Graph &graph, const GruParams &params, const GruOptions &opts,
+                   const std::string &what) {
+  if (opts.stepMethod == StepMethod::ProductThenCell)
+    return false;
+  const bool applies = rnn::detail::elementWise(params.activation) &&
+                       rnn::detail::elementWise(params.recurrentActivation);
+  if (opts.stepMethod == StepMethod::Fused) {
+    if (!applies)
+      throw invalid_option(fmt::format("{}: stepMethod fused needs element-wise activations (not "
+                                       "SOFTMAX or SOFTMAX_STABLE); use auto or productThenCell",
+                                       what));
+    return true;
+  }
+  const std::size_t H = params.rnn.layerSizes[1];
+  return applies && !graph.getTarget().isGpu() && rnn::detail::fusedStepPays(params.rnn, 3) &&
+         rnn::detail::fusedWeightsFit(graph.getTarget(), H, kBlockUnits, packedBytes(H));
+}
+
+Tensor fusedForward(Graph &graph, const GruParams &params, const GruOptions &opts,
+                    const Tensor &stateInit, const GruWeights &weights, const Tensor &xw,
+                    const Tensor &bias, const Tensor &attention, const Tensor &outSeq,
+                    const Tensor &interSeq, const InterLayout &layout, program::Sequence &prog,
+                    const DebugContext &debug) {
+  using program::Copy;
+  using program::Execute;
+  const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
+  const std::size_t H = params.rnn.layerSizes[1];
+  const Type type = params.rnn.dataType;
+  const std::vector<FusedBlock> blocks =
+      packWeights(graph, params, weights.outputWeights, prog, {debug, "fused"});
+  LoopTensors l;
+  l.xw = xw;
+  l.attention = attention;
+  // The biases copied once a run where every vertex reads them in place (the resetAfter form
+  // is a view of two slices).
+  l.bias = graph.addVariable(type, {bias.numElements()}, {debug, "biases"});
+  graph.setTileMapping(l.bias, 0);
+  prog.add(Copy(bias.flatten(), l.bias));
+  l.hBuf = rnn::detail::addStep(graph, type, 2 * B, H, {debug, "h"}).reshape({2, B, H});
+  prog.add(Copy(stateInit, l.hBuf[0]));
+  if (!params.resetAfter)
+    l.rh = rnn::detail::addStep(graph, type, B, H, {debug, "rh"});
+  l.out = outSeq;
+  l.interPerStep = interSeq.valid();
+  l.inter = interSeq.valid()
+                ? interSeq
+                : rnn::detail::addStep(graph, type, layout.count() * B, H, {debug, "scratch"})
+                      .reshape({1, layout.count(), B, H});
+  auto step = [&](const rnn::detail::FusedClock &clock, const rnn::detail::FusedShard &shard,
+                  unsigned p) {
+    const std::string at = fmt::format("step{}{}", shard.begin, p ? "Odd" : "Even");
+    program::Sequence s;
+    if (params.resetAfter) {
+      ComputeSet cs = graph.addComputeSet({debug, at});
+      addPhase(graph, params, cs, 0, blocks, clock, shard, p, l, layout);
+      rnn::detail::addClockVertex(graph, cs, clock, p);
+      s.add(Execute(cs));
+      return s;
+    }
+    ComputeSet gates = graph.addComputeSet({debug, at + "Gates"});
+    addPhase(graph, params, gates, 1, blocks, clock, shard, p, l, layout);
+    ComputeSet state = graph.addComputeSet({debug, at + "State"});
+    addPhase(graph, params, state, 2, blocks, clock, shard, p, l, layout);
+    rnn::detail::addClockVertex(graph, state, clock, p);
+    s.add(Execute(gates));
+    s.add(Execute(state));
+    return s;
+  };
+  rnn::detail::fusedLoop(graph, params.rnn, opts.numShards, step, prog, {debug, "loop"});
+  if (outSeq.valid())
+    return outSeq;
+  const Tensor h = graph.clone(stateInit, {debug, "output"});
+  prog.add(Copy(l.hBuf[T % 2], h));
+  return h;
+}
+
+} // namespace aspen::nn::gru::detail
