@@ -811,13 +811,20 @@ private:
     T *c = cState[row].data() + k0, *h = hState[row].data() + k0;
     float a[4][4 * kGroupPanels], cPrev[4 * kGroupPanels], cNew[4 * kGroupPanels],
         phiC[4 * kGroupPanels], hNew[4 * kGroupPanels], preG[4 * kGroupPanels];
-    for (unsigned g = 0; g < 4; ++g)
-      for (unsigned j = 0; j < m; ++j) {
-        const T product = T(pre[g][j]);
-        const float weighed =
-            withIn ? float(T(float(gin[g][j]) + float(product))) : float(product);
-        a[g][j] = weighed + float(bs[g][j]);
+    // One plain loop a gate and form (a condition inside would keep GCC from vectorising it).
+    for (unsigned g = 0; g < 4; ++g) {
+      const float *p = pre[g];
+      const T *b = bs[g];
+      float *dst = a[g];
+      if (withIn) {
+        const T *x = gin[g];
+        for (unsigned j = 0; j < m; ++j)
+          dst[j] = float(T(float(x[j]) + float(T(p[j])))) + float(b[j]);
+      } else {
+        for (unsigned j = 0; j < m; ++j)
+          dst[j] = float(T(p[j])) + float(b[j]);
       }
+    }
     for (unsigned j = 0; j < m; ++j) {
       cPrev[j] = float(c[j]);
       preG[j] = a[G][j];
