@@ -546,39 +546,6 @@ public:
   }
 };
 
-// The fused GRU steps' recurrent weights, packed once a run (GruFused.cpp): panels of 16 units
-// of one gate, packed[((b * 3 + g) * H + k) * 16 + j] = Wo_g[k][firstUnit + 16 b + j] for
-// canonical gate g (reset, update, candidate), zero past the block's numUnits. `weights` lists
-// the 3H rows of Wo in canonical gate order (row g * H + k: Wo_g's row k). Workers split the
-// 16-unit blocks.
-template <class T> class PackGruWeights : public MultiVertex {
-public:
-  Vector<Input<Vector<T>>> weights;
-  Output<Vector<float>> packed;
-  unsigned H;
-  unsigned firstUnit;
-  unsigned numUnits;
-  bool compute(unsigned workerId) {
-    const unsigned blocks = (numUnits + 15) / 16;
-    if (weights.size() != 3 * H || packed.size() != blocks * 3 * H * packed::kPanel)
-      return false;
-    float *out = packed.data();
-    unsigned lo, hi;
-    ::aspen::detail::workerShare(blocks, workerId, numWorkers(), lo, hi);
-    for (unsigned b = lo; b < hi; ++b) {
-      const unsigned full = numUnits - 16 * b < 16 ? numUnits - 16 * b : 16;
-      for (unsigned g = 0; g < 3; ++g)
-        for (unsigned k = 0; k < H; ++k) {
-          const T *src = weights[g * H + k].data() + firstUnit + 16 * b;
-          float *dst = out + ((b * 3 + g) * H + k) * packed::kPanel;
-          for (unsigned j = 0; j < 16; ++j)
-            dst[j] = j < full ? float(src[j]) : 0.0f;
-        }
-    }
-    return true;
-  }
-};
-
 // One phase of one step of the GRU's fused loop for the units [firstUnit, firstUnit + U) of
 // every row: the product with the packed panels fused with the cell, and the step's slicing and
 // storing too (GruFused.cpp builds the loop):
@@ -843,8 +810,6 @@ private:
   }
 };
 
-template class PackGruWeights<float>;
-template class PackGruWeights<half>;
 template class GruFusedFwd<float>;
 template class GruFusedFwd<half>;
 

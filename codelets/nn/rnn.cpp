@@ -869,6 +869,107 @@ private:
   }
 };
 
+// The recurrent weights of the GRU's and the vanilla RNN's fused steps, packed once a run
+// (GruFused.cpp, Recurrent.cpp): panels of 16 units of one gate,
+// packed[((b * gates + g) * K + k) * 16 + j] = W_g[k][firstUnit + 16 b + j] for gate g < gates,
+// zero past the block's numUnits. `weights` lists the gates x K rows (row g * K + k: W_g's row
+// k). Workers split the 16-unit blocks.
+template <class T> class PackUnitPanels : public MultiVertex {
+public:
+  Vector<Input<Vector<T>>> weights;
+  Output<Vector<float>> packed;
+  unsigned K;
+  unsigned gates;
+  unsigned firstUnit;
+  unsigned numUnits;
+  bool compute(unsigned workerId) {
+    const unsigned blocks = (numUnits + 15) / 16;
+    if (weights.size() != gates * K || packed.size() != blocks * gates * K * packed::kPanel)
+      return false;
+    float *out = packed.data();
+    unsigned lo, hi;
+    ::aspen::detail::workerShare(blocks, workerId, numWorkers(), lo, hi);
+    for (unsigned b = lo; b < hi; ++b) {
+      const unsigned full = numUnits - 16 * b < 16 ? numUnits - 16 * b : 16;
+      for (unsigned g = 0; g < gates; ++g)
+        for (unsigned k = 0; k < K; ++k) {
+          const T *src = weights[g * K + k].data() + firstUnit + 16 * b;
+          float *dst = out + ((b * gates + g) * K + k) * packed::kPanel;
+          for (unsigned j = 0; j < 16; ++j)
+            dst[j] = j < full ? float(src[j]) : 0.0f;
+        }
+    }
+    return true;
+  }
+};
+
+template class PackUnitPanels<float>;
+template class PackUnitPanels<half>;
+
+// One step of the vanilla RNN's fused loop (Recurrent.cpp's forwardIterate) for the units
+// [firstUnit, firstUnit + U) of every row: y_t = nl(h_{t-1} . Wfb + x_t + b), the product from
+// the packed panels (one gate) rounded to T, then x_t and b added and the non-linearity applied
+// as the unfused step's addInPlace, addInPlace and nonLinearityInPlace do (a rounding to T
+// after each). t = time[0]; x is the sequence [steps][B][H]; h_t goes to hState (the other
+// buffer, one segment a row) and to step t of `out` (steps x B segments). Element-wise
+// non-linearities only. Workers split blocks of 16 units; a time outside the sequence fails.
+template <class T> class RnnFusedFwd : public MultiVertex {
+public:
+  Input<Vector<unsigned>> time;
+  Input<Vector<T>> hPrev;
+  Input<Vector<float>> packed;
+  Input<Vector<T>> x;
+  Input<Vector<T>> bias;
+  Vector<InOut<Vector<T>>> hState;
+  Vector<InOut<Vector<T>>> out;
+  unsigned H;
+  unsigned firstUnit;
+  unsigned numUnits;
+  unsigned steps;
+  unsigned nonLinearity;
+  bool compute(unsigned workerId) {
+    const unsigned rows = hState.size(), t = time[0];
+    if (t >= steps || out.size() != steps * rows)
+      return false;
+    unsigned lo, hi;
+    ::aspen::detail::workerShare((numUnits + 15) / 16, workerId, numWorkers(), lo, hi);
+    for (unsigned b = lo; b < hi; ++b) {
+      const unsigned k0 = 16 * b, m = numUnits - k0 < 16 ? numUnits - k0 : 16;
+      for (unsigned r0 = 0; r0 < rows; r0 += packed::kRows) {
+        const unsigned rb = rows - r0 < packed::kRows ? rows - r0 : packed::kRows;
+        float acc[2 * packed::kRows * packed::kPanel];
+        for (unsigned i = 0; i < 2 * packed::kRows * packed::kPanel; ++i)
+          acc[i] = 0.0f;
+        packed::productRows(acc, hPrev.data(), H, r0, rb, packed.data() + b * H * packed::kPanel,
+                            1, 0);
+        for (unsigned r = 0; r < rb; ++r) {
+          const unsigned row = r0 + r, u0 = firstUnit + k0;
+          const float *p = acc + r * packed::kPanel;
+          const T *xs = x.data() + (t * rows + row) * H + u0, *bs = bias.data() + u0;
+          float v[16];
+          for (unsigned j = 0; j < m; ++j)
+            v[j] = float(T(float(T(float(T(p[j])) + float(xs[j]))) + float(bs[j])));
+          if (nonLinearity == unsigned(NonLinearityType::TANH))
+            for (unsigned j = 0; j < m; ++j)
+              v[j] = cell::Fixed<NonLinearityType::TANH>().forward(v[j]);
+          else
+            for (unsigned j = 0; j < m; ++j)
+              v[j] = cell::Dynamic{NonLinearityType(nonLinearity)}.forward(v[j]);
+          T *h = hState[row].data() + k0, *o = out[t * rows + row].data() + k0;
+          for (unsigned j = 0; j < m; ++j) {
+            h[j] = T(v[j]);
+            o[j] = T(v[j]);
+          }
+        }
+      }
+    }
+    return true;
+  }
+};
+
+template class RnnFusedFwd<float>;
+template class RnnFusedFwd<half>;
+
 // The fused loop's clock: next = time + 1, in the other of the loop's two counters, so the
 // step's vertices read one while this writes the other in the same compute set.
 class RnnAdvanceTime : public Vertex {

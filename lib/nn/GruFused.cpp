@@ -15,48 +15,20 @@ namespace aspen::nn::gru::detail {
 
 namespace {
 
-constexpr unsigned kBlockUnits = 16; // units of a packed panel (one gate's 16 columns)
+using rnn::detail::kUnitPanelUnits;
+using FusedBlock = rnn::detail::PackedUnitBlock;
 
-// The packed weights: 3 H^2 floats, blocks of 16 units rounded up.
-std::size_t packedBytes(std::size_t H) {
-  return (H + kBlockUnits - 1) / kBlockUnits * 3 * H * kBlockUnits * sizeof(float);
-}
-
-struct FusedBlock {
-  rnn::detail::FusedUnitBlock units;
-  Tensor packed; // [blocks of 16 units][3 gates][H][16] float, on units.tile
-};
-
+// Wo's rows in canonical gate order, read in place from the public weights.
 std::vector<FusedBlock> packWeights(Graph &graph, const GruParams &params,
                                     const Tensor &outputWeights, program::Sequence &prog,
                                     const DebugContext &debug) {
   const std::size_t H = params.rnn.layerSizes[1];
   const Tensor canon = canonicalGates(params, outputWeights); // [3, H, H], canonical gates
-  std::vector<Tensor> rows; // row g * H + k: Wo_g's row k, contiguous in the weights
+  std::vector<Tensor> rows; // row g * H + k: Wo_g's row k
   for (unsigned g = 0; g < 3; ++g)
     for (std::size_t k = 0; k < H; ++k)
       rows.push_back(canon[g][k]);
-  ComputeSet cs = graph.addComputeSet({debug, "packWeights"});
-  const std::string type = util::templateVertex("aspen::nn::PackGruWeights", params.dataType);
-  std::vector<FusedBlock> blocks;
-  for (const auto &units :
-       rnn::detail::fusedUnitBlocks(graph.getTarget(), H, kBlockUnits, packedBytes(H))) {
-    FusedBlock block{units, {}};
-    const std::size_t n = (units.numUnits + kBlockUnits - 1) / kBlockUnits;
-    block.packed = graph.addVariable(FLOAT, {n * 3 * H * kBlockUnits},
-                                     {debug, fmt::format("packedWeights{}", blocks.size())});
-    graph.setTileMapping(block.packed, units.tile);
-    VertexRef v = graph.addVertex(cs, type);
-    graph.connect(v["weights"], rows);
-    graph.connect(v["packed"], block.packed);
-    graph.setTileMapping(v, units.tile);
-    graph.setInitialValue(v["H"], static_cast<unsigned>(H));
-    graph.setInitialValue(v["firstUnit"], units.firstUnit);
-    graph.setInitialValue(v["numUnits"], units.numUnits);
-    blocks.push_back(std::move(block));
-  }
-  prog.add(program::Execute(cs));
-  return blocks;
+  return rnn::detail::packUnitPanels(graph, params.dataType, rows, H, 3, H, prog, debug);
 }
 
 // What every phase of the loop reads and writes (invalid: not kept).
@@ -152,7 +124,8 @@ bool usesFusedStep(const Graph &graph, const GruParams &params, const GruOptions
   }
   const std::size_t H = params.rnn.layerSizes[1];
   return applies && !graph.getTarget().isGpu() && rnn::detail::fusedStepPays(params.rnn, 3) &&
-         rnn::detail::fusedWeightsFit(graph.getTarget(), H, kBlockUnits, packedBytes(H));
+         rnn::detail::fusedWeightsFit(graph.getTarget(), H, kUnitPanelUnits,
+                                      rnn::detail::unitPanelBytes(H, 3, H));
 }
 
 Tensor fusedForward(Graph &graph, const GruParams &params, const GruOptions &opts,

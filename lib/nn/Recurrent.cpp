@@ -1,5 +1,7 @@
 // The vanilla RNN (popnn's Recurrent functions): built from matMul, ops' additions and nn's
-// non-linearities; the sequences run as rnn loops inside the device program.
+// non-linearities; the sequences run as rnn loops inside the device program. forwardIterate's
+// steps are fused (the product, additions and non-linearity in one compute set a step, on
+// weights packed once a run) where the LSTM's and the GRU's stepMethod auto would fuse them.
 #include "RnnLoop.hpp"
 
 #include <aspen/Error.hpp>
@@ -10,6 +12,7 @@
 #include <aspen/ops/Reduce.hpp>
 #include <aspen/ops/Zero.hpp>
 #include <aspen/util/TileMapping.hpp>
+#include <aspen/util/VertexTemplates.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -162,6 +165,82 @@ Tensor forwardWeightInput(Graph &graph, const Tensor &actIn, const Tensor &weigh
                        mmOptions(partialsType, inferenceOnly, "TRAINING_FWD"), debug, cache);
 }
 
+namespace {
+
+// Whether forwardIterate fuses its steps (as the LSTM's and GRU's stepMethod auto does; popnn's
+// signature has no options): an element-wise non-linearity, a batch the fused step pays for,
+// packed weights that fit, a target that is not a GPU.
+bool fusesSteps(const Graph &graph, const RnnParams &params, NonLinearityType nl) {
+  const std::size_t H = params.layerSizes[1];
+  return detail::elementWise(nl) && !graph.getTarget().isGpu() &&
+         detail::fusedStepPays(params, 1) &&
+         detail::fusedWeightsFit(graph.getTarget(), H, detail::kUnitPanelUnits,
+                                 detail::unitPanelBytes(H, 1, H));
+}
+
+// t, or a contiguous copy of it made once a run (a vertex reads a contiguous edge in place).
+Tensor contiguous(Graph &graph, const Tensor &t, Sequence &prog, const DebugContext &debug) {
+  if (t.isContiguous())
+    return t;
+  Tensor c = graph.addVariable(t.elementType(), t.shape(), debug);
+  util::mapTensorLinearly(graph, c);
+  prog.add(Copy(t, c));
+  return c;
+}
+
+// forwardIterate's loop with fused steps: Wfb packed once a run into 16-unit panels, then one
+// compute set a step of RnnFusedFwd vertices (the product, x_t, b and the non-linearity) and
+// the clock (RnnFused.cpp's loop).
+void fusedIterate(Graph &graph, const RnnParams &params, const Tensor &feedFwdIn,
+                  const Tensor &initState, const Tensor &feedbackWeights, const Tensor &biases,
+                  const Tensor &out, NonLinearityType nl, Sequence &prog,
+                  const DebugContext &debug) {
+  const std::size_t T = params.maxTimeSteps, B = params.batchSize, H = params.layerSizes[1];
+  const Type t = params.dataType;
+  std::vector<Tensor> rows;
+  for (std::size_t k = 0; k < H; ++k)
+    rows.push_back(feedbackWeights[k]);
+  const auto blocks = detail::packUnitPanels(graph, t, rows, H, 1, H, prog, debug);
+  const Tensor x = contiguous(graph, feedFwdIn, prog, {debug, "input"}).flatten();
+  const Tensor bias = contiguous(graph, biases, prog, {debug, "biases"});
+  const Tensor hBuf = detail::addStep(graph, t, 2 * B, H, {debug, "h"}).reshape({2, B, H});
+  prog.add(Copy(initState, hBuf[0]));
+  const std::string type = util::templateVertex("aspen::nn::RnnFusedFwd", t);
+  auto step = [&](const detail::FusedClock &clock, const detail::FusedShard &, unsigned p) {
+    ComputeSet cs = graph.addComputeSet({debug, p ? "oddStep" : "evenStep"});
+    for (const auto &block : blocks) {
+      auto units = [&](const Tensor &row) {
+        return row.slice(block.units.firstUnit, block.units.firstUnit + block.units.numUnits);
+      };
+      std::vector<Tensor> h, o;
+      for (std::size_t r = 0; r < B; ++r)
+        h.push_back(units(hBuf[1 - p][r]));
+      for (std::size_t i = 0; i < T; ++i)
+        for (std::size_t r = 0; r < B; ++r)
+          o.push_back(units(out[i][r]));
+      VertexRef v = graph.addVertex(cs, type);
+      graph.setTileMapping(v, block.units.tile);
+      graph.connect(v["time"], clock.time.slice(p, p + 1));
+      graph.connect(v["hPrev"], hBuf[p].flatten());
+      graph.connect(v["packed"], block.packed);
+      graph.connect(v["x"], x);
+      graph.connect(v["bias"], bias);
+      graph.connect(v["hState"], h);
+      graph.connect(v["out"], o);
+      graph.setInitialValue(v["H"], static_cast<unsigned>(H));
+      graph.setInitialValue(v["firstUnit"], block.units.firstUnit);
+      graph.setInitialValue(v["numUnits"], block.units.numUnits);
+      graph.setInitialValue(v["steps"], static_cast<unsigned>(T));
+      graph.setInitialValue(v["nonLinearity"], static_cast<unsigned>(nl));
+    }
+    detail::addClockVertex(graph, cs, clock, p);
+    return Sequence{program::Execute(cs)};
+  };
+  detail::fusedLoop(graph, params, 1, step, prog, {debug, "loop"});
+}
+
+} // namespace
+
 Tensor forwardIterate(Graph &graph, const Tensor &feedFwdIn, const Tensor &initState,
                       const Tensor &feedbackWeights, const Tensor &biases, Sequence &prog,
                       NonLinearityType nl, const Type &partialsType, bool inferenceOnly,
@@ -180,6 +259,11 @@ Tensor forwardIterate(Graph &graph, const Tensor &feedFwdIn, const Tensor &initS
   RnnParams params(t, B, T, {H, H});
   const OptionFlags options = mmOptions(partialsType, inferenceOnly, "TRAINING_FWD");
   Tensor out = createOutputTensor(graph, params, 1, {debug, "output"});
+  if (fusesSteps(graph, params, nl)) {
+    fusedIterate(graph, params, feedFwdIn, initState, feedbackWeights, biases, out, nl, prog,
+                 {debug, "fused"});
+    return out;
+  }
   const Tensor bias = biases.expand({0}).broadcast(static_cast<unsigned>(B), 0);
   auto body = [&](Graph &g, const TimeStepState &, const RnnBatchwiseFlags &,
                   std::vector<Tensor> &state, const RnnSlice &slice, std::vector<Tensor> &,

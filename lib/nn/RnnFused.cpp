@@ -3,6 +3,7 @@
 #include "RnnLoop.hpp"
 
 #include <aspen/Error.hpp>
+#include <aspen/util/VertexTemplates.hpp>
 #include "support/OptionParsing.hpp"
 
 #include <fmt/format.h>
@@ -84,6 +85,39 @@ bool fusedWeightsFit(const Target &target, std::size_t H, unsigned granuleUnits,
                      std::size_t packedBytes) {
   const unsigned count = blockCount(target, (H + granuleUnits - 1) / granuleUnits, packedBytes);
   return double(packedBytes) / count <= kPackedTileShare * double(target.getBytesPerTile());
+}
+
+std::size_t unitPanelBytes(std::size_t K, unsigned gates, std::size_t H) {
+  return (H + kUnitPanelUnits - 1) / kUnitPanelUnits * gates * K * kUnitPanelUnits *
+         sizeof(float);
+}
+
+std::vector<PackedUnitBlock> packUnitPanels(Graph &graph, Type type,
+                                            const std::vector<Tensor> &rows, std::size_t K,
+                                            unsigned gates, std::size_t H, Sequence &prog,
+                                            const DebugContext &debug) {
+  ComputeSet cs = graph.addComputeSet({debug, "packWeights"});
+  const std::string vertex = util::templateVertex("aspen::nn::PackUnitPanels", type);
+  std::vector<PackedUnitBlock> blocks;
+  for (const FusedUnitBlock &units : fusedUnitBlocks(graph.getTarget(), H, kUnitPanelUnits,
+                                                     unitPanelBytes(K, gates, H))) {
+    PackedUnitBlock block{units, {}};
+    const std::size_t n = (units.numUnits + kUnitPanelUnits - 1) / kUnitPanelUnits;
+    block.packed = graph.addVariable(FLOAT, {n * gates * K * kUnitPanelUnits},
+                                     {debug, fmt::format("packedWeights{}", blocks.size())});
+    graph.setTileMapping(block.packed, units.tile);
+    VertexRef v = graph.addVertex(cs, vertex);
+    graph.connect(v["weights"], rows);
+    graph.connect(v["packed"], block.packed);
+    graph.setTileMapping(v, units.tile);
+    graph.setInitialValue(v["K"], static_cast<unsigned>(K));
+    graph.setInitialValue(v["gates"], gates);
+    graph.setInitialValue(v["firstUnit"], units.firstUnit);
+    graph.setInitialValue(v["numUnits"], units.numUnits);
+    blocks.push_back(std::move(block));
+  }
+  prog.add(program::Execute(cs));
+  return blocks;
 }
 
 void addClockVertex(Graph &graph, ComputeSet cs, const FusedClock &clock, unsigned parity) {

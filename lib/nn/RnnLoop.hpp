@@ -113,6 +113,21 @@ std::vector<FusedUnitBlock> fusedUnitBlocks(const Target &target, std::size_t H,
 bool fusedWeightsFit(const Target &target, std::size_t H, unsigned granuleUnits,
                      std::size_t packedBytes);
 
+// Weights packed for the GRU's and the vanilla RNN's fused steps: per block of units, panels of
+// 16 units of one gate (PackUnitPanels in codelets/nn/rnn.cpp). rows lists the gates x K rows
+// of [H] elements (row g * K + k: gate g's row k), read in place where contiguous; the packing
+// is one compute set added to prog (once a run).
+constexpr unsigned kUnitPanelUnits = 16;
+std::size_t unitPanelBytes(std::size_t K, unsigned gates, std::size_t H);
+struct PackedUnitBlock {
+  FusedUnitBlock units;
+  Tensor packed; // [blocks of 16 units][gates][K][16] float, on units.tile
+};
+std::vector<PackedUnitBlock> packUnitPanels(Graph &graph, Type type,
+                                            const std::vector<Tensor> &rows, std::size_t K,
+                                            unsigned gates, std::size_t H, program::Sequence &prog,
+                                            const DebugContext &debug);
+
 // The loop of a fused recurrent layer (the LSTM's and the GRU's fused steps): vertices that
 // read the step t from a counter and index the sequences themselves, so a step is only its own
 // compute sets. h lives in two buffers (h_t in buffer t % 2), and the clock in two counters,

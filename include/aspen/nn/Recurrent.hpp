@@ -9,7 +9,10 @@
 //
 //   forwardWeightInput(x, Wff) -> x . Wff [T, B, H], one product for all steps
 //   forwardIterate(ff [T, B, H], y0 [B, H], Wfb, b, nl) -> y [T, B, H], a loop in the device
-//     program
+//     program. Where the LSTM's and the GRU's stepMethod auto would fuse (an element-wise nl,
+//     batches of 2 to 16, or 1 over enough steps, on a target that is not a GPU, packed
+//     weights that fit), each step is one compute set on Wfb packed once a run (the product,
+//     the additions and nl fused; the same roundings, the product's sums in another order).
 //   rnnFwdSequence(y0, weightedIn* (ff, or null to weigh x here), b, Wff, Wfb, x, nl) -> y
 //   backwardGradientStep(dy_t [B, H], bwdState, y_t, [Wff,] Wfb, nl) -> [{dx_t [B, I],}] delta_t:
 //     bwdState is delta_{t+1}, the gradient at the adder of the next step (zero for the last
