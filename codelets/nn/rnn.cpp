@@ -575,9 +575,10 @@ public:
 };
 
 // The fused step's weights, packed once a run: the units [firstUnit, firstUnit + numUnits) of
-// the recurrent weights, `weights` holding row k of Wo as a matrix ([H] rows of [4H]: slot s's
-// units at s * H), as panels of packed::kPanel columns, 4 units x the gates forget, input,
-// candidate, output (slots slotF...): packed[(p * H + k) * 16 + 4 * gate + j] =
+// the weights the step multiplies by, `weights` holding their K rows as a matrix (rows of [4H]:
+// slot s's units at s * H; Wo's H rows, or Wi's I rows then Wo's when the step weighs its
+// input too), as panels of packed::kPanel columns, 4 units x the gates forget, input,
+// candidate, output (slots slotF...): packed[(p * K + k) * 16 + 4 * gate + j] =
 // weights[k][slot(gate) * H + firstUnit + 4p + j], zero past the last unit. Workers split the
 // panels; each row is read along the worker's panels in blocks of 8 rows.
 template <class T> class PackLstmWeights : public MultiVertex {
@@ -585,23 +586,26 @@ public:
   Vector<Input<Vector<T>>> weights;
   Output<Vector<float>> packed;
   unsigned H;
+  unsigned K;
   unsigned firstUnit;
   unsigned numUnits;
   unsigned slotF, slotI, slotG, slotO;
   bool compute(unsigned workerId) {
     const unsigned slots[4] = {slotF, slotI, slotG, slotO};
     const unsigned panels = (numUnits + 3) / 4;
+    if (weights.size() != K || packed.size() != panels * K * packed::kPanel)
+      return false;
     float *out = packed.data();
     unsigned lo, hi;
     ::aspen::detail::workerShare(panels, workerId, numWorkers(), lo, hi);
     constexpr unsigned kRowBlock = 8;
-    for (unsigned k0 = 0; k0 < H; k0 += kRowBlock) {
-      const unsigned k1 = H - k0 < kRowBlock ? H : k0 + kRowBlock;
+    for (unsigned k0 = 0; k0 < K; k0 += kRowBlock) {
+      const unsigned k1 = K - k0 < kRowBlock ? K : k0 + kRowBlock;
       for (unsigned g = 0; g < 4; ++g)
         for (unsigned p = lo; p < hi; ++p) {
           const unsigned full = numUnits - 4 * p < 4 ? numUnits - 4 * p : 4; // panel's units
           const unsigned column = slots[g] * H + firstUnit + 4 * p;
-          float *dst = out + p * H * packed::kPanel + 4 * g; // row k at dst + k * 16
+          float *dst = out + p * K * packed::kPanel + 4 * g; // row k at dst + k * 16
           for (unsigned k = k0; k < k1; ++k) {
             const T *src = weights[k].data() + column;
             for (unsigned j = 0; j < 4; ++j)
@@ -621,7 +625,8 @@ template class PackLstmWeights<half>;
 // one compute set and nothing else (LstmFused.cpp):
 //   t = time[0], the absolute step, which the loop's RnnAdvanceTime vertex advances into the
 //   other of two counters; i = t - begin, the step's place in the shard's `steps`.
-//   pre = hPrev . Wo (from the packed panels, summed in float in increasing k) rounded to T,
+//   pre = hPrev . Wo, or [x_t | hPrev] . [Wi; Wo] when inputSize I > 0 (x the shard's input,
+//   [steps][B][I]), from the packed panels (K = I + H rows), summed in float in increasing k, rounded to T,
 //   plus gatesIn (the shard's pre-weighted input, [steps][B][4H] slot columns, when
 //   hasGatesIn) as LstmCellFwd adds it, plus the bias; then the cell exactly as LstmCellFwd
 //   computes it (same functions, same roundings), writing cState (in place) and hState, the
@@ -637,6 +642,7 @@ public:
   Input<Vector<unsigned>> time;
   Input<Vector<unsigned>> lengths;
   Input<Vector<T>> hPrev;
+  Input<Vector<T>> x;
   Input<Vector<float>> packed;
   Input<Vector<T>> gatesIn;
   Input<Vector<T>> bias;
@@ -645,6 +651,7 @@ public:
   Vector<InOut<Vector<T>>> out;
   Vector<InOut<Vector<T>>> inter;
   unsigned H;
+  unsigned inputSize; // I: not the name, which the cell's gate index (lstm_cell::I) has
   unsigned firstUnit;
   unsigned begin;
   unsigned steps;
@@ -663,7 +670,8 @@ public:
   bool compute(unsigned workerId) {
     const unsigned rows = cState.size();
     const unsigned t = time[0];
-    if (t < begin || t - begin >= steps || hState.size() != rows)
+    if (t < begin || t - begin >= steps || hState.size() != rows ||
+        (inputSize > 0 && x.size() != steps * rows * inputSize))
       return false;
     if (rows == 0)
       return true;
@@ -688,7 +696,7 @@ public:
           float acc[2 * packed::kRows * packed::kPanel];
           for (unsigned i = 0; i < 2 * packed::kRows * packed::kPanel; ++i)
             acc[i] = 0.0f;
-          product(acc, r0, rb, packed.data() + p * H * packed::kPanel, np);
+          product(acc, step, r0, rb, packed.data() + p * (inputSize + H) * packed::kPanel, np);
           for (unsigned q = 0; q < np; ++q)
             for (unsigned r = 0; r < rb; ++r)
               for (unsigned g = 0; g < 4; ++g)
@@ -746,10 +754,16 @@ private:
     }
   }
 
-  // acc += rows [r0, r0 + rb) of hPrev . panel (np panels from there).
-  void product(float *acc, unsigned r0, unsigned rb, const float *panel, unsigned np) const {
-    packed::productRows(acc, hPrev.data(), H, r0, rb, panel, np,
-                        (unsigned long long)H * packed::kPanel);
+  // acc += rows [r0, r0 + rb) of [x_step | hPrev] . panel (np panels from there): the
+  // input's I rows of the panel first, then h's H.
+  void product(float *acc, unsigned step, unsigned r0, unsigned rb, const float *panel,
+               unsigned np) const {
+    const unsigned I = inputSize;
+    const unsigned long long stride = (unsigned long long)(I + H) * packed::kPanel;
+    const unsigned rows = cState.size();
+    if (I > 0)
+      packed::productRows(acc, x.data() + step * rows * I, I, r0, rb, panel, np, stride);
+    packed::productRows(acc, hPrev.data(), H, r0, rb, panel + I * packed::kPanel, np, stride);
   }
 
   // The cell for elements [k0, k1) of row `row` (units firstUnit + k) at the shard's step

@@ -241,7 +241,8 @@ std::pair<Tensor, Tensor> forward(Graph &graph, const LstmParams &params, const 
     *inter = graph.addVariable(t, {T, 0, B, H}, {debug, "intermediates"});
   }
   if (usesFusedStep(graph, params, opts, "lstm"))
-    return fusedForward(graph, params, opts, stateInit, weights, preCalc ? weighted : Tensor(),
+    return fusedForward(graph, params, opts, stateInit, weights,
+                        weighInput && !preCalc ? in : Tensor(), preCalc ? weighted : Tensor(),
                         outSeq, interSeq, inter ? layout : InterLayout{}, prog, debug);
   Tensor scratchOut; // the cell's per-step output when the sequence is not kept
   if (!fullSequence)

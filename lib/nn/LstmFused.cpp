@@ -22,10 +22,18 @@ namespace {
 constexpr unsigned kPanelUnits = 4;   // units of a packed panel (codelets/nn/PackedProduct.hpp)
 constexpr unsigned kPanelColumns = 16; // its columns: 4 gates x 4 units
 
-// The packed weights: 4 H^2 floats, panels rounded up.
-std::size_t packedBytes(const LstmParams &params) {
+// The rows of the weights a fused step multiplies by: I + H when it weighs its input (x_t and
+// h_{t-1} in one product), else H.
+std::size_t productRows(const LstmParams &params, const LstmOptions &opts) {
+  const bool weighsInput = params.doInputWeightCalc && !opts.preCalcWeights;
+  return (weighsInput ? params.rnn.layerSizes[0] : 0) + params.rnn.layerSizes[1];
+}
+
+// The packed weights: 4 H K floats, panels rounded up.
+std::size_t packedBytes(const LstmParams &params, const LstmOptions &opts) {
   const std::size_t H = params.rnn.layerSizes[1];
-  return (H + kPanelUnits - 1) / kPanelUnits * H * kPanelColumns * sizeof(float);
+  return (H + kPanelUnits - 1) / kPanelUnits * productRows(params, opts) * kPanelColumns *
+         sizeof(float);
 }
 
 void setSlots(Graph &graph, VertexRef v, const LstmParams &params) {
@@ -42,44 +50,49 @@ bool usesFusedStep(const Graph &graph, const LstmParams &params, const LstmOptio
                    const std::string &what) {
   if (opts.stepMethod == StepMethod::ProductThenCell)
     return false;
-  const bool applies = (opts.preCalcWeights || !params.doInputWeightCalc) &&
-                       rnn::detail::elementWise(params.activation) &&
+  const bool applies = rnn::detail::elementWise(params.activation) &&
                        rnn::detail::elementWise(params.recurrentActivation);
   if (opts.stepMethod == StepMethod::Fused) {
     if (!applies)
       throw invalid_option(fmt::format(
-          "{}: stepMethod fused needs element-wise activations (not SOFTMAX or SOFTMAX_STABLE) "
-          "and each step multiplying h by the recurrent weights alone (preCalcWeights true, or "
-          "no input weights); use auto or productThenCell",
+          "{}: stepMethod fused needs element-wise activations (not SOFTMAX or SOFTMAX_STABLE); "
+          "use auto or productThenCell",
           what));
     return true;
   }
   return applies && !graph.getTarget().isGpu() && rnn::detail::fusedStepPays(params.rnn, 4) &&
          rnn::detail::fusedWeightsFit(graph.getTarget(), params.rnn.layerSizes[1], kPanelUnits,
-                                      packedBytes(params));
+                                      packedBytes(params, opts));
 }
 
 std::vector<FusedBlock> packFusedWeights(Graph &graph, const LstmParams &params,
-                                         const Tensor &outputWeights, program::Sequence &prog,
-                                         const DebugContext &debug) {
+                                         const LstmOptions &opts, const LstmWeights &weights,
+                                         program::Sequence &prog, const DebugContext &debug) {
   const unsigned H = static_cast<unsigned>(params.rnn.layerSizes[1]);
   const std::string type = util::templateVertex("aspen::nn::PackLstmWeights", params.dataType);
   ComputeSet cs = graph.addComputeSet({debug, "packWeights"});
-  // One edge a row of Wo as a matrix ([H, 4H]): contiguous in the weights createWeights makes,
-  // so the vertices read them in place (a whole non-contiguous view would be gathered).
-  const Tensor matrix = asMatrix(outputWeights);
+  // One edge a row of Wi and Wo as matrices ([I, 4H], [H, 4H]): contiguous in the weights
+  // createWeights makes, so the vertices read them in place (a whole non-contiguous view would
+  // be gathered).
+  const std::size_t K = productRows(params, opts);
   std::vector<Tensor> rows;
-  for (std::size_t k = 0; k < H; ++k)
-    rows.push_back(matrix[k]);
+  auto addRows = [&](const Tensor &w) {
+    const Tensor matrix = asMatrix(w);
+    for (std::size_t k = 0; k < matrix.dim(0); ++k)
+      rows.push_back(matrix[k]);
+  };
+  if (K > H)
+    addRows(weights.inputWeights);
+  addRows(weights.outputWeights);
   std::vector<FusedBlock> blocks;
   for (const rnn::detail::FusedUnitBlock &unitBlock : rnn::detail::fusedUnitBlocks(
-           graph.getTarget(), H, kPanelUnits, packedBytes(params))) {
+           graph.getTarget(), H, kPanelUnits, packedBytes(params, opts))) {
     FusedBlock block;
     block.firstUnit = unitBlock.firstUnit;
     block.numUnits = unitBlock.numUnits;
     block.tile = unitBlock.tile;
     const std::size_t panels = (block.numUnits + kPanelUnits - 1) / kPanelUnits;
-    block.packed = graph.addVariable(FLOAT, {panels * H * kPanelColumns},
+    block.packed = graph.addVariable(FLOAT, {panels * K * kPanelColumns},
                                      {debug, fmt::format("packedWeights{}", blocks.size())});
     graph.setTileMapping(block.packed, block.tile);
     VertexRef v = graph.addVertex(cs, type);
@@ -87,6 +100,7 @@ std::vector<FusedBlock> packFusedWeights(Graph &graph, const LstmParams &params,
     graph.connect(v["packed"], block.packed);
     graph.setTileMapping(v, block.tile);
     graph.setInitialValue(v["H"], H);
+    graph.setInitialValue(v["K"], static_cast<unsigned>(K));
     graph.setInitialValue(v["firstUnit"], block.firstUnit);
     graph.setInitialValue(v["numUnits"], block.numUnits);
     setSlots(graph, v, params);
@@ -100,6 +114,7 @@ namespace {
 
 // The sequences' part of one shard, [begin, begin + steps), each invalid when not kept.
 struct ShardSequences {
+  Tensor x;       // [steps, B, I]: the input, when the step weighs it
   Tensor gatesIn; // [steps, B, 4H]
   Tensor out;     // [steps, B, H]
   Tensor inter;   // [steps, count, B, H]
@@ -125,8 +140,9 @@ void addFusedStep(Graph &graph, const LstmParams &params, ComputeSet cs,
     graph.connect(v["time"], clock.time.slice(p, p + 1));
     graph.connect(v["lengths"], clock.lengths);
     graph.connect(v["hPrev"], hPrev);
+    graph.connect(v["x"], seqs.x.valid() ? seqs.x.flatten() : hPrev.slice(0, 1));
     graph.connect(v["packed"], block.packed);
-    // An unused gatesIn is connected to h's first element: never read.
+    // An unused x or gatesIn is connected to h's first element: never read.
     graph.connect(v["gatesIn"], seqs.gatesIn.valid() ? seqs.gatesIn.flatten() : hPrev.slice(0, 1));
     graph.connect(v["bias"], bias.flatten());
     std::vector<Tensor> c, h, out, inter;
@@ -146,6 +162,7 @@ void addFusedStep(Graph &graph, const LstmParams &params, ComputeSet cs,
     graph.connect(v["out"], out);
     graph.connect(v["inter"], inter);
     graph.setInitialValue(v["H"], H);
+    graph.setInitialValue(v["inputSize"], seqs.x.valid() ? static_cast<unsigned>(seqs.x.dim(2)) : 0u);
     graph.setInitialValue(v["firstUnit"], block.firstUnit);
     graph.setInitialValue(v["begin"], shard.begin);
     graph.setInitialValue(v["steps"], shard.steps);
@@ -165,15 +182,18 @@ void addFusedStep(Graph &graph, const LstmParams &params, ComputeSet cs,
 
 std::pair<Tensor, Tensor> fusedForward(Graph &graph, const LstmParams &params,
                                        const LstmOptions &opts, const LstmState &init,
-                                       const LstmWeights &weights, const Tensor &weighted,
-                                       const Tensor &outSeq, const Tensor &interSeq,
-                                       const InterLayout &layout, program::Sequence &prog,
-                                       const DebugContext &debug) {
+                                       const LstmWeights &weights, const Tensor &input,
+                                       const Tensor &weighted, const Tensor &outSeq,
+                                       const Tensor &interSeq, const InterLayout &layout,
+                                       program::Sequence &prog, const DebugContext &debug) {
   using program::Copy;
   const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
   const std::size_t H = params.rnn.layerSizes[1];
   const std::vector<FusedBlock> blocks =
-      packFusedWeights(graph, params, weights.outputWeights, prog, {debug, "fused"});
+      packFusedWeights(graph, params, opts, weights, prog, {debug, "fused"});
+  const Tensor x = input.valid()
+                       ? rnn::detail::contiguousOrCopy(graph, input, prog, {debug, "input"})
+                       : Tensor();
   // h_t in hBuf[t % 2]; c updated in place.
   const Tensor hBuf = rnn::detail::addStep(graph, params.dataType, 2 * B, H, {debug, "h"})
                           .reshape({2, B, H});
@@ -184,6 +204,8 @@ std::pair<Tensor, Tensor> fusedForward(Graph &graph, const LstmParams &params,
                   unsigned p) {
     const std::size_t b = shard.begin, e = b + shard.steps;
     ShardSequences seqs;
+    if (x.valid())
+      seqs.x = x.slice(b, e, 0);
     if (weighted.valid())
       seqs.gatesIn = weighted.slice(b, e, 0);
     if (outSeq.valid())

@@ -114,20 +114,21 @@ struct FusedBlock {
   Tensor packed; // [panels * H * 16] float, on `tile`
 };
 // The blocks of units the fused step's vertices take, their packed weights filled from Wo
-// (outputWeights [4, H, H]) by a compute set added to prog (once a run).
+// (and Wi before it when the step weighs its input) by a compute set added to prog (once a run).
 std::vector<FusedBlock> packFusedWeights(Graph &graph, const LstmParams &params,
-                                         const Tensor &outputWeights, program::Sequence &prog,
-                                         const DebugContext &debug);
-// The whole forward loop with fused steps, in place of rnn::Rnn: packs Wo, then per shard one
-// compute set a step (LstmFusedFwd and the step's clock). weighted [T, B, 4H] is the
-// pre-weighted input (invalid without input weights); outSeq [T, B, H] and interSeq
+                                         const LstmOptions &opts, const LstmWeights &weights,
+                                         program::Sequence &prog, const DebugContext &debug);
+// The whole forward loop with fused steps, in place of rnn::Rnn: packs the weights, then per
+// shard one compute set a step (LstmFusedFwd and the step's clock). input [T, B, I] is valid
+// when the steps weigh it ([x_t | h] . [Wi; Wo] in one product); weighted [T, B, 4H] is the
+// pre-weighted input otherwise (invalid without input weights); outSeq [T, B, H] and interSeq
 // [T, count, B, H] (layout) are written when valid. Returns {outSeq, or the final output
 // [B, H] when outSeq is invalid; the final cell state}.
 std::pair<Tensor, Tensor> fusedForward(Graph &graph, const LstmParams &params,
                                        const LstmOptions &opts, const LstmState &init,
-                                       const LstmWeights &weights, const Tensor &weighted,
-                                       const Tensor &outSeq, const Tensor &interSeq,
-                                       const InterLayout &layout, program::Sequence &prog,
-                                       const DebugContext &debug);
+                                       const LstmWeights &weights, const Tensor &input,
+                                       const Tensor &weighted, const Tensor &outSeq,
+                                       const Tensor &interSeq, const InterLayout &layout,
+                                       program::Sequence &prog, const DebugContext &debug);
 
 } // namespace aspen::nn::lstm::detail

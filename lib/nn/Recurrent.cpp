@@ -178,16 +178,6 @@ bool fusesSteps(const Graph &graph, const RnnParams &params, NonLinearityType nl
                                  detail::unitPanelBytes(H, 1, H));
 }
 
-// t, or a contiguous copy of it made once a run (a vertex reads a contiguous edge in place).
-Tensor contiguous(Graph &graph, const Tensor &t, Sequence &prog, const DebugContext &debug) {
-  if (t.isContiguous())
-    return t;
-  Tensor c = graph.addVariable(t.elementType(), t.shape(), debug);
-  util::mapTensorLinearly(graph, c);
-  prog.add(Copy(t, c));
-  return c;
-}
-
 // forwardIterate's loop with fused steps: Wfb packed once a run into 16-unit panels, then one
 // compute set a step of RnnFusedFwd vertices (the product, x_t, b and the non-linearity) and
 // the clock (RnnFused.cpp's loop).
@@ -201,8 +191,8 @@ void fusedIterate(Graph &graph, const RnnParams &params, const Tensor &feedFwdIn
   for (std::size_t k = 0; k < H; ++k)
     rows.push_back(feedbackWeights[k]);
   const auto blocks = detail::packUnitPanels(graph, t, rows, H, 1, H, prog, debug);
-  const Tensor x = contiguous(graph, feedFwdIn, prog, {debug, "input"}).flatten();
-  const Tensor bias = contiguous(graph, biases, prog, {debug, "biases"});
+  const Tensor x = detail::contiguousOrCopy(graph, feedFwdIn, prog, {debug, "input"}).flatten();
+  const Tensor bias = detail::contiguousOrCopy(graph, biases, prog, {debug, "biases"});
   const Tensor hBuf = detail::addStep(graph, t, 2 * B, H, {debug, "h"}).reshape({2, B, H});
   prog.add(Copy(initState, hBuf[0]));
   const std::string type = util::templateVertex("aspen::nn::RnnFusedFwd", t);

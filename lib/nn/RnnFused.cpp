@@ -3,6 +3,7 @@
 #include "RnnLoop.hpp"
 
 #include <aspen/Error.hpp>
+#include <aspen/util/TileMapping.hpp>
 #include <aspen/util/VertexTemplates.hpp>
 #include "support/OptionParsing.hpp"
 
@@ -85,6 +86,16 @@ bool fusedWeightsFit(const Target &target, std::size_t H, unsigned granuleUnits,
                      std::size_t packedBytes) {
   const unsigned count = blockCount(target, (H + granuleUnits - 1) / granuleUnits, packedBytes);
   return double(packedBytes) / count <= kPackedTileShare * double(target.getBytesPerTile());
+}
+
+Tensor contiguousOrCopy(Graph &graph, const Tensor &t, Sequence &prog,
+                        const DebugContext &debug) {
+  if (t.isContiguous())
+    return t;
+  Tensor c = graph.addVariable(t.elementType(), t.shape(), debug);
+  util::mapTensorLinearly(graph, c);
+  prog.add(Copy(t, c));
+  return c;
 }
 
 std::size_t unitPanelBytes(std::size_t K, unsigned gates, std::size_t H) {

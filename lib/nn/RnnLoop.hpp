@@ -113,6 +113,11 @@ std::vector<FusedUnitBlock> fusedUnitBlocks(const Target &target, std::size_t H,
 bool fusedWeightsFit(const Target &target, std::size_t H, unsigned granuleUnits,
                      std::size_t packedBytes);
 
+// t, or a contiguous copy of it made in prog (once a run): a vertex reads a contiguous edge in
+// place, where a view on an edge would be gathered every time the vertex runs.
+Tensor contiguousOrCopy(Graph &graph, const Tensor &t, program::Sequence &prog,
+                        const DebugContext &debug);
+
 // Weights packed for the GRU's and the vanilla RNN's fused steps: per block of units, panels of
 // 16 units of one gate (PackUnitPanels in codelets/nn/rnn.cpp). rows lists the gates x K rows
 // of [H] elements (row g * K + k: gate g's row k), read in place where contiguous; the packing

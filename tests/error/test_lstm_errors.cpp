@@ -113,10 +113,7 @@ TEST_CASE("LSTM option misuse", "[error][lstm]") {
                       Contains("availableMemoryProportion"));
   REQUIRE_THROWS_WITH(lstm::createInput(l.graph, l.params, "x", {{"stepMethod", "fast"}}),
                       Contains("stepMethod") && Contains("productThenCell"));
-  // The fused step needs each step to multiply h by Wo alone, and element-wise activations.
-  REQUIRE_THROWS_WITH(lstm::createInput(l.graph, l.params, "x",
-                                        {{"stepMethod", "fused"}, {"preCalcWeights", "false"}}),
-                      Contains("stepMethod fused") && Contains("preCalcWeights"));
+  // The fused step needs element-wise activations.
   lstm::LstmParams softmax = l.params;
   softmax.activation = nn::NonLinearityType::SOFTMAX;
   REQUIRE_THROWS_WITH(lstm::createInput(l.graph, softmax, "x", {{"stepMethod", "fused"}}),

@@ -56,16 +56,17 @@
 //   0.2 for saturated inputs too; exact is the true derivative, 0.2 inside (-2.5, 2.5) and 0
 //   outside; the C backend and aspen_torch use exact), stepMethod (auto|fused|productThenCell,
 //   an Aspen extension; default auto): how a forward step computes. productThenCell is the
-//   product h . Wo (a matMul) and then the cell's compute set; fused packs Wo once a run into
-//   panels of 4 units x 4 gates and makes each step one compute set whose vertices multiply
-//   h_{t-1} by their panels, finish the cell on the results and read and write the step's
+//   product h . Wo (or [x_t | h] . [Wi; Wo] without preCalcWeights; a matMul) and then the
+//   cell's compute set; fused packs the weights the step multiplies by once a run into panels
+//   of 4 units x 4 gates and makes each step one compute set whose vertices multiply h_{t-1}
+//   (and x_t) by their panels, finish the cell on the results and read and write the step's
 //   part of the sequences themselves (no product output, no slicing, storing or step-control
-//   compute sets: one hand-off between threads a step; rnnCodeReuse is ignored). fused needs element-wise activations and each step multiplying by Wo alone
-//   (preCalcWeights, or no input weights); auto chooses it then for batches of 2 to 16, and
-//   of 1 when the sequence is long enough to pay for the packing (T >= H^2 / 6800), when the
-//   packed copy (4H^2 floats) fits half of the tiles' memory, except on GPU targets. The
-//   two differ by the rounding of the product's sums; the fused step's results are the same
-//   bits for any number of tiles or threads.
+//   compute sets: one hand-off between threads a step; rnnCodeReuse is ignored). fused needs
+//   element-wise activations; auto chooses it then for batches of 2 to 16, and of 1 when the
+//   sequence is long enough to pay for the packing (T >= H^2 / 6800), when the packed copy
+//   (4H^2 floats, 4H(I+H) without preCalcWeights) fits half of the tiles' memory, except on
+//   GPU targets. The two differ by the rounding of the product's sums; the fused step's
+//   results are the same bits for any number of tiles or threads.
 //   Results do not depend on numShards, rnnCodeReuse, rnnStepsPerWU or recomputationMode beyond
 //   rounding of the weight-gradient sums.
 #pragma once
