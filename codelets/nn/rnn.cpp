@@ -947,42 +947,164 @@ public:
       return false;
     unsigned lo, hi;
     ::aspen::detail::workerShare((numUnits + 15) / 16, workerId, numWorkers(), lo, hi);
-    for (unsigned b = lo; b < hi; ++b) {
-      const unsigned k0 = 16 * b, m = numUnits - k0 < 16 ? numUnits - k0 : 16;
+    for (unsigned b0 = lo; b0 < hi; b0 += 2) { // two blocks a pass where there are
+      const unsigned nb = hi - b0 < 2 ? 1 : 2;
       for (unsigned r0 = 0; r0 < rows; r0 += packed::kRows) {
         const unsigned rb = rows - r0 < packed::kRows ? rows - r0 : packed::kRows;
         float acc[2 * packed::kRows * packed::kPanel];
         for (unsigned i = 0; i < 2 * packed::kRows * packed::kPanel; ++i)
           acc[i] = 0.0f;
-        packed::productRows(acc, hPrev.data(), H, r0, rb, packed.data() + b * H * packed::kPanel,
-                            1, 0);
-        for (unsigned r = 0; r < rb; ++r) {
-          const unsigned row = r0 + r, u0 = firstUnit + k0;
-          const float *p = acc + r * packed::kPanel;
-          const T *xs = x.data() + (t * rows + row) * H + u0, *bs = bias.data() + u0;
-          float v[16];
-          for (unsigned j = 0; j < m; ++j)
-            v[j] = float(T(float(T(float(T(p[j])) + float(xs[j]))) + float(bs[j])));
-          if (nonLinearity == unsigned(NonLinearityType::TANH))
-            for (unsigned j = 0; j < m; ++j)
-              v[j] = cell::Fixed<NonLinearityType::TANH>().forward(v[j]);
-          else
-            for (unsigned j = 0; j < m; ++j)
-              v[j] = cell::Dynamic{NonLinearityType(nonLinearity)}.forward(v[j]);
-          T *h = hState[row].data() + k0, *o = out[t * rows + row].data() + k0;
-          for (unsigned j = 0; j < m; ++j) {
-            h[j] = T(v[j]);
-            o[j] = T(v[j]);
-          }
-        }
+        packed::productRows(acc, hPrev.data(), H, r0, rb,
+                            packed.data() + b0 * H * packed::kPanel, nb,
+                            (unsigned long long)H * packed::kPanel);
+        for (unsigned q = 0; q < nb; ++q)
+          for (unsigned r = 0; r < rb; ++r)
+            finish(t, r0 + r, 16 * (b0 + q), acc + (q * packed::kRows + r) * packed::kPanel);
       }
     }
     return true;
+  }
+
+private:
+  // Row `row`'s units [k0, k0 + 16) of the block (fewer at its end) from their products p.
+  void finish(unsigned t, unsigned row, unsigned k0, const float *p) {
+    const unsigned rows = hState.size(), m = numUnits - k0 < 16 ? numUnits - k0 : 16;
+    const unsigned u0 = firstUnit + k0;
+    const T *xs = x.data() + (t * rows + row) * H + u0, *bs = bias.data() + u0;
+    float v[16];
+    for (unsigned j = 0; j < m; ++j)
+      v[j] = float(T(float(T(float(T(p[j])) + float(xs[j]))) + float(bs[j])));
+    if (nonLinearity == unsigned(NonLinearityType::TANH))
+      for (unsigned j = 0; j < m; ++j)
+        v[j] = cell::Fixed<NonLinearityType::TANH>().forward(v[j]);
+    else
+      for (unsigned j = 0; j < m; ++j)
+        v[j] = cell::Dynamic{NonLinearityType(nonLinearity)}.forward(v[j]);
+    T *h = hState[row].data() + k0, *o = out[t * rows + row].data() + k0;
+    for (unsigned j = 0; j < m; ++j) {
+      h[j] = T(v[j]);
+      o[j] = T(v[j]);
+    }
   }
 };
 
 template class RnnFusedFwd<float>;
 template class RnnFusedFwd<half>;
+
+// One backward step of the LSTM's fused loop (LstmBwd.cpp) for the units [firstUnit,
+// firstUnit + U) of every row: dhMM = delta_{t+1} . Wo^T for those units (from the packed
+// panels of Wo^T, 16 units a panel, K = 4H; zero at the last step), rounded to T as the
+// product-then-cell step's matMul output is, then LstmCellBwd's cell on it (the same function,
+// bwdElements). The clock counts i = time[0] up and the step is t = steps - 1 - i. deltaAll
+// is the whole [steps][B][4H] sequence of gate gradients (slot columns): the step reads row
+// t + 1 of it and writes its units of row t through `delta` (steps x B x 4 segments, step, row,
+// canonical gate). fwd (steps x B x 4: the saved gates, canonical), cell (steps x B x 2) and
+// outGrad (steps x B, when hasOutGrad) are the step's inputs; dhCarry and dcState (one segment
+// a row) are updated in place. Element-wise activations only. Workers split blocks of 16 units.
+template <class T> class LstmFusedBwd : public MultiVertex {
+public:
+  Input<Vector<unsigned>> time;
+  Input<Vector<unsigned>> lengths;
+  Input<Vector<T>> deltaAll;
+  Input<Vector<float>> packed;
+  Vector<Input<Vector<T>>> fwd;
+  Vector<Input<Vector<T>>> cell;
+  Vector<Input<Vector<T>>> outGrad;
+  Vector<InOut<Vector<T>>> dhCarry;
+  Vector<InOut<Vector<T>>> dcState;
+  Vector<InOut<Vector<T>>> delta;
+  unsigned H;
+  unsigned numUnits;
+  unsigned steps;
+  unsigned activation;
+  unsigned recurrentActivation;
+  bool rawCell;
+  bool rawCandidate;
+  bool hasOutGrad;
+  bool popnnHardSigmoidGrad;
+
+  bool compute(unsigned workerId) {
+    const unsigned rows = dcState.size(), i = time[0];
+    if (i >= steps || dhCarry.size() != rows || fwd.size() != steps * rows * 4 ||
+        cell.size() != steps * rows * 2 || delta.size() != steps * rows * 4 ||
+        (hasOutGrad && outGrad.size() != steps * rows) ||
+        deltaAll.size() != steps * rows * 4 * H)
+      return false;
+    const unsigned t = steps - 1 - i;
+    unsigned lo, hi;
+    ::aspen::detail::workerShare((numUnits + 15) / 16, workerId, numWorkers(), lo, hi);
+    const bool fixed = recurrentActivation == unsigned(NonLinearityType::SIGMOID) &&
+                       activation == unsigned(NonLinearityType::TANH);
+    // Two blocks a pass where there are (twice the sums in flight for the kernel).
+    for (unsigned b0 = lo; b0 < hi; b0 += 2) {
+      const unsigned nb = hi - b0 < 2 ? 1 : 2;
+      for (unsigned r0 = 0; r0 < rows; r0 += packed::kRows) {
+        const unsigned rb = rows - r0 < packed::kRows ? rows - r0 : packed::kRows;
+        float acc[2 * packed::kRows * packed::kPanel];
+        for (unsigned j = 0; j < 2 * packed::kRows * packed::kPanel; ++j)
+          acc[j] = 0.0f;
+        if (t + 1 < steps)
+          packed::productRows(acc, deltaAll.data() + (t + 1) * rows * 4 * H, 4 * H, r0, rb,
+                              packed.data() + b0 * 4 * H * packed::kPanel, nb,
+                              (unsigned long long)4 * H * packed::kPanel);
+        for (unsigned q = 0; q < nb; ++q)
+          for (unsigned r = 0; r < rb; ++r) {
+            const unsigned row = r0 + r, k0 = 16 * (b0 + q);
+            const unsigned m = numUnits - k0 < 16 ? numUnits - k0 : 16;
+            Row v;
+            load(v, t, row, k0, acc + (q * packed::kRows + r) * packed::kPanel, m);
+            if (fixed)
+              lstm_cell::bwdElements<T>(v, 0, 0, m, cell::Fixed<NonLinearityType::SIGMOID>(),
+                                        cell::Fixed<NonLinearityType::TANH>());
+            else
+              lstm_cell::bwdElements<T>(
+                  v, 0, 0, m,
+                  cell::Dynamic{NonLinearityType(recurrentActivation), popnnHardSigmoidGrad},
+                  cell::Dynamic{NonLinearityType(activation), popnnHardSigmoidGrad});
+          }
+      }
+    }
+    return true;
+  }
+
+private:
+  // One row's elements [k0, k0 + m) as bwdElements reads them (its row 0): segments from unit
+  // k0 of the block, dhMM from the local product.
+  struct Seg {
+    T *p;
+    ASPEN_HD T *data() const { return p; }
+  };
+  struct Row {
+    Seg fwd[4], cell[2], outGrad[1], dhMM[1], dhCarry[1], dcState[1], delta[4];
+    T mask[1];
+    T mm[16];
+    bool rawCell, rawCandidate, hasOutGrad;
+  };
+  void load(Row &v, unsigned t, unsigned row, unsigned k0, const float *product, unsigned m) {
+    const unsigned rows = dcState.size(), at = t * rows + row;
+    auto seg = [&](const T *p) { return Seg{const_cast<T *>(p) + k0}; };
+    for (unsigned g = 0; g < 4; ++g) {
+      v.fwd[g] = seg(fwd[at * 4 + g].data());
+      v.delta[g] = seg(delta[at * 4 + g].data());
+    }
+    v.cell[0] = seg(cell[at * 2].data());
+    v.cell[1] = seg(cell[at * 2 + 1].data());
+    v.outGrad[0] = hasOutGrad ? seg(outGrad[at].data()) : v.cell[0]; // unread without
+    v.dhCarry[0] = seg(dhCarry[row].data());
+    v.dcState[0] = seg(dcState[row].data());
+    for (unsigned j = 0; j < m; ++j)
+      v.mm[j] = T(product[j]);
+    v.dhMM[0] = Seg{v.mm};
+    const unsigned length = lengths.size() == 1 ? lengths[0] : lengths[row];
+    v.mask[0] = T(t < length ? 1.0f : 0.0f);
+    v.rawCell = rawCell;
+    v.rawCandidate = rawCandidate;
+    v.hasOutGrad = hasOutGrad;
+  }
+};
+
+template class LstmFusedBwd<float>;
+template class LstmFusedBwd<half>;
 
 // The fused loop's clock: next = time + 1, in the other of the loop's two counters, so the
 // step's vertices read one while this writes the other in the same compute set.

@@ -244,6 +244,20 @@ LstmState backward(Graph &graph, const LstmParams &params, const LstmOptions &op
                                                   : asMatrix(weights.outputWeights),
                                   prog, {debug, "weightsTransposed"});
 
+  // The fused loop (LstmFusedBwd: the product delta_{t+1} . Wo^T fused with the cell, one
+  // compute set a step) where the forward's would fuse, the gate gradients of every step are
+  // kept (they are the next step's product input) and each step multiplies by Wo^T alone.
+  std::vector<Tensor> finalState;
+  if (usesFusedStep(graph, params, opts, "lstm") && deltaRowsSeq.valid() && !interleaved &&
+      !inputGradInLoop) {
+    fusedBackward(graph, params, opts, wT, gates, cellSeq, full ? outputGrad : Tensor(), rawCell,
+                  dhCarry, dc, deltaRowsSeq, prog, {debug, "fused"});
+    // The last product, delta_0 . Wo^T: the gradient reaching the initial output.
+    linalg::matMulWithOutput(graph, deltaRowsSeq[0], wT, dhMM, prog, {debug, "initialStateGrad"},
+                             mmOptions, cache);
+    finalState = {dhCarry, dc, dhMM};
+  }
+
   auto body = [&](Graph &g, const rnn::TimeStepState &, const rnn::RnnBatchwiseFlags &flags,
                   std::vector<Tensor> &state, const rnn::RnnSlice &slice, std::vector<Tensor> &,
                   Sequence *, const DebugContext &dbg) {
@@ -306,7 +320,8 @@ LstmState backward(Graph &graph, const LstmParams &params, const LstmOptions &op
   } else if (deltaRowsSeq.valid()) {
     spec.interimOut = &deltaRowsSeq;
   }
-  const auto finalState = rnn::detail::runLoop(graph, spec, prog, {debug, "loop"});
+  if (finalState.empty())
+    finalState = rnn::detail::runLoop(graph, spec, prog, {debug, "loop"});
 
   if (wantInputGrad) {
     if (inputGradAfterLoop) {

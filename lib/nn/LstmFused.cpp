@@ -226,4 +226,71 @@ std::pair<Tensor, Tensor> fusedForward(Graph &graph, const LstmParams &params,
   return {h, c};
 }
 
+void fusedBackward(Graph &graph, const LstmParams &params, const LstmOptions &opts,
+                   const Tensor &wT, const Tensor &gates, const Tensor &cellSeq,
+                   const Tensor &outGrad, bool rawCell, const Tensor &dhCarry, const Tensor &dc,
+                   const Tensor &deltaRows, program::Sequence &prog, const DebugContext &debug) {
+  const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
+  const std::size_t H = params.rnn.layerSizes[1];
+  std::vector<Tensor> rows; // row k of Wo^T: gate column k of Wo, over the units
+  for (std::size_t k = 0; k < 4 * H; ++k)
+    rows.push_back(wT[k]);
+  const auto blocks =
+      rnn::detail::packUnitPanels(graph, params.dataType, rows, 4 * H, 1, H, prog, debug);
+  const auto slot = slotsOf(params);
+  // Read whole by every vertex (row t + 1 of it a step) while they write row t: the loop's own
+  // contiguous sequence, so read in place.
+  const Tensor deltaAll = deltaRows.flatten();
+  const std::string type = util::templateVertex("aspen::nn::LstmFusedBwd", params.dataType);
+  auto step = [&](const rnn::detail::FusedClock &clock, const rnn::detail::FusedShard &,
+                  unsigned p) {
+    ComputeSet cs = graph.addComputeSet({debug, p ? "oddStep" : "evenStep"});
+    for (const auto &block : blocks) {
+      const std::size_t u0 = block.units.firstUnit, u1 = u0 + block.units.numUnits;
+      std::vector<Tensor> fwd, cell, dy, carry, dcs, delta;
+      for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t r = 0; r < B; ++r) {
+          for (unsigned g = 0; g < 4; ++g) {
+            fwd.push_back(gates[t][g][r].slice(u0, u1));
+            delta.push_back(deltaRows[t][r].slice(slot[g] * H + u0, slot[g] * H + u1));
+          }
+          for (unsigned c = 0; c < 2; ++c)
+            cell.push_back(cellSeq[t][c][r].slice(u0, u1));
+          if (outGrad.valid())
+            dy.push_back(outGrad[t][r].slice(u0, u1));
+        }
+      for (std::size_t r = 0; r < B; ++r) {
+        carry.push_back(dhCarry[r].slice(u0, u1));
+        dcs.push_back(dc[r].slice(u0, u1));
+      }
+      VertexRef v = graph.addVertex(cs, type);
+      graph.setTileMapping(v, block.units.tile);
+      graph.connect(v["time"], clock.time.slice(p, p + 1));
+      graph.connect(v["lengths"], clock.lengths);
+      graph.connect(v["deltaAll"], deltaAll);
+      graph.connect(v["packed"], block.packed);
+      graph.connect(v["fwd"], fwd);
+      graph.connect(v["cell"], cell);
+      graph.connect(v["outGrad"], dy);
+      graph.connect(v["dhCarry"], carry);
+      graph.connect(v["dcState"], dcs);
+      graph.connect(v["delta"], delta);
+      graph.setInitialValue(v["H"], static_cast<unsigned>(H));
+      graph.setInitialValue(v["numUnits"], block.units.numUnits);
+      graph.setInitialValue(v["steps"], static_cast<unsigned>(T));
+      graph.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
+      graph.setInitialValue(v["recurrentActivation"],
+                            static_cast<unsigned>(params.recurrentActivation));
+      graph.setInitialValue(v["rawCell"], rawCell);
+      graph.setInitialValue(v["rawCandidate"], rawCandidate(params));
+      graph.setInitialValue(v["hasOutGrad"], outGrad.valid());
+      graph.setInitialValue(v["popnnHardSigmoidGrad"],
+                            opts.hardSigmoidGradient == NonLinearityGradient::Popnn);
+    }
+    rnn::detail::addClockVertex(graph, cs, clock, p);
+    return program::Sequence{program::Execute(cs)};
+  };
+  rnn::detail::fusedLoop(graph, params.rnn, 1, step, prog, {debug, "loop"});
+}
+
 } // namespace aspen::nn::lstm::detail

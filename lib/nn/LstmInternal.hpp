@@ -131,4 +131,15 @@ std::pair<Tensor, Tensor> fusedForward(Graph &graph, const LstmParams &params,
                                        const Tensor &interSeq, const InterLayout &layout,
                                        program::Sequence &prog, const DebugContext &debug);
 
+// The backward loop with fused steps, in place of the rnn loop of LstmBwd.cpp: Wo^T (wT,
+// [4H, H]) packed once a run into 16-unit panels, then one compute set a step of LstmFusedBwd
+// vertices and the clock, reverse in time. gates [T, 4, B, H] (canonical) and cellSeq
+// [T, 2, B, H] are the saved values the cell reads (rawCell: c_t rather than phi(c_t)),
+// outGrad [T, B, H] when valid; dhCarry and dc ([B, H]) are updated in place; deltaRows
+// [T, B, 4H] receives every step's gate gradients (slot columns), each step's product input.
+void fusedBackward(Graph &graph, const LstmParams &params, const LstmOptions &opts,
+                   const Tensor &wT, const Tensor &gates, const Tensor &cellSeq,
+                   const Tensor &outGrad, bool rawCell, const Tensor &dhCarry, const Tensor &dc,
+                   const Tensor &deltaRows, program::Sequence &prog, const DebugContext &debug);
+
 } // namespace aspen::nn::lstm::detail

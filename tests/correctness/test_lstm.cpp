@@ -688,6 +688,39 @@ TEST_CASE("the fused LSTM loop keeps the final output alone, with and without in
   }
 }
 
+TEST_CASE("the LSTM's backward loop is fused where the forward's is and every step's gate "
+          "gradients are kept",
+          "[correctness][lstm]") {
+  auto fusedBwd = [](const OptionFlags &options) {
+    Graph graph(Target::createGeneric(2));
+    nn::addCodelets(graph);
+    lstm::LstmParams params(FLOAT, 2, 4, {3, 8});
+    Tensor in = lstm::createInput(graph, params, "in", options);
+    lstm::LstmState init = lstm::createInitialState(graph, params, "init", options);
+    lstm::LstmWeights w = lstm::createWeights(graph, params, "w", options);
+    Sequence prog;
+    Tensor inter;
+    auto [out, cell] = lstm::lstmFwd(graph, params, init, in, w, &inter, prog, "fwd", options);
+    Tensor dx;
+    lstm::LstmWeights dw;
+    lstm::lstmBwdWithWU(graph, params, prog, init, inter, w, in, out, graph.clone(out, "dy"),
+                        nullptr, &dx, dw, "bwd", options);
+    Engine e(graph, prog);
+    std::ostringstream summary;
+    e.printProfileSummary(summary);
+    const bool fused = summary.str().find("LstmFusedBwd") != std::string::npos;
+    CHECK(fused == (summary.str().find("LstmCellBwd") == std::string::npos));
+    return fused;
+  };
+  CHECK(fusedBwd({}));
+  CHECK(fusedBwd({{"preCalcWeights", "false"}})); // the input gradient after the loop
+  CHECK(fusedBwd({{"recomputationMode", "cellAndTanh"}, {"numShards", "2"}}));
+  // The weight update every step (interleaved) keeps no gate gradients for the next step's
+  // product to read: the product-then-cell loop.
+  CHECK_FALSE(fusedBwd({{"rnnStepsPerWU", "1"}}));
+  CHECK_FALSE(fusedBwd({{"stepMethod", "productThenCell"}}));
+}
+
 TEST_CASE("stepMethod auto fuses the step of small batches on the CPU targets, not on a GPU",
           "[correctness][lstm]") {
   // The compiled graph's vertex types (the profile summary lists them) include the fused
