@@ -610,41 +610,56 @@ public:
     // The gates a phase multiplies: from gate g0, ng of them (panels 16 H floats apart).
     const unsigned g0 = phase == 2 ? 2 : 0, ng = phase == 0 ? 3 : phase == 1 ? 2 : 1;
     const T *x = phase == 2 ? rhAll.data() : hPrev.data();
-    for (unsigned b = lo; b < hi; ++b) {
-      const unsigned k0 = 16 * b, k1 = k0 + 16 < numUnits ? k0 + 16 : numUnits;
-      const float *panel = packed.data() + (b * 3 + g0) * H * packed::kPanel;
+    // Blocks of 16 units; the candidate's phase (one gate) takes two blocks a pass where there
+    // are, so that the kernel has two panels' sums in flight as the other phases do.
+    const unsigned long long gateStride = (unsigned long long)H * packed::kPanel;
+    for (unsigned b = lo; b < hi;) {
+      const unsigned nb = phase == 2 && hi - b >= 2 ? 2 : 1;
       for (unsigned r0 = 0; r0 < rows; r0 += packed::kRows) {
         const unsigned rb = rows - r0 < packed::kRows ? rows - r0 : packed::kRows;
         bool any = false;
         for (unsigned r = 0; r < rb; ++r)
           any = any || active(t, r0 + r);
-        // pre[r][gate - g0][unit - k0]
-        float pre[packed::kRows][3][16];
-        for (unsigned q0 = 0; any && q0 < ng; q0 += 2) {
-          const unsigned np = ng - q0 < 2 ? 1 : 2;
-          float acc[2 * packed::kRows * packed::kPanel];
+        // pre[block of the pass][r][gate - g0][unit - k0]
+        float pre[2][packed::kRows][3][16];
+        float acc[2 * packed::kRows * packed::kPanel];
+        auto product = [&](const float *panel, unsigned np, unsigned long long stride) {
           for (unsigned i = 0; i < 2 * packed::kRows * packed::kPanel; ++i)
             acc[i] = 0.0f;
-          packed::productRows(acc, x, H, r0, rb, panel + q0 * H * packed::kPanel, np,
-                              (unsigned long long)H * packed::kPanel);
+          packed::productRows(acc, x, H, r0, rb, panel, np, stride);
+        };
+        if (any && nb == 2) {
+          product(packed.data() + (b * 3 + 2) * gateStride, 2, 3 * gateStride);
+          for (unsigned q = 0; q < 2; ++q)
+            for (unsigned r = 0; r < rb; ++r)
+              for (unsigned j = 0; j < 16; ++j)
+                pre[q][r][0][j] = acc[(q * packed::kRows + r) * packed::kPanel + j];
+        }
+        for (unsigned q0 = 0; any && nb == 1 && q0 < ng; q0 += 2) {
+          const unsigned np = ng - q0 < 2 ? 1 : 2;
+          product(packed.data() + (b * 3 + g0 + q0) * gateStride, np, gateStride);
           for (unsigned q = 0; q < np; ++q)
             for (unsigned r = 0; r < rb; ++r)
               for (unsigned j = 0; j < 16; ++j)
-                pre[r][q0 + q][j] = acc[(q * packed::kRows + r) * packed::kPanel + j];
+                pre[0][r][q0 + q][j] = acc[(q * packed::kRows + r) * packed::kPanel + j];
         }
-        for (unsigned r = 0; r < rb; ++r) {
-          const unsigned row = r0 + r;
-          if (!active(t, row))
-            holdRow(step, row, k0, k1);
-          else if (fixed)
-            cellRowFor(step, row, k0, k1, pre[r], cell::Fixed<NonLinearityType::SIGMOID>(),
-                       cell::Fixed<NonLinearityType::TANH>());
-          else
-            cellRowFor(step, row, k0, k1, pre[r],
-                       cell::Dynamic{NonLinearityType(recurrentActivation)},
-                       cell::Dynamic{NonLinearityType(activation)});
+        for (unsigned q = 0; q < nb; ++q) {
+          const unsigned k0 = 16 * (b + q), k1 = k0 + 16 < numUnits ? k0 + 16 : numUnits;
+          for (unsigned r = 0; r < rb; ++r) {
+            const unsigned row = r0 + r;
+            if (!active(t, row))
+              holdRow(step, row, k0, k1);
+            else if (fixed)
+              cellRowFor(step, row, k0, k1, pre[q][r], cell::Fixed<NonLinearityType::SIGMOID>(),
+                         cell::Fixed<NonLinearityType::TANH>());
+            else
+              cellRowFor(step, row, k0, k1, pre[q][r],
+                         cell::Dynamic{NonLinearityType(recurrentActivation)},
+                         cell::Dynamic{NonLinearityType(activation)});
+          }
         }
       }
+      b += nb;
     }
     return true;
   }
