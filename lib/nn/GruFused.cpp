@@ -111,21 +111,13 @@ void addPhase(Graph &graph, const GruParams &params, ComputeSet cs, unsigned pha
 
 bool usesFusedStep(const Graph &graph, const GruParams &params, const GruOptions &opts,
                    const std::string &what) {
-  if (opts.stepMethod == StepMethod::ProductThenCell)
-    return false;
-  const bool applies = rnn::detail::elementWise(params.activation) &&
-                       rnn::detail::elementWise(params.recurrentActivation);
-  if (opts.stepMethod == StepMethod::Fused) {
-    if (!applies)
-      throw invalid_option(fmt::format("{}: stepMethod fused needs element-wise activations (not "
-                                       "SOFTMAX or SOFTMAX_STABLE); use auto or productThenCell",
-                                       what));
-    return true;
-  }
   const std::size_t H = params.rnn.layerSizes[1];
-  return applies && !graph.getTarget().isGpu() && rnn::detail::fusedStepPays(params.rnn, 3) &&
-         rnn::detail::fusedWeightsFit(graph.getTarget(), H, kUnitPanelUnits,
-                                      rnn::detail::unitPanelBytes(H, 3, H));
+  return rnn::detail::chooseFusedStep(
+      graph, opts.stepMethod, params.activation, params.recurrentActivation, what, [&] {
+        return rnn::detail::fusedStepPays(params.rnn, 3) &&
+               rnn::detail::fusedWeightsFit(graph.getTarget(), H, kUnitPanelUnits,
+                                            rnn::detail::unitPanelBytes(H, 3, H));
+      });
 }
 
 Tensor fusedForward(Graph &graph, const GruParams &params, const GruOptions &opts,

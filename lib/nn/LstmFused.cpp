@@ -48,21 +48,12 @@ void setSlots(Graph &graph, VertexRef v, const LstmParams &params) {
 
 bool usesFusedStep(const Graph &graph, const LstmParams &params, const LstmOptions &opts,
                    const std::string &what) {
-  if (opts.stepMethod == StepMethod::ProductThenCell)
-    return false;
-  const bool applies = rnn::detail::elementWise(params.activation) &&
-                       rnn::detail::elementWise(params.recurrentActivation);
-  if (opts.stepMethod == StepMethod::Fused) {
-    if (!applies)
-      throw invalid_option(fmt::format(
-          "{}: stepMethod fused needs element-wise activations (not SOFTMAX or SOFTMAX_STABLE); "
-          "use auto or productThenCell",
-          what));
-    return true;
-  }
-  return applies && !graph.getTarget().isGpu() && rnn::detail::fusedStepPays(params.rnn, 4) &&
-         rnn::detail::fusedWeightsFit(graph.getTarget(), params.rnn.layerSizes[1], kPanelUnits,
-                                      packedBytes(params, opts));
+  return rnn::detail::chooseFusedStep(
+      graph, opts.stepMethod, params.activation, params.recurrentActivation, what, [&] {
+        return rnn::detail::fusedStepPays(params.rnn, 4) &&
+               rnn::detail::fusedWeightsFit(graph.getTarget(), params.rnn.layerSizes[1],
+                                            kPanelUnits, packedBytes(params, opts));
+      });
 }
 
 std::vector<FusedBlock> packFusedWeights(Graph &graph, const LstmParams &params,

@@ -172,10 +172,13 @@ namespace {
 // packed weights that fit, a target that is not a GPU.
 bool fusesSteps(const Graph &graph, const RnnParams &params, NonLinearityType nl) {
   const std::size_t H = params.layerSizes[1];
-  return detail::elementWise(nl) && !graph.getTarget().isGpu() &&
-         detail::fusedStepPays(params, 1) &&
-         detail::fusedWeightsFit(graph.getTarget(), H, detail::kUnitPanelUnits,
-                                 detail::unitPanelBytes(H, 1, H));
+  return detail::chooseFusedStep(graph, detail::StepMethod::Auto, nl, nl, "rnn::forwardIterate",
+                                 [&] {
+                                   return detail::fusedStepPays(params, 1) &&
+                                          detail::fusedWeightsFit(
+                                              graph.getTarget(), H, detail::kUnitPanelUnits,
+                                              detail::unitPanelBytes(H, 1, H));
+                                 });
 }
 
 // forwardIterate's loop with fused steps: Wfb packed once a run into 16-unit panels, then one

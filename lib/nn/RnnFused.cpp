@@ -51,6 +51,22 @@ void addStepMethodOption(aspen::detail::OptionSpec &spec, StepMethod &target) {
                     {"productThenCell", StepMethod::ProductThenCell}});
 }
 
+bool chooseFusedStep(const Graph &graph, StepMethod method, NonLinearityType activation,
+                     NonLinearityType recurrentActivation, const std::string &what,
+                     const std::function<bool()> &paysAndFits) {
+  if (method == StepMethod::ProductThenCell)
+    return false;
+  const bool applies = elementWise(activation) && elementWise(recurrentActivation);
+  if (method == StepMethod::Fused) {
+    if (!applies)
+      throw invalid_option(fmt::format("{}: stepMethod fused needs element-wise activations (not "
+                                       "SOFTMAX or SOFTMAX_STABLE); use auto or productThenCell",
+                                       what));
+    return true;
+  }
+  return applies && !graph.getTarget().isGpu() && paysAndFits();
+}
+
 // Small batches only. There each step is mostly hand-offs and, for a library product of two or
 // more rows, OpenBLAS repacking Wo on every call; at B = 64 the blocked library product was
 // faster than the 4-row kernel (bench_lstm on 2 cores, 2026-12-03: H = 512 to 1024 up to 25%

@@ -97,6 +97,12 @@ void addStepMethodOption(aspen::detail::OptionSpec &spec, StepMethod &target);
 inline bool elementWise(NonLinearityType t) {
   return t != NonLinearityType::SOFTMAX && t != NonLinearityType::SOFTMAX_STABLE;
 }
+// The stepMethod decision of every fused layer: productThenCell never fuses; fused always (and
+// raises invalid_option naming `what` unless both activations are element-wise); auto fuses
+// element-wise activations on a target that is not a GPU where paysAndFits() says so.
+bool chooseFusedStep(const Graph &graph, StepMethod method, NonLinearityType activation,
+                     NonLinearityType recurrentActivation, const std::string &what,
+                     const std::function<bool()> &paysAndFits);
 // Whether auto fuses a layer of `gates` gates: small batches only, and one row only when the
 // sequence is long enough to pay for the packing (RnnFused.cpp says where the lines are).
 bool fusedStepPays(const RnnParams &params, unsigned gates);
