@@ -443,6 +443,41 @@ public:
   }
 };
 
+namespace gru_cell {
+
+// One row of the backward cell with resetAfter (element-wise activations), the pointers at the
+// row's first element: the saved r, u, c (or its pre-activation), n and h_{t-1}, dy (read when
+// hasOutGrad), the incoming dhMM, the carried dh (dh * u on exit), the gate gradients of
+// x.Wi + bx (xR, xU, xC) and of h.Wo + bh (hR, hU, hN).
+template <class T> struct BwdResetAfterRow {
+  const T *sr, *su, *sc, *sn, *hp, *dy, *mm;
+  T *carry, *xR, *xU, *xC, *hR, *hU, *hN;
+};
+
+// Elements [lo, hi) of an active row; returns their sum of d(attention) in increasing k.
+template <class T, class Common>
+ASPEN_HD inline float bwdResetAfterElements(const BwdResetAfterRow<T> &v, unsigned lo,
+                                            unsigned hi, bool hasOutGrad, const Common &common) {
+  float dAttSum = 0.0f;
+  for (unsigned k = lo; k < hi; ++k) {
+    const float dh =
+        float(v.mm[k]) + float(v.carry[k]) + (hasOutGrad ? float(v.dy[k]) : 0.0f);
+    float dCand, dUpd, dAtt, dhU;
+    common(float(v.su[k]), float(v.sc[k]), float(v.hp[k]), dh, dCand, dUpd, dAtt, dhU);
+    const float rr = float(v.sr[k]);
+    const float dReset = common.rho.gradient(rr, dCand * float(v.sn[k]));
+    v.xR[k] = v.hR[k] = T(dReset);
+    v.xU[k] = v.hU[k] = T(dUpd);
+    v.xC[k] = T(dCand);
+    v.hN[k] = T(dCand * rr);
+    v.carry[k] = T(dhU);
+    dAttSum += dAtt;
+  }
+  return dAttSum;
+}
+
+} // namespace gru_cell
+
 // Backward (resetAfter true). fwd: 4 segments a row (r, u, c, n); deltaX: 3 segments a row
 // (canonical; the gradients of x.Wi + bx: r, u, c), deltaH: 3 (of h.Wo + bh: r, u, n).
 template <class T> class GruBwdResetAfter : public MultiVertex {
@@ -524,20 +559,8 @@ public:
       withActivations(recurrentActivation, activation, [&](auto rho, auto phi) {
         const BwdCommon<decltype(rho), decltype(phi)> common{
             rho, phi, rawCandidate, hasAttention ? 1.0f - float(attention[r]) : 1.0f};
-        for (unsigned k = 0; k < n; ++k) {
-          const float dh =
-              float(mm[k]) + float(carry[k]) + (hasOutGrad ? float(dy[k]) : 0.0f);
-          float dCand, dUpd, dAtt, dhU;
-          common(float(su[k]), float(sc[k]), float(hp[k]), dh, dCand, dUpd, dAtt, dhU);
-          const float rr = float(sr[k]);
-          const float dReset = rho.gradient(rr, dCand * float(sn[k]));
-          xR[k] = hR[k] = T(dReset);
-          xU[k] = hU[k] = T(dUpd);
-          xC[k] = T(dCand);
-          hN[k] = T(dCand * rr);
-          carry[k] = T(dhU);
-          dAttSum += dAtt;
-        }
+        const BwdResetAfterRow<T> row{sr, su, sc, sn, hp, dy, mm, carry, xR, xU, xC, hR, hU, hN};
+        dAttSum = bwdResetAfterElements(row, 0, n, hasOutGrad, common);
       }, popnnHardSigmoidGrad);
       if (hasAttention)
         attGrad[r] = T(dAttSum);
@@ -840,5 +863,106 @@ template class GruBwdB<float>;
 template class GruBwdB<half>;
 template class GruBwdResetAfter<float>;
 template class GruBwdResetAfter<half>;
+
+// One backward step of the GRU's fused loop with resetAfter (GruFused.cpp) for the units
+// [firstUnit, firstUnit + U) of every row: dhMM = deltaH_{t+1} . Wo^T for those units (from
+// the packed panels of Wo^T, 16 units a panel, K = 3H; zero at the last step), rounded to T as
+// the unfused step's matMul output is, then GruBwdResetAfter's cell on it (the same function,
+// bwdResetAfterElements). The clock counts i = time[0] up and the step is t = steps - 1 - i.
+// deltaHAll is the whole [steps][B][3H] sequence of h.Wo's gate gradients (canonical columns):
+// the step reads row t + 1 and writes its units of row t through deltaH (steps x B x 3
+// segments: step, row, gate), deltaX likewise. fwd (steps x B x 4: r, u, c, n), hPrev (steps
+// x B) and outGrad (steps x B, when hasOutGrad) are the step's inputs; dhCarry (one segment a
+// row) is updated in place. No attention (an AUGRU's d(a) sums a whole row); element-wise
+// activations only. Workers split pairs of 16-unit blocks.
+template <class T> class GruFusedBwd : public MultiVertex {
+public:
+  Input<Vector<unsigned>> time;
+  Input<Vector<unsigned>> lengths;
+  Input<Vector<T>> deltaHAll;
+  Input<Vector<float>> packed;
+  Vector<Input<Vector<T>>> fwd;
+  Vector<Input<Vector<T>>> hPrev;
+  Vector<Input<Vector<T>>> outGrad;
+  Vector<InOut<Vector<T>>> dhCarry;
+  Vector<InOut<Vector<T>>> deltaX;
+  Vector<InOut<Vector<T>>> deltaH;
+  unsigned H;
+  unsigned numUnits;
+  unsigned steps;
+  unsigned activation;
+  unsigned recurrentActivation;
+  bool hasOutGrad;
+  bool rawCandidate;
+  bool popnnHardSigmoidGrad;
+
+  bool compute(unsigned workerId) {
+    const unsigned rows = dhCarry.size(), i = time[0];
+    if (i >= steps || fwd.size() != steps * rows * 4 || hPrev.size() != steps * rows ||
+        deltaX.size() != steps * rows * 3 || deltaH.size() != steps * rows * 3 ||
+        (hasOutGrad && outGrad.size() != steps * rows) ||
+        deltaHAll.size() != steps * rows * 3 * H)
+      return false;
+    const unsigned t = steps - 1 - i;
+    unsigned lo, hi;
+    ::aspen::detail::workerShare((numUnits + 15) / 16, workerId, numWorkers(), lo, hi);
+    for (unsigned b0 = lo; b0 < hi; b0 += 2) {
+      const unsigned nb = hi - b0 < 2 ? 1 : 2;
+      for (unsigned r0 = 0; r0 < rows; r0 += packed::kRows) {
+        const unsigned rb = rows - r0 < packed::kRows ? rows - r0 : packed::kRows;
+        float acc[2 * packed::kRows * packed::kPanel];
+        for (unsigned j = 0; j < 2 * packed::kRows * packed::kPanel; ++j)
+          acc[j] = 0.0f;
+        if (t + 1 < steps)
+          packed::productRows(acc, deltaHAll.data() + (t + 1) * rows * 3 * H, 3 * H, r0, rb,
+                              packed.data() + b0 * 3 * H * packed::kPanel, nb,
+                              (unsigned long long)3 * H * packed::kPanel);
+        for (unsigned q = 0; q < nb; ++q)
+          for (unsigned r = 0; r < rb; ++r)
+            finish(t, r0 + r, 16 * (b0 + q), acc + (q * packed::kRows + r) * packed::kPanel);
+      }
+    }
+    return true;
+  }
+
+private:
+  // Row `row`'s units [k0, k0 + 16) of the block (fewer at its end) from their products p.
+  void finish(unsigned t, unsigned row, unsigned k0, const float *p) {
+    using namespace gru_cell;
+    const unsigned rows = dhCarry.size(), at = t * rows + row;
+    const unsigned m = numUnits - k0 < 16 ? numUnits - k0 : 16;
+    T mm[16];
+    for (unsigned j = 0; j < m; ++j)
+      mm[j] = T(p[j]);
+    T *carry = dhCarry[row].data() + k0;
+    T *x[3], *h[3];
+    for (unsigned g = 0; g < 3; ++g) {
+      x[g] = deltaX[at * 3 + g].data() + k0;
+      h[g] = deltaH[at * 3 + g].data() + k0;
+    }
+    const unsigned length = lengths.size() == 1 ? lengths[0] : lengths[row];
+    if (t >= length) { // as GruBwdResetAfter's masked row
+      for (unsigned g = 0; g < 3; ++g)
+        zero(x[g], m), zero(h[g], m);
+      for (unsigned j = 0; j < m; ++j)
+        carry[j] = T(float(mm[j]) + float(carry[j]));
+      return;
+    }
+    const T *s[4];
+    for (unsigned g = 0; g < 4; ++g)
+      s[g] = fwd[at * 4 + g].data() + k0;
+    const T *hp = hPrev[at].data() + k0;
+    const T *dy = hasOutGrad ? outGrad[at].data() + k0 : carry;
+    const BwdResetAfterRow<T> v{s[0], s[1], s[2], s[3], hp, dy, mm, carry,
+                                x[R], x[U], x[C], h[R], h[U], h[C]};
+    withActivations(recurrentActivation, activation, [&](auto rho, auto phi) {
+      const BwdCommon<decltype(rho), decltype(phi)> common{rho, phi, rawCandidate, 1.0f};
+      bwdResetAfterElements(v, 0, m, hasOutGrad, common);
+    }, popnnHardSigmoidGrad);
+  }
+};
+
+template class GruFusedBwd<float>;
+template class GruFusedBwd<half>;
 
 } // namespace aspen::nn

@@ -365,7 +365,19 @@ Tensor backward(Graph &graph, const GruParams &params, const GruOptions &opts, S
       return s;
     };
   }
-  const auto finalState = rnn::detail::runLoop(graph, spec, prog, {debug, "loop"});
+  std::vector<Tensor> finalState;
+  if (params.resetAfter && !req.attention && !interleaved &&
+      usesFusedStep(graph, params, opts, "gru")) {
+    // The fused loop (GruFusedBwd: the product deltaH_{t+1} . Wo^T fused with the cell, one
+    // compute set a step); then deltaH_0 . Wo^T, the gradient reaching the initial output.
+    fusedBackward(graph, params, opts, woT, fwdIntermediates, hPrev, full ? outputGrad : Tensor(),
+                  dhCarry, deltaX, deltaH, prog, {debug, "fused"});
+    linalg::matMulWithOutput(graph, deltaH[0], woT, dhMM, prog, {debug, "initialStateGrad"},
+                             mmOptions, cache);
+    finalState = {dhCarry, dhMM};
+  } else {
+    finalState = rnn::detail::runLoop(graph, spec, prog, {debug, "loop"});
+  }
 
   if (interleaved) {
     if (req.inputGrad)

@@ -178,4 +178,69 @@ Tensor fusedForward(Graph &graph, const GruParams &params, const GruOptions &opt
   return h;
 }
 
+void fusedBackward(Graph &graph, const GruParams &params, const GruOptions &opts,
+                   const Tensor &woT, const Tensor &fwdIntermediates, const Tensor &hPrev,
+                   const Tensor &outGrad, const Tensor &dhCarry, const Tensor &deltaX,
+                   const Tensor &deltaH, program::Sequence &prog, const DebugContext &debug) {
+  const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
+  const std::size_t H = params.rnn.layerSizes[1];
+  const InterLayout layout = interLayout(params);
+  std::vector<Tensor> rows; // row k of Wo^T (canonical gate columns), over the units
+  for (std::size_t k = 0; k < 3 * H; ++k)
+    rows.push_back(woT[k]);
+  const auto blocks =
+      rnn::detail::packUnitPanels(graph, params.dataType, rows, 3 * H, 1, H, prog, debug);
+  const unsigned slots[4] = {0, 1, 2, layout.nSlot()}; // r, u, c, n
+  const std::string type = util::templateVertex("aspen::nn::GruFusedBwd", params.dataType);
+  auto step = [&](const rnn::detail::FusedClock &clock, const rnn::detail::FusedShard &,
+                  unsigned p) {
+    ComputeSet cs = graph.addComputeSet({debug, p ? "oddStep" : "evenStep"});
+    for (const auto &block : blocks) {
+      const std::size_t u0 = block.units.firstUnit, u1 = u0 + block.units.numUnits;
+      std::vector<Tensor> fwd, hp, dy, carry, dx, dh;
+      for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t r = 0; r < B; ++r) {
+          for (unsigned g = 0; g < 4; ++g)
+            fwd.push_back(fwdIntermediates[t][slots[g]][r].slice(u0, u1));
+          for (unsigned g = 0; g < 3; ++g) {
+            dx.push_back(deltaX[t][r].slice(g * H + u0, g * H + u1));
+            dh.push_back(deltaH[t][r].slice(g * H + u0, g * H + u1));
+          }
+          hp.push_back(hPrev[t][r].slice(u0, u1));
+          if (outGrad.valid())
+            dy.push_back(outGrad[t][r].slice(u0, u1));
+        }
+      for (std::size_t r = 0; r < B; ++r)
+        carry.push_back(dhCarry[r].slice(u0, u1));
+      VertexRef v = graph.addVertex(cs, type);
+      graph.setTileMapping(v, block.units.tile);
+      graph.connect(v["time"], clock.time.slice(p, p + 1));
+      graph.connect(v["lengths"], clock.lengths);
+      // Read whole by every vertex (row t + 1 a step) while they write row t: the loop's own
+      // contiguous sequence, so read in place.
+      graph.connect(v["deltaHAll"], deltaH.flatten());
+      graph.connect(v["packed"], block.packed);
+      graph.connect(v["fwd"], fwd);
+      graph.connect(v["hPrev"], hp);
+      graph.connect(v["outGrad"], dy);
+      graph.connect(v["dhCarry"], carry);
+      graph.connect(v["deltaX"], dx);
+      graph.connect(v["deltaH"], dh);
+      graph.setInitialValue(v["H"], static_cast<unsigned>(H));
+      graph.setInitialValue(v["numUnits"], block.units.numUnits);
+      graph.setInitialValue(v["steps"], static_cast<unsigned>(T));
+      graph.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
+      graph.setInitialValue(v["recurrentActivation"],
+                            static_cast<unsigned>(params.recurrentActivation));
+      graph.setInitialValue(v["hasOutGrad"], outGrad.valid());
+      graph.setInitialValue(v["rawCandidate"], rawCandidate(params));
+      graph.setInitialValue(v["popnnHardSigmoidGrad"],
+                            opts.hardSigmoidGradient == NonLinearityGradient::Popnn);
+    }
+    rnn::detail::addClockVertex(graph, cs, clock, p);
+    return program::Sequence{program::Execute(cs)};
+  };
+  rnn::detail::fusedLoop(graph, params.rnn, 1, step, prog, {debug, "loop"});
+}
+
 } // namespace aspen::nn::gru::detail

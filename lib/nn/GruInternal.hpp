@@ -90,4 +90,14 @@ Tensor fusedForward(Graph &graph, const GruParams &params, const GruOptions &opt
 void checkTensor(const Tensor &t, const std::vector<std::size_t> &shape, Type type,
                  const std::string &what);
 
+// The backward loop with fused steps for resetAfter without attention, in place of the rnn
+// loop of GruBwd.cpp: Wo^T (woT [3H, H], canonical) packed once a run into 16-unit panels, then
+// one compute set a step of GruFusedBwd vertices and the clock, reverse in time. hPrev and
+// outGrad (when valid) are [T, B, H]; dhCarry [B, H] is updated in place; deltaX and deltaH
+// [T, B, 3H] receive every step's gate gradients (deltaH is each step's product input).
+void fusedBackward(Graph &graph, const GruParams &params, const GruOptions &opts,
+                   const Tensor &woT, const Tensor &fwdIntermediates, const Tensor &hPrev,
+                   const Tensor &outGrad, const Tensor &dhCarry, const Tensor &deltaX,
+                   const Tensor &deltaH, program::Sequence &prog, const DebugContext &debug);
+
 } // namespace aspen::nn::gru::detail

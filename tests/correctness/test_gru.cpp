@@ -343,6 +343,47 @@ TEST_CASE("stepMethod auto fuses the GRU's steps for small batches on the CPU ta
                       {{"inferenceOnly", "true"}, {"stepMethod", "productThenCell"}}));
 }
 
+TEST_CASE("the GRU's backward loop is fused with resetAfter, without attention, where every "
+          "step's gate gradients are kept",
+          "[correctness][gru]") {
+  auto fusedBwd = [](bool resetAfter, bool augru, const OptionFlags &options) {
+    Graph graph(Target::createGeneric(2));
+    nn::addCodelets(graph);
+    gru::GruParams params(FLOAT, 2, 4, {3, 8});
+    params.resetAfter = resetAfter;
+    Tensor in = gru::createInput(graph, params, "in", options);
+    Tensor init = gru::createInitialState(graph, params, "init", options);
+    gru::GruWeights w = gru::createWeights(graph, params, "w", options);
+    Tensor att = gru::createAttention(graph, params, "att", options);
+    program::Sequence prog;
+    Tensor inter, dx, dAtt;
+    gru::GruWeights dw;
+    if (augru) {
+      Tensor out = gru::auGruFwd(graph, params, init, in, w, &inter, att, prog, "fwd", options);
+      gru::auGruBwdWithWU(graph, params, prog, init, inter, w, in, out, graph.clone(out, "dy"),
+                          &dx, dw, att, &dAtt, "bwd", options);
+    } else {
+      Tensor out = gru::gruFwd(graph, params, init, in, w, &inter, prog, "fwd", options);
+      gru::gruBwdWithWU(graph, params, prog, init, inter, w, in, out, graph.clone(out, "dy"),
+                        &dx, dw, "bwd", options);
+    }
+    Engine e(graph, prog);
+    std::ostringstream summary;
+    e.printProfileSummary(summary);
+    const bool fused = summary.str().find("GruFusedBwd") != std::string::npos;
+    CHECK(fused == (summary.str().find("aspen::nn::GruBwd") == std::string::npos));
+    return fused;
+  };
+  CHECK(fusedBwd(true, false, {}));
+  CHECK(fusedBwd(true, false, {{"numShards", "2"}}));
+  // Two phases without resetAfter, a row sum for the attention's gradient, the weight update
+  // interleaved (only a window of gate gradients kept): the unfused loop.
+  CHECK_FALSE(fusedBwd(false, false, {}));
+  CHECK_FALSE(fusedBwd(true, true, {}));
+  CHECK_FALSE(fusedBwd(true, false, {{"rnnStepsPerWU", "1"}}));
+  CHECK_FALSE(fusedBwd(true, false, {{"stepMethod", "productThenCell"}}));
+}
+
 TEST_CASE("GRU FLOP counts are the documented ones", "[correctness][gru]") {
   gru::GruParams p(FLOAT, 2, 3, {5, 7}); // T B = 6, I = 5, H = 7
   CHECK(gru::getBasicGruCellFwdFlops(p) == 6u * (2 * 21 * 12 + 21 + 28));
