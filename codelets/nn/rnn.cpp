@@ -626,8 +626,8 @@ template class PackLstmWeights<half>;
 //   t = time[0], the absolute step, which the loop's RnnAdvanceTime vertex advances into the
 //   other of two counters; i = t - begin, the step's place in the shard's `steps`.
 //   pre = hPrev . Wo, or [x_t | hPrev] . [Wi; Wo] when inputSize I > 0 (x the shard's input,
-//   [steps][B][I]), from the packed panels (K = I + H rows), summed in float in increasing k, rounded to T,
-//   plus gatesIn (the shard's pre-weighted input, [steps][B][4H] slot columns, when
+//   [steps][B][I]), from the packed panels (K = I + H rows), summed in float in increasing k,
+//   rounded to T, plus gatesIn (the shard's pre-weighted input, [steps][B][4H] slot columns, when
 //   hasGatesIn) as LstmCellFwd adds it, plus the bias; then the cell exactly as LstmCellFwd
 //   computes it (same functions, same roundings), writing cState (in place) and hState, the
 //   other buffer of h (B segments of U elements), and step i of `out` (steps x B segments; none

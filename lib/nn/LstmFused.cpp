@@ -153,7 +153,8 @@ void addFusedStep(Graph &graph, const LstmParams &params, ComputeSet cs,
     graph.connect(v["out"], out);
     graph.connect(v["inter"], inter);
     graph.setInitialValue(v["H"], H);
-    graph.setInitialValue(v["inputSize"], seqs.x.valid() ? static_cast<unsigned>(seqs.x.dim(2)) : 0u);
+    graph.setInitialValue(v["inputSize"],
+                          seqs.x.valid() ? static_cast<unsigned>(seqs.x.dim(2)) : 0u);
     graph.setInitialValue(v["firstUnit"], block.firstUnit);
     graph.setInitialValue(v["begin"], shard.begin);
     graph.setInitialValue(v["steps"], shard.steps);

@@ -155,7 +155,8 @@ void addClockVertex(Graph &graph, ComputeSet cs, const FusedClock &clock, unsign
 }
 
 void fusedLoop(Graph &graph, const RnnParams &params, unsigned numShards,
-               const std::function<Sequence(const FusedClock &, const FusedShard &, unsigned)> &step,
+               const std::function<Sequence(const FusedClock &, const FusedShard &, unsigned)>
+                   &step,
                Sequence &prog, const DebugContext &debug) {
   const std::size_t T = params.maxTimeSteps;
   FusedClock clock;

@@ -338,7 +338,8 @@ TEST_CASE("stepMethod auto fuses the GRU's steps for small batches on the CPU ta
   CHECK(fusedOn(roomy, 1, inference, 256, 8));
   CHECK_FALSE(fusedOn(roomy, 1, inference, 256, 7));
   CHECK_FALSE(fusedOn(Target::createModel("h200"), 2, inference));
-  CHECK(fusedOn(Target::createModel("h200"), 2, {{"inferenceOnly", "true"}, {"stepMethod", "fused"}}));
+  CHECK(fusedOn(Target::createModel("h200"), 2,
+                {{"inferenceOnly", "true"}, {"stepMethod", "fused"}}));
   CHECK_FALSE(fusedOn(Target::createGeneric(2), 2,
                       {{"inferenceOnly", "true"}, {"stepMethod", "productThenCell"}}));
 }

@@ -649,9 +649,9 @@ TEST_CASE("the fused LSTM loop keeps the final output alone, with and without in
     lstm::LstmWeights w = lstm::createWeights(h.graph, params, "w", options);
     auto [out, cell] = lstm::lstmFwd(h.graph, params, init, in, w, nullptr, h.prog, "fwd", options);
     REQUIRE(out.shape() == std::vector<std::size_t>{B, H});
-    const std::pair<const char *, Tensor> writes[] = {{"in", in}, {"h0", init.output},
-                                                      {"c0", init.cellState}, {"wi", w.inputWeights},
-                                                      {"wo", w.outputWeights}, {"b", w.biases}};
+    const std::pair<const char *, Tensor> writes[] = {
+        {"in", in},           {"h0", init.output},      {"c0", init.cellState},
+        {"wi", w.inputWeights}, {"wo", w.outputWeights}, {"b", w.biases}};
     for (const auto &[name, t] : writes)
       h.graph.createHostWrite(name, t);
     h.output("out", out);
@@ -668,7 +668,8 @@ TEST_CASE("the fused LSTM loop keeps the final output alone, with and without in
       e.writeTensor("lengths", rowLengths.data(), rowLengths.data() + rowLengths.size());
     e.run();
     std::pair<Values, Values> result;
-    for (auto [name, values] : {std::pair{"out", &result.first}, std::pair{"cell", &result.second}}) {
+    for (auto [name, values] :
+         {std::pair{"out", &result.first}, std::pair{"cell", &result.second}}) {
       std::vector<float> v(B * H);
       e.readTensor(name, v.data(), v.data() + v.size());
       *values = widen(v);

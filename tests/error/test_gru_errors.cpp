@@ -78,8 +78,9 @@ TEST_CASE("GRU misuse", "[error][gru]") {
                       Contains("stepMethod") && Contains("productThenCell"));
   p = params;
   p.activation = NonLinearityType::SOFTMAX;
-  REQUIRE_THROWS_WITH(gru::gruFwd(g, p, init, in, w, nullptr, prog, "fwd", {{"stepMethod", "fused"}}),
-                      Contains("stepMethod fused") && Contains("SOFTMAX"));
+  REQUIRE_THROWS_WITH(
+      gru::gruFwd(g, p, init, in, w, nullptr, prog, "fwd", {{"stepMethod", "fused"}}),
+      Contains("stepMethod fused") && Contains("SOFTMAX"));
   REQUIRE_NOTHROW(gru::createInput(g, p, "x", {{"stepMethod", "auto"}})); // auto does not fuse it
   // Lengths given twice; an input gradient nobody computes.
   Tensor lengths = variable(g, UNSIGNED_INT, {2}, "lengths");

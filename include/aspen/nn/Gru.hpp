@@ -62,8 +62,8 @@
 //   gradients of every step are kept (not with rnnStepsPerWU interleaving the weight update):
 //   a step is one compute set multiplying deltaH_{t+1} by Wo^T (packed once a run) and running
 //   the backward cell on the result. The two differ by the rounding of the products' sums;
-//   the fused steps' results are the same bits for any number of tiles or threads. Results do not depend on numShards or rnnCodeReuse, nor on
-//   rnnStepsPerWU beyond rounding of the sums.
+//   the fused steps' results are the same bits for any number of tiles or threads. Results do
+//   not depend on numShards or rnnCodeReuse, nor on rnnStepsPerWU beyond rounding of the sums.
 #pragma once
 
 #include <aspen/DebugContext.hpp>
