@@ -1106,6 +1106,67 @@ private:
 template class LstmFusedBwd<float>;
 template class LstmFusedBwd<half>;
 
+// One backward step of the vanilla RNN's fused loop (Recurrent.cpp's rnnBwdSequence) for the
+// units [firstUnit, firstUnit + U) of every row: delta_t = nl'(y_t) * (dy_t + delta_{t+1} .
+// Wfb^T), the product from the packed panels of Wfb^T (zero at the last step) rounded to T, dy_t
+// added and the gradient taken as the unfused step's addInPlace and nonLinearityInputGradient
+// do. The clock counts i = time[0] up and the step is t = steps - 1 - i; deltaAll is the whole
+// [steps][B][H] sequence of deltas, row t + 1 read and this vertex's units of row t written
+// through `delta` (steps x B segments); y and dy (steps x B segments) are the step's inputs.
+// Element-wise non-linearities only. Workers split pairs of 16-unit blocks.
+template <class T> class RnnFusedBwd : public MultiVertex {
+public:
+  Input<Vector<unsigned>> time;
+  Input<Vector<T>> deltaAll;
+  Input<Vector<float>> packed;
+  Vector<Input<Vector<T>>> y;
+  Vector<Input<Vector<T>>> dy;
+  Vector<InOut<Vector<T>>> delta;
+  unsigned H;
+  unsigned numUnits;
+  unsigned steps;
+  unsigned rows;
+  unsigned nonLinearity;
+  bool compute(unsigned workerId) {
+    const unsigned i = time[0];
+    if (i >= steps || y.size() != steps * rows || dy.size() != steps * rows ||
+        delta.size() != steps * rows || deltaAll.size() != steps * rows * H)
+      return false;
+    const unsigned t = steps - 1 - i;
+    unsigned lo, hi;
+    ::aspen::detail::workerShare((numUnits + 15) / 16, workerId, numWorkers(), lo, hi);
+    for (unsigned b0 = lo; b0 < hi; b0 += 2) {
+      const unsigned nb = hi - b0 < 2 ? 1 : 2;
+      for (unsigned r0 = 0; r0 < rows; r0 += packed::kRows) {
+        const unsigned rb = rows - r0 < packed::kRows ? rows - r0 : packed::kRows;
+        float acc[2 * packed::kRows * packed::kPanel];
+        for (unsigned j = 0; j < 2 * packed::kRows * packed::kPanel; ++j)
+          acc[j] = 0.0f;
+        if (t + 1 < steps)
+          packed::productRows(acc, deltaAll.data() + (t + 1) * rows * H, H, r0, rb,
+                              packed.data() + b0 * H * packed::kPanel, nb,
+                              (unsigned long long)H * packed::kPanel);
+        for (unsigned q = 0; q < nb; ++q)
+          for (unsigned r = 0; r < rb; ++r) {
+            const unsigned at = t * rows + r0 + r, k0 = 16 * (b0 + q);
+            const unsigned m = numUnits - k0 < 16 ? numUnits - k0 : 16;
+            const float *p = acc + (q * packed::kRows + r) * packed::kPanel;
+            const T *ys = y[at].data() + k0, *gs = dy[at].data() + k0;
+            T *d = delta[at].data() + k0;
+            for (unsigned j = 0; j < m; ++j) {
+              const float g = float(T(float(T(p[j])) + float(gs[j])));
+              d[j] = T(nnGradientOf(NonLinearityType(nonLinearity), float(ys[j]), g));
+            }
+          }
+      }
+    }
+    return true;
+  }
+};
+
+template class RnnFusedBwd<float>;
+template class RnnFusedBwd<half>;
+
 // The fused loop's clock: next = time + 1, in the other of the loop's two counters, so the
 // step's vertices read one while this writes the other in the same compute set.
 class RnnAdvanceTime : public Vertex {

@@ -232,6 +232,75 @@ void fusedIterate(Graph &graph, const RnnParams &params, const Tensor &feedFwdIn
   detail::fusedLoop(graph, params, 1, step, prog, {debug, "loop"});
 }
 
+// rnnBwdSequence's loop, unfused: per step the product delta_{t+1} . Wfb^T, + dy_t and the
+// non-linearity's gradient, kept in deltas.
+void backwardLoop(Graph &graph, const RnnParams &params, const Tensor &wfbT,
+                  const Tensor &fwdState, const Tensor &outGradient, const Tensor &deltas,
+                  const Tensor &state0, NonLinearityType nl, const OptionFlags &options,
+                  Sequence &prog, const DebugContext &debug, linalg::PlanningCache *cache) {
+  auto body = [&](Graph &g, const TimeStepState &, const RnnBatchwiseFlags &,
+                  std::vector<Tensor> &state, const RnnSlice &slice, std::vector<Tensor> &,
+                  Sequence *, const DebugContext &dbg) {
+    Sequence step;
+    const Tensor gsum = linalg::matMul(g, state[0], wfbT, step, {dbg, "feedback"}, options, cache);
+    ops::addInPlace(g, gsum, slice.inputs[0], step, {dbg, "outputGrad"});
+    const Tensor delta =
+        nn::nonLinearityInputGradient(g, nl, slice.inputs[1], gsum, NonLinearityGradient::Exact,
+                                      step, {dbg, "nonLinearity"});
+    step.add(Copy(delta, state[0]));
+    step.add(Copy(delta, slice.outputs[0]));
+    return step;
+  };
+  OptionFlags loopOptions;
+  Rnn(graph, params, true, {state0}, {}, {outGradient, fwdState}, nullptr, nullptr, {deltas}, {},
+      prog, body, 1, loopOptions, {debug, "loop"});
+}
+
+// rnnBwdSequence's loop with fused steps: Wfb^T packed once a run into 16-unit panels, then one
+// compute set a step of RnnFusedBwd vertices (the product of the kept delta_{t+1}, + dy_t and
+// the gradient) and the clock, reverse in time.
+void fusedBackward(Graph &graph, const RnnParams &params, const Tensor &wfbT,
+                   const Tensor &fwdState, const Tensor &outGradient, const Tensor &deltas,
+                   NonLinearityType nl, Sequence &prog, const DebugContext &debug) {
+  const std::size_t T = params.maxTimeSteps, B = params.batchSize, H = params.layerSizes[1];
+  std::vector<Tensor> rows;
+  for (std::size_t k = 0; k < H; ++k)
+    rows.push_back(wfbT[k]);
+  const auto blocks = detail::packUnitPanels(graph, params.dataType, rows, H, 1, H, prog, debug);
+  const std::string type = util::templateVertex("aspen::nn::RnnFusedBwd", params.dataType);
+  auto step = [&](const detail::FusedClock &clock, const detail::FusedShard &, unsigned p) {
+    ComputeSet cs = graph.addComputeSet({debug, p ? "oddStep" : "evenStep"});
+    for (const auto &block : blocks) {
+      const std::size_t u0 = block.units.firstUnit, u1 = u0 + block.units.numUnits;
+      std::vector<Tensor> y, dy, delta;
+      for (std::size_t t = 0; t < T; ++t)
+        for (std::size_t r = 0; r < B; ++r) {
+          y.push_back(fwdState[t][r].slice(u0, u1));
+          dy.push_back(outGradient[t][r].slice(u0, u1));
+          delta.push_back(deltas[t][r].slice(u0, u1));
+        }
+      VertexRef v = graph.addVertex(cs, type);
+      graph.setTileMapping(v, block.units.tile);
+      graph.connect(v["time"], clock.time.slice(p, p + 1));
+      // Read whole by every vertex (row t + 1 a step) while they write row t: the loop's own
+      // contiguous sequence, so read in place.
+      graph.connect(v["deltaAll"], deltas.flatten());
+      graph.connect(v["packed"], block.packed);
+      graph.connect(v["y"], y);
+      graph.connect(v["dy"], dy);
+      graph.connect(v["delta"], delta);
+      graph.setInitialValue(v["H"], static_cast<unsigned>(H));
+      graph.setInitialValue(v["numUnits"], block.units.numUnits);
+      graph.setInitialValue(v["steps"], static_cast<unsigned>(T));
+      graph.setInitialValue(v["rows"], static_cast<unsigned>(B));
+      graph.setInitialValue(v["nonLinearity"], static_cast<unsigned>(nl));
+    }
+    detail::addClockVertex(graph, cs, clock, p);
+    return Sequence{program::Execute(cs)};
+  };
+  detail::fusedLoop(graph, params, 1, step, prog, {debug, "loop"});
+}
+
 } // namespace
 
 Tensor forwardIterate(Graph &graph, const Tensor &feedFwdIn, const Tensor &initState,
@@ -417,22 +486,12 @@ rnnBwdSequence(Graph &graph, bool doWU, bool ignoreInputGradientCalc, Sequence &
                                  prog, {debug, "bwdState"});
   const Tensor wfbT = graph.clone(feedbackWeights.transpose(), {debug, "feedbackTransposed"});
   prog.add(Copy(feedbackWeights.transpose(), wfbT));
-  auto body = [&](Graph &g, const TimeStepState &, const RnnBatchwiseFlags &,
-                  std::vector<Tensor> &state, const RnnSlice &slice, std::vector<Tensor> &,
-                  Sequence *, const DebugContext &dbg) {
-    Sequence step;
-    const Tensor gsum = linalg::matMul(g, state[0], wfbT, step, {dbg, "feedback"}, options, cache);
-    ops::addInPlace(g, gsum, slice.inputs[0], step, {dbg, "outputGrad"});
-    const Tensor delta =
-        nn::nonLinearityInputGradient(g, nl, slice.inputs[1], gsum, NonLinearityGradient::Exact,
-                                      step, {dbg, "nonLinearity"});
-    step.add(Copy(delta, state[0]));
-    step.add(Copy(delta, slice.outputs[0]));
-    return step;
-  };
-  OptionFlags loopOptions;
-  Rnn(graph, params, true, {state0}, {}, {outGradient, fwdState}, nullptr, nullptr, {deltas}, {},
-      prog, body, 1, loopOptions, {debug, "loop"});
+  if (fusesSteps(graph, params, nl)) {
+    fusedBackward(graph, params, wfbT, fwdState, outGradient, deltas, nl, prog, {debug, "fused"});
+  } else {
+    backwardLoop(graph, params, wfbT, fwdState, outGradient, deltas, state0, nl, options, prog,
+                 debug, cache);
+  }
   const Tensor deltaRows = deltas.reshape({T * B, H});
   Tensor dx;
   if (!ignoreInputGradientCalc)

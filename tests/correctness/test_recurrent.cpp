@@ -166,6 +166,37 @@ TEST_CASE("forwardIterate's fused and unfused steps match a double model", "[cor
   }
 }
 
+// rnnBwdSequence's loop is fused where forwardIterate's is (its gradients are checked against
+// the step functions above, and against a double model by rnn_layer).
+TEST_CASE("rnnBwdSequence fuses its steps where forwardIterate does", "[correctness][rnn]") {
+  auto fused = [](unsigned B, NonLinearityType nl) {
+    Graph g(Target::createGeneric(2));
+    nn::addCodelets(g);
+    program::Sequence prog;
+    const unsigned T = 3, I = 2, H = 8;
+    Tensor x = rnn::createInput(g, T, B, I, H, FLOAT);
+    Tensor y0 = rnn::createFwdState(g, FLOAT, B, H, prog, false, false);
+    Tensor wff = rnn::createWeightsInput(g, T, B, I, H, FLOAT);
+    Tensor wfb = rnn::createWeightsFeedback(g, B, H, FLOAT);
+    Tensor b = g.addVariable(FLOAT, {H}, "b");
+    g.setTileMapping(b, 0);
+    Tensor dy = g.addVariable(FLOAT, {T, B, H}, "dy");
+    util::mapTensorLinearly(g, dy);
+    const Tensor y = rnn::rnnFwdSequence(g, prog, y0, nullptr, b, wff, wfb, x, nl, FLOAT, false);
+    rnn::rnnBwdSequence(g, true, false, prog, y0, y, b, wff, wfb, dy, x, nl, FLOAT);
+    Engine e(g, prog);
+    std::ostringstream summary;
+    e.printProfileSummary(summary);
+    CHECK((summary.str().find("RnnFusedFwd") != std::string::npos) ==
+          (summary.str().find("RnnFusedBwd") != std::string::npos));
+    return summary.str().find("RnnFusedBwd") != std::string::npos;
+  };
+  CHECK(fused(3, NonLinearityType::TANH));
+  CHECK(fused(16, NonLinearityType::RELU));
+  CHECK_FALSE(fused(17, NonLinearityType::TANH));
+  CHECK_FALSE(fused(3, NonLinearityType::SOFTMAX)); // over a row: not element-wise
+}
+
 TEST_CASE("rnn functions refuse what they cannot do, naming it", "[error][rnn]") {
   Graph g(Target::createGeneric(2));
   nn::addCodelets(g);

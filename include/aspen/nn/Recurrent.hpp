@@ -13,6 +13,8 @@
 //     batches of 2 to 16, or 1 over enough steps, on a target that is not a GPU, packed
 //     weights that fit), each step is one compute set on Wfb packed once a run (the product,
 //     the additions and nl fused; the same roundings, the product's sums in another order).
+//     rnnBwdSequence's loop is fused on the same condition (delta_{t+1} . Wfb^T, + dy_t and
+//     nl' in one compute set a step, on Wfb^T packed once a run).
 //   rnnFwdSequence(y0, weightedIn* (ff, or null to weigh x here), b, Wff, Wfb, x, nl) -> y
 //   backwardGradientStep(dy_t [B, H], bwdState, y_t, [Wff,] Wfb, nl) -> [{dx_t [B, I],}] delta_t:
 //     bwdState is delta_{t+1}, the gradient at the adder of the next step (zero for the last
