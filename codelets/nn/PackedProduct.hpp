@@ -246,4 +246,28 @@ ASPEN_HD inline void productRows(float *acc, const T *x, unsigned K, unsigned r0
   }
 }
 
+// The walk of the one-gate fused steps (16-unit panels, rnn.cpp and gru.cpp): for the blocks
+// [lo, hi) of 16 units, two a pass where there are (two panels' sums in flight), and the rows
+// in passes of kRows, acc = x . the blocks' panels (block b's at panels + b * stride; zero when
+// x is null), then finish(row, block, products) for each row and block of the pass.
+template <class T, class F>
+ASPEN_HD inline void forBlockPairs(const T *x, unsigned K, unsigned rows, unsigned lo,
+                                   unsigned hi, const float *panels,
+                                   unsigned long long stride, F finish) {
+  for (unsigned b0 = lo; b0 < hi; b0 += 2) {
+    const unsigned nb = hi - b0 < 2 ? 1 : 2;
+    for (unsigned r0 = 0; r0 < rows; r0 += kRows) {
+      const unsigned rb = rows - r0 < kRows ? rows - r0 : kRows;
+      float acc[2 * kRows * kPanel];
+      for (unsigned j = 0; j < 2 * kRows * kPanel; ++j)
+        acc[j] = 0.0f;
+      if (x)
+        productRows(acc, x, K, r0, rb, panels + b0 * stride, nb, stride);
+      for (unsigned q = 0; q < nb; ++q)
+        for (unsigned r = 0; r < rb; ++r)
+          finish(r0 + r, b0 + q, acc + (q * kRows + r) * kPanel);
+    }
+  }
+}
+
 } // namespace aspen::nn::packed

@@ -906,22 +906,12 @@ public:
     const unsigned t = steps - 1 - i;
     unsigned lo, hi;
     ::aspen::detail::workerShare((numUnits + 15) / 16, workerId, numWorkers(), lo, hi);
-    for (unsigned b0 = lo; b0 < hi; b0 += 2) {
-      const unsigned nb = hi - b0 < 2 ? 1 : 2;
-      for (unsigned r0 = 0; r0 < rows; r0 += packed::kRows) {
-        const unsigned rb = rows - r0 < packed::kRows ? rows - r0 : packed::kRows;
-        float acc[2 * packed::kRows * packed::kPanel];
-        for (unsigned j = 0; j < 2 * packed::kRows * packed::kPanel; ++j)
-          acc[j] = 0.0f;
-        if (t + 1 < steps)
-          packed::productRows(acc, deltaHAll.data() + (t + 1) * rows * 3 * H, 3 * H, r0, rb,
-                              packed.data() + b0 * 3 * H * packed::kPanel, nb,
-                              (unsigned long long)3 * H * packed::kPanel);
-        for (unsigned q = 0; q < nb; ++q)
-          for (unsigned r = 0; r < rb; ++r)
-            finish(t, r0 + r, 16 * (b0 + q), acc + (q * packed::kRows + r) * packed::kPanel);
-      }
-    }
+    const T *next = t + 1 < steps ? deltaHAll.data() + (t + 1) * rows * 3 * H : nullptr;
+    packed::forBlockPairs(next, 3 * H, rows, lo, hi, packed.data(),
+                          (unsigned long long)3 * H * packed::kPanel,
+                          [&](unsigned row, unsigned b, const float *p) {
+                            finish(t, row, 16 * b, p);
+                          });
     return true;
   }
 

@@ -947,21 +947,11 @@ public:
       return false;
     unsigned lo, hi;
     ::aspen::detail::workerShare((numUnits + 15) / 16, workerId, numWorkers(), lo, hi);
-    for (unsigned b0 = lo; b0 < hi; b0 += 2) { // two blocks a pass where there are
-      const unsigned nb = hi - b0 < 2 ? 1 : 2;
-      for (unsigned r0 = 0; r0 < rows; r0 += packed::kRows) {
-        const unsigned rb = rows - r0 < packed::kRows ? rows - r0 : packed::kRows;
-        float acc[2 * packed::kRows * packed::kPanel];
-        for (unsigned i = 0; i < 2 * packed::kRows * packed::kPanel; ++i)
-          acc[i] = 0.0f;
-        packed::productRows(acc, hPrev.data(), H, r0, rb,
-                            packed.data() + b0 * H * packed::kPanel, nb,
-                            (unsigned long long)H * packed::kPanel);
-        for (unsigned q = 0; q < nb; ++q)
-          for (unsigned r = 0; r < rb; ++r)
-            finish(t, r0 + r, 16 * (b0 + q), acc + (q * packed::kRows + r) * packed::kPanel);
-      }
-    }
+    packed::forBlockPairs(hPrev.data(), H, rows, lo, hi, packed.data(),
+                          (unsigned long long)H * packed::kPanel,
+                          [&](unsigned row, unsigned b, const float *p) {
+                            finish(t, row, 16 * b, p);
+                          });
     return true;
   }
 
@@ -1035,35 +1025,26 @@ public:
     ::aspen::detail::workerShare((numUnits + 15) / 16, workerId, numWorkers(), lo, hi);
     const bool fixed = recurrentActivation == unsigned(NonLinearityType::SIGMOID) &&
                        activation == unsigned(NonLinearityType::TANH);
-    // Two blocks a pass where there are (twice the sums in flight for the kernel).
-    for (unsigned b0 = lo; b0 < hi; b0 += 2) {
-      const unsigned nb = hi - b0 < 2 ? 1 : 2;
-      for (unsigned r0 = 0; r0 < rows; r0 += packed::kRows) {
-        const unsigned rb = rows - r0 < packed::kRows ? rows - r0 : packed::kRows;
-        float acc[2 * packed::kRows * packed::kPanel];
-        for (unsigned j = 0; j < 2 * packed::kRows * packed::kPanel; ++j)
-          acc[j] = 0.0f;
-        if (t + 1 < steps)
-          packed::productRows(acc, deltaAll.data() + (t + 1) * rows * 4 * H, 4 * H, r0, rb,
-                              packed.data() + b0 * 4 * H * packed::kPanel, nb,
-                              (unsigned long long)4 * H * packed::kPanel);
-        for (unsigned q = 0; q < nb; ++q)
-          for (unsigned r = 0; r < rb; ++r) {
-            const unsigned row = r0 + r, k0 = 16 * (b0 + q);
-            const unsigned m = numUnits - k0 < 16 ? numUnits - k0 : 16;
-            Row v;
-            load(v, t, row, k0, acc + (q * packed::kRows + r) * packed::kPanel, m);
-            if (fixed)
-              lstm_cell::bwdElements<T>(v, 0, 0, m, cell::Fixed<NonLinearityType::SIGMOID>(),
-                                        cell::Fixed<NonLinearityType::TANH>());
-            else
-              lstm_cell::bwdElements<T>(
-                  v, 0, 0, m,
-                  cell::Dynamic{NonLinearityType(recurrentActivation), popnnHardSigmoidGrad},
-                  cell::Dynamic{NonLinearityType(activation), popnnHardSigmoidGrad});
-          }
-      }
-    }
+    const T *next = t + 1 < steps ? deltaAll.data() + (t + 1) * rows * 4 * H : nullptr;
+    packed::forBlockPairs(next, 4 * H, rows, lo, hi, packed.data(),
+                          (unsigned long long)4 * H * packed::kPanel,
+                          [&](unsigned row, unsigned b, const float *p) {
+                            const unsigned k0 = 16 * b;
+                            const unsigned m = numUnits - k0 < 16 ? numUnits - k0 : 16;
+                            Row v;
+                            load(v, t, row, k0, p, m);
+                            if (fixed)
+                              lstm_cell::bwdElements<T>(
+                                  v, 0, 0, m, cell::Fixed<NonLinearityType::SIGMOID>(),
+                                  cell::Fixed<NonLinearityType::TANH>());
+                            else
+                              lstm_cell::bwdElements<T>(
+                                  v, 0, 0, m,
+                                  cell::Dynamic{NonLinearityType(recurrentActivation),
+                                                popnnHardSigmoidGrad},
+                                  cell::Dynamic{NonLinearityType(activation),
+                                                popnnHardSigmoidGrad});
+                          });
     return true;
   }
 
@@ -1135,31 +1116,20 @@ public:
     const unsigned t = steps - 1 - i;
     unsigned lo, hi;
     ::aspen::detail::workerShare((numUnits + 15) / 16, workerId, numWorkers(), lo, hi);
-    for (unsigned b0 = lo; b0 < hi; b0 += 2) {
-      const unsigned nb = hi - b0 < 2 ? 1 : 2;
-      for (unsigned r0 = 0; r0 < rows; r0 += packed::kRows) {
-        const unsigned rb = rows - r0 < packed::kRows ? rows - r0 : packed::kRows;
-        float acc[2 * packed::kRows * packed::kPanel];
-        for (unsigned j = 0; j < 2 * packed::kRows * packed::kPanel; ++j)
-          acc[j] = 0.0f;
-        if (t + 1 < steps)
-          packed::productRows(acc, deltaAll.data() + (t + 1) * rows * H, H, r0, rb,
-                              packed.data() + b0 * H * packed::kPanel, nb,
-                              (unsigned long long)H * packed::kPanel);
-        for (unsigned q = 0; q < nb; ++q)
-          for (unsigned r = 0; r < rb; ++r) {
-            const unsigned at = t * rows + r0 + r, k0 = 16 * (b0 + q);
-            const unsigned m = numUnits - k0 < 16 ? numUnits - k0 : 16;
-            const float *p = acc + (q * packed::kRows + r) * packed::kPanel;
-            const T *ys = y[at].data() + k0, *gs = dy[at].data() + k0;
-            T *d = delta[at].data() + k0;
-            for (unsigned j = 0; j < m; ++j) {
-              const float g = float(T(float(T(p[j])) + float(gs[j])));
-              d[j] = T(nnGradientOf(NonLinearityType(nonLinearity), float(ys[j]), g));
-            }
-          }
-      }
-    }
+    const T *next = t + 1 < steps ? deltaAll.data() + (t + 1) * rows * H : nullptr;
+    packed::forBlockPairs(next, H, rows, lo, hi, packed.data(),
+                          (unsigned long long)H * packed::kPanel,
+                          [&](unsigned row, unsigned b, const float *p) {
+                            const unsigned at = t * rows + row, k0 = 16 * b;
+                            const unsigned m = numUnits - k0 < 16 ? numUnits - k0 : 16;
+                            const T *ys = y[at].data() + k0, *gs = dy[at].data() + k0;
+                            T *d = delta[at].data() + k0;
+                            for (unsigned j = 0; j < m; ++j) {
+                              const float g = float(T(float(T(p[j])) + float(gs[j])));
+                              d[j] = T(nnGradientOf(NonLinearityType(nonLinearity),
+                                                    float(ys[j]), g));
+                            }
+                          });
     return true;
   }
 };
