@@ -2,6 +2,8 @@
 // CPU executor's thread count and worker order, and from one run to the next. Each builder's
 // outputs are compared byte for byte across five engines (1 to 4 threads, workers forward and
 // reversed) and two runs; any order-dependent reduction or race shows up as a differing byte.
+// CTest runs it twice: with OpenBLAS's default threads, and with OPENBLAS_NUM_THREADS=1, where
+// the CPU executor cuts large library products over its own threads.
 #include "TestDevice.hpp"
 
 #include <aspen/Engine.hpp>
@@ -143,6 +145,17 @@ const std::vector<std::pair<const char *, Builder>> kBuilders = {
                              {{"planConstraints", R"({"method": "vertices"})"}}));
        io.out(linalg::matMul(g, a, b, p, DebugContext("l"),
                              {{"planConstraints", R"({"method": "library"})"}}));
+     }},
+    {"matMul library plans large enough to cut over threads",
+     [](Graph &g, Sequence &p, Io &io) {
+       // 3.6M MACs each: with OpenBLAS on one thread (this test's second process) the CPU
+       // executor cuts each into two slices of columns (the first) or rows (the second).
+       Tensor a = linear(g, FLOAT, {40, 150}, "a"), b = linear(g, FLOAT, {150, 600}, "b");
+       Tensor c = linear(g, FLOAT, {600, 150}, "c"), d = linear(g, FLOAT, {150, 40}, "d");
+       io.in(a), io.in(b), io.in(c), io.in(d);
+       const OptionFlags library{{"planConstraints", R"({"method": "library"})"}};
+       io.out(linalg::matMul(g, a, b, p, DebugContext("wide"), library));
+       io.out(linalg::matMul(g, c, d, p, DebugContext("tall"), library));
      }},
     {"non-linearities",
      [](Graph &g, Sequence &p, Io &io) {

@@ -1,8 +1,9 @@
 // The CPU executor's Gemm library kernel (Kernels.hpp): c[g] = alpha * a[g] . b[g] +
 // beta * c[g] on host memory, row-major blocks one after another. OpenBLAS's cblas_sgemm (opened
-// at the first call, see CpuGemm.cpp) on all cores: one call when OpenBLAS runs at least as many
-// threads as the executor, else one call per executor thread on a slice of c's rows (or
-// columns, when it has fewer rows), as with OPENBLAS_NUM_THREADS=1. Without a CBLAS library, a
+// at the first call, see CpuGemm.cpp) on all cores: one call when OpenBLAS runs threads of its
+// own, else (OPENBLAS_NUM_THREADS=1, another CBLAS) slices of c's rows (or columns, when it has
+// fewer rows) cut by the shape alone, which the executor's threads share, so the bits do not
+// depend on the executor's thread count. Without a CBLAS library, a
 // portable loop over the executor's thread pool. Half operands are widened to float and a half
 // result rounded once at the end, so products always accumulate in float.
 #pragma once
