@@ -276,6 +276,12 @@ template <typename Config> std::vector<Flag<Config>> layerFlags(const std::strin
                             [](auto &f, auto &v) { return std::to_string(parsePositive(f, v)); })},
       F{"code-reuse", nullptr, "0 | 1: one step body for every shard (option rnnCodeReuse)",
         layerOption<Config>("rnnCodeReuse", checkBool)},
+      F{"step-method", nullptr,
+        "auto | fused | productThenCell: how a step computes (option stepMethod; Aspen's)",
+        layerOption<Config>("stepMethod",
+                            [](auto &f, auto &v) {
+                              return parseChoice(f, v, {"auto", "fused", "productThenCell"});
+                            })},
       F{"available-memory-proportion", nullptr, "(0, 1] (option availableMemoryProportion)",
         layerOption<Config>("availableMemoryProportion",
                             [](auto &f, auto &v) {
