@@ -246,19 +246,21 @@ ASPEN_HD inline void macs(float *acc, const float *const *rows, unsigned rb, con
 #endif
 }
 
-// acc [2][kRows][kPanel] += rows [r0, r0 + rb) of x ([rows][K], element type T) times np
-// panels ([K][kPanel] floats each, panelStride apart), in chunks of kChunkK of k widened to
-// float when T is not float. Every column's sum runs in increasing k.
+// acc [2][kRows][kPanel] += rows [r0, r0 + rb) of x (K elements of type T a row, rows ld
+// apart: K when 0) times np panels ([K][kPanel] floats each, panelStride apart), in chunks of
+// kChunkK of k widened to float when T is not float. Every column's sum runs in increasing k.
 template <class T>
 ASPEN_HD inline void productRows(float *acc, const T *x, unsigned K, unsigned r0, unsigned rb,
                                  const float *panel, unsigned np,
-                                 unsigned long long panelStride) {
+                                 unsigned long long panelStride, unsigned ld = 0) {
+  if (ld == 0)
+    ld = K;
   for (unsigned k0 = 0; k0 < K; k0 += kChunkK) {
     const unsigned k1 = K - k0 < kChunkK ? K : k0 + kChunkK;
     const float *rowPtr[kRows];
     float wide[kRows][kChunkK];
     for (unsigned r = 0; r < rb; ++r) {
-      const T *src = x + (r0 + r) * K + k0;
+      const T *src = x + (unsigned long long)(r0 + r) * ld + k0;
       if (sizeof(T) == sizeof(float)) {
         rowPtr[r] = reinterpret_cast<const float *>(src);
       } else {
@@ -274,11 +276,12 @@ ASPEN_HD inline void productRows(float *acc, const T *x, unsigned K, unsigned r0
 // The walk of the one-gate fused steps (16-unit panels, rnn.cpp and gru.cpp): for the blocks
 // [lo, hi) of 16 units, two a pass where there are (two panels' sums in flight), and the rows
 // in passes of kRows, acc = x . the blocks' panels (block b's at panels + b * stride; zero when
-// x is null), then finish(row, block, products) for each row and block of the pass.
+// x is null; x's rows ld apart, K when 0), then finish(row, block, products) for each row and
+// block of the pass.
 template <class T, class F>
 ASPEN_HD inline void forBlockPairs(const T *x, unsigned K, unsigned rows, unsigned lo,
                                    unsigned hi, const float *panels,
-                                   unsigned long long stride, F finish) {
+                                   unsigned long long stride, F finish, unsigned ld = 0) {
   for (unsigned b0 = lo; b0 < hi; b0 += 2) {
     const unsigned nb = hi - b0 < 2 ? 1 : 2;
     for (unsigned r0 = 0; r0 < rows; r0 += kRows) {
@@ -287,7 +290,7 @@ ASPEN_HD inline void forBlockPairs(const T *x, unsigned K, unsigned rows, unsign
       for (unsigned j = 0; j < 2 * kRows * kPanel; ++j)
         acc[j] = 0.0f;
       if (x)
-        productRows(acc, x, K, r0, rb, panels + b0 * stride, nb, stride);
+        productRows(acc, x, K, r0, rb, panels + b0 * stride, nb, stride, ld);
       for (unsigned q = 0; q < nb; ++q)
         for (unsigned r = 0; r < rb; ++r)
           finish(r0 + r, b0 + q, acc + (q * kRows + r) * kPanel);

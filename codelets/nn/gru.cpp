@@ -310,6 +310,45 @@ template <class Rho, class Phi> struct BwdCommon {
   }
 };
 
+// One row of backward phase A (resetAfter false), the pointers at the row's first element:
+// the saved u and c (or its pre-activation), h_{t-1}, dy (read when hasOutGrad), the incoming
+// dhMM, the carried dh (dh * u on exit), and the update's and candidate's gradients.
+template <class T> struct BwdARow {
+  const T *su, *sc, *hp, *dy, *mm;
+  T *carry, *dU, *dC;
+};
+
+// Elements [lo, hi) of an active row of phase A; returns their sum of d(attention) in
+// increasing k.
+template <class T, class Common>
+ASPEN_HD inline float bwdAElements(const BwdARow<T> &v, unsigned lo, unsigned hi,
+                                   bool hasOutGrad, const Common &common) {
+  float dAttSum = 0.0f;
+  for (unsigned k = lo; k < hi; ++k) {
+    const float dh =
+        float(v.mm[k]) + float(v.carry[k]) + (hasOutGrad ? float(v.dy[k]) : 0.0f);
+    float dCand, dUpd, dAtt, dhU;
+    common(float(v.su[k]), float(v.sc[k]), float(v.hp[k]), dh, dCand, dUpd, dAtt, dhU);
+    v.dC[k] = T(dCand);
+    v.dU[k] = T(dUpd);
+    v.carry[k] = T(dhU);
+    dAttSum += dAtt;
+  }
+  return dAttSum;
+}
+
+// Elements [lo, hi) of an active row of phase B (resetAfter false): from r, h_{t-1} and
+// g = d(r*h), the reset's gradient dR, and dhCarry += g * r.
+template <class T, class Rho>
+ASPEN_HD inline void bwdBElements(const T *sr, const T *hp, const T *g, T *dR, T *carry,
+                                  unsigned lo, unsigned hi, const Rho &rho) {
+  for (unsigned k = lo; k < hi; ++k) {
+    const float rr = float(sr[k]), gg = float(g[k]);
+    dR[k] = T(rho.gradient(rr, gg * float(hp[k])));
+    carry[k] = T(float(carry[k]) + gg * rr);
+  }
+}
+
 } // namespace gru_cell
 
 // Backward phase A (resetAfter false). fwd: 3 segments a row (r, u, c); delta: 3 segments a row
@@ -377,16 +416,8 @@ public:
       withActivations(recurrentActivation, activation, [&](auto rho, auto phi) {
         const BwdCommon<decltype(rho), decltype(phi)> common{
             rho, phi, rawCandidate, hasAttention ? 1.0f - float(attention[r]) : 1.0f};
-        for (unsigned k = 0; k < n; ++k) {
-          const float dh =
-              float(mm[k]) + float(carry[k]) + (hasOutGrad ? float(dy[k]) : 0.0f);
-          float dCand, dUpd, dAtt, dhU;
-          common(float(su[k]), float(sc[k]), float(hp[k]), dh, dCand, dUpd, dAtt, dhU);
-          dC[k] = T(dCand);
-          dU[k] = T(dUpd);
-          carry[k] = T(dhU);
-          dAttSum += dAtt;
-        }
+        dAttSum = bwdAElements(BwdARow<T>{su, sc, hp, dy, mm, carry, dU, dC}, 0, n, hasOutGrad,
+                               common);
       }, popnnHardSigmoidGrad);
       if (hasAttention)
         attGrad[r] = T(dAttSum);
@@ -430,13 +461,7 @@ public:
         continue;
       }
       withActivations(recurrentActivation, unsigned(NonLinearityType::TANH),
-                      [&](auto rho, auto) {
-                        for (unsigned k = 0; k < n; ++k) {
-                          const float rr = float(sr[k]), gg = float(g[k]);
-                          dR[k] = T(rho.gradient(rr, gg * float(hp[k])));
-                          carry[k] = T(float(carry[k]) + gg * rr);
-                        }
-                      },
+                      [&](auto rho, auto) { bwdBElements(sr, hp, g, dR, carry, 0, n, rho); },
                       popnnHardSigmoidGrad);
     }
     return true;
@@ -864,22 +889,30 @@ template class GruBwdB<half>;
 template class GruBwdResetAfter<float>;
 template class GruBwdResetAfter<half>;
 
-// One backward step of the GRU's fused loop with resetAfter (GruFused.cpp) for the units
-// [firstUnit, firstUnit + U) of every row: dhMM = deltaH_{t+1} . Wo^T for those units (from
-// the packed panels of Wo^T, 16 units a panel, K = 3H; zero at the last step), rounded to T as
-// the unfused step's matMul output is, then GruBwdResetAfter's cell on it (the same function,
-// bwdResetAfterElements). The clock counts i = time[0] up and the step is t = steps - 1 - i.
-// deltaHAll is the whole [steps][B][3H] sequence of h.Wo's gate gradients (canonical columns):
-// the step reads row t + 1 and writes its units of row t through deltaH (steps x B x 3
-// segments: step, row, gate), deltaX likewise. fwd (steps x B x 4: r, u, c, n), hPrev (steps
-// x B) and outGrad (steps x B, when hasOutGrad) are the step's inputs; dhCarry (one segment a
-// row) is updated in place. No attention (an AUGRU's d(a) sums a whole row); element-wise
-// activations only. Workers split pairs of 16-unit blocks.
+// One backward step, or one phase of one, of the GRU's fused loop (GruFused.cpp) for the units
+// [firstUnit, firstUnit + U) of every row, from the packed panels of Wo^T (16 units a panel,
+// K = 3H rows: r, u, c), each product rounded to T as the unfused step's matMul output is,
+// then the unfused vertices' element functions on it:
+//   phase 0 (resetAfter): dhMM = deltaH_{t+1} . Wo^T (zero at the last step), then
+//     GruBwdResetAfter's cell (bwdResetAfterElements); `next` is deltaH;
+//   phase 1 (resetAfter false): dhMM = [delta_r | delta_u]_{t+1} . [Wo_r | Wo_u]^T, then
+//     GruBwdA's (bwdAElements): delta_u and delta_c of step t, dhCarry = dh * u; `next` is
+//     deltaX;
+//   phase 2 (resetAfter false): d(r*h) = delta_c,t . Wo_c^T (every unit's delta_c, which
+//     phase 1 wrote), then GruBwdB's (bwdBElements): delta_r of step t, dhCarry += d(r*h) * r.
+// The clock counts i = time[0] up and the step is t = steps - 1 - i. `next` is the whole
+// [steps][B][3H] sequence of the product's input (canonical columns), read in place while the
+// vertex writes its units of row t through deltaX and deltaH (steps x B x 3 segments: step,
+// row, gate; deltaH empty without resetAfter). fwd (steps x B x 4: r, u, c, n; 3 without n
+// when resetAfter is false), hPrev (steps x B) and outGrad (steps x B, when hasOutGrad) are
+// the step's inputs; dhCarry (one segment a row) is updated in place. A row past its length:
+// as the unfused vertices' masked rows. No attention (an AUGRU's d(a) sums a whole row);
+// element-wise activations only. Workers split pairs of 16-unit blocks.
 template <class T> class GruFusedBwd : public MultiVertex {
 public:
   Input<Vector<unsigned>> time;
   Input<Vector<unsigned>> lengths;
-  Input<Vector<T>> deltaHAll;
+  Input<Vector<T>> next;
   Input<Vector<float>> packed;
   Vector<Input<Vector<T>>> fwd;
   Vector<Input<Vector<T>>> hPrev;
@@ -890,6 +923,7 @@ public:
   unsigned H;
   unsigned numUnits;
   unsigned steps;
+  unsigned phase;
   unsigned activation;
   unsigned recurrentActivation;
   bool hasOutGrad;
@@ -898,44 +932,67 @@ public:
 
   bool compute(unsigned workerId) {
     const unsigned rows = dhCarry.size(), i = time[0];
-    if (i >= steps || fwd.size() != steps * rows * 4 || hPrev.size() != steps * rows ||
-        deltaX.size() != steps * rows * 3 || deltaH.size() != steps * rows * 3 ||
-        (hasOutGrad && outGrad.size() != steps * rows) ||
-        deltaHAll.size() != steps * rows * 3 * H)
+    const unsigned saved = phase == 0 ? 4 : 3; // fwd's segments a row and step
+    if (i >= steps || phase > 2 || fwd.size() != steps * rows * saved ||
+        hPrev.size() != steps * rows || deltaX.size() != steps * rows * 3 ||
+        deltaH.size() != (phase == 0 ? steps * rows * 3 : 0) ||
+        (hasOutGrad && outGrad.size() != steps * rows) || next.size() != steps * rows * 3 * H)
       return false;
     const unsigned t = steps - 1 - i;
     unsigned lo, hi;
     ::aspen::detail::workerShare((numUnits + 15) / 16, workerId, numWorkers(), lo, hi);
-    const T *next = t + 1 < steps ? deltaHAll.data() + (t + 1) * rows * 3 * H : nullptr;
-    packed::forBlockPairs(next, 3 * H, rows, lo, hi, packed.data(),
-                          (unsigned long long)3 * H * packed::kPanel,
-                          [&](unsigned row, unsigned b, const float *p) {
-                            finish(t, row, 16 * b, p);
-                          });
+    const unsigned long long stride = (unsigned long long)3 * H * packed::kPanel;
+    const T *rowAfter = t + 1 < steps ? next.data() + (t + 1) * rows * 3 * H : nullptr;
+    if (phase == 0)
+      packed::forBlockPairs(rowAfter, 3 * H, rows, lo, hi, packed.data(), stride,
+                            [&](unsigned row, unsigned b, const float *p) {
+                              finishResetAfter(t, row, 16 * b, p);
+                            });
+    else if (phase == 1)
+      packed::forBlockPairs(
+          rowAfter, 2 * H, rows, lo, hi, packed.data(), stride,
+          [&](unsigned row, unsigned b, const float *p) { finishA(t, row, 16 * b, p); }, 3 * H);
+    else
+      packed::forBlockPairs(
+          next.data() + t * rows * 3 * H + 2 * H, H, rows, lo, hi,
+          packed.data() + 2 * H * packed::kPanel, stride,
+          [&](unsigned row, unsigned b, const float *p) { finishB(t, row, 16 * b, p); }, 3 * H);
     return true;
   }
 
 private:
-  // Row `row`'s units [k0, k0 + 16) of the block (fewer at its end) from their products p.
-  void finish(unsigned t, unsigned row, unsigned k0, const float *p) {
-    using namespace gru_cell;
-    const unsigned rows = dhCarry.size(), at = t * rows + row;
-    const unsigned m = numUnits - k0 < 16 ? numUnits - k0 : 16;
-    T mm[16];
+  unsigned units(unsigned k0) const { return numUnits - k0 < 16 ? numUnits - k0 : 16; }
+  bool past(unsigned t, unsigned row) const {
+    return t >= (lengths.size() == 1 ? lengths[0] : lengths[row]);
+  }
+  // The products rounded to T, as a matMul output is.
+  static void rounded(const float *p, unsigned m, T *out) {
     for (unsigned j = 0; j < m; ++j)
-      mm[j] = T(p[j]);
+      out[j] = T(p[j]);
+  }
+  // A row past its length passes dhMM + dhCarry on, as the unfused vertices' masked rows.
+  static void carryPast(const T *mm, T *carry, unsigned m) {
+    for (unsigned j = 0; j < m; ++j)
+      carry[j] = T(float(mm[j]) + float(carry[j]));
+  }
+
+  // Each finish: row `row`'s units [k0, k0 + 16) of the block (fewer at its end) from their
+  // products p.
+  void finishResetAfter(unsigned t, unsigned row, unsigned k0, const float *p) {
+    using namespace gru_cell;
+    const unsigned at = t * dhCarry.size() + row, m = units(k0);
+    T mm[16];
+    rounded(p, m, mm);
     T *carry = dhCarry[row].data() + k0;
     T *x[3], *h[3];
     for (unsigned g = 0; g < 3; ++g) {
       x[g] = deltaX[at * 3 + g].data() + k0;
       h[g] = deltaH[at * 3 + g].data() + k0;
     }
-    const unsigned length = lengths.size() == 1 ? lengths[0] : lengths[row];
-    if (t >= length) { // as GruBwdResetAfter's masked row
+    if (past(t, row)) { // as GruBwdResetAfter's masked row
       for (unsigned g = 0; g < 3; ++g)
         zero(x[g], m), zero(h[g], m);
-      for (unsigned j = 0; j < m; ++j)
-        carry[j] = T(float(mm[j]) + float(carry[j]));
+      carryPast(mm, carry, m);
       return;
     }
     const T *s[4];
@@ -949,6 +1006,44 @@ private:
       const BwdCommon<decltype(rho), decltype(phi)> common{rho, phi, rawCandidate, 1.0f};
       bwdResetAfterElements(v, 0, m, hasOutGrad, common);
     }, popnnHardSigmoidGrad);
+  }
+
+  void finishA(unsigned t, unsigned row, unsigned k0, const float *p) {
+    using namespace gru_cell;
+    const unsigned at = t * dhCarry.size() + row, m = units(k0);
+    T mm[16];
+    rounded(p, m, mm);
+    T *carry = dhCarry[row].data() + k0;
+    T *dU = deltaX[at * 3 + U].data() + k0, *dC = deltaX[at * 3 + C].data() + k0;
+    if (past(t, row)) { // as GruBwdA's masked row
+      zero(dU, m), zero(dC, m);
+      carryPast(mm, carry, m);
+      return;
+    }
+    const T *hp = hPrev[at].data() + k0;
+    const BwdARow<T> v{fwd[at * 3 + U].data() + k0, fwd[at * 3 + C].data() + k0, hp,
+                       hasOutGrad ? outGrad[at].data() + k0 : carry, mm, carry, dU, dC};
+    withActivations(recurrentActivation, activation, [&](auto rho, auto phi) {
+      const BwdCommon<decltype(rho), decltype(phi)> common{rho, phi, rawCandidate, 1.0f};
+      bwdAElements(v, 0, m, hasOutGrad, common);
+    }, popnnHardSigmoidGrad);
+  }
+
+  void finishB(unsigned t, unsigned row, unsigned k0, const float *p) {
+    using namespace gru_cell;
+    const unsigned at = t * dhCarry.size() + row, m = units(k0);
+    T *dR = deltaX[at * 3 + R].data() + k0;
+    if (past(t, row)) { // as GruBwdB's masked row
+      zero(dR, m);
+      return;
+    }
+    T g[16];
+    rounded(p, m, g);
+    const T *sr = fwd[at * 3 + R].data() + k0, *hp = hPrev[at].data() + k0;
+    T *carry = dhCarry[row].data() + k0;
+    withActivations(recurrentActivation, unsigned(NonLinearityType::TANH),
+                    [&](auto rho, auto) { bwdBElements(sr, hp, g, dR, carry, 0, m, rho); },
+                    popnnHardSigmoidGrad);
   }
 };
 

@@ -366,14 +366,18 @@ Tensor backward(Graph &graph, const GruParams &params, const GruOptions &opts, S
     };
   }
   std::vector<Tensor> finalState;
-  if (params.resetAfter && !req.attention && !interleaved &&
-      usesFusedStep(graph, params, opts, "gru")) {
-    // The fused loop (GruFusedBwd: the product deltaH_{t+1} . Wo^T fused with the cell, one
-    // compute set a step); then deltaH_0 . Wo^T, the gradient reaching the initial output.
+  if (!req.attention && !interleaved && usesFusedStep(graph, params, opts, "gru")) {
+    // The fused loop (the recurrent products fused with the cells: one compute set a step with
+    // resetAfter, two without); then the product of step 0's gate gradients, the gradient
+    // reaching the initial output.
     fusedBackward(graph, params, opts, woT, fwdIntermediates, hPrev, full ? outputGrad : Tensor(),
                   dhCarry, deltaX, deltaH, prog, {debug, "fused"});
-    linalg::matMulWithOutput(graph, deltaH[0], woT, dhMM, prog, {debug, "initialStateGrad"},
-                             mmOptions, cache);
+    if (params.resetAfter)
+      linalg::matMulWithOutput(graph, deltaH[0], woT, dhMM, prog, {debug, "initialStateGrad"},
+                               mmOptions, cache);
+    else
+      linalg::matMulWithOutput(graph, deltaX[0].slice(0, 2 * H, 1), woT.slice(0, 2 * H, 0),
+                               dhMM, prog, {debug, "initialStateGrad"}, mmOptions, cache);
     finalState = {dhCarry, dhMM};
   } else {
     finalState = rnn::detail::runLoop(graph, spec, prog, {debug, "loop"});

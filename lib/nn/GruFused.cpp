@@ -190,21 +190,28 @@ void fusedBackward(Graph &graph, const GruParams &params, const GruOptions &opts
     rows.push_back(woT[k]);
   const auto blocks =
       rnn::detail::packUnitPanels(graph, params.dataType, rows, 3 * H, 1, H, prog, debug);
-  const unsigned slots[4] = {0, 1, 2, layout.nSlot()}; // r, u, c, n
+  // The saved r, u, c (and n with resetAfter).
+  std::vector<unsigned> slots = {0, 1, 2};
+  if (params.resetAfter)
+    slots.push_back(layout.nSlot());
   const std::string type = util::templateVertex("aspen::nn::GruFusedBwd", params.dataType);
-  auto step = [&](const rnn::detail::FusedClock &clock, const rnn::detail::FusedShard &,
-                  unsigned p) {
-    ComputeSet cs = graph.addComputeSet({debug, p ? "oddStep" : "evenStep"});
+  // The product's input, read whole by every vertex (row t + 1 a step, and without resetAfter
+  // row t's candidate gradients in phase 2) while they write their units of row t: the loop's
+  // own contiguous sequence, so read in place.
+  const Tensor productIn = params.resetAfter ? deltaH : deltaX;
+  auto addPhase = [&](ComputeSet cs, const rnn::detail::FusedClock &clock, unsigned p,
+                      unsigned phase) {
     for (const auto &block : blocks) {
       const std::size_t u0 = block.units.firstUnit, u1 = u0 + block.units.numUnits;
       std::vector<Tensor> fwd, hp, dy, carry, dx, dh;
       for (std::size_t t = 0; t < T; ++t)
         for (std::size_t r = 0; r < B; ++r) {
-          for (unsigned g = 0; g < 4; ++g)
-            fwd.push_back(fwdIntermediates[t][slots[g]][r].slice(u0, u1));
+          for (unsigned slot : slots)
+            fwd.push_back(fwdIntermediates[t][slot][r].slice(u0, u1));
           for (unsigned g = 0; g < 3; ++g) {
             dx.push_back(deltaX[t][r].slice(g * H + u0, g * H + u1));
-            dh.push_back(deltaH[t][r].slice(g * H + u0, g * H + u1));
+            if (params.resetAfter)
+              dh.push_back(deltaH[t][r].slice(g * H + u0, g * H + u1));
           }
           hp.push_back(hPrev[t][r].slice(u0, u1));
           if (outGrad.valid())
@@ -216,9 +223,7 @@ void fusedBackward(Graph &graph, const GruParams &params, const GruOptions &opts
       graph.setTileMapping(v, block.units.tile);
       graph.connect(v["time"], clock.time.slice(p, p + 1));
       graph.connect(v["lengths"], clock.lengths);
-      // Read whole by every vertex (row t + 1 a step) while they write row t: the loop's own
-      // contiguous sequence, so read in place.
-      graph.connect(v["deltaHAll"], deltaH.flatten());
+      graph.connect(v["next"], productIn.flatten());
       graph.connect(v["packed"], block.packed);
       graph.connect(v["fwd"], fwd);
       graph.connect(v["hPrev"], hp);
@@ -226,6 +231,7 @@ void fusedBackward(Graph &graph, const GruParams &params, const GruOptions &opts
       graph.connect(v["dhCarry"], carry);
       graph.connect(v["deltaX"], dx);
       graph.connect(v["deltaH"], dh);
+      graph.setInitialValue(v["phase"], phase);
       graph.setInitialValue(v["H"], static_cast<unsigned>(H));
       graph.setInitialValue(v["numUnits"], block.units.numUnits);
       graph.setInitialValue(v["steps"], static_cast<unsigned>(T));
@@ -237,8 +243,28 @@ void fusedBackward(Graph &graph, const GruParams &params, const GruOptions &opts
       graph.setInitialValue(v["popnnHardSigmoidGrad"],
                             opts.hardSigmoidGradient == NonLinearityGradient::Popnn);
     }
-    rnn::detail::addClockVertex(graph, cs, clock, p);
-    return program::Sequence{program::Execute(cs)};
+  };
+  auto step = [&](const rnn::detail::FusedClock &clock, const rnn::detail::FusedShard &,
+                  unsigned p) {
+    const std::string at = p ? "oddStep" : "evenStep";
+    program::Sequence s;
+    if (params.resetAfter) {
+      ComputeSet cs = graph.addComputeSet({debug, at});
+      addPhase(cs, clock, p, 0);
+      rnn::detail::addClockVertex(graph, cs, clock, p);
+      s.add(program::Execute(cs));
+      return s;
+    }
+    // Without resetAfter the reset's gradient needs d(r*h) = delta_c . Wo_c^T of every unit
+    // first: two compute sets, the clock advancing in the second.
+    ComputeSet gates = graph.addComputeSet({debug, at + "Gates"});
+    addPhase(gates, clock, p, 1);
+    ComputeSet reset = graph.addComputeSet({debug, at + "Reset"});
+    addPhase(reset, clock, p, 2);
+    rnn::detail::addClockVertex(graph, reset, clock, p);
+    s.add(program::Execute(gates));
+    s.add(program::Execute(reset));
+    return s;
   };
   rnn::detail::fusedLoop(graph, params.rnn, 1, step, prog, {debug, "loop"});
 }

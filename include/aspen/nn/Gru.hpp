@@ -57,11 +57,11 @@
 //   write the step's part of the sequences themselves (rnnCodeReuse is then ignored). fused
 //   needs element-wise activations; auto chooses it then for batches of 2 to 16, and of 1 when
 //   the sequence pays for the packing (T >= 3 H^2 x 1.1 ns / 30 us), when the packed copy
-//   (3H^2 floats) fits half of the tiles' memory, except on GPU targets. With resetAfter and
-//   no attention the backward loop is fused too wherever the forward's is and the gate
-//   gradients of every step are kept (not with rnnStepsPerWU interleaving the weight update):
-//   a step is one compute set multiplying deltaH_{t+1} by Wo^T (packed once a run) and running
-//   the backward cell on the result. The two differ by the rounding of the products' sums;
+//   (3H^2 floats) fits half of the tiles' memory, except on GPU targets. Without attention
+//   the backward loop is fused too wherever the forward's is and the gate gradients of every
+//   step are kept (not with rnnStepsPerWU interleaving the weight update): a step is one
+//   compute set (resetAfter true; two without) multiplying the next step's gate gradients by
+//   Wo^T (packed once a run) and running the backward cell on the result. The two differ by the rounding of the products' sums;
 //   the fused steps' results are the same bits for any number of tiles or threads. Results do
 //   not depend on numShards or rnnCodeReuse, nor on rnnStepsPerWU beyond rounding of the sums.
 #pragma once
