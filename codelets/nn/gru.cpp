@@ -906,8 +906,11 @@ template class GruBwdResetAfter<half>;
 // row, gate; deltaH empty without resetAfter). fwd (steps x B x 4: r, u, c, n; 3 without n
 // when resetAfter is false), hPrev (steps x B) and outGrad (steps x B, when hasOutGrad) are
 // the step's inputs; dhCarry (one segment a row) is updated in place. A row past its length:
-// as the unfused vertices' masked rows. No attention (an AUGRU's d(a) sums a whole row);
-// element-wise activations only. Workers split pairs of 16-unit blocks.
+// as the unfused vertices' masked rows. With attention (an AUGRU, phases 0 and 1) `attention`
+// is the [steps][B] sequence and attPartial (steps x B segments, one float a 16-unit block of
+// this vertex) receives each block's sum of d(attention), in increasing unit: the loop sums a
+// row's blocks after it (an unfused vertex sums the whole row at once). Element-wise
+// activations only. Workers split pairs of 16-unit blocks.
 template <class T> class GruFusedBwd : public MultiVertex {
 public:
   Input<Vector<unsigned>> time;
@@ -920,6 +923,8 @@ public:
   Vector<InOut<Vector<T>>> dhCarry;
   Vector<InOut<Vector<T>>> deltaX;
   Vector<InOut<Vector<T>>> deltaH;
+  Input<Vector<T>> attention;
+  Vector<InOut<Vector<float>>> attPartial;
   unsigned H;
   unsigned numUnits;
   unsigned steps;
@@ -927,31 +932,41 @@ public:
   unsigned activation;
   unsigned recurrentActivation;
   bool hasOutGrad;
+  bool hasAttention;
   bool rawCandidate;
   bool popnnHardSigmoidGrad;
 
   bool compute(unsigned workerId) {
     const unsigned rows = dhCarry.size(), i = time[0];
     const unsigned saved = phase == 0 ? 4 : 3; // fwd's segments a row and step
+    const unsigned blocks = (numUnits + 15) / 16;
     if (i >= steps || phase > 2 || fwd.size() != steps * rows * saved ||
         hPrev.size() != steps * rows || deltaX.size() != steps * rows * 3 ||
         deltaH.size() != (phase == 0 ? steps * rows * 3 : 0) ||
-        (hasOutGrad && outGrad.size() != steps * rows) || next.size() != steps * rows * 3 * H)
+        (hasOutGrad && outGrad.size() != steps * rows) || next.size() != steps * rows * 3 * H ||
+        (hasAttention && (phase == 2 || attention.size() != steps * rows ||
+                          attPartial.size() != steps * rows)))
       return false;
+    for (unsigned j = 0; hasAttention && j < attPartial.size(); ++j)
+      if (attPartial[j].size() != blocks)
+        return false;
     const unsigned t = steps - 1 - i;
     unsigned lo, hi;
-    ::aspen::detail::workerShare((numUnits + 15) / 16, workerId, numWorkers(), lo, hi);
+    ::aspen::detail::workerShare(blocks, workerId, numWorkers(), lo, hi);
     const unsigned long long stride = (unsigned long long)3 * H * packed::kPanel;
     const T *rowAfter = t + 1 < steps ? next.data() + (t + 1) * rows * 3 * H : nullptr;
     if (phase == 0)
       packed::forBlockPairs(rowAfter, 3 * H, rows, lo, hi, packed.data(), stride,
                             [&](unsigned row, unsigned b, const float *p) {
-                              finishResetAfter(t, row, 16 * b, p);
+                              keepAttention(t, row, b, finishResetAfter(t, row, 16 * b, p));
                             });
     else if (phase == 1)
       packed::forBlockPairs(
           rowAfter, 2 * H, rows, lo, hi, packed.data(), stride,
-          [&](unsigned row, unsigned b, const float *p) { finishA(t, row, 16 * b, p); }, 3 * H);
+          [&](unsigned row, unsigned b, const float *p) {
+            keepAttention(t, row, b, finishA(t, row, 16 * b, p));
+          },
+          3 * H);
     else
       packed::forBlockPairs(
           next.data() + t * rows * 3 * H + 2 * H, H, rows, lo, hi,
@@ -970,6 +985,14 @@ private:
     for (unsigned j = 0; j < m; ++j)
       out[j] = T(p[j]);
   }
+  // 1 - a_t for the row (1 without attention).
+  float keep(unsigned t, unsigned row) const {
+    return hasAttention ? 1.0f - float(attention[t * dhCarry.size() + row]) : 1.0f;
+  }
+  void keepAttention(unsigned t, unsigned row, unsigned b, float dAtt) {
+    if (hasAttention)
+      attPartial[t * dhCarry.size() + row][b] = dAtt;
+  }
   // A row past its length passes dhMM + dhCarry on, as the unfused vertices' masked rows.
   static void carryPast(const T *mm, T *carry, unsigned m) {
     for (unsigned j = 0; j < m; ++j)
@@ -978,7 +1001,8 @@ private:
 
   // Each finish: row `row`'s units [k0, k0 + 16) of the block (fewer at its end) from their
   // products p.
-  void finishResetAfter(unsigned t, unsigned row, unsigned k0, const float *p) {
+  // Each returns the block's sum of d(attention) (zero past the row's length).
+  float finishResetAfter(unsigned t, unsigned row, unsigned k0, const float *p) {
     using namespace gru_cell;
     const unsigned at = t * dhCarry.size() + row, m = units(k0);
     T mm[16];
@@ -993,7 +1017,7 @@ private:
       for (unsigned g = 0; g < 3; ++g)
         zero(x[g], m), zero(h[g], m);
       carryPast(mm, carry, m);
-      return;
+      return 0.0f;
     }
     const T *s[4];
     for (unsigned g = 0; g < 4; ++g)
@@ -1002,13 +1026,15 @@ private:
     const T *dy = hasOutGrad ? outGrad[at].data() + k0 : carry;
     const BwdResetAfterRow<T> v{s[0], s[1], s[2], s[3], hp, dy, mm, carry,
                                 x[R], x[U], x[C], h[R], h[U], h[C]};
+    float dAtt = 0.0f;
     withActivations(recurrentActivation, activation, [&](auto rho, auto phi) {
-      const BwdCommon<decltype(rho), decltype(phi)> common{rho, phi, rawCandidate, 1.0f};
-      bwdResetAfterElements(v, 0, m, hasOutGrad, common);
+      const BwdCommon<decltype(rho), decltype(phi)> common{rho, phi, rawCandidate, keep(t, row)};
+      dAtt = bwdResetAfterElements(v, 0, m, hasOutGrad, common);
     }, popnnHardSigmoidGrad);
+    return dAtt;
   }
 
-  void finishA(unsigned t, unsigned row, unsigned k0, const float *p) {
+  float finishA(unsigned t, unsigned row, unsigned k0, const float *p) {
     using namespace gru_cell;
     const unsigned at = t * dhCarry.size() + row, m = units(k0);
     T mm[16];
@@ -1018,15 +1044,17 @@ private:
     if (past(t, row)) { // as GruBwdA's masked row
       zero(dU, m), zero(dC, m);
       carryPast(mm, carry, m);
-      return;
+      return 0.0f;
     }
     const T *hp = hPrev[at].data() + k0;
     const BwdARow<T> v{fwd[at * 3 + U].data() + k0, fwd[at * 3 + C].data() + k0, hp,
                        hasOutGrad ? outGrad[at].data() + k0 : carry, mm, carry, dU, dC};
+    float dAtt = 0.0f;
     withActivations(recurrentActivation, activation, [&](auto rho, auto phi) {
-      const BwdCommon<decltype(rho), decltype(phi)> common{rho, phi, rawCandidate, 1.0f};
-      bwdAElements(v, 0, m, hasOutGrad, common);
+      const BwdCommon<decltype(rho), decltype(phi)> common{rho, phi, rawCandidate, keep(t, row)};
+      dAtt = bwdAElements(v, 0, m, hasOutGrad, common);
     }, popnnHardSigmoidGrad);
+    return dAtt;
   }
 
   void finishB(unsigned t, unsigned row, unsigned k0, const float *p) {

@@ -222,12 +222,12 @@ Tensor backward(Graph &graph, const GruParams &params, const GruOptions &opts, S
                                             {debug, "inputGrad"});
     }
   }
-  Tensor attGradSeq;
+  Tensor attSeq, attGradSeq;
   std::vector<Tensor> inputs{fwdIntermediates, hPrev};
   if (full)
     inputs.push_back(outputGrad);
   if (req.attention) {
-    Tensor attSeq = graph.addVariable(t, {T, B}, {debug, "attention"});
+    attSeq = graph.addVariable(t, {T, B}, {debug, "attention"});
     rnn::detail::mapSequence(graph, attSeq.reshape({T, 1, B}), opts.numShards);
     prog.add(Copy(req.attention->transpose(), attSeq));
     inputs.push_back(attSeq);
@@ -366,12 +366,12 @@ Tensor backward(Graph &graph, const GruParams &params, const GruOptions &opts, S
     };
   }
   std::vector<Tensor> finalState;
-  if (!req.attention && !interleaved && usesFusedStep(graph, params, opts, "gru")) {
+  if (!interleaved && usesFusedStep(graph, params, opts, "gru")) {
     // The fused loop (the recurrent products fused with the cells: one compute set a step with
     // resetAfter, two without); then the product of step 0's gate gradients, the gradient
     // reaching the initial output.
     fusedBackward(graph, params, opts, woT, fwdIntermediates, hPrev, full ? outputGrad : Tensor(),
-                  dhCarry, deltaX, deltaH, prog, {debug, "fused"});
+                  attSeq, attGradSeq, dhCarry, deltaX, deltaH, prog, {debug, "fused"});
     if (params.resetAfter)
       linalg::matMulWithOutput(graph, deltaH[0], woT, dhMM, prog, {debug, "initialStateGrad"},
                                mmOptions, cache);

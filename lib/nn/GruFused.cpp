@@ -7,6 +7,7 @@
 #include "GruInternal.hpp"
 
 #include <aspen/Error.hpp>
+#include <aspen/ops/Reduce.hpp>
 #include <aspen/util/VertexTemplates.hpp>
 
 #include <fmt/format.h>
@@ -180,8 +181,9 @@ Tensor fusedForward(Graph &graph, const GruParams &params, const GruOptions &opt
 
 void fusedBackward(Graph &graph, const GruParams &params, const GruOptions &opts,
                    const Tensor &woT, const Tensor &fwdIntermediates, const Tensor &hPrev,
-                   const Tensor &outGrad, const Tensor &dhCarry, const Tensor &deltaX,
-                   const Tensor &deltaH, program::Sequence &prog, const DebugContext &debug) {
+                   const Tensor &outGrad, const Tensor &attention, const Tensor &attentionGrad,
+                   const Tensor &dhCarry, const Tensor &deltaX, const Tensor &deltaH,
+                   program::Sequence &prog, const DebugContext &debug) {
   const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
   const std::size_t H = params.rnn.layerSizes[1];
   const InterLayout layout = interLayout(params);
@@ -199,13 +201,36 @@ void fusedBackward(Graph &graph, const GruParams &params, const GruOptions &opts
   // row t's candidate gradients in phase 2) while they write their units of row t: the loop's
   // own contiguous sequence, so read in place.
   const Tensor productIn = params.resetAfter ? deltaH : deltaX;
+  // With attention: each block's sum of d(a) for every step and row, [T, B, 16-unit blocks],
+  // each vertex's blocks on its tile; summed over the blocks after the loop.
+  std::vector<std::size_t> firstBlock;
+  std::size_t numBlocks = 0;
+  for (const auto &block : blocks) {
+    firstBlock.push_back(numBlocks);
+    numBlocks += (block.units.numUnits + kUnitPanelUnits - 1) / kUnitPanelUnits;
+  }
+  Tensor partial;
+  if (attention.valid()) {
+    partial = graph.addVariable(FLOAT, {T, B, numBlocks}, {debug, "attentionPartials"});
+    for (std::size_t v = 0; v < blocks.size(); ++v) {
+      const std::size_t n = (blocks[v].units.numUnits + kUnitPanelUnits - 1) / kUnitPanelUnits;
+      graph.setTileMapping(partial.slice(firstBlock[v], firstBlock[v] + n, 2),
+                           blocks[v].units.tile);
+    }
+  }
   auto addPhase = [&](ComputeSet cs, const rnn::detail::FusedClock &clock, unsigned p,
                       unsigned phase) {
-    for (const auto &block : blocks) {
+    const bool withAttention = attention.valid() && phase != 2;
+    for (std::size_t bi = 0; bi < blocks.size(); ++bi) {
+      const auto &block = blocks[bi];
       const std::size_t u0 = block.units.firstUnit, u1 = u0 + block.units.numUnits;
-      std::vector<Tensor> fwd, hp, dy, carry, dx, dh;
+      const std::size_t b0 = firstBlock[bi],
+                        b1 = b0 + (block.units.numUnits + kUnitPanelUnits - 1) / kUnitPanelUnits;
+      std::vector<Tensor> fwd, hp, dy, carry, dx, dh, att;
       for (std::size_t t = 0; t < T; ++t)
         for (std::size_t r = 0; r < B; ++r) {
+          if (withAttention)
+            att.push_back(partial[t][r].slice(b0, b1));
           for (unsigned slot : slots)
             fwd.push_back(fwdIntermediates[t][slot][r].slice(u0, u1));
           for (unsigned g = 0; g < 3; ++g) {
@@ -231,6 +256,11 @@ void fusedBackward(Graph &graph, const GruParams &params, const GruOptions &opts
       graph.connect(v["dhCarry"], carry);
       graph.connect(v["deltaX"], dx);
       graph.connect(v["deltaH"], dh);
+      // (one element of h_{t-1} where the phase never reads it)
+      graph.connect(v["attention"],
+                    withAttention ? attention.flatten() : hPrev.flatten().slice(0, 1));
+      graph.connect(v["attPartial"], att);
+      graph.setInitialValue(v["hasAttention"], withAttention);
       graph.setInitialValue(v["phase"], phase);
       graph.setInitialValue(v["H"], static_cast<unsigned>(H));
       graph.setInitialValue(v["numUnits"], block.units.numUnits);
@@ -267,6 +297,9 @@ void fusedBackward(Graph &graph, const GruParams &params, const GruOptions &opts
     return s;
   };
   rnn::detail::fusedLoop(graph, params.rnn, 1, step, prog, {debug, "loop"});
+  if (attention.valid())
+    ops::reduceWithOutput(graph, partial, attentionGrad, {2}, {ops::Operation::ADD}, prog,
+                          {debug, "attentionGrad"});
 }
 
 } // namespace aspen::nn::gru::detail

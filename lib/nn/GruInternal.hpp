@@ -90,17 +90,20 @@ Tensor fusedForward(Graph &graph, const GruParams &params, const GruOptions &opt
 void checkTensor(const Tensor &t, const std::vector<std::size_t> &shape, Type type,
                  const std::string &what);
 
-// The backward loop with fused steps without attention, in place of the rnn loop of
+// The backward loop with fused steps, in place of the rnn loop of
 // GruBwd.cpp: Wo^T (woT [3H, H], canonical) packed once a run into 16-unit panels, then, reverse
 // in time, one compute set a step of GruFusedBwd vertices and the clock (resetAfter), or two
 // (GruFusedBwd's phases 1 and 2: the gates, then the reset's gradient). hPrev and outGrad (when valid) are
 // [T, B, H]; dhCarry [B, H] is updated in place; deltaX and, with resetAfter, deltaH [T, B, 3H]
 // receive every step's gate gradients (deltaH, or deltaX's r and u without resetAfter, is each
 // step's product input). After it the gradient reaching the initial output is deltaH_0 . Wo^T
-// (resetAfter) or [delta_r | delta_u]_0 . [Wo_r | Wo_u]^T, plus dhCarry.
+// (resetAfter) or [delta_r | delta_u]_0 . [Wo_r | Wo_u]^T, plus dhCarry. An AUGRU's attention
+// [T, B] (when valid) scales the update gates; attentionGrad [T, B] receives d(a), each row's
+// sum over its 16-unit blocks' sums.
 void fusedBackward(Graph &graph, const GruParams &params, const GruOptions &opts,
                    const Tensor &woT, const Tensor &fwdIntermediates, const Tensor &hPrev,
-                   const Tensor &outGrad, const Tensor &dhCarry, const Tensor &deltaX,
-                   const Tensor &deltaH, program::Sequence &prog, const DebugContext &debug);
+                   const Tensor &outGrad, const Tensor &attention, const Tensor &attentionGrad,
+                   const Tensor &dhCarry, const Tensor &deltaX, const Tensor &deltaH,
+                   program::Sequence &prog, const DebugContext &debug);
 
 } // namespace aspen::nn::gru::detail

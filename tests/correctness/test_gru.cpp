@@ -346,8 +346,8 @@ TEST_CASE("stepMethod auto fuses the GRU's steps for small batches on the CPU ta
                       {{"inferenceOnly", "true"}, {"stepMethod", "productThenCell"}}));
 }
 
-TEST_CASE("the GRU's backward loop is fused without attention, where every step's gate "
-          "gradients are kept",
+TEST_CASE("the GRU's and AUGRU's backward loops are fused where every step's gate gradients "
+          "are kept",
           "[correctness][gru]") {
   auto fusedBwd = [](bool resetAfter, bool augru, const OptionFlags &options) {
     Graph graph(Target::createGeneric(2));
@@ -380,10 +380,9 @@ TEST_CASE("the GRU's backward loop is fused without attention, where every step'
   CHECK(fusedBwd(true, false, {}));
   CHECK(fusedBwd(true, false, {{"numShards", "2"}}));
   CHECK(fusedBwd(false, false, {})); // two compute sets a step (phases 1 and 2)
-  // A row sum for the attention's gradient, the weight update interleaved (only a window of
-  // gate gradients kept): the unfused loop.
-  CHECK_FALSE(fusedBwd(false, true, {}));
-  CHECK_FALSE(fusedBwd(true, true, {}));
+  CHECK(fusedBwd(false, true, {}));  // the AUGRU: d(a) summed over the blocks after the loop
+  CHECK(fusedBwd(true, true, {}));
+  // The weight update interleaved (only a window of gate gradients kept): the unfused loop.
   CHECK_FALSE(fusedBwd(true, false, {{"rnnStepsPerWU", "1"}}));
   CHECK_FALSE(fusedBwd(true, false, {{"stepMethod", "productThenCell"}}));
 }

@@ -57,8 +57,8 @@
 //   write the step's part of the sequences themselves (rnnCodeReuse is then ignored). fused
 //   needs element-wise activations; auto chooses it then for batches of 2 to 16, and of 1 when
 //   the sequence pays for the packing (T >= 3 H^2 x 1.1 ns / 30 us), when the packed copy
-//   (3H^2 floats) fits half of the tiles' memory, except on GPU targets. Without attention
-//   the backward loop is fused too wherever the forward's is and the gate gradients of every
+//   (3H^2 floats) fits half of the tiles' memory, except on GPU targets. The backward loop
+//   (the AUGRU's too) is fused wherever the forward's is and the gate gradients of every
 //   step are kept (not with rnnStepsPerWU interleaving the weight update): a step is one
 //   compute set (resetAfter true; two without) multiplying the next step's gate gradients by
 //   Wo^T (packed once a run) and running the backward cell on the result. The two differ by the rounding of the products' sums;
