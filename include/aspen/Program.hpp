@@ -158,5 +158,25 @@ public:
   explicit AbortOnCondition(const Tensor &predicate, const DebugContext &debug = {});
 };
 
+// An Aspen extension (Poplar has none): runs `body` the first time it is reached after
+// Engine::load, then again only when a variable the body reads or writes has been written since
+// its last run by anything else: a step of any program, Engine::writeTensor, a stream copy. A
+// whole variable counts as written when any of its elements is; Engine::writeTensor of such a
+// variable compares first, and the bytes it already holds leave the body fresh. Work whose
+// result depends only on its inputs, such as a layout change of weights that stay the same
+// from run to run, then costs nothing after the first run.
+// - The body must be device work only (no stream copies, prints or aborts) and must not write
+//   a variable it reads; compiling raises control_program_error naming the program and the
+//   variable otherwise.
+// - The variables it reads and writes keep their own memory for the engine's lifetime.
+// - Copies of a Cached program are one cache wherever they are used.
+// - Skipped runs show in the execution profile as runs of the Cached step without runs of its
+//   body. The engine option aspen.cachedSteps = false runs the body every time (to time what
+//   caching saves, or to rule it out).
+class ASPEN_API Cached : public Program {
+public:
+  explicit Cached(const Program &body, const DebugContext &debug = {});
+};
+
 } // namespace program
 } // namespace aspen

@@ -185,6 +185,8 @@ struct HostHandle {
   // QUARTER tensors: their metadata element, written and read with a QuarterMetadata.
   RegionList metadata;
   bool metadataIsConstant = false;
+  // Cached steps (CompiledGraph::caches) a write through this handle makes stale.
+  std::vector<std::uint32_t> invalidates;
 };
 
 struct PrintInfo {
@@ -196,13 +198,16 @@ struct PrintInfo {
 
 // Every kind of step, described once: X(kind, name, payload, children, scalar, on device).
 //  payload   what Step::index refers to: None, ComputeSet (CompiledGraph::computeSets), Copy
-//            (copies), StreamCopy (streamCopies), Print (prints), Kernel (kernels)
+//            (copies), StreamCopy (streamCopies), Print (prints), Kernel (kernels), Cache
+//            (caches)
 //  children  None, Any (in order), One ([body]), Two (see below), CasesPlusOne ([default,
 //            case...], Step::cases)
 //  scalar    Step::scalar is read (a predicate or a Switch control)
 //  on device an executor may run it inside a device subtree (DeviceSubtrees.hpp); the others
 //            need the host (streams, printing, aborting)
 // Repeat: Step::count times its body. RepeatWhileTrue/False: [cond, body]. If: [then, else].
+// Cached: its body, unless the cache is fresh (CachedStep below); the host decides, so it is
+// not device work, though its body may be.
 // Everything that handles each kind follows from this table or is a switch the build checks
 // complete (-Werror=switch): the engine's interpreter (Run.cpp), the profile, the executors'
 // device subtrees.
@@ -220,13 +225,14 @@ struct PrintInfo {
   X(PrintTensor, "PrintTensor", Print, None, false, false)                                        \
   X(Abort, "AbortOnCondition", None, None, true, false)                                           \
   X(Kernel, "Kernel", Kernel, None, false, true)                                                  \
+  X(Cached, "Cached", Cache, One, false, false)                                                   \
   X(Nop, "Nop", None, None, false, true) /* Sync, WriteUndef, empty programs */
 
 #define ASPEN_STEP_ENUM(kind, name, payload, children, scalar, onDevice) kind,
 enum class StepKind : std::uint8_t { ASPEN_STEP_KINDS(ASPEN_STEP_ENUM) };
 #undef ASPEN_STEP_ENUM
 
-enum class StepPayload : std::uint8_t { None, ComputeSet, Copy, StreamCopy, Print, Kernel };
+enum class StepPayload : std::uint8_t { None, ComputeSet, Copy, StreamCopy, Print, Kernel, Cache };
 enum class StepChildren : std::uint8_t { None, Any, One, Two, CasesPlusOne };
 
 struct StepKindInfo {
@@ -257,6 +263,17 @@ struct Step {
   ScalarRef scalar;
   std::vector<std::uint32_t> children;
   std::vector<std::int32_t> cases;
+  // Cached steps (CompiledGraph::caches) that running this step makes stale, for steps that
+  // write variables and for device-only subtrees (the union of their steps'); Caches.hpp.
+  std::vector<std::uint32_t> invalidates;
+};
+
+// A program::Cached: the variables its body reads and writes (buffer indices, ascending). The
+// body runs again only after one of them was written by something other than the body itself
+// (a step, a host write): Caches.hpp. Those variables are always live.
+struct CachedStep {
+  std::string name;
+  std::vector<std::uint32_t> reads, writes;
 };
 
 // The facts about the target that execution and the profile need.
@@ -293,6 +310,7 @@ struct CompiledGraph {
   std::vector<CopyPlan> copies;
   std::vector<StreamCopy> streamCopies;
   std::vector<PrintInfo> prints;
+  std::vector<CachedStep> caches;
   std::vector<Step> steps;
   std::vector<std::uint32_t> programs; // root step of each program, by index
 
@@ -414,7 +432,7 @@ template <> struct Members<HostHandle> {
   static constexpr bool described = true;
   template <class Self, class F> static void apply(Self &self, F &&f) {
     ASPEN_MEMBER(type); ASPEN_MEMBER(regions); ASPEN_MEMBER(metadata);
-    ASPEN_MEMBER(metadataIsConstant);
+    ASPEN_MEMBER(metadataIsConstant); ASPEN_MEMBER(invalidates);
   }
 };
 template <> struct Members<PrintInfo> {
@@ -428,6 +446,13 @@ template <> struct Members<Step> {
   template <class Self, class F> static void apply(Self &self, F &&f) {
     ASPEN_MEMBER(kind); ASPEN_MEMBER(name); ASPEN_MEMBER(index); ASPEN_MEMBER(count);
     ASPEN_MEMBER(scalar); ASPEN_MEMBER(children); ASPEN_MEMBER(cases);
+    ASPEN_MEMBER(invalidates);
+  }
+};
+template <> struct Members<CachedStep> {
+  static constexpr bool described = true;
+  template <class Self, class F> static void apply(Self &self, F &&f) {
+    ASPEN_MEMBER(name); ASPEN_MEMBER(reads); ASPEN_MEMBER(writes);
   }
 };
 template <> struct Members<TargetSummary> {
@@ -451,8 +476,8 @@ template <> struct Members<CompiledGraph> {
     ASPEN_MEMBER(tileBytes); ASPEN_MEMBER(tilePeakBytes); ASPEN_MEMBER(variableBytes);
     ASPEN_MEMBER(libraries); ASPEN_MEMBER(vertexTypes); ASPEN_MEMBER(computeSets);
     ASPEN_MEMBER(kernels); ASPEN_MEMBER(copies); ASPEN_MEMBER(streamCopies); ASPEN_MEMBER(prints);
-    ASPEN_MEMBER(steps); ASPEN_MEMBER(programs); ASPEN_MEMBER(hostWrites); ASPEN_MEMBER(hostReads);
-    ASPEN_MEMBER(streams);
+    ASPEN_MEMBER(caches); ASPEN_MEMBER(steps); ASPEN_MEMBER(programs); ASPEN_MEMBER(hostWrites);
+    ASPEN_MEMBER(hostReads); ASPEN_MEMBER(streams);
   }
 };
 #undef ASPEN_MEMBER

@@ -1,5 +1,6 @@
 #include "Compiler.hpp"
 
+#include "Caches.hpp"
 #include "CompileReport.hpp"
 
 #include "Dump.hpp"
@@ -153,7 +154,7 @@ std::unique_ptr<CompiledGraph> compileGraphState(const GraphState &graph,
   addVariableBuffers(graph, *out);
 
   report = {};
-  PassRunner pass(8, progress, *out, report);
+  PassRunner pass(10, progress, *out, report);
   LoweringState state;
   // The program tree is walked twice: verified, then lowered to steps. Every later pass works
   // on the steps and `state`.
@@ -163,12 +164,14 @@ std::unique_ptr<CompiledGraph> compileGraphState(const GraphState &graph,
   pass("lower compute sets", [&] { lowerComputeSets(graph, *out, state); });
   pass("lower kernels", [&] { lowerKernels(*out, state); });
   pass("lower copies", [&] { lowerCopies(*out, state); });
+  pass("caches", [&] { analyseCaches(state, *out); });
   pass("liveness", [&] {
     analyseLiveness(graph, state, *out);
     report.runOrder = describeRunOrder(*out);
   });
   pass("memory layout", [&] { planMemory(graph, options.allowOutOfMemory, report, *out); });
   pass("simplify steps", [&] { simplifySteps(*out); });
+  pass("cache invalidations", [&] { markCacheInvalidations(state, *out); });
   estimateSteps(graph, *out, report);
   return out;
 }

@@ -229,6 +229,7 @@ public:
       return nullptr;
     case StepPayload::StreamCopy:
     case StepPayload::Print:
+    case StepPayload::Cache: // its body's steps carry the effects
       return nullptr;
     }
     return nullptr;
@@ -351,6 +352,10 @@ private:
       break;
     case StepKind::RepeatWhileTrue:
     case StepKind::RepeatWhileFalse: n.kind = Node::Kind::While; break;
+    case StepKind::Cached: // its body once or not at all (what it touches is pinned anyway)
+      n.kind = Node::Kind::Repeat;
+      n.mayRunZeroTimes = true;
+      break;
     case StepKind::Execute:
     case StepKind::Copy:
     case StepKind::StreamToTensor:
@@ -471,6 +476,12 @@ void analyseLiveness(const GraphState &graph, const LoweringState &state, Compil
         for (const ByteRun &r : regions->runs)
           if (r.buffer < numVariables)
             pinned[r.buffer] = true;
+  // A Cached step's variables hold its result, or what it was computed from, across runs.
+  for (const CachedStep &cache : out.caches)
+    for (const auto *buffers : {&cache.reads, &cache.writes})
+      for (std::uint32_t b : *buffers)
+        if (b < numVariables)
+          pinned[b] = true;
 
   // Effects of every step, the programs using each variable, and variables executors pin.
   StepEffects stepEffects(out, state, numVariables);

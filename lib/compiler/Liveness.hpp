@@ -5,6 +5,7 @@
 // Always live (Buffer::alwaysLive):
 //  - constants, variables behind host handles, stream copies, printed tensors, control-flow
 //    predicates and Switch controls (executors touch them outside the steps that name them);
+//  - the variables a Cached step's body reads or writes (CachedStep);
 //  - variables used by more than one program: their values persist between Engine::run calls;
 //  - variables some byte of which may be read before this run of their program wrote it. This is
 //    backward liveness over byte ranges: a read makes its bytes live, a write kills the bytes it

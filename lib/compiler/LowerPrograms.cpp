@@ -147,6 +147,17 @@ private:
         step.name = graph_.computeSets[node.id].name;
       break;
     }
+    case ProgramKind::Cached: {
+      // One cache per Cached program: its copies (which keep its id) used in several places
+      // are fresh or stale together.
+      step.kind = StepKind::Cached;
+      const auto [it, added] =
+          caches_.emplace(node.id, static_cast<std::uint32_t>(out_.caches.size()));
+      if (added)
+        out_.caches.push_back({node.debugName.empty() ? "Cached" : node.debugName, {}, {}});
+      step.index = it->second;
+      break;
+    }
     case ProgramKind::PrintTensor: {
       step.kind = StepKind::PrintTensor;
       step.index = static_cast<std::uint32_t>(out_.prints.size());
@@ -165,6 +176,7 @@ private:
   LoweringState &state_;
   std::unordered_map<const ProgramNode *, std::uint32_t> done_;
   std::unordered_map<unsigned, std::uint32_t> computeSets_; // graph id -> compiled index
+  std::unordered_map<unsigned, std::uint32_t> caches_; // Cached program id -> cache
 };
 
 } // namespace

@@ -31,7 +31,7 @@ constexpr char kMagic[8] = {'A', 'S', 'P', 'E', 'N', 'E', 'X', 'E'};
 // 6: kernels; 7: block codelets; 8: CompiledGraph members in declaration order;
 // 10: gathers and scatters are Copy steps (CopyPlan::rearranges), compute sets and kernels hold
 // none
-constexpr std::uint32_t kFormatVersion = 10;
+constexpr std::uint32_t kFormatVersion = 11;
 
 class Writer {
 public:
@@ -286,9 +286,17 @@ void validate(Reader &io, const CompiledGraph &g) {
     check(c.stream < g.streams.size(), "stream index"), checkRegions(c.tensor);
   for (const PrintInfo &p : g.prints)
     checkRegions(p.regions);
+  const auto checkCaches = [&](const std::vector<std::uint32_t> &caches) {
+    for (std::uint32_t c : caches)
+      check(c < g.caches.size(), "cache index");
+  };
   for (const auto *handles : {&g.hostWrites, &g.hostReads})
     for (const auto &[name, h] : *handles)
-      checkRegions(h.regions);
+      checkRegions(h.regions), checkCaches(h.invalidates);
+  for (const CachedStep &c : g.caches)
+    for (const auto *buffers : {&c.reads, &c.writes})
+      for (std::uint32_t b : *buffers)
+        check(b < g.buffers.size(), "cache variable");
   for (const Step &s : g.steps) {
     for (std::uint32_t c : s.children)
       check(c < g.steps.size(), "step child");
@@ -301,8 +309,10 @@ void validate(Reader &io, const CompiledGraph &g) {
     case StepPayload::StreamCopy: limit = g.streamCopies.size(); break;
     case StepPayload::Print: limit = g.prints.size(); break;
     case StepPayload::Kernel: limit = g.kernels.size(); break;
+    case StepPayload::Cache: limit = g.caches.size(); break;
     }
     check(s.index < limit, "step operand");
+    checkCaches(s.invalidates);
     std::size_t children = 0;
     switch (info.children) {
     case StepChildren::None: children = 0; break;

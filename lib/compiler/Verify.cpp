@@ -137,6 +137,7 @@ public:
     case ProgramKind::Sequence:
     case ProgramKind::Repeat:
     case ProgramKind::Sync:
+    case ProgramKind::Cached: // its body's rules need the lowered steps: Caches.cpp
       break;
     }
   }

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 
 namespace aspen {
 
@@ -159,6 +160,14 @@ Copy::Copy(const Tensor &src, const DataStream &stream, bool, const DebugContext
   mutableNode().graph = stream.graph();
   mutableNode().id = stream.getId();
   mutableNode().tensor = src;
+}
+
+Cached::Cached(const Program &body, const DebugContext &debug)
+    : Program(makeNode(ProgramKind::Cached, debug)) {
+  // Copies of a program copy its nodes, id included: the id says which copies are one cache.
+  static std::atomic<unsigned> nextId{0};
+  mutableNode().id = nextId.fetch_add(1, std::memory_order_relaxed);
+  mutableNode().children = {body};
 }
 
 Repeat::Repeat(unsigned count, const Program &body, const DebugContext &debug)

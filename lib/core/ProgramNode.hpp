@@ -34,7 +34,8 @@ namespace aspen::detail {
   X(Sync, "Sync")                                                                                 \
   X(AbortOnCondition, "AbortOnCondition") /* tensor: predicate */                                \
   X(Kernel, "Kernel") /* kernel over operands (KernelKinds.hpp, Kernels.hpp) */  \
-  X(Launch, "Launch") /* id: compute set of one block codelet; launch (BlockCodelets.hpp) */
+  X(Launch, "Launch") /* id: compute set of one block codelet; launch (BlockCodelets.hpp) */ \
+  X(Cached, "Cached") /* id: the cache (copies share it); children: [body] */
 
 #define ASPEN_PROGRAM_ENUM(kind, name) kind,
 enum class ProgramKind : std::uint8_t { ASPEN_PROGRAM_KINDS(ASPEN_PROGRAM_ENUM) };

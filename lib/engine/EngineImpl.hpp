@@ -52,6 +52,11 @@ private:
   bool isTrue(const ScalarRef &scalar);
   std::int64_t integerValue(const ScalarRef &scalar);
   void transfer(const StreamCopy &copy, bool toDevice);
+  // Marks the Cached steps in `caches` stale (CompiledGraph::caches, Caches.hpp).
+  void invalidate(const std::vector<std::uint32_t> &caches) {
+    for (std::uint32_t c : caches)
+      cacheFresh_[c] = 0;
+  }
   // Adds an event that began at `start` and ends now to the timeline, while it records.
   void recordEvent(ExecutionProfile::Event::Kind kind, std::uint32_t index,
                    RunClock::time_point start);
@@ -68,6 +73,8 @@ private:
   bool recording_ = false; // this run's events go to profile_.timeline
   std::vector<std::uint8_t> staging_;
   std::vector<bool> deviceOnly_; // deviceOnlySteps(*compiled_) when the executor takes them
+  // Per Cached step: its body ran and nothing it depends on was written since. Cleared at load.
+  std::vector<std::uint8_t> cacheFresh_;
   // The run in progress's deadline (options_.timeLimit), checked at every step.
   std::optional<RunClock::time_point> deadline_;
   mutable std::recursive_mutex mutex_;

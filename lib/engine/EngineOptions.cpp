@@ -78,6 +78,7 @@ EngineOptions parseEngineOptions(const OptionFlags &options) {
     result.executorOptions[entry.name] = entry.declareOptions(spec);
   spec.boolean("debug.allowOutOfMemory", result.allowOutOfMemory)
       .number("aspen.timeLimit", result.timeLimit, 0, 1e9)
+      .boolean("aspen.cachedSteps", result.cachedSteps)
       // Execution is always measured and debug names are always kept.
       .boolean("debug.instrument", instrument)
       .boolean("debug.retainDebugInformation", retainDebugInformation)

@@ -17,6 +17,9 @@ struct EngineOptions {
   // aspen.timeLimit: seconds one Engine::run may take (0: no limit). A run past it stops with
   // a runtime_error, also from inside a codelet that never returns (see docs/reliability.md).
   double timeLimit = 0;
+  // aspen.cachedSteps: false runs the body of every program::Cached step each time it is
+  // reached, as if it were never fresh (to time what caching saves, or to rule it out).
+  bool cachedSteps = true;
   // Poplar's autoReport options: which reports the engine writes into `reportDirectory`
   // (profile.json, trace.json and report.html; docs/profiling.md), and how many runs its
   // timeline records.

@@ -120,6 +120,10 @@ private:
         add(sum, (*this)(child));
       sum.exact = false; // the number of iterations is known only when it runs
       return sum;
+    case StepKind::Cached: // the first run's cost; later runs skip the body while it is fresh
+      add(sum, (*this)(step.children[0]));
+      sum.exact = false;
+      return sum;
     case StepKind::If:
     case StepKind::Switch: {
       std::optional<ProgramEstimate> costliest;

@@ -106,6 +106,7 @@ void EngineImpl::runStep(std::uint32_t index) {
   const auto start = Clock::now();
   if (deadline_ && start >= *deadline_)
     throw runtime_error("it was stopped between steps of the program");
+  invalidate(step.invalidates);
   if (offeredAsDeviceSubtree(*compiled_, deviceOnly_, index) &&
       executor_->runDeviceSubtree(index)) {
     const double seconds = secondsSince(start);
@@ -176,6 +177,12 @@ void EngineImpl::runStep(std::uint32_t index) {
     if (isTrue(step.scalar))
       throw runtime_error("AbortOnCondition '" + step.name +
                           "': the predicate is true (non-zero), so the program was aborted");
+    break;
+  case StepKind::Cached:
+    if (!cacheFresh_[step.index]) {
+      runStep(step.children[0]);
+      cacheFresh_[step.index] = options_.cachedSteps;
+    }
     break;
   case StepKind::Nop:
     break;

@@ -209,7 +209,7 @@ TEST_CASE("the JSON profile report has the graph's memory, estimates and measure
 
   // The compile passes, one after the other from time 0.
   const auto &passes = at(at(report, "compile"), "passes").asArray();
-  REQUIRE(passes.size() == 8);
+  REQUIRE(passes.size() == 10);
   CHECK(at(passes[0], "name").asString() == "verify");
   for (std::size_t i = 1; i < passes.size(); ++i)
     CHECK(doubleAt(passes[i], "start") >= doubleAt(passes[i - 1], "start"));
@@ -263,8 +263,8 @@ TEST_CASE("the Chrome trace and the HTML page are made from the report",
       CHECK(ph == "M");
     }
   }
-  // 8 compile passes, the load, and one run: the program, 6 compute sets and the copy.
-  CHECK(complete == 8 + 1 + 8);
+  // 10 compile passes, the load, and one run: the program, 6 compute sets and the copy.
+  CHECK(complete == 10 + 1 + 8);
 
   std::ostringstream html;
   engine.printProfileSummary(html, {{"aspen.format", "html"}});

@@ -120,7 +120,7 @@ def cli_checks(plan, schema, work):
     check(graph_rows.get("vertices") == str(report["vertices"]["total"]),
           "printed vertices agree with the report")
     passes = [p["name"] for p in report["compile"]["passes"]]
-    check(passes[0] == "verify" and len(passes) == 8, f"eight compile passes, verify first ({passes})")
+    check(passes[0] == "verify" and len(passes) == 10, f"ten compile passes, verify first ({passes})")
 
     # popnn's options through flags and --option: shards, the WU cadence, recomputation.
     report_path = os.path.join(work, "lstm-sharded.json")

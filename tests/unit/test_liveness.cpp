@@ -304,9 +304,10 @@ TEST_CASE("ASPEN_COMPILER_DUMP writes each pass's result to a folder", "[unit][l
   compile(lg, {Sequence({Copy(in, t), Copy(t, out)})});
   ::unsetenv("ASPEN_COMPILER_DUMP");
   const std::vector<std::string> passes = {
-      "01-verify.txt",       "02-lower-programs.txt", "03-lower-compute-sets.txt",
-      "04-lower-kernels.txt", "05-lower-copies.txt",  "06-liveness.txt",
-      "07-memory-layout.txt", "08-simplify-steps.txt"};
+      "01-verify.txt",        "02-lower-programs.txt", "03-lower-compute-sets.txt",
+      "04-lower-kernels.txt", "05-lower-copies.txt",   "06-caches.txt",
+      "07-liveness.txt",      "08-memory-layout.txt",  "09-simplify-steps.txt",
+      "10-cache-invalidations.txt"};
   for (const std::string &name : passes) {
     INFO(name);
     REQUIRE(std::filesystem::exists(folder / name));
@@ -315,12 +316,12 @@ TEST_CASE("ASPEN_COMPILER_DUMP writes each pass's result to a folder", "[unit][l
     std::ifstream file(folder / name);
     return std::string(std::istreambuf_iterator<char>(file), {});
   };
-  REQUIRE_THAT(text("06-liveness.txt"), Catch::StartsWith("== compiler pass 6 'liveness': ") &&
+  REQUIRE_THAT(text("07-liveness.txt"), Catch::StartsWith("== compiler pass 7 'liveness': ") &&
                                             Catch::Contains("name: \"t\", bytes: 1024, offset: 0, "
                                                             "alwaysLive: false, liveProgram: 0, "
                                                             "liveBegin: 0, liveEnd: 1}"));
   // Offsets appear after memory layout: in, out, then t above them.
-  REQUIRE_THAT(text("07-memory-layout.txt"),
+  REQUIRE_THAT(text("08-memory-layout.txt"),
                Catch::Contains("name: \"t\", bytes: 1024, offset: 2048, alwaysLive: false"));
   // Steps exist from program lowering on; liveness and memory layout work on them.
   REQUIRE_THAT(text("02-lower-programs.txt"), Catch::Contains("program 0:\n  Sequence #"));

@@ -222,6 +222,7 @@ void CudaGraphCache::enqueueStep(cudaStream_t stream, std::uint32_t index, unsig
   case StepKind::TensorToStream:
   case StepKind::PrintTensor:
   case StepKind::Abort:
+  case StepKind::Cached:
     break;
   }
   throw internal_error(std::string("CUDA graph: step '") + step.name + "' (" +
