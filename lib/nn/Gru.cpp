@@ -6,7 +6,7 @@
 //                     GruCellB -> c, h
 //   resetAfter true:  h.Wo (one product), GruCellResetAfter -> r, u, n, c, h
 // or, with stepMethod fused (GruFused.cpp), the same cells with the products fused into them
-// on weights packed once a run.
+// on weights packed once (program::Cached).
 #include "GruInternal.hpp"
 
 #include "NnWork.hpp"

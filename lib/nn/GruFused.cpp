@@ -1,5 +1,5 @@
 // The GRU's fused forward loop (see GruInternal.hpp and docs/architecture.md): the recurrent
-// weights packed once a run into panels of 16 units of one gate, then each step one compute set
+// weights packed once (program::Cached) into panels of 16 units of one gate, then each step one compute set
 // of GruFusedFwd vertices (resetAfter true) or two (resetAfter false: the candidate's product
 // needs r*h of every unit, so the gates and the candidate are a compute set each) that multiply
 // by their panels, finish the cell in registers and read and write the step's place in the

@@ -91,7 +91,7 @@ void checkTensor(const Tensor &t, const std::vector<std::size_t> &shape, Type ty
                  const std::string &what);
 
 // The backward loop with fused steps, in place of the rnn loop of
-// GruBwd.cpp: Wo^T (woT [3H, H], canonical) packed once a run into 16-unit panels, then, reverse
+// GruBwd.cpp: Wo^T (woT [3H, H], canonical) packed (each run: the copy is made each run) into 16-unit panels, then, reverse
 // in time, one compute set a step of GruFusedBwd vertices and the clock (resetAfter), or two
 // (GruFusedBwd's phases 1 and 2: the gates, then the reset's gradient). hPrev and outGrad (when valid) are
 // [T, B, H]; dhCarry [B, H] is updated in place; deltaX and, with resetAfter, deltaH [T, B, 3H]

@@ -1,5 +1,5 @@
 // The LSTM's fused forward loop (see LstmInternal.hpp and docs/architecture.md): the recurrent
-// weights packed once a run into panels of 4 units x 4 gates, then each step one compute set of
+// weights packed once (program::Cached) into panels of 4 units x 4 gates, then each step one compute set of
 // LstmFusedFwd vertices that multiply h_{t-1} by their panels, finish the cell in registers and
 // read and write the step's place in the sequences themselves, beside the vertex that advances
 // the step's clock: one hand-off between the pool's threads a step and nothing else.
@@ -97,7 +97,8 @@ std::vector<FusedBlock> packFusedWeights(Graph &graph, const LstmParams &params,
     setSlots(graph, v, params);
     blocks.push_back(std::move(block));
   }
-  prog.add(program::Execute(cs));
+  // Packed once: later runs skip the pack until the weights are written (program::Cached).
+  prog.add(program::Cached(program::Execute(cs), {debug, "packWeights"}));
   return blocks;
 }
 

@@ -14,7 +14,7 @@ namespace aspen::nn::lstm::detail {
 
 enum class Recomputation { None, CellAndTanh, Full };
 // How a forward step computes: the product h . Wo (a matMul) then the cell compute set, or one
-// compute set of LstmFusedFwd vertices on weights packed once a run (LstmFused.cpp).
+// compute set of LstmFusedFwd vertices on weights packed once (program::Cached, LstmFused.cpp).
 using rnn::detail::StepMethod;
 
 struct LstmOptions {
@@ -114,7 +114,7 @@ struct FusedBlock {
   Tensor packed; // [panels * H * 16] float, on `tile`
 };
 // The blocks of units the fused step's vertices take, their packed weights filled from Wo
-// (and Wi before it when the step weighs its input) by a compute set added to prog (once a run).
+// (and Wi before it when the step weighs its input) by a Cached step added to prog (once, and again when they are written).
 std::vector<FusedBlock> packFusedWeights(Graph &graph, const LstmParams &params,
                                          const LstmOptions &opts, const LstmWeights &weights,
                                          program::Sequence &prog, const DebugContext &debug);
@@ -132,7 +132,7 @@ std::pair<Tensor, Tensor> fusedForward(Graph &graph, const LstmParams &params,
                                        program::Sequence &prog, const DebugContext &debug);
 
 // The backward loop with fused steps, in place of the rnn loop of LstmBwd.cpp: Wo^T (wT,
-// [4H, H]) packed once a run into 16-unit panels, then one compute set a step of LstmFusedBwd
+// [4H, H]) packed (each run: the copy is made each run) into 16-unit panels, then one compute set a step of LstmFusedBwd
 // vertices and the clock, reverse in time. gates [T, 4, B, H] (canonical) and cellSeq
 // [T, 2, B, H] are the saved values the cell reads (rawCell: c_t rather than phi(c_t)),
 // outGrad [T, B, H] when valid; dhCarry and dc ([B, H]) are updated in place; deltaRows

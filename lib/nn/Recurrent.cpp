@@ -1,7 +1,7 @@
 // The vanilla RNN (popnn's Recurrent functions): built from matMul, ops' additions and nn's
 // non-linearities; the sequences run as rnn loops inside the device program. forwardIterate's
 // steps are fused (the product, additions and non-linearity in one compute set a step, on
-// weights packed once a run) where the LSTM's and the GRU's stepMethod auto would fuse them.
+// weights packed once) where the LSTM's and the GRU's stepMethod auto would fuse them.
 #include "RnnLoop.hpp"
 
 #include <aspen/Error.hpp>
@@ -181,7 +181,7 @@ bool fusesSteps(const Graph &graph, const RnnParams &params, NonLinearityType nl
                                  });
 }
 
-// forwardIterate's loop with fused steps: Wfb packed once a run into 16-unit panels, then one
+// forwardIterate's loop with fused steps: Wfb packed once (program::Cached) into 16-unit panels, then one
 // compute set a step of RnnFusedFwd vertices (the product, x_t, b and the non-linearity) and
 // the clock (RnnFused.cpp's loop).
 void fusedIterate(Graph &graph, const RnnParams &params, const Tensor &feedFwdIn,
@@ -256,7 +256,7 @@ void backwardLoop(Graph &graph, const RnnParams &params, const Tensor &wfbT,
       prog, body, 1, loopOptions, {debug, "loop"});
 }
 
-// rnnBwdSequence's loop with fused steps: Wfb^T packed once a run into 16-unit panels, then one
+// rnnBwdSequence's loop with fused steps: Wfb^T packed (again whenever Wfb^T is written) into 16-unit panels, then one
 // compute set a step of RnnFusedBwd vertices (the product of the kept delta_{t+1}, + dy_t and
 // the gradient) and the clock, reverse in time.
 void fusedBackward(Graph &graph, const RnnParams &params, const Tensor &wfbT,

@@ -72,8 +72,10 @@ bool chooseFusedStep(const Graph &graph, StepMethod method, NonLinearityType act
 // faster than the 4-row kernel (bench_lstm on 2 cores, 2026-12-03: H = 512 to 1024 up to 25%
 // slower fused). One row is a matrix-vector product, which repacks nothing, so fusing saves
 // only the hand-offs (about 30 us a step) and costs the packing, about 1.1 ns a weight
-// (gates x H^2 of them) once a run: it pays from T >= gates H^2 x 1.1 ns / 30 us steps (LSTM:
-// 10 at H = 256, 154 at H = 1024; H = 1024, T = 25 ran 20 ms unfused, 26-30 fused).
+// (gates x H^2 of them) a run in training (the pack is a Cached step, so inference with fixed
+// weights pays it once, but a weight update makes it run again): it pays from
+// T >= gates H^2 x 1.1 ns / 30 us steps (LSTM: 10 at H = 256, 154 at H = 1024; H = 1024,
+// T = 25 ran 20 ms unfused, 26-30 fused, packing each run).
 bool fusedStepPays(const RnnParams &params, unsigned gates) {
   const std::size_t B = params.batchSize, T = params.maxTimeSteps;
   const double H = double(params.layerSizes[1]);
@@ -143,7 +145,8 @@ std::vector<PackedUnitBlock> packUnitPanels(Graph &graph, Type type,
     graph.setInitialValue(v["numUnits"], units.numUnits);
     blocks.push_back(std::move(block));
   }
-  prog.add(program::Execute(cs));
+  // Packed once: later runs skip the pack until the weights are written (program::Cached).
+  prog.add(program::Cached(program::Execute(cs), {debug, "packWeights"}));
   return blocks;
 }
 

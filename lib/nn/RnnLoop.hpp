@@ -89,7 +89,7 @@ std::vector<Tensor> runLoop(Graph &graph, const LoopSpec &spec, program::Sequenc
                             const DebugContext &debug);
 
 // How a forward step computes (the stepMethod option of the LSTM and the GRU): the library
-// products then the cells' compute sets, or fused steps on weights packed once a run
+// products then the cells' compute sets, or fused steps on weights packed once (program::Cached)
 // (LstmFused.cpp, GruFused.cpp).
 enum class StepMethod { Auto, Fused, ProductThenCell };
 void addStepMethodOption(aspen::detail::OptionSpec &spec, StepMethod &target);
@@ -127,7 +127,7 @@ Tensor contiguousOrCopy(Graph &graph, const Tensor &t, program::Sequence &prog,
 // Weights packed for the GRU's and the vanilla RNN's fused steps: per block of units, panels of
 // 16 units of one gate (PackUnitPanels in codelets/nn/rnn.cpp). rows lists the gates x K rows
 // of [H] elements (row g * K + k: gate g's row k), read in place where contiguous; the packing
-// is one compute set added to prog (once a run).
+// is a Cached step added to prog (program::Cached: once, and again when the rows are written).
 constexpr unsigned kUnitPanelUnits = 16;
 std::size_t unitPanelBytes(std::size_t K, unsigned gates, std::size_t H);
 struct PackedUnitBlock {

@@ -33,6 +33,9 @@ struct Case {
   Lengths lengths = Lengths::None;
   bool augru = false;
   bool separateWU = false; // gruBwd + gruWU instead of gruBwdWithWU
+  // The engine runs `runs` times, each after writing every input again: run r's data is data
+  // set firstData + r (seeds 40 + 1000 (firstData + r) on). The last run's results return.
+  unsigned runs = 1, firstData = 0;
 };
 
 GruRun trainingStep(const Case &c) {
@@ -104,29 +107,31 @@ GruRun trainingStep(const Case &c) {
     h.graph.createHostRead(name, t);
   Engine e(h.graph, h.prog, {{"aspen.cpu.threads", std::to_string(c.threads)}});
   e.load(aspen::test::deviceFor(h.graph.getTarget()));
-  unsigned seed = 40;
-  for (const auto &[name, t] : writes) {
-    // The attention stays zero (AUGRU with a = 0 is the GRU) unless asked otherwise.
-    const bool att = std::string(name) == "att";
-    const Values v = att && !c.randomAttention
-                         ? Values(t.numElements(), 0.0)
-                         : randomValues(t.numElements(), att ? 0.0 : -1.0, 1.0, seed++);
-    if (c.type == HALF) {
-      const auto data = convert<half>(v);
-      e.writeTensor(name, data.data(), data.data() + data.size());
-    } else {
-      const auto data = convert<float>(v);
-      e.writeTensor(name, data.data(), data.data() + data.size());
+  for (unsigned run = 0; run < c.runs; ++run) {
+    unsigned seed = 40 + 1000 * (c.firstData + run);
+    for (const auto &[name, t] : writes) {
+      // The attention stays zero (AUGRU with a = 0 is the GRU) unless asked otherwise.
+      const bool att = std::string(name) == "att";
+      const Values v = att && !c.randomAttention
+                           ? Values(t.numElements(), 0.0)
+                           : randomValues(t.numElements(), att ? 0.0 : -1.0, 1.0, seed++);
+      if (c.type == HALF) {
+        const auto data = convert<half>(v);
+        e.writeTensor(name, data.data(), data.data() + data.size());
+      } else {
+        const auto data = convert<float>(v);
+        e.writeTensor(name, data.data(), data.data() + data.size());
+      }
     }
+    if (c.lengths != Lengths::None) {
+      std::vector<unsigned> l{4, 0, 5};
+      for (std::size_t b = l.size(); b < B; ++b)
+        l.push_back(static_cast<unsigned>(b % (T + 1)));
+      l.resize(B);
+      e.writeTensor("lengths", l.data(), l.data() + l.size());
+    }
+    e.run();
   }
-  if (c.lengths != Lengths::None) {
-    std::vector<unsigned> l{4, 0, 5};
-    for (std::size_t b = l.size(); b < B; ++b)
-      l.push_back(static_cast<unsigned>(b % (T + 1)));
-    l.resize(B);
-    e.writeTensor("lengths", l.data(), l.data() + l.size());
-  }
-  e.run();
   std::map<std::string, Values> r;
   for (const auto &[name, t] : reads) {
     if (c.type == HALF) {
@@ -152,6 +157,33 @@ void requireSame(const GruRun &a, const GruRun &b) {
 }
 
 } // namespace
+
+// The fused loops pack the weights once (program::Cached) and again only when they are written:
+// an engine run again on new weights gives the bits of a fresh engine run on them, forward and
+// backward, in both forms and the AUGRU. Stale packed weights would give the first data set's
+// products.
+TEST_CASE("the fused GRU packs its weights again when they are written again",
+          "[correctness][gru]") {
+  Case c;
+  c.B = 5;
+  c.H = 21;
+  c.options = {{"stepMethod", "fused"}};
+  c.resetAfter = GENERATE(false, true);
+  c.augru = GENERATE(false, true);
+  c.randomAttention = c.augru;
+  INFO("resetAfter " << c.resetAfter << ", AUGRU " << c.augru);
+  const GruRun first = trainingStep(c);
+  Case second = c;
+  second.firstData = 1;
+  const GruRun fresh = trainingStep(second);
+  Case again = c;
+  again.runs = 2;
+  const GruRun reused = trainingStep(again);
+  requireSame(reused, fresh);
+  CHECK(sameValues(reused.attGrad, fresh.attGrad));
+  CHECK_FALSE(sameValues(first.output, fresh.output));
+  CHECK_FALSE(sameValues(first.inputGrad, fresh.inputGrad));
+}
 
 TEST_CASE("GRU results do not depend on shards, code reuse, the form of the lengths or the API",
           "[correctness][gru]") {

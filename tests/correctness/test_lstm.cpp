@@ -181,6 +181,9 @@ struct TrainingCase {
   std::vector<unsigned> lengths;
   NonLinearityType activation = NonLinearityType::TANH;
   OptionFlags fwd, bwd;
+  // The engine runs `runs` times, each after writing every input again: run r's data is data
+  // set firstData + r (seeds seed + 1000 (firstData + r) on). The last run's results return.
+  unsigned runs = 1, firstData = 0;
 };
 
 LstmRun trainingRun(const TrainingCase &c) {
@@ -217,20 +220,22 @@ LstmRun trainingRun(const TrainingCase &c) {
     h.graph.createHostRead(name, t);
   Engine e(h.graph, h.prog, {{"aspen.cpu.threads", std::to_string(c.threads)}});
   e.load(aspen::test::deviceFor(h.graph.getTarget()));
-  unsigned seed = c.seed;
-  for (const auto &[name, t] : writes) {
-    const Values v = randomValues(t.numElements(), -1.0, 1.0, seed++);
-    if (c.type == HALF) {
-      const auto data = convert<half>(v);
-      e.writeTensor(name, data.data(), data.data() + data.size());
-    } else {
-      const auto data = convert<float>(v);
-      e.writeTensor(name, data.data(), data.data() + data.size());
+  for (unsigned run = 0; run < c.runs; ++run) {
+    unsigned seed = c.seed + 1000 * (c.firstData + run);
+    for (const auto &[name, t] : writes) {
+      const Values v = randomValues(t.numElements(), -1.0, 1.0, seed++);
+      if (c.type == HALF) {
+        const auto data = convert<half>(v);
+        e.writeTensor(name, data.data(), data.data() + data.size());
+      } else {
+        const auto data = convert<float>(v);
+        e.writeTensor(name, data.data(), data.data() + data.size());
+      }
     }
+    if (lengths.valid())
+      e.writeTensor("lengths", c.lengths.data(), c.lengths.data() + c.lengths.size());
+    e.run();
   }
-  if (lengths.valid())
-    e.writeTensor("lengths", c.lengths.data(), c.lengths.data() + c.lengths.size());
-  e.run();
   auto read = [&](const char *name, const Tensor &t) {
     if (c.type == HALF) {
       std::vector<half> v(t.numElements());
@@ -524,6 +529,7 @@ struct FusedCase {
   std::string recomputation = "none";
   std::string shards = "1";
   bool preCalcWeights = true; // else each step weighs its input: [x_t | h] . [Wi; Wo]
+  unsigned runs = 1, firstData = 0; // TrainingCase's
 };
 
 LstmRun fusedCaseRun(const FusedCase &c) {
@@ -544,6 +550,8 @@ LstmRun fusedCaseRun(const FusedCase &c) {
            {"recomputationMode", c.recomputation},
            {"numShards", c.shards}};
   t.bwd = t.fwd;
+  t.runs = c.runs;
+  t.firstData = c.firstData;
   return trainingRun(t);
 }
 
@@ -620,6 +628,79 @@ TEST_CASE("the fused LSTM step gives the product-then-cell results within roundi
     CHECK(sameValues(r.output, fused.output));
     CHECK(sameValues(r.finalCell, fused.finalCell));
   }
+}
+
+// The fused loops pack the weights once (program::Cached) and again only when they are written:
+// an engine run again on new weights gives the bits of a fresh engine run on them, forward and
+// backward. Stale packed weights would give the first data set's products.
+TEST_CASE("the fused LSTM packs its weights again when they are written again",
+          "[correctness][lstm]") {
+  FusedCase c;
+  c.stepMethod = "fused";
+  c.type = GENERATE(FLOAT, HALF);
+  c.preCalcWeights = GENERATE(true, false);
+  INFO(c.type.toString() << ", preCalcWeights " << c.preCalcWeights);
+  const LstmRun first = fusedCaseRun(c);
+  FusedCase second = c;
+  second.firstData = 1;
+  const LstmRun fresh = fusedCaseRun(second);
+  FusedCase again = c;
+  again.runs = 2;
+  const LstmRun reused = fusedCaseRun(again);
+  CHECK(sameRuns(reused, fresh));
+  CHECK_FALSE(sameValues(first.output, fresh.output));
+  CHECK_FALSE(sameValues(first.inputGrad, fresh.inputGrad));
+}
+
+// In inference the packing runs on the first run only, until the weights are written again:
+// the packing compute set's calls in the profile summary.
+TEST_CASE("the fused LSTM's inference packs its weights on the first run only",
+          "[correctness][lstm]") {
+  const std::size_t T = 4, B = 3, I = 2, H = 9;
+  Harness h(Target::createGeneric(2));
+  lstm::LstmParams params(FLOAT, B, T, {I, H});
+  const OptionFlags options{{"inferenceOnly", "true"}, {"stepMethod", "fused"}};
+  Tensor in = lstm::createInput(h.graph, params, "in", options);
+  lstm::LstmState init = lstm::createInitialState(h.graph, params, "init", options);
+  lstm::LstmWeights w = lstm::createWeights(h.graph, params, "w", options);
+  Tensor out = lstm::lstmFwd(h.graph, params, h.prog, init, w, in, nullptr, "fwd", options);
+  const std::pair<const char *, Tensor> writes[] = {
+      {"in", in},           {"h0", init.output},      {"c0", init.cellState},
+      {"wi", w.inputWeights}, {"wo", w.outputWeights}, {"b", w.biases}};
+  for (const auto &[name, t] : writes)
+    h.graph.createHostWrite(name, t);
+  h.output("out", out);
+  Engine e(h.graph, h.prog);
+  e.load(aspen::test::deviceFor(h.graph.getTarget()));
+  const auto packCalls = [&] {
+    std::ostringstream summary;
+    e.printProfileSummary(summary);
+    const std::string text = summary.str();
+    const std::size_t at = text.find("packWeights: ");
+    REQUIRE(at != std::string::npos);
+    const std::size_t calls = text.find(" calls", at);
+    const std::size_t comma = text.rfind(", ", calls);
+    return std::stoul(text.substr(comma + 2, calls - comma - 2));
+  };
+  const auto write = [&](const char *name, const Tensor &t, unsigned seed) {
+    const auto v = convert<float>(randomValues(t.numElements(), -1.0, 1.0, seed));
+    e.writeTensor(name, v.data(), v.data() + v.size());
+  };
+  unsigned seed = 1;
+  for (const auto &[name, t] : writes)
+    write(name, t, seed++);
+  for (unsigned run = 0; run < 3; ++run) {
+    write("in", in, 10 + run); // the input changes every run; the weights do not
+    e.run();
+  }
+  CHECK(packCalls() == 1);
+  write("wo", w.outputWeights, 5); // the bytes it holds: still packed
+  e.run();
+  CHECK(packCalls() == 1);
+  write("wo", w.outputWeights, 20);
+  e.run();
+  e.run();
+  CHECK(packCalls() == 2);
 }
 
 // The fused loop where the sequence is not kept (the final output only) and the input is not
