@@ -27,8 +27,8 @@
 // as many OpenMP threads. Without a peer the others' numbers are still reported.
 //
 // Usage: bench_<layer> [--quick] [--max-h N] [--shapes LIST] [--mode inference|training|both]
-//                      [--reps N] [--option key=value]... [--profile]   (ASPEN_BENCH_QUICK=1 is
-//                      --quick)
+//                      [--reps N] [--option key=value]... [--engine-option key=value]...
+//                      [--profile]   (ASPEN_BENCH_QUICK=1 is --quick)
 // The full set takes long on a small machine: scripts/bench.sh passes --max-h 512 by default.
 #pragma once
 
@@ -196,6 +196,8 @@ struct Settings {
   unsigned repetitions = 5;
   // Extra layer options (--option key=value), e.g. preCalcWeights=true for the LSTM.
   std::vector<std::pair<std::string, std::string>> layerOptions;
+  // Extra engine options (--engine-option key=value), e.g. aspen.cachedSteps=false.
+  std::vector<std::pair<std::string, std::string>> engineOptions;
   bool profile = false; // --profile: Aspen's profile summary after each measurement
 };
 
@@ -344,6 +346,8 @@ inline void printResultLine(const RnnLayer &layer, const Row &r, unsigned tiles,
                "  --mode M       inference, training or both (default both)\n"
                "  --reps N       timed runs a measurement, after one warm-up (default 5)\n"
                "  --option K=V   an option for Aspen's %s layer (repeatable)\n"
+               "  --engine-option K=V  an engine option (repeatable), e.g. "
+               "aspen.cachedSteps=false\n"
                "  --profile      print Aspen's profile summary after each measurement\n",
                layer.name.c_str(), problem.c_str(), layer.name.c_str(), layer.name.c_str());
   std::exit(2);
@@ -410,12 +414,13 @@ inline Settings parseArguments(int argc, char **argv) {
           patterns.push_back(pattern);
     } else if (flag == "--profile") {
       settings.profile = true;
-    } else if (flag == "--option") {
+    } else if (flag == "--option" || flag == "--engine-option") {
       const std::string kv = value();
       const auto eq = kv.find('=');
       if (eq == std::string::npos || eq == 0)
-        throw UsageError("--option takes key=value, got '" + kv + "'");
-      settings.layerOptions.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+        throw UsageError(flag + " takes key=value, got '" + kv + "'");
+      (flag == "--option" ? settings.layerOptions : settings.engineOptions)
+          .emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
     } else if (flag == "--reps") {
       settings.repetitions = unsigned(parseCount(flag, value()));
     } else if (flag == "--mode") {
@@ -499,8 +504,10 @@ inline int runCpuBenchmark(int argc, char **argv, const RnnLayer &layer) {
   std::fflush(stdout);
 
   // The generic target's tiles model a core's share of memory; the largest shapes need more.
-  const OptionFlags engineOptions{{"aspen.cpu.threads", std::to_string(cores)},
-                                  {"debug.allowOutOfMemory", "true"}};
+  OptionFlags engineOptions{{"aspen.cpu.threads", std::to_string(cores)},
+                            {"debug.allowOutOfMemory", "true"}};
+  for (const auto &[key, value] : settings.engineOptions)
+    engineOptions.set(key, value);
   std::vector<Row> rows;
   for (const Shape &s : settings.shapes) {
     for (Mode mode : settings.modes) {
