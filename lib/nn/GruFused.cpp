@@ -115,7 +115,7 @@ bool usesFusedStep(const Graph &graph, const GruParams &params, const GruOptions
   const std::size_t H = params.rnn.layerSizes[1];
   return rnn::detail::chooseFusedStep(
       graph, opts.stepMethod, params.activation, params.recurrentActivation, what, [&] {
-        return rnn::detail::fusedStepPays(params.rnn, 3) &&
+        return rnn::detail::fusedStepPays(params.rnn, 3, opts.inferenceOnly) &&
                rnn::detail::fusedWeightsFit(graph.getTarget(), H, kUnitPanelUnits,
                                             rnn::detail::unitPanelBytes(H, 3, H));
       });

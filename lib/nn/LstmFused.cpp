@@ -50,7 +50,7 @@ bool usesFusedStep(const Graph &graph, const LstmParams &params, const LstmOptio
                    const std::string &what) {
   return rnn::detail::chooseFusedStep(
       graph, opts.stepMethod, params.activation, params.recurrentActivation, what, [&] {
-        return rnn::detail::fusedStepPays(params.rnn, 4) &&
+        return rnn::detail::fusedStepPays(params.rnn, 4, opts.inferenceOnly) &&
                rnn::detail::fusedWeightsFit(graph.getTarget(), params.rnn.layerSizes[1],
                                             kPanelUnits, packedBytes(params, opts));
       });

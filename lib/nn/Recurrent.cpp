@@ -174,7 +174,9 @@ bool fusesSteps(const Graph &graph, const RnnParams &params, NonLinearityType nl
   const std::size_t H = params.layerSizes[1];
   return detail::chooseFusedStep(graph, detail::StepMethod::Auto, nl, nl, "rnn::forwardIterate",
                                  [&] {
-                                   return detail::fusedStepPays(params, 1) &&
+                                   // popnn's signature says nothing of training: the rule that
+                                   // pays for packing every run.
+                                   return detail::fusedStepPays(params, 1, false) &&
                                           detail::fusedWeightsFit(
                                               graph.getTarget(), H, detail::kUnitPanelUnits,
                                               detail::unitPanelBytes(H, 1, H));

@@ -71,17 +71,19 @@ bool chooseFusedStep(const Graph &graph, StepMethod method, NonLinearityType act
 // more rows, OpenBLAS repacking Wo on every call; at B = 64 the blocked library product was
 // faster than the 4-row kernel (bench_lstm on 2 cores, 2026-12-03: H = 512 to 1024 up to 25%
 // slower fused). One row is a matrix-vector product, which repacks nothing, so fusing saves
-// only the hand-offs (about 30 us a step) and costs the packing, about 1.1 ns a weight
-// (gates x H^2 of them) a run in training (the pack is a Cached step, so inference with fixed
-// weights pays it once, but a weight update makes it run again): it pays from
-// T >= gates H^2 x 1.1 ns / 30 us steps (LSTM: 10 at H = 256, 154 at H = 1024; H = 1024,
-// T = 25 ran 20 ms unfused, 26-30 fused, packing each run).
-bool fusedStepPays(const RnnParams &params, unsigned gates) {
+// the hand-offs (about 30 us a step) and the matrix-vector call's overhead. The packing is a
+// Cached step: in inference it runs once for fixed weights, and one row fuses whatever the
+// length (bench_lstm / bench_gru, 2026-12-04, inference B = 1, fused against product-then-
+// cell with the packing once: LSTM H1024 T25 5.2-6.9 ms against 9.0-11.4, GRU 4.8-5.5
+// against 6.3, H512 T100 4.0-4.3 against 5.7-6.2). In training the weight update makes it
+// run every run, about 1.1 ns a weight (gates x H^2 of them), so it must be paid by the steps:
+// T >= gates H^2 x 1.1 ns / 30 us (LSTM: 10 at H = 256, 154 at H = 1024).
+bool fusedStepPays(const RnnParams &params, unsigned gates, bool inference) {
   const std::size_t B = params.batchSize, T = params.maxTimeSteps;
   const double H = double(params.layerSizes[1]);
   if (B > kFusedMaxBatch)
     return false;
-  return B > 1 || double(T) * 30e-6 >= gates * H * H * 1.1e-9;
+  return B > 1 || inference || double(T) * 30e-6 >= gates * H * H * 1.1e-9;
 }
 
 std::vector<FusedUnitBlock> fusedUnitBlocks(const Target &target, std::size_t H,

@@ -104,8 +104,10 @@ bool chooseFusedStep(const Graph &graph, StepMethod method, NonLinearityType act
                      NonLinearityType recurrentActivation, const std::string &what,
                      const std::function<bool()> &paysAndFits);
 // Whether auto fuses a layer of `gates` gates: small batches only, and one row only when the
-// sequence is long enough to pay for the packing (RnnFused.cpp says where the lines are).
-bool fusedStepPays(const RnnParams &params, unsigned gates);
+// weights are packed once (`inference`: no weight update in the engine, so the Cached pack runs
+// once) or the sequence is long enough to pay for packing every run (RnnFused.cpp says where
+// the lines are).
+bool fusedStepPays(const RnnParams &params, unsigned gates, bool inference);
 // The units [firstUnit, firstUnit + numUnits) whose packed weights one vertex a step keeps on
 // `tile`, in granules of granuleUnits (the packing's panel width). Enough blocks that every
 // worker of a tile has a granule and that a tile keeps at most half its memory in packed

@@ -831,11 +831,15 @@ TEST_CASE("stepMethod auto fuses the step of small batches on the CPU targets, n
   // Small batches only: from 17 rows the library product is the default.
   CHECK(fusedOn(Target::createGeneric(2), inference, 16));
   CHECK_FALSE(fusedOn(Target::createGeneric(2), inference, 17));
-  // One row: only when enough steps pay for packing the weights (T >= 4H^2 x 1.1 ns / 30 us).
+  // One row: in inference always (the packing runs once for fixed weights); otherwise only
+  // when enough steps pay for packing every run (T >= 4H^2 x 1.1 ns / 30 us).
   const Target roomy = Target::createGeneric(2, 1, std::size_t(64) << 20);
-  CHECK(fusedOn(roomy, inference, 1, 256, 10));
-  CHECK_FALSE(fusedOn(roomy, inference, 1, 256, 9));
-  CHECK_FALSE(fusedOn(roomy, inference, 1, 512, 30));
+  CHECK(fusedOn(roomy, inference, 1, 256, 9));
+  CHECK(fusedOn(roomy, inference, 1, 512, 30));
+  const OptionFlags training{{"preCalcWeights", "true"}};
+  CHECK(fusedOn(roomy, training, 1, 256, 10));
+  CHECK_FALSE(fusedOn(roomy, training, 1, 256, 9));
+  CHECK_FALSE(fusedOn(roomy, training, 1, 512, 30));
   // Packed weights over half of what the tiles have: not fused (H = 256 packs 1 MiB; three
   // tiles of 624 KiB may hold 936 KiB of it), and fused where there are tiles enough.
   CHECK_FALSE(fusedOn(Target::createGeneric(3), inference, 4, 256, 10));

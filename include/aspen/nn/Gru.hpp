@@ -55,13 +55,14 @@
 //   compute set (resetAfter true) or two (resetAfter false, whose candidate needs r*h of every
 //   unit) whose vertices multiply by their panels, finish the cell on the results and read and
 //   write the step's part of the sequences themselves (rnnCodeReuse is then ignored). fused
-//   needs element-wise activations; auto chooses it then for batches of 2 to 16, and of 1 when
-//   the sequence pays for the packing (T >= 3 H^2 x 1.1 ns / 30 us), when the packed copy
+//   needs element-wise activations; auto chooses it then for batches of 2 to 16, and of 1 with
+//   inferenceOnly (the weights are packed once, again only when they are written) or when the
+//   sequence pays for packing every run (T >= 3 H^2 x 1.1 ns / 30 us), when the packed copy
 //   (3H^2 floats) fits half of the tiles' memory, except on GPU targets. The backward loop
 //   (the AUGRU's too) is fused wherever the forward's is and the gate gradients of every
 //   step are kept (not with rnnStepsPerWU interleaving the weight update): a step is one
 //   compute set (resetAfter true; two without) multiplying the next step's gate gradients by
-//   Wo^T (packed once a run) and running the backward cell on the result. The two differ by the rounding of the products' sums;
+//   Wo^T (packed every run) and running the backward cell on the result. The two differ by the rounding of the products' sums;
 //   the fused steps' results are the same bits for any number of tiles or threads. Results do
 //   not depend on numShards or rnnCodeReuse, nor on rnnStepsPerWU beyond rounding of the sums.
 #pragma once

@@ -62,12 +62,13 @@
 //   (and x_t) by their panels, finish the cell on the results and read and write the step's
 //   part of the sequences themselves (no product output, no slicing, storing or step-control
 //   compute sets: one hand-off between threads a step; rnnCodeReuse is ignored). fused needs
-//   element-wise activations; auto chooses it then for batches of 2 to 16, and of 1 when the
-//   sequence is long enough to pay for the packing (T >= H^2 / 6800), when the packed copy
+//   element-wise activations; auto chooses it then for batches of 2 to 16, and of 1 with
+//   inferenceOnly (the weights are packed once, again only when they are written) or when the
+//   sequence is long enough to pay for packing every run (T >= H^2 / 6800), when the packed copy
 //   (4H^2 floats, 4H(I+H) without preCalcWeights) fits half of the tiles' memory, except on
 //   GPU targets. The backward loop is fused too wherever the forward's is and the gate
 //   gradients of every step are kept (not with rnnStepsPerWU interleaving the weight update):
-//   a step is one compute set multiplying delta_{t+1} by Wo^T (packed once a run) and running
+//   a step is one compute set multiplying delta_{t+1} by Wo^T (packed every run) and running
 //   the backward cell on the result. The two differ by the rounding of the products' sums;
 //   the fused steps' results are the same bits for any number of tiles or threads.
 //   Results do not depend on numShards, rnnCodeReuse, rnnStepsPerWU or recomputationMode beyond
