@@ -20,7 +20,13 @@ using program::Sequence;
 
 namespace {
 
-constexpr std::size_t kFusedMaxBatch = 16; // the largest batch stepMethod auto fuses
+// The largest batch stepMethod auto fuses: up to 64 rows the 8-row packed kernel beat the
+// library products (bench_lstm / bench_gru, 2026-12-04, B = 64 T = 25, fused against
+// product-then-cell: LSTM inference 9.7-9.9 ms against 14.5-14.6 at H = 256, 140-141 against
+// 178-180 at H = 1024; training 33 against 52 and 458 against 588; GRU inference 7.5-8.2
+// against 10.7, training 104 against 104 at H = 512). Larger batches were not measured; the
+// blocked library product's advantage grows with the rows.
+constexpr std::size_t kFusedMaxBatch = 64;
 // The packed weights may take at most this share of a tile.
 constexpr double kPackedTileShare = 0.5;
 
@@ -67,10 +73,9 @@ bool chooseFusedStep(const Graph &graph, StepMethod method, NonLinearityType act
   return applies && !graph.getTarget().isGpu() && paysAndFits();
 }
 
-// Small batches only. There each step is mostly hand-offs and, for a library product of two or
-// more rows, OpenBLAS repacking Wo on every call; at B = 64 the blocked library product was
-// faster than the 4-row kernel (bench_lstm on 2 cores, 2026-12-03: H = 512 to 1024 up to 25%
-// slower fused). One row is a matrix-vector product, which repacks nothing, so fusing saves
+// Batches up to kFusedMaxBatch. There each step is mostly hand-offs and, for a library product
+// of two or more rows, OpenBLAS repacking Wo on every call (the 4-row kernel of 2026-12-03 had
+// lost at B = 64; the 8-row one wins there). One row is a matrix-vector product, which repacks nothing, so fusing saves
 // the hand-offs (about 30 us a step) and the matrix-vector call's overhead. The packing is a
 // Cached step: in inference it runs once for fixed weights, and one row fuses whatever the
 // length (bench_lstm / bench_gru, 2026-12-04, inference B = 1, fused against product-then-

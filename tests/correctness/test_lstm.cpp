@@ -828,9 +828,10 @@ TEST_CASE("stepMethod auto fuses the step of small batches on the CPU targets, n
   const OptionFlags inference{{"inferenceOnly", "true"}, {"preCalcWeights", "true"}};
   CHECK(fusedOn(Target::createGeneric(2), inference));
   CHECK(fusedOn(Target::createModel("ipu2", 16), inference));
-  // Small batches only: from 17 rows the library product is the default.
+  // Batches up to 64: from 65 rows the library product is the default.
   CHECK(fusedOn(Target::createGeneric(2), inference, 16));
-  CHECK_FALSE(fusedOn(Target::createGeneric(2), inference, 17));
+  CHECK(fusedOn(Target::createGeneric(2), inference, 64));
+  CHECK_FALSE(fusedOn(Target::createGeneric(2), inference, 65));
   // One row: in inference always (the packing runs once for fixed weights); otherwise only
   // when enough steps pay for packing every run (T >= 4H^2 x 1.1 ns / 30 us).
   const Target roomy = Target::createGeneric(2, 1, std::size_t(64) << 20);

@@ -94,15 +94,15 @@ TEST_CASE("rnn step functions agree with the sequence functions", "[correctness]
   }
 }
 
-// forwardIterate's steps, fused (batches of 2 to 16 on a CPU target: one compute set a step on
-// Wfb packed once a run) and not (17 rows), against the host's double y_t = nl(y_{t-1} . Wfb +
+// forwardIterate's steps, fused (batches of 2 to 64 on a CPU target: one compute set a step on
+// Wfb packed once) and not (65 rows), against the host's double y_t = nl(y_{t-1} . Wfb +
 // x_t + b); H = 37 gives blocks of 16 units with a tail. The fused results are the same bits on
 // any split of tiles and threads, and the fused graph has the fused vertex.
 TEST_CASE("forwardIterate's fused and unfused steps match a double model", "[correctness][rnn]") {
   const unsigned T = 5, I = 3, H = 37;
   const NonLinearityType nl =
       GENERATE(NonLinearityType::TANH, NonLinearityType::SIGMOID, NonLinearityType::RELU);
-  const unsigned B = GENERATE(3u, 17u);
+  const unsigned B = GENERATE(3u, 65u);
   INFO(nn::asString(nl) << ", B = " << B);
   auto run = [&](unsigned tiles, unsigned threads, bool &fused) {
     Harness h(Target::createGeneric(tiles));
@@ -127,7 +127,10 @@ TEST_CASE("forwardIterate's fused and unfused steps match a double model", "[cor
     std::map<std::string, std::vector<float>> in;
     unsigned seed = 20;
     for (const auto &[name, t] : writes) {
-      in[name] = convert<float>(randomValues(t.numElements(), -1.0, 1.0, seed++));
+      // Wfb within +-0.3, so the recurrence contracts (37 terms of |h| < 1) and float
+      // rounding does not grow step by step where a ReLU unit's sum cancels.
+      const double range = std::string(name) == "wfb" ? 0.3 : 1.0;
+      in[name] = convert<float>(randomValues(t.numElements(), -range, range, seed++));
       e.writeTensor(name, in[name].data(), in[name].data() + in[name].size());
     }
     e.run();
@@ -138,7 +141,7 @@ TEST_CASE("forwardIterate's fused and unfused steps match a double model", "[cor
   };
   bool fused = false;
   const auto [y, ff, in] = run(3, 2, fused);
-  CHECK(fused == (B <= 16));
+  CHECK(fused == (B <= 64));
   // The host model, from the device's own x . Wff (tested elsewhere) in double.
   std::vector<double> h(in.at("y0").begin(), in.at("y0").end()), want(T * B * H);
   for (unsigned t = 0; t < T; ++t) {
@@ -155,8 +158,8 @@ TEST_CASE("forwardIterate's fused and unfused steps match a double model", "[cor
       }
     h = next;
   }
-  // Float sums of 37 products and three roundings a step, over 5 steps (pre-activations of a
-  // few units, so errors grow by a few each step): a wrong unit, step or term is off by 1e-2.
+  // Float sums of 37 products and three roundings a step, over 5 steps (the recurrence
+  // contracts, so errors stay near one step's): a wrong unit, step or term is off by 1e-2.
   requireClose(y, Values(want.begin(), want.end()), 1e-5, 1e-4, "y");
   CHECK(y != Values(y.size(), 0.0));
   if (fused) {
@@ -192,8 +195,8 @@ TEST_CASE("rnnBwdSequence fuses its steps where forwardIterate does", "[correctn
     return summary.str().find("RnnFusedBwd") != std::string::npos;
   };
   CHECK(fused(3, NonLinearityType::TANH));
-  CHECK(fused(16, NonLinearityType::RELU));
-  CHECK_FALSE(fused(17, NonLinearityType::TANH));
+  CHECK(fused(64, NonLinearityType::RELU));
+  CHECK_FALSE(fused(65, NonLinearityType::TANH));
   CHECK_FALSE(fused(3, NonLinearityType::SOFTMAX)); // over a row: not element-wise
 }
 

@@ -55,7 +55,7 @@
 //   compute set (resetAfter true) or two (resetAfter false, whose candidate needs r*h of every
 //   unit) whose vertices multiply by their panels, finish the cell on the results and read and
 //   write the step's part of the sequences themselves (rnnCodeReuse is then ignored). fused
-//   needs element-wise activations; auto chooses it then for batches of 2 to 16, and of 1 with
+//   needs element-wise activations; auto chooses it then for batches of 2 to 64, and of 1 with
 //   inferenceOnly (the weights are packed once, again only when they are written) or when the
 //   sequence pays for packing every run (T >= 3 H^2 x 1.1 ns / 30 us), when the packed copy
 //   (3H^2 floats) fits half of the tiles' memory, except on GPU targets. The backward loop

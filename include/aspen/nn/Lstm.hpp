@@ -62,7 +62,7 @@
 //   (and x_t) by their panels, finish the cell on the results and read and write the step's
 //   part of the sequences themselves (no product output, no slicing, storing or step-control
 //   compute sets: one hand-off between threads a step; rnnCodeReuse is ignored). fused needs
-//   element-wise activations; auto chooses it then for batches of 2 to 16, and of 1 with
+//   element-wise activations; auto chooses it then for batches of 2 to 64, and of 1 with
 //   inferenceOnly (the weights are packed once, again only when they are written) or when the
 //   sequence is long enough to pay for packing every run (T >= H^2 / 6800), when the packed copy
 //   (4H^2 floats, 4H(I+H) without preCalcWeights) fits half of the tiles' memory, except on

@@ -10,8 +10,8 @@
 //   forwardWeightInput(x, Wff) -> x . Wff [T, B, H], one product for all steps
 //   forwardIterate(ff [T, B, H], y0 [B, H], Wfb, b, nl) -> y [T, B, H], a loop in the device
 //     program. Where the LSTM's and the GRU's stepMethod auto would fuse (an element-wise nl,
-//     batches of 2 to 16, or 1 over enough steps, on a target that is not a GPU, packed
-//     weights that fit), each step is one compute set on Wfb packed once a run (the product,
+//     batches of 2 to 64, or 1 over enough steps, on a target that is not a GPU, packed
+//     weights that fit), each step is one compute set on Wfb packed once (the product,
 //     the additions and nl fused; the same roundings, the product's sums in another order).
 //     rnnBwdSequence's loop is fused on the same condition (delta_{t+1} . Wfb^T, + dy_t and
 //     nl' in one compute set a step, on Wfb^T packed once a run).
