@@ -79,9 +79,12 @@ Touched touchedBy(const LoweringState &state, const CompiledGraph &g, std::uint3
 void analyseCaches(const LoweringState &state, CompiledGraph &out) {
   if (out.caches.empty())
     return;
+  // Copies of one Cached program are several steps of one cache: their bodies are the same.
+  std::vector<bool> analysed(out.caches.size());
   forEachStep(out, out.programs, [&](std::uint32_t, const Step &cachedStep) {
-    if (cachedStep.kind != StepKind::Cached)
+    if (cachedStep.kind != StepKind::Cached || analysed[cachedStep.index])
       return;
+    analysed[cachedStep.index] = true;
     CachedStep &cache = out.caches[cachedStep.index];
     std::set<std::uint32_t> reads, writes;
     forEachStep(out, ArrayRef<std::uint32_t>(&cachedStep.children[0], 1),
