@@ -34,6 +34,13 @@ struct GpuProperties {
   std::size_t sharedMemoryPerBlockOptin = 0;
   std::size_t globalMemoryBytes = 0;
   double memoryBandwidthBytesPerSecond = 0;
+  // What bounds a co-resident launch (every block resident at once) and a kernel that keeps
+  // data on chip; 0 (false) where the target does not say.
+  unsigned registersPerMultiprocessor = 0;     // 32-bit registers
+  std::size_t sharedMemoryPerMultiprocessor = 0;
+  unsigned maxThreadsPerMultiprocessor = 0;
+  std::size_t l2CacheBytes = 0;
+  bool cooperativeLaunch = false; // grids launched with every block resident (grid barriers)
 };
 
 class ASPEN_API Target {
@@ -180,6 +187,12 @@ public:
     std::size_t memory;
     double bandwidth; // bytes per second
     double clockHz;
+    // Per multiprocessor (0: not known), and whether cooperative launches are supported.
+    unsigned registersPerMultiprocessor = 0;
+    std::size_t sharedMemoryPerMultiprocessor = 0;
+    unsigned maxThreadsPerMultiprocessor = 0;
+    std::size_t l2CacheBytes = 0;
+    bool cooperativeLaunch = false;
   };
   // A GPU target: tiles = multiProcessors x option "tilesPerSM" (default 1, at most 32),
   // workers = option "threadsPerBlock" (default 256, a multiple of 32 up to the card's

@@ -133,6 +133,106 @@ public:
   }
 };
 
+// Device-scope memory operations, for blocks that hand each other data inside one launch (a
+// co-resident launch, BlockCodelets.hpp). storeRelease(p, v) writes v so that whatever this
+// thread wrote before it is visible to a thread that reads v with loadAcquire(p). On a GPU they
+// are ld.acquire.gpu / st.release.gpu (and atom.acq_rel.gpu); on the host, GCC's __atomic
+// builtins, so blocks on different host threads do not race in C++'s sense. Types of 2, 4 and
+// 8 bytes (half, float, int, unsigned, ...). Plain or volatile loads in a spin loop are not
+// enough: on the CPU executor a waiting block must yield (Block::waitUntil), and only these
+// operations order memory between host threads.
+namespace detail {
+
+#if defined(__CUDA_ARCH__)
+template <class T, class U> __device__ T gpuBitCast(U u) {
+  static_assert(sizeof(T) == sizeof(U), "gpuBitCast: sizes differ");
+  T t;
+  *reinterpret_cast<U *>(&t) = u;
+  return t;
+}
+template <class U, class T> __device__ U gpuBits(const T &t) {
+  static_assert(sizeof(T) == sizeof(U), "gpuBits: sizes differ");
+  return *reinterpret_cast<const U *>(&t);
+}
+__device__ inline unsigned long long gpuGlobalTimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+#endif
+
+// Adds v to *p and returns the old value, ordered both ways (acquire and release).
+ASPEN_HD inline unsigned fetchAddAcqRel(unsigned *p, unsigned v) {
+#if defined(__CUDA_ARCH__)
+  unsigned old;
+  asm volatile("atom.acq_rel.gpu.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+#else
+  return __atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
+#endif
+}
+
+} // namespace detail
+
+template <class T> ASPEN_HD T loadAcquire(const T *p) {
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8,
+                "aspen::loadAcquire takes a type of 2, 4 or 8 bytes");
+#if defined(__CUDA_ARCH__)
+  if constexpr (sizeof(T) == 2) {
+    unsigned short u;
+    asm volatile("ld.acquire.gpu.b16 %0, [%1];" : "=h"(u) : "l"(p) : "memory");
+    return detail::gpuBitCast<T>(u);
+  } else if constexpr (sizeof(T) == 4) {
+    unsigned u;
+    asm volatile("ld.acquire.gpu.b32 %0, [%1];" : "=r"(u) : "l"(p) : "memory");
+    return detail::gpuBitCast<T>(u);
+  } else {
+    unsigned long long u;
+    asm volatile("ld.acquire.gpu.b64 %0, [%1];" : "=l"(u) : "l"(p) : "memory");
+    return detail::gpuBitCast<T>(u);
+  }
+#else
+  T value;
+  __atomic_load(const_cast<T *>(p), &value, __ATOMIC_ACQUIRE);
+  return value;
+#endif
+}
+
+template <class T> ASPEN_HD void storeRelease(T *p, T v) {
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8,
+                "aspen::storeRelease takes a type of 2, 4 or 8 bytes");
+#if defined(__CUDA_ARCH__)
+  if constexpr (sizeof(T) == 2)
+    asm volatile("st.release.gpu.b16 [%0], %1;" ::"l"(p), "h"(detail::gpuBits<unsigned short>(v))
+                 : "memory");
+  else if constexpr (sizeof(T) == 4)
+    asm volatile("st.release.gpu.b32 [%0], %1;" ::"l"(p), "r"(detail::gpuBits<unsigned>(v))
+                 : "memory");
+  else
+    asm volatile("st.release.gpu.b64 [%0], %1;" ::"l"(p),
+                 "l"(detail::gpuBits<unsigned long long>(v))
+                 : "memory");
+#else
+  __atomic_store(p, &v, __ATOMIC_RELEASE);
+#endif
+}
+
+// The write-once sentinel protocol (docs/architecture.md "Co-resident launches"): a buffer
+// that blocks exchange through is filled with -0.0 (unpublished<T>()) before the launch; a
+// producer writes each element once with publish(), which stores -0.0 as +0.0 after rounding
+// to T (a tiny negative float becomes -0.0 in half), so a published value never looks
+// unpublished; a consumer waits until !isUnpublished(loadAcquire(p)). The value is its own
+// flag: no flag words, no reset, nothing between data and flag. float and half.
+template <class T> ASPEN_HD T unpublished() { return T(-0.0f); }
+ASPEN_HD inline bool isUnpublished(float v) { return detail::floatBits(v) == 0x80000000u; }
+ASPEN_HD inline bool isUnpublished(half v) { return v.bits() == 0x8000u; }
+template <class T> ASPEN_HD void publish(T *p, float v) {
+  T stored = T(v);
+  if (isUnpublished(stored))
+    stored = T(0.0f);
+  storeRelease(p, stored);
+}
+
 // A block codelet: the home for hand-written kernels. compute(aspen::Block &block) runs on every
 // thread of every block of a launch (program::Launch, BlockCodelets.hpp) at once; the threads
 // of a block share block.shared<T>() (block.sharedBytes() bytes, uninitialised) and wait for
@@ -140,13 +240,31 @@ public:
 // __syncthreads rules). On a GPU it is one kernel (blockDim = threads, gridDim = blocks, dynamic
 // shared memory); on the CPU executor the threads of a block run as fibers, one after another
 // between barriers, so results agree wherever the codelet has no data race.
+//
+// Blocks that wait for each other (a co-resident launch, LaunchShape::coResident):
+//   block.waitUntil(pred)  this thread waits until pred() is true; pred reads what other blocks
+//                          publish, through loadAcquire. On a GPU it polls with a growing
+//                          __nanosleep back-off; on the CPU executor the fiber yields to the
+//                          others each time pred() is false. Returns true once pred() held, or
+//                          false when the wait gave up (on a GPU, after the launch's wait
+//                          timeout, or because another wait of the launch gave up): the launch
+//                          then fails with an error naming the block and where it waited, so
+//                          the codelet should return at once.
+//   block.gridSync()       a barrier over every thread of every block (all of them must call it,
+//                          the same number of times); memory written before it is visible to
+//                          every thread after it. Same return value as waitUntil.
+// A codelet whose blocks wait for each other declares `static constexpr bool coResident = true;`
+// and then may only run in co-resident launches. It may declare
+// `static constexpr unsigned maxThreadsPerBlock = N;`: its GPU kernel is then built for blocks
+// of at most N threads (__launch_bounds__(N, 1), so up to 255 registers a thread when N <= 256),
+// and larger launches are refused.
 class BlockVertex {};
 
 class Block {
 public:
 #if defined(__CUDA_ARCH__)
-  __device__ Block(void *shared, unsigned long long sharedBytes)
-      : shared_(shared), sharedBytes_(sharedBytes) {}
+  __device__ Block(void *shared, unsigned long long sharedBytes, detail::GridState *grid)
+      : shared_(shared), sharedBytes_(sharedBytes), grid_(grid) {}
   __device__ unsigned threadId() const { return threadIdx.x; }
   __device__ unsigned numThreads() const { return blockDim.x; }
   __device__ unsigned blockId() const { return blockIdx.x; }
@@ -154,10 +272,6 @@ public:
   __device__ void sync() const { __syncthreads(); }
   template <class T> __device__ T *shared() const { return static_cast<T *>(shared_); }
   __device__ unsigned long long sharedBytes() const { return sharedBytes_; }
-
-private:
-  void *shared_;
-  unsigned long long sharedBytes_;
 #else
   explicit Block(const detail::BlockState *state) : s_(state) {}
   unsigned threadId() const { return s_->threadId; }
@@ -167,8 +281,69 @@ private:
   void sync() const { s_->barrier(s_->runner); }
   template <class T> T *shared() const { return static_cast<T *>(s_->shared); }
   unsigned long long sharedBytes() const { return s_->sharedBytes; }
+#endif
+
+  template <class Predicate> ASPEN_HD bool waitUntil(Predicate predicate) const {
+    return wait(predicate, detail::kWaitAtWaitUntil);
+  }
+
+  // A sense-counting barrier over the blocks' first threads, between two block barriers.
+  ASPEN_HD bool gridSync() const {
+    sync();
+    detail::GridState *g = grid();
+    if (threadId() == 0) {
+      const unsigned generation = loadAcquire(&g->generation);
+      if (detail::fetchAddAcqRel(&g->arrived, 1u) == numBlocks() - 1) {
+        storeRelease(&g->arrived, 0u); // every other block waits for the generation below
+        storeRelease(&g->generation, generation + 1);
+      } else {
+        auto released = [&] { return loadAcquire(&g->generation) != generation; };
+        wait(released, detail::kWaitAtGridSync);
+      }
+    }
+    sync();
+    return loadAcquire(&g->gaveUp) == 0;
+  }
 
 private:
+#if defined(__CUDA_ARCH__)
+  __device__ detail::GridState *grid() const { return grid_; }
+
+  // Polls with a back-off of 32 ns doubling to 1 us; gives up after the launch's timeout, or at
+  // once when another wait of the launch gave up, recording the first to give up.
+  template <class Predicate> __device__ bool wait(Predicate &predicate, unsigned where) const {
+    if (predicate())
+      return true;
+    const unsigned long long start = detail::gpuGlobalTimer();
+    unsigned sleep = 32;
+    while (!predicate()) {
+      if (loadAcquire(&grid_->gaveUp) != 0)
+        return false;
+      if (detail::gpuGlobalTimer() - start > grid_->timeoutNs) {
+        atomicCAS(&grid_->gaveUp, 0u, (where << 28) | (blockIdx.x + 1));
+        return false;
+      }
+      __nanosleep(sleep);
+      if (sleep < 1024)
+        sleep *= 2;
+    }
+    return true;
+  }
+
+  void *shared_;
+  unsigned long long sharedBytes_;
+  detail::GridState *grid_;
+#else
+  detail::GridState *grid() const { return s_->grid; }
+
+  // Yields to the launch's other threads until predicate() holds; the runner reports a launch
+  // where every thread waits and nothing can change any more (BlockRunner.cpp).
+  template <class Predicate> bool wait(Predicate &predicate, unsigned where) const {
+    for (int fresh = 1; !predicate(); fresh = 0)
+      s_->poll(s_->runner, fresh, where);
+    return true;
+  }
+
   const detail::BlockState *s_;
 #endif
 };

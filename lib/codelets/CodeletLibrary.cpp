@@ -158,6 +158,8 @@ std::shared_ptr<const CodeletLibrary> CodeletLibrary::Impl::load(const fs::path 
     type.scope = vr.scope;
     type.isMultiVertex = vr.isMultiVertex != 0;
     type.isBlockVertex = vr.isBlockVertex != 0;
+    type.coResident = vr.coResident != 0;
+    type.maxThreadsPerBlock = vr.maxThreadsPerBlock;
     for (unsigned f = 0; f < vr.numFields; ++f)
       type.fields.push_back(fieldInfo(vr.fields[f]));
     type.entry = reinterpret_cast<VertexEntry>(dlsym(lib->impl_->handle, vr.entrySymbol));

@@ -46,6 +46,8 @@ struct VertexTypeInfo {
                               // arguments are looked up there), e.g. "ns" or ""
   bool isMultiVertex = false;
   bool isBlockVertex = false; // run by program::Launch through blockEntry, never through entry
+  bool coResident = false;    // a block codelet that runs only in co-resident launches
+  unsigned maxThreadsPerBlock = 0; // a block codelet's declared block size limit, or 0
   std::vector<FieldInfo> fields;
   VertexEntry entry = nullptr;      // host entry point
   BlockEntry blockEntry = nullptr; // host entry point of a block codelet's threads

@@ -60,7 +60,8 @@ void writeVertex(std::ostringstream &out, std::size_t k, const ParsedVertex &ver
       << "\", ::aspen::detail::isMultiVertex<" << type << ">(), ::aspen::detail::isBlockVertex<"
       << type << ">(), \"" << blockEntrySymbol(k) << "\", " << vertex.fields.size() << ", "
       << (vertex.fields.empty() ? std::string("nullptr") : "aspen_fields_" + std::to_string(k))
-      << "};\n";
+      << ", ::aspen::detail::declaresCoResident<" << type
+      << ">(), ::aspen::detail::declaredMaxThreadsPerBlock<" << type << ">()};\n";
   if (!vertex.scope.empty())
     out << "} // namespace " << vertex.scope << "\n";
   out << "\n";

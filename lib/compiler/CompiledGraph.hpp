@@ -154,6 +154,7 @@ struct BlockLaunch {
   std::uint32_t computeSet = 0;
   std::uint32_t blocks = 1, threadsPerBlock = 1;
   std::uint64_t sharedBytes = 0;
+  bool coResident = false; // every block resident at once (LaunchShape::coResident)
 };
 
 struct CompiledKernel {
@@ -405,7 +406,7 @@ template <> struct Members<BlockLaunch> {
   static constexpr bool described = true;
   template <class Self, class F> static void apply(Self &self, F &&f) {
     ASPEN_MEMBER(computeSet); ASPEN_MEMBER(blocks); ASPEN_MEMBER(threadsPerBlock);
-    ASPEN_MEMBER(sharedBytes);
+    ASPEN_MEMBER(sharedBytes); ASPEN_MEMBER(coResident);
   }
 };
 template <> struct Members<CompiledKernel> {

@@ -141,7 +141,8 @@ private:
       kernel.kind = KernelKind::Block;
       kernel.name = node.debugName.empty() ? graph_.computeSets[node.id].name : node.debugName;
       kernel.launch = {computeSet(node.id), node.launch.blocks,
-                       launchThreads(node.launch, graph_.target), node.launch.sharedBytes};
+                       launchThreads(node.launch, graph_.target), node.launch.sharedBytes,
+                       node.launch.coResident};
       step.index = addKernel(std::move(kernel), {});
       if (step.name.empty())
         step.name = graph_.computeSets[node.id].name;

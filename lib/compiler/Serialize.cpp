@@ -31,7 +31,8 @@ constexpr char kMagic[8] = {'A', 'S', 'P', 'E', 'N', 'E', 'X', 'E'};
 // 6: kernels; 7: block codelets; 8: CompiledGraph members in declaration order;
 // 10: gathers and scatters are Copy steps (CopyPlan::rearranges), compute sets and kernels hold
 // none
-constexpr std::uint32_t kFormatVersion = 11;
+// 12: co-resident launches (BlockLaunch::coResident)
+constexpr std::uint32_t kFormatVersion = 12;
 
 class Writer {
 public:

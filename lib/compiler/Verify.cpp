@@ -150,6 +150,35 @@ public:
     return graph_.target.isGpu() ? gpu.sharedMemoryPerBlockOptin : 232448;
   }
 
+  // On a GPU target, the blocks that fit on the device at once by threads and shared memory
+  // (the executor checks registers at load, when the kernel is built). Other targets run
+  // every block as fibers of the host, so any number is co-resident there.
+  void checkCoResident(const ProgramNode &node, const std::string &what, unsigned threads) {
+    if (!graph_.target.isGpu())
+      return;
+    const GpuProperties &gpu = graph_.target.getGpuProperties();
+    const std::string target = "target " + quoted(graph_.target.getName());
+    if (!gpu.cooperativeLaunch)
+      throw control_program_error(what + ": a co-resident launch needs cooperative launches, "
+                                         "which " + target + " does not support");
+    std::uint64_t perSm = 32; // resident blocks a multiprocessor holds at most (sm_50 on)
+    if (gpu.maxThreadsPerMultiprocessor != 0)
+      perSm = std::min<std::uint64_t>(perSm, gpu.maxThreadsPerMultiprocessor / threads);
+    // CUDA reserves 1 KiB of shared memory per resident block.
+    if (gpu.sharedMemoryPerMultiprocessor != 0)
+      perSm = std::min<std::uint64_t>(perSm, gpu.sharedMemoryPerMultiprocessor /
+                                                 (node.launch.sharedBytes + 1024));
+    const std::uint64_t fit = perSm * gpu.multiProcessorCount;
+    if (node.launch.blocks > fit)
+      throw control_program_error(
+          what + ": " + std::to_string(node.launch.blocks) +
+          " blocks cannot all be resident at once on " + target + ": " +
+          std::to_string(gpu.multiProcessorCount) + " multiprocessors hold " +
+          std::to_string(perSm) + " blocks each of " + std::to_string(threads) + " threads and " +
+          std::to_string(node.launch.sharedBytes) + " bytes of shared memory, " +
+          std::to_string(fit) + " in all");
+  }
+
   void checkLaunch(const ProgramNode &node, const std::string &name) {
     if (node.graph != &graph_ || node.id >= graph_.computeSets.size())
       throw control_program_error(name + " launches compute set #" + std::to_string(node.id) +
@@ -178,6 +207,19 @@ public:
                                   " bytes of shared memory a block is more than the " +
                                   std::to_string(maxSharedBytes()) + " target " +
                                   quoted(graph_.target.getName()) + " allows");
+    const VertexTypeInfo &type = *graph_.vertices[cs.vertices[0]].type;
+    if (type.maxThreadsPerBlock != 0 && threads > type.maxThreadsPerBlock)
+      throw control_program_error(what + ": " + std::to_string(threads) +
+                                  " threads a block is more than the " +
+                                  std::to_string(type.maxThreadsPerBlock) + " block codelet " +
+                                  quoted(type.name) + " declares (maxThreadsPerBlock)");
+    if (type.coResident && !node.launch.coResident)
+      throw control_program_error(
+          what + ": block codelet " + quoted(type.name) +
+          " declares coResident (its blocks wait for each other), so its launch must set "
+          "LaunchShape::coResident");
+    if (node.launch.coResident)
+      checkCoResident(node, what, threads);
     useComputeSet(node.id);
   }
 

@@ -22,8 +22,17 @@ namespace {
 // global memory, 4.8 TB/s (NVIDIA H200 product brief; e.g. as quoted at
 // https://ai-hpc.github.io/ai-hardware-engineer-roadmap/ "H200 Hardware Architecture": 132 SMs,
 // 141 GB, 4.8 TB/s). H100 SXM: 80 GB HBM3 reported as 81559 MiB, 3.35 TB/s.
-Target::GpuSpec hopper(double bandwidth, std::size_t memory) {
-  return {132, 9, 0, 1024, 232448, memory, bandwidth, 1.98e9};
+// Per SM on sm_90: 64 Ki 32-bit registers, 228 KiB of shared memory, 2048 resident threads (the
+// same table); L2 50 MiB on the H100 SXM and 60 MiB as the project's H200 reports it
+// (docs/research persistent-rnn notes, "seen here"); both support cooperative launches.
+Target::GpuSpec hopper(double bandwidth, std::size_t memory, std::size_t l2Bytes) {
+  Target::GpuSpec spec{132, 9, 0, 1024, 232448, memory, bandwidth, 1.98e9};
+  spec.registersPerMultiprocessor = 65536;
+  spec.sharedMemoryPerMultiprocessor = 233472;
+  spec.maxThreadsPerMultiprocessor = 2048;
+  spec.l2CacheBytes = l2Bytes;
+  spec.cooperativeLaunch = true;
+  return spec;
 }
 
 constexpr unsigned kDefaultThreadsPerBlock = 256;
@@ -82,6 +91,11 @@ Target Target::makeGpu(StringRef name, const GpuSpec &spec, const OptionFlags &o
   t.gpu_.sharedMemoryPerBlockOptin = spec.sharedMemoryPerBlock;
   t.gpu_.globalMemoryBytes = spec.memory;
   t.gpu_.memoryBandwidthBytesPerSecond = spec.bandwidth;
+  t.gpu_.registersPerMultiprocessor = spec.registersPerMultiprocessor;
+  t.gpu_.sharedMemoryPerMultiprocessor = spec.sharedMemoryPerMultiprocessor;
+  t.gpu_.maxThreadsPerMultiprocessor = spec.maxThreadsPerMultiprocessor;
+  t.gpu_.l2CacheBytes = spec.l2CacheBytes;
+  t.gpu_.cooperativeLaunch = spec.cooperativeLaunch;
   return t;
 }
 
@@ -101,9 +115,9 @@ Target Target::createModel(StringRef name) {
     return t;
   }
   if (name == "h100")
-    return makeGpu(name, hopper(3.35e12, 81559ull << 20));
+    return makeGpu(name, hopper(3.35e12, 81559ull << 20, 50ull << 20));
   if (name == "h200")
-    return makeGpu(name, hopper(4.8e12, 143771ull << 20));
+    return makeGpu(name, hopper(4.8e12, 143771ull << 20, 60ull << 20));
   if (name == "cpu")
     return createCPUTarget();
   throw invalid_option(fmt::format(

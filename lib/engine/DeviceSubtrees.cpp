@@ -3,6 +3,21 @@
 
 namespace aspen::detail {
 
+namespace {
+
+bool hasCoResidentLaunch(const CompiledGraph &graph, std::uint32_t index) {
+  const Step &step = graph.steps[index];
+  if (step.kind == StepKind::Kernel)
+    return graph.kernels[step.index].kind == KernelKind::Block &&
+           graph.kernels[step.index].launch.coResident;
+  for (std::uint32_t child : step.children)
+    if (hasCoResidentLaunch(graph, child))
+      return true;
+  return false;
+}
+
+} // namespace
+
 std::vector<bool> deviceOnlySteps(const CompiledGraph &graph) {
   // Memoised, so that shared subtrees (called functions) are visited once.
   enum State : std::uint8_t { Unknown, Yes, No };
@@ -14,6 +29,11 @@ std::vector<bool> deviceOnlySteps(const CompiledGraph &graph) {
     bool deviceOnly = stepKindInfo(step.kind).onDevice;
     for (std::uint32_t child : step.children)
       deviceOnly = self(self, child) && deviceOnly;
+    // A cooperative kernel cannot be in a conditional node's body: control flow over a
+    // co-resident launch stays on the host (a sequence of them may still be one graph).
+    if (deviceOnly && step.kind != StepKind::Sequence && !step.children.empty() &&
+        hasCoResidentLaunch(graph, index))
+      deviceOnly = false;
     state[index] = deviceOnly ? Yes : No;
     return deviceOnly;
   };

@@ -1,7 +1,8 @@
 // Which program steps are device work only: compute sets, copies and control flow over them,
 // with no host interaction (stream copies, prints, aborts) anywhere below. An executor that can
 // run control flow on the device (the CUDA executor, as CUDA graphs with conditional nodes)
-// runs each maximal such subtree in one go; the engine interprets the rest.
+// runs each maximal such subtree in one go; the engine interprets the rest. Control flow over a
+// co-resident Launch is not device-only: a cooperative kernel cannot sit in a conditional node.
 #pragma once
 
 #include "compiler/CompiledGraph.hpp"

@@ -96,4 +96,133 @@ public:
   void compute() { *out = 1.0f; }
 };
 
+// Co-resident launches (LaunchShape::coResident).
+
+// A ring passed from block to block: ring[s * blocks + b] = ring[s * blocks + b - 1] + 1, so
+// element i holds i + 1 and every element waits for the one before it, written by another
+// block (block 0 waits for the last block's value of the step before). ring starts as -0.0
+// (unpublished). Thread 0 waits and publishes; the other threads meet it at a barrier each
+// step, so waits and barriers mix. Hangs on a runner that runs a block to completion first.
+class BlockRing : public BlockVertex {
+public:
+  static constexpr bool coResident = true;
+  InOut<Vector<float>> ring;
+  unsigned steps;
+
+  bool compute(Block &block) {
+    const unsigned b = block.blockId(), blocks = block.numBlocks();
+    for (unsigned s = 0; s < steps; ++s) {
+      const unsigned long long i = (unsigned long long)s * blocks + b;
+      if (block.threadId() == 0) {
+        float previous = 0.0f;
+        if (i > 0) {
+          const float *p = &ring[i - 1];
+          if (!block.waitUntil([&] { return !isUnpublished(loadAcquire(p)); }))
+            return false;
+          previous = loadAcquire(p);
+        }
+        publish(&ring[i], previous + 1.0f);
+      }
+      block.sync();
+    }
+    return true;
+  }
+};
+
+// out[k * blocks + b] = the sum over the whole grid of (k + 1) * in[j], as block b sees it after
+// a gridSync, for k in [0, rounds): every thread writes its share into scratch, gridSync, every
+// block's thread 0 sums all of scratch in index order, gridSync before the next round
+// overwrites it. Integer-valued inputs keep every sum exact. Not declared coResident, so the
+// error for a launch that is not co-resident can be shown.
+class GridSum : public BlockVertex {
+public:
+  Input<Vector<float>> in; // blocks * threads values
+  InOut<Vector<float>> scratch; // blocks * threads
+  Output<Vector<float>> out;    // rounds * blocks
+  unsigned rounds;
+
+  bool compute(Block &block) {
+    const unsigned t = block.threadId(), b = block.blockId();
+    const unsigned long long mine = (unsigned long long)b * block.numThreads() + t;
+    for (unsigned k = 0; k < rounds; ++k) {
+      scratch[mine] = in[mine] * float(k + 1);
+      if (!block.gridSync())
+        return false;
+      if (t == 0) {
+        float sum = 0.0f;
+        for (unsigned long long j = 0; j < scratch.size(); ++j)
+          sum += scratch[j];
+        out[(unsigned long long)k * block.numBlocks() + b] = sum;
+      }
+      if (!block.gridSync())
+        return false;
+    }
+    return true;
+  }
+};
+
+// The sentinel protocol in T: block b publishes values[j] * factor for its share j of the
+// buffer (which starts unpublished), then every block reads the whole buffer, waiting for each
+// element, into received[b * n + j]. A publish that kept -0.0 would leave a consumer waiting.
+template <class T> class SentinelExchange : public BlockVertex {
+public:
+  static constexpr bool coResident = true;
+  Input<Vector<float>> values;
+  InOut<Vector<T>> buffer;
+  Output<Vector<T>> received;
+  float factor;
+
+  bool compute(Block &block) {
+    const unsigned long long n = buffer.size(), blocks = block.numBlocks();
+    const unsigned long long chunk = (n + blocks - 1) / blocks;
+    const unsigned long long begin = block.blockId() * chunk;
+    const unsigned long long end = begin + chunk < n ? begin + chunk : n;
+    for (unsigned long long j = begin + block.threadId(); j < end; j += block.numThreads())
+      publish(&buffer[j], values[j] * factor);
+    for (unsigned long long j = block.threadId(); j < n; j += block.numThreads()) {
+      const T *p = &buffer[n - 1 - j]; // the other end first: most of it is another block's
+      if (!block.waitUntil([&] { return !isUnpublished(loadAcquire(p)); }))
+        return false;
+      received[block.blockId() * n + (n - 1 - j)] = loadAcquire(p);
+    }
+    return true;
+  }
+};
+
+// Waits for a flag nobody sets: thread 0 of every block at waitUntil, the others at the barrier
+// after it. With `skipGridSync` set instead, block 0 returns at once and the others wait at a
+// gridSync it never reaches.
+class NeverPublished : public BlockVertex {
+public:
+  static constexpr bool coResident = true;
+  Input<Vector<unsigned>> flag;
+  unsigned skipGridSync;
+
+  bool compute(Block &block) {
+    if (skipGridSync) {
+      if (block.blockId() == 0)
+        return true;
+      return block.gridSync();
+    }
+    if (block.threadId() == 0 && !block.waitUntil([&] { return loadAcquire(&flag[0]) != 0u; }))
+      return false;
+    block.sync();
+    return true;
+  }
+};
+
+// Declares a block size limit: out[b * threads + t] = t + 1.
+class BoundedBlock : public BlockVertex {
+public:
+  static constexpr unsigned maxThreadsPerBlock = 64;
+  Output<Vector<unsigned>> out;
+
+  void compute(Block &block) {
+    out[block.blockId() * block.numThreads() + block.threadId()] = block.threadId() + 1;
+  }
+};
+
+template class SentinelExchange<float>;
+template class SentinelExchange<half>;
+
 } // namespace bc

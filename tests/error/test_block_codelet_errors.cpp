@@ -68,3 +68,57 @@ TEST_CASE("Launch and Execute reject compute sets that do not fit them, and bad 
   Engine ok(g, program::Launch(sum, {2, 32, 32 * sizeof(float)}));
   SUCCEED();
 }
+
+TEST_CASE("co-residency and declared block limits are checked when the program is compiled",
+          "[error][block][coresident]") {
+  Graph g(Target::createGeneric(4));
+  g.addCodelets(test::codelet("block_codelets.cpp"));
+  Tensor ring = g.addVariable(FLOAT, {64}, "ring"), out = g.addVariable(UNSIGNED_INT, {256}, "o");
+  g.setTileMapping(ring, 0);
+  g.setTileMapping(out, 0);
+  ComputeSet rings = g.addComputeSet("rings");
+  VertexRef rv = g.addVertex(rings, "bc::BlockRing", {{"ring", ring}});
+  g.setInitialValue(rv["steps"], 1u);
+  g.setTileMapping(rv, 0);
+  ComputeSet bounded = g.addComputeSet("bounded");
+  g.setTileMapping(g.addVertex(bounded, "bc::BoundedBlock", {{"out", out}}), 0);
+
+  // A codelet whose blocks wait for each other, launched without the promise.
+  requireError<control_program_error>([&] { Engine(g, program::Launch(rings, {4, 8, 0})); },
+                                      {"'rings'", "bc::BlockRing", "declares coResident",
+                                       "LaunchShape::coResident"});
+  requireError<control_program_error>(
+      [&] { Engine(g, program::Launch(bounded, {1, 128, 0})); },
+      {"'bounded'", "128 threads", "the 64 block codelet", "bc::BoundedBlock",
+       "maxThreadsPerBlock"});
+
+  // On a GPU target, more blocks than fit at once by threads or by shared memory.
+  Graph gpu(Target::createModel("h200"));
+  gpu.addCodelets(test::codelet("block_codelets.cpp"));
+  Tensor gring = gpu.addVariable(FLOAT, {64}, "ring");
+  gpu.setTileMapping(gring, 0);
+  ComputeSet grings = gpu.addComputeSet("grings");
+  VertexRef gv = gpu.addVertex(grings, "bc::BlockRing", {{"ring", gring}});
+  gpu.setInitialValue(gv["steps"], 1u);
+  gpu.setTileMapping(gv, 0);
+  LaunchShape tooMany{132 * 8 + 1, 256, 0};
+  tooMany.coResident = true;
+  requireError<control_program_error>(
+      [&] { Engine(gpu, program::Launch(grings, tooMany)); },
+      {"'grings'", "1057 blocks cannot all be resident", "'h200'", "132 multiprocessors",
+       "8 blocks each of 256 threads", "1056 in all"});
+  LaunchShape bigShared{133, 32, 120 * 1024};
+  bigShared.coResident = true;
+  requireError<control_program_error>(
+      [&] { Engine(gpu, program::Launch(grings, bigShared)); },
+      {"133 blocks", "hold 1 blocks each", "122880 bytes of shared memory", "132 in all"});
+
+  // Still usable: the launches within the limits compile.
+  LaunchShape fits{132 * 8, 256, 0};
+  fits.coResident = true;
+  Engine gpuOk(gpu, program::Launch(grings, fits));
+  LaunchShape shape{4, 8, 0};
+  shape.coResident = true;
+  Engine ok(g, {program::Launch(rings, shape), program::Launch(bounded, {4, 64, 0})});
+  SUCCEED();
+}

@@ -203,7 +203,17 @@ TEST_CASE("a block codelet becomes a kernel of its own with a barrier and dynami
           types[k].isBlockVertex);
     blocks += types[k].isBlockVertex;
   }
-  CHECK(blocks == 4); // BlockSum, BlockScan, BlockShape, BlockFail; Plain is a Vertex
+  // BlockSum, BlockScan, BlockShape, BlockFail, BlockRing, GridSum, SentinelExchange<float>,
+  // SentinelExchange<half>, NeverPublished, BoundedBlock; Plain is a Vertex.
+  CHECK(blocks == 10);
+  // A declared maxThreadsPerBlock is the kernel's launch bound; the others take the largest.
+  CHECK(source.find("__launch_bounds__(64, 1)") != std::string::npos);
+  CHECK(ptx.find(".maxntid 64, 1, 1") != std::string::npos);
+  // The device-scope primitives: acquire loads, release stores, the grid barrier's
+  // acquire-release add, and the back-off of a wait.
+  for (const char *instruction : {"ld.acquire.gpu", "st.release.gpu", "atom.acq_rel.gpu",
+                                  "nanosleep", "%globaltimer"})
+    CHECK(ptx.find(instruction) != std::string::npos);
   CHECK(source.find("extern __shared__ __align__(16) unsigned char aspenShared[];") !=
         std::string::npos);
   CHECK(ptx.find("bar.sync") != std::string::npos); // block.sync() is __syncthreads()

@@ -29,11 +29,16 @@
 //
 //   extern "C" __global__ void aspen_block_<k>(const aspen::detail::FieldDesc *fields,
 //                                              unsigned long long sharedBytes,
-//                                              unsigned *failedVertex);
+//                                              unsigned *failedVertex,
+//                                              aspen::detail::GridState *grid);
 //
 // launched by program::Launch with its own shape (gridDim.x blocks of blockDim.x threads and
-// sharedBytes of dynamic shared memory); fields are the vertex's descriptors, and a thread whose
-// compute() returns false stores ~0 into *failedVertex (atomicMax).
+// sharedBytes of dynamic shared memory); fields are the vertex's descriptors, a thread whose
+// compute() returns false stores ~0 into *failedVertex (atomicMax), and grid holds the launch's
+// grid barrier and wait record (VertexAbi.hpp), its first 16 bytes zeroed before each launch.
+// It is declared __launch_bounds__(maxThreadsPerBlock, 1) when the class declares that
+// (Vertex.hpp), else with ASPEN_GPU_MAX_THREADS_PER_BLOCK. A co-resident launch
+// (LaunchShape::coResident) is a cooperative launch: every block is resident at once.
 // No standard library here: this header is also compiled by NVRTC.
 #pragma once
 

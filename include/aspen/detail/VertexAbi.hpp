@@ -21,15 +21,34 @@ struct FieldDesc {
 
 typedef int (*VertexEntry)(const FieldDesc *fields, unsigned workerId, unsigned numWorkers);
 
+// The words a launch's blocks share for Block::gridSync() and for reporting a wait that gave up
+// (Vertex.hpp). The executor zeroes them before every launch, except timeoutNs, which it sets.
+struct GridState {
+  unsigned arrived;    // blocks arrived at the gridSync in progress
+  unsigned generation; // gridSyncs completed
+  unsigned gaveUp;     // GPU: the first wait that ran out of time: (where << 28) | (block + 1);
+                       // 0 when none did. where: kWaitAtWaitUntil or kWaitAtGridSync
+  unsigned reserved;
+  unsigned long long timeoutNs; // GPU: how long one wait may poll before it gives up
+};
+
+enum : unsigned { kWaitAtWaitUntil = 1, kWaitAtGridSync = 2 };
+
 // What the host gives one thread of a block codelet (BlockVertex, Vertex.hpp): its place in the
-// launch, the block's shared memory, and the barrier, which the runner implements by switching
-// to the block's other threads until all of them have reached it (or finished).
+// launch, the block's shared memory, the barrier, which the runner implements by switching
+// to the block's other threads until all of them have reached it (or finished), the grid's
+// shared words, and the poll of a wait: the runner switches to other threads and comes back to
+// test the predicate again. `fresh` is 1 on a wait's first poll (the thread ran code since it
+// last yielded) and 0 on later ones (it only found the predicate still false); `where` is
+// kWaitAtWaitUntil or kWaitAtGridSync, for the runner's messages.
 struct BlockState {
   unsigned threadId, numThreads, blockId, numBlocks;
   void *shared;
   unsigned long long sharedBytes;
   void (*barrier)(void *runner);
   void *runner;
+  GridState *grid;
+  void (*poll)(void *runner, int fresh, unsigned where);
 };
 
 // A block codelet's host entry: one call per thread of a block, all of one block's calls

@@ -16,7 +16,7 @@
 
 namespace aspen::detail {
 
-inline constexpr unsigned kCodeletFormatVersion = 3; // 3: block codelets
+inline constexpr unsigned kCodeletFormatVersion = 4; // 3: block codelets; 4: co-residency
 
 struct CodeletFieldRecord {
   const char *name;
@@ -36,6 +36,8 @@ struct CodeletVertexRecord {
   const char *blockEntrySymbol;
   unsigned numFields;
   const CodeletFieldRecord *fields;
+  unsigned char coResident;    // a block codelet declaring `static constexpr bool coResident`
+  unsigned maxThreadsPerBlock; // its `static constexpr unsigned maxThreadsPerBlock`, or 0
 };
 
 struct CodeletLibraryRecord {
@@ -120,6 +122,24 @@ template <class Member> void bindField(Member &member, const FieldDesc &f) {
 
 template <class V> constexpr unsigned char isBlockVertex() {
   return std::is_base_of_v<BlockVertex, V> ? 1 : 0;
+}
+
+// A block codelet's declarations (Vertex.hpp): `static constexpr bool coResident` and
+// `static constexpr unsigned maxThreadsPerBlock`.
+template <class V> constexpr unsigned char declaresCoResident() {
+  if constexpr (requires { V::coResident; })
+    return V::coResident ? 1 : 0;
+  else
+    return 0;
+}
+template <class V> constexpr unsigned declaredMaxThreadsPerBlock() {
+  if constexpr (requires { V::maxThreadsPerBlock; }) {
+    static_assert(V::maxThreadsPerBlock >= 1 && V::maxThreadsPerBlock <= 1024,
+                  "maxThreadsPerBlock must be between 1 and 1024");
+    return V::maxThreadsPerBlock;
+  } else {
+    return 0;
+  }
 }
 
 // Runs compute() in whichever form the vertex declares it; 1 = success, 0 = returned false.

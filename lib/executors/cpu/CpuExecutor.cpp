@@ -157,42 +157,31 @@ public:
   }
 
 private:
-  // A block codelet: every block in parallel on the pool, each block's threads as fibers.
+  // A block codelet (BlockRunner.hpp): blocks in parallel on the pool, a block's threads as
+  // fibers; a co-resident launch has all its blocks' fibers at once.
   void launchBlocks(const CompiledKernel &kernel) {
     const BlockLaunch &launch = kernel.launch;
     const CompiledComputeSet &cs = graph_->computeSets[launch.computeSet];
     const CompiledVertex &vertex = cs.vertices.at(0);
-    const BlockEntry entry = blockEntries_.at(vertex.type);
-    const FieldDesc *fields = computeSets_[launch.computeSet].vertices.at(0).fields;
-    std::atomic<bool> failed{false}, skipped{false};
-    stopped_ = kNone;
-    const bool watched = watchdog_.watching();
-    pool_.parallelFor(launch.blocks, [&](std::size_t b) {
-      if (!watched) {
-        if (!runCodeletBlock(entry, fields, unsigned(b), launch.blocks, launch.threadsPerBlock,
-                             launch.sharedBytes))
-          failed = true;
-        return;
-      }
-      if (watchdog_.fired()) {
-        skipped = true;
-        return;
-      }
-      InterruptPoint &point = interruptPoint();
-      if (sigsetjmp(point.env, 0)) {
-        noteStopped(0);
-        return;
-      }
-      arm(point);
-      const bool ok = runCodeletBlock(entry, fields, unsigned(b), launch.blocks,
-                                      launch.threadsPerBlock, launch.sharedBytes);
-      point.armed = 0;
-      if (!ok)
-        failed = true;
-    });
-    if (stopped_ != kNone || skipped)
+    BlockLaunchRun run;
+    run.entry = blockEntries_.at(vertex.type);
+    run.fields = computeSets_[launch.computeSet].vertices.at(0).fields;
+    run.blocks = launch.blocks;
+    run.threads = launch.threadsPerBlock;
+    run.sharedBytes = launch.sharedBytes;
+    run.coResident = launch.coResident;
+    run.reverseThreads = options_.reverseWorkers;
+    run.name = kernel.name;
+    if (watchdog_.watching()) {
+      if (watchdog_.fired())
+        throw runtime_error(vertexStoppedMessage(cs, 0) + " in Launch '" + kernel.name + "'");
+      run.watchdog = &watchdog_;
+      run.generation = generation_;
+    }
+    const BlockLaunchOutcome outcome = runBlockLaunch(run, pool_);
+    if (outcome.stopped)
       throw runtime_error(vertexStoppedMessage(cs, 0) + " in Launch '" + kernel.name + "'");
-    if (failed)
+    if (outcome.failed)
       throw runtime_error(vertexFailureMessage(*graph_, cs, 0) + " in Launch '" + kernel.name +
                           "'");
   }

@@ -57,6 +57,11 @@ GpuCard readGpuCard(unsigned ordinal, const OptionFlags &options) {
   // Double data rate: two transfers a memory clock over the whole bus.
   spec.bandwidth = 2.0 * memoryClockKHz * 1e3 * busWidthBits / 8.0;
   spec.clockHz = clockKHz * 1e3;
+  spec.registersPerMultiprocessor = unsigned(props.regsPerMultiprocessor);
+  spec.sharedMemoryPerMultiprocessor = props.sharedMemPerMultiprocessor;
+  spec.maxThreadsPerMultiprocessor = unsigned(props.maxThreadsPerMultiProcessor);
+  spec.l2CacheBytes = std::size_t(props.l2CacheSize);
+  spec.cooperativeLaunch = props.cooperativeLaunch != 0;
   return {props.name, Target::makeGpu(props.name, spec, options)};
 }
 

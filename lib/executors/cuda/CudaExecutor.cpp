@@ -12,9 +12,11 @@
 
 #include <aspen/Error.hpp>
 
+#include <fmt/format.h>
 #include <nvtx3/nvToolsExt.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -120,6 +122,7 @@ struct LoadedKernel {
   cudaKernel_t block = nullptr;               // a block codelet's kernel
   std::uint64_t blockFields = 0;              // its vertex's descriptors (device address)
   std::uint32_t blockFailureSlot = 0;
+  bool coResident = false; // launched cooperatively
 };
 
 class CudaExecutor final : public Executor, private CudaStepWork {
@@ -235,8 +238,10 @@ public:
   double runKernel(std::uint32_t index) override {
     const double seconds = timedOnStream("kernel " + graph_->kernels[index].name,
                                          [&] { enqueueKernel(stream_, index); });
-    if (graph_->kernels[index].kind == KernelKind::Block)
+    if (graph_->kernels[index].kind == KernelKind::Block) {
+      checkGridWaits(index, 1);
       checkFailures(kernels_[index].blockFailureSlot, 1);
+    }
     return seconds;
   }
 
@@ -248,6 +253,7 @@ public:
     const NvtxRange range("CUDA graph of step '" + graph_->steps[step].name + "'");
     graphs_->launch(step, stream_);
     waitForStream("the CUDA graph of step '" + graph_->steps[step].name + "'");
+    checkGridWaits(0, std::uint32_t(graph_->kernels.size()));
     checkFailures(0, std::uint32_t(failureOwners_.size()));
     return true;
   }
@@ -439,6 +445,41 @@ private:
       kernels_.push_back(std::move(loaded));
     }
     gemm_ = std::make_unique<CudaGemmKernels>(*graph_, arena_.address());
+    // One GridState a kernel (block kernels use theirs), with the wait timeout set.
+    std::vector<GridState> grids(std::max<std::size_t>(graph_->kernels.size(), 1), GridState{});
+    for (GridState &g : grids)
+      g.timeoutNs = static_cast<unsigned long long>(options_.waitTimeoutSeconds * 1e9);
+    gridStates_ = DeviceBuffer(grids.size() * sizeof(GridState));
+    ASPEN_CUDA_CHECK(cudaMemcpy(gridStates_.get(), grids.data(), grids.size() * sizeof(GridState),
+                                cudaMemcpyHostToDevice));
+  }
+
+  // A co-resident launch must fit on the device at once: the blocks a multiprocessor holds with
+  // this kernel's registers and shared memory, times the multiprocessors.
+  void checkCoResident(const CompiledKernel &kernel, cudaKernel_t block,
+                       const cudaFuncAttributes &attributes, const std::string &what) const {
+    const BlockLaunch &launch = kernel.launch;
+    int cooperative = 0, sms = 0, perSm = 0;
+    ASPEN_CUDA_CHECK(cudaDeviceGetAttribute(&cooperative, cudaDevAttrCooperativeLaunch,
+                                            int(options_.ordinal)));
+    ASPEN_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount,
+                                            int(options_.ordinal)));
+    if (!cooperative)
+      throw error(what + ": a co-resident launch needs cooperative launches, which this GPU "
+                         "does not support");
+    ASPEN_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &perSm, reinterpret_cast<const void *>(block), int(launch.threadsPerBlock),
+        launch.sharedBytes));
+    const std::uint64_t fit = std::uint64_t(perSm) * std::uint64_t(sms);
+    if (launch.blocks > fit)
+      throw error(what + ": " + std::to_string(launch.blocks) +
+                  " blocks cannot all be resident at once: with " +
+                  std::to_string(attributes.numRegs) + " registers a thread, " +
+                  std::to_string(launch.threadsPerBlock) + " threads and " +
+                  std::to_string(launch.sharedBytes + attributes.sharedSizeBytes) +
+                  " bytes of shared memory a block, each of the " + std::to_string(sms) +
+                  " multiprocessors holds " + std::to_string(perSm) + " (" +
+                  std::to_string(fit) + " in all)");
   }
 
   // A block codelet's kernel (GpuAbi.hpp): from its library's image, allowed the dynamic
@@ -474,6 +515,9 @@ private:
     const LoadedComputeSet &lcs = computeSets_[launch.computeSet];
     loaded.blockFields = lcs.loaded.at(0).fields + vertex.firstField * sizeof(FieldDesc);
     loaded.blockFailureSlot = lcs.loaded.at(0).failureSlot;
+    loaded.coResident = launch.coResident;
+    if (launch.coResident)
+      checkCoResident(kernel, loaded.block, attributes, what);
   }
 
   // CudaStepWork: the stream work of compute sets and copies (also captured into graphs).
@@ -485,10 +529,24 @@ private:
       void *fields = devicePointer(kernel.blockFields);
       unsigned long long sharedBytes = launch.sharedBytes;
       void *failed = failures_.get() + kernel.blockFailureSlot * sizeof(unsigned);
-      void *args[] = {&fields, &sharedBytes, &failed};
-      ASPEN_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void *>(kernel.block),
-                                        dim3(launch.blocks), dim3(launch.threadsPerBlock), args,
-                                        launch.sharedBytes, stream));
+      void *grid = gridStates_.get() + index * sizeof(GridState);
+      // The barrier and the wait record start at zero; the timeout stays.
+      ASPEN_CUDA_CHECK(cudaMemsetAsync(grid, 0, offsetof(GridState, timeoutNs), stream));
+      void *args[] = {&fields, &sharedBytes, &failed, &grid};
+      cudaLaunchConfig_t config{};
+      config.gridDim = dim3(launch.blocks);
+      config.blockDim = dim3(launch.threadsPerBlock);
+      config.dynamicSmemBytes = launch.sharedBytes;
+      config.stream = stream;
+      cudaLaunchAttribute cooperative{};
+      cooperative.id = cudaLaunchAttributeCooperative;
+      cooperative.val.cooperative = 1;
+      if (kernel.coResident) {
+        config.attrs = &cooperative;
+        config.numAttrs = 1;
+      }
+      ASPEN_CUDA_CHECK(
+          cudaLaunchKernelExC(&config, reinterpret_cast<const void *>(kernel.block), args));
       return;
     }
     gemm_->enqueue(stream, index);
@@ -604,6 +662,32 @@ private:
     return attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged;
   }
 
+  // Raises a wait of block kernels [first, first + count) that gave up (Vertex.hpp: it ran out
+  // of time, aspen.cuda.waitTimeout), naming the Launch, the block and where it waited.
+  void checkGridWaits(std::uint32_t first, std::uint32_t count) {
+    if (count == 0)
+      return;
+    std::vector<GridState> grids(count);
+    ASPEN_CUDA_CHECK(cudaMemcpyAsync(grids.data(), gridStates_.get() + first * sizeof(GridState),
+                                     count * sizeof(GridState), cudaMemcpyDeviceToHost, stream_));
+    ASPEN_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    for (std::uint32_t i = 0; i < count; ++i) {
+      const CompiledKernel &kernel = graph_->kernels[first + i];
+      if (kernel.kind != KernelKind::Block || grids[i].gaveUp == 0)
+        continue;
+      const unsigned where = grids[i].gaveUp >> 28, block = (grids[i].gaveUp & 0x0fffffffu) - 1;
+      throw runtime_error(
+          "Launch '" + kernel.name + "': block " + std::to_string(block) + " waited at " +
+          (where == kWaitAtGridSync ? "gridSync" : "waitUntil") + " for more than " +
+          fmt::format("{:g}", options_.waitTimeoutSeconds) +
+          " s (aspen.cuda.waitTimeout) and gave up: " +
+          (kernel.launch.coResident
+               ? "the value it waits for was never published"
+               : "the launch is not co-resident, so the block it waits for may not have been "
+                 "running (LaunchShape::coResident)"));
+    }
+  }
+
   // Raises the failure recorded by launches [first, first + count), clearing the record: the
   // lowest failing vertex of the first compute set with one, as the CPU executor reports it.
   void checkFailures(std::uint32_t first, std::uint32_t count) {
@@ -642,7 +726,7 @@ private:
   std::vector<std::unique_ptr<LoadedLibrary>> loadedLibraries_;
   std::map<std::uint32_t, const LoadedLibrary *> librariesByIndex_; // by graph library index
   cudaKernel_t copyKernel_ = nullptr;
-  DeviceBuffer arena_, temporary_, staging_, failures_;
+  DeviceBuffer arena_, temporary_, staging_, failures_, gridStates_;
   std::vector<std::uint8_t> hostStaging_;
   std::vector<LoadedComputeSet> computeSets_;
   std::vector<LoadedCopy> copies_;

@@ -11,6 +11,9 @@ struct CudaExecutorOptions {
   // kCudaGraphControlFlowDriverVersion, or when the control kernels (a module of their own) do
   // not compile or load.
   bool graphControlFlow = true;
+  // How long one wait of a block codelet (Block::waitUntil, Block::gridSync) polls before it
+  // gives up and the launch fails (aspen.cuda.waitTimeout, seconds).
+  double waitTimeoutSeconds = 10;
 };
 
 } // namespace aspen::detail

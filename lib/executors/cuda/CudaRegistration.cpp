@@ -1,5 +1,6 @@
 // The CUDA executor's entry in the executor registry: it runs GPU devices. Compiled in every
-// build, so that its option (aspen.cuda.controlFlow = graph | host) is checked everywhere; the
+// build, so that its options (aspen.cuda.controlFlow = graph | host, aspen.cuda.waitTimeout =
+// seconds a block codelet's wait may poll, default 10) are checked everywhere; the
 // executor and the device queries exist only with the CUDA toolkit (ASPEN_HAVE_CUDA).
 #include "CudaExecutorOptions.hpp"
 #include "support/OptionParsing.hpp"
@@ -21,6 +22,7 @@ RegisteredExecutor cudaRegisteredExecutor() {
     auto options = std::make_shared<CudaExecutorOptions>();
     spec.enumeration("aspen.cuda.controlFlow", options->graphControlFlow,
                      {{"graph", true}, {"host", false}});
+    spec.number("aspen.cuda.waitTimeout", options->waitTimeoutSeconds, 1e-3, 86400);
     return std::shared_ptr<void>(options);
   };
 #if ASPEN_HAVE_CUDA

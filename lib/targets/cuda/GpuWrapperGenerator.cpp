@@ -43,14 +43,18 @@ void writeBlockKernel(std::ostringstream &out, std::size_t k, const VertexTypeIn
   out << "// " << vertex.name << ", a block codelet\n";
   if (!vertex.scope.empty())
     out << "namespace " << vertex.scope << " {\n";
-  out << "extern \"C\" __global__ void __launch_bounds__(ASPEN_GPU_MAX_THREADS_PER_BLOCK, 1)\n"
+  // A declared maxThreadsPerBlock bounds the kernel's blocks, which lets it use more registers.
+  const std::string bound = vertex.maxThreadsPerBlock != 0
+                                ? std::to_string(vertex.maxThreadsPerBlock)
+                                : std::string("ASPEN_GPU_MAX_THREADS_PER_BLOCK");
+  out << "extern \"C\" __global__ void __launch_bounds__(" << bound << ", 1)\n"
       << ASPEN_GPU_BLOCK_KERNEL_PREFIX << k
       << "(const ::aspen::detail::FieldDesc *fields, unsigned long long sharedBytes,\n"
-      << "    unsigned *failedVertex) {\n"
+      << "    unsigned *failedVertex, ::aspen::detail::GridState *grid) {\n"
       << "  extern __shared__ __align__(16) unsigned char aspenShared[];\n";
   writeBoundVertex(out, vertex);
   out << "  if (!::aspen::detail::gpuRunBlockCompute(vertex, ::aspen::Block(aspenShared, "
-         "sharedBytes)))\n"
+         "sharedBytes, grid)))\n"
       << "    ::aspen::detail::gpuReportFailure(failedVertex, 0);\n"
       << "}\n";
   if (!vertex.scope.empty())
