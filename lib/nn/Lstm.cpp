@@ -217,7 +217,9 @@ std::pair<Tensor, Tensor> forward(Graph &graph, const LstmParams &params, const 
   const OptionFlags mmOptions = matMulOptions(opts, "TRAINING_FWD");
   const Tensor wi = asMatrix(weights.inputWeights), wo = asMatrix(weights.outputWeights);
   const bool weighInput = params.doInputWeightCalc;
-  const bool preCalc = opts.preCalcWeights && weighInput;
+  // The persistent kernel takes the input weighed for every step before its launch.
+  const PersistentChoice persistent = persistentChoice(graph, params, opts, "lstm");
+  const bool preCalc = (opts.preCalcWeights || persistent.use) && weighInput;
 
   Tensor weighted; // [T, B, 4H] with preCalcWeights
   if (preCalc) {
@@ -240,6 +242,10 @@ std::pair<Tensor, Tensor> forward(Graph &graph, const LstmParams &params, const 
   } else if (inter) {
     *inter = graph.addVariable(t, {T, 0, B, H}, {debug, "intermediates"});
   }
+  if (persistent.use)
+    return persistentForward(graph, params, persistent, stateInit, weights,
+                             preCalc ? weighted : Tensor(), outSeq, interSeq,
+                             inter ? layout : InterLayout{}, prog, debug);
   if (usesFusedStep(graph, params, opts, "lstm"))
     return fusedForward(graph, params, opts, stateInit, weights,
                         weighInput && !preCalc ? in : Tensor(), preCalc ? weighted : Tensor(),

@@ -373,6 +373,11 @@ LstmState bwdEntry(Graph &graph, const LstmParams &params, Sequence &prog,
   if (opts.inferenceOnly)
     throw invalid_option(what + ": the option inferenceOnly is true; a backward pass needs a "
                                 "training forward pass");
+  if (opts.persistent.mode == rnn::detail::PersistentOptions::Mode::On)
+    throw invalid_option(what + ": rnnPersistentKernel is true, but the backward loop has no "
+                                "persistent kernel yet (only the forward has one); give the "
+                                "backward functions auto or false: any backward reads what a "
+                                "persistent forward saved");
   checkBwdArguments(params, opts, fwdStateInit, fwdIntermediates, weights, input, output,
                     &outputGrad, req, what);
   return backward(graph, params, opts, prog, fwdStateInit, fwdIntermediates, weights, input,

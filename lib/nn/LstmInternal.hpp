@@ -4,6 +4,7 @@
 
 #include "RnnLoop.hpp"
 
+#include <aspen/BlockCodelets.hpp>
 #include <aspen/nn/Lstm.hpp>
 
 #include <array>
@@ -30,6 +31,7 @@ struct LstmOptions {
   bool disableWUPartialInterleaving = false;
   NonLinearityGradient hardSigmoidGradient = NonLinearityGradient::Popnn;
   StepMethod stepMethod = StepMethod::Auto;
+  rnn::detail::PersistentOptions persistent;
 };
 
 // Checks params (sizes, types, cell order, activations, timeSteps) and reads the options;
@@ -109,6 +111,28 @@ std::pair<Tensor, Tensor> forward(Graph &graph, const LstmParams &params, const 
 // input weights); fused asked for where it does not apply raises invalid_option.
 bool usesFusedStep(const Graph &graph, const LstmParams &params, const LstmOptions &opts,
                    const std::string &what);
+
+// The persistent forward (LstmPersistent.cpp): whether the forward loop is one co-resident
+// launch of LstmPersistentFwd (option rnnPersistentKernel), its launch shape, whether the
+// block's weights are staged in shared memory, and why not when it is not. `true` where the
+// kernel cannot run raises invalid_option naming `what` and the limit.
+struct PersistentChoice {
+  bool use = false;
+  LaunchShape launch;
+  bool weightsInShared = false;
+  std::string refusal; // why the per-step path runs, when it does
+};
+PersistentChoice persistentChoice(const Graph &graph, const LstmParams &params,
+                                  const LstmOptions &opts, const std::string &what);
+// The whole forward loop as one launch, in place of rnn::Rnn: weighted [T, B, 4H] is the
+// pre-weighted input (invalid without input weights); outSeq and interSeq as fusedForward's.
+// Returns {outSeq when valid, else the final output [B, H]; the final cell state}.
+std::pair<Tensor, Tensor> persistentForward(Graph &graph, const LstmParams &params,
+                                            const PersistentChoice &choice,
+                                            const LstmState &init, const LstmWeights &weights,
+                                            const Tensor &weighted, const Tensor &outSeq,
+                                            const Tensor &interSeq, const InterLayout &layout,
+                                            program::Sequence &prog, const DebugContext &debug);
 struct FusedBlock {
   unsigned firstUnit, numUnits, tile;
   Tensor packed; // [panels * H * 16] float, on `tile`

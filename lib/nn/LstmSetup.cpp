@@ -158,6 +158,7 @@ LstmOptions parseOptions(const Graph &graph, const LstmParams &params, const Opt
            })
       .boolean("disableWUPartialInterleaving", o.disableWUPartialInterleaving);
   rnn::detail::addStepMethodOption(spec, o.stepMethod);
+  rnn::detail::addPersistentOptions(spec, o.persistent);
   rnn::detail::addStepsPerWUOption(spec, o.stepsPerWU);
   rnn::detail::addHardSigmoidGradientOption(spec, o.hardSigmoidGradient);
   spec.parse(options);
@@ -185,6 +186,7 @@ LstmOptions parseOptions(const Graph &graph, const LstmParams &params, const Opt
     o.preCalcWeights = params.doInputWeightCalc && weighted <= budget;
   }
   usesFusedStep(graph, params, o, what); // stepMethod fused where it does not apply: refused
+  persistentChoice(graph, params, o, what); // rnnPersistentKernel true where it cannot: refused
   return o;
 }
 

@@ -50,6 +50,14 @@ unsigned blockCount(const Target &target, std::size_t granules, std::size_t pack
 
 } // namespace
 
+void addPersistentOptions(aspen::detail::OptionSpec &spec, PersistentOptions &target) {
+  using Mode = PersistentOptions::Mode;
+  spec.enumeration("rnnPersistentKernel", target.mode,
+                   {{"auto", Mode::Auto}, {"true", Mode::On}, {"false", Mode::Off}})
+      .unsignedInteger("rnnPersistentBlocks", target.blocks, 0, 1u << 20)
+      .unsignedInteger("rnnPersistentThreadsPerBlock", target.threadsPerBlock, 0, 256);
+}
+
 void addStepMethodOption(aspen::detail::OptionSpec &spec, StepMethod &target) {
   spec.enumeration("stepMethod", target,
                    {{"auto", StepMethod::Auto},

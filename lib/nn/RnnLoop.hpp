@@ -93,6 +93,14 @@ std::vector<Tensor> runLoop(Graph &graph, const LoopSpec &spec, program::Sequenc
 // (LstmFused.cpp, GruFused.cpp).
 enum class StepMethod { Auto, Fused, ProductThenCell };
 void addStepMethodOption(aspen::detail::OptionSpec &spec, StepMethod &target);
+// Options rnnPersistentKernel (auto | true | false: the whole loop as one co-resident launch,
+// LstmPersistent.cpp) and, Aspen extensions for tests and tuning, rnnPersistentBlocks and
+// rnnPersistentThreadsPerBlock (0: the builder's choice).
+struct PersistentOptions {
+  enum class Mode { Auto, On, Off } mode = Mode::Auto;
+  unsigned blocks = 0, threadsPerBlock = 0;
+};
+void addPersistentOptions(aspen::detail::OptionSpec &spec, PersistentOptions &target);
 // Whether a fused step can compute activation t: element by element (not a softmax over a row).
 inline bool elementWise(NonLinearityType t) {
   return t != NonLinearityType::SOFTMAX && t != NonLinearityType::SOFTMAX_STABLE;

@@ -184,6 +184,7 @@ struct TrainingCase {
   // The engine runs `runs` times, each after writing every input again: run r's data is data
   // set firstData + r (seeds seed + 1000 (firstData + r) on). The last run's results return.
   unsigned runs = 1, firstData = 0;
+  bool reverseWorkers = false; // aspen.cpu.workerOrder reverse (workers, and block fibers)
 };
 
 LstmRun trainingRun(const TrainingCase &c) {
@@ -218,7 +219,10 @@ LstmRun trainingRun(const TrainingCase &c) {
       {"dwi", dw.inputWeights}, {"dwo", dw.outputWeights}, {"db", dw.biases}};
   for (const auto &[name, t] : reads)
     h.graph.createHostRead(name, t);
-  Engine e(h.graph, h.prog, {{"aspen.cpu.threads", std::to_string(c.threads)}});
+  OptionFlags engineOptions{{"aspen.cpu.threads", std::to_string(c.threads)}};
+  if (c.reverseWorkers)
+    engineOptions.set("aspen.cpu.workerOrder", "reverse");
+  Engine e(h.graph, h.prog, engineOptions);
   e.load(aspen::test::deviceFor(h.graph.getTarget()));
   for (unsigned run = 0; run < c.runs; ++run) {
     unsigned seed = c.seed + 1000 * (c.firstData + run);
@@ -530,6 +534,11 @@ struct FusedCase {
   std::string shards = "1";
   bool preCalcWeights = true; // else each step weighs its input: [x_t | h] . [Wi; Wo]
   unsigned runs = 1, firstData = 0; // TrainingCase's
+  // The forward's rnnPersistentKernel, and its launch shape (0: the builder's); the backward
+  // keeps auto (it has no persistent kernel).
+  std::string persistent = "false";
+  unsigned blocks = 0, blockThreads = 0;
+  bool reverseWorkers = false;
 };
 
 LstmRun fusedCaseRun(const FusedCase &c) {
@@ -550,8 +559,12 @@ LstmRun fusedCaseRun(const FusedCase &c) {
            {"recomputationMode", c.recomputation},
            {"numShards", c.shards}};
   t.bwd = t.fwd;
+  t.fwd.set("rnnPersistentKernel", c.persistent);
+  t.fwd.set("rnnPersistentBlocks", std::to_string(c.blocks));
+  t.fwd.set("rnnPersistentThreadsPerBlock", std::to_string(c.blockThreads));
   t.runs = c.runs;
   t.firstData = c.firstData;
+  t.reverseWorkers = c.reverseWorkers;
   return trainingRun(t);
 }
 
@@ -858,4 +871,223 @@ TEST_CASE("stepMethod auto fuses the step of small batches on the CPU targets, n
   CHECK_FALSE(fusedOn(Target::createGeneric(2), {{"inferenceOnly", "true"},
                                                   {"preCalcWeights", "true"},
                                                   {"stepMethod", "productThenCell"}}));
+}
+
+// The persistent forward (rnnPersistentKernel true: the whole loop as one co-resident launch of
+// LstmPersistentFwd) against the per-step path, forward and through the per-step backward that
+// reads its intermediates, on the fused case's shape (H = 37 units: 4 blocks of 10, 10, 10 and
+// 7), and bit for bit against itself on other launch shapes, host threads and fiber orders.
+TEST_CASE("the persistent LSTM forward gives the per-step results within rounding, and the same "
+          "bits on any launch shape, host threads and fiber order",
+          "[correctness][lstm][persistent]") {
+  FusedCase c;
+  c.type = GENERATE(FLOAT, HALF);
+  c.variableLengths = GENERATE(false, true);
+  c.activation = GENERATE(NonLinearityType::TANH, NonLinearityType::GELU);
+  c.recomputation = GENERATE("none", "cellAndTanh", "full");
+  INFO(c.type.toString() << ", variable lengths " << c.variableLengths << ", activation "
+                         << nn::asString(c.activation) << ", recomputation " << c.recomputation);
+  // The persistent kernel always weighs the input before its loop, as the per-step path does
+  // with preCalcWeights (without it the per-step path sums x_t's and h's products as one, which
+  // GELU's gradient, reading the candidate's pre-activation, magnifies past these bounds).
+  c.preCalcWeights = true;
+  FusedCase perStep = c;
+  perStep.stepMethod = "productThenCell";
+  const LstmRun reference = fusedCaseRun(perStep);
+  c.stepMethod = "auto";
+  c.persistent = "true";
+  const LstmRun persistent = fusedCaseRun(c);
+  // The recurrent sums of 37 products in increasing k through fma against the library's order.
+  // Bounds as the fused step's.
+  if (c.type == FLOAT)
+    requireRunsClose(persistent, reference, 1e-5, 2e-5);
+  else
+    requireRunsClose(persistent, reference, 4e-3, 1e-2);
+  CHECK(persistent.finalCell != Values(persistent.finalCell.size(), 0.0));
+  CHECK(persistent.woGrad != Values(persistent.woGrad.size(), 0.0));
+  // preCalcWeights false changes nothing in the persistent forward: it weighs the input first.
+  FusedCase unweighted = c;
+  unweighted.preCalcWeights = false;
+  const LstmRun u = fusedCaseRun(unweighted);
+  CHECK(sameValues(u.output, persistent.output));
+  CHECK(sameValues(u.finalCell, persistent.finalCell));
+  // The exact variant: each output is one thread's sum in one order, whoever runs it.
+  struct Shape {
+    unsigned blocks, threads, hostThreads;
+    bool reverse;
+  };
+  for (const Shape &s : {Shape{1, 32, 1, false}, Shape{2, 64, 2, true}, Shape{5, 1, 3, false},
+                         Shape{8, 128, 2, false}, Shape{37, 7, 1, true}, Shape{50, 3, 2, false}}) {
+    INFO(s.blocks << " blocks of " << s.threads << " threads on " << s.hostThreads
+                  << " host threads, " << (s.reverse ? "reverse" : "forward") << " fibers");
+    FusedCase shaped = c;
+    shaped.blocks = s.blocks;
+    shaped.blockThreads = s.threads;
+    shaped.threads = s.hostThreads;
+    shaped.reverseWorkers = s.reverse;
+    CHECK(sameRuns(fusedCaseRun(shaped), persistent));
+  }
+}
+
+namespace {
+
+// A double-precision LSTM forward (popnn's equations, the default cell order: forget, input,
+// candidate, output; sigmoid and tanh): h_T and c_T per row, rows past their length keeping
+// their state. x [T][B][I], wi [4][I][H], wo [4][H][H], b [4][H], h0 and c0 [B][H].
+std::pair<Values, Values> referenceLstm(std::size_t T, std::size_t B, std::size_t I,
+                                        std::size_t H, const Values &x, const Values &wi,
+                                        const Values &wo, const Values &b, Values h, Values c,
+                                        const std::vector<unsigned> &lengths) {
+  auto sigmoid = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+  for (std::size_t t = 0; t < T; ++t) {
+    Values next = h;
+    for (std::size_t r = 0; r < B; ++r) {
+      if (t >= (lengths.empty() ? T : lengths[r]))
+        continue;
+      for (std::size_t u = 0; u < H; ++u) {
+        double gate[4];
+        for (std::size_t s = 0; s < 4; ++s) {
+          double sum = b[s * H + u];
+          for (std::size_t i = 0; i < I; ++i)
+            sum += x[(t * B + r) * I + i] * wi[(s * I + i) * H + u];
+          for (std::size_t k = 0; k < H; ++k)
+            sum += h[r * H + k] * wo[(s * H + k) * H + u];
+          gate[s] = sum;
+        }
+        double &cell = c[r * H + u];
+        cell = sigmoid(gate[0]) * cell + sigmoid(gate[1]) * std::tanh(gate[2]);
+        next[r * H + u] = sigmoid(gate[3]) * std::tanh(cell);
+      }
+    }
+    h = next;
+  }
+  return {h, c};
+}
+
+double relativeError(const Values &got, const Values &want) {
+  double diff = 0, norm = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    diff += (got[i] - want[i]) * (got[i] - want[i]);
+    norm += want[i] * want[i];
+  }
+  return std::sqrt(diff / std::max(norm, 1e-300));
+}
+
+} // namespace
+
+TEST_CASE("the persistent LSTM forward matches a double-precision model on every batch, width "
+          "and length",
+          "[correctness][lstm][persistent]") {
+  const std::size_t I = 3;
+  for (Type type : {FLOAT, HALF})
+    for (std::size_t B : {1, 3, 8})
+      for (std::size_t H : {16, 40, 130})
+        for (std::size_t T : {1, 2, 7}) {
+          INFO(type.toString() << ": B " << B << ", H " << H << ", T " << T);
+          Harness h(Target::createGeneric(2));
+          // Rows of lengths 0, T and in between when the batch has them.
+          std::vector<unsigned> lengths;
+          Tensor lengthsTensor;
+          if (B > 1) {
+            for (std::size_t r = 0; r < B; ++r)
+              lengths.push_back(unsigned(r == 0 ? 0 : r == 1 ? T : (r * 5) % (T + 1)));
+            lengthsTensor = h.input(UNSIGNED_INT, {B}, "lengths",
+                                    Values(lengths.begin(), lengths.end()), false);
+          }
+          lstm::LstmParams params = lengthsTensor.valid()
+                                        ? lstm::LstmParams(type, B, T, lengthsTensor, {I, H})
+                                        : lstm::LstmParams(type, B, T, {I, H});
+          params.outputFullSequence = false;
+          const OptionFlags options{{"inferenceOnly", "true"}, {"rnnPersistentKernel", "true"}};
+          Tensor in = lstm::createInput(h.graph, params, "in", options);
+          lstm::LstmState init = lstm::createInitialState(h.graph, params, "init", options);
+          lstm::LstmWeights w = lstm::createWeights(h.graph, params, "w", options);
+          // Values that make the gates work: weights scaled by 1 / sqrt(H).
+          const double scale = 1.0 / std::sqrt(double(H));
+          auto scaled = [&](Values v) {
+            for (double &e : v)
+              e *= scale;
+            return v;
+          };
+          const Values x = randomValues(T * B * I, -1.0, 1.0, 1), wi = randomValues(4 * I * H, -1.0, 1.0, 2);
+          const Values wo = scaled(randomValues(4 * H * H, -1.0, 1.0, 3));
+          const Values b = randomValues(4 * H, -0.5, 0.5, 4), h0 = randomValues(B * H, -1.0, 1.0, 5);
+          const Values c0 = randomValues(B * H, -1.0, 1.0, 6);
+          const std::pair<Tensor, const Values *> data[] = {
+              {in, &x}, {w.inputWeights, &wi}, {w.outputWeights, &wo}, {w.biases, &b},
+              {init.output, &h0}, {init.cellState, &c0}};
+          int k = 0;
+          for (const auto &[t, v] : data) {
+            Tensor source = h.input(type, t.shape(), "data" + std::to_string(k++), *v, false);
+            h.prog.add(Copy(source, t));
+          }
+          auto [hT, cT] = lstm::lstmFwd(h.graph, params, init, in, w, nullptr, h.prog, "lstm",
+                                        options);
+          h.output("h", hT);
+          h.output("c", cT);
+          auto out = h.run(2);
+          // The model reads what the layer reads: the data rounded to the layer's type.
+          auto rounded = [&](const Values &v) {
+            return type == HALF ? widen(convert<half>(v)) : widen(convert<float>(v));
+          };
+          const auto [hRef, cRef] = referenceLstm(T, B, I, H, rounded(x), rounded(wi), rounded(wo),
+                                                  rounded(b), rounded(h0), rounded(c0), lengths);
+          const double bound = type == FLOAT ? 1e-5 : 1e-2;
+          CHECK(relativeError(out["h"], hRef) < bound);
+          CHECK(relativeError(out["c"], cRef) < bound);
+          // A zero-length row is its initial state, exactly.
+          for (std::size_t u = 0; B > 1 && u < H; ++u) {
+            REQUIRE(out["h"][u] == rounded(h0)[u]);
+            REQUIRE(out["c"][u] == rounded(c0)[u]);
+          }
+        }
+}
+
+TEST_CASE("rnnPersistentKernel: auto keeps the per-step path, true where the kernel cannot run "
+          "is refused naming the limit, and the backward refuses true",
+          "[correctness][lstm][persistent]") {
+  Graph g(Target::createGeneric(2));
+  nn::addCodelets(g);
+  lstm::LstmParams params(FLOAT, 4, 3, {5, 8});
+  Sequence prog;
+  Tensor in = lstm::createInput(g, params, "in");
+  lstm::LstmState init = lstm::createInitialState(g, params, "init");
+  lstm::LstmWeights w = lstm::createWeights(g, params, "w");
+  lstm::LstmParams softmax = params;
+  softmax.activation = NonLinearityType::SOFTMAX;
+  CHECK_THROWS_WITH(lstm::lstmFwd(g, softmax, init, in, w, nullptr, prog, "fwd",
+                                  {{"rnnPersistentKernel", "true"}}),
+                    Catch::Contains("rnnPersistentKernel is true, but the activations must be "
+                                    "element-wise"));
+  lstm::LstmParams wide(FLOAT, 64, 3, {5, 1024}); // 256 KiB of staged h a block
+  Tensor wideIn = lstm::createInput(g, wide, "wideIn");
+  lstm::LstmState wideInit = lstm::createInitialState(g, wide, "wideInit");
+  lstm::LstmWeights wideW = lstm::createWeights(g, wide, "wideW");
+  CHECK_THROWS_WITH(lstm::lstmFwd(g, wide, wideInit, wideIn, wideW, nullptr, prog, "fwd",
+                                  {{"rnnPersistentKernel", "true"}}),
+                    Catch::Contains("262144 bytes") && Catch::Contains("232448 bytes"));
+  // On a GPU target the weights must fit on chip: 1024 units over 132 blocks are 8 a block,
+  // 8 x 4 x 1024 floats = 131072 bytes, plus 8 rows of h (32768): fits; 2048 units do not.
+  Graph gpu(Target::createModel("h200"));
+  nn::addCodelets(gpu);
+  lstm::LstmParams big(HALF, 8, 3, {5, 2048});
+  Tensor bigIn = lstm::createInput(gpu, big, "in");
+  lstm::LstmState bigInit = lstm::createInitialState(gpu, big, "init");
+  lstm::LstmWeights bigW = lstm::createWeights(gpu, big, "w");
+  CHECK_THROWS_WITH(lstm::lstmFwd(gpu, big, bigInit, bigIn, bigW, nullptr, prog, "fwd",
+                                  {{"rnnPersistentKernel", "true"}}),
+                    Catch::Contains("the weights do not fit on chip") &&
+                        Catch::Contains("16 units x 4 gates x 2048"));
+  CHECK_THROWS_WITH(lstm::lstmFwd(g, params, init, in, w, nullptr, prog, "fwd",
+                                  {{"rnnPersistentKernel", "maybe"}}),
+                    Catch::Contains("rnnPersistentKernel"));
+  // The backward has no persistent kernel: true there is refused, not ignored.
+  Tensor inter;
+  Sequence train;
+  auto [out, cell] = lstm::lstmFwd(g, params, init, in, w, &inter, train, "fwd",
+                                   {{"rnnPersistentKernel", "true"}});
+  Tensor dy = g.clone(out, "dy");
+  CHECK_THROWS_WITH(lstm::lstmBwd(g, params, train, init, inter, w, in, out, dy, nullptr,
+                                  nullptr, nullptr, "bwd", {{"rnnPersistentKernel", "true"}}),
+                    Catch::Contains("the backward loop has no persistent kernel yet"));
 }

@@ -1,0 +1,212 @@
+// The persistent recurrent kernels (docs/architecture.md "Persistent recurrent kernels",
+// lib/nn/LstmPersistent.cpp): one co-resident launch runs the whole sequence. Block b owns the
+// hidden units [b U, (b + 1) U) of every row (U = ceil(H / blocks)) and all four gate columns of
+// them; its slice of the recurrent weights is staged once into shared memory (on chip for the
+// whole sequence) when the builder gives it room, else read from the weights each step. The
+// blocks hand each other h_t through `exchange`, [T][B][H], filled with -0.0 before the launch
+// and written once per element with aspen::publish (the write-once sentinel protocol,
+// Vertex.hpp): a block waits for the elements of h_{t-1} it reads, so no flag and no grid
+// barrier is needed.
+//
+// The exact arithmetic variant: each (row, unit) is one thread's, its four gate sums run over k
+// in increasing order through explicit fused multiply-adds (correctly rounded on the host and on
+// the GPU), so the results are the same bits whatever the launch shape, the host threads, the
+// order fibers run in, and on a GPU. The cell is LstmCellFwd's and LstmFusedFwd's arithmetic
+// (same functions, same roundings to T), so only the recurrent product's summation order
+// differs from the per-step path.
+#include "RnnCellMath.hpp"
+
+namespace aspen::nn {
+
+namespace persistent {
+
+ASPEN_HD inline float exactFma(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+  return __fmaf_rn(a, b, c);
+#else
+  return __builtin_fmaf(a, b, c);
+#endif
+}
+
+} // namespace persistent
+
+// The LSTM's forward over the whole sequence (fields as LstmPersistent.cpp connects them):
+//   weights  Wo, [H][4H], gate columns in slot order (the cell order)
+//   gatesIn  the pre-weighted input x_t . Wi, [T][B][4H] in slot order, when hasGatesIn
+//   bias     [4H] in slot order; h0, c0 [B][H]; lengths [B], or [1] for every row
+//   exchange [T][B][H] of -0.0 at entry: h_t as published, the held h_{t-1} for a row past its
+//            length (so the next step reads the state it keeps)
+//   out      [T][B][H] when hasOut: h_t, zero past a row's length (as the per-step cell)
+//   inter    [T][n][B][H], n = numInter(): the intermediates in InterLayout's order
+//   hLast, cLast [B][H]: the final state (cLast is also the running cell state)
+// Shared memory: B H floats of staged h_{t-1}, then, when weightsInShared, the block's U x 4 x H
+// weights as floats.
+template <class T> class LstmPersistentFwd : public BlockVertex {
+public:
+  static constexpr bool coResident = true;
+  static constexpr unsigned maxThreadsPerBlock = 256;
+
+  Input<Vector<T>> weights;
+  Input<Vector<T>> gatesIn;
+  Input<Vector<T>> bias;
+  Input<Vector<T>> h0;
+  Input<Vector<T>> c0;
+  Input<Vector<unsigned>> lengths;
+  InOut<Vector<T>> exchange;
+  Output<Vector<T>> out;
+  Output<Vector<T>> inter;
+  Output<Vector<T>> hLast;
+  Output<Vector<T>> cLast;
+  unsigned H;
+  unsigned B;
+  unsigned steps;
+  unsigned slotF, slotI, slotG, slotO;
+  unsigned activation;
+  unsigned recurrentActivation;
+  unsigned saveMode;
+  bool saveH;
+  bool rawCandidate;
+  bool hasGatesIn;
+  bool hasOut;
+  bool weightsInShared;
+
+  unsigned numInter() const {
+    return (saveMode == 0 ? 0u : saveMode == 1 ? 4u : 6u) + (saveH ? 1u : 0u);
+  }
+
+  bool compute(Block &block) {
+    const unsigned blocks = block.numBlocks(), threads = block.numThreads();
+    const unsigned tid = block.threadId();
+    const unsigned U = (H + blocks - 1) / blocks;
+    const unsigned u0 = block.blockId() * U;
+    const unsigned units = u0 >= H ? 0u : (H - u0 < U ? H - u0 : U);
+    const unsigned long long BH = (unsigned long long)B * H;
+    if (exchange.size() != steps * BH || hLast.size() != BH || cLast.size() != BH ||
+        h0.size() != BH || c0.size() != BH || weights.size() != 4ull * H * H ||
+        (hasOut && out.size() != steps * BH) ||
+        (numInter() > 0 && inter.size() != steps * numInter() * BH) ||
+        (hasGatesIn && gatesIn.size() != steps * 4 * BH))
+      return false;
+    if (units == 0)
+      return true; // more blocks than units: nothing is this block's
+    float *hStage = block.shared<float>();
+    float *wStage = hStage + BH;
+    const unsigned slots[4] = {slotF, slotI, slotG, slotO};
+    const unsigned pairs = B * units;
+    for (unsigned q = tid; q < pairs; q += threads) {
+      const unsigned long long at = (unsigned long long)(q / units) * H + u0 + q % units;
+      cLast[at] = c0[at];
+      hLast[at] = h0[at];
+    }
+    if (weightsInShared) // wStage[(j * 4 + g) * H + k] = Wo[k][slot_g H + u0 + j]
+      for (unsigned long long i = tid; i < 4ull * units * H; i += threads) {
+        const unsigned k = unsigned(i % H), g = unsigned(i / H % 4), j = unsigned(i / H / 4);
+        wStage[i] = float(weights[(unsigned long long)k * 4 * H + slots[g] * H + u0 + j]);
+      }
+    const bool fixed = recurrentActivation == unsigned(NonLinearityType::SIGMOID) &&
+                       activation == unsigned(NonLinearityType::TANH);
+    for (unsigned t = 0; t < steps; ++t) {
+      // h_{t-1}, whole, into shared memory: from h0, or as the other blocks publish it.
+      if (t == 0) {
+        for (unsigned long long i = tid; i < BH; i += threads)
+          hStage[i] = float(h0[i]);
+      } else {
+        const T *previous = exchange.data() + (t - 1) * BH;
+        for (unsigned long long i = tid; i < BH; i += threads) {
+          const T *p = previous + i;
+          if (!block.waitUntil([&] { return !isUnpublished(loadAcquire(p)); }))
+            return false;
+          hStage[i] = float(loadAcquire(p));
+        }
+      }
+      block.sync();
+      for (unsigned q = tid; q < pairs; q += threads) {
+        if (fixed)
+          pair(t, q / units, u0, q % units, hStage, wStage,
+               cell::Fixed<NonLinearityType::SIGMOID>(), cell::Fixed<NonLinearityType::TANH>());
+        else
+          pair(t, q / units, u0, q % units, hStage, wStage,
+               cell::Dynamic{NonLinearityType(recurrentActivation)},
+               cell::Dynamic{NonLinearityType(activation)});
+      }
+      block.sync(); // every thread done with hStage before the next step overwrites it
+    }
+    return true;
+  }
+
+private:
+  // Step t of row r, unit u0 + j.
+  template <class Rho, class Phi>
+  ASPEN_HD void pair(unsigned t, unsigned r, unsigned u0, unsigned j, const float *hStage,
+                     const float *wStage, Rho rho, Phi phi) {
+    constexpr unsigned F = 0, I = 1, G = 2, O = 3;
+    const unsigned u = u0 + j;
+    const unsigned long long BH = (unsigned long long)B * H;
+    const unsigned long long at = (unsigned long long)r * H + u; // in a [B][H] array
+    const unsigned long long step = t * BH + at;                 // in a [T][B][H] one
+    const unsigned n = numInter();
+    const unsigned length = lengths.size() == 1 ? lengths[0] : lengths[r];
+    if (t >= length) { // past the row's length: the state is kept, outputs are zero
+      publish(&exchange[step], hStage[at]);
+      if (hasOut)
+        out[step] = T(0.0f);
+      for (unsigned s = 0; s < n; ++s)
+        inter[(t * n + s) * BH + at] = T(0.0f);
+      return;
+    }
+    const unsigned slots[4] = {slotF, slotI, slotG, slotO};
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    const float *h = hStage + (unsigned long long)r * H;
+    if (weightsInShared) {
+      for (unsigned g = 0; g < 4; ++g) {
+        const float *w = wStage + (unsigned long long)(j * 4 + g) * H;
+        for (unsigned k = 0; k < H; ++k)
+          acc[g] = persistent::exactFma(h[k], w[k], acc[g]);
+      }
+    } else {
+      for (unsigned g = 0; g < 4; ++g) {
+        const T *w = weights.data() + slots[g] * H + u;
+        for (unsigned k = 0; k < H; ++k)
+          acc[g] = persistent::exactFma(h[k], float(w[(unsigned long long)k * 4 * H]), acc[g]);
+      }
+    }
+    float a[4];
+    for (unsigned g = 0; g < 4; ++g) {
+      const float b = float(bias[slots[g] * H + u]);
+      if (hasGatesIn) {
+        const float x = float(gatesIn[(unsigned long long)t * 4 * BH + r * 4ull * H + slots[g] * H + u]);
+        a[g] = float(T(x + float(T(acc[g])))) + b;
+      } else {
+        a[g] = float(T(acc[g])) + b;
+      }
+    }
+    const float cPrev = float(cLast[at]);
+    const float preG = a[G];
+    a[F] = rho.forward(a[F]);
+    a[I] = rho.forward(a[I]);
+    a[G] = phi.forward(a[G]);
+    a[O] = rho.forward(a[O]);
+    const float cNew = a[F] * cPrev + a[I] * a[G];
+    const float phiC = phi.forward(cNew);
+    const float hNew = a[O] * phiC;
+    cLast[at] = T(cNew);
+    hLast[at] = T(hNew);
+    if (hasOut)
+      out[step] = T(hNew);
+    if (saveMode != 0)
+      for (unsigned g = 0; g < 4; ++g)
+        inter[(t * n + g) * BH + at] = T(g == G && rawCandidate ? preG : a[g]);
+    if (saveMode == 2) {
+      inter[(t * n + 4) * BH + at] = T(rawCandidate ? cNew : phiC);
+      inter[(t * n + 5) * BH + at] = T(cPrev);
+    }
+    if (saveH)
+      inter[(t * n + n - 1) * BH + at] = T(hNew);
+    publish(&exchange[step], hNew);
+  }
+};
+
+template class LstmPersistentFwd<float>;
+template class LstmPersistentFwd<half>;
+
+} // namespace aspen::nn
