@@ -278,3 +278,36 @@ TEST_CASE("a generated element-wise expression compiles through the codelet libr
   CHECK(!image.bytes.empty());
   CHECK(assemble(gpuCodeletPtx(*library, 90), "expression") == 0);
 }
+
+TEST_CASE("the persistent LSTM kernel builds for sm_90 at its planned block size with no spills",
+          "[gpu_codegen]") {
+  const auto library =
+      CodeletLibrary::loadPrecompiled((fs::path(libraryCodeletsDir()) / "nn_persistent.gp").string());
+  const std::string source = gpuCodeletSource(*library);
+  const std::string ptx = gpuCodeletPtx(*library, 90);
+  // LstmPersistentFwd<float> and <half> declare maxThreadsPerBlock = 256: their kernels carry
+  // that bound, which lets a thread use up to 255 registers.
+  CHECK(std::count_if(library->vertexTypes().begin(), library->vertexTypes().end(),
+                      [](const VertexTypeInfo &t) { return t.coResident; }) == 2);
+  CHECK(source.find("__launch_bounds__(256, 1)") != std::string::npos);
+  CHECK(ptx.find(".maxntid 256, 1, 1") != std::string::npos);
+  const fs::path path = fs::path(aspen::test::binaryDir()) / "gpu_codegen_persistent.ptx";
+  const fs::path log = fs::path(aspen::test::binaryDir()) / "gpu_codegen_persistent.log";
+  std::ofstream(path) << ptx;
+  const std::string command = cudaToolkitBinDir() + "/ptxas -arch=sm_90 -v -o /dev/null " +
+                              path.string() + " > " + log.string() + " 2>&1";
+  REQUIRE(std::system(command.c_str()) == 0);
+  std::ifstream in(log);
+  const std::string report((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  INFO(report); // registers a thread, stack frame and spills of every kernel
+  unsigned kernels = 0;
+  for (std::size_t at = report.find("Compiling entry function 'aspen_block_"); at != std::string::npos;
+       at = report.find("Compiling entry function 'aspen_block_", at + 1)) {
+    ++kernels;
+    const std::size_t next = report.find("Compiling entry function", at + 1);
+    const std::string entry = report.substr(at, next == std::string::npos ? std::string::npos : next - at);
+    CHECK(entry.find("0 bytes spill stores, 0 bytes spill loads") != std::string::npos);
+    CHECK(entry.find("Used ") != std::string::npos);
+  }
+  CHECK(kernels == 2);
+}
