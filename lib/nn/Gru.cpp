@@ -135,7 +135,13 @@ GruOptions parseOptions(const Graph &graph, const GruParams &params, const Optio
   rnn::detail::addStepsPerWUOption(spec, o.stepsPerWU);
   rnn::detail::addHardSigmoidGradientOption(spec, o.hardSigmoidGradient);
   rnn::detail::addStepMethodOption(spec, o.stepMethod);
+  rnn::detail::addPersistentOptions(spec, o.persistent);
   spec.parse(options);
+  if (o.persistent.mode == rnn::detail::PersistentOptions::Mode::On)
+    throw invalid_option(fmt::format("{}: rnnPersistentKernel is true, but the GRU has no "
+                                     "persistent kernel yet (the LSTM's forward has one); use "
+                                     "auto or false",
+                                     what));
   if (o.partialsType == HALF && params.dataType == FLOAT)
     throw invalid_option(fmt::format("{}: partialsType half needs half data, but dataType is float",
                                      what));

@@ -28,6 +28,7 @@ struct GruOptions {
   std::optional<unsigned> stepsPerWU;
   NonLinearityGradient hardSigmoidGradient = NonLinearityGradient::Popnn;
   rnn::detail::StepMethod stepMethod = rnn::detail::StepMethod::Auto;
+  rnn::detail::PersistentOptions persistent; // accepted; true is refused (no GRU kernel yet)
 };
 
 void checkParams(const GruParams &params, const std::string &what);

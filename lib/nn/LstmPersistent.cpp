@@ -41,6 +41,7 @@ PersistentChoice persistentChoice(const Graph &graph, const LstmParams &params,
   const Target &target = graph.getTarget();
   const std::size_t B = params.rnn.batchSize, H = params.rnn.layerSizes[1];
   if (opts.persistent.mode == Mode::Off) {
+    choice.launch.blocks = 0;
     choice.refusal = "rnnPersistentKernel is false";
     return choice;
   }
@@ -72,6 +73,15 @@ PersistentChoice persistentChoice(const Graph &graph, const LstmParams &params,
                          "and the staged h_(t-1) ({} bytes) exceed the {} bytes of shared memory "
                          "a block of target '{}' has: the weights do not fit on chip",
                          units, H, weightBytes, stageBytes, limit, target.getName());
+  if (cannot.empty()) { // the launch it takes (or would take, under auto)
+    choice.weightsInShared = stageBytes + weightBytes <= limit;
+    choice.launch.blocks = blocks;
+    choice.launch.threadsPerBlock = threads;
+    choice.launch.sharedBytes = stageBytes + (choice.weightsInShared ? weightBytes : 0);
+    choice.launch.coResident = true;
+  } else {
+    choice.launch.blocks = 0;
+  }
   if (opts.persistent.mode == Mode::Auto) {
     choice.refusal = !cannot.empty() ? cannot
                      : target.isGpu()
@@ -84,11 +94,6 @@ PersistentChoice persistentChoice(const Graph &graph, const LstmParams &params,
   if (!cannot.empty())
     throw invalid_option(fmt::format("{}: rnnPersistentKernel is true, but {}", what, cannot));
   choice.use = true;
-  choice.weightsInShared = stageBytes + weightBytes <= limit;
-  choice.launch.blocks = blocks;
-  choice.launch.threadsPerBlock = threads;
-  choice.launch.sharedBytes = stageBytes + (choice.weightsInShared ? weightBytes : 0);
-  choice.launch.coResident = true;
   return choice;
 }
 

@@ -8,11 +8,21 @@
 namespace aspen::nn {
 
 std::string RecurrentPlan::toJson() const {
+  std::string refusal; // a JSON string's contents
+  for (char ch : persistentRefusal) {
+    if (ch == '"' || ch == '\\')
+      refusal += '\\';
+    refusal += ch;
+  }
   return fmt::format("{{\"numShards\": {}, \"codeReuse\": {}, \"preCalcWeights\": {}, "
                      "\"stepsPerWU\": {}, \"recomputation\": \"{}\", \"partialsType\": \"{}\", "
-                     "\"availableMemoryProportion\": {}}}",
+                     "\"availableMemoryProportion\": {}, \"persistent\": {{\"use\": {}, "
+                     "\"blocks\": {}, \"threadsPerBlock\": {}, \"sharedBytes\": {}, "
+                     "\"weightsInSharedMemory\": {}, \"refusal\": \"{}\"}}}}",
                      numShards, codeReuse, preCalcWeights, stepsPerWU, recomputation,
-                     partialsType, availableMemoryProportion);
+                     partialsType, availableMemoryProportion, persistent, persistentBlocks,
+                     persistentThreadsPerBlock, persistentSharedBytes,
+                     persistentWeightsInSharedMemory, refusal);
 }
 
 namespace {
@@ -36,6 +46,16 @@ RecurrentPlan getPlan(const Graph &graph, const LstmParams &params, const Option
   plan.recomputation = o.recomputation == detail::Recomputation::None          ? "none"
                        : o.recomputation == detail::Recomputation::CellAndTanh ? "cellAndTanh"
                                                                                : "full";
+  const detail::PersistentChoice persistent =
+      detail::persistentChoice(graph, params, o, "lstm::getPlan");
+  plan.persistent = persistent.use;
+  plan.persistentBlocks = persistent.launch.blocks;
+  plan.persistentThreadsPerBlock = persistent.launch.threadsPerBlock;
+  plan.persistentSharedBytes = persistent.launch.sharedBytes;
+  plan.persistentWeightsInSharedMemory = persistent.weightsInShared;
+  plan.persistentRefusal = persistent.refusal;
+  if (persistent.use) // the kernel weighs the input before its launch
+    plan.preCalcWeights = params.doInputWeightCalc;
   return plan;
 }
 } // namespace lstm
@@ -45,6 +65,9 @@ RecurrentPlan getPlan(const Graph &graph, const GruParams &params, const OptionF
   const detail::GruOptions o = detail::parseOptions(graph, params, options, "gru::getPlan");
   RecurrentPlan plan = commonPlan(o);
   plan.stepsPerWU = detail::chooseStepsPerWU(graph, params, o);
+  plan.persistentRefusal = o.persistent.mode == rnn::detail::PersistentOptions::Mode::Off
+                               ? "rnnPersistentKernel is false"
+                               : "the GRU has no persistent kernel yet";
   return plan;
 }
 } // namespace gru

@@ -9,6 +9,7 @@
 #include <aspen/linalg/MatMul.hpp>
 #include <aspen/nn/Lstm.hpp>
 #include <aspen/nn/NonLinearity.hpp>
+#include <aspen/nn/RecurrentPlan.hpp>
 #include <aspen/ops/ElementWise.hpp>
 #include <aspen/ops/Zero.hpp>
 
@@ -1053,6 +1054,48 @@ TEST_CASE("rnnPersistentKernel: auto keeps the per-step path, true where the ker
   Tensor in = lstm::createInput(g, params, "in");
   lstm::LstmState init = lstm::createInitialState(g, params, "init");
   lstm::LstmWeights w = lstm::createWeights(g, params, "w");
+  // The plan says what each mode does, with the launch persistent takes or would take: 4 blocks
+  // of 2 units on a target that is not a GPU, 32 threads, 4 x 8 floats of staged h and
+  // 2 x 4 x 8 of weights a block.
+  const nn::RecurrentPlan autoPlan = lstm::getPlan(g, params);
+  CHECK_FALSE(autoPlan.persistent);
+  CHECK(autoPlan.persistentRefusal.find("auto keeps the per-step path on targets that are not "
+                                        "GPUs") != std::string::npos);
+  CHECK(autoPlan.persistentBlocks == 4);
+  CHECK(autoPlan.persistentThreadsPerBlock == 32);
+  CHECK(autoPlan.persistentSharedBytes == (4 * 8 + 2 * 4 * 8) * sizeof(float));
+  CHECK(autoPlan.persistentWeightsInSharedMemory);
+  const nn::RecurrentPlan onPlan = lstm::getPlan(
+      g, params, {{"rnnPersistentKernel", "true"}, {"rnnPersistentBlocks", "3"},
+                  {"rnnPersistentThreadsPerBlock", "64"}, {"preCalcWeights", "false"}});
+  CHECK(onPlan.persistent);
+  CHECK(onPlan.preCalcWeights); // the kernel weighs the input before its launch
+  CHECK(onPlan.persistentBlocks == 3);
+  CHECK(onPlan.persistentThreadsPerBlock == 64);
+  CHECK(onPlan.persistentSharedBytes == (4 * 8 + 3 * 4 * 8) * sizeof(float));
+  CHECK(onPlan.toJson().find("\"persistent\": {\"use\": true, \"blocks\": 3, "
+                             "\"threadsPerBlock\": 64, \"sharedBytes\": 512, "
+                             "\"weightsInSharedMemory\": true, \"refusal\": \"\"}") !=
+        std::string::npos);
+  const nn::RecurrentPlan offPlan = lstm::getPlan(g, params, {{"rnnPersistentKernel", "false"}});
+  CHECK_FALSE(offPlan.persistent);
+  CHECK(offPlan.persistentBlocks == 0);
+  CHECK(offPlan.persistentRefusal == "rnnPersistentKernel is false");
+  CHECK_THROWS_WITH(lstm::getPlan(g, params, {{"rnnPersistentThreadsPerBlock", "512"}}),
+                    Catch::Contains("rnnPersistentThreadsPerBlock"));
+  {
+    Graph gpu(Target::createModel("h200"));
+    const nn::RecurrentPlan gpuPlan = lstm::getPlan(gpu, params);
+    CHECK_FALSE(gpuPlan.persistent);
+    CHECK(gpuPlan.persistentRefusal.find("calibrated on a GPU") != std::string::npos);
+    CHECK(gpuPlan.persistentBlocks == 8); // one unit a block: H < 132 multiprocessors
+    CHECK(gpuPlan.persistentThreadsPerBlock == 256);
+  }
+  // The GRU accepts the option and says it has no kernel; true is refused.
+  nn::gru::GruParams gruParams(FLOAT, 4, 3, {5, 8});
+  CHECK(nn::gru::getPlan(g, gruParams).persistentRefusal == "the GRU has no persistent kernel yet");
+  CHECK_THROWS_WITH(nn::gru::getPlan(g, gruParams, {{"rnnPersistentKernel", "true"}}),
+                    Catch::Contains("the GRU has no persistent kernel yet"));
   lstm::LstmParams softmax = params;
   softmax.activation = NonLinearityType::SOFTMAX;
   CHECK_THROWS_WITH(lstm::lstmFwd(g, softmax, init, in, w, nullptr, prog, "fwd",

@@ -277,6 +277,18 @@ void recurrentRows(LayerSetup &setup, const CommonConfig &c, bool hasRecomputati
   if (hasRecomputation)
     setup.planRows.push_back({"input weighed ahead", p.preCalcWeights ? "yes (preCalcWeights)"
                                                                       : "no (preCalcWeights)"});
+  const std::string launch =
+      p.persistentBlocks == 0
+          ? std::string()
+          : fmt::format("{} blocks of {} threads, {} bytes of shared memory a block{}",
+                        p.persistentBlocks, p.persistentThreadsPerBlock, p.persistentSharedBytes,
+                        p.persistentWeightsInSharedMemory ? ", weights on chip"
+                                                          : ", weights read from memory");
+  setup.planRows.push_back(
+      {"forward loop",
+       p.persistent ? "one persistent launch (rnnPersistentKernel): " + launch
+                    : "per step: " + p.persistentRefusal +
+                          (launch.empty() ? "" : " (persistent would be " + launch + ")")});
 }
 
 // --- Running the plan ------------------------------------------------------------------------

@@ -104,6 +104,12 @@ inline BuiltLayer build(aspen::Graph &graph, const Config &c, aspen::linalg::Pla
   const std::size_t T = c.sequenceSize, B = c.batchSize, I = c.inputSize, H = c.outputSize;
   const bool backward = c.backward(), weightUpdate = c.weightUpdate();
   const OptionFlags &options = c.layerOptions;
+  // The backward functions have no persistent kernel: they keep auto (LayerDriver.hpp).
+  OptionFlags bwdOptions;
+  for (const auto &[key, value] : options)
+    if (key != "rnnPersistentKernel" && key != "rnnPersistentBlocks" &&
+        key != "rnnPersistentThreadsPerBlock")
+      bwdOptions.set(key, value);
 
   const Tensor timeSteps = addTimeSteps(graph, c);
   lstm::LstmParams params =
@@ -165,15 +171,15 @@ inline BuiltLayer build(aspen::Graph &graph, const Config &c, aspen::linalg::Pla
   if (c.phase == "all") {
     initGrad = lstm::lstmBwdWithWU(graph, params, prog, init, fwdIntermediates, weights, input,
                                    output, outputGrad, lastGradPtr, inputGradPtr, weightsGrad,
-                                   "bwd", options, &cache);
+                                   "bwd", bwdOptions, &cache);
   } else {
     Tensor bwdIntermediates;
     initGrad = lstm::lstmBwd(graph, params, prog, init, fwdIntermediates, weights, input, output,
                              outputGrad, lastGradPtr, inputGradPtr,
-                             weightUpdate ? &bwdIntermediates : nullptr, "bwd", options, &cache);
+                             weightUpdate ? &bwdIntermediates : nullptr, "bwd", bwdOptions, &cache);
     if (weightUpdate)
       weightsGrad = lstm::lstmWU(graph, params, prog, init, fwdIntermediates, bwdIntermediates,
-                                 weights, input, output, "wu", options, &cache);
+                                 weights, input, output, "wu", bwdOptions, &cache);
   }
   if (!c.ignoreInputGradient)
     layer.results.push_back({"inputGrad", inputGrad});

@@ -282,6 +282,14 @@ template <typename Config> std::vector<Flag<Config>> layerFlags(const std::strin
                             [](auto &f, auto &v) {
                               return parseChoice(f, v, {"auto", "fused", "productThenCell"});
                             })},
+      F{"persistent-kernel", nullptr,
+        "auto | true | false: the forward loop as one persistent launch that keeps the weights "
+        "on chip (option rnnPersistentKernel; Aspen's; the LSTM's forward only, the backward "
+        "runs per step)",
+        layerOption<Config>("rnnPersistentKernel",
+                            [](auto &f, auto &v) {
+                              return parseChoice(f, v, {"auto", "true", "false"});
+                            })},
       F{"available-memory-proportion", nullptr, "(0, 1] (option availableMemoryProportion)",
         layerOption<Config>("availableMemoryProportion",
                             [](auto &f, auto &v) {

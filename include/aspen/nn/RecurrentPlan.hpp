@@ -13,6 +13,7 @@
 #include <aspen/nn/Gru.hpp>
 #include <aspen/nn/Lstm.hpp>
 
+#include <cstddef>
 #include <string>
 
 namespace aspen::nn {
@@ -31,9 +32,19 @@ struct ASPEN_API RecurrentPlan {
   std::string recomputation = "none";
   std::string partialsType = "float";
   double availableMemoryProportion = 0.6;
+  // The forward loop as one co-resident launch that keeps the weights on chip (option
+  // rnnPersistentKernel; the LSTM's forward only, so far): whether it is taken, its launch, and
+  // why the per-step path runs when it is not.
+  bool persistent = false;
+  unsigned persistentBlocks = 0, persistentThreadsPerBlock = 0;
+  std::size_t persistentSharedBytes = 0; // a block's: staged h_(t-1), and the weights if there
+  bool persistentWeightsInSharedMemory = false;
+  std::string persistentRefusal;
 
   // {"numShards": 1, "codeReuse": false, "preCalcWeights": true, "stepsPerWU": 0,
-  //  "recomputation": "none", "partialsType": "float", "availableMemoryProportion": 0.6}
+  //  "recomputation": "none", "partialsType": "float", "availableMemoryProportion": 0.6,
+  //  "persistent": {"use": false, "blocks": 0, "threadsPerBlock": 0, "sharedBytes": 0,
+  //                 "weightsInSharedMemory": false, "refusal": "..."}}
   std::string toJson() const;
 };
 
