@@ -15,6 +15,8 @@
 // (same functions, same roundings to T), so only the recurrent product's summation order
 // differs from the per-step path.
 #include "RnnCellMath.hpp"
+// after RnnCellMath.hpp
+#include "LstmCellMath.hpp"
 
 namespace aspen::nn {
 
@@ -208,5 +210,151 @@ private:
 
 template class LstmPersistentFwd<float>;
 template class LstmPersistentFwd<half>;
+
+// The LSTM's backward loop over the whole sequence, steps T - 1 down to 0 (LstmPersistent.cpp):
+// block b owns units [b U, (b + 1) U) of every row; for step t it waits for the gate gradients
+// of step t + 1 (all 4H of every row, published by every block), stages them in shared
+// memory, forms dhMM = delta_{t+1} . Wo^T for its units (k over 4H in increasing order through
+// fma, rounded to T as the per-step product is; zero at the last step), runs LstmCellBwd's cell
+// (lstm_cell::bwdElements, the same function) and publishes the unit's four gate gradients.
+//   weights  Wo, [H][4H] (row u: what h unit u feeds to every gate column)
+//   fwd      the saved gates, [T][4][B][H] canonical; cell [T][2][B][H]; outGrad [T][B][H]
+//            when hasOutGrad; lengths [B] or [1]
+//   dhCarry, dcState [B][H], updated in place (their units are the block's own)
+//   delta    [T][B][4H] in slot columns, -0.0 at entry: the gate gradients, the exchange, and
+//            what the weight gradients and dx are computed from after the launch
+// Shared memory: B x 4H floats of staged delta_{t+1}, then, when weightsInShared, the block's
+// U rows of Wo as floats.
+template <class T> class LstmPersistentBwd : public BlockVertex {
+public:
+  static constexpr bool coResident = true;
+  static constexpr unsigned maxThreadsPerBlock = 256;
+
+  Input<Vector<T>> weights;
+  Input<Vector<T>> fwd;
+  Input<Vector<T>> cell;
+  Input<Vector<T>> outGrad;
+  Input<Vector<unsigned>> lengths;
+  InOut<Vector<T>> dhCarry;
+  InOut<Vector<T>> dcState;
+  InOut<Vector<T>> delta;
+  unsigned H;
+  unsigned B;
+  unsigned steps;
+  unsigned slotF, slotI, slotG, slotO;
+  unsigned activation;
+  unsigned recurrentActivation;
+  bool rawCell;
+  bool rawCandidate;
+  bool hasOutGrad;
+  bool popnnHardSigmoidGrad;
+  bool weightsInShared;
+
+  bool compute(Block &block) {
+    const unsigned blocks = block.numBlocks(), threads = block.numThreads();
+    const unsigned tid = block.threadId();
+    const unsigned U = (H + blocks - 1) / blocks;
+    const unsigned u0 = block.blockId() * U;
+    const unsigned units = u0 >= H ? 0u : (H - u0 < U ? H - u0 : U);
+    const unsigned long long BH = (unsigned long long)B * H, G4 = 4ull * H;
+    if (delta.size() != steps * 4 * BH || fwd.size() != steps * 4 * BH ||
+        cell.size() != steps * 2 * BH || dhCarry.size() != BH || dcState.size() != BH ||
+        weights.size() != 4ull * H * H || (hasOutGrad && outGrad.size() != steps * BH))
+      return false;
+    if (units == 0)
+      return true;
+    float *dStage = block.shared<float>();
+    float *wStage = dStage + B * G4;
+    if (weightsInShared) // wStage[j * 4H + col] = Wo[u0 + j][col]
+      for (unsigned long long i = tid; i < units * G4; i += threads)
+        wStage[i] = float(weights[u0 * G4 + i]);
+    const bool fixed = recurrentActivation == unsigned(NonLinearityType::SIGMOID) &&
+                       activation == unsigned(NonLinearityType::TANH);
+    const unsigned pairs = B * units;
+    for (unsigned i = 0; i < steps; ++i) {
+      const unsigned t = steps - 1 - i;
+      if (t + 1 < steps) {
+        const T *next = delta.data() + (t + 1) * B * G4;
+        for (unsigned long long e = tid; e < B * G4; e += threads) {
+          const T *p = next + e;
+          if (!block.waitUntil([&] { return !isUnpublished(loadAcquire(p)); }))
+            return false;
+          dStage[e] = float(loadAcquire(p));
+        }
+      }
+      block.sync();
+      for (unsigned q = tid; q < pairs; q += threads) {
+        if (fixed)
+          pair(t, q / units, u0, q % units, dStage, wStage,
+               cell::Fixed<NonLinearityType::SIGMOID>(), cell::Fixed<NonLinearityType::TANH>());
+        else
+          pair(t, q / units, u0, q % units, dStage, wStage,
+               cell::Dynamic{NonLinearityType(recurrentActivation), popnnHardSigmoidGrad},
+               cell::Dynamic{NonLinearityType(activation), popnnHardSigmoidGrad});
+      }
+      block.sync(); // every thread done with dStage before the next step overwrites it
+    }
+    return true;
+  }
+
+private:
+  // One element of a row, as bwdElements reads it (its row 0, element 0).
+  struct Seg {
+    T *p;
+    ASPEN_HD T *data() const { return p; }
+  };
+  struct Row {
+    Seg fwd[4], cell[2], outGrad[1], dhMM[1], dhCarry[1], dcState[1], delta[4];
+    T mask[1];
+    bool rawCell, rawCandidate, hasOutGrad;
+  };
+
+  // Step t of row r, unit u0 + j.
+  template <class Rho, class Phi>
+  ASPEN_HD void pair(unsigned t, unsigned r, unsigned u0, unsigned j, const float *dStage,
+                     const float *wStage, Rho rho, Phi phi) {
+    const unsigned u = u0 + j;
+    const unsigned long long BH = (unsigned long long)B * H, G4 = 4ull * H;
+    float acc = 0.0f;
+    if (t + 1 < steps) {
+      const float *d = dStage + r * G4;
+      if (weightsInShared) {
+        const float *w = wStage + j * G4;
+        for (unsigned k = 0; k < 4 * H; ++k)
+          acc = persistent::exactFma(d[k], w[k], acc);
+      } else {
+        const T *w = weights.data() + u * G4;
+        for (unsigned k = 0; k < 4 * H; ++k)
+          acc = persistent::exactFma(d[k], float(w[k]), acc);
+      }
+    }
+    T mm = T(acc), gates[4];
+    Row v;
+    auto at = [&](const T *base) { return Seg{const_cast<T *>(base) + r * H + u}; };
+    for (unsigned g = 0; g < 4; ++g) {
+      v.fwd[g] = at(fwd.data() + (t * 4ull + g) * BH);
+      v.delta[g] = Seg{gates + g};
+    }
+    v.cell[0] = at(cell.data() + (t * 2ull) * BH);
+    v.cell[1] = at(cell.data() + (t * 2ull + 1) * BH);
+    v.outGrad[0] = hasOutGrad ? at(outGrad.data() + t * BH) : v.cell[0]; // unread without
+    v.dhMM[0] = Seg{&mm};
+    v.dhCarry[0] = at(dhCarry.data());
+    v.dcState[0] = at(dcState.data());
+    const unsigned length = lengths.size() == 1 ? lengths[0] : lengths[r];
+    v.mask[0] = T(t < length ? 1.0f : 0.0f);
+    v.rawCell = rawCell;
+    v.rawCandidate = rawCandidate;
+    v.hasOutGrad = hasOutGrad;
+    lstm_cell::bwdElements<T>(v, 0, 0, 1, rho, phi);
+    const unsigned slots[4] = {slotF, slotI, slotG, slotO};
+    T *row = delta.data() + t * B * G4 + r * G4;
+    for (unsigned g = 0; g < 4; ++g)
+      publish(row + slots[g] * H + u, float(gates[g]));
+  }
+};
+
+template class LstmPersistentBwd<float>;
+template class LstmPersistentBwd<half>;
 
 } // namespace aspen::nn

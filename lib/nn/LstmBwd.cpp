@@ -219,10 +219,23 @@ LstmState backward(Graph &graph, const LstmParams &params, const LstmOptions &op
                                    opts.numShards, {debug, "hPrev"});
   }
   const bool interleaved = doWU && k != 0;
+  // The persistent backward keeps every step's gate gradients (they are its exchange) and
+  // leaves the weight update to the products after it.
+  const PersistentChoice persistent = persistentChoice(graph, params, opts, "lstm", true);
+  if (persistent.use && interleaved)
+    throw invalid_option(fmt::format(
+        "lstm: rnnPersistentKernel is true, but the weight update is interleaved with the "
+        "backward loop every {} steps (rnnStepsPerWU); the persistent backward needs it after "
+        "the loop: rnnStepsPerWU 0",
+        k));
   // The gate gradients of all steps, kept as [T, B, 4H] (a step is the rows of the product
   // delta . W^T) and handed out as the [T, 4, B, H] view rnn-semantics.md gives them.
   Tensor deltaRowsSeq;
-  if (req.bwdIntermediates || (doWU && !interleaved))
+  if (persistent.use) // one variable: the kernel's exchange, read in place
+    deltaRowsSeq = graph.addVariable(t, {T, B, 4 * H}, {debug, "delta"});
+  if (persistent.use)
+    util::mapTensorLinearly(graph, deltaRowsSeq);
+  else if (req.bwdIntermediates || (doWU && !interleaved))
     deltaRowsSeq = rnn::detail::addSequence(graph, t, T, B, 4 * H, opts.numShards,
                                             {debug, "delta"});
   auto asGates = [&](const Tensor &rows) { // [n, B, 4H] -> [n, 4, B, H]
@@ -248,7 +261,16 @@ LstmState backward(Graph &graph, const LstmParams &params, const LstmOptions &op
   // compute set a step) where the forward's would fuse, the gate gradients of every step are
   // kept (they are the next step's product input) and each step multiplies by Wo^T alone.
   std::vector<Tensor> finalState;
-  if (usesFusedStep(graph, params, opts, "lstm") && deltaRowsSeq.valid() && !interleaved &&
+  if (persistent.use) {
+    persistentBackward(graph, params, persistent, weights, gates, cellSeq,
+                       full ? outputGrad : Tensor(), rawCell,
+                       opts.hardSigmoidGradient == NonLinearityGradient::Popnn, dhCarry, dc,
+                       deltaRowsSeq, prog, {debug, "persistent"});
+    // The last product, delta_0 . Wo^T: the gradient reaching the initial output.
+    linalg::matMulWithOutput(graph, deltaRowsSeq[0], wT, dhMM, prog, {debug, "initialStateGrad"},
+                             mmOptions, cache);
+    finalState = {dhCarry, dc, dhMM};
+  } else if (usesFusedStep(graph, params, opts, "lstm") && deltaRowsSeq.valid() && !interleaved &&
       !inputGradInLoop) {
     fusedBackward(graph, params, opts, wT, gates, cellSeq, full ? outputGrad : Tensor(), rawCell,
                   dhCarry, dc, deltaRowsSeq, prog, {debug, "fused"});
@@ -373,11 +395,7 @@ LstmState bwdEntry(Graph &graph, const LstmParams &params, Sequence &prog,
   if (opts.inferenceOnly)
     throw invalid_option(what + ": the option inferenceOnly is true; a backward pass needs a "
                                 "training forward pass");
-  if (opts.persistent.mode == rnn::detail::PersistentOptions::Mode::On)
-    throw invalid_option(what + ": rnnPersistentKernel is true, but the backward loop has no "
-                                "persistent kernel yet (only the forward has one); give the "
-                                "backward functions auto or false: any backward reads what a "
-                                "persistent forward saved");
+  persistentChoice(graph, params, opts, what, true); // true where it cannot run: refused
   checkBwdArguments(params, opts, fwdStateInit, fwdIntermediates, weights, input, output,
                     &outputGrad, req, what);
   return backward(graph, params, opts, prog, fwdStateInit, fwdIntermediates, weights, input,

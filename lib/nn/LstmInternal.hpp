@@ -122,8 +122,10 @@ struct PersistentChoice {
   bool weightsInShared = false;
   std::string refusal; // why the per-step path runs, when it does
 };
+// backward: the choice of the backward loop (it stages delta_(t+1), 4H a row, not h).
 PersistentChoice persistentChoice(const Graph &graph, const LstmParams &params,
-                                  const LstmOptions &opts, const std::string &what);
+                                  const LstmOptions &opts, const std::string &what,
+                                  bool backward = false);
 // The whole forward loop as one launch, in place of rnn::Rnn: weighted [T, B, 4H] is the
 // pre-weighted input (invalid without input weights); outSeq and interSeq as fusedForward's.
 // Returns {outSeq when valid, else the final output [B, H]; the final cell state}.
@@ -133,6 +135,15 @@ std::pair<Tensor, Tensor> persistentForward(Graph &graph, const LstmParams &para
                                             const Tensor &weighted, const Tensor &outSeq,
                                             const Tensor &interSeq, const InterLayout &layout,
                                             program::Sequence &prog, const DebugContext &debug);
+// The backward loop as one launch of LstmPersistentBwd, in place of the rnn loop of
+// LstmBwd.cpp, with fusedBackward's arguments (the weights rather than Wo^T): deltaRows
+// [T, B, 4H] (one variable: the exchange) receives every step's gate gradients, dhCarry and dc
+// are updated in place. The caller forms delta_0 . Wo^T after it.
+void persistentBackward(Graph &graph, const LstmParams &params, const PersistentChoice &choice,
+                        const LstmWeights &weights, const Tensor &gates, const Tensor &cellSeq,
+                        const Tensor &outGrad, bool rawCell, bool popnnHardSigmoidGrad,
+                        const Tensor &dhCarry, const Tensor &dc, const Tensor &deltaRows,
+                        program::Sequence &prog, const DebugContext &debug);
 struct FusedBlock {
   unsigned firstUnit, numUnits, tile;
   Tensor packed; // [panels * H * 16] float, on `tile`

@@ -35,7 +35,8 @@ std::size_t sharedLimit(const Target &target) {
 } // namespace
 
 PersistentChoice persistentChoice(const Graph &graph, const LstmParams &params,
-                                  const LstmOptions &opts, const std::string &what) {
+                                  const LstmOptions &opts, const std::string &what,
+                                  bool backward) {
   using Mode = rnn::detail::PersistentOptions::Mode;
   PersistentChoice choice;
   const Target &target = graph.getTarget();
@@ -60,19 +61,20 @@ PersistentChoice persistentChoice(const Graph &graph, const LstmParams &params,
                            : target.isGpu()                    ? kGpuThreads
                                                                : kHostThreads;
   const std::size_t units = (H + blocks - 1) / std::max(1u, blocks);
-  const std::size_t stageBytes = B * H * sizeof(float);
+  // The vector every block stages a step: h_(t-1) forward, delta_(t+1) (4H a row) backward.
+  const std::size_t stageBytes = B * H * (backward ? 4 : 1) * sizeof(float);
+  const char *staged = backward ? "delta_(t+1)" : "h_(t-1)";
   const std::size_t weightBytes = 4 * units * H * sizeof(float);
   const std::size_t limit = sharedLimit(target);
   if (cannot.empty() && stageBytes > limit)
-    cannot = fmt::format("h_(t-1), staged whole in every block ({} rows x {} units of float, "
-                         "{} bytes), exceeds the {} bytes of shared memory a block of target "
-                         "'{}' has",
-                         B, H, stageBytes, limit, target.getName());
+    cannot = fmt::format("{}, staged whole in every block ({} rows x {} of float, {} bytes), "
+                         "exceeds the {} bytes of shared memory a block of target '{}' has",
+                         staged, B, (backward ? 4 : 1) * H, stageBytes, limit, target.getName());
   if (cannot.empty() && target.isGpu() && stageBytes + weightBytes > limit)
     cannot = fmt::format("the weights of a block ({} units x 4 gates x {} as float, {} bytes) "
-                         "and the staged h_(t-1) ({} bytes) exceed the {} bytes of shared memory "
+                         "and the staged {} ({} bytes) exceed the {} bytes of shared memory "
                          "a block of target '{}' has: the weights do not fit on chip",
-                         units, H, weightBytes, stageBytes, limit, target.getName());
+                         units, H, weightBytes, staged, stageBytes, limit, target.getName());
   if (cannot.empty()) { // the launch it takes (or would take, under auto)
     choice.weightsInShared = stageBytes + weightBytes <= limit;
     choice.launch.blocks = blocks;
@@ -160,6 +162,57 @@ std::pair<Tensor, Tensor> persistentForward(Graph &graph, const LstmParams &para
   graph.setInitialValue(v["weightsInShared"], choice.weightsInShared);
   prog.add(program::Launch(cs, choice.launch, {debug, "persistentLoop"}));
   return {outSeq.valid() ? outSeq : hLast, cLast};
+}
+
+void persistentBackward(Graph &graph, const LstmParams &params, const PersistentChoice &choice,
+                        const LstmWeights &weights, const Tensor &gates, const Tensor &cellSeq,
+                        const Tensor &outGrad, bool rawCell, bool popnnHardSigmoidGrad,
+                        const Tensor &dhCarry, const Tensor &dc, const Tensor &deltaRows,
+                        program::Sequence &prog, const DebugContext &debug) {
+  const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
+  const std::size_t H = params.rnn.layerSizes[1];
+  const Type type = params.rnn.dataType;
+  ops::fill(graph, deltaRows, prog, -0.0f, {debug, "unpublish"});
+  const Tensor lengths =
+      params.rnn.varTimeSteps.valid()
+          ? params.rnn.varTimeSteps
+          : graph.addConstant(UNSIGNED_INT, {1}, unsigned(T), {debug, "lengths"});
+  if (!params.rnn.varTimeSteps.valid())
+    graph.setTileMapping(lengths, 0);
+  ComputeSet cs = graph.addComputeSet({debug, "persistent"});
+  VertexRef v =
+      graph.addVertex(cs, util::templateVertex("aspen::nn::LstmPersistentBwd", type));
+  graph.setTileMapping(v, 0);
+  graph.connect(v["weights"], asMatrix(weights.outputWeights).flatten());
+  graph.connect(v["fwd"], gates.flatten());
+  graph.connect(v["cell"], cellSeq.flatten());
+  if (outGrad.valid()) {
+    graph.connect(v["outGrad"], outGrad.flatten());
+  } else {
+    const Tensor none = graph.addVariable(type, {1}, {debug, "noOutGrad"});
+    graph.setTileMapping(none, 0);
+    graph.connect(v["outGrad"], none);
+  }
+  graph.connect(v["lengths"], lengths.flatten());
+  graph.connect(v["dhCarry"], dhCarry.flatten());
+  graph.connect(v["dcState"], dc.flatten());
+  graph.connect(v["delta"], deltaRows.flatten());
+  graph.setInitialValue(v["H"], unsigned(H));
+  graph.setInitialValue(v["B"], unsigned(B));
+  graph.setInitialValue(v["steps"], unsigned(T));
+  const auto slot = slotsOf(params);
+  graph.setInitialValue(v["slotF"], slot[0]);
+  graph.setInitialValue(v["slotI"], slot[1]);
+  graph.setInitialValue(v["slotG"], slot[2]);
+  graph.setInitialValue(v["slotO"], slot[3]);
+  graph.setInitialValue(v["activation"], unsigned(params.activation));
+  graph.setInitialValue(v["recurrentActivation"], unsigned(params.recurrentActivation));
+  graph.setInitialValue(v["rawCell"], rawCell);
+  graph.setInitialValue(v["rawCandidate"], rawCandidate(params));
+  graph.setInitialValue(v["hasOutGrad"], outGrad.valid());
+  graph.setInitialValue(v["popnnHardSigmoidGrad"], popnnHardSigmoidGrad);
+  graph.setInitialValue(v["weightsInShared"], choice.weightsInShared);
+  prog.add(program::Launch(cs, choice.launch, {debug, "persistentLoop"}));
 }
 
 } // namespace aspen::nn::lstm::detail

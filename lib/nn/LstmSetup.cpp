@@ -186,7 +186,9 @@ LstmOptions parseOptions(const Graph &graph, const LstmParams &params, const Opt
     o.preCalcWeights = params.doInputWeightCalc && weighted <= budget;
   }
   usesFusedStep(graph, params, o, what); // stepMethod fused where it does not apply: refused
-  persistentChoice(graph, params, o, what); // rnnPersistentKernel true where it cannot: refused
+  // rnnPersistentKernel true where the forward cannot run persistently: refused (the backward
+  // functions check their loop's own limits).
+  persistentChoice(graph, params, o, what);
   return o;
 }
 

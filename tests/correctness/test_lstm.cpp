@@ -535,8 +535,7 @@ struct FusedCase {
   std::string shards = "1";
   bool preCalcWeights = true; // else each step weighs its input: [x_t | h] . [Wi; Wo]
   unsigned runs = 1, firstData = 0; // TrainingCase's
-  // The forward's rnnPersistentKernel, and its launch shape (0: the builder's); the backward
-  // keeps auto (it has no persistent kernel).
+  // rnnPersistentKernel and the launch shape (0: the builder's), forward and backward.
   std::string persistent = "false";
   unsigned blocks = 0, blockThreads = 0;
   bool reverseWorkers = false;
@@ -559,10 +558,10 @@ LstmRun fusedCaseRun(const FusedCase &c) {
            {"preCalcWeights", c.preCalcWeights ? "true" : "false"},
            {"recomputationMode", c.recomputation},
            {"numShards", c.shards}};
-  t.bwd = t.fwd;
   t.fwd.set("rnnPersistentKernel", c.persistent);
   t.fwd.set("rnnPersistentBlocks", std::to_string(c.blocks));
   t.fwd.set("rnnPersistentThreadsPerBlock", std::to_string(c.blockThreads));
+  t.bwd = t.fwd;
   t.runs = c.runs;
   t.firstData = c.firstData;
   t.reverseWorkers = c.reverseWorkers;
@@ -1124,13 +1123,32 @@ TEST_CASE("rnnPersistentKernel: auto keeps the per-step path, true where the ker
   CHECK_THROWS_WITH(lstm::lstmFwd(g, params, init, in, w, nullptr, prog, "fwd",
                                   {{"rnnPersistentKernel", "maybe"}}),
                     Catch::Contains("rnnPersistentKernel"));
-  // The backward has no persistent kernel: true there is refused, not ignored.
+  // The backward stages delta_(t+1), 4H a row: a forward that fits may have a backward that
+  // does not (16 x 4 x 1024 floats = 262144 bytes); and it needs the weight update after its
+  // loop, not interleaved.
+  lstm::LstmParams deep(FLOAT, 16, 3, {5, 1024});
+  Tensor deepIn = lstm::createInput(g, deep, "deepIn");
+  lstm::LstmState deepInit = lstm::createInitialState(g, deep, "deepInit");
+  lstm::LstmWeights deepW = lstm::createWeights(g, deep, "deepW");
+  Tensor deepInter;
+  Sequence deepTrain;
+  auto [deepOut, deepCell] = lstm::lstmFwd(g, deep, deepInit, deepIn, deepW, &deepInter, deepTrain,
+                                           "fwd", {{"rnnPersistentKernel", "true"}});
+  Tensor deepDy = g.clone(deepOut, "deepDy");
+  CHECK_THROWS_WITH(lstm::lstmBwd(g, deep, deepTrain, deepInit, deepInter, deepW, deepIn,
+                                  deepOut, deepDy, nullptr, nullptr, nullptr, "bwd",
+                                  {{"rnnPersistentKernel", "true"}}),
+                    Catch::Contains("delta_(t+1), staged whole in every block") &&
+                        Catch::Contains("262144 bytes"));
   Tensor inter;
   Sequence train;
   auto [out, cell] = lstm::lstmFwd(g, params, init, in, w, &inter, train, "fwd",
                                    {{"rnnPersistentKernel", "true"}});
   Tensor dy = g.clone(out, "dy");
-  CHECK_THROWS_WITH(lstm::lstmBwd(g, params, train, init, inter, w, in, out, dy, nullptr,
-                                  nullptr, nullptr, "bwd", {{"rnnPersistentKernel", "true"}}),
-                    Catch::Contains("the backward loop has no persistent kernel yet"));
+  Tensor dx;
+  lstm::LstmWeights dw;
+  CHECK_THROWS_WITH(lstm::lstmBwdWithWU(g, params, train, init, inter, w, in, out, dy, nullptr,
+                                        &dx, dw, "bwd",
+                                        {{"rnnPersistentKernel", "true"}, {"rnnStepsPerWU", "1"}}),
+                    Catch::Contains("the persistent backward needs it after the loop"));
 }

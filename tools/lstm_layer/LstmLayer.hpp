@@ -104,12 +104,6 @@ inline BuiltLayer build(aspen::Graph &graph, const Config &c, aspen::linalg::Pla
   const std::size_t T = c.sequenceSize, B = c.batchSize, I = c.inputSize, H = c.outputSize;
   const bool backward = c.backward(), weightUpdate = c.weightUpdate();
   const OptionFlags &options = c.layerOptions;
-  // The backward functions have no persistent kernel: they keep auto (LayerDriver.hpp).
-  OptionFlags bwdOptions;
-  for (const auto &[key, value] : options)
-    if (key != "rnnPersistentKernel" && key != "rnnPersistentBlocks" &&
-        key != "rnnPersistentThreadsPerBlock")
-      bwdOptions.set(key, value);
 
   const Tensor timeSteps = addTimeSteps(graph, c);
   lstm::LstmParams params =
@@ -171,15 +165,15 @@ inline BuiltLayer build(aspen::Graph &graph, const Config &c, aspen::linalg::Pla
   if (c.phase == "all") {
     initGrad = lstm::lstmBwdWithWU(graph, params, prog, init, fwdIntermediates, weights, input,
                                    output, outputGrad, lastGradPtr, inputGradPtr, weightsGrad,
-                                   "bwd", bwdOptions, &cache);
+                                   "bwd", options, &cache);
   } else {
     Tensor bwdIntermediates;
     initGrad = lstm::lstmBwd(graph, params, prog, init, fwdIntermediates, weights, input, output,
                              outputGrad, lastGradPtr, inputGradPtr,
-                             weightUpdate ? &bwdIntermediates : nullptr, "bwd", bwdOptions, &cache);
+                             weightUpdate ? &bwdIntermediates : nullptr, "bwd", options, &cache);
     if (weightUpdate)
       weightsGrad = lstm::lstmWU(graph, params, prog, init, fwdIntermediates, bwdIntermediates,
-                                 weights, input, output, "wu", bwdOptions, &cache);
+                                 weights, input, output, "wu", options, &cache);
   }
   if (!c.ignoreInputGradient)
     layer.results.push_back({"inputGrad", inputGrad});

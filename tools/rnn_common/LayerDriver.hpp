@@ -284,8 +284,7 @@ template <typename Config> std::vector<Flag<Config>> layerFlags(const std::strin
                             })},
       F{"persistent-kernel", nullptr,
         "auto | true | false: the forward loop as one persistent launch that keeps the weights "
-        "on chip (option rnnPersistentKernel; Aspen's; the LSTM's forward only, the backward "
-        "runs per step)",
+        "on chip (option rnnPersistentKernel; Aspen's; the LSTM's)",
         layerOption<Config>("rnnPersistentKernel",
                             [](auto &f, auto &v) {
                               return parseChoice(f, v, {"auto", "true", "false"});
