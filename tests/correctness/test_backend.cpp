@@ -115,13 +115,15 @@ aspen_rnn_desc lstmDesc(std::size_t T, std::size_t B, std::size_t I, std::size_t
 // (ASPEN_WEIGHTS_PYTORCH): weight_ih [4H, I], weight_hh [4H, H], biases [2, 4H] whose sum is the
 // model's bias (each row gets the model's bias gradient).
 void checkLstm(const std::vector<unsigned> &lengths, bool torchLayout = false,
-               const char *device = "cpu") {
+               const char *device = "cpu", const char *options = nullptr) {
   const std::size_t T = 5, B = 3, I = 4, H = 6;
   const bool variable = !lengths.empty();
-  INFO("PyTorch's layout: " << torchLayout << ", device " << device);
+  INFO("PyTorch's layout: " << torchLayout << ", device " << device << ", options "
+                             << (options ? options : "none"));
   Backend backend(device);
   aspen_rnn_desc desc =
       lstmDesc(T, B, I, H, variable, torchLayout ? ASPEN_WEIGHTS_PYTORCH : ASPEN_WEIGHTS_ASPEN);
+  desc.options = options;
   std::mt19937 rng(7);
   const double ws = 1.0 / std::sqrt(double(H));
   const auto x = randomFloats(rng, T * B * I, 1), h0 = randomFloats(rng, B * H, 1),
@@ -212,6 +214,14 @@ TEST_CASE("backend LSTM on one tile and on three (cpu:N)", "[correctness][backen
     return;
   checkLstm({}, false, "cpu:1");
   checkLstm({5, 0, 3}, true, "cpu:3");
+}
+
+TEST_CASE("backend LSTM runs the persistent kernels when its options JSON asks",
+          "[correctness][backend][persistent]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
+  checkLstm({}, false, "cpu", R"({"rnnPersistentKernel": "true"})");
+  checkLstm({5, 0, 3}, true, "cpu", R"({"rnnPersistentKernel": "true", "rnnPersistentBlocks": 3})");
 }
 
 TEST_CASE("backend LSTM takes PyTorch's weight layout", "[correctness][backend]") {
