@@ -357,4 +357,245 @@ private:
 template class LstmPersistentBwd<float>;
 template class LstmPersistentBwd<half>;
 
+// The GRU's (and AUGRU's) forward over the whole sequence (GruPersistent in
+// LstmPersistent.cpp), with the LSTM's ownership and exchange: block b owns units
+// [b U, (b + 1) U) of every row and their three gate columns of Wo ([H][3H], canonical r, u,
+// c), staged into shared memory when weightsInShared. resetAfter: one exchange a step (h_t),
+// the cell as GruFusedFwd's phase 0. Without resetAfter two: the gates r and u from h_{t-1},
+// then r*h of every unit (rhExchange [T][B][H], also written once per element) for the
+// candidate's product, then the state, as phases 1 and 2 (u kept in shared memory between
+// them, rounded to T as the per-step path stores it). Each product is the exact variant's: one
+// thread, k increasing, fma, rounded to T before the cell adds it.
+//   xw [T][B][3H] canonical, bias [3H] (or [6H]: input r, u, c then recurrent r, u, c),
+//   attention [T][B] when hasAttention, h0 [B][H], lengths [B] or [1], exchange [T][B][H]
+//   (-0.0 at entry), rhExchange [T][B][H] (-0.0 at entry; without resetAfter), out [T][B][H]
+//   when hasOut, inter [T][n][B][H] when hasInter (r, u, c, (h), (n)), hLast [B][H].
+// Shared memory: B H floats of staged h_{t-1}, B H of staged r*h (without resetAfter), B U of
+// u, then the weights (3 U H floats) when weightsInShared.
+template <class T> class GruPersistentFwd : public BlockVertex {
+public:
+  static constexpr bool coResident = true;
+  static constexpr unsigned maxThreadsPerBlock = 256;
+
+  Input<Vector<T>> weights;
+  Input<Vector<T>> xw;
+  Input<Vector<T>> bias;
+  Input<Vector<T>> attention;
+  Input<Vector<T>> h0;
+  Input<Vector<unsigned>> lengths;
+  InOut<Vector<T>> exchange;
+  InOut<Vector<T>> rhExchange;
+  Output<Vector<T>> out;
+  Output<Vector<T>> inter;
+  Output<Vector<T>> hLast;
+  unsigned H;
+  unsigned B;
+  unsigned steps;
+  unsigned activation;
+  unsigned recurrentActivation;
+  bool resetAfter;
+  bool hasAttention;
+  bool hasOut;
+  bool hasInter;
+  bool rawCandidate;
+  bool saveH;
+  bool saveN;
+  bool weightsInShared;
+
+  unsigned numInter() const { return 3u + (saveH ? 1u : 0u) + (saveN ? 1u : 0u); }
+
+  bool compute(Block &block) {
+    const unsigned blocks = block.numBlocks(), threads = block.numThreads();
+    const unsigned tid = block.threadId();
+    const unsigned U = (H + blocks - 1) / blocks;
+    const unsigned u0 = block.blockId() * U;
+    const unsigned units = u0 >= H ? 0u : (H - u0 < U ? H - u0 : U);
+    const unsigned long long BH = (unsigned long long)B * H;
+    if (exchange.size() != steps * BH || hLast.size() != BH || h0.size() != BH ||
+        weights.size() != 3ull * H * H || xw.size() != steps * 3 * BH ||
+        bias.size() != (resetAfter ? 6ull : 3ull) * H ||
+        (!resetAfter && rhExchange.size() != steps * BH) ||
+        (hasOut && out.size() != steps * BH) ||
+        (hasInter && inter.size() != steps * numInter() * BH) ||
+        (hasAttention && attention.size() != steps * B))
+      return false;
+    if (units == 0)
+      return true;
+    float *hStage = block.shared<float>();
+    float *rhStage = hStage + BH;
+    float *uKept = rhStage + (resetAfter ? 0 : BH);
+    float *wStage = uKept + (resetAfter ? 0 : B * U);
+    const unsigned pairs = B * units;
+    for (unsigned q = tid; q < pairs; q += threads) {
+      const unsigned long long at = (unsigned long long)(q / units) * H + u0 + q % units;
+      hLast[at] = h0[at];
+    }
+    if (weightsInShared) // wStage[(j * 3 + g) * H + k] = Wo[k][g H + u0 + j]
+      for (unsigned long long i = tid; i < 3ull * units * H; i += threads) {
+        const unsigned k = unsigned(i % H), g = unsigned(i / H % 3), j = unsigned(i / H / 3);
+        wStage[i] = float(weights[(unsigned long long)k * 3 * H + g * H + u0 + j]);
+      }
+    const bool fixed = recurrentActivation == unsigned(NonLinearityType::SIGMOID) &&
+                       activation == unsigned(NonLinearityType::TANH);
+    for (unsigned t = 0; t < steps; ++t) {
+      if (!stage(block, t == 0 ? h0.data() : exchange.data() + (t - 1) * BH, t == 0, hStage))
+        return false;
+      block.sync();
+      for (unsigned q = tid; q < pairs; q += threads) {
+        if (fixed)
+          first(t, q / units, u0, q % units, U, hStage, wStage, uKept,
+                cell::Fixed<NonLinearityType::SIGMOID>(), cell::Fixed<NonLinearityType::TANH>());
+        else
+          first(t, q / units, u0, q % units, U, hStage, wStage, uKept,
+                cell::Dynamic{NonLinearityType(recurrentActivation)},
+                cell::Dynamic{NonLinearityType(activation)});
+      }
+      if (!resetAfter) { // the candidate needs r*h of every unit
+        if (!stage(block, rhExchange.data() + t * BH, false, rhStage))
+          return false;
+        block.sync();
+        for (unsigned q = tid; q < pairs; q += threads) {
+          if (fixed)
+            candidate(t, q / units, u0, q % units, U, hStage, rhStage, wStage, uKept,
+                      cell::Fixed<NonLinearityType::TANH>());
+          else
+            candidate(t, q / units, u0, q % units, U, hStage, rhStage, wStage, uKept,
+                      cell::Dynamic{NonLinearityType(activation)});
+        }
+      }
+      block.sync(); // every thread done with the stages before the next step overwrites them
+    }
+    return true;
+  }
+
+private:
+  // A [B][H] vector into shared memory as floats: from `from` directly, or waiting for each
+  // element to be published.
+  bool stage(Block &block, const T *from, bool direct, float *to) {
+    const unsigned long long BH = (unsigned long long)B * H;
+    for (unsigned long long i = block.threadId(); i < BH; i += block.numThreads()) {
+      const T *p = from + i;
+      if (!direct && !block.waitUntil([&] { return !isUnpublished(loadAcquire(p)); }))
+        return false;
+      to[i] = float(direct ? *p : loadAcquire(p));
+    }
+    return true;
+  }
+
+  // sum_k v[k] Wo[k][g H + u] in increasing k through fma.
+  ASPEN_HD float dot(const float *v, unsigned g, unsigned u, unsigned j, const float *wStage) const {
+    float acc = 0.0f;
+    if (weightsInShared) {
+      const float *w = wStage + (unsigned long long)(j * 3 + g) * H;
+      for (unsigned k = 0; k < H; ++k)
+        acc = persistent::exactFma(v[k], w[k], acc);
+    } else {
+      const T *w = weights.data() + g * H + u;
+      for (unsigned k = 0; k < H; ++k)
+        acc = persistent::exactFma(v[k], float(w[(unsigned long long)k * 3 * H]), acc);
+    }
+    return acc;
+  }
+
+  ASPEN_HD void slot(unsigned t, unsigned s, unsigned long long at, float v) {
+    if (hasInter)
+      inter[((unsigned long long)t * numInter() + s) * B * H + at] = T(v);
+  }
+
+  // The state h_t of an active row, or the held h_{t-1}: hLast, out, the h slot, published.
+  ASPEN_HD void finish(unsigned t, unsigned long long at, float h, bool active) {
+    const unsigned long long step = (unsigned long long)t * B * H + at;
+    if (active) {
+      hLast[at] = T(h);
+      if (hasOut)
+        out[step] = T(h);
+      if (saveH)
+        slot(t, 3, at, h);
+    } else if (hasOut) {
+      out[step] = T(0.0f);
+    }
+    publish(&exchange[step], h);
+  }
+
+  // resetAfter: the whole step (GruFusedFwd phase 0); otherwise the gates and r*h (phase 1).
+  template <class Rho, class Phi>
+  ASPEN_HD void first(unsigned t, unsigned r, unsigned u0, unsigned j, unsigned U,
+                      const float *hStage, const float *wStage, float *uKept, Rho rho, Phi phi) {
+    const unsigned u = u0 + j;
+    const unsigned long long at = (unsigned long long)r * H + u;
+    const unsigned length = lengths.size() == 1 ? lengths[0] : lengths[r];
+    const bool active = t < length;
+    const float hp = hStage[at];
+    const T *x = xw.data() + ((unsigned long long)t * B + r) * 3 * H + u;
+    const float keep = hasAttention ? 1.0f - float(attention[t * B + r]) : 1.0f;
+    const float *h = hStage + (unsigned long long)r * H;
+    if (!active) { // state kept, what the step writes is zero
+      for (unsigned s = 0; s < (resetAfter ? numInter() : 2u); ++s)
+        slot(t, s, at, 0.0f);
+      if (resetAfter)
+        finish(t, at, hp, false);
+      else
+        publish(&rhExchange[(unsigned long long)t * B * H + at], 0.0f);
+      return;
+    }
+    if (resetAfter) {
+      const float pr = float(T(dot(h, 0, u, j, wStage))), pu = float(T(dot(h, 1, u, j, wStage)));
+      const float pc = float(T(dot(h, 2, u, j, wStage)));
+      float vr = (float(x[0]) + float(bias[u])) + (pr + float(bias[3 * H + u]));
+      float vu = (float(x[H]) + float(bias[H + u])) + (pu + float(bias[4 * H + u]));
+      const float vn = pc + float(bias[5 * H + u]);
+      float vp = float(x[2 * H]) + float(bias[2 * H + u]);
+      vr = rho.forward(vr);
+      vu = rho.forward(vu) * keep;
+      vp = vp + vr * vn;
+      const float vc = phi.forward(vp);
+      const float vh = vu * hp + (1.0f - vu) * vc;
+      slot(t, 0, at, vr);
+      slot(t, 1, at, vu);
+      slot(t, 2, at, rawCandidate ? vp : vc);
+      if (saveN)
+        slot(t, numInter() - 1, at, vn);
+      finish(t, at, vh, true);
+      return;
+    }
+    const float pr = float(T(dot(h, 0, u, j, wStage))), pu = float(T(dot(h, 1, u, j, wStage)));
+    float vr = float(x[0]) + pr + float(bias[u]);
+    float vu = float(x[H]) + pu + float(bias[H + u]);
+    vr = rho.forward(vr);
+    vu = rho.forward(vu) * keep;
+    slot(t, 0, at, vr);
+    slot(t, 1, at, vu);
+    uKept[r * U + j] = float(T(vu)); // read back rounded, as the per-step path stores it
+    publish(&rhExchange[(unsigned long long)t * B * H + at], vr * hp);
+  }
+
+  // Without resetAfter: the candidate from r*h of every unit, then the state (phase 2).
+  template <class Phi>
+  ASPEN_HD void candidate(unsigned t, unsigned r, unsigned u0, unsigned j, unsigned U,
+                          const float *hStage, const float *rhStage, const float *wStage,
+                          const float *uKept, Phi phi) {
+    const unsigned u = u0 + j;
+    const unsigned long long at = (unsigned long long)r * H + u;
+    const unsigned length = lengths.size() == 1 ? lengths[0] : lengths[r];
+    const float hp = hStage[at];
+    if (t >= length) {
+      for (unsigned s = 2; s < numInter(); ++s)
+        slot(t, s, at, 0.0f);
+      finish(t, at, hp, false);
+      return;
+    }
+    const T *x = xw.data() + ((unsigned long long)t * B + r) * 3 * H + u;
+    const float pc = float(T(dot(rhStage + (unsigned long long)r * H, 2, u, j, wStage)));
+    const float vp = float(x[2 * H]) + pc + float(bias[2 * H + u]);
+    const float vc = phi.forward(vp);
+    const float uu = uKept[r * U + j];
+    const float vh = uu * hp + (1.0f - uu) * vc;
+    slot(t, 2, at, rawCandidate ? vp : vc);
+    finish(t, at, vh, true);
+  }
+};
+
+template class GruPersistentFwd<float>;
+template class GruPersistentFwd<half>;
+
 } // namespace aspen::nn

@@ -137,11 +137,6 @@ GruOptions parseOptions(const Graph &graph, const GruParams &params, const Optio
   rnn::detail::addStepMethodOption(spec, o.stepMethod);
   rnn::detail::addPersistentOptions(spec, o.persistent);
   spec.parse(options);
-  if (o.persistent.mode == rnn::detail::PersistentOptions::Mode::On)
-    throw invalid_option(fmt::format("{}: rnnPersistentKernel is true, but the GRU has no "
-                                     "persistent kernel yet (the LSTM's forward has one); use "
-                                     "auto or false",
-                                     what));
   if (o.partialsType == HALF && params.dataType == FLOAT)
     throw invalid_option(fmt::format("{}: partialsType half needs half data, but dataType is float",
                                      what));
@@ -151,6 +146,7 @@ GruOptions parseOptions(const Graph &graph, const GruParams &params, const Optio
                                                         o.availableMemoryProportion);
   o.codeReuse = codeReuse ? *codeReuse : o.numShards > 1;
   usesFusedStep(graph, params, o, what); // stepMethod fused where it does not apply: refused
+  persistentChoice(graph, params, o, what); // rnnPersistentKernel true where it cannot: refused
   return o;
 }
 
@@ -380,6 +376,13 @@ ForwardResult forward(Graph &graph, const GruParams &params, const GruOptions &o
                    .reshape({T, layout.count(), B, H});
   if (intermediates)
     *intermediates = interSeq;
+  if (const PersistentChoice persistent = persistentChoice(graph, params, opts, "gru");
+      persistent.use) {
+    const Tensor out = persistentForward(graph, params, persistent, stateInit, weights, xw, bias,
+                                         attention ? inputs[0] : Tensor(), outSeq, interSeq,
+                                         layout, prog, debug);
+    return {out, full ? Tensor() : out};
+  }
   if (usesFusedStep(graph, params, opts, "gru")) {
     const Tensor out = fusedForward(graph, params, opts, stateInit, weights, xw, bias,
                                     attention ? inputs[0] : Tensor(), outSeq, interSeq, layout,

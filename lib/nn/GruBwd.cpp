@@ -455,6 +455,11 @@ Tensor bwdEntry(Graph &graph, const GruParams &params, Sequence &prog,
                 const OptionFlags &options, linalg::PlanningCache *cache,
                 const std::string &what) {
   const auto opts = parseOptions(graph, params, options, what);
+  if (opts.persistent.mode == rnn::detail::PersistentOptions::Mode::On)
+    throw invalid_option(what + ": rnnPersistentKernel is true, but the GRU's backward loop has "
+                                "no persistent kernel yet (its forward has one); give the "
+                                "backward functions auto or false: any backward reads what a "
+                                "persistent forward saved");
   checkBwd(params, opts, fwdOutputInit, fwdIntermediates, weights, input, output, &outputGrad,
            req, what);
   return backward(graph, params, opts, prog, fwdOutputInit, fwdIntermediates, weights, input,

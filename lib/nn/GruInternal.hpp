@@ -91,6 +91,18 @@ Tensor fusedForward(Graph &graph, const GruParams &params, const GruOptions &opt
 void checkTensor(const Tensor &t, const std::vector<std::size_t> &shape, Type type,
                  const std::string &what);
 
+// The persistent forward (GruPersistent.cpp): the choice (option rnnPersistentKernel, as the
+// LSTM's), and the loop as one launch with fusedForward's arguments. The backward functions
+// refuse true: the GRU has no persistent backward yet.
+using rnn::detail::PersistentChoice;
+PersistentChoice persistentChoice(const Graph &graph, const GruParams &params,
+                                  const GruOptions &opts, const std::string &what);
+Tensor persistentForward(Graph &graph, const GruParams &params, const PersistentChoice &choice,
+                         const Tensor &stateInit, const GruWeights &weights, const Tensor &xw,
+                         const Tensor &bias, const Tensor &attention, const Tensor &outSeq,
+                         const Tensor &interSeq, const InterLayout &layout,
+                         program::Sequence &prog, const DebugContext &debug);
+
 // The backward loop with fused steps, in place of the rnn loop of
 // GruBwd.cpp: Wo^T (woT [3H, H], canonical) packed (each run: the copy is made each run) into 16-unit panels, then, reverse
 // in time, one compute set a step of GruFusedBwd vertices and the clock (resetAfter), or two

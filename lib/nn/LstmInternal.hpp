@@ -116,12 +116,7 @@ bool usesFusedStep(const Graph &graph, const LstmParams &params, const LstmOptio
 // launch of LstmPersistentFwd (option rnnPersistentKernel), its launch shape, whether the
 // block's weights are staged in shared memory, and why not when it is not. `true` where the
 // kernel cannot run raises invalid_option naming `what` and the limit.
-struct PersistentChoice {
-  bool use = false;
-  LaunchShape launch;
-  bool weightsInShared = false;
-  std::string refusal; // why the per-step path runs, when it does
-};
+using rnn::detail::PersistentChoice;
 // backward: the choice of the backward loop (it stages delta_(t+1), 4H a row, not h).
 PersistentChoice persistentChoice(const Graph &graph, const LstmParams &params,
                                   const LstmOptions &opts, const std::string &what,

@@ -21,82 +21,15 @@
 
 namespace aspen::nn::lstm::detail {
 
-namespace {
-
-// Non-GPU targets run a launch as fibers of the host: a few blocks of one warp's width.
-constexpr unsigned kHostBlocks = 4, kHostThreads = 32;
-constexpr unsigned kGpuThreads = 256; // LstmPersistentFwd's maxThreadsPerBlock
-constexpr std::size_t kHostSharedBytes = 232448; // Verify.cpp's limit for targets not GPUs
-
-std::size_t sharedLimit(const Target &target) {
-  return target.isGpu() ? target.getGpuProperties().sharedMemoryPerBlockOptin : kHostSharedBytes;
-}
-
-} // namespace
-
 PersistentChoice persistentChoice(const Graph &graph, const LstmParams &params,
                                   const LstmOptions &opts, const std::string &what,
                                   bool backward) {
-  using Mode = rnn::detail::PersistentOptions::Mode;
-  PersistentChoice choice;
-  const Target &target = graph.getTarget();
   const std::size_t B = params.rnn.batchSize, H = params.rnn.layerSizes[1];
-  if (opts.persistent.mode == Mode::Off) {
-    choice.launch.blocks = 0;
-    choice.refusal = "rnnPersistentKernel is false";
-    return choice;
-  }
-  // What the kernel cannot do, whatever the mode.
-  std::string cannot;
-  if (!rnn::detail::elementWise(params.activation) ||
-      !rnn::detail::elementWise(params.recurrentActivation))
-    cannot = "the activations must be element-wise (a softmax reduces over H units that "
-             "several blocks own)";
-  const unsigned blocks =
-      opts.persistent.blocks != 0
-          ? opts.persistent.blocks
-          : unsigned(std::min<std::size_t>(
-                H, target.isGpu() ? target.getGpuProperties().multiProcessorCount : kHostBlocks));
-  const unsigned threads = opts.persistent.threadsPerBlock != 0 ? opts.persistent.threadsPerBlock
-                           : target.isGpu()                    ? kGpuThreads
-                                                               : kHostThreads;
-  const std::size_t units = (H + blocks - 1) / std::max(1u, blocks);
-  // The vector every block stages a step: h_(t-1) forward, delta_(t+1) (4H a row) backward.
-  const std::size_t stageBytes = B * H * (backward ? 4 : 1) * sizeof(float);
-  const char *staged = backward ? "delta_(t+1)" : "h_(t-1)";
-  const std::size_t weightBytes = 4 * units * H * sizeof(float);
-  const std::size_t limit = sharedLimit(target);
-  if (cannot.empty() && stageBytes > limit)
-    cannot = fmt::format("{}, staged whole in every block ({} rows x {} of float, {} bytes), "
-                         "exceeds the {} bytes of shared memory a block of target '{}' has",
-                         staged, B, (backward ? 4 : 1) * H, stageBytes, limit, target.getName());
-  if (cannot.empty() && target.isGpu() && stageBytes + weightBytes > limit)
-    cannot = fmt::format("the weights of a block ({} units x 4 gates x {} as float, {} bytes) "
-                         "and the staged {} ({} bytes) exceed the {} bytes of shared memory "
-                         "a block of target '{}' has: the weights do not fit on chip",
-                         units, H, weightBytes, staged, stageBytes, limit, target.getName());
-  if (cannot.empty()) { // the launch it takes (or would take, under auto)
-    choice.weightsInShared = stageBytes + weightBytes <= limit;
-    choice.launch.blocks = blocks;
-    choice.launch.threadsPerBlock = threads;
-    choice.launch.sharedBytes = stageBytes + (choice.weightsInShared ? weightBytes : 0);
-    choice.launch.coResident = true;
-  } else {
-    choice.launch.blocks = 0;
-  }
-  if (opts.persistent.mode == Mode::Auto) {
-    choice.refusal = !cannot.empty() ? cannot
-                     : target.isGpu()
-                         ? "auto keeps the per-step path until the persistent kernel's cost "
-                           "model is calibrated on a GPU"
-                         : "auto keeps the per-step path on targets that are not GPUs (the "
-                           "library products are faster there)";
-    return choice;
-  }
-  if (!cannot.empty())
-    throw invalid_option(fmt::format("{}: rnnPersistentKernel is true, but {}", what, cannot));
-  choice.use = true;
-  return choice;
+  // Forward: h_(t-1) staged; backward: delta_(t+1), 4H a row.
+  return rnn::detail::choosePersistent(
+      graph, opts.persistent, params.activation, params.recurrentActivation, H, 4,
+      B * H * (backward ? 4 : 1), backward ? "delta_(t+1)" : "h_(t-1)",
+      [](std::size_t) { return std::size_t(0); }, what);
 }
 
 std::pair<Tensor, Tensor> persistentForward(Graph &graph, const LstmParams &params,

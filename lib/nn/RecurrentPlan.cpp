@@ -65,9 +65,14 @@ RecurrentPlan getPlan(const Graph &graph, const GruParams &params, const OptionF
   const detail::GruOptions o = detail::parseOptions(graph, params, options, "gru::getPlan");
   RecurrentPlan plan = commonPlan(o);
   plan.stepsPerWU = detail::chooseStepsPerWU(graph, params, o);
-  plan.persistentRefusal = o.persistent.mode == rnn::detail::PersistentOptions::Mode::Off
-                               ? "rnnPersistentKernel is false"
-                               : "the GRU has no persistent kernel yet";
+  const detail::PersistentChoice persistent =
+      detail::persistentChoice(graph, params, o, "gru::getPlan");
+  plan.persistent = persistent.use;
+  plan.persistentBlocks = persistent.launch.blocks;
+  plan.persistentThreadsPerBlock = persistent.launch.threadsPerBlock;
+  plan.persistentSharedBytes = persistent.launch.sharedBytes;
+  plan.persistentWeightsInSharedMemory = persistent.weightsInShared;
+  plan.persistentRefusal = persistent.refusal;
   return plan;
 }
 } // namespace gru

@@ -7,6 +7,7 @@
 // tiles shardTiles(target, s, numShards).
 #pragma once
 
+#include <aspen/BlockCodelets.hpp>
 #include <aspen/Graph.hpp>
 #include <aspen/nn/NonLinearity.hpp>
 #include <aspen/nn/Rnn.hpp>
@@ -101,6 +102,26 @@ struct PersistentOptions {
   unsigned blocks = 0, threadsPerBlock = 0;
 };
 void addPersistentOptions(aspen::detail::OptionSpec &spec, PersistentOptions &target);
+// What a layer's persistent loop takes: whether it runs, its launch, whether a block's weights
+// are staged in shared memory, and why the per-step path runs when it does.
+struct PersistentChoice {
+  bool use = false;
+  LaunchShape launch;
+  bool weightsInShared = false;
+  std::string refusal;
+};
+// The choice for a loop whose blocks each stage `stagedFloats` floats a step (named `staged`
+// in messages) plus `blockFloats(units)` of their own, and whose weights are `gates` x H
+// floats a unit: mode false never; true where it can run, else invalid_option naming `what`
+// and the limit; auto the per-step path for now (LstmPersistent.cpp says why). The launch:
+// min(multiprocessors, H) blocks of 256 threads on a GPU target, min(4, H) of 32 on others,
+// or the options' shape.
+PersistentChoice choosePersistent(const Graph &graph, const PersistentOptions &options,
+                                  NonLinearityType activation,
+                                  NonLinearityType recurrentActivation, std::size_t H,
+                                  unsigned gates, std::size_t stagedFloats, const char *staged,
+                                  const std::function<std::size_t(std::size_t)> &blockFloats,
+                                  const std::string &what);
 // Whether a fused step can compute activation t: element by element (not a softmax over a row).
 inline bool elementWise(NonLinearityType t) {
   return t != NonLinearityType::SOFTMAX && t != NonLinearityType::SOFTMAX_STABLE;

@@ -30,6 +30,7 @@ struct Case {
   bool randomAttention = false; // else the attention is zero
   bool resetAfter = false;
   OptionFlags options;
+  OptionFlags forwardOptions; // added to options for the forward only
   Lengths lengths = Lengths::None;
   bool augru = false;
   bool separateWU = false; // gruBwd + gruWU instead of gruBwdWithWU
@@ -59,17 +60,20 @@ GruRun trainingStep(const Case &c) {
   Tensor init = gru::createInitialState(h.graph, params, "init", c.options);
   gru::GruWeights w = gru::createWeights(h.graph, params, "w", c.options);
   Tensor att = gru::createAttention(h.graph, params, "att", c.options);
+  OptionFlags fwdOptions = c.options;
+  for (const auto &[key, value] : c.forwardOptions)
+    fwdOptions.set(key, value);
   Tensor inter;
   Tensor out;
   if (c.augru)
     out = real ? gru::auGruFwd(h.graph, params, init, in, lengths, w, &inter, att, h.prog, "fwd",
-                               c.options)
+                               fwdOptions)
                : gru::auGruFwd(h.graph, params, init, in, w, &inter, att, h.prog, "fwd",
-                               c.options);
+                               fwdOptions);
   else
     out = real ? gru::gruFwd(h.graph, params, init, in, lengths, w, &inter, h.prog, "fwd",
-                             c.options)
-               : gru::gruFwd(h.graph, params, init, in, w, &inter, h.prog, "fwd", c.options);
+                             fwdOptions)
+               : gru::gruFwd(h.graph, params, init, in, w, &inter, h.prog, "fwd", fwdOptions);
   Tensor dy = h.graph.clone(out, "dy");
   Tensor dx, dAtt, bwdInter;
   gru::GruWeights dw;
@@ -295,6 +299,55 @@ TEST_CASE("the fused GRU steps give the product-then-cell results within roundin
     split.threads = threads;
     split.options = {{"stepMethod", "fused"}, {"numShards", shards}};
     CHECK(sameValues(trainingStep(split).output, fused.output));
+  }
+}
+
+// The persistent forward (rnnPersistentKernel true: the whole loop as one co-resident launch of
+// GruPersistentFwd, two exchanges a step without resetAfter) against the per-step path, in both
+// forms and the AUGRU, forward and through the per-step backward that reads its intermediates;
+// and bit for bit against itself on other launch shapes and host threads.
+TEST_CASE("the persistent GRU forward gives the per-step results within rounding, and the same "
+          "bits on any launch shape and host threads",
+          "[correctness][gru][persistent]") {
+  Case c;
+  c.T = 5;
+  c.B = 11;
+  c.H = 37;
+  c.type = GENERATE(FLOAT, HALF);
+  c.resetAfter = GENERATE(false, true);
+  c.lengths = GENERATE(Lengths::None, Lengths::InParams);
+  c.augru = GENERATE(false, true);
+  c.randomAttention = c.augru;
+  c.activation = c.augru ? nn::NonLinearityType::GELU : nn::NonLinearityType::TANH;
+  INFO(c.type.toString() << ", resetAfter " << c.resetAfter << ", lengths "
+                         << (c.lengths != Lengths::None) << ", AUGRU (GELU) " << c.augru);
+  c.options = {{"stepMethod", "productThenCell"}};
+  const GruRun reference = trainingStep(c);
+  c.forwardOptions = {{"rnnPersistentKernel", "true"}};
+  const GruRun persistent = trainingStep(c);
+  // Bounds as the fused step's: the recurrent sums of 37 products in another order.
+  const double abs = c.type == FLOAT ? (c.augru ? 3e-5 : 1e-5) : 4e-3,
+               rel = c.type == FLOAT ? 1e-4 : 1e-2;
+  requireClose(persistent.output, reference.output, abs, rel, "output");
+  requireClose(persistent.inputGrad, reference.inputGrad, abs, rel, "dx");
+  requireClose(persistent.stateGrad, reference.stateGrad, abs, rel, "dh0");
+  requireClose(persistent.woGrad, reference.woGrad, abs, rel, "dWo");
+  requireClose(persistent.bGrad, reference.bGrad, abs, rel, "db");
+  if (c.augru)
+    requireClose(persistent.attGrad, reference.attGrad, abs, rel, "d(attention)");
+  CHECK(persistent.output != Values(persistent.output.size(), 0.0));
+  for (const auto &[blocks, threads, hostThreads] :
+       {std::tuple{1u, 32u, 1u}, std::tuple{5u, 3u, 2u}, std::tuple{37u, 64u, 3u},
+        std::tuple{50u, 1u, 2u}}) {
+    INFO(blocks << " blocks of " << threads << " threads on " << hostThreads << " host threads");
+    Case shaped = c;
+    shaped.threads = hostThreads;
+    shaped.forwardOptions = {{"rnnPersistentKernel", "true"},
+                             {"rnnPersistentBlocks", std::to_string(blocks)},
+                             {"rnnPersistentThreadsPerBlock", std::to_string(threads)}};
+    const GruRun r = trainingStep(shaped);
+    CHECK(sameValues(r.output, persistent.output));
+    CHECK(sameValues(r.woGrad, persistent.woGrad));
   }
 }
 

@@ -1090,11 +1090,26 @@ TEST_CASE("rnnPersistentKernel: auto keeps the per-step path, true where the ker
     CHECK(gpuPlan.persistentBlocks == 8); // one unit a block: H < 132 multiprocessors
     CHECK(gpuPlan.persistentThreadsPerBlock == 256);
   }
-  // The GRU accepts the option and says it has no kernel; true is refused.
+  // The GRU's forward: the same choice; without resetAfter a block stages h and r*h and keeps u
+  // (4 x 8 x 2 + 4 x 2 floats) beside its weights (2 units x 3 gates x 8).
   nn::gru::GruParams gruParams(FLOAT, 4, 3, {5, 8});
-  CHECK(nn::gru::getPlan(g, gruParams).persistentRefusal == "the GRU has no persistent kernel yet");
-  CHECK_THROWS_WITH(nn::gru::getPlan(g, gruParams, {{"rnnPersistentKernel", "true"}}),
-                    Catch::Contains("the GRU has no persistent kernel yet"));
+  CHECK(nn::gru::getPlan(g, gruParams).persistentRefusal.find("auto keeps") != std::string::npos);
+  const nn::RecurrentPlan gruOn = nn::gru::getPlan(g, gruParams, {{"rnnPersistentKernel", "true"}});
+  CHECK(gruOn.persistent);
+  CHECK(gruOn.persistentSharedBytes == (4 * 8 * 2 + 4 * 2 + 2 * 3 * 8) * sizeof(float));
+  // Its backward has no persistent kernel: true there is refused, not ignored.
+  Tensor gruIn = nn::gru::createInput(g, gruParams, "gruIn");
+  Tensor gruInit = nn::gru::createInitialState(g, gruParams, "gruInit");
+  nn::gru::GruWeights gruW = nn::gru::createWeights(g, gruParams, "gruW");
+  Tensor gruInter;
+  Sequence gruProg;
+  Tensor gruOut = nn::gru::gruFwd(g, gruParams, gruInit, gruIn, gruW, &gruInter, gruProg, "fwd",
+                                  {{"rnnPersistentKernel", "true"}});
+  Tensor gruDy = g.clone(gruOut, "gruDy");
+  CHECK_THROWS_WITH(nn::gru::gruBwd(g, gruParams, gruProg, gruInit, gruInter, gruW, gruIn, gruOut,
+                                    gruDy, nullptr, nullptr, "bwd",
+                                    {{"rnnPersistentKernel", "true"}}),
+                    Catch::Contains("the GRU's backward loop has no persistent kernel yet"));
   lstm::LstmParams softmax = params;
   softmax.activation = NonLinearityType::SOFTMAX;
   CHECK_THROWS_WITH(lstm::lstmFwd(g, softmax, init, in, w, nullptr, prog, "fwd",

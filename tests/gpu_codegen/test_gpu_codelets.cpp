@@ -279,16 +279,18 @@ TEST_CASE("a generated element-wise expression compiles through the codelet libr
   CHECK(assemble(gpuCodeletPtx(*library, 90), "expression") == 0);
 }
 
-TEST_CASE("the persistent LSTM kernel builds for sm_90 at its planned block size with no spills",
+TEST_CASE("the persistent recurrent kernels build for sm_90 at their planned block size with no "
+          "spills",
           "[gpu_codegen]") {
   const auto library =
       CodeletLibrary::loadPrecompiled((fs::path(libraryCodeletsDir()) / "nn_persistent.gp").string());
   const std::string source = gpuCodeletSource(*library);
   const std::string ptx = gpuCodeletPtx(*library, 90);
-  // LstmPersistentFwd and LstmPersistentBwd, float and half, declare maxThreadsPerBlock = 256:
+  // LstmPersistentFwd, LstmPersistentBwd and GruPersistentFwd, float and half, declare
+  // maxThreadsPerBlock = 256:
   // their kernels carry that bound, which lets a thread use up to 255 registers.
   CHECK(std::count_if(library->vertexTypes().begin(), library->vertexTypes().end(),
-                      [](const VertexTypeInfo &t) { return t.coResident; }) == 4);
+                      [](const VertexTypeInfo &t) { return t.coResident; }) == 6);
   CHECK(source.find("__launch_bounds__(256, 1)") != std::string::npos);
   CHECK(ptx.find(".maxntid 256, 1, 1") != std::string::npos);
   const fs::path path = fs::path(aspen::test::binaryDir()) / "gpu_codegen_persistent.ptx";
@@ -309,5 +311,5 @@ TEST_CASE("the persistent LSTM kernel builds for sm_90 at its planned block size
     CHECK(entry.find("0 bytes spill stores, 0 bytes spill loads") != std::string::npos);
     CHECK(entry.find("Used ") != std::string::npos);
   }
-  CHECK(kernels == 4);
+  CHECK(kernels == 6);
 }
