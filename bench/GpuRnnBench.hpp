@@ -8,6 +8,12 @@
 // weighted checksum: a wrong answer exits with status 1. "RESULT bench_gpu_<layer> key=value..."
 // lines repeat the table for scripts.
 //
+// Each shape runs twice on Aspen's side: the per-step loop (the layer's defaults) and the
+// persistent loop (rnnPersistentKernel true: one co-resident launch keeping the weights on chip,
+// docs/architecture.md), each checked against cuDNN's output; a shape the persistent kernel
+// cannot take (its staged state or weights beyond a block's shared memory) says "refused".
+// cuDNN/persistent is the persistent kernel's ratio.
+//
 // The peer is one Python process for all shapes, so torch and CUDA start once: `python3` from
 // PATH, which on the GPU machines is the interpreter holding PyTorch (bench::pythonResult's
 // /usr/bin/python3 has none there), or the interpreter named by ASPEN_BENCH_PYTHON. It runs
@@ -20,6 +26,7 @@
 #include "RnnBench.hpp"
 
 #include <aspen/Device.hpp>
+#include <aspen/Error.hpp>
 #include <aspen/Target.hpp>
 
 #include <fmt/core.h>
@@ -148,8 +155,8 @@ inline int runGpuBenchmark(int argc, char **argv, const RnnLayer &layer) {
     std::printf("cuDNN: peer unavailable (needs python3 with CUDA PyTorch, or "
                 "ASPEN_BENCH_PYTHON)\n");
   std::printf("target: faster than cuDNN (cuDNN/aspen > 1) at batch <= %zu\n", kTargetMaxBatch);
-  std::printf("%5s %4s %10s %10s %12s %16s\n", "H", "B", "aspen ms", "cuDNN ms", "cuDNN/aspen",
-              "check");
+  std::printf("%5s %4s %10s %10s %12s %16s %12s %16s %16s\n", "H", "B", "aspen ms", "cuDNN ms",
+              "cuDNN/aspen", "check", "persist. ms", "cuDNN/persistent", "persistent check");
   std::fflush(stdout);
 
   std::vector<std::string> lines;
@@ -180,18 +187,47 @@ inline int runGpuBenchmark(int argc, char **argv, const RnnLayer &layer) {
       check = "failed";
       status = "aspen_failed";
     }
+    // The persistent loop, the same checks.
+    double persistentMs = NAN, persistentDifference = NAN;
+    std::string persistentCheck = "n/a", persistentStatus = "unchecked";
+    try {
+      CompiledLayer persistent(layer, target, s, Mode::Inference,
+                               {{"inferenceOnly", "true"}, {"rnnPersistentKernel", "true"}},
+                               {{"debug.allowOutOfMemory", "true"}}, Device::createGpuDevice(0),
+                               kRepeats);
+      persistentMs = 1e3 * bench::deviceSeconds(kReps, [&] { persistent.run(); }) / kRepeats;
+      if (havePeer) {
+        const auto [sum, scale] = checksum(persistent.output());
+        persistentDifference = std::fabs(sum - peerSum) / std::max(scale, 1e-30);
+        const bool wrong = !(persistentDifference <= kCheckTolerance);
+        failed |= wrong;
+        persistentCheck = fmt::format("{:.1e}{}", persistentDifference, wrong ? " WRONG" : "");
+        persistentStatus = wrong ? "wrong" : "ok";
+      }
+    } catch (const invalid_option &) { // beyond what the kernel takes: not a failure
+      persistentCheck = "refused";
+      persistentStatus = "refused";
+    } catch (const std::exception &e) {
+      std::printf("H=%zu B=%zu: aspen persistent failed: %s\n", s.H, s.B, e.what());
+      failed = true;
+      persistentCheck = "failed";
+      persistentStatus = "aspen_failed";
+    }
     const double ratio = peerMs / ms;
     if (s.B <= kTargetMaxBatch && havePeer && !std::isnan(ms)) {
       ++targetShapes;
       targetMet += ratio > 1;
     }
-    std::printf("%5zu %4zu %10.3f %10.3f %12.2f %16s\n", s.H, s.B, ms, peerMs, ratio,
-                check.c_str());
+    std::printf("%5zu %4zu %10.3f %10.3f %12.2f %16s %12.3f %16.2f %16s\n", s.H, s.B, ms, peerMs,
+                ratio, check.c_str(), persistentMs, peerMs / persistentMs,
+                persistentCheck.c_str());
     std::fflush(stdout);
     lines.push_back(fmt::format(
         "RESULT bench_gpu_{} mode=inference H={} B={} T={} I={} aspen_ms={:.4f} "
-        "cudnn_ms={:.4f} cudnn_over_aspen={:.3f} check={} rel_diff={:.2e}\n",
-        layer.name, s.H, s.B, kTimeSteps, s.H, ms, peerMs, ratio, status, difference));
+        "cudnn_ms={:.4f} cudnn_over_aspen={:.3f} check={} rel_diff={:.2e} persistent_ms={:.4f} "
+        "cudnn_over_persistent={:.3f} persistent_check={} persistent_rel_diff={:.2e}\n",
+        layer.name, s.H, s.B, kTimeSteps, s.H, ms, peerMs, ratio, status, difference,
+        persistentMs, peerMs / persistentMs, persistentStatus, persistentDifference));
   }
   if (!havePeer)
     std::printf("peer unavailable\n");

@@ -344,9 +344,9 @@ run_bench 20 bench_gpu_launch
 run_bench 20 bench_gpu_copy
 run_bench 60 bench_gpu_matmul
 # LSTM vs cuDNN at T = 50 for H <= 512 (8 shapes; all 12 without --max-h).
-run_bench 60 bench_gpu_lstm --max-h 512
+run_bench 90 bench_gpu_lstm --max-h 512
 # GRU vs cuDNN at T = 50 for H = 256 (4 shapes).
-run_bench 45 bench_gpu_gru --max-h 256
+run_bench 70 bench_gpu_gru --max-h 256
 for bench in "$bundle"/bin/bench_gpu_*; do
   case "${bench##*/}" in
   bench_gpu_launch | bench_gpu_copy | bench_gpu_matmul | bench_gpu_lstm | bench_gpu_gru) ;;
