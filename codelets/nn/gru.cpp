@@ -14,34 +14,12 @@
 // Backward: GruBwdA (delta_c, delta_u, d(attention), dh*u) and GruBwdB (delta_r, + d(r*h)*r)
 // around the product delta_c . Wo_c^T; GruBwdResetAfter in one phase.
 #include "RnnCellMath.hpp"
+#include "GruCellMath.hpp"
 // after RnnCellMath.hpp, which brings the codelet headers (ASPEN_HD)
 #include "PackedProduct.hpp"
 
 namespace aspen::nn {
 
-namespace gru_cell {
-
-using namespace ::aspen::nn::cell;
-constexpr unsigned R = 0, U = 1, C = 2;
-
-// The dispatch of a row loop: (rho, phi) fixed for sigmoid / tanh, at run time otherwise
-// (popnnHardSigmoid: as Dynamic's; only gradients read it).
-template <class Body>
-ASPEN_HD inline void withActivations(unsigned rec, unsigned act, Body body,
-                                     bool popnnHardSigmoid = false) {
-  if (rec == unsigned(NonLinearityType::SIGMOID) && act == unsigned(NonLinearityType::TANH))
-    body(Fixed<NonLinearityType::SIGMOID>(), Fixed<NonLinearityType::TANH>());
-  else
-    body(Dynamic{NonLinearityType(rec), popnnHardSigmoid},
-         Dynamic{NonLinearityType(act), popnnHardSigmoid});
-}
-
-template <class T> ASPEN_HD inline void zero(T *p, unsigned n) {
-  for (unsigned k = 0; k < n; ++k)
-    p[k] = T(0.0f);
-}
-
-} // namespace gru_cell
 
 // Forward phase A (resetAfter false): per row, the reset and update gates (written to `gates`,
 // 2 segments a row) and r*h (`rh`). xw: 3 segments a row (the pre-weighted input), hw: 2 (h.Wo_r,
@@ -286,70 +264,6 @@ public:
   }
 };
 
-namespace gru_cell {
-
-// The common part of the backward cells for one chunk: from r, u (after attention), c (or its
-// pre-activation), h_{t-1} and dh, the candidate's and update's pre-activation gradients, the
-// attention's gradient contribution and dh * u.
-template <class Rho, class Phi> struct BwdCommon {
-  Rho rho;
-  Phi phi;
-  bool rawCandidate;
-  float keep; // 1 - a (1 without attention)
-  ASPEN_HD void operator()(float u, float cs, float hPrev, float dh, float &dCand, float &dUpd,
-                           float &dAtt, float &dhU) const {
-    const float c = rawCandidate ? phi.forward(cs) : cs;
-    const float cAct = rawCandidate && phi.takesInput() ? cs : c;
-    dCand = phi.gradient(cAct, dh * (1.0f - u));
-    const float du = dh * (hPrev - c);
-    // u = keep * ut, ut = rho(.): d(ut) = du * keep, and d(a) = -du * ut.
-    const float ut = keep != 0.0f ? u / keep : 0.0f;
-    dUpd = rho.gradient(ut, du * keep);
-    dAtt = -du * ut;
-    dhU = dh * u;
-  }
-};
-
-// One row of backward phase A (resetAfter false), the pointers at the row's first element:
-// the saved u and c (or its pre-activation), h_{t-1}, dy (read when hasOutGrad), the incoming
-// dhMM, the carried dh (dh * u on exit), and the update's and candidate's gradients.
-template <class T> struct BwdARow {
-  const T *su, *sc, *hp, *dy, *mm;
-  T *carry, *dU, *dC;
-};
-
-// Elements [lo, hi) of an active row of phase A; returns their sum of d(attention) in
-// increasing k.
-template <class T, class Common>
-ASPEN_HD inline float bwdAElements(const BwdARow<T> &v, unsigned lo, unsigned hi,
-                                   bool hasOutGrad, const Common &common) {
-  float dAttSum = 0.0f;
-  for (unsigned k = lo; k < hi; ++k) {
-    const float dh =
-        float(v.mm[k]) + float(v.carry[k]) + (hasOutGrad ? float(v.dy[k]) : 0.0f);
-    float dCand, dUpd, dAtt, dhU;
-    common(float(v.su[k]), float(v.sc[k]), float(v.hp[k]), dh, dCand, dUpd, dAtt, dhU);
-    v.dC[k] = T(dCand);
-    v.dU[k] = T(dUpd);
-    v.carry[k] = T(dhU);
-    dAttSum += dAtt;
-  }
-  return dAttSum;
-}
-
-// Elements [lo, hi) of an active row of phase B (resetAfter false): from r, h_{t-1} and
-// g = d(r*h), the reset's gradient dR, and dhCarry += g * r.
-template <class T, class Rho>
-ASPEN_HD inline void bwdBElements(const T *sr, const T *hp, const T *g, T *dR, T *carry,
-                                  unsigned lo, unsigned hi, const Rho &rho) {
-  for (unsigned k = lo; k < hi; ++k) {
-    const float rr = float(sr[k]), gg = float(g[k]);
-    dR[k] = T(rho.gradient(rr, gg * float(hp[k])));
-    carry[k] = T(float(carry[k]) + gg * rr);
-  }
-}
-
-} // namespace gru_cell
 
 // Backward phase A (resetAfter false). fwd: 3 segments a row (r, u, c); delta: 3 segments a row
 // in canonical order (this phase writes u and c); dhCarry: in, dh's carried part; out, dh * u
@@ -468,40 +382,6 @@ public:
   }
 };
 
-namespace gru_cell {
-
-// One row of the backward cell with resetAfter (element-wise activations), the pointers at the
-// row's first element: the saved r, u, c (or its pre-activation), n and h_{t-1}, dy (read when
-// hasOutGrad), the incoming dhMM, the carried dh (dh * u on exit), the gate gradients of
-// x.Wi + bx (xR, xU, xC) and of h.Wo + bh (hR, hU, hN).
-template <class T> struct BwdResetAfterRow {
-  const T *sr, *su, *sc, *sn, *hp, *dy, *mm;
-  T *carry, *xR, *xU, *xC, *hR, *hU, *hN;
-};
-
-// Elements [lo, hi) of an active row; returns their sum of d(attention) in increasing k.
-template <class T, class Common>
-ASPEN_HD inline float bwdResetAfterElements(const BwdResetAfterRow<T> &v, unsigned lo,
-                                            unsigned hi, bool hasOutGrad, const Common &common) {
-  float dAttSum = 0.0f;
-  for (unsigned k = lo; k < hi; ++k) {
-    const float dh =
-        float(v.mm[k]) + float(v.carry[k]) + (hasOutGrad ? float(v.dy[k]) : 0.0f);
-    float dCand, dUpd, dAtt, dhU;
-    common(float(v.su[k]), float(v.sc[k]), float(v.hp[k]), dh, dCand, dUpd, dAtt, dhU);
-    const float rr = float(v.sr[k]);
-    const float dReset = common.rho.gradient(rr, dCand * float(v.sn[k]));
-    v.xR[k] = v.hR[k] = T(dReset);
-    v.xU[k] = v.hU[k] = T(dUpd);
-    v.xC[k] = T(dCand);
-    v.hN[k] = T(dCand * rr);
-    v.carry[k] = T(dhU);
-    dAttSum += dAtt;
-  }
-  return dAttSum;
-}
-
-} // namespace gru_cell
 
 // Backward (resetAfter true). fwd: 4 segments a row (r, u, c, n); deltaX: 3 segments a row
 // (canonical; the gradients of x.Wi + bx: r, u, c), deltaH: 3 (of h.Wo + bh: r, u, n).

@@ -17,6 +17,7 @@
 #include "RnnCellMath.hpp"
 // after RnnCellMath.hpp
 #include "LstmCellMath.hpp"
+#include "GruCellMath.hpp"
 
 namespace aspen::nn {
 
@@ -87,8 +88,9 @@ public:
         h0.size() != BH || c0.size() != BH || weights.size() != 4ull * H * H ||
         (hasOut && out.size() != steps * BH) ||
         (numInter() > 0 && inter.size() != steps * numInter() * BH) ||
-        (hasGatesIn && gatesIn.size() != steps * 4 * BH))
-      return false;
+        (hasGatesIn && gatesIn.size() != steps * 4 * BH) ||
+        block.sharedBytes() < (BH + (weightsInShared ? 4ull * U * H : 0)) * sizeof(float))
+      return false; // the shared memory too: a shorter launch would overrun it
     if (units == 0)
       return true; // more blocks than units: nothing is this block's
     float *hStage = block.shared<float>();
@@ -259,7 +261,8 @@ public:
     const unsigned long long BH = (unsigned long long)B * H, G4 = 4ull * H;
     if (delta.size() != steps * 4 * BH || fwd.size() != steps * 4 * BH ||
         cell.size() != steps * 2 * BH || dhCarry.size() != BH || dcState.size() != BH ||
-        weights.size() != 4ull * H * H || (hasOutGrad && outGrad.size() != steps * BH))
+        weights.size() != 4ull * H * H || (hasOutGrad && outGrad.size() != steps * BH) ||
+        block.sharedBytes() < (B * G4 + (weightsInShared ? U * G4 : 0)) * sizeof(float))
       return false;
     if (units == 0)
       return true;
@@ -417,7 +420,10 @@ public:
         (!resetAfter && rhExchange.size() != steps * BH) ||
         (hasOut && out.size() != steps * BH) ||
         (hasInter && inter.size() != steps * numInter() * BH) ||
-        (hasAttention && attention.size() != steps * B))
+        (hasAttention && attention.size() != steps * B) ||
+        block.sharedBytes() < (BH + (resetAfter ? 0 : BH + (unsigned long long)B * U) +
+                               (weightsInShared ? 3ull * U * H : 0)) *
+                                  sizeof(float))
       return false;
     if (units == 0)
       return true;
@@ -597,5 +603,223 @@ private:
 
 template class GruPersistentFwd<float>;
 template class GruPersistentFwd<half>;
+
+// The GRU's (and AUGRU's) backward loop over the whole sequence, steps T - 1 down to 0
+// (GruPersistent in LstmPersistent.cpp's manner): block b owns units [b U, (b + 1) U) and the
+// rows u of Wo ([H][3H], canonical r, u, c) they feed back through, staged in shared memory
+// when weightsInShared. The gate gradients are the exchange, each element published once:
+//   resetAfter: deltaH_{t+1} (r, u, n: 3H a row) staged, dhMM = deltaH_{t+1} . Wo^T, then
+//     GruBwdResetAfter's cell (gru_cell::bwdResetAfterElements); deltaX written, deltaH
+//     published;
+//   otherwise two phases, as GruFusedBwd's 1 and 2: [delta_r | delta_u]_{t+1} staged, dhMM =
+//     that . [Wo_r | Wo_u]^T, GruBwdA's cell (delta_u, delta_c of step t published, carry =
+//     dh u); then delta_c,t of every unit staged, d(r*h) = delta_c . Wo_c^T, GruBwdB's
+//     (delta_r of step t published, carry += d(r*h) r).
+// Products: one thread, k increasing, fma, rounded to T as the per-step matMul output is.
+//   fwd [T][n][B][H]: the forward's intermediates (r, u, c at slots 0-2, n at nSlot with
+//   resetAfter); hPrev and outGrad (when hasOutGrad) [T][B][H]; attention [T][B] (AUGRU);
+//   lengths [B] or [1]; dhCarry [B][H] in place; deltaX [T][B][3H] (-0.0 at entry without
+//   resetAfter: the exchange), deltaH [T][B][3H] (resetAfter; -0.0 at entry); attPartial
+//   [T][B][H] floats: each element's d(attention), summed over H after the launch.
+// Shared memory: B x 3H floats of the staged gradients (2H without resetAfter), then the
+// block's U x 3H weights.
+template <class T> class GruPersistentBwd : public BlockVertex {
+public:
+  static constexpr bool coResident = true;
+  static constexpr unsigned maxThreadsPerBlock = 256;
+
+  Input<Vector<T>> weights;
+  Input<Vector<T>> fwd;
+  Input<Vector<T>> hPrev;
+  Input<Vector<T>> outGrad;
+  Input<Vector<T>> attention;
+  Input<Vector<unsigned>> lengths;
+  InOut<Vector<T>> dhCarry;
+  InOut<Vector<T>> deltaX;
+  InOut<Vector<T>> deltaH;
+  Output<Vector<float>> attPartial;
+  unsigned H;
+  unsigned B;
+  unsigned steps;
+  unsigned numInter;
+  unsigned nSlot;
+  unsigned activation;
+  unsigned recurrentActivation;
+  bool resetAfter;
+  bool hasOutGrad;
+  bool hasAttention;
+  bool rawCandidate;
+  bool popnnHardSigmoidGrad;
+  bool weightsInShared;
+
+  bool compute(Block &block) {
+    const unsigned blocks = block.numBlocks(), threads = block.numThreads();
+    const unsigned tid = block.threadId();
+    const unsigned U = (H + blocks - 1) / blocks;
+    const unsigned u0 = block.blockId() * U;
+    const unsigned units = u0 >= H ? 0u : (H - u0 < U ? H - u0 : U);
+    const unsigned long long BH = (unsigned long long)B * H, G3 = 3ull * H;
+    if (deltaX.size() != steps * 3 * BH || (resetAfter && deltaH.size() != steps * 3 * BH) ||
+        fwd.size() != steps * numInter * BH || hPrev.size() != steps * BH ||
+        dhCarry.size() != BH || weights.size() != 3ull * H * H ||
+        (hasOutGrad && outGrad.size() != steps * BH) ||
+        (hasAttention && (attention.size() != steps * B || attPartial.size() != steps * BH)) ||
+        block.sharedBytes() < (B * (resetAfter ? G3 : 2ull * H) + (weightsInShared ? U * G3 : 0)) *
+                                  sizeof(float))
+      return false;
+    if (units == 0)
+      return true;
+    // The staged gradients: 3H a row with resetAfter, else 2H (then H in the second phase).
+    float *stage = block.shared<float>();
+    float *wStage = stage + B * (resetAfter ? G3 : 2ull * H);
+    if (weightsInShared) // wStage[j * 3H + col] = Wo[u0 + j][col]
+      for (unsigned long long i = tid; i < units * G3; i += threads)
+        wStage[i] = float(weights[u0 * G3 + i]);
+    const unsigned pairs = B * units;
+    const T *exchange = resetAfter ? deltaH.data() : deltaX.data();
+    for (unsigned i = 0; i < steps; ++i) {
+      const unsigned t = steps - 1 - i;
+      // resetAfter: all 3H of deltaH_{t+1}; otherwise delta_r and delta_u of t + 1 (2H).
+      const unsigned width = resetAfter ? 3 * H : 2 * H;
+      if (t + 1 < steps && !stageRows(block, exchange + (t + 1) * B * G3, width, stage))
+        return false;
+      block.sync();
+      for (unsigned q = tid; q < pairs; q += threads)
+        first(t, q / units, u0, q % units, stage, wStage);
+      if (!resetAfter) { // delta_c of step t, every unit, for d(r*h)
+        block.sync(); // every thread done reading the staged t + 1 gradients
+        if (!stageRows(block, deltaX.data() + t * B * G3 + 2 * H, H, stage))
+          return false;
+        block.sync();
+        for (unsigned q = tid; q < pairs; q += threads)
+          reset(t, q / units, u0, q % units, stage, wStage);
+      }
+      block.sync(); // every thread done with the stage before the next step overwrites it
+    }
+    return true;
+  }
+
+private:
+  // Columns [0, width) of each row (3H apart) into stage[r * width + k], waiting for each.
+  bool stageRows(Block &block, const T *from, unsigned width, float *stage) {
+    const unsigned long long n = (unsigned long long)B * width;
+    for (unsigned long long e = block.threadId(); e < n; e += block.numThreads()) {
+      const T *p = from + (e / width) * 3ull * H + e % width;
+      if (!block.waitUntil([&] { return !isUnpublished(loadAcquire(p)); }))
+        return false;
+      stage[e] = float(loadAcquire(p));
+    }
+    return true;
+  }
+
+  // sum over k < width of v[k] Wo[u][col0 + k], increasing k, through fma.
+  ASPEN_HD float dot(const float *v, unsigned width, unsigned col0, unsigned u, unsigned j,
+                     const float *wStage) const {
+    float acc = 0.0f;
+    if (weightsInShared) {
+      const float *w = wStage + (unsigned long long)j * 3 * H + col0;
+      for (unsigned k = 0; k < width; ++k)
+        acc = persistent::exactFma(v[k], w[k], acc);
+    } else {
+      const T *w = weights.data() + (unsigned long long)u * 3 * H + col0;
+      for (unsigned k = 0; k < width; ++k)
+        acc = persistent::exactFma(v[k], float(w[k]), acc);
+    }
+    return acc;
+  }
+
+  ASPEN_HD bool past(unsigned t, unsigned r) const {
+    return t >= (lengths.size() == 1 ? lengths[0] : lengths[r]);
+  }
+  ASPEN_HD float keep(unsigned t, unsigned r) const {
+    return hasAttention ? 1.0f - float(attention[t * B + r]) : 1.0f;
+  }
+  ASPEN_HD const T *saved(unsigned t, unsigned slot, unsigned long long at) const {
+    return fwd.data() + ((unsigned long long)t * numInter + slot) * B * H + at;
+  }
+
+  // resetAfter: the whole step; otherwise phase 1 (delta_u, delta_c, carry = dh u).
+  ASPEN_HD void first(unsigned t, unsigned r, unsigned u0, unsigned j, const float *stage,
+                      const float *wStage) {
+    using namespace gru_cell;
+    const unsigned u = u0 + j;
+    const unsigned long long BH = (unsigned long long)B * H, G3 = 3ull * H;
+    const unsigned long long at = (unsigned long long)r * H + u;
+    const unsigned width = resetAfter ? 3 * H : 2 * H;
+    const T mm = t + 1 < steps ? T(dot(stage + r * (unsigned long long)width, width, 0, u, j,
+                                       wStage))
+                               : T(0.0f);
+    T *carry = dhCarry.data() + at;
+    T *dx = deltaX.data() + t * B * G3 + r * G3 + u; // gate g at dx[g H]
+    T *dh = resetAfter ? deltaH.data() + t * B * G3 + r * G3 + u : dx;
+    float dAtt = 0.0f;
+    if (past(t, r)) { // as the unfused vertices' masked rows
+      if (resetAfter) {
+        for (unsigned g = 0; g < 3; ++g) {
+          dx[g * H] = T(0.0f);
+          publish(dh + g * H, 0.0f);
+        }
+      } else {
+        publish(dx + H, 0.0f);
+        publish(dx + 2 * H, 0.0f);
+      }
+      *carry = T(float(mm) + float(*carry));
+    } else {
+      const T *hp = hPrev.data() + t * BH + at;
+      const T *dy = hasOutGrad ? outGrad.data() + t * BH + at : carry;
+      T gx[3], gh[3];
+      withActivations(recurrentActivation, activation, [&](auto rho, auto phi) {
+        const BwdCommon<decltype(rho), decltype(phi)> common{rho, phi, rawCandidate, keep(t, r)};
+        if (resetAfter) {
+          const BwdResetAfterRow<T> v{saved(t, 0, at), saved(t, 1, at), saved(t, 2, at),
+                                      saved(t, nSlot, at), hp, dy, &mm, carry,
+                                      gx + R, gx + U, gx + C, gh + R, gh + U, gh + C};
+          dAtt = bwdResetAfterElements(v, 0, 1, hasOutGrad, common);
+        } else {
+          const BwdARow<T> v{saved(t, 1, at), saved(t, 2, at), hp, dy, &mm, carry, gx + U,
+                             gx + C};
+          dAtt = bwdAElements(v, 0, 1, hasOutGrad, common);
+        }
+      }, popnnHardSigmoidGrad);
+      if (resetAfter) {
+        for (unsigned g = 0; g < 3; ++g) {
+          dx[g * H] = gx[g];
+          publish(dh + g * H, float(gh[g]));
+        }
+      } else {
+        publish(dx + H, float(gx[U]));
+        publish(dx + 2 * H, float(gx[C]));
+      }
+    }
+    if (hasAttention)
+      attPartial[t * BH + at] = dAtt;
+  }
+
+  // Without resetAfter, phase 2: delta_r of step t, carry += d(r*h) r.
+  ASPEN_HD void reset(unsigned t, unsigned r, unsigned u0, unsigned j, const float *stage,
+                      const float *wStage) {
+    using namespace gru_cell;
+    const unsigned u = u0 + j;
+    const unsigned long long BH = (unsigned long long)B * H, G3 = 3ull * H;
+    const unsigned long long at = (unsigned long long)r * H + u;
+    T *dr = deltaX.data() + t * B * G3 + r * G3 + u;
+    if (past(t, r)) {
+      publish(dr, 0.0f);
+      return;
+    }
+    const T g = T(dot(stage + (unsigned long long)r * H, H, 2 * H, u, j, wStage));
+    const T *hp = hPrev.data() + t * BH + at;
+    T dR;
+    withActivations(recurrentActivation, unsigned(NonLinearityType::TANH),
+                    [&](auto rho, auto) {
+                      bwdBElements(saved(t, 0, at), hp, &g, &dR, dhCarry.data() + at, 0, 1, rho);
+                    },
+                    popnnHardSigmoidGrad);
+    publish(dr, float(dR));
+  }
+};
+
+template class GruPersistentBwd<float>;
+template class GruPersistentBwd<half>;
 
 } // namespace aspen::nn

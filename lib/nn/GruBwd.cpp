@@ -204,8 +204,24 @@ Tensor backward(Graph &graph, const GruParams &params, const GruOptions &opts, S
   const unsigned k = doWU && !req.bwdIntermediates ? chooseStepsPerWU(graph, params, opts) : 0;
   const bool interleaved = k != 0;
   const bool popnnHardSigmoidGrad = opts.hardSigmoidGradient == NonLinearityGradient::Popnn;
+  // The persistent backward keeps every step's gate gradients (they are its exchange) and
+  // leaves the weight update to the products after it.
+  const PersistentChoice persistent = persistentChoice(graph, params, opts, "gru", true);
+  if (persistent.use && interleaved)
+    throw invalid_option(fmt::format(
+        "gru: rnnPersistentKernel is true, but the weight update is interleaved with the "
+        "backward loop every {} steps (rnnStepsPerWU); the persistent backward needs it after "
+        "the loop: rnnStepsPerWU 0",
+        k));
   Tensor deltaX, deltaH;
-  if (!interleaved) {
+  if (persistent.use) { // one variable each: read in place by the kernel
+    deltaX = graph.addVariable(t, {T, B, 3 * H}, {debug, "deltaX"});
+    util::mapTensorLinearly(graph, deltaX);
+    if (params.resetAfter) {
+      deltaH = graph.addVariable(t, {T, B, 3 * H}, {debug, "deltaH"});
+      util::mapTensorLinearly(graph, deltaH);
+    }
+  } else if (!interleaved) {
     deltaX = rnn::detail::addSequence(graph, t, T, B, 3 * H, opts.numShards, {debug, "deltaX"});
     if (params.resetAfter)
       deltaH = rnn::detail::addSequence(graph, t, T, B, 3 * H, opts.numShards,
@@ -366,7 +382,18 @@ Tensor backward(Graph &graph, const GruParams &params, const GruOptions &opts, S
     };
   }
   std::vector<Tensor> finalState;
-  if (!interleaved && usesFusedStep(graph, params, opts, "gru")) {
+  if (persistent.use) {
+    persistentBackward(graph, params, opts, persistent, weights, fwdIntermediates, hPrev,
+                       full ? outputGrad : Tensor(), attSeq, attGradSeq, dhCarry, deltaX, deltaH,
+                       prog, {debug, "persistent"});
+    if (params.resetAfter)
+      linalg::matMulWithOutput(graph, deltaH[0], woT, dhMM, prog, {debug, "initialStateGrad"},
+                               mmOptions, cache);
+    else
+      linalg::matMulWithOutput(graph, deltaX[0].slice(0, 2 * H, 1), woT.slice(0, 2 * H, 0),
+                               dhMM, prog, {debug, "initialStateGrad"}, mmOptions, cache);
+    finalState = {dhCarry, dhMM};
+  } else if (!interleaved && usesFusedStep(graph, params, opts, "gru")) {
     // The fused loop (the recurrent products fused with the cells: one compute set a step with
     // resetAfter, two without); then the product of step 0's gate gradients, the gradient
     // reaching the initial output.
@@ -455,11 +482,7 @@ Tensor bwdEntry(Graph &graph, const GruParams &params, Sequence &prog,
                 const OptionFlags &options, linalg::PlanningCache *cache,
                 const std::string &what) {
   const auto opts = parseOptions(graph, params, options, what);
-  if (opts.persistent.mode == rnn::detail::PersistentOptions::Mode::On)
-    throw invalid_option(what + ": rnnPersistentKernel is true, but the GRU's backward loop has "
-                                "no persistent kernel yet (its forward has one); give the "
-                                "backward functions auto or false: any backward reads what a "
-                                "persistent forward saved");
+  persistentChoice(graph, params, opts, what, true); // true where it cannot run: refused
   checkBwd(params, opts, fwdOutputInit, fwdIntermediates, weights, input, output, &outputGrad,
            req, what);
   return backward(graph, params, opts, prog, fwdOutputInit, fwdIntermediates, weights, input,

@@ -91,12 +91,21 @@ Tensor fusedForward(Graph &graph, const GruParams &params, const GruOptions &opt
 void checkTensor(const Tensor &t, const std::vector<std::size_t> &shape, Type type,
                  const std::string &what);
 
-// The persistent forward (GruPersistent.cpp): the choice (option rnnPersistentKernel, as the
-// LSTM's), and the loop as one launch with fusedForward's arguments. The backward functions
-// refuse true: the GRU has no persistent backward yet.
+// The persistent loops (GruPersistent.cpp): the choice (option rnnPersistentKernel, as the
+// LSTM's; backward: the backward loop's), and each loop as one launch, with fusedForward's and
+// fusedBackward's arguments (the weights rather than Wo^T; deltaX and deltaH each one variable,
+// the exchange read in place).
 using rnn::detail::PersistentChoice;
 PersistentChoice persistentChoice(const Graph &graph, const GruParams &params,
-                                  const GruOptions &opts, const std::string &what);
+                                  const GruOptions &opts, const std::string &what,
+                                  bool backward = false);
+void persistentBackward(Graph &graph, const GruParams &params, const GruOptions &opts,
+                        const PersistentChoice &choice, const GruWeights &weights,
+                        const Tensor &fwdIntermediates, const Tensor &hPrev,
+                        const Tensor &outGrad, const Tensor &attention,
+                        const Tensor &attentionGrad, const Tensor &dhCarry, const Tensor &deltaX,
+                        const Tensor &deltaH, program::Sequence &prog,
+                        const DebugContext &debug);
 Tensor persistentForward(Graph &graph, const GruParams &params, const PersistentChoice &choice,
                          const Tensor &stateInit, const GruWeights &weights, const Tensor &xw,
                          const Tensor &bias, const Tensor &attention, const Tensor &outSeq,

@@ -7,13 +7,20 @@
 
 #include <aspen/Error.hpp>
 #include <aspen/ops/Fill.hpp>
+#include <aspen/ops/Reduce.hpp>
 #include <aspen/util/VertexTemplates.hpp>
 
 namespace aspen::nn::gru::detail {
 
 PersistentChoice persistentChoice(const Graph &graph, const GruParams &params,
-                                  const GruOptions &opts, const std::string &what) {
+                                  const GruOptions &opts, const std::string &what,
+                                  bool backward) {
   const std::size_t B = params.rnn.batchSize, H = params.rnn.layerSizes[1];
+  if (backward) // the staged gate gradients: 3H a row with resetAfter, else 2H then H
+    return rnn::detail::choosePersistent(
+        graph, opts.persistent, params.activation, params.recurrentActivation, H, 3,
+        B * H * (params.resetAfter ? 3 : 2), "delta_(t+1)",
+        [](std::size_t) { return std::size_t(0); }, what);
   const bool two = !params.resetAfter; // h_(t-1) and r*h staged, u kept between them
   return rnn::detail::choosePersistent(
       graph, opts.persistent, params.activation, params.recurrentActivation, H, 3,
@@ -80,6 +87,71 @@ Tensor persistentForward(Graph &graph, const GruParams &params, const Persistent
   graph.setInitialValue(v["weightsInShared"], choice.weightsInShared);
   prog.add(program::Launch(cs, choice.launch, {debug, "persistentLoop"}));
   return outSeq.valid() ? outSeq : hLast;
+}
+
+void persistentBackward(Graph &graph, const GruParams &params, const GruOptions &opts,
+                        const PersistentChoice &choice, const GruWeights &weights,
+                        const Tensor &fwdIntermediates, const Tensor &hPrev,
+                        const Tensor &outGrad, const Tensor &attention,
+                        const Tensor &attentionGrad, const Tensor &dhCarry, const Tensor &deltaX,
+                        const Tensor &deltaH, program::Sequence &prog,
+                        const DebugContext &debug) {
+  const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
+  const std::size_t H = params.rnn.layerSizes[1];
+  const Type type = params.rnn.dataType;
+  const InterLayout layout = interLayout(params);
+  const Tensor wo =
+      canonicalMatrix(graph, params, weights.outputWeights, false, prog, {debug, "outputWeights"});
+  // The exchange: deltaH with resetAfter, else deltaX.
+  ops::fill(graph, params.resetAfter ? deltaH : deltaX, prog, -0.0f, {debug, "unpublish"});
+  auto unused = [&](Type t, const char *name) {
+    const Tensor u = graph.addVariable(t, {1}, {debug, name});
+    graph.setTileMapping(u, 0);
+    return u;
+  };
+  const Tensor lengths =
+      params.rnn.varTimeSteps.valid()
+          ? params.rnn.varTimeSteps
+          : graph.addConstant(UNSIGNED_INT, {1}, unsigned(T), {debug, "lengths"});
+  if (!params.rnn.varTimeSteps.valid())
+    graph.setTileMapping(lengths, 0);
+  Tensor partial; // each element's d(attention), summed over the units after the launch
+  if (attention.valid()) {
+    partial = graph.addVariable(FLOAT, {T, B, H}, {debug, "attentionPartials"});
+    graph.setTileMapping(partial, 0);
+  }
+  ComputeSet cs = graph.addComputeSet({debug, "persistent"});
+  VertexRef v = graph.addVertex(cs, util::templateVertex("aspen::nn::GruPersistentBwd", type));
+  graph.setTileMapping(v, 0);
+  graph.connect(v["weights"], wo.flatten());
+  graph.connect(v["fwd"], fwdIntermediates.flatten());
+  graph.connect(v["hPrev"], hPrev.flatten());
+  graph.connect(v["outGrad"], outGrad.valid() ? outGrad.flatten() : unused(type, "noOutGrad"));
+  graph.connect(v["attention"],
+                attention.valid() ? attention.flatten() : unused(type, "noAttention"));
+  graph.connect(v["lengths"], lengths.flatten());
+  graph.connect(v["dhCarry"], dhCarry.flatten());
+  graph.connect(v["deltaX"], deltaX.flatten());
+  graph.connect(v["deltaH"], deltaH.valid() ? deltaH.flatten() : unused(type, "noDeltaH"));
+  graph.connect(v["attPartial"], partial.valid() ? partial.flatten() : unused(FLOAT, "noPartial"));
+  graph.setInitialValue(v["H"], unsigned(H));
+  graph.setInitialValue(v["B"], unsigned(B));
+  graph.setInitialValue(v["steps"], unsigned(T));
+  graph.setInitialValue(v["numInter"], layout.count());
+  graph.setInitialValue(v["nSlot"], layout.nSlot());
+  graph.setInitialValue(v["activation"], unsigned(params.activation));
+  graph.setInitialValue(v["recurrentActivation"], unsigned(params.recurrentActivation));
+  graph.setInitialValue(v["resetAfter"], params.resetAfter);
+  graph.setInitialValue(v["hasOutGrad"], outGrad.valid());
+  graph.setInitialValue(v["hasAttention"], attention.valid());
+  graph.setInitialValue(v["rawCandidate"], rawCandidate(params));
+  graph.setInitialValue(v["popnnHardSigmoidGrad"],
+                        opts.hardSigmoidGradient == NonLinearityGradient::Popnn);
+  graph.setInitialValue(v["weightsInShared"], choice.weightsInShared);
+  prog.add(program::Launch(cs, choice.launch, {debug, "persistentLoop"}));
+  if (attention.valid())
+    ops::reduceWithOutput(graph, partial, attentionGrad, {2}, {ops::Operation::ADD}, prog,
+                          {debug, "attentionGrad"});
 }
 
 } // namespace aspen::nn::gru::detail

@@ -1097,7 +1097,7 @@ TEST_CASE("rnnPersistentKernel: auto keeps the per-step path, true where the ker
   const nn::RecurrentPlan gruOn = nn::gru::getPlan(g, gruParams, {{"rnnPersistentKernel", "true"}});
   CHECK(gruOn.persistent);
   CHECK(gruOn.persistentSharedBytes == (4 * 8 * 2 + 4 * 2 + 2 * 3 * 8) * sizeof(float));
-  // Its backward has no persistent kernel: true there is refused, not ignored.
+  // Its persistent backward needs the weight update after the loop, not interleaved.
   Tensor gruIn = nn::gru::createInput(g, gruParams, "gruIn");
   Tensor gruInit = nn::gru::createInitialState(g, gruParams, "gruInit");
   nn::gru::GruWeights gruW = nn::gru::createWeights(g, gruParams, "gruW");
@@ -1106,10 +1106,13 @@ TEST_CASE("rnnPersistentKernel: auto keeps the per-step path, true where the ker
   Tensor gruOut = nn::gru::gruFwd(g, gruParams, gruInit, gruIn, gruW, &gruInter, gruProg, "fwd",
                                   {{"rnnPersistentKernel", "true"}});
   Tensor gruDy = g.clone(gruOut, "gruDy");
-  CHECK_THROWS_WITH(nn::gru::gruBwd(g, gruParams, gruProg, gruInit, gruInter, gruW, gruIn, gruOut,
-                                    gruDy, nullptr, nullptr, "bwd",
-                                    {{"rnnPersistentKernel", "true"}}),
-                    Catch::Contains("the GRU's backward loop has no persistent kernel yet"));
+  Tensor gruDx;
+  nn::gru::GruWeights gruDw;
+  CHECK_THROWS_WITH(nn::gru::gruBwdWithWU(g, gruParams, gruProg, gruInit, gruInter, gruW, gruIn,
+                                          gruOut, gruDy, &gruDx, gruDw, "bwd",
+                                          {{"rnnPersistentKernel", "true"},
+                                           {"rnnStepsPerWU", "1"}}),
+                    Catch::Contains("the persistent backward needs it after the loop"));
   lstm::LstmParams softmax = params;
   softmax.activation = NonLinearityType::SOFTMAX;
   CHECK_THROWS_WITH(lstm::lstmFwd(g, softmax, init, in, w, nullptr, prog, "fwd",
