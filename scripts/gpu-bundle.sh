@@ -5,7 +5,7 @@
 #   bin/        lstm_layer, gru_layer, rnn_layer, aspen-cc (installed), aspen_correctness_tests,
 #               aspen_correctness_internal_tests, aspen_gpu_tests, aspen_gpu_codegen_tests,
 #               bench_gpu_*, first_steps,
-#               logistic_regression, mlp: stripped, RUNPATH $ORIGIN/../lib
+#               logistic_regression, mlp, lstm_demo: stripped, RUNPATH $ORIGIN/../lib
 #   lib/        libaspen*, the library codelets (aspen/codelets: .gp and .fatbin) and every shared
 #               library the programs need that a bare machine lacks (libfmt, libspdlog,
 #               libstdc++, ...: RUNPATH $ORIGIN; Debian's reference BLAS in place of OpenBLAS,
@@ -127,7 +127,7 @@ codelets_dir=$(dirname "${first_gp#"$dir"/}")
 # --- The test programs, GPU benchmarks and examples, stripped. ---
 programs=(tests/aspen_correctness_tests tests/aspen_correctness_internal_tests tests/gpu/aspen_gpu_tests
   tests/gpu_codegen/aspen_gpu_codegen_tests tests/aspen_cache_worker tests/aspen_memory_worker
-  examples/first_steps examples/logistic_regression examples/mlp)
+  examples/first_steps examples/logistic_regression examples/mlp examples/lstm_demo)
 for b in launch copy matmul lstm gru; do
   programs+=("bench/bench_gpu_$b")
 done
