@@ -13,6 +13,22 @@
 //         GPU: one cuBLASLt matmul (algorithm and workspace chosen at Engine::load, capturable
 //         into CUDA graphs); float uses TF32 tensor cores only with `allowTF32`.
 //
+//   ConvForward(in, weights, out, geometry)          out = conv(in, weights)
+//   ConvBackwardData(outGrad, weights, inGrad, geometry)   inGrad = the adjoint in `in`
+//   ConvBackwardFilter(outGrad, in, weights, geometry, options)
+//         weights = deltas (options.accumulate false) or weights += scale * deltas (true)
+//         in [B, G*Ci, F...], out / outGrad [B, G*Co, O...], weights [G, Co, Ci*T] (T kernel
+//         taps) of the geometry's sizes; in and weights one type (float or half), out float or
+//         half. ConvGeometry's per-dimension tables say which input element each output reads
+//         through each tap, so any truncation, dilation, padding, flip and stride is one form.
+//         aspen::linalg's convolution builders make these (its planner's "library" method).
+//         CPU executor: per image and group, im2col of a chunk of output positions into a
+//         cache-sized buffer, then OpenBLAS sgemm into the output's rows (a 1x1 convolution
+//         reading every input element once in order is multiplied in place); backward data is
+//         sgemm then col2im (a scatter-add), the weight update sgemm over every chunk of every
+//         image, accumulated in float. Work is cut by the shape alone, so the bits do not
+//         depend on the thread count. The CUDA executor does not run them yet (a load error).
+//
 // Operands may be any views: those whose elements are not one contiguous row-major run are
 // gathered into temporaries first (and c scattered back after), and so are a and b when they
 // may share bytes with c. Errors: shape_error / type_error at construction for shapes or types
@@ -22,6 +38,9 @@
 
 #include <aspen/Export.hpp>
 #include <aspen/Program.hpp>
+
+#include <cstdint>
+#include <vector>
 
 namespace aspen::program {
 
@@ -35,6 +54,38 @@ class ASPEN_API Gemm : public Program {
 public:
   Gemm(const Tensor &a, const Tensor &b, const Tensor &c, const GemmOptions &options = {},
        const DebugContext &debug = {});
+};
+
+// What a convolution call computes, in index tables (aspen::linalg builds one from ConvParams).
+struct ConvGeometry {
+  std::uint64_t batch = 0, groups = 1, inChans = 0, outChans = 0; // channels per group
+  std::vector<std::uint64_t> inputField, outputField; // F..., O...
+  std::vector<std::uint64_t> taps;                    // T_d: kernel taps per field dimension
+  // Per field dimension d, outputField[d] * taps[d] entries, output-major: the input index
+  // output o reads through tap t, or -1 (padding, a dilation hole, a truncated element).
+  std::vector<std::vector<std::int64_t>> inputIndex;
+};
+
+struct ConvBackwardFilterOptions {
+  Tensor scale;            // one float; invalid: 1
+  bool accumulate = false; // weights += scale * deltas; else weights = scale * deltas
+};
+
+class ASPEN_API ConvForward : public Program {
+public:
+  ConvForward(const Tensor &in, const Tensor &weights, const Tensor &out,
+              const ConvGeometry &geometry, const DebugContext &debug = {});
+};
+class ASPEN_API ConvBackwardData : public Program {
+public:
+  ConvBackwardData(const Tensor &outGrad, const Tensor &weights, const Tensor &inGrad,
+                   const ConvGeometry &geometry, const DebugContext &debug = {});
+};
+class ASPEN_API ConvBackwardFilter : public Program {
+public:
+  ConvBackwardFilter(const Tensor &outGrad, const Tensor &in, const Tensor &weights,
+                     const ConvGeometry &geometry, const ConvBackwardFilterOptions &options = {},
+                     const DebugContext &debug = {});
 };
 
 } // namespace aspen::program

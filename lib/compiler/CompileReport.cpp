@@ -127,10 +127,18 @@ void estimateSteps(const GraphState &state, const CompiledGraph &graph, CompileR
       report.kernelSeconds.push_back(report.computeSetSeconds.at(k.launch.computeSet));
       continue;
     }
-    const double macsPerSecond = double(target.getMatMulMacsPerCycle(k.gemm.inputType,
-                                                                     k.gemm.allowTF32)) *
-                                 target.getNumTiles() * clock;
-    report.kernelSeconds.push_back(double(k.gemm.flops()) / (2.0 * macsPerSecond) + launch);
+    const Type inputType = k.isConv() ? k.conv.inputType : k.gemm.inputType;
+    const double macsPerSecond =
+        double(target.getMatMulMacsPerCycle(inputType, !k.isConv() && k.gemm.allowTF32)) *
+        target.getNumTiles() * clock;
+    // A convolution also writes and reads its lowered input (im2col) once.
+    const std::uint64_t lowered =
+        k.isConv() ? k.conv.geometry.batch * k.conv.geometry.groups * k.conv.geometry.inChans *
+                         k.conv.taps() * k.conv.outputElements() * 4
+                   : 0;
+    report.kernelSeconds.push_back(double(k.flops()) / (2.0 * macsPerSecond) +
+                                   (lowered ? estimateMoveSeconds(target, lowered) : 0.0) +
+                                   launch);
   }
   report.copySeconds.clear();
   for (const CopyPlan &copy : graph.copies)

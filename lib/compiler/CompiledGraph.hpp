@@ -9,6 +9,7 @@
 #include "codelets/CodeletLibrary.hpp"
 #include "core/KernelKinds.hpp"
 
+#include <aspen/Kernels.hpp>
 #include <aspen/Type.hpp>
 
 #include <cstdint>
@@ -144,6 +145,36 @@ struct GemmShape {
   std::uint64_t flops() const { return 2 * G * M * K * N; }
 };
 
+// A convolution call (the Conv* kernel kinds, Kernels.hpp): its index tables and types.
+struct ConvShape {
+  program::ConvGeometry geometry;
+  Type inputType = FLOAT, outputType = FLOAT;
+  bool accumulate = false; // ConvBackwardFilter: weights += scale * deltas
+  // Kernel taps (all dimensions), output elements an image and multiply-adds that meet input.
+  std::uint64_t taps() const {
+    std::uint64_t n = 1;
+    for (std::uint64_t t : geometry.taps)
+      n *= t;
+    return n;
+  }
+  std::uint64_t outputElements() const {
+    std::uint64_t n = 1;
+    for (std::uint64_t o : geometry.outputField)
+      n *= o;
+    return n;
+  }
+  std::uint64_t flops() const {
+    std::uint64_t pairs = 1;
+    for (const std::vector<std::int64_t> &index : geometry.inputIndex) {
+      std::uint64_t real = 0;
+      for (std::int64_t i : index)
+        real += i >= 0;
+      pairs *= real;
+    }
+    return 2 * geometry.batch * geometry.groups * geometry.inChans * geometry.outChans * pairs;
+  }
+};
+
 // Bounds of any launch (verification applies each target's own, which are within these; a
 // deserialised executable is checked against them before an executor allocates fibers or
 // shared memory): the largest block of any GPU, and more shared memory than any GPU offers.
@@ -162,6 +193,15 @@ struct CompiledKernel {
   std::string name;
   GemmShape gemm;     // Gemm
   BlockLaunch launch; // Block
+  ConvShape conv;     // ConvForward, ConvBackwardData, ConvBackwardFilter
+  bool isConv() const {
+    return kind == KernelKind::ConvForward || kind == KernelKind::ConvBackwardData ||
+           kind == KernelKind::ConvBackwardFilter;
+  }
+  // The multiply-adds of a library call, times 2 (0 for a block codelet).
+  std::uint64_t flops() const {
+    return kind == KernelKind::Gemm ? gemm.flops() : isConv() ? conv.flops() : 0;
+  }
   // kernelOperands(kind) in order (GemmOperand::a, ...); Null for an absent optional one.
   std::vector<DescTemplate> operands;
   std::uint64_t rearrangedBytes = 0; // moved by its gathers and scatters per execution
@@ -409,10 +449,26 @@ template <> struct Members<BlockLaunch> {
     ASPEN_MEMBER(sharedBytes); ASPEN_MEMBER(coResident);
   }
 };
+template <> struct Members<program::ConvGeometry> {
+  static constexpr bool described = true;
+  template <class Self, class F> static void apply(Self &self, F &&f) {
+    ASPEN_MEMBER(batch); ASPEN_MEMBER(groups); ASPEN_MEMBER(inChans); ASPEN_MEMBER(outChans);
+    ASPEN_MEMBER(inputField); ASPEN_MEMBER(outputField); ASPEN_MEMBER(taps);
+    ASPEN_MEMBER(inputIndex);
+  }
+};
+template <> struct Members<ConvShape> {
+  static constexpr bool described = true;
+  template <class Self, class F> static void apply(Self &self, F &&f) {
+    ASPEN_MEMBER(geometry); ASPEN_MEMBER(inputType); ASPEN_MEMBER(outputType);
+    ASPEN_MEMBER(accumulate);
+  }
+};
 template <> struct Members<CompiledKernel> {
   static constexpr bool described = true;
   template <class Self, class F> static void apply(Self &self, F &&f) {
     ASPEN_MEMBER(kind); ASPEN_MEMBER(name); ASPEN_MEMBER(gemm); ASPEN_MEMBER(launch);
+    ASPEN_MEMBER(conv);
     ASPEN_MEMBER(operands); ASPEN_MEMBER(rearrangedBytes);
   }
 };

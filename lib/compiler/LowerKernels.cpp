@@ -104,6 +104,17 @@ CompiledKernel describeKernelCall(const ProgramNode &node) {
     g.allowTF32 = node.flags & kGemmAllowTF32;
     break;
   }
+  case KernelKind::ConvForward:
+  case KernelKind::ConvBackwardData:
+  case KernelKind::ConvBackwardFilter: {
+    ConvShape &c = kernel.conv;
+    c.geometry = node.conv;
+    // The data operand (in, or outGrad) has the input type; ConvForward's out the output's.
+    c.inputType = node.operands.at(1).elementType();
+    c.outputType = node.operands.at(node.kernel == KernelKind::ConvForward ? 2 : 0).elementType();
+    c.accumulate = node.flags & kKernelAccumulate;
+    break;
+  }
   case KernelKind::Block:
     throw internal_error("a Kernel node of kind Block: Launch makes block kernels");
   }

@@ -37,11 +37,28 @@ enum class OperandPresence : std::uint8_t { Required, Optional };
   O(c, Accumulated, Required)                                                                     \
   O(scale, Read, Optional) /* alpha: one float; absent when alpha = 1 */
 #define ASPEN_BLOCK_OPERANDS(O)
+// The convolution calls (ConvGeometry, Kernels.hpp): weights are [G, Co, Ci*T] (kept taps).
+#define ASPEN_CONV_FORWARD_OPERANDS(O)                                                            \
+  O(in, Read, Required)      /* [B, G*Ci, F...] */                                                \
+  O(weights, Read, Required)                                                                      \
+  O(out, Written, Required) /* [B, G*Co, O...] */
+#define ASPEN_CONV_BACKWARD_DATA_OPERANDS(O)                                                      \
+  O(outGrad, Read, Required) /* [B, G*Co, O...] */                                                \
+  O(weights, Read, Required)                                                                      \
+  O(inGrad, Written, Required) /* [B, G*Ci, F...] */
+#define ASPEN_CONV_BACKWARD_FILTER_OPERANDS(O)                                                    \
+  O(outGrad, Read, Required)                                                                      \
+  O(in, Read, Required)                                                                           \
+  O(weights, Accumulated, Required) /* deltas, or weights += scale * deltas */                    \
+  O(scale, Read, Optional)          /* one float; absent: 1 */
 
 // X(kind, operand list)
 #define ASPEN_KERNEL_KINDS(X)                                                                     \
   X(Gemm, ASPEN_GEMM_OPERANDS)                                                                    \
-  X(Block, ASPEN_BLOCK_OPERANDS)
+  X(Block, ASPEN_BLOCK_OPERANDS)                                                                  \
+  X(ConvForward, ASPEN_CONV_FORWARD_OPERANDS)                                                     \
+  X(ConvBackwardData, ASPEN_CONV_BACKWARD_DATA_OPERANDS)                                          \
+  X(ConvBackwardFilter, ASPEN_CONV_BACKWARD_FILTER_OPERANDS)
 
 #define ASPEN_KERNEL_ENUM(kind, operands) kind,
 enum class KernelKind : std::uint8_t { ASPEN_KERNEL_KINDS(ASPEN_KERNEL_ENUM) };

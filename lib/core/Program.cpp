@@ -8,6 +8,7 @@
 #include <aspen/Program.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <atomic>
@@ -318,6 +319,121 @@ Gemm::Gemm(const Tensor &a, const Tensor &b, const Tensor &c, const GemmOptions 
   node.operands[detail::GemmOperand::scale] = options.scale;
   node.flags = (options.accumulate ? detail::kKernelAccumulate : 0) |
                (options.allowTF32 ? detail::kGemmAllowTF32 : 0);
+}
+
+namespace {
+
+// Checks a convolution call's geometry against itself and its operands' shapes and types.
+// `roles` name the operands in table order; `shapes` are what the geometry gives them.
+void checkConvCall(const char *kernel, const DebugContext &debug, const ConvGeometry &geometry,
+                   const std::vector<std::pair<const char *, const Tensor *>> &operands,
+                   const std::vector<std::vector<std::size_t>> &shapes) {
+  const std::string what = fmt::format("{} '{}'", kernel, debug.getPathName());
+  const std::size_t dims = geometry.inputField.size();
+  if (geometry.outputField.size() != dims || geometry.taps.size() != dims ||
+      geometry.inputIndex.size() != dims)
+    throw shape_error(fmt::format("{}: the geometry has {} input, {} output, {} tap and {} index "
+                                  "dimensions; they must agree",
+                                  what, dims, geometry.outputField.size(), geometry.taps.size(),
+                                  geometry.inputIndex.size()));
+  for (std::size_t d = 0; d < dims; ++d) {
+    if (geometry.inputIndex[d].size() != geometry.outputField[d] * geometry.taps[d])
+      throw shape_error(fmt::format("{}: dimension {} has {} index entries for {} outputs x {} "
+                                    "taps",
+                                    what, d, geometry.inputIndex[d].size(),
+                                    geometry.outputField[d], geometry.taps[d]));
+    for (std::int64_t i : geometry.inputIndex[d])
+      if (i < -1 || (i >= 0 && std::uint64_t(i) >= geometry.inputField[d]))
+        throw index_error(fmt::format("{}: dimension {} reads input index {} of {}", what, d, i,
+                                      geometry.inputField[d]));
+  }
+  for (std::size_t i = 0; i < operands.size(); ++i) {
+    const auto &[role, t] = operands[i];
+    requireValid(*t, kernel, role, debug);
+    if (t->shape() != shapes[i])
+      throw shape_error(fmt::format("{}: {} {} has shape {}; the geometry gives [{}]", what, role,
+                                    t->getDebugStr(), t->shapeToString(),
+                                    fmt::join(shapes[i], ",")));
+    if (t->elementType() != FLOAT && t->elementType() != HALF)
+      throw type_error(fmt::format("{}: {} {} is {}; it must be float or half", what, role,
+                                   t->getDebugStr(), t->elementType().toString()));
+  }
+}
+
+std::vector<std::size_t> activationShape(const ConvGeometry &g, std::uint64_t channels,
+                                         const std::vector<std::uint64_t> &field) {
+  std::vector<std::size_t> shape = {g.batch, g.groups * channels};
+  shape.insert(shape.end(), field.begin(), field.end());
+  return shape;
+}
+std::vector<std::size_t> kernelMatrixShape(const ConvGeometry &g) {
+  std::uint64_t taps = 1;
+  for (std::uint64_t t : g.taps)
+    taps *= t;
+  return {g.groups, g.outChans, g.inChans * taps};
+}
+
+} // namespace
+
+ConvForward::ConvForward(const Tensor &in, const Tensor &weights, const Tensor &out,
+                         const ConvGeometry &geometry, const DebugContext &debug)
+    : Program(makeNode(ProgramKind::Kernel, debug)) {
+  const char *kernel = detail::kernelKindName(detail::KernelKind::ConvForward);
+  checkConvCall(kernel, debug, geometry, {{"in", &in}, {"weights", &weights}, {"out", &out}},
+                {activationShape(geometry, geometry.inChans, geometry.inputField),
+                 kernelMatrixShape(geometry),
+                 activationShape(geometry, geometry.outChans, geometry.outputField)});
+  if (weights.elementType() != in.elementType())
+    throw type_error(fmt::format("{} '{}': in and weights must have one type", kernel,
+                                 debug.getPathName()));
+  ProgramNode &node = mutableNode();
+  node.kernel = detail::KernelKind::ConvForward;
+  node.operands = {in, weights, out};
+  node.conv = geometry;
+}
+
+ConvBackwardData::ConvBackwardData(const Tensor &outGrad, const Tensor &weights,
+                                   const Tensor &inGrad, const ConvGeometry &geometry,
+                                   const DebugContext &debug)
+    : Program(makeNode(ProgramKind::Kernel, debug)) {
+  const char *kernel = detail::kernelKindName(detail::KernelKind::ConvBackwardData);
+  checkConvCall(kernel, debug, geometry,
+                {{"outGrad", &outGrad}, {"weights", &weights}, {"inGrad", &inGrad}},
+                {activationShape(geometry, geometry.outChans, geometry.outputField),
+                 kernelMatrixShape(geometry),
+                 activationShape(geometry, geometry.inChans, geometry.inputField)});
+  if (weights.elementType() != outGrad.elementType())
+    throw type_error(fmt::format("{} '{}': outGrad and weights must have one type", kernel,
+                                 debug.getPathName()));
+  ProgramNode &node = mutableNode();
+  node.kernel = detail::KernelKind::ConvBackwardData;
+  node.operands = {outGrad, weights, inGrad};
+  node.conv = geometry;
+}
+
+ConvBackwardFilter::ConvBackwardFilter(const Tensor &outGrad, const Tensor &in,
+                                       const Tensor &weights, const ConvGeometry &geometry,
+                                       const ConvBackwardFilterOptions &options,
+                                       const DebugContext &debug)
+    : Program(makeNode(ProgramKind::Kernel, debug)) {
+  const char *kernel = detail::kernelKindName(detail::KernelKind::ConvBackwardFilter);
+  checkConvCall(kernel, debug, geometry,
+                {{"outGrad", &outGrad}, {"in", &in}, {"weights", &weights}},
+                {activationShape(geometry, geometry.outChans, geometry.outputField),
+                 activationShape(geometry, geometry.inChans, geometry.inputField),
+                 kernelMatrixShape(geometry)});
+  if (weights.elementType() != in.elementType() || outGrad.elementType() != in.elementType())
+    throw type_error(fmt::format("{} '{}': outGrad, in and weights must have one type", kernel,
+                                 debug.getPathName()));
+  if (options.scale.valid() &&
+      (options.scale.numElements() != 1 || options.scale.elementType() != FLOAT))
+    throw type_error(fmt::format("{} '{}': the scale must be one float element", kernel,
+                                 debug.getPathName()));
+  ProgramNode &node = mutableNode();
+  node.kernel = detail::KernelKind::ConvBackwardFilter;
+  node.operands = {outGrad, in, weights, options.scale};
+  node.flags = options.accumulate ? detail::kKernelAccumulate : 0;
+  node.conv = geometry;
 }
 
 Launch::Launch(ComputeSet cs, const LaunchShape &shape, const DebugContext &debug)

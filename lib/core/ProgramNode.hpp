@@ -3,6 +3,7 @@
 
 #include <aspen/BlockCodelets.hpp>
 #include <aspen/GraphElements.hpp>
+#include <aspen/Kernels.hpp>
 #include <aspen/Program.hpp>
 #include <aspen/Tensor.hpp>
 
@@ -58,6 +59,7 @@ struct ProgramNode {
   KernelKind kernel = KernelKind::Gemm; // Kernel
   std::vector<Tensor> operands;         // Kernel: kernelOperands(kernel), in order
   std::uint32_t flags = 0;              // Kernel: kKernelAccumulate, kGemmAllowTF32
+  program::ConvGeometry conv;           // Kernel: the Conv* kinds
   LaunchShape launch;                                // Launch
 };
 

@@ -102,8 +102,9 @@ private:
     case StepKind::Kernel: {
       const CompiledKernel &k = graph_.kernels[step.index];
       return leaf(compile_.kernelSeconds, step.index,
-                  k.kind == KernelKind::Gemm ? k.gemm.flops()
-                                             : graph_.computeSets[k.launch.computeSet].estimatedFlops);
+                  k.kind == KernelKind::Block
+                      ? graph_.computeSets[k.launch.computeSet].estimatedFlops
+                      : k.flops());
     }
     case StepKind::Copy: return leaf(compile_.copySeconds, step.index, 0);
     case StepKind::Sequence:

@@ -259,7 +259,7 @@ Value profileReport(const ProfileSources &sources, const std::string &contextJso
     v.set("id", num(std::uint64_t(i)));
     v.set("kind", str(kernelKindName(k.kind)));
     v.set("name", str(k.name));
-    v.set("flops", num(k.kind == KernelKind::Gemm ? k.gemm.flops() : std::uint64_t(0)));
+    v.set("flops", num(k.flops()));
     v.set("estimatedSeconds", num(estimateOf(compile, &CompileReport::kernelSeconds, i)));
     v.set("rearrangedBytes", num(k.rearrangedBytes));
     addMeasured(v, profile.kernels[i]);

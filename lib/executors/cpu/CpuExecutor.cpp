@@ -2,6 +2,7 @@
 
 #include "BlockRunner.hpp"
 #include "CodeletInterrupt.hpp"
+#include "CpuConv.hpp"
 #include "CpuGemm.hpp"
 #include "RegionCopy.hpp"
 #include "ThreadPool.hpp"
@@ -59,6 +60,8 @@ public:
     for (const CompiledKernel &kernel : graph.kernels)
       if (kernel.kind == KernelKind::Gemm)
         checkCpuGemm(kernel);
+      else if (kernel.isConv())
+        checkCpuConv(kernel);
   }
 
   void write(const RegionList &regions, const void *host) override {
@@ -148,6 +151,13 @@ public:
                                            : nullptr;
     };
     const auto &ops = kernel.operands;
+    if (kernel.isConv()) {
+      std::vector<void *> pointers;
+      for (const DescTemplate &d : ops)
+        pointers.push_back(address(d));
+      cpuConv(kernel, pointers.data(), pool_);
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
     float alpha = 1.0f;
     if (const void *scale = address(ops[GemmOperand::scale]))
       std::memcpy(&alpha, scale, sizeof alpha);

@@ -161,6 +161,34 @@ void floatGemm(std::uint64_t M, std::uint64_t K, std::uint64_t N, const float *a
 
 } // namespace
 
+bool hostBlasHasOwnThreads() {
+  const Blas &api = blas();
+  return api.sgemm && api.numThreads && api.numThreads() > 1;
+}
+
+void hostSgemm(bool transA, bool transB, std::uint64_t M, std::uint64_t N, std::uint64_t K,
+               float alpha, const float *a, std::uint64_t lda, const float *b, std::uint64_t ldb,
+               float beta, float *c, std::uint64_t ldc) {
+  if (M == 0 || N == 0)
+    return;
+  const Blas &api = blas();
+  if (api.sgemm && K > 0) {
+    api.sgemm(kCblasRowMajor, transA ? kCblasTrans : kCblasNoTrans,
+              transB ? kCblasTrans : kCblasNoTrans, int(M), int(N), int(K), alpha, a, int(lda), b,
+              int(ldb), beta, c, int(ldc));
+    return;
+  }
+  // The portable loop (and K = 0, which some CBLAS libraries refuse): float sums in k order.
+  for (std::uint64_t i = 0; i < M; ++i)
+    for (std::uint64_t j = 0; j < N; ++j) {
+      float sum = 0.0f;
+      for (std::uint64_t k = 0; k < K; ++k)
+        sum += (transA ? a[k * lda + i] : a[i * lda + k]) * (transB ? b[j * ldb + k] : b[k * ldb + j]);
+      float &cij = c[i * ldc + j];
+      cij = alpha * sum + (beta != 0.0f ? beta * cij : 0.0f);
+    }
+}
+
 void checkCpuGemm(const CompiledKernel &kernel) {
   const GemmShape &s = kernel.gemm;
   const std::uint64_t limit = INT_MAX;

@@ -18,6 +18,16 @@ namespace aspen::detail {
 // Raises aspen::error when a dimension exceeds what the BLAS interface can index.
 void checkCpuGemm(const CompiledKernel &kernel);
 
+// One row-major float product on the calling thread, C[M,N] = alpha * op(A) . op(B) + beta * C
+// (op: transposed when asked; lda, ldb, ldc the row lengths as stored), through the CBLAS
+// library cpuGemm opens, or a portable loop without one. For kernels that cut their own work
+// (the convolution calls, CpuConv.hpp); dimensions must fit an int.
+void hostSgemm(bool transA, bool transB, std::uint64_t M, std::uint64_t N, std::uint64_t K,
+               float alpha, const float *a, std::uint64_t lda, const float *b, std::uint64_t ldb,
+               float beta, float *c, std::uint64_t ldc);
+// Whether that library runs threads of its own: its callers should then make one call at a time.
+bool hostBlasHasOwnThreads();
+
 void cpuGemm(const GemmShape &shape, const void *a, const void *b, void *c, float alpha,
              ThreadPool &pool, std::vector<float> &workspace);
 

@@ -440,6 +440,11 @@ private:
     const std::vector<std::uint32_t> typeIndices = gpuVertexTypeIndices(*graph_);
     for (const CompiledKernel &kernel : graph_->kernels) {
       LoadedKernel loaded;
+      if (kernel.isConv())
+        throw error(std::string(kernelKindName(kernel.kind)) + " '" + kernel.name +
+                    "': the CUDA executor has no convolution library call yet (cuDNN is "
+                    "planned); build the convolution with option planConstraints "
+                    "{\"method\": \"gemm\"}, which GPU targets plan by default");
       if (kernel.kind == KernelKind::Block)
         loadBlockKernel(kernel, typeIndices, loaded);
       kernels_.push_back(std::move(loaded));
