@@ -142,6 +142,32 @@ void checkPopLibsLevel(const json::Value &level, const std::string &path) {
   }
 }
 
+} // namespace
+
+bool isPopLibsMethod(const std::string &method) {
+  return std::find_if(std::begin(popLibsMethods), std::end(popLibsMethods),
+                      [&](const char *name) { return method == name; }) !=
+         std::end(popLibsMethods);
+}
+
+bool checkPopLibsPlanKey(const std::string &key, const json::Value &value,
+                         const std::string &path) {
+  if (std::find(std::begin(popLibsGroupingKeys), std::end(popLibsGroupingKeys), key) !=
+      std::end(popLibsGroupingKeys)) {
+    if (!value.isNumber() || !value.asUnsigned())
+      throw invalid_option(
+          fmt::format("{} = {}: must be a non-negative integer", path, value.write()));
+    return true;
+  }
+  if (isLevelKey(key)) {
+    checkPopLibsLevel(value, path);
+    return true;
+  }
+  return false;
+}
+
+namespace {
+
 MatMulConstraints readConstraints(const std::string &text, const MatMulShape &shape) {
   const json::Value root = json::parse(text, "option planConstraints");
   MatMulConstraints c;
@@ -163,28 +189,17 @@ MatMulConstraints readConstraints(const std::string &text, const MatMulShape &sh
     } else if (key == "partialsType") {
       c.partialsType = readPartialsType(value, path);
     } else if (key == "method") {
-      const auto popLibs = [&](const std::string &m) {
-        return std::find_if(std::begin(popLibsMethods), std::end(popLibsMethods),
-                            [&](const char *name) { return m == name; }) !=
-               std::end(popLibsMethods);
-      };
       if (value.isString() && value.asString() == "library")
         c.method = MatMulMethod::Library;
       else if (value.isString() &&
-               (value.asString() == "vertices" || popLibs(value.asString())))
+               (value.asString() == "vertices" || isPopLibsMethod(value.asString())))
         c.method = MatMulMethod::Vertices;
       else
         throw invalid_option(fmt::format(
             "{} = {}: must be \"library\" or \"vertices\" (or one of PopLibs' AMP, HMAC, MAC, "
             "OUTER_PRODUCT, SLIC, VMAC, which mean \"vertices\")",
             path, value.write()));
-    } else if (std::find(std::begin(popLibsGroupingKeys), std::end(popLibsGroupingKeys), key) !=
-               std::end(popLibsGroupingKeys)) {
-      if (!value.isNumber() || !value.asUnsigned())
-        throw invalid_option(
-            fmt::format("{} = {}: must be a non-negative integer", path, value.write()));
-    } else if (isLevelKey(key)) {
-      checkPopLibsLevel(value, path);
+    } else if (checkPopLibsPlanKey(key, value, path)) {
     } else if (std::find(std::begin(derivedKeys), std::end(derivedKeys), key) !=
                std::end(derivedKeys)) {
       throw invalid_option(fmt::format(

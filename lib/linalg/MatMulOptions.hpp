@@ -7,6 +7,8 @@
 #include <aspen/Type.hpp>
 #include <aspen/linalg/MatMulPlan.hpp>
 
+#include "support/Json.hpp"
+
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -49,5 +51,13 @@ struct MatMulOptions {
 // inputs, constraint keys, values and pins larger than their dimension. Pins that need the
 // target (tile count, memory) are checked by planMatMul.
 MatMulOptions parseMatMulOptions(const OptionFlags &options, const MatMulParams &params);
+
+// PopLibs' planConstraints keys that describe the IPU (shared by the matmul and convolution
+// options): whether `method` is one of its on-tile methods (AMP, HMAC, MAC, OUTER_PRODUCT, SLIC,
+// VMAC); and, for a channel-grouping key or a plan level ("0", "1", ...), checks `value`'s form
+// (invalid_option naming `path`) and returns true; false for any other key.
+bool isPopLibsMethod(const std::string &method);
+bool checkPopLibsPlanKey(const std::string &key, const support::json::Value &value,
+                         const std::string &path);
 
 } // namespace aspen::linalg::detail
