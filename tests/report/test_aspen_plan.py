@@ -175,11 +175,16 @@ def cli_checks(plan, schema, work):
     check({e["tid"] for e in complete} <= named, "every trace lane has a thread_name")
     check(trace.get("displayTimeUnit") == "ms", "trace displayTimeUnit")
 
-    # The other layers.
+    # The other layers. The convolution: forward, backward data and weight deltas, planned
+    # "gemm" for the H200 (no convolution calls there yet) and "library" for the CPU.
+    conv_flags = ["--field", "{9,8}", "--kernel-size", "3", "--input-channels", "3",
+                  "--output-channels", "4", "--batch-size", "2", "--padding", "1", "--stride", "2"]
     for layer, flags in [("rnn", small + ["--phase", "wu"]),
                          ("matmul", ["--m", "16", "--k", "32", "--n", "8"]),
                          ("matmul", ["--m", "16", "--k", "32", "--n", "8", "--groups", "3",
-                                     "--run", "--runs", "1"])]:
+                                     "--run", "--runs", "1"]),
+                         ("conv", conv_flags),
+                         ("conv", conv_flags + ["--target", "cpu", "--run", "--runs", "1"])]:
         path = os.path.join(work, f"{layer}.json")
         rc, out, err = run([plan, layer, *flags, "--json", path])
         check(rc == 0 and "Memory" in out.splitlines(), f"{layer} {' '.join(flags)} plans ({err!r})")
@@ -191,6 +196,20 @@ def cli_checks(plan, schema, work):
     matmul = load(os.path.join(work, "matmul.json"))
     check(matmul["context"]["layer"]["flops"] == 2 * 3 * 16 * 32 * 8, "grouped matmul flops")
     check("method" in json.dumps(matmul["context"]["plan"]), "matmul context has the plan")
+    conv = load(os.path.join(work, "conv.json"))
+    conv_plan = conv["context"]["plan"]
+    check(sorted(conv_plan) == ["backwardData", "forward", "weightUpdate"]
+          and all(p["method"] == "library" for p in conv_plan.values()),
+          f"conv context has the three passes' library plans ({sorted(conv_plan)})")
+    # 2 images x 4 filters x 3 channels x (taps meeting real input: 5x4 outputs of a 3x3 kernel
+    # over the padded 9x8 field, 12 + 15 for rows and 10 + 12 + ... counted below) x 2 x 3 passes.
+    rows_met = sum(1 for o in range(5) for k in range(3) if 0 <= 2 * o + k - 1 < 9)
+    cols_met = sum(1 for o in range(4) for k in range(3) if 0 <= 2 * o + k - 1 < 8)
+    check(conv["context"]["layer"]["flops"] == 3 * 2 * (2 * 4 * 3 * rows_met * cols_met),
+          f"conv flops ({conv['context']['layer']['flops']})")
+    rc, out, _ = run([plan, "conv", *conv_flags])
+    check(rc == 0 and "gemm" in out and "no convolution calls" in out,
+          "conv on the H200 plans gemm and says why")
 
     # The progress line: on a terminal only, and never with --quiet.
     rc, out, _ = run([plan, "lstm", *small], tty=True)
@@ -206,7 +225,9 @@ def cli_checks(plan, schema, work):
             (["lstm", "--run", "--dry-run"], 2, r"exclude each other"),
             (["lstm", "--option", "numShards=0"], 2, r"refused the options.*numShards"),
             (["lstm", "--option", "nokey"], 2, r"is not key=value"),
-            (["conv"], 2, r"'conv' is not a layer"),
+            (["pool"], 2, r"'pool' is not a layer"),
+            (["conv", "--pass", "SIDEWAYS"], 2, r"--pass"),
+            (["conv", "--field", "{5,5}", "--kernel-size", "7"], 1, r"kernel.*is larger than"),
             (["lstm", "--target", "ipu2", "--tiles", "2", "--sequence-size", "100",
               "--batch-size", "16", "--input-size", "128", "--output-size", "128",
               "--phase", "all"], 1,

@@ -5,11 +5,12 @@
 // --json, --trace and --html write the engine's profile report (docs/profiling.md), with the
 // layer and its plan in the report's "context".
 //
-// Usage: aspen-plan {matmul|lstm|gru|rnn} [layer flags] [--target T] [--dry-run | --run] ...
+// Usage: aspen-plan {matmul|conv|lstm|gru|rnn} [layer flags] [--target T] [--dry-run | --run] ...
 // The layer flags are those of the layer drivers (lstm_layer, gru_layer, rnn_layer); any
 // option of the layer can also be given as --option key=value.
 // Exit status: 0 done; 1 the layer did not compile or run (including a plan that does not fit
 // the target's memory); 2 bad usage or options the layer refuses.
+#include "aspen-plan/ConvLayer.hpp"
 #include "aspen-plan/MatMulLayer.hpp"
 #include "gru_layer/GruLayer.hpp"
 #include "lstm_layer/LstmLayer.hpp"
@@ -232,6 +233,14 @@ json::Value layerJson(const std::string &kind, const CommonConfig &c) {
     options.set(key, json::Value::string(value));
   layer.set("options", std::move(options));
   return layer;
+}
+
+// A plan's text ("name: value" lines) as rows of the Plan table.
+void addPlanRows(LayerSetup &setup, const std::string &text) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (const std::size_t colon = line.find(':'); colon != std::string::npos)
+      setup.planRows.push_back({trim(line.substr(0, colon)), trim(line.substr(colon + 1))});
 }
 
 json::Value recurrentPlanJson(const aspen::nn::RecurrentPlan &plan) {
@@ -526,7 +535,7 @@ int planLayer(const std::string &kind, int argc, char **argv,
 }
 
 void printUsage() {
-  fmt::print("Usage: {} {{matmul|lstm|gru|rnn}} [flags]   ({} LAYER --help lists the flags)\n"
+  fmt::print("Usage: {} {{matmul|conv|lstm|gru|rnn}} [flags]   ({} LAYER --help lists the flags)\n"
              "Plans a layer for a target (--target h200 by default), compiles it and prints its "
              "tiling,\nmemory, flops and estimated time; --run also runs it and measures. "
              "Reports: --json,\n--trace (Chrome trace) and --html (a self-contained page); "
@@ -587,15 +596,35 @@ int main(int argc, char **argv) {
                        setup.layer.set("dataType", json::Value::string(c.dataTypeName));
                        setup.layer.set("flops", json::Value::number(setup.built.flops));
                        setup.plan = json::parse(plan.toJson(), "MatMulPlan::toJson");
-                       std::istringstream lines(plan.toString());
-                       for (std::string line; std::getline(lines, line);)
-                         if (const std::size_t colon = line.find(':');
-                             colon != std::string::npos)
-                           setup.planRows.push_back(
-                               {trim(line.substr(0, colon)), trim(line.substr(colon + 1))});
+                       addPlanRows(setup, plan.toString());
                        return setup;
                      });
-  fmt::print(stderr, "{}: {} is not a layer: give matmul, lstm, gru or rnn first\n", kTool,
+  if (kind == "conv")
+    return planLayer(kind, argc, argv, convlayer::layerFlagTable(),
+                     [&](aspen::Graph &graph, const convlayer::Config &c,
+                         aspen::linalg::PlanningCache &cache) {
+                       std::string planText;
+                       std::vector<std::pair<std::string, std::string>> planJson;
+                       LayerSetup setup{"", layerJson("conv", c), {}, {},
+                                        convlayer::build(graph, c, cache, planText, planJson),
+                                        {}};
+                       std::ostringstream params;
+                       params << convlayer::params(c);
+                       setup.summary = fmt::format(
+                           "B={} G={} Ci={} Co={} field {{{}}} kernel {{{}}} {} pass {}",
+                           c.batchSize, c.convGroups, c.inputChannels, c.outputChannels,
+                           fmt::join(c.field, ","), fmt::join(c.kernel, ","), c.dataTypeName,
+                           c.pass);
+                       setup.layer.set("params", json::Value::string(params.str()));
+                       setup.layer.set("dataType", json::Value::string(c.dataTypeName));
+                       setup.layer.set("flops", json::Value::number(setup.built.flops));
+                       setup.plan = json::Value::object();
+                       for (const auto &[pass, text] : planJson)
+                         setup.plan.set(pass, json::parse(text, "ConvPlan::toJson"));
+                       addPlanRows(setup, planText);
+                       return setup;
+                     });
+  fmt::print(stderr, "{}: {} is not a layer: give matmul, conv, lstm, gru or rnn first\n", kTool,
              kind.empty() ? std::string("nothing") : "'" + kind + "'");
   printUsage();
   return 2;
