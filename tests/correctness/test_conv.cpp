@@ -116,14 +116,15 @@ void requireClose(const char *what, const std::vector<double> &got, const std::v
   }
 }
 
-void checkOne(const ConvParams &p, const OptionFlags &convOptions, unsigned seed) {
+void checkOne(const ConvParams &p, const OptionFlags &convOptions, unsigned seed,
+              const OptionFlags &engineOptions = {}) {
   std::mt19937 rng(seed);
   Inputs x;
   x.in = randomValues(rng, convref::inputElements(p), p.inputType);
   x.weights = randomValues(rng, convref::weightElements(p), p.inputType);
   x.biases = randomValues(rng, p.numConvGroups * p.outputChannelsPerConvGroup, p.outputType);
   x.outGrad = randomValues(rng, convref::outputElements(p), p.outputType);
-  const Results r = runAll(p, x, convOptions);
+  const Results r = runAll(p, x, convOptions, engineOptions);
   INFO("plan:\n" << r.plan);
 
   std::vector<double> out = convref::forward(p, x.in, x.weights);
@@ -152,16 +153,23 @@ void checkOne(const ConvParams &p, const OptionFlags &convOptions, unsigned seed
   requireClose("updated biases", r.updatedBiases, biases, p.outputType, wuTerms);
 }
 
-// Without options: both methods (the generic target plans "library"; "gemm" pinned).
+// Without options: both methods (the generic target plans "library"; "gemm" pinned), the
+// library calls both ways the CPU executor runs them (oneDNN where it applies, and im2col +
+// BLAS always).
 void checkCase(const ConvParams &p, const OptionFlags &convOptions = {}, unsigned seed = 1) {
   if (convOptions.begin() != convOptions.end()) {
     checkOne(p, convOptions, seed);
     return;
   }
-  for (const char *method : {"library", "gemm"}) {
-    INFO("method " << method);
-    checkOne(p, {{"planConstraints", std::string(R"({"method": ")") + method + R"("})"}}, seed);
+  const auto pinned = [](const char *method) {
+    return OptionFlags{{"planConstraints", std::string(R"({"method": ")") + method + R"("})"}};
+  };
+  for (const char *calls : {"auto", "blas"}) {
+    INFO("method library, aspen.cpu.convolutions " << calls);
+    checkOne(p, pinned("library"), seed, {{"aspen.cpu.convolutions", calls}});
   }
+  INFO("method gemm");
+  checkOne(p, pinned("gemm"), seed);
 }
 
 ConvParams::InputTransform inputTransform(std::vector<unsigned> truncLower,
@@ -279,13 +287,20 @@ TEST_CASE("convolution passes are bit-identical across CPU thread counts",
   x.weights = randomValues(rng, convref::weightElements(p), FLOAT);
   x.biases = randomValues(rng, 12, FLOAT);
   x.outGrad = randomValues(rng, convref::outputElements(p), FLOAT);
-  for (const char *method : {"vertices", "library"}) {
-    const OptionFlags conv = {
-        {"planConstraints", std::string(R"({"matMul": {"method": ")") + method + R"("}})"}};
-    const Results one = runAll(p, x, conv, {{"aspen.cpu.threads", "1"}});
+  // The library calls (oneDNN and BLAS) and gemm's products (vertices and a Gemm call).
+  const std::pair<const char *, const char *> methods[] = {
+      {R"({"method": "library"})", "auto"},
+      {R"({"method": "library"})", "blas"},
+      {R"({"matMul": {"method": "vertices"}})", "auto"},
+      {R"({"matMul": {"method": "library"}})", "auto"}};
+  for (const auto &[constraints, calls] : methods) {
+    const OptionFlags conv = {{"planConstraints", constraints}};
+    const Results one = runAll(p, x, conv,
+                               {{"aspen.cpu.threads", "1"}, {"aspen.cpu.convolutions", calls}});
     for (const char *threads : {"2", "3"}) {
-      const Results other = runAll(p, x, conv, {{"aspen.cpu.threads", threads}});
-      INFO(method << ", " << threads << " threads");
+      const Results other = runAll(
+          p, x, conv, {{"aspen.cpu.threads", threads}, {"aspen.cpu.convolutions", calls}});
+      INFO(constraints << ", " << calls << ", " << threads << " threads");
       REQUIRE(other.out == one.out);
       REQUIRE(other.inGrad == one.inGrad);
       REQUIRE(other.deltas == one.deltas);

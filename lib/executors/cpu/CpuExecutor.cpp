@@ -3,6 +3,7 @@
 #include "BlockRunner.hpp"
 #include "CodeletInterrupt.hpp"
 #include "CpuConv.hpp"
+#include "CpuOneDnn.hpp"
 #include "CpuGemm.hpp"
 #include "RegionCopy.hpp"
 #include "ThreadPool.hpp"
@@ -62,6 +63,11 @@ public:
         checkCpuGemm(kernel);
       else if (kernel.isConv())
         checkCpuConv(kernel);
+    oneDnn_.clear();
+    for (const CompiledKernel &kernel : graph.kernels)
+      oneDnn_.push_back(options_.oneDnnConvolutions && kernel.isConv()
+                            ? makeOneDnnConvolution(kernel)
+                            : nullptr);
   }
 
   void write(const RegionList &regions, const void *host) override {
@@ -155,7 +161,10 @@ public:
       std::vector<void *> pointers;
       for (const DescTemplate &d : ops)
         pointers.push_back(address(d));
-      cpuConv(kernel, pointers.data(), pool_);
+      if (oneDnn_[index])
+        oneDnn_[index]->run(pointers.data());
+      else
+        cpuConv(kernel, pointers.data(), pool_);
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
     float alpha = 1.0f;
@@ -275,6 +284,7 @@ private:
   std::vector<BlockEntry> blockEntries_; // by CompiledGraph::vertexTypes index
   std::vector<std::uint8_t> temporary_;
   std::vector<float> kernelWorkspace_;
+  std::vector<std::unique_ptr<OneDnnConvolution>> oneDnn_; // by kernel; null: cpuConv
   std::mutex failureMutex_;
   std::uint32_t failed_ = kNone;
   std::uint32_t stopped_ = kNone;

@@ -14,6 +14,8 @@ struct CpuExecutorOptions {
   // Runs MultiVertex workers from the last to the first, to show that results do not depend on
   // the order of workers.
   bool reverseWorkers = false;
+  // Convolution calls through oneDNN where it applies (CpuOneDnn.hpp); false: im2col + BLAS.
+  bool oneDnnConvolutions = true;
 };
 
 std::unique_ptr<Executor> makeCpuExecutor(const CpuExecutorOptions &options);

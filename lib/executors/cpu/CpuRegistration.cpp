@@ -1,6 +1,7 @@
 // The CPU executor's entry in the executor registry: it runs the CPU and model devices.
 // Options: aspen.cpu.threads (default: Device::cpuThreadCount(), from ASPEN_CPU_THREADS or the
-// CPUs the process may run on) and aspen.cpu.workerOrder (forward | reverse).
+// CPUs the process may run on), aspen.cpu.workerOrder (forward | reverse) and
+// aspen.cpu.convolutions (auto: oneDNN where it applies | blas: im2col + BLAS; CpuOneDnn.hpp).
 #include "CpuExecutor.hpp"
 #include "support/OptionParsing.hpp"
 #include "executors/ExecutorRegistry.hpp"
@@ -20,7 +21,9 @@ RegisteredExecutor cpuRegisteredExecutor() {
     options->threads = Device::cpuThreadCount();
     spec.unsignedInteger("aspen.cpu.threads", options->threads, 1, 1024)
         .enumeration("aspen.cpu.workerOrder", options->reverseWorkers,
-                     {{"forward", false}, {"reverse", true}});
+                     {{"forward", false}, {"reverse", true}})
+        .enumeration("aspen.cpu.convolutions", options->oneDnnConvolutions,
+                     {{"auto", true}, {"blas", false}});
     return std::shared_ptr<void>(options);
   };
   b.make = [](const Device &, const void *options) {
