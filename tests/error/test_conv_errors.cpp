@@ -68,13 +68,14 @@ TEST_CASE("convolution builders reject bad tensors, options and constraints", "[
       {R"({"matMul": {"method": "fast"}})", {"planConstraints.method", "fast"}},
       {R"([1, 2])", {"planConstraints", "JSON object"}},
   };
-  for (const auto &[json, parts] : constraints) {
+  for (const auto &constraint : constraints) {
+    const std::string json = constraint.first; // a copy: clang 14 lambdas capture no bindings
     INFO(json);
     requireError<invalid_option>(
         [&] {
           linalg::convolution(g, in, w, p, false, prog, "c", {{"planConstraints", json}});
         },
-        parts);
+        constraint.second);
   }
   // PopLibs' own constraint keys and IPU-only options are accepted.
   linalg::convolutionValidateOptions(
