@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Does all set-up (packages, including the peers: NumPy with OpenBLAS, PyTorch for bench_lstm,
 # bench_gru and bench/torch_modules.py, and oneDNN for bench_lstm and bench_gru; configure,
-# build), then runs every benchmark in bench/ (the programs, then torch_modules.py with
-# ASPEN_BENCH_TORCH_ARGS, default "--max-h 256") and writes their output to
+# build), then runs every benchmark in bench/ (the programs, then torch_conv.py with
+# ASPEN_BENCH_CONV_ARGS, default "--quick", and torch_modules.py with ASPEN_BENCH_TORCH_ARGS,
+# default "--max-h 256") and writes their output to
 # bench-results/<date>.txt. The full shape sets of bench_lstm and
 # bench_gru take long on a small machine: they run with ASPEN_BENCH_LSTM_ARGS and
 # ASPEN_BENCH_GRU_ARGS, each by default "--max-h 512" (set one empty for its full set).
@@ -26,6 +27,11 @@ out="bench-results/$(date +%Y-%m-%d).txt"
     # A benchmark that finds a wrong result exits non-zero; the others still run.
     "$b" "${args[@]}" 2>&1 || echo "($name exited with status $?)"
   done
+  # Convolutions against torch's (bench/torch_conv.py), ResNet-50 at B = 1 and 8 by default.
+  read -ra conv_args <<<"${ASPEN_BENCH_CONV_ARGS---quick}"
+  echo "## torch_conv.py ${conv_args[*]}"
+  /usr/bin/python3 bench/torch_conv.py --bench build/bench/bench_conv "${conv_args[@]}" 2>&1 ||
+    echo "(torch_conv.py exited with status $?)"
   # aspen_torch against torch.nn (bench/torch_modules.py), when the package was built.
   if [ -d build/python/aspen_torch ]; then
     read -ra torch_args <<<"${ASPEN_BENCH_TORCH_ARGS---max-h 256}"
