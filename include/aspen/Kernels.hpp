@@ -22,12 +22,14 @@
 //         half. ConvGeometry's per-dimension tables say which input element each output reads
 //         through each tap, so any truncation, dilation, padding, flip and stride is one form.
 //         aspen::linalg's convolution builders make these (its planner's "library" method).
-//         CPU executor: per image and group, im2col of a chunk of output positions into a
-//         cache-sized buffer, then OpenBLAS sgemm into the output's rows (a 1x1 convolution
-//         reading every input element once in order is multiplied in place); backward data is
-//         sgemm then col2im (a scatter-add), the weight update sgemm over every chunk of every
-//         image, accumulated in float. Work is cut by the shape alone, so the bits do not
-//         depend on the thread count. The CUDA executor does not run them yet (a load error).
+//         CPU executor: oneDNN (libdnnl, opened at load) for float calls that are ordinary
+//         convolutions (stride, kernel dilation, padding); otherwise, per image and group,
+//         im2col of a chunk of output positions into a cache-sized buffer, then OpenBLAS sgemm
+//         into the output's rows (a 1x1 convolution reading every input element once in order
+//         is multiplied in place); backward data is sgemm then col2im (a scatter-add), the
+//         weight update sgemm over every chunk of every image, accumulated in float. Either
+//         way the bits do not depend on the executor's thread count. The CUDA executor does
+//         not run them yet (a load error).
 //
 // Operands may be any views: those whose elements are not one contiguous row-major run are
 // gathered into temporaries first (and c scattered back after), and so are a and b when they

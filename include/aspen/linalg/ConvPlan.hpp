@@ -3,10 +3,10 @@
 //
 // "library": one convolution call a pass (program::ConvForward, ConvBackwardData,
 // ConvBackwardFilter in Kernels.hpp) over the whole tensors, with the index tables of
-// ConvParams' transforms. The CPU executor lowers a cache-sized chunk of output positions at a
-// time (im2col) and multiplies it with OpenBLAS; a 1x1 convolution reading its input in order
-// is multiplied in place; backward data is a product and a col2im scatter, not a zero-stuffed
-// forward: convolution() on getGradientParams(fwd) with transposeAndFlipWeights is recognised
+// ConvParams' transforms. The CPU executor runs ordinary float convolutions with oneDNN and the
+// rest by lowering a cache-sized chunk of output positions at a time (im2col) and multiplying
+// it with OpenBLAS (a 1x1 convolution reading its input in order is multiplied in place);
+// backward data is a product and a col2im scatter, not a zero-stuffed forward: convolution() on getGradientParams(fwd) with transposeAndFlipWeights is recognised
 // (getGradientParams of it is fwd again) and runs as fwd's ConvBackwardData. The CUDA executor
 // has no convolution calls yet, so GPU targets (and the IPU models, whose graphs are the
 // portable ones) plan "gemm"; the CPU and generic targets plan "library".
