@@ -4,6 +4,7 @@
 //   MatMulPartialsAcc<InT, PartialsT>  P += A . B (serial k steps after the first)
 //   ReducePartials<PartialsT, OutT>  C = sum of the k-partition parts of P, cast to OutT
 //   ReducePartialsAcc<PartialsT, OutT>  C += scale * that sum (matMulAcc)
+//   ConvDirect<InT, OutT>            one output channel of one image of a direct convolution
 //
 // Operands arrive as lists of rows (one contiguous segment each), so row-major operands are read
 // in place and only transposed or strided views need the compiler to gather. Every output element
@@ -325,6 +326,46 @@ public:
     return true;
   }
 };
+
+// A direct convolution of one image, group and output channel (the "direct" method of
+// lib/linalg/Convolution.cpp, for convolutions with few input channels and taps a group):
+//   out[p] = sum over ci < inChans, t < taps of weights[ci * taps + t] * in[ci * fieldSize + o]
+//   where o = offsets[t * P + p] (P = out's size), a term being 0 when o < 0.
+// in holds the group's input channels of the image [inChans, fieldSize], weights the output
+// channel's kept kernel [inChans * taps], offsets the convolution's table [taps, P]. Each output
+// is one worker's float sum, ci then t ascending, rounded once to OutT.
+template <class InT, class OutT> class ConvDirect : public MultiVertex {
+public:
+  Input<Vector<InT>> in;
+  Input<Vector<InT>> weights;
+  Input<Vector<int>> offsets;
+  Output<Vector<OutT>> out;
+  unsigned inChans;
+  unsigned taps;
+  unsigned fieldSize;
+
+  bool compute(unsigned wid) {
+    const detail::SizeType outputs = out.size();
+    detail::SizeType begin = 0, end = 0;
+    ::aspen::detail::workerShare(outputs, wid, numWorkers(), begin, end);
+    for (detail::SizeType p = begin; p < end; ++p) {
+      float sum = 0.0f;
+      for (unsigned ci = 0; ci < inChans; ++ci)
+        for (unsigned t = 0; t < taps; ++t) {
+          const int o = offsets[t * outputs + p];
+          if (o >= 0)
+            sum += detail::toFloat(weights[ci * taps + t]) *
+                   detail::toFloat(in[detail::SizeType(ci) * fieldSize + detail::SizeType(o)]);
+        }
+      out[p] = OutT(sum);
+    }
+    return true;
+  }
+};
+
+template class ConvDirect<float, float>;
+template class ConvDirect<half, half>;
+template class ConvDirect<half, float>;
 
 // The supported type pairs; lib/linalg/MatMul.cpp checks against the same lists.
 // clang-format off

@@ -32,13 +32,13 @@ void readConstraints(const std::string &text, ConvOptions &parsed) {
     const std::string path = "planConstraints." + key;
     if (key == "method") {
       const std::string method = value.isString() ? value.asString() : "";
-      if (method == "library" || method == "gemm")
+      if (method == "library" || method == "gemm" || method == "direct")
         parsed.method = method;
       else if (isPopLibsMethod(method))
         parsed.method = "gemm"; // the IPU's on-tile methods: the tiled product
       else
         throw invalid_option(fmt::format(
-            "{} = {}: must be \"library\" or \"gemm\" (PopLibs' AMP, HMAC, MAC, "
+            "{} = {}: must be \"library\", \"gemm\" or \"direct\" (PopLibs' AMP, HMAC, MAC, "
             "OUTER_PRODUCT, SLIC and VMAC are accepted and mean \"gemm\")",
             path, value.write()));
     } else if (key == "serial") {

@@ -16,7 +16,7 @@ struct ConvOptions {
   std::string pass = "NONE"; // validated; each pass is planned on its own shapes
   double availableMemoryProportion = 0.6;
   Type partialsType = FLOAT;
-  std::optional<std::string> method;      // planConstraints.method: "library" or "gemm"
+  std::optional<std::string> method;      // planConstraints.method: library, gemm or direct
   std::optional<std::size_t> batchSerial; // planConstraints.serial.batch
   std::string matMulConstraints;          // planConstraints.matMul, as JSON text
   // The options of the convolution's products (partialsType, availableMemoryProportion and

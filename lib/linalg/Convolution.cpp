@@ -13,11 +13,14 @@
 #include <aspen/ops/Reduce.hpp>
 #include <aspen/ops/Zero.hpp>
 #include <aspen/util/TileMapping.hpp>
+#include <aspen/util/VertexTemplates.hpp>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <numeric>
 #include <optional>
 #include <ostream>
@@ -114,8 +117,12 @@ bool hasConvCalls(const Target &target) {
   return target.getTargetType() == TargetType::CPU || target.getTargetArchString() == "generic";
 }
 
+// The direct method's bound: input channels x kernel taps a group at most this.
+constexpr std::size_t kDirectMaxTerms = 64;
+
+// `weightUpdate`: the plan of a weight update, which the direct method does not compute.
 ConvPlan planConvolution(const Target &target, const ConvParams &p, const ConvOptions &o,
-                         PlanningCache *cache) {
+                         PlanningCache *cache, bool weightUpdate = false) {
   std::size_t P = 1, T = 1;
   for (unsigned d = 0; d < p.getNumFieldDims(); ++d) {
     P *= p.getOutputSize(d);
@@ -137,6 +144,30 @@ ConvPlan planConvolution(const Target &target, const ConvParams &p, const ConvOp
             : "target '" + target.getName() +
                   "' has no convolution calls (the CUDA executor has none yet)"));
   const bool gemmPinned = o.method == "gemm" || o.batchSerial || !o.matMulConstraints.empty();
+  // Direct vertices: pinned, or chosen by cost where there are no convolution calls (a CPU
+  // target's calls are the vectorised path for every shape).
+  const bool directRuns = !weightUpdate && K <= kDirectMaxTerms;
+  const bool directCandidate = directRuns && !libraryRuns;
+  if (o.method == "direct" && !weightUpdate && !directRuns)
+    throw invalid_option(fmt::format(
+        "planConstraints.method = \"direct\": the direct method sums at most {} input channels "
+        "x kernel taps a group, and this convolution has {} x {}",
+        kDirectMaxTerms, p.inputChannelsPerConvGroup, T));
+  ConvPlan direct;
+  direct.method = "direct";
+  direct.batchPerChunk = B;
+  // One multiply-add a worker-cycle (no matmul units), plus reading the input once.
+  direct.estimatedCycles =
+      double(multiplyAdds(p)) /
+          std::max(1.0, double(target.getNumTiles()) * target.getNumWorkerContexts()) +
+      double(B * G * p.inputChannelsPerConvGroup) * double(std::accumulate(
+          p.inputFieldShape.begin(), p.inputFieldShape.end(), std::size_t(1),
+          std::multiplies<>())) * double(target.getTypeSize(p.inputType)) /
+          std::max(byteRate, 1.0);
+  if (o.method == "direct" && directRuns) {
+    direct.reason = "pinned by planConstraints";
+    return direct;
+  }
 
   ConvPlan library;
   library.method = "library";
@@ -171,22 +202,99 @@ ConvPlan planConvolution(const Target &target, const ConvParams &p, const ConvOp
   gemm.estimatedCycles =
       double(gemm.matMul.estimatedCycles) * double(gemm.batchSerial) + loweringCycles;
 
-  if (gemmPinned) {
-    gemm.reason = "pinned by planConstraints";
+  if (gemmPinned || o.method == "direct") {
+    gemm.reason = o.method == "direct" ? "the direct method computes no weight update"
+                                       : "pinned by planConstraints";
     return gemm;
   }
-  if (!libraryRuns) {
-    gemm.reason = hasConvCalls(target)
-                      ? "the convolution calls take one element type"
-                      : "target '" + target.getName() + "' has no convolution calls";
-    return gemm;
+  // The cheapest of the methods that run here (library first on a tie, then gemm).
+  std::vector<ConvPlan *> candidates;
+  if (libraryRuns)
+    candidates.push_back(&library);
+  candidates.push_back(&gemm);
+  if (directCandidate)
+    candidates.push_back(&direct);
+  ConvPlan *best = candidates.front();
+  for (ConvPlan *c : candidates)
+    if (c->estimatedCycles < best->estimatedCycles)
+      best = c;
+  std::string others;
+  for (ConvPlan *c : candidates)
+    if (c != best)
+      others += fmt::format("{}{} {:.0f}", others.empty() ? "" : ", ", c->method,
+                            c->estimatedCycles);
+  best->reason = fmt::format("estimated {:.0f} cycles against {}{}", best->estimatedCycles,
+                             others.empty() ? "nothing else" : others,
+                             libraryRuns ? ""
+                                         : hasConvCalls(target)
+                                               ? "; the convolution calls take one element type"
+                                               : "; target '" + target.getName() +
+                                                     "' has no convolution calls");
+  return *best;
+}
+
+// One vertex an image, group and output channel (ConvDirect in codelets/linalg/matmul.cpp),
+// spread over the tiles in order, reading the flattened index table.
+void directConvolution(Graph &graph, const Tensor &in, const Tensor &kernel, const Tensor &out,
+                       const ConvParams &p, const ConvLowering &lowering,
+                       program::Sequence &prog, const DebugContext &debug) {
+  const program::ConvGeometry geo = lowering.geometry();
+  const std::size_t dims = geo.inputField.size(), B = p.batchSize, G = p.numConvGroups,
+                    Ci = p.inputChannelsPerConvGroup, Co = p.outputChannelsPerConvGroup;
+  std::size_t F = 1, P = 1, T = 1;
+  for (std::size_t d = 0; d < dims; ++d)
+    F *= geo.inputField[d], P *= geo.outputField[d], T *= geo.taps[d];
+  if (Ci * F > std::size_t(INT32_MAX))
+    throw shape_error(fmt::format("convolution (direct): an image's group of {} input elements "
+                                  "is more than the method indexes (2^31 - 1); plan gemm",
+                                  Ci * F));
+  // offsets[t * P + p]: the element of a channel ([F...], row-major) output p reads through
+  // tap t, or -1.
+  std::vector<int> offsets(T * P);
+  std::vector<std::size_t> tap(dims, 0), at(dims, 0);
+  for (std::size_t t = 0; t < T; ++t) {
+    std::fill(at.begin(), at.end(), 0);
+    for (std::size_t o = 0; o < P; ++o) {
+      long long offset = 0;
+      std::size_t stride = F;
+      for (std::size_t d = 0; d < dims && offset >= 0; ++d) {
+        stride /= geo.inputField[d];
+        const std::int64_t i = geo.inputIndex[d][at[d] * geo.taps[d] + tap[d]];
+        offset = i < 0 ? -1 : offset + i * (long long)stride;
+      }
+      offsets[t * P + o] = int(offset);
+      for (std::size_t d = dims; d-- > 0;)
+        if (++at[d] < geo.outputField[d])
+          break;
+        else
+          at[d] = 0;
+    }
+    for (std::size_t d = dims; d-- > 0;)
+      if (++tap[d] < geo.taps[d])
+        break;
+      else
+        tap[d] = 0;
   }
-  ConvPlan &best = library.estimatedCycles <= gemm.estimatedCycles ? library : gemm;
-  best.reason = fmt::format("estimated {:.0f} cycles against {:.0f} for {}",
-                            best.estimatedCycles,
-                            (&best == &library ? gemm : library).estimatedCycles,
-                            &best == &library ? "gemm" : "library");
-  return best;
+  const Tensor table = graph.addConstant<int>(INT, {T * P}, offsets, {debug, "offsets"});
+  graph.setTileMapping(table, 0);
+  const std::string vertex =
+      util::templateVertex("aspen::linalg::ConvDirect", p.inputType, p.outputType);
+  ComputeSet cs = graph.addComputeSet({debug, "direct"});
+  const Tensor images = in.reshape({B, G, Ci * F}), outputs = out.reshape({B * G * Co, P});
+  const std::size_t count = B * G * Co, tiles = graph.getTarget().getNumTiles();
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t b = i / (G * Co), g = (i / Co) % G, co = i % Co;
+    VertexRef v = graph.addVertex(cs, vertex,
+                                  {{"in", images[b][g]},
+                                   {"weights", kernel[g][co]},
+                                   {"offsets", table},
+                                   {"out", outputs[i]}});
+    graph.setInitialValue(v["inChans"], unsigned(Ci));
+    graph.setInitialValue(v["taps"], unsigned(T));
+    graph.setInitialValue(v["fieldSize"], unsigned(F));
+    graph.setTileMapping(v, unsigned(i * tiles / count));
+  }
+  prog.add(program::Execute(cs, {debug, "direct"}));
 }
 
 // When p is getGradientParams(fwd) of some fwd (its own gradient parameters lead back to it),
@@ -233,6 +341,11 @@ void convolve(Graph &graph, const Tensor &in, const Tensor &weights, const Tenso
                                   out, lowering.geometry(), {debug, "convForward"}));
     return;
   }
+  if (plan.method == "direct") {
+    directConvolution(graph, in, lowering.kernelMatrix(weights, transposeAndFlipWeights), out, p,
+                      lowering, prog, debug);
+    return;
+  }
   const std::size_t P = lowering.outputElements();
   const Tensor col = lowering.loweredInput(in);
   const Tensor w = lowering.weightMatrix(weights, transposeAndFlipWeights);
@@ -255,7 +368,7 @@ void weightProducts(Graph &graph, const Tensor &zDeltas, const Tensor &activatio
   checkTensor(fn, "zDeltas", zDeltas, outputShape(p), p.outputType, p);
   checkTensor(fn, "activations", activations, inputShape(p), p.inputType, p);
   checkTensor(fn, "weights", target, weightsShape(p), p.inputType, p);
-  const ConvPlan plan = planConvolution(graph.getTarget(), p, o, cache);
+  const ConvPlan plan = planConvolution(graph.getTarget(), p, o, cache, true);
   ConvLowering lowering(graph, p, debug);
   const std::size_t P = lowering.outputElements();
   const bool anyProduct = p.batchSize * P > 0 && lowering.keptTaps() > 0;
@@ -515,7 +628,11 @@ void reportPlanInfo(std::ostream &out, const Graph &graph, const ConvParams &par
   const ConvPlan plan = getConvPlan(graph, params, options, cache);
   out << fmt::format("Convolution {}: output [{}]\n", describe(params),
                      fmt::join(params.getOutputFieldShape(), ","));
-  if (plan.method == "library") {
+  if (plan.method == "direct") {
+    out << fmt::format("  method:        direct (a vertex an image, group and output channel; "
+                       "{})\n",
+                       plan.reason);
+  } else if (plan.method == "library") {
     out << fmt::format("  method:        library (one convolution call a pass; {})\n",
                        plan.reason);
     out << fmt::format("  lowering:      inside the call, {} bytes at a time\n",

@@ -164,6 +164,13 @@ void checkCase(const ConvParams &p, const OptionFlags &convOptions = {}, unsigne
   const auto pinned = [](const char *method) {
     return OptionFlags{{"planConstraints", std::string(R"({"method": ")") + method + R"("})"}};
   };
+  std::size_t taps = 1;
+  for (std::size_t k : p.kernelShape)
+    taps *= k;
+  if (std::max(p.inputChannelsPerConvGroup, p.outputChannelsPerConvGroup) * taps <= 64) {
+    INFO("method direct"); // forward and backward data; the weight update plans gemm
+    checkOne(p, pinned("direct"), seed);
+  }
   if (test::gpuRequested()) { // the CUDA executor has no convolution calls yet: it says so
     try {
       checkOne(p, pinned("library"), seed);
@@ -324,12 +331,19 @@ TEST_CASE("convolution plans by target: library calls on CPU targets, gemm on th
           "[correctness][conv]") {
   const ConvParams p = torchStyle(FLOAT, 2, {9, 8}, {3, 3}, 3, 4, 1, {1, 1}, {1, 1}, {2, 2},
                                   {1, 1});
+  const ConvParams wide = torchStyle(FLOAT, 8, {56, 56}, {3, 3}, 64, 64, 1, {1, 1}, {1, 1},
+                                     {1, 1}, {1, 1});
   for (const char *model : {"h200", "ipu2"}) {
     Graph g(Target::createModel(model));
     const linalg::ConvPlan plan = linalg::getConvPlan(g, p);
     INFO(model << ": " << plan.reason);
-    REQUIRE(plan.method == "gemm");
+    // 3 input channels x 9 taps: the direct vertices; 64 x 9: the product.
+    REQUIRE(plan.method == "direct");
     REQUIRE(plan.reason.find("no convolution calls") != std::string::npos);
+    REQUIRE(linalg::getConvPlan(g, wide).method == "gemm");
+    REQUIRE_THROWS_AS(
+        linalg::getConvPlan(g, wide, {{"planConstraints", R"({"method": "direct"})"}}),
+        invalid_option);
     REQUIRE_THROWS_AS(
         linalg::getConvPlan(g, p, {{"planConstraints", R"({"method": "library"})"}}),
         invalid_option);
@@ -342,11 +356,12 @@ TEST_CASE("convolution plans by target: library calls on CPU targets, gemm on th
     REQUIRE(plan.estimatedCycles > 0);
     REQUIRE(plan.toJson().find(R"("library")") != std::string::npos);
   }
-  // Mixed types have no convolution call: gemm, and a library pin is refused.
+  // Mixed types have no convolution call: the direct vertices (3 channels x 9 taps), and a
+  // library pin is refused.
   ConvParams mixed = p;
   mixed.inputType = HALF;
   Graph g(Target::createGeneric(4, 4));
-  REQUIRE(linalg::getConvPlan(g, mixed).method == "gemm");
+  REQUIRE(linalg::getConvPlan(g, mixed).method == "direct");
   REQUIRE_THROWS_AS(
       linalg::getConvPlan(g, mixed, {{"planConstraints", R"({"method": "library"})"}}),
       invalid_option);

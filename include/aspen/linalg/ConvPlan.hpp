@@ -1,5 +1,5 @@
-// How a convolution is computed: its plan (poplin's plan, reported by reportPlanInfo). Two
-// methods, chosen by estimated cost where both can run:
+// How a convolution is computed: its plan (poplin's plan, reported by reportPlanInfo). Three
+// methods, chosen by estimated cost among those that can run:
 //
 // "library": one convolution call a pass (program::ConvForward, ConvBackwardData,
 // ConvBackwardFilter in Kernels.hpp) over the whole tensors, with the index tables of
@@ -22,6 +22,13 @@
 // planned by the matmul planner (MatMulPlan.hpp), which picks a library call (OpenBLAS on the
 // CPU executor, cuBLASLt on a GPU) or vertices on tiles by cost on every target.
 //
+// "direct": one vertex (ConvDirect, codelets/linalg/matmul.cpp) an image, group and output
+// channel, its workers sharing the output positions, each a float sum over the group's input
+// channels and kernel taps through the index table: for convolutions with at most 64 input
+// channels x taps a group (depthwise and small-channel layers, where gemm's product has a
+// degenerate K), on targets without convolution calls, and for forward and backward data only
+// (a weight update sums over the batch and field: it plans gemm).
+//
 // Serial batch split (gemm): when one product's lowered input (B*P*Ci*T elements) would exceed
 // the memory the plan may use -- availableMemoryProportion of the target's memory (all tiles'
 // bytes) -- the batch is cut into `batchSerial` chunks of about B / batchSerial images, computed
@@ -30,10 +37,11 @@
 //
 // Cost (cycles of the target model): multiply-adds at the target's matmul rate, plus the
 // lowered input's bytes at its exchange rate (the library lowers inside the call; gemm's gather
-// is a copy), plus gemm's product as the matmul planner estimates it.
+// is a copy), plus gemm's product as the matmul planner estimates it; direct: one multiply-add
+// a worker-cycle plus reading the input once.
 //
-// planConstraints {"method": "library" | "gemm"} pins the method (a library pin on a target
-// without convolution calls is invalid_option), {"serial": {"batch": n}} the split (gemm), and
+// planConstraints {"method": "library" | "gemm" | "direct"} pins the method (a library pin on
+// a target without convolution calls, or a direct pin over 64 terms, is invalid_option), {"serial": {"batch": n}} the split (gemm), and
 // {"matMul": {...}} passes constraints to gemm's products.
 //
 // JSON (ConvPlan::toJson):

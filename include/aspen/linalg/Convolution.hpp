@@ -43,7 +43,8 @@
 //                                product's lowered input may use (the serial batch split)
 //   "partialsType"               "float" (default) or "half" (HALF inputs only): the products'
 //                                partials
-//   "planConstraints"            JSON: {"method": "gemm"}, {"serial": {"batch": n}} and
+//   "planConstraints"            JSON: {"method": "library" | "gemm" | "direct"},
+//                                {"serial": {"batch": n}} and
 //                                {"matMul": {...}} (the products' own planConstraints,
 //                                MatMulPlan.hpp, e.g. {"method": "vertices"}); any other
 //                                Aspen key is an error. PopLibs' keys (plan levels "0",
