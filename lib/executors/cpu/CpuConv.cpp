@@ -6,6 +6,8 @@
 #include <aspen/HalfFloat.hpp>
 
 #include <algorithm>
+#include <functional>
+#include <memory>
 #include <climits>
 #include <cstring>
 #include <string>
@@ -13,23 +15,9 @@
 
 namespace aspen::detail {
 
-namespace {
-
-#ifndef ASPEN_CONV_CHUNK_KIB
-#define ASPEN_CONV_CHUNK_KIB 512
-#endif
-// A chunk of im2col columns takes about this many bytes (it and the weights stay in L2).
-constexpr std::uint64_t kChunkBytes = ASPEN_CONV_CHUNK_KIB * 1024;
-// At least this many output positions a chunk, so that each sgemm has columns to work on.
-constexpr std::uint64_t kMinChunk = 64;
-// Backward data and filter cut channels or rows into at most this many parts an image or group.
-constexpr std::uint64_t kMaxParts = 16, kMinRowsPerPart = 32;
-// The forward cuts output channels when images x chunks are fewer than this many tasks.
-constexpr std::uint64_t kMinTasks = 8;
-
 // The call's sizes and its tables flattened: offsets[t * P + p] is the element of an image
 // channel ([F...], row-major) that output p reads through tap t, or -1.
-struct Layout {
+struct CpuConvLayout {
   std::uint64_t B = 0, G = 0, Ci = 0, Co = 0, F = 1, P = 1, T = 1, K = 0, chunk = 1;
   std::vector<std::int64_t> offsets;
   bool identity = false; // T = 1 and output p reads element p of an F = P image
@@ -47,8 +35,20 @@ struct Layout {
   std::vector<Segment> segments;
 };
 
+
+namespace {
+
+// A chunk of im2col columns takes about this many bytes (it and the weights stay in L2).
+constexpr std::uint64_t kChunkBytes = 512 * 1024;
+// At least this many output positions a chunk, so that each sgemm has columns to work on.
+constexpr std::uint64_t kMinChunk = 64;
+// Backward data and filter cut channels or rows into at most this many parts an image or group.
+constexpr std::uint64_t kMaxParts = 16, kMinRowsPerPart = 32;
+// The forward cuts output channels when images x chunks are fewer than this many tasks.
+constexpr std::uint64_t kMinTasks = 8;
+
 // Splits l's tables at the last field dimension (Layout::segments).
-void splitLastDimension(const program::ConvGeometry &g, Layout &l) {
+void splitLastDimension(const program::ConvGeometry &g, CpuConvLayout &l) {
   const std::size_t dims = g.inputField.size();
   if (dims == 0) {
     l.outerOffsets.assign(1, 0);
@@ -59,7 +59,7 @@ void splitLastDimension(const program::ConvGeometry &g, Layout &l) {
   const std::vector<std::int64_t> &last = g.inputIndex.back();
   for (std::uint64_t t = 0; t < l.lastTaps; ++t) {
     const auto at = [&](std::uint64_t out) { return last[out * l.lastTaps + t]; };
-    Layout::Segment seg;
+    CpuConvLayout::Segment seg;
     std::uint64_t o = 0;
     while (o < l.lastOutputs && at(o) < 0)
       ++o;
@@ -99,9 +99,9 @@ void splitLastDimension(const program::ConvGeometry &g, Layout &l) {
     }
 }
 
-Layout layoutOf(const ConvShape &s) {
+CpuConvLayout layoutOf(const ConvShape &s) {
   const program::ConvGeometry &g = s.geometry;
-  Layout l;
+  CpuConvLayout l;
   l.B = g.batch, l.G = g.groups, l.Ci = g.inChans, l.Co = g.outChans;
   const std::size_t dims = g.inputField.size();
   std::vector<std::uint64_t> inStride(dims, 1);
@@ -174,12 +174,12 @@ void runTasks(std::uint64_t n, ThreadPool &pool, const std::function<void(std::s
 // Rows [r0, r1) of the image's col, columns [p0, p1), into col (row length p1 - p0): a run
 // of the last output dimension at a time, as zeros, a copy (contiguous or strided) and zeros
 // where its tap's segment is affine, element by element where it is not.
-void im2col(const Layout &l, const float *image, std::uint64_t r0, std::uint64_t r1,
+void im2col(const CpuConvLayout &l, const float *image, std::uint64_t r0, std::uint64_t r1,
             std::uint64_t p0, std::uint64_t p1, float *col) {
   const std::uint64_t width = p1 - p0, outerOutputs = l.P / std::max<std::uint64_t>(l.lastOutputs, 1);
   for (std::uint64_t r = r0; r < r1; ++r) {
     const std::uint64_t tap = r % l.T, outerTap = tap / l.lastTaps;
-    const Layout::Segment &seg = l.segments[tap % l.lastTaps];
+    const CpuConvLayout::Segment &seg = l.segments[tap % l.lastTaps];
     const float *channel = image + (r / l.T) * l.F;
     const std::int64_t *offsets = l.offsets.data() + tap * l.P;
     float *row = col + (r - r0) * width; // row[q - p0] is output q
@@ -213,7 +213,7 @@ std::uint64_t partsOf(std::uint64_t extent) {
   return std::max<std::uint64_t>(1, std::min(kMaxParts, extent / kMinRowsPerPart));
 }
 
-void forward(const ConvShape &s, const Layout &l, void *const *ops, ThreadPool &pool) {
+void forward(const ConvShape &s, const CpuConvLayout &l, void *const *ops, ThreadPool &pool) {
   std::vector<float> inBuffer, wBuffer, outBuffer;
   const float *in = floats(ops[0], s.inputType, l.B * l.G * l.Ci * l.F, inBuffer);
   const float *w = floats(ops[1], s.inputType, l.G * l.Co * l.K, wBuffer);
@@ -251,7 +251,7 @@ void forward(const ConvShape &s, const Layout &l, void *const *ops, ThreadPool &
     narrow(outBuffer, ops[2]);
 }
 
-void backwardData(const ConvShape &s, const Layout &l, void *const *ops, ThreadPool &pool) {
+void backwardData(const ConvShape &s, const CpuConvLayout &l, void *const *ops, ThreadPool &pool) {
   std::vector<float> dyBuffer, wBuffer, dxBuffer;
   const float *dy = floats(ops[0], s.outputType, l.B * l.G * l.Co * l.P, dyBuffer);
   const float *w = floats(ops[1], s.inputType, l.G * l.Co * l.K, wBuffer);
@@ -288,7 +288,7 @@ void backwardData(const ConvShape &s, const Layout &l, void *const *ops, ThreadP
     narrow(dxBuffer, ops[2]);
 }
 
-void backwardFilter(const ConvShape &s, const Layout &l, void *const *ops, ThreadPool &pool) {
+void backwardFilter(const ConvShape &s, const CpuConvLayout &l, void *const *ops, ThreadPool &pool) {
   std::vector<float> dyBuffer, inBuffer, wBuffer;
   const float *dy = floats(ops[0], s.outputType, l.B * l.G * l.Co * l.P, dyBuffer);
   const float *in = floats(ops[1], s.inputType, l.B * l.G * l.Ci * l.F, inBuffer);
@@ -338,18 +338,20 @@ void backwardFilter(const ConvShape &s, const Layout &l, void *const *ops, Threa
 
 } // namespace
 
-void checkCpuConv(const CompiledKernel &kernel) {
-  const Layout l = layoutOf(kernel.conv);
+std::shared_ptr<const CpuConvLayout> prepareCpuConv(const CompiledKernel &kernel) {
+  auto layout = std::make_shared<CpuConvLayout>(layoutOf(kernel.conv));
+  const CpuConvLayout &l = *layout;
   const std::uint64_t limit = INT_MAX;
   if (l.K > limit || l.Co > limit || l.P > limit || l.F > limit)
     throw error(std::string(kernelKindName(kernel.kind)) + " '" + kernel.name +
                 "': Ci*T = " + std::to_string(l.K) + ", Co = " + std::to_string(l.Co) +
                 ", P = " + std::to_string(l.P) + ", F = " + std::to_string(l.F) +
                 ": the CPU executor's BLAS takes dimensions up to " + std::to_string(limit));
+  return layout;
 }
 
-void cpuConv(const CompiledKernel &kernel, void *const *operands, ThreadPool &pool) {
-  const Layout l = layoutOf(kernel.conv);
+void cpuConv(const CompiledKernel &kernel, const CpuConvLayout &l, void *const *operands,
+             ThreadPool &pool) {
   switch (kernel.kind) {
   case KernelKind::ConvForward: forward(kernel.conv, l, operands, pool); break;
   case KernelKind::ConvBackwardData: backwardData(kernel.conv, l, operands, pool); break;

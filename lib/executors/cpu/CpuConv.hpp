@@ -24,12 +24,19 @@
 #include "ThreadPool.hpp"
 #include "compiler/CompiledGraph.hpp"
 
+#include <memory>
+
 namespace aspen::detail {
 
-// Raises aspen::error when a dimension exceeds what the BLAS interface can index.
-void checkCpuConv(const CompiledKernel &kernel);
+// A call's tables flattened and split for im2col and col2im, made once at load.
+struct CpuConvLayout;
+
+// The layout of a convolution call; raises aspen::error when a dimension exceeds what the BLAS
+// interface can index.
+std::shared_ptr<const CpuConvLayout> prepareCpuConv(const CompiledKernel &kernel);
 
 // operands: the kernel's, in KernelKinds.hpp's order (scale may be null).
-void cpuConv(const CompiledKernel &kernel, void *const *operands, ThreadPool &pool);
+void cpuConv(const CompiledKernel &kernel, const CpuConvLayout &layout, void *const *operands,
+             ThreadPool &pool);
 
 } // namespace aspen::detail

@@ -61,13 +61,16 @@ public:
     for (const CompiledKernel &kernel : graph.kernels)
       if (kernel.kind == KernelKind::Gemm)
         checkCpuGemm(kernel);
-      else if (kernel.isConv())
-        checkCpuConv(kernel);
+    // Each convolution call through oneDNN where it applies, else with its BLAS layout.
     oneDnn_.clear();
-    for (const CompiledKernel &kernel : graph.kernels)
+    convLayouts_.clear();
+    for (const CompiledKernel &kernel : graph.kernels) {
       oneDnn_.push_back(options_.oneDnnConvolutions && kernel.isConv()
                             ? makeOneDnnConvolution(kernel)
                             : nullptr);
+      convLayouts_.push_back(kernel.isConv() && !oneDnn_.back() ? prepareCpuConv(kernel)
+                                                                : nullptr);
+    }
   }
 
   void write(const RegionList &regions, const void *host) override {
@@ -164,7 +167,7 @@ public:
       if (oneDnn_[index])
         oneDnn_[index]->run(pointers.data());
       else
-        cpuConv(kernel, pointers.data(), pool_);
+        cpuConv(kernel, *convLayouts_[index], pointers.data(), pool_);
       return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
     float alpha = 1.0f;
@@ -285,6 +288,7 @@ private:
   std::vector<std::uint8_t> temporary_;
   std::vector<float> kernelWorkspace_;
   std::vector<std::unique_ptr<OneDnnConvolution>> oneDnn_; // by kernel; null: cpuConv
+  std::vector<std::shared_ptr<const CpuConvLayout>> convLayouts_; // cpuConv's, by kernel
   std::mutex failureMutex_;
   std::uint32_t failed_ = kNone;
   std::uint32_t stopped_ = kNone;
