@@ -5,6 +5,7 @@
 // (CodeletLibrary::binary()); the checksum is verified before any of them is loaded, so a
 // damaged stream is reported, never executed.
 #include "CompiledGraph.hpp"
+#include "support/ConvTables.hpp"
 #include "codelets/ContentHash.hpp"
 
 #include <aspen/Executable.hpp>
@@ -273,36 +274,13 @@ void validate(Reader &io, const CompiledGraph &g) {
     case KernelKind::ConvBackwardFilter: {
       const ConvShape &c = k.conv;
       const program::ConvGeometry &geo = c.geometry;
-      const std::size_t dims = geo.inputField.size();
-      check(geo.outputField.size() == dims && geo.taps.size() == dims &&
-                geo.inputIndex.size() == dims,
-            "convolution dimensions");
-      std::optional<std::uint64_t> field = 1, out = 1, taps = 1;
-      for (std::size_t d = 0; d < dims; ++d) {
-        const std::optional<std::uint64_t> entries = times(geo.outputField[d], geo.taps[d]);
-        check(entries && geo.inputIndex[d].size() == *entries, "convolution index table");
-        for (std::int64_t i : geo.inputIndex[d])
-          check(i >= -1 && (i < 0 || std::uint64_t(i) < geo.inputField[d]),
-                "convolution input index");
-        field = field ? times(*field, geo.inputField[d]) : std::nullopt;
-        out = out ? times(*out, geo.outputField[d]) : std::nullopt;
-        taps = taps ? times(*taps, geo.taps[d]) : std::nullopt;
-      }
-      const auto images = [&](std::uint64_t chans, std::optional<std::uint64_t> perChannel) {
-        const std::optional<std::uint64_t> a = times(geo.batch, geo.groups);
-        const std::optional<std::uint64_t> b = a ? times(*a, chans) : std::nullopt;
-        const std::optional<std::uint64_t> n = b && perChannel ? times(*b, *perChannel)
-                                                               : std::nullopt;
-        check(n.has_value(), "convolution shape");
-        return *n;
-      };
-      const std::uint64_t in = images(geo.inChans, field), outElements = images(geo.outChans, out);
-      std::optional<std::uint64_t> weightElements = times(geo.groups, geo.outChans);
-      for (const std::optional<std::uint64_t> factor : {std::optional(geo.inChans), taps})
-        weightElements = weightElements && factor ? times(*weightElements, *factor)
-                                                  : std::nullopt;
-      check(weightElements.has_value(), "convolution shape");
-      const std::uint64_t weights = *weightElements;
+      check(!convGeometryProblem(geo), "convolution geometry");
+      std::uint64_t field = 1, out = 1, taps = 1; // cannot overflow: checked above
+      for (std::size_t d = 0; d < geo.inputField.size(); ++d)
+        field *= geo.inputField[d], out *= geo.outputField[d], taps *= geo.taps[d];
+      const std::uint64_t in = geo.batch * geo.groups * geo.inChans * field,
+                          outElements = geo.batch * geo.groups * geo.outChans * out,
+                          weights = geo.groups * geo.outChans * geo.inChans * taps;
       const std::uint64_t inBytes = c.inputType.size(), outBytes = c.outputType.size();
       if (k.kind == KernelKind::ConvForward) {
         elements = {in, weights, outElements};

@@ -1,6 +1,7 @@
 #include "ProgramNode.hpp"
 #include "GraphState.hpp"
 #include "TensorRegions.hpp"
+#include "support/ConvTables.hpp"
 
 #include <aspen/BlockCodelets.hpp>
 #include <aspen/Error.hpp>
@@ -329,23 +330,11 @@ void checkConvCall(const char *kernel, const DebugContext &debug, const ConvGeom
                    const std::vector<std::pair<const char *, const Tensor *>> &operands,
                    const std::vector<std::vector<std::size_t>> &shapes) {
   const std::string what = fmt::format("{} '{}'", kernel, debug.getPathName());
-  const std::size_t dims = geometry.inputField.size();
-  if (geometry.outputField.size() != dims || geometry.taps.size() != dims ||
-      geometry.inputIndex.size() != dims)
-    throw shape_error(fmt::format("{}: the geometry has {} input, {} output, {} tap and {} index "
-                                  "dimensions; they must agree",
-                                  what, dims, geometry.outputField.size(), geometry.taps.size(),
-                                  geometry.inputIndex.size()));
-  for (std::size_t d = 0; d < dims; ++d) {
-    if (geometry.inputIndex[d].size() != geometry.outputField[d] * geometry.taps[d])
-      throw shape_error(fmt::format("{}: dimension {} has {} index entries for {} outputs x {} "
-                                    "taps",
-                                    what, d, geometry.inputIndex[d].size(),
-                                    geometry.outputField[d], geometry.taps[d]));
-    for (std::int64_t i : geometry.inputIndex[d])
-      if (i < -1 || (i >= 0 && std::uint64_t(i) >= geometry.inputField[d]))
-        throw index_error(fmt::format("{}: dimension {} reads input index {} of {}", what, d, i,
-                                      geometry.inputField[d]));
+  if (const std::optional<detail::ConvGeometryProblem> problem =
+          detail::convGeometryProblem(geometry)) {
+    if (problem->index)
+      throw index_error(what + ": " + problem->what);
+    throw shape_error(what + ": " + problem->what);
   }
   for (std::size_t i = 0; i < operands.size(); ++i) {
     const auto &[role, t] = operands[i];

@@ -3,6 +3,7 @@
 #include "linalg/ConvLowering.hpp"
 #include "linalg/ConvOptions.hpp"
 
+#include "support/ConvTables.hpp"
 #include "support/Json.hpp"
 
 #include <aspen/Error.hpp>
@@ -133,6 +134,7 @@ ConvPlan planConvolution(const Target &target, const ConvParams &p, const ConvOp
   const double macRate = double(target.getMatMulMacsPerCycle(p.inputType)) * target.getNumTiles();
   const double byteRate = double(target.getExchangeBytesPerCycle()) * target.getNumTiles();
   const double loweringCycles = double(B * imageBytes) / std::max(byteRate, 1.0);
+  const double macs = double(multiplyAdds(p));
 
   const bool libraryRuns = hasConvCalls(target) && p.inputType == p.outputType;
   if (o.method == "library" && !libraryRuns)
@@ -158,7 +160,7 @@ ConvPlan planConvolution(const Target &target, const ConvParams &p, const ConvOp
   direct.batchPerChunk = B;
   // One multiply-add a worker-cycle (no matmul units), plus reading the input once.
   direct.estimatedCycles =
-      double(multiplyAdds(p)) /
+      macs /
           std::max(1.0, double(target.getNumTiles()) * target.getNumWorkerContexts()) +
       double(B * G * p.inputChannelsPerConvGroup) * double(std::accumulate(
           p.inputFieldShape.begin(), p.inputFieldShape.end(), std::size_t(1),
@@ -174,7 +176,7 @@ ConvPlan planConvolution(const Target &target, const ConvParams &p, const ConvOp
   library.batchPerChunk = B;
   library.loweredBytes = std::min<std::size_t>(imageBytes / std::max<std::size_t>(G, 1),
                                                512 * 1024);
-  library.estimatedCycles = double(multiplyAdds(p)) / std::max(macRate, 1.0) + loweringCycles;
+  library.estimatedCycles = macs / std::max(macRate, 1.0) + loweringCycles;
   if (o.method == "library") {
     library.reason = "pinned by planConstraints";
     return library;
@@ -248,33 +250,9 @@ void directConvolution(Graph &graph, const Tensor &in, const Tensor &kernel, con
     throw shape_error(fmt::format("convolution (direct): an image's group of {} input elements "
                                   "is more than the method indexes (2^31 - 1); plan gemm",
                                   Ci * F));
-  // offsets[t * P + p]: the element of a channel ([F...], row-major) output p reads through
-  // tap t, or -1.
-  std::vector<int> offsets(T * P);
-  std::vector<std::size_t> tap(dims, 0), at(dims, 0);
-  for (std::size_t t = 0; t < T; ++t) {
-    std::fill(at.begin(), at.end(), 0);
-    for (std::size_t o = 0; o < P; ++o) {
-      long long offset = 0;
-      std::size_t stride = F;
-      for (std::size_t d = 0; d < dims && offset >= 0; ++d) {
-        stride /= geo.inputField[d];
-        const std::int64_t i = geo.inputIndex[d][at[d] * geo.taps[d] + tap[d]];
-        offset = i < 0 ? -1 : offset + i * (long long)stride;
-      }
-      offsets[t * P + o] = int(offset);
-      for (std::size_t d = dims; d-- > 0;)
-        if (++at[d] < geo.outputField[d])
-          break;
-        else
-          at[d] = 0;
-    }
-    for (std::size_t d = dims; d-- > 0;)
-      if (++tap[d] < geo.taps[d])
-        break;
-      else
-        tap[d] = 0;
-  }
+  std::vector<int> offsets; // flatInputOffsets, which fit an int: Ci * F does
+  for (std::int64_t offset : aspen::detail::flatInputOffsets(geo))
+    offsets.push_back(int(offset));
   const Tensor table = graph.addConstant<int>(INT, {T * P}, offsets, {debug, "offsets"});
   graph.setTileMapping(table, 0);
   const std::string vertex =

@@ -1,6 +1,7 @@
 #include "CpuConv.hpp"
 
 #include "CpuGemm.hpp"
+#include "support/ConvTables.hpp"
 
 #include <aspen/Error.hpp>
 #include <aspen/HalfFloat.hpp>
@@ -76,65 +77,25 @@ void splitLastDimension(const program::ConvGeometry &g, CpuConvLayout &l) {
     }
     l.segments.push_back(seg);
   }
-  // The outer dimensions' offsets: a tap tuple's and an output's, without the last dimension.
-  const std::uint64_t outerTaps = l.T / std::max<std::uint64_t>(l.lastTaps, 1),
-                      outerOutputs = l.P / std::max<std::uint64_t>(l.lastOutputs, 1);
-  l.outerOffsets.assign(outerTaps * outerOutputs, 0);
-  for (std::uint64_t t = 0; t < outerTaps; ++t)
-    for (std::uint64_t p = 0; p < outerOutputs; ++p) {
-      std::int64_t offset = 0;
-      std::uint64_t tRest = t, pRest = p, stride = g.inputField.back();
-      for (std::size_t d = dims - 1; d-- > 0;) {
-        const std::uint64_t tap = tRest % g.taps[d], out = pRest % g.outputField[d];
-        tRest /= g.taps[d], pRest /= g.outputField[d];
-        const std::int64_t i = g.inputIndex[d][out * g.taps[d] + tap];
-        if (i < 0 || offset < 0) {
-          offset = -1;
-        } else {
-          offset += i * std::int64_t(stride);
-        }
-        stride *= g.inputField[d];
-      }
-      l.outerOffsets[t * outerOutputs + p] = offset;
-    }
+  // The outer dimensions' offsets: the tables without the last dimension, flattened, scaled by
+  // the last dimension's size (the stride of the outer ones).
+  program::ConvGeometry outer = g;
+  outer.inputField.pop_back(), outer.outputField.pop_back(), outer.taps.pop_back();
+  outer.inputIndex.pop_back();
+  l.outerOffsets = flatInputOffsets(outer);
+  for (std::int64_t &offset : l.outerOffsets)
+    if (offset >= 0)
+      offset *= std::int64_t(g.inputField.back());
 }
 
 CpuConvLayout layoutOf(const ConvShape &s) {
   const program::ConvGeometry &g = s.geometry;
   CpuConvLayout l;
   l.B = g.batch, l.G = g.groups, l.Ci = g.inChans, l.Co = g.outChans;
-  const std::size_t dims = g.inputField.size();
-  std::vector<std::uint64_t> inStride(dims, 1);
-  for (std::size_t d = dims; d-- > 0;) {
-    inStride[d] = l.F;
-    l.F *= g.inputField[d];
-    l.P *= g.outputField[d];
-    l.T *= g.taps[d];
-  }
+  for (std::size_t d = 0; d < g.inputField.size(); ++d)
+    l.F *= g.inputField[d], l.P *= g.outputField[d], l.T *= g.taps[d];
   l.K = l.Ci * l.T;
-  l.offsets.assign(l.T * l.P, 0);
-  std::vector<std::uint64_t> tap(dims, 0), out(dims, 0);
-  for (std::uint64_t t = 0; t < l.T; ++t) {
-    std::fill(out.begin(), out.end(), 0);
-    for (std::uint64_t p = 0; p < l.P; ++p) {
-      std::int64_t offset = 0;
-      for (std::size_t d = 0; d < dims && offset >= 0; ++d) {
-        const std::int64_t i = g.inputIndex[d][out[d] * g.taps[d] + tap[d]];
-        offset = i < 0 ? -1 : offset + i * std::int64_t(inStride[d]);
-      }
-      l.offsets[t * l.P + p] = offset;
-      for (std::size_t d = dims; d-- > 0;) // the next output position, row-major
-        if (++out[d] < g.outputField[d])
-          break;
-        else
-          out[d] = 0;
-    }
-    for (std::size_t d = dims; d-- > 0;)
-      if (++tap[d] < g.taps[d])
-        break;
-      else
-        tap[d] = 0;
-  }
+  l.offsets = flatInputOffsets(g);
   splitLastDimension(g, l);
   l.identity = l.T == 1 && l.F == l.P;
   for (std::uint64_t p = 0; l.identity && p < l.P; ++p)
