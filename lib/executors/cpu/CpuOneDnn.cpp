@@ -1,5 +1,6 @@
 #include "CpuOneDnn.hpp"
 
+#include "support/ConvTables.hpp"
 #include "support/Logging.hpp"
 
 #include <aspen/Error.hpp>
@@ -83,57 +84,20 @@ void check(dnnl_status_t status, const char *call) {
                         std::to_string(int(status)));
 }
 
-// The call as an ordinary convolution, per field dimension: output o reads input
-// o * stride + tap * dilation - padLower when that is in [0, F), nothing otherwise.
+// The call's ordinary-convolution form in oneDNN's terms (its dilation counts the holes).
 struct Standard {
-  dnnl_dims_t stride{}, dilate{}, padLower{}, padUpper{}; // dilate: oneDNN's dilation - 1
+  dnnl_dims_t stride{}, dilate{}, padLower{}, padUpper{};
 };
 
 std::optional<Standard> standardForm(const program::ConvGeometry &g) {
-  Standard s;
   const std::size_t dims = g.inputField.size();
-  if (dims < 1 || dims > 3)
+  const std::optional<ConvStandardForm> form = convStandardForm(g);
+  if (dims < 1 || dims > 3 || !form)
     return std::nullopt;
-  for (std::size_t d = 0; d < dims; ++d) {
-    const std::int64_t O = std::int64_t(g.outputField[d]), T = std::int64_t(g.taps[d]),
-                       F = std::int64_t(g.inputField[d]);
-    const std::vector<std::int64_t> &index = g.inputIndex[d];
-    const auto at = [&](std::int64_t o, std::int64_t t) { return index[o * T + t]; };
-    if (O < 1 || T < 1 || F < 1)
-      return std::nullopt;
-    // Stride and dilation from neighbouring real entries, the lower padding from any.
-    std::optional<std::int64_t> stride = O == 1 ? std::optional<std::int64_t>(1) : std::nullopt,
-                                dilation = T == 1 ? std::optional<std::int64_t>(1) : std::nullopt,
-                                pad;
-    for (std::int64_t o = 0; o < O; ++o)
-      for (std::int64_t t = 0; t < T; ++t) {
-        if (at(o, t) < 0)
-          continue;
-        if (!dilation && t + 1 < T && at(o, t + 1) >= 0)
-          dilation = at(o, t + 1) - at(o, t);
-        if (!stride && o + 1 < O && at(o + 1, t) >= 0)
-          stride = at(o + 1, t) - at(o, t);
-      }
-    if (!stride || !dilation || *stride < 1 || *dilation < 1)
-      return std::nullopt;
-    for (std::int64_t o = 0; o < O && !pad; ++o)
-      for (std::int64_t t = 0; t < T && !pad; ++t)
-        if (at(o, t) >= 0)
-          pad = o * *stride + t * *dilation - at(o, t);
-    if (!pad || *pad < 0)
-      return std::nullopt;
-    for (std::int64_t o = 0; o < O; ++o)
-      for (std::int64_t t = 0; t < T; ++t) {
-        const std::int64_t i = o * *stride + t * *dilation - *pad;
-        if (at(o, t) != (i >= 0 && i < F ? i : -1))
-          return std::nullopt;
-      }
-    const std::int64_t padUpper = (O - 1) * *stride + (T - 1) * *dilation + 1 - F - *pad;
-    if (padUpper < 0)
-      return std::nullopt;
-    s.stride[d] = *stride, s.dilate[d] = *dilation - 1, s.padLower[d] = *pad,
-    s.padUpper[d] = padUpper;
-  }
+  Standard s;
+  for (std::size_t d = 0; d < dims; ++d)
+    s.stride[d] = form->stride[d], s.dilate[d] = form->dilation[d] - 1,
+    s.padLower[d] = form->padLower[d], s.padUpper[d] = form->padUpper[d];
   return s;
 }
 
