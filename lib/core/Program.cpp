@@ -391,9 +391,10 @@ ConvBackwardData::ConvBackwardData(const Tensor &outGrad, const Tensor &weights,
                 {activationShape(geometry, geometry.outChans, geometry.outputField),
                  kernelMatrixShape(geometry),
                  activationShape(geometry, geometry.inChans, geometry.inputField)});
-  if (weights.elementType() != outGrad.elementType())
-    throw type_error(fmt::format("{} '{}': outGrad and weights must have one type", kernel,
-                                 debug.getPathName()));
+  if (weights.elementType() != outGrad.elementType() ||
+      inGrad.elementType() != weights.elementType())
+    throw type_error(fmt::format("{} '{}': outGrad, weights and inGrad must have one type",
+                                 kernel, debug.getPathName()));
   ProgramNode &node = mutableNode();
   node.kernel = detail::KernelKind::ConvBackwardData;
   node.operands = {outGrad, weights, inGrad};

@@ -159,4 +159,12 @@ TEST_CASE("convolution calls reject geometries that disagree with their operands
         program::ConvBackwardFilter(out, in, w, geo, {var({2}, "twoScales"), true}, "c");
       },
       {"ConvBackwardFilter", "scale"});
+  // A backward call writes in its operands' one type: half gradients into a float input
+  // gradient are refused, not written as half bits.
+  Tensor halfOut = g.addVariable(HALF, {1, 3, 2}, "halfOut"),
+         halfW = g.addVariable(HALF, {1, 3, 6}, "halfW");
+  g.setTileMapping(halfOut, 0);
+  g.setTileMapping(halfW, 0);
+  requireError<type_error>([&] { program::ConvBackwardData(halfOut, halfW, in, geo, "c"); },
+                           {"ConvBackwardData", "outGrad, weights and inGrad", "one type"});
 }
