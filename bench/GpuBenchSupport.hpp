@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace aspen::bench {
 
@@ -38,6 +40,26 @@ inline double deviceSeconds(unsigned repetitions, const std::function<void()> &f
     f();
     BENCH_CUDA_CHECK(cudaDeviceSynchronize());
   });
+}
+
+// Runs `script` with the GPU peers' interpreter and returns the numbers it prints, in order:
+// fewer than expected when it failed (its error goes to stderr). The interpreter is `python3`
+// from PATH, which on the GPU machines is the one holding CUDA PyTorch (bench::pythonResult's
+// /usr/bin/python3 has none there), or the one ASPEN_BENCH_PYTHON names. The script must not
+// contain a single quote.
+inline std::vector<double> peerNumbers(const std::string &script) {
+  const char *python = std::getenv("ASPEN_BENCH_PYTHON");
+  const std::string command =
+      std::string(python && *python ? python : "python3") + " -c '" + script + "'";
+  std::vector<double> numbers;
+  FILE *pipe = popen(command.c_str(), "r");
+  if (!pipe)
+    return numbers;
+  double x;
+  while (std::fscanf(pipe, "%lf", &x) == 1)
+    numbers.push_back(x);
+  pclose(pipe);
+  return numbers;
 }
 
 } // namespace aspen::bench

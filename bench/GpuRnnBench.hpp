@@ -99,24 +99,6 @@ inline std::string peerScript(const RnnLayer &layer, const std::vector<Shape> &s
                      fmt::arg("checkSeed", unsigned(kChecksumWeights)));
 }
 
-// Runs `script` with the peer's interpreter and returns the numbers it prints, in order: fewer
-// than expected when it failed (its error goes to stderr). Unlike bench::pythonResult, this one
-// reads several numbers and takes the interpreter from PATH (see the top of this file).
-inline std::vector<double> peerNumbers(const std::string &script) {
-  const char *python = std::getenv("ASPEN_BENCH_PYTHON");
-  const std::string command =
-      std::string(python && *python ? python : "python3") + " -c '" + script + "'";
-  std::vector<double> numbers;
-  FILE *pipe = popen(command.c_str(), "r");
-  if (!pipe)
-    return numbers;
-  double x;
-  while (std::fscanf(pipe, "%lf", &x) == 1)
-    numbers.push_back(x);
-  pclose(pipe);
-  return numbers;
-}
-
 inline std::size_t parseMaxH(const RnnLayer &layer, int argc, char **argv) {
   if (argc == 1)
     return kHidden[2];
