@@ -95,14 +95,6 @@ constexpr std::size_t kWorkspaceBytes = std::size_t(32) << 20;
 
 cudaDataType_t dataType(Type t) { return t == HALF ? CUDA_R_16F : CUDA_R_32F; }
 
-// The largest power of two up to 256 that divides `address`: the alignment cuBLASLt may assume.
-std::uint32_t alignmentOf(std::uint64_t address) {
-  std::uint32_t a = 256;
-  while (a > 1 && address % a != 0)
-    a /= 2;
-  return a;
-}
-
 // A column-major rows x cols matrix, ld = rows, `batch` of them `stride` elements apart.
 cublasLtMatrixLayout_t layout(const CublasLt &lt, Type type, std::uint64_t rows, std::uint64_t cols,
                               std::uint64_t batch, std::uint64_t stride) {
@@ -120,39 +112,137 @@ cublasLtMatrixLayout_t layout(const CublasLt &lt, Type type, std::uint64_t rows,
   return l;
 }
 
-struct Call {
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t aLayout = nullptr, bLayout = nullptr, cLayout = nullptr;
-  cublasLtMatmulAlgo_t algo{};
-  const void *a = nullptr, *b = nullptr, *alpha = nullptr, *beta = nullptr;
-  void *c = nullptr;
-};
-
 } // namespace
 
-struct CudaGemmKernels::Impl {
-  const CublasLt *lt = nullptr; // opened at the first graph with kernels
+std::uint32_t gemmAlignmentOf(std::uint64_t address) {
+  std::uint32_t a = 256;
+  while (a > 1 && address % a != 0)
+    a /= 2;
+  return a;
+}
+
+struct CudaBlasLt::Impl {
+  const CublasLt *lt = nullptr;
   cublasLtHandle_t handle = nullptr;
   DeviceBuffer workspace;
-  DeviceBuffer constants;  // float 0, float 1: beta and the default alpha
-  std::vector<Call> calls; // by kernel index
-
+  DeviceBuffer constants; // float 0, float 1
   ~Impl() {
-    if (!handle)
-      return;
-    for (Call &c : calls) {
-      if (c.aLayout)
-        lt->cublasLtMatrixLayoutDestroy(c.aLayout);
-      if (c.bLayout)
-        lt->cublasLtMatrixLayoutDestroy(c.bLayout);
-      if (c.cLayout)
-        lt->cublasLtMatrixLayoutDestroy(c.cLayout);
-      if (c.desc)
-        lt->cublasLtMatmulDescDestroy(c.desc);
-    }
     if (handle)
       lt->cublasLtDestroy(handle);
   }
+};
+
+CudaBlasLt::CudaBlasLt() : impl_(std::make_unique<Impl>()) {
+  impl_->lt = &cublasLt();
+  ASPEN_CUBLAS_CHECK(impl_->lt->cublasLtCreate(&impl_->handle));
+  impl_->workspace = DeviceBuffer(kWorkspaceBytes);
+  const float constants[2] = {0.0f, 1.0f};
+  impl_->constants = DeviceBuffer(sizeof constants);
+  ASPEN_CUDA_CHECK(
+      cudaMemcpy(impl_->constants.get(), constants, sizeof constants, cudaMemcpyHostToDevice));
+}
+CudaBlasLt::~CudaBlasLt() = default;
+const void *CudaBlasLt::zero() const { return impl_->constants.get(); }
+const void *CudaBlasLt::one() const { return impl_->constants.get() + sizeof(float); }
+
+struct CudaGemmPlan::Impl {
+  const CudaBlasLt::Impl *blas = nullptr;
+  cublasLtMatmulDesc_t desc = nullptr;
+  // cuBLASLt's A is our b, its B our a (C^T = op(b)^T . op(a)^T, column-major).
+  cublasLtMatrixLayout_t xLayout = nullptr, yLayout = nullptr, cLayout = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  ~Impl() {
+    const CublasLt &lt = *blas->lt;
+    for (cublasLtMatrixLayout_t l : {xLayout, yLayout, cLayout})
+      if (l)
+        lt.cublasLtMatrixLayoutDestroy(l);
+    if (desc)
+      lt.cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+CudaGemmPlan::CudaGemmPlan(const CudaBlasLt &blas, const GemmLayout &s, const std::string &what)
+    : impl_(std::make_unique<Impl>()) {
+  Impl &impl = *impl_;
+  impl.blas = blas.impl_.get();
+  const CublasLt &lt = *impl.blas->lt;
+  const cublasComputeType_t compute =
+      s.inputType == FLOAT && s.allowTF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  ASPEN_CUBLAS_CHECK(lt.cublasLtMatmulDescCreate(&impl.desc, compute, CUDA_R_32F));
+  const cublasLtPointerMode_t mode = CUBLASLT_POINTER_MODE_DEVICE;
+  ASPEN_CUBLAS_CHECK(lt.cublasLtMatmulDescSetAttribute(impl.desc, CUBLASLT_MATMUL_DESC_POINTER_MODE,
+                                                       &mode, sizeof mode));
+  // Row-major b [K,N] is column-major [N,K]: op(b)^T as it lies; b stored [N,K] (transB) is
+  // column-major [K,N], transposed by cuBLASLt. Likewise a.
+  const cublasOperation_t opX = s.transB ? CUBLAS_OP_T : CUBLAS_OP_N,
+                          opY = s.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+  ASPEN_CUBLAS_CHECK(lt.cublasLtMatmulDescSetAttribute(impl.desc, CUBLASLT_MATMUL_DESC_TRANSA,
+                                                       &opX, sizeof opX));
+  ASPEN_CUBLAS_CHECK(lt.cublasLtMatmulDescSetAttribute(impl.desc, CUBLASLT_MATMUL_DESC_TRANSB,
+                                                       &opY, sizeof opY));
+  impl.xLayout = s.transB ? layout(lt, s.inputType, s.K, s.N, s.G, s.strideB)
+                          : layout(lt, s.inputType, s.N, s.K, s.G, s.strideB);
+  impl.yLayout = s.transA ? layout(lt, s.inputType, s.M, s.K, s.G, s.strideA)
+                          : layout(lt, s.inputType, s.K, s.M, s.G, s.strideA);
+  impl.cLayout = layout(lt, s.outputType, s.N, s.M, s.G, s.strideC);
+
+  cublasLtMatmulPreference_t preference = nullptr;
+  ASPEN_CUBLAS_CHECK(lt.cublasLtMatmulPreferenceCreate(&preference));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
+  const std::uint64_t workspaceBytes = impl.blas->workspace.bytes();
+  const std::uint32_t align = s.alignment;
+  struct Attribute {
+    cublasLtMatmulPreferenceAttributes_t which;
+    const void *value;
+    std::size_t size;
+  };
+  const Attribute attributes[] = {
+      {CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspaceBytes, sizeof workspaceBytes},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align, sizeof align},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align, sizeof align},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align, sizeof align},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align, sizeof align}};
+  for (const Attribute &attr : attributes)
+    if (status == CUBLAS_STATUS_SUCCESS)
+      status =
+          lt.cublasLtMatmulPreferenceSetAttribute(preference, attr.which, attr.value, attr.size);
+  if (status == CUBLAS_STATUS_SUCCESS)
+    status = lt.cublasLtMatmulAlgoGetHeuristic(impl.blas->handle, impl.desc, impl.xLayout,
+                                               impl.yLayout, impl.cLayout, impl.cLayout,
+                                               preference, 1, &result, &found);
+  lt.cublasLtMatmulPreferenceDestroy(preference);
+  if (status != CUBLAS_STATUS_SUCCESS || found == 0)
+    throw error("Engine::load: " + what + " (G=" + std::to_string(s.G) +
+                " M=" + std::to_string(s.M) + " K=" + std::to_string(s.K) +
+                " N=" + std::to_string(s.N) + ", " + s.inputType.toString() + " inputs, " +
+                s.outputType.toString() + " output): cuBLASLt has no algorithm for it (" +
+                lt.cublasLtGetStatusString(status) +
+                "); cuBLASLt takes float -> float, half -> half and half -> float");
+  impl.algo = result.algo;
+}
+
+CudaGemmPlan::~CudaGemmPlan() = default;
+
+void CudaGemmPlan::enqueue(cudaStream_t stream, const void *a, const void *b, void *c,
+                           const void *alpha, const void *beta) const {
+  const Impl &impl = *impl_;
+  const CudaBlasLt::Impl &blas = *impl.blas;
+  ASPEN_CUBLAS_CHECK(blas.lt->cublasLtMatmul(blas.handle, impl.desc, alpha, b, impl.xLayout, a,
+                                             impl.yLayout, beta, c, impl.cLayout, c, impl.cLayout,
+                                             &impl.algo, blas.workspace.get(),
+                                             blas.workspace.bytes(), stream));
+}
+
+struct CudaGemmKernels::Impl {
+  std::unique_ptr<CudaBlasLt> blas; // opened at the first graph with Gemm kernels
+  struct Call {
+    std::unique_ptr<CudaGemmPlan> plan;
+    const void *a = nullptr, *b = nullptr, *alpha = nullptr, *beta = nullptr;
+    void *c = nullptr;
+  };
+  std::vector<Call> calls; // by kernel index
 };
 
 CudaGemmKernels::CudaGemmKernels(const CompiledGraph &graph, std::uint64_t arenaBase)
@@ -162,22 +252,13 @@ CudaGemmKernels::CudaGemmKernels(const CompiledGraph &graph, std::uint64_t arena
   if (std::none_of(graph.kernels.begin(), graph.kernels.end(),
                    [](const CompiledKernel &k) { return k.kind == KernelKind::Gemm; }))
     return;
-  impl.lt = &cublasLt();
-  const CublasLt &lt = *impl.lt;
-  ASPEN_CUBLAS_CHECK(lt.cublasLtCreate(&impl.handle));
-  impl.workspace = DeviceBuffer(kWorkspaceBytes);
-  const float constants[2] = {0.0f, 1.0f};
-  impl.constants = DeviceBuffer(sizeof constants);
-  ASPEN_CUDA_CHECK(
-      cudaMemcpy(impl.constants.get(), constants, sizeof constants, cudaMemcpyHostToDevice));
-  const std::uint64_t zero = impl.constants.address(), one = zero + sizeof(float);
-
+  impl.blas = std::make_unique<CudaBlasLt>();
   for (std::size_t i = 0; i < graph.kernels.size(); ++i) {
     const CompiledKernel &k = graph.kernels[i];
     if (k.kind != KernelKind::Gemm)
       continue;
     const GemmShape &s = k.gemm;
-    Call &call = impl.calls[i];
+    Impl::Call &call = impl.calls[i];
     auto address = [&](const DescTemplate &d) -> std::uint64_t {
       return d.base == DescTemplate::Arena
                  ? arenaBase + graph.buffers.at(d.buffer).offset + d.offset
@@ -190,67 +271,22 @@ CudaGemmKernels::CudaGemmKernels(const CompiledGraph &graph, std::uint64_t arena
     call.a = reinterpret_cast<const void *>(a);
     call.b = reinterpret_cast<const void *>(b);
     call.c = reinterpret_cast<void *>(c);
-    call.alpha = reinterpret_cast<const void *>(scale ? scale : one);
-    call.beta = reinterpret_cast<const void *>(s.accumulate ? one : zero);
-
-    const cublasComputeType_t compute =
-        s.inputType == FLOAT && s.allowTF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-    ASPEN_CUBLAS_CHECK(lt.cublasLtMatmulDescCreate(&call.desc, compute, CUDA_R_32F));
-    const cublasLtPointerMode_t mode = CUBLASLT_POINTER_MODE_DEVICE;
-    ASPEN_CUBLAS_CHECK(lt.cublasLtMatmulDescSetAttribute(
-        call.desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, &mode, sizeof mode));
-    // Column-major view: C^T [N,M] = B^T [N,K] . A^T [K,M].
-    call.bLayout = layout(lt, s.inputType, s.N, s.K, s.G, s.K * s.N);
-    call.aLayout = layout(lt, s.inputType, s.K, s.M, s.G, s.M * s.K);
-    call.cLayout = layout(lt, s.outputType, s.N, s.M, s.G, s.M * s.N);
-
-    cublasLtMatmulPreference_t preference = nullptr;
-    ASPEN_CUBLAS_CHECK(lt.cublasLtMatmulPreferenceCreate(&preference));
-    cublasLtMatmulHeuristicResult_t result{};
-    int found = 0;
-    cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
-    const std::uint64_t workspaceBytes = kWorkspaceBytes;
-    const std::uint32_t alignB = alignmentOf(b), alignA = alignmentOf(a), alignC = alignmentOf(c);
-    struct Attribute {
-      cublasLtMatmulPreferenceAttributes_t which;
-      const void *value;
-      std::size_t size;
-    };
-    // cuBLASLt's A is our B, its B our A.
-    const Attribute attributes[] = {
-        {CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspaceBytes, sizeof workspaceBytes},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &alignB, sizeof alignB},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alignA, sizeof alignA},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alignC, sizeof alignC},
-        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alignC, sizeof alignC}};
-    for (const Attribute &attr : attributes)
-      if (status == CUBLAS_STATUS_SUCCESS)
-        status =
-            lt.cublasLtMatmulPreferenceSetAttribute(preference, attr.which, attr.value, attr.size);
-    if (status == CUBLAS_STATUS_SUCCESS)
-      status = lt.cublasLtMatmulAlgoGetHeuristic(impl.handle, call.desc, call.bLayout, call.aLayout,
-                                                 call.cLayout, call.cLayout, preference, 1, &result,
-                                                 &found);
-    lt.cublasLtMatmulPreferenceDestroy(preference);
-    if (status != CUBLAS_STATUS_SUCCESS || found == 0)
-      throw error("Engine::load: Gemm '" + k.name + "' (G=" + std::to_string(s.G) +
-                  " M=" + std::to_string(s.M) + " K=" + std::to_string(s.K) +
-                  " N=" + std::to_string(s.N) + ", " + s.inputType.toString() + " inputs, " +
-                  s.outputType.toString() + " output): cuBLASLt has no algorithm for it (" +
-                  lt.cublasLtGetStatusString(status) +
-                  "); cuBLASLt takes float -> float, half -> half and half -> float");
-    call.algo = result.algo;
+    call.alpha = scale ? reinterpret_cast<const void *>(scale) : impl.blas->one();
+    call.beta = s.accumulate ? impl.blas->one() : impl.blas->zero();
+    GemmLayout l;
+    l.G = s.G, l.M = s.M, l.K = s.K, l.N = s.N;
+    l.strideA = s.M * s.K, l.strideB = s.K * s.N, l.strideC = s.M * s.N;
+    l.inputType = s.inputType, l.outputType = s.outputType, l.allowTF32 = s.allowTF32;
+    l.alignment = std::min({gemmAlignmentOf(a), gemmAlignmentOf(b), gemmAlignmentOf(c)});
+    call.plan = std::make_unique<CudaGemmPlan>(*impl.blas, l, "Gemm '" + k.name + "'");
   }
 }
 
 CudaGemmKernels::~CudaGemmKernels() = default;
 
 void CudaGemmKernels::enqueue(cudaStream_t stream, std::uint32_t index) const {
-  const Impl &impl = *impl_;
-  const Call &c = impl.calls.at(index);
-  ASPEN_CUBLAS_CHECK(impl.lt->cublasLtMatmul(
-      impl.handle, c.desc, c.alpha, c.b, c.bLayout, c.a, c.aLayout, c.beta, c.c, c.cLayout, c.c,
-      c.cLayout, &c.algo, impl.workspace.get(), impl.workspace.bytes(), stream));
+  const Impl::Call &c = impl_->calls.at(index);
+  c.plan->enqueue(stream, c.a, c.b, c.c, c.alpha, c.beta);
 }
 
 } // namespace aspen::detail
