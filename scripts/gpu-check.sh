@@ -169,6 +169,22 @@ for d in "$CUDA_HOME/lib64" "$CUDA_HOME/lib" "$CUDA_HOME/targets/x86_64-linux/li
 done
 export CUDA_HOME
 export ASPEN_CUDA_INCLUDE_DIR=$CUDA_HOME/include
+# cuDNN for the convolution calls: the toolkit's when it has one, else the one PyTorch's wheels
+# bring (libaspen opens it from ASPEN_CUDNN_LIBRARY; the tests then check the cuDNN path).
+if [ -z "${ASPEN_CUDNN_LIBRARY:-}" ]; then
+  cudnn=$(find "$CUDA_HOME/lib64" "$CUDA_HOME/lib" "$CUDA_HOME/targets/x86_64-linux/lib" \
+    -maxdepth 1 -name 'libcudnn.so.9' 2>/dev/null | head -n 1)
+  if [ -z "$cudnn" ]; then
+    site=$(timeout "$(limit 30)" python3 -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))' 2>/dev/null)
+    [ -n "$site" ] && [ -d "$site/nvidia" ] &&
+      cudnn=$(find "$site/nvidia" -name 'libcudnn.so.9' 2>/dev/null | head -n 1)
+  fi
+  if [ -n "$cudnn" ]; then
+    export ASPEN_CUDNN_LIBRARY=$cudnn
+    cuda_libs=${cuda_libs:+$cuda_libs:}$(dirname "$cudnn") # its sub-libraries beside it
+  fi
+fi
+note "cuDNN: ${ASPEN_CUDNN_LIBRARY:-none found (convolution calls run im2col + cuBLASLt)}"
 # The benchmarks' peer (PyTorch, through python3) brings its own CUDA libraries: it gets the
 # library path this run started with, not the toolkit's.
 original_ld_path=${LD_LIBRARY_PATH:-}
@@ -348,9 +364,11 @@ run_bench 60 bench_gpu_matmul
 run_bench 90 bench_gpu_lstm --max-h 512
 # GRU vs cuDNN at T = 50 for H = 256 (4 shapes).
 run_bench 70 bench_gpu_gru --max-h 256
+# Convolutions vs torch's cuDNN, benchmark mode off and on (6 ResNet-50 layers, B = 1 and 32).
+run_bench 90 bench_gpu_conv
 for bench in "$bundle"/bin/bench_gpu_*; do
   case "${bench##*/}" in
-  bench_gpu_launch | bench_gpu_copy | bench_gpu_matmul | bench_gpu_lstm | bench_gpu_gru) ;;
+  bench_gpu_launch | bench_gpu_copy | bench_gpu_matmul | bench_gpu_lstm | bench_gpu_gru | bench_gpu_conv) ;;
   *) run_bench 30 "${bench##*/}" ;;
   esac
 done

@@ -19,7 +19,7 @@
 //         weights = deltas (options.accumulate false) or weights += scale * deltas (true)
 //         in [B, G*Ci, F...], out / outGrad [B, G*Co, O...], weights [G, Co, Ci*T] (T kernel
 //         taps) of the geometry's sizes; in and weights one type (float or half), out float or
-//         half. ConvGeometry's per-dimension tables say which input element each output reads
+//         half; a backward call's operands all one type. ConvGeometry's per-dimension tables say which input element each output reads
 //         through each tap, so any truncation, dilation, padding, flip and stride is one form.
 //         aspen::linalg's convolution builders make these (its planner's "library" method).
 //         CPU executor: oneDNN (libdnnl, opened at load) for float calls that are ordinary
@@ -28,8 +28,13 @@
 //         into the output's rows (a 1x1 convolution reading every input element once in order
 //         is multiplied in place); backward data is sgemm then col2im (a scatter-add), the
 //         weight update sgemm over every chunk of every image, accumulated in float. Either
-//         way the bits do not depend on the executor's thread count. The CUDA executor does
-//         not run them yet (a load error).
+//         way the bits do not depend on the executor's thread count.
+//         GPU (aspen.cuda.convolutions = auto | cudnn | gemm): cuDNN (opened at load; its
+//         algorithm the fastest of cuDNN's heuristic picks whose workspace fits
+//         geometry.workspaceBytes; FMA float maths unless allowTF32) when the tables are an
+//         ordinary convolution with symmetric-enough padding and one element type; otherwise
+//         im2col of as many images as the workspace allows, then one batched cuBLASLt product
+//         per image (the groups its batch), col2im as a gather. Capturable into CUDA graphs.
 //
 // Operands may be any views: those whose elements are not one contiguous row-major run are
 // gathered into temporaries first (and c scattered back after), and so are a and b when they
@@ -66,6 +71,10 @@ struct ConvGeometry {
   // Per field dimension d, outputField[d] * taps[d] entries, output-major: the input index
   // output o reads through tap t, or -1 (padding, a dilation hole, a truncated element).
   std::vector<std::vector<std::int64_t>> inputIndex;
+  // On a GPU: the most scratch memory the call may take (cuDNN's workspace, im2col's columns),
+  // 0 for the executor's own bound; and whether float products may use TF32 tensor cores.
+  std::uint64_t workspaceBytes = 0;
+  bool allowTF32 = false;
 };
 
 struct ConvBackwardFilterOptions {

@@ -454,7 +454,7 @@ template <> struct Members<program::ConvGeometry> {
   template <class Self, class F> static void apply(Self &self, F &&f) {
     ASPEN_MEMBER(batch); ASPEN_MEMBER(groups); ASPEN_MEMBER(inChans); ASPEN_MEMBER(outChans);
     ASPEN_MEMBER(inputField); ASPEN_MEMBER(outputField); ASPEN_MEMBER(taps);
-    ASPEN_MEMBER(inputIndex);
+    ASPEN_MEMBER(inputIndex); ASPEN_MEMBER(workspaceBytes); ASPEN_MEMBER(allowTF32);
   }
 };
 template <> struct Members<ConvShape> {

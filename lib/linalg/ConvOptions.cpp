@@ -98,6 +98,7 @@ ConvOptions parseConvOptions(const OptionFlags &options, Type inputType) {
            })
       .number("availableMemoryProportion", parsed.availableMemoryProportion, 0, 1)
       .enumeration("partialsType", parsed.partialsType, {{"float", FLOAT}, {"half", HALF}})
+      .boolean("allowTF32", parsed.allowTF32)
       .add("planConstraints", "a JSON object (see Convolution.hpp)",
            [&constraintsText](const std::string &v) {
              constraintsText = v;

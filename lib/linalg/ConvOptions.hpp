@@ -16,6 +16,7 @@ struct ConvOptions {
   std::string pass = "NONE"; // validated; each pass is planned on its own shapes
   double availableMemoryProportion = 0.6;
   Type partialsType = FLOAT;
+  bool allowTF32 = false; // GPU library calls: float products on TF32 tensor cores
   std::optional<std::string> method;      // planConstraints.method: library, gemm or direct
   std::optional<std::size_t> batchSerial; // planConstraints.serial.batch
   std::string matMulConstraints;          // planConstraints.matMul, as JSON text

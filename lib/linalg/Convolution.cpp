@@ -112,10 +112,11 @@ std::uint64_t multiplyAdds(const ConvParams &p) {
   return macs;
 }
 
-// Whether executors of this target run the convolution calls (ConvPlan.hpp): the CPU
-// executor does; GPU targets wait for the CUDA executor's, and the IPU models plan portably.
+// Whether executors of this target run the convolution calls (ConvPlan.hpp): the CPU and CUDA
+// executors do; the IPU models plan portably.
 bool hasConvCalls(const Target &target) {
-  return target.getTargetType() == TargetType::CPU || target.getTargetArchString() == "generic";
+  return target.getTargetType() == TargetType::CPU || target.getTargetType() == TargetType::GPU ||
+         target.getTargetArchString() == "generic";
 }
 
 // The direct method's bound: input channels x kernel taps a group at most this.
@@ -144,7 +145,7 @@ ConvPlan planConvolution(const Target &target, const ConvParams &p, const ConvOp
             ? "the convolution calls take one element type, and this convolution has " +
                   p.inputType.toString() + " in and " + p.outputType.toString() + " out"
             : "target '" + target.getName() +
-                  "' has no convolution calls (the CUDA executor has none yet)"));
+                  "' has no convolution calls (IPU models plan the portable methods)"));
   const bool gemmPinned = o.method == "gemm" || o.batchSerial || !o.matMulConstraints.empty();
   // Direct vertices: pinned, or chosen by cost where there are no convolution calls (a CPU
   // target's calls are the vectorised path for every shape).
@@ -285,6 +286,17 @@ std::optional<ConvParams> forwardOfGradient(const ConvParams &p) {
   return fwd;
 }
 
+// A library call's tables with what the options give it: its scratch bound (the planner's
+// memory budget) and whether float products may use TF32.
+program::ConvGeometry callGeometry(const ConvLowering &lowering, const ConvOptions &o,
+                                   const Target &target) {
+  program::ConvGeometry g = lowering.geometry();
+  g.workspaceBytes =
+      std::uint64_t(o.availableMemoryProportion * double(target.getMemoryBytes()));
+  g.allowTF32 = o.allowTF32;
+  return g;
+}
+
 // The forward product into out (checked), any weights orientation.
 void convolve(Graph &graph, const Tensor &in, const Tensor &weights, const Tensor &out,
               const ConvParams &p, bool transposeAndFlipWeights, program::Sequence &prog,
@@ -308,15 +320,18 @@ void convolve(Graph &graph, const Tensor &in, const Tensor &weights, const Tenso
     return;
   }
   if (plan.method == "library") {
-    if (transposeAndFlipWeights)
+    // The backward call writes its input gradient in the weights' type.
+    if (transposeAndFlipWeights && out.elementType() == p.inputType)
       if (const std::optional<ConvParams> fwd = forwardOfGradient(p)) {
         const ConvLowering forward(graph, *fwd, debug);
         prog.add(program::ConvBackwardData(in, forward.kernelMatrix(weights, false), out,
-                                           forward.geometry(), {debug, "convBackwardData"}));
+                                           callGeometry(forward, o, graph.getTarget()),
+                                           {debug, "convBackwardData"}));
         return;
       }
     prog.add(program::ConvForward(in, lowering.kernelMatrix(weights, transposeAndFlipWeights),
-                                  out, lowering.geometry(), {debug, "convForward"}));
+                                  out, callGeometry(lowering, o, graph.getTarget()),
+                                  {debug, "convForward"}));
     return;
   }
   if (plan.method == "direct") {
@@ -363,7 +378,8 @@ void weightProducts(Graph &graph, const Tensor &zDeltas, const Tensor &activatio
     if (scale)
       call.scale = *scale;
     prog.add(program::ConvBackwardFilter(zDeltas, activations, lowering.keptKernel(target),
-                                         lowering.geometry(), call, {debug, fn}));
+                                         callGeometry(lowering, o, graph.getTarget()), call,
+                                         {debug, fn}));
     return;
   }
   const Tensor col = lowering.loweredInput(activations);

@@ -171,13 +171,12 @@ void checkCase(const ConvParams &p, const OptionFlags &convOptions = {}, unsigne
     INFO("method direct"); // forward and backward data; the weight update plans gemm
     checkOne(p, pinned("direct"), seed);
   }
-  if (test::gpuRequested()) { // the CUDA executor has no convolution calls yet: it says so
-    try {
-      checkOne(p, pinned("library"), seed);
-      FAIL("a convolution call loaded on a GPU");
-    } catch (const error &e) {
-      REQUIRE(std::string(e.what()).find("no convolution library call yet") != std::string::npos);
+  if (test::gpuRequested()) { // the CUDA executor's calls: cuDNN where it applies, im2col
+    for (const char *calls : {"auto", "gemm"}) {
+      INFO("method library, aspen.cuda.convolutions " << calls);
+      checkOne(p, pinned("library"), seed, {{"aspen.cuda.convolutions", calls}});
     }
+    INFO("method gemm");
     checkOne(p, pinned("gemm"), seed);
     return;
   }
@@ -327,16 +326,17 @@ TEST_CASE("convolution passes are bit-identical across CPU thread counts",
   }
 }
 
-TEST_CASE("convolution plans by target: library calls on CPU targets, gemm on the others",
+TEST_CASE("convolution plans by target: library calls on CPU and GPU targets, portable "
+          "methods on the IPU models",
           "[correctness][conv]") {
   const ConvParams p = torchStyle(FLOAT, 2, {9, 8}, {3, 3}, 3, 4, 1, {1, 1}, {1, 1}, {2, 2},
                                   {1, 1});
   const ConvParams wide = torchStyle(FLOAT, 8, {56, 56}, {3, 3}, 64, 64, 1, {1, 1}, {1, 1},
                                      {1, 1}, {1, 1});
-  for (const char *model : {"h200", "ipu2"}) {
-    Graph g(Target::createModel(model));
+  {
+    Graph g(Target::createModel("ipu2"));
     const linalg::ConvPlan plan = linalg::getConvPlan(g, p);
-    INFO(model << ": " << plan.reason);
+    INFO("ipu2: " << plan.reason);
     // 3 input channels x 9 taps: the direct vertices; 64 x 9: the product.
     REQUIRE(plan.method == "direct");
     REQUIRE(plan.reason.find("no convolution calls") != std::string::npos);
@@ -348,7 +348,8 @@ TEST_CASE("convolution plans by target: library calls on CPU targets, gemm on th
         linalg::getConvPlan(g, p, {{"planConstraints", R"({"method": "library"})"}}),
         invalid_option);
   }
-  for (const Target &target : {Target::createGeneric(4, 4), Target::createCPUTarget()}) {
+  for (const Target &target : {Target::createGeneric(4, 4), Target::createCPUTarget(),
+                               Target::createModel("h200")}) {
     Graph g(target);
     const linalg::ConvPlan plan = linalg::getConvPlan(g, p);
     INFO(target.getName() << ": " << plan.reason);
@@ -386,4 +387,31 @@ TEST_CASE("the library method runs backward data as the forward's ConvBackwardDa
     REQUIRE(r.profile.find(kind) != std::string::npos);
   requireClose("input gradient", r.inGrad, convref::backwardData(p, x.outGrad, x.weights), FLOAT,
                27);
+}
+
+TEST_CASE("GPU convolution calls: cuDNN pinned runs ordinary convolutions and refuses the rest",
+          "[correctness][conv]") {
+  if (!test::gpuRequested()) { // the CUDA executor's cuDNN path: the suite's GPU run checks it
+    std::printf("%s: a GPU test, run with ASPEN_TEST_DEVICE=gpu\n", test::kSkipMarker);
+    return;
+  }
+  const OptionFlags library = {{"planConstraints", R"({"method": "library"})"}};
+  const OptionFlags cudnn = {{"aspen.cuda.convolutions", "cudnn"}};
+  // Grouped, strided, padded, dilated, float and half: cuDNN's own form.
+  for (const Type type : {FLOAT, HALF}) {
+    INFO(type.toString());
+    checkOne(torchStyle(type, 3, {11, 10}, {3, 3}, 4, 6, 2, {1, 1}, {1, 1}, {2, 1}, {1, 2}),
+             library, 11, cudnn);
+  }
+  // Input dilation (a transposed convolution's forward) is not: the load says why.
+  ConvParams dilated = torchStyle(FLOAT, 2, {5, 5}, {3, 3}, 2, 3, 1, {1, 1}, {1, 1}, {1, 1},
+                                  {1, 1});
+  dilated.inputTransform.dilation = {2, 2};
+  try {
+    checkOne(dilated, library, 12, cudnn);
+    FAIL("cuDNN pinned loaded a convolution with input dilation");
+  } catch (const error &e) {
+    INFO(e.what());
+    REQUIRE(std::string(e.what()).find("cuDNN cannot run it") != std::string::npos);
+  }
 }

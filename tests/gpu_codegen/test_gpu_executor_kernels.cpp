@@ -97,11 +97,21 @@ TEST_CASE("the CUDA executor's kernels compile for sm_90 into loadable cubins",
     CHECK(symbols.defined.count("aspen_copy_segments") == 0);
     CHECK(symbols.strongUndefined == std::set<std::string>{"cudaGraphSetConditional"});
   }
+  SECTION("the convolution module: im2col, col2im and the weight update, self-contained") {
+    const std::vector<std::uint8_t> image = compileCudaExecutorKernels(ExecutorModule::Conv, 90);
+    const ElfSymbols symbols = elfSymbols(std::string(image.begin(), image.end()));
+    CHECK(symbols.type == 2);
+    for (const char *kernel : {"aspen_conv_im2col", "aspen_conv_col2im", "aspen_conv_update"})
+      CHECK(symbols.defined.count(kernel) == 1);
+    CHECK(symbols.defined.count("aspen_copy_segments") == 0);
+    CHECK(symbols.strongUndefined.empty());
+  }
 }
 
 TEST_CASE("the CUDA executor's kernels are cached on disk by content, not by folder",
           "[gpu_codegen][cuda_executor]") {
-  for (const ExecutorModule module : {ExecutorModule::Copy, ExecutorModule::Control}) {
+  for (const ExecutorModule module :
+       {ExecutorModule::Copy, ExecutorModule::Control, ExecutorModule::Conv}) {
     const std::vector<std::uint8_t> &image = cudaExecutorKernelImage(module, 90);
     CHECK(image == compileCudaExecutorKernels(module, 90));
     // The cached file holds the same bytes, under a name that says the module and architecture.

@@ -8,8 +8,9 @@
 // it with OpenBLAS (a 1x1 convolution reading its input in order is multiplied in place);
 // backward data is a product and a col2im scatter, not a zero-stuffed forward: convolution() on getGradientParams(fwd) with transposeAndFlipWeights is recognised
 // (getGradientParams of it is fwd again) and runs as fwd's ConvBackwardData. The CUDA executor
-// has no convolution calls yet, so GPU targets (and the IPU models, whose graphs are the
-// portable ones) plan "gemm"; the CPU and generic targets plan "library".
+// runs the calls with cuDNN, or im2col + cuBLASLt where cuDNN does not apply (Kernels.hpp). The
+// CPU, GPU and generic targets plan "library"; the IPU models, whose graphs are the portable
+// ones, plan "gemm" or "direct".
 //
 // "gemm": one grouped matrix product per serial batch chunk,
 //   out[g] [b*P, Co] = col[g] [b*P, Ci*T] . W[g] [Ci*T, Co]

@@ -4,6 +4,7 @@
 #include "CudaCheck.hpp"
 #include "CudaDevice.hpp"
 #include "CudaExecutorKernels.hpp"
+#include "CudaConv.hpp"
 #include "CudaGemm.hpp"
 #include "CudaGraph.hpp"
 #include "GpuLaunchTables.hpp"
@@ -139,6 +140,7 @@ public:
       for (auto &library : loadedLibraries_)
         (void)library.release();
       (void)gemm_.release();
+      (void)conv_.release();
       return;
     }
     if (stream_)
@@ -182,7 +184,7 @@ public:
     for (const CopyPlan &plan : graph.copies)
       copies_.push_back(
           loadCopy(gpuCopyPlan(plan, graph.buffers, arena_.address(), temporary_.address())));
-    loadKernels();
+    loadKernels(cc);
 
     if (options_.graphControlFlow) {
       if (cudaDriverVersion() < kCudaGraphControlFlowDriverVersion)
@@ -436,20 +438,24 @@ private:
   }
 
   // The kernel steps: block codelets' kernels and the library kernels' cuBLASLt plans.
-  void loadKernels() {
+  void loadKernels(unsigned cc) {
     const std::vector<std::uint32_t> typeIndices = gpuVertexTypeIndices(*graph_);
     for (const CompiledKernel &kernel : graph_->kernels) {
       LoadedKernel loaded;
-      if (kernel.isConv())
-        throw error(std::string(kernelKindName(kernel.kind)) + " '" + kernel.name +
-                    "': the CUDA executor has no convolution library call yet (cuDNN is "
-                    "planned); build the convolution with option planConstraints "
-                    "{\"method\": \"gemm\"}, which GPU targets plan by default");
       if (kernel.kind == KernelKind::Block)
         loadBlockKernel(kernel, typeIndices, loaded);
       kernels_.push_back(std::move(loaded));
     }
     gemm_ = std::make_unique<CudaGemmKernels>(*graph_, arena_.address());
+    conv_ = std::make_unique<CudaConvKernels>(
+        *graph_, arena_.address(), options_.convolutions, [this, cc](const char *name) {
+          if (!convKernels_)
+            convKernels_ = loadedLibraries_
+                               .emplace_back(std::make_unique<LoadedLibrary>(
+                                   cudaExecutorKernelImage(ExecutorModule::Conv, cc)))
+                               .get();
+          return convKernels_->kernel(name);
+        });
     // One GridState a kernel (block kernels use theirs), with the wait timeout set.
     std::vector<GridState> grids(std::max<std::size_t>(graph_->kernels.size(), 1), GridState{});
     for (GridState &g : grids)
@@ -554,7 +560,10 @@ private:
           cudaLaunchKernelExC(&config, reinterpret_cast<const void *>(kernel.block), args));
       return;
     }
-    gemm_->enqueue(stream, index);
+    if (compiled.isConv())
+      conv_->enqueue(stream, index);
+    else
+      gemm_->enqueue(stream, index);
   }
 
   void enqueueComputeSet(cudaStream_t stream, std::uint32_t index) override {
@@ -737,6 +746,8 @@ private:
   std::vector<LoadedCopy> copies_;
   std::vector<LoadedKernel> kernels_;
   std::unique_ptr<CudaGemmKernels> gemm_;
+  std::unique_ptr<CudaConvKernels> conv_;
+  const LoadedLibrary *convKernels_ = nullptr; // the Conv module, loaded when a call needs it
   struct FailureOwner {
     std::uint32_t computeSet, launch;
   };

@@ -96,6 +96,76 @@ extern "C" __global__ void aspen_repeat_next(cudaGraphConditionalHandle h, unsig
 }
 )CUDA";
 
+const char *const kConvKernels = R"CUDA(
+#include <cuda_fp16.h>
+
+__device__ float loadFloat(const void *p, unsigned long long i, unsigned isHalf) {
+  return isHalf ? __half2float(static_cast<const __half *>(p)[i]) : static_cast<const float *>(p)[i];
+}
+
+__device__ void storeFloat(void *p, unsigned long long i, unsigned isHalf, float v) {
+  if (isHalf)
+    static_cast<__half *>(p)[i] = __float2half_rn(v);
+  else
+    static_cast<float *>(p)[i] = v;
+}
+
+template <typename T>
+__device__ void im2col(const T *images, T *col, const long long *offsets, unsigned long long n,
+                       unsigned long long F, unsigned long long T_, unsigned long long P) {
+  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    const unsigned long long p = i % P, row = i / P, t = row % T_, c = row / T_;
+    const long long offset = offsets[t * P + p];
+    col[i] = offset < 0 ? T(0) : images[c * F + (unsigned long long)offset];
+  }
+}
+
+extern "C" __global__ void aspen_conv_im2col(const void *images, void *col,
+                                             const long long *offsets, unsigned elementBytes,
+                                             unsigned long long channels, unsigned long long F,
+                                             unsigned long long T, unsigned long long P) {
+  const unsigned long long n = channels * T * P;
+  if (elementBytes == 2)
+    im2col(static_cast<const unsigned short *>(images), static_cast<unsigned short *>(col),
+           offsets, n, F, T, P);
+  else
+    im2col(static_cast<const unsigned *>(images), static_cast<unsigned *>(col), offsets, n, F, T,
+           P);
+}
+
+extern "C" __global__ void aspen_conv_col2im(const float *col, void *images,
+                                             const long long *readers, unsigned isHalf,
+                                             unsigned long long channels, unsigned long long F,
+                                             unsigned long long T, unsigned long long P) {
+  const unsigned long long n = channels * F, stride = (unsigned long long)gridDim.x * blockDim.x;
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    const unsigned long long f = i % F, c = i / F;
+    float sum = 0.0f;
+    for (unsigned long long t = 0; t < T; ++t) {
+      const long long p = readers[t * F + f];
+      if (p >= 0)
+        sum += col[(c * T + t) * P + (unsigned long long)p];
+    }
+    storeFloat(images, i, isHalf, sum);
+  }
+}
+
+extern "C" __global__ void aspen_conv_update(const void *deltas, unsigned deltasHalf,
+                                             void *weights, unsigned isHalf, const float *scale,
+                                             unsigned accumulate, unsigned long long n) {
+  const float s = scale ? *scale : 1.0f;
+  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;
+       i += stride) {
+    const float old = accumulate ? loadFloat(weights, i, isHalf) : 0.0f;
+    storeFloat(weights, i, isHalf, old + s * loadFloat(deltas, i, deltasHalf));
+  }
+}
+)CUDA";
+
 // The CUDA toolkit's include folder as an option, and the same option as a cache key sees it (a
 // folder name is not content: the bundle's cache serves a toolkit installed elsewhere).
 const char *const kToolkitIncludeKey = "-I<cuda toolkit include>";
@@ -104,16 +174,28 @@ const char *const kToolkitIncludeKey = "-I<cuda toolkit include>";
 
 const char *cudaExecutorKernelSource(ExecutorModule module) {
   static const std::string control = std::string(kControlRulesSource) + kControlKernels;
-  return module == ExecutorModule::Copy ? kCopySource : control.c_str();
+  switch (module) {
+  case ExecutorModule::Copy: return kCopySource;
+  case ExecutorModule::Control: return control.c_str();
+  case ExecutorModule::Conv: return kConvKernels;
+  }
+  throw internal_error("cudaExecutorKernelSource: unknown module");
 }
 
 const char *cudaExecutorKernelFile(ExecutorModule module) {
-  return module == ExecutorModule::Copy ? "aspen_copy_kernels.cu" : "aspen_control_kernels.cu";
+  switch (module) {
+  case ExecutorModule::Copy: return "aspen_copy_kernels.cu";
+  case ExecutorModule::Control: return "aspen_control_kernels.cu";
+  case ExecutorModule::Conv: return "aspen_conv_kernels.cu";
+  }
+  throw internal_error("cudaExecutorKernelFile: unknown module");
 }
 
 std::vector<std::string> cudaExecutorKernelOptions(ExecutorModule module) {
   if (module == ExecutorModule::Copy)
     return {"-std=c++17"};
+  if (module == ExecutorModule::Conv) // cuda_fp16.h
+    return {"-I" + cudaToolkitIncludeDir(), "-std=c++17"};
   // 1105: cuda_device_runtime_api.h includes an internal header NVRTC warns about.
   return {"-I" + cudaToolkitIncludeDir(), "-std=c++17", "-diag-suppress=1105"};
 }

@@ -23,7 +23,7 @@
 
 namespace aspen::detail {
 
-enum class ExecutorModule { Copy, Control };
+enum class ExecutorModule { Copy, Control, Conv };
 
 // Kernel names and signatures (all extern "C"):
 // Copy:
@@ -40,6 +40,22 @@ enum class ExecutorModule { Copy, Control };
 //   aspen_repeat_next(cudaGraphConditionalHandle h, unsigned *counter)
 //       a counted loop: h = iterations left != 0.
 // The control kernels run on one thread.
+// Conv (the convolution calls' im2col + cuBLASLt path, CudaConv.hpp; grid-stride loops):
+//   aspen_conv_im2col(const void *images, void *col, const long long *offsets,
+//                     unsigned elementBytes, unsigned long long channels, unsigned long long F,
+//                     unsigned long long T, unsigned long long P)
+//       col[(c * T + t) * P + p] = images[c * F + offsets[t * P + p]], or 0 where the offset is
+//       -1, for the `channels` image channels in a row (images x groups x Ci); 2- or 4-byte
+//       elements copied as they are.
+//   aspen_conv_col2im(const float *col, void *images, const long long *readers,
+//                     unsigned isHalf, unsigned long long channels, unsigned long long F,
+//                     unsigned long long T, unsigned long long P)
+//       images[c * F + f] = the sum over t of col[(c * T + t) * P + readers[t * F + f]] (terms
+//       whose reader is -1 left out), in t order: a gather, so no two threads add to one
+//       element and the result does not depend on scheduling.
+//   aspen_conv_update(const void *deltas, unsigned deltasHalf, void *weights, unsigned isHalf,
+//                     const float *scale, unsigned accumulate, unsigned long long n)
+//       weights = (accumulate ? weights : 0) + (scale ? *scale : 1) * deltas, in float.
 const char *cudaExecutorKernelSource(ExecutorModule module);
 // The name NVRTC gives the module's source in messages, and its compile options (besides the
 // architecture).

@@ -4,6 +4,9 @@
 
 namespace aspen::detail {
 
+// How convolution calls run (aspen.cuda.convolutions, CudaConv.hpp).
+enum class CudaConvPath { Auto, Cudnn, Gemm };
+
 struct CudaExecutorOptions {
   unsigned ordinal = 0;
   // Run device-only control-flow subtrees as CUDA graphs (aspen.cuda.controlFlow = graph).
@@ -14,6 +17,8 @@ struct CudaExecutorOptions {
   // How long one wait of a block codelet (Block::waitUntil, Block::gridSync) polls before it
   // gives up and the launch fails (aspen.cuda.waitTimeout, seconds).
   double waitTimeoutSeconds = 10;
+  // aspen.cuda.convolutions = auto | cudnn | gemm.
+  CudaConvPath convolutions = CudaConvPath::Auto;
 };
 
 } // namespace aspen::detail

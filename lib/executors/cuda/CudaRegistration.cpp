@@ -23,6 +23,10 @@ RegisteredExecutor cudaRegisteredExecutor() {
     spec.enumeration("aspen.cuda.controlFlow", options->graphControlFlow,
                      {{"graph", true}, {"host", false}});
     spec.number("aspen.cuda.waitTimeout", options->waitTimeoutSeconds, 1e-3, 86400);
+    spec.enumeration("aspen.cuda.convolutions", options->convolutions,
+                     {{"auto", CudaConvPath::Auto},
+                      {"cudnn", CudaConvPath::Cudnn},
+                      {"gemm", CudaConvPath::Gemm}});
     return std::shared_ptr<void>(options);
   };
 #if ASPEN_HAVE_CUDA
