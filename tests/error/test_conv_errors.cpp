@@ -85,6 +85,10 @@ TEST_CASE("convolution builders reject bad tensors, options and constraints", "[
        {"pass", "TRAINING_FWD"}});
   requireError<invalid_option>([&] { linalg::convolutionValidateOptions({{"bogus", "1"}}); },
                                {"bogus"});
+  linalg::convolutionValidateOptions({{"allowTF32", "true"}});
+  requireError<invalid_option>(
+      [&] { linalg::convolutionValidateOptions({{"allowTF32", "sometimes"}}); },
+      {"allowTF32", "sometimes"});
 
   const Tensor zDeltas = linalg::createConvOutput(g, p, "zDeltas");
   const Tensor badScale = var(HALF, {1}, "badScale");

@@ -40,7 +40,10 @@
 //                                FC_TRAINING_WU: validated; each pass is planned on its own
 //                                shapes, so it does not change the plan
 //   "availableMemoryProportion"  (0, 1], default 0.6: the share of the target's memory one
-//                                product's lowered input may use (the serial batch split)
+//                                product's lowered input may use (the serial batch split),
+//                                and a GPU library call's scratch (cuDNN's workspace, im2col)
+//   "allowTF32"                  true | false (default): an Aspen extension; float library
+//                                calls on a GPU may use TF32 tensor cores (10-bit mantissa)
 //   "partialsType"               "float" (default) or "half" (HALF inputs only): the products'
 //                                partials
 //   "planConstraints"            JSON: {"method": "library" | "gemm" | "direct"},
