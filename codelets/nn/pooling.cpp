@@ -1,0 +1,147 @@
+// Pooling (aspen::nn::pooling, Pooling.hpp): one MultiVertex per tile over its channels (an
+// image's channel is a row: its input field [F] flattened, its output field [P]). The windows
+// come as tables the builder makes once a layer, shared by every row:
+//   offsets[t * P + p]  the input element output p reads through kernel position t, or -1
+//                       (padding, truncation);
+//   readers[t * F + f]  the output that reads input element f through position t, or -1;
+//   scales[p]           what output p's sum is multiplied by (AVG: 1 / its divisor; SUM: 1).
+// Workers share the rows' elements (workerShare over their concatenation). Sums are float, in
+// kernel-position order, so results do not depend on workers or threads; backward passes are
+// gathers (each input element sums the outputs reading it), with no two workers writing one
+// element.
+#include "NnCodeletMath.hpp"
+
+namespace aspen::nn {
+
+namespace detail {
+ASPEN_HD inline float poolLowest() { return ::aspen::detail::bitsFloat(0xff800000u); }
+// The running maximum: NaN wins and stays (as PyTorch's max pooling).
+ASPEN_HD inline float poolMax(float best, float v) { return (v > best || v != v) ? v : best; }
+} // namespace detail
+
+// out[r][p] = max (kind 0) or scales[p] * sum (kind 1) of in[r] over p's window. A max window
+// that reads no input element gives -infinity.
+template <class T> class PoolForward : public MultiVertex {
+public:
+  Vector<Input<Vector<T>>> in;
+  Vector<Output<Vector<T>>> out;
+  Input<Vector<int>> offsets;
+  Input<Vector<float>> scales;
+  unsigned taps;
+  unsigned kind;
+
+  bool compute(unsigned wid) {
+    const auto rows = [&](unsigned r, unsigned long long lo, unsigned long long hi) {
+      const auto source = in[r];
+      const auto result = out[r];
+      const unsigned long long outputs = result.size();
+      for (unsigned long long p = lo; p < hi; ++p) {
+        float acc = kind == 0 ? detail::poolLowest() : 0.0f;
+        for (unsigned t = 0; t < taps; ++t) {
+          const int o = offsets[t * outputs + p];
+          if (o < 0)
+            continue;
+          const float v = float(source[o]);
+          acc = kind == 0 ? detail::poolMax(acc, v) : acc + v;
+        }
+        result[p] = T(kind == 0 ? acc : acc * scales[p]);
+      }
+    };
+    ::aspen::detail::forWorkerShareOfRegions(out, wid, numWorkers(), rows);
+    return true;
+  }
+};
+
+// inGrad[r][f] = the sum over the windows reading f (through position t) of pooledGrad[r][p]
+// where in[r][f] equals the window's maximum pooled[r][p]:
+//   rule 0: to every tied position; rule 1: divided by the window's number of ties (popnn's
+//   useScaledGradient); rule 2: to the window's first tied position only (PyTorch, cuDNN).
+template <class T> class MaxPoolGrad : public MultiVertex {
+public:
+  Vector<Input<Vector<T>>> in;
+  Vector<Input<Vector<T>>> pooled;
+  Vector<Input<Vector<T>>> pooledGrad;
+  Vector<Output<Vector<T>>> inGrad;
+  Input<Vector<int>> offsets;
+  Input<Vector<int>> readers;
+  unsigned taps;
+  unsigned rule;
+
+  bool compute(unsigned wid) {
+    const auto rows = [&](unsigned r, unsigned long long lo, unsigned long long hi) {
+      const auto x = in[r];
+      const auto y = pooled[r];
+      const auto dy = pooledGrad[r];
+      const auto dx = inGrad[r];
+      const unsigned long long field = dx.size(), outputs = y.size();
+      for (unsigned long long f = lo; f < hi; ++f) {
+        const float v = float(x[f]);
+        float sum = 0.0f;
+        for (unsigned t = 0; t < taps; ++t) {
+          const int p = readers[t * field + f];
+          if (p < 0 || v != float(y[p]))
+            continue;
+          if (rule == 0) {
+            sum += float(dy[p]);
+            continue;
+          }
+          // The window's ties: their count (rule 1), or whether one comes before t (rule 2).
+          unsigned ties = 0;
+          bool earlier = false;
+          for (unsigned s = 0; s < taps; ++s) {
+            const int o = offsets[s * outputs + p];
+            if (o >= 0 && float(x[o]) == float(y[p])) {
+              ++ties;
+              earlier |= s < t;
+            }
+          }
+          if (rule == 1)
+            sum += float(dy[p]) / float(ties);
+          else if (!earlier)
+            sum += float(dy[p]);
+        }
+        dx[f] = T(sum);
+      }
+    };
+    ::aspen::detail::forWorkerShareOfRegions(inGrad, wid, numWorkers(), rows);
+    return true;
+  }
+};
+
+// inGrad[r][f] = the sum over the windows reading f of scales[p] * pooledGrad[r][p] (AVG, SUM).
+template <class T> class SumPoolGrad : public MultiVertex {
+public:
+  Vector<Input<Vector<T>>> pooledGrad;
+  Vector<Output<Vector<T>>> inGrad;
+  Input<Vector<int>> readers;
+  Input<Vector<float>> scales;
+  unsigned taps;
+
+  bool compute(unsigned wid) {
+    const auto rows = [&](unsigned r, unsigned long long lo, unsigned long long hi) {
+      const auto dy = pooledGrad[r];
+      const auto dx = inGrad[r];
+      const unsigned long long field = dx.size();
+      for (unsigned long long f = lo; f < hi; ++f) {
+        float sum = 0.0f;
+        for (unsigned t = 0; t < taps; ++t) {
+          const int p = readers[t * field + f];
+          if (p >= 0)
+            sum += scales[p] * float(dy[p]);
+        }
+        dx[f] = T(sum);
+      }
+    };
+    ::aspen::detail::forWorkerShareOfRegions(inGrad, wid, numWorkers(), rows);
+    return true;
+  }
+};
+
+template class PoolForward<float>;
+template class PoolForward<half>;
+template class MaxPoolGrad<float>;
+template class MaxPoolGrad<half>;
+template class SumPoolGrad<float>;
+template class SumPoolGrad<half>;
+
+} // namespace aspen::nn
