@@ -1,0 +1,93 @@
+// Instance normalisation (popnn's InstanceNorm.hpp, namespace in): statistics a batch element and
+// channel over the field (group norm with a group a channel; Norms.hpp has the contract).
+#pragma once
+
+#include <aspen/nn/Norms.hpp>
+
+#include <utility>
+
+namespace aspen::nn::in {
+
+inline std::pair<Tensor, Tensor>
+instanceNormStatistics(Graph &graph, const Tensor &acts, float eps, program::Sequence &prog,
+                       bool unbiasedVarEstimate, bool stableAlgo = false,
+                       const Type &partialsType = FLOAT, const DebugContext &debug = {},
+                       const OptionFlags &options = {}) {
+  return normStatistics(graph, acts, eps, prog, unbiasedVarEstimate, stableAlgo, partialsType,
+                        NormGrouping{NormGrouping::Kind::Group, 0}, debug, options);
+}
+
+inline Tensor instanceNormWhiten(Graph &graph, const Tensor &acts, const Tensor &mean,
+                                 const Tensor &invStdDev, program::Sequence &prog,
+                                 const DebugContext &debug = {}, const OptionFlags &options = {}) {
+  return normWhiten(graph, acts, mean, invStdDev, prog, NormGrouping{NormGrouping::Kind::Group, 0},
+                    debug, options);
+}
+
+inline std::pair<Tensor, Tensor>
+instanceNormalise(Graph &graph, const Tensor &acts, const Tensor &gamma, const Tensor &beta,
+                  const Tensor &mean, const Tensor &invStdDev, program::Sequence &prog,
+                  const DebugContext &debug = {}, const OptionFlags &options = {}) {
+  return normalise(graph, acts, gamma, beta, mean, invStdDev, prog,
+                   NormGrouping{NormGrouping::Kind::Group, 0}, debug, options);
+}
+
+inline std::pair<Tensor, Tensor>
+instanceNormParamGradients(Graph &graph, const Tensor &actsWhitened, const Tensor &gradsIn,
+                           program::Sequence &prog, const Type &partialsType = FLOAT,
+                           const DebugContext &debug = {}, const OptionFlags &options = {}) {
+  (void)partialsType;
+  return normParamGradients(graph, actsWhitened, gradsIn, prog,
+                            NormGrouping{NormGrouping::Kind::Group, 0}, debug, options);
+}
+
+inline std::pair<Tensor, Tensor>
+instanceNormParamGradients(Graph &graph, const Tensor &acts, const Tensor &gradsIn,
+                           const Tensor &mean, const Tensor &iStdDev, program::Sequence &prog,
+                           const Type &partialsType = FLOAT, const DebugContext &debug = {},
+                           const OptionFlags &options = {}) {
+  (void)partialsType;
+  const Tensor whitened = normWhiten(graph, acts, mean, iStdDev, prog,
+                                     NormGrouping{NormGrouping::Kind::Group, 0}, debug, options);
+  return normParamGradients(graph, whitened, gradsIn, prog,
+                            NormGrouping{NormGrouping::Kind::Group, 0}, debug, options);
+}
+
+inline Tensor instanceNormGradients(Graph &graph, const Tensor &actsWhitened, const Tensor &gradsIn,
+                                    const Tensor &invStdDev, const Tensor &gamma,
+                                    program::Sequence &prog, const Type &partialsType = FLOAT,
+                                    const DebugContext &debug = {},
+                                    const OptionFlags &options = {}) {
+  (void)partialsType;
+  return normGradients(graph, actsWhitened, gradsIn, invStdDev, gamma, prog,
+                       NormGrouping{NormGrouping::Kind::Group, 0}, debug, options);
+}
+
+inline Tensor instanceNormGradients(Graph &graph, const Tensor &acts, const Tensor &gradsIn,
+                                    const Tensor &mean, const Tensor &invStdDev,
+                                    const Tensor &gamma, program::Sequence &prog,
+                                    const Type &partialsType = FLOAT,
+                                    const DebugContext &debug = {},
+                                    const OptionFlags &options = {}) {
+  (void)partialsType;
+  const Tensor whitened = normWhiten(graph, acts, mean, invStdDev, prog,
+                                     NormGrouping{NormGrouping::Kind::Group, 0}, debug, options);
+  return normGradients(graph, whitened, gradsIn, invStdDev, gamma, prog,
+                       NormGrouping{NormGrouping::Kind::Group, 0}, debug, options);
+}
+
+inline void instanceNormParamUpdate(Graph &graph, const Tensor &gammaDelta, const Tensor &betaDelta,
+                                    float scale, Tensor &gamma, Tensor &beta,
+                                    program::Sequence &prog, const DebugContext &debug = {},
+                                    const OptionFlags & = {}) {
+  normParamUpdate(graph, gammaDelta, betaDelta, scale, gamma, beta, prog, debug);
+}
+
+inline void instanceNormParamUpdate(Graph &graph, const Tensor &gammaDelta, const Tensor &betaDelta,
+                                    const Tensor &scale, Tensor &gamma, Tensor &beta,
+                                    program::Sequence &prog, const DebugContext &debug = {},
+                                    const OptionFlags & = {}) {
+  normParamUpdate(graph, gammaDelta, betaDelta, scale, gamma, beta, prog, debug);
+}
+
+} // namespace aspen::nn::in
