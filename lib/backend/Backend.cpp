@@ -4,6 +4,7 @@
 
 #include "BackendError.hpp"
 #include "BackendMemory.hpp"
+#include "BackendCalls.hpp"
 #include "LayerCache.hpp"
 #include "Layers.hpp"
 #include "support/Json.hpp"
@@ -23,128 +24,49 @@
 
 namespace json = aspen::support::json;
 using aspen::backend::RnnConfig;
+using namespace aspen::backend::calls;
 
-struct aspen_backend {
-  aspen_backend(aspen::Device d, std::string name, std::size_t capacity, int gpuOrdinal)
-      : device(std::move(d)), deviceName(std::move(name)), gpuOrdinal(gpuOrdinal),
-        layers(capacity) {}
-  aspen::Device device;
-  std::string deviceName;
-  int gpuOrdinal; // the CUDA device of a GPU backend (its buffers are device memory), else -1
-  // Recurrent layers and the simple ones share one bound: each entry is one engine.
-  using Layer = std::variant<std::shared_ptr<aspen::backend::RnnLayer>,
-                             std::shared_ptr<aspen::backend::SimpleLayer>>;
-  aspen::backend::LayerCache<Layer> layers;
-};
+namespace aspen::backend::calls {
 
-namespace {
+std::string &lastErrorSlot() {
+  thread_local std::string message;
+  return message;
+}
 
-thread_local std::string lastError;
-
-// A bad argument: ASPEN_ERROR_INVALID_ARGUMENT with the message.
-struct BadArgument : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// Runs f, turning what it throws into a status and lastError.
-template <class F> aspen_status guarded(const char *function, F &&f) {
-  try {
-    f();
-    lastError.clear();
-    return ASPEN_OK;
-  } catch (const BadArgument &e) {
-    lastError = std::string(function) + ": " + e.what();
-    return ASPEN_ERROR_INVALID_ARGUMENT;
-  } catch (const aspen::backend::Unsupported &e) {
-    lastError = e.what();
-    return ASPEN_ERROR_UNSUPPORTED;
-  } catch (const aspen::backend::CudaFailure &e) {
-    lastError = std::string(function) + ": " + e.what();
-    return ASPEN_ERROR_RUNTIME;
-  } catch (const aspen::invalid_option &e) {
-    lastError = std::string(function) + ": " + e.what();
-    return ASPEN_ERROR_INVALID_OPTION;
-  } catch (const aspen::graph_memory_allocation_error &e) {
-    lastError = std::string(function) + ": " + e.what();
-    return ASPEN_ERROR_OUT_OF_MEMORY;
-  } catch (const std::bad_alloc &) {
-    lastError = std::string(function) + ": out of host memory";
-    return ASPEN_ERROR_OUT_OF_MEMORY;
-  } catch (const aspen::runtime_error &e) {
-    lastError = std::string(function) + ": " + e.what();
-    return ASPEN_ERROR_RUNTIME;
-  } catch (const aspen::error &e) {
-    lastError = std::string(function) + ": " + e.what();
-    return ASPEN_ERROR_INVALID_ARGUMENT;
-  } catch (const std::exception &e) {
-    lastError = std::string(function) + ": internal error: " + e.what();
-    return ASPEN_ERROR_INTERNAL;
-  } catch (...) {
-    lastError = std::string(function) + ": internal error: an unknown exception";
-    return ASPEN_ERROR_INTERNAL;
+void parseOptionsJson(const char *text, const char *what, aspen::OptionFlags &options,
+                      std::string &sortedText) {
+  const json::Value parsed = json::parse(text, what);
+  if (!parsed.isObject())
+    throw aspen::invalid_option(fmt::format("{} '{}' is not a JSON object", what, text));
+  std::map<std::string, std::string> sorted;
+  for (const auto &[key, value] : parsed.asObject()) {
+    if (value.isString())
+      sorted[key] = value.asString();
+    else if (value.isNumber())
+      sorted[key] = value.numberText();
+    else if (value.isBool())
+      sorted[key] = value.asBool() ? "true" : "false";
+    else
+      throw aspen::invalid_option(fmt::format("{}: '{}' = {} must be a string, a number or a "
+                                              "boolean",
+                                              what, key, value.write()));
+  }
+  for (const auto &[key, value] : sorted) {
+    options.set(key, value);
+    sortedText += key + "=" + value + ";";
   }
 }
 
-void need(bool condition, const std::string &message) {
-  if (!condition)
-    throw BadArgument(message);
-}
+} // namespace aspen::backend::calls
 
-void needBuffer(const void *p, const char *name) {
-  need(p != nullptr, fmt::format("{} is NULL", name));
-}
 
-void checkBackend(const aspen_backend *backend) { needBuffer(backend, "backend"); }
 
-// Where a call's buffers are: device memory ordered with `stream` on a GPU backend, host memory
-// (and no stream) otherwise.
-aspen::backend::Memory memoryFor(const aspen_backend *backend, const void *stream) {
-  if (backend->gpuOrdinal >= 0)
-    return aspen::backend::Memory::device(backend->gpuOrdinal, const_cast<void *>(stream));
-  need(stream == nullptr, fmt::format("stream is given, but device '{}' is not a GPU: its "
-                                      "buffers are host memory and it takes no CUDA stream",
-                                      backend->deviceName));
-  return {};
-}
-
-// Each buffer (NULL ones skipped) in the memory its backend takes: device memory on a GPU
-// backend, host memory on the others.
-void checkPlaces(const aspen_backend *backend,
-                 std::initializer_list<std::pair<const char *, const void *>> buffers) {
-  const bool gpu = backend->gpuOrdinal >= 0;
-  for (const auto &[name, p] : buffers)
-    if (p && aspen::backend::isDeviceMemory(p) != gpu)
-      throw BadArgument(
-          gpu ? fmt::format("{} is host memory, but device '{}' takes device memory "
-                            "(cudaMalloc'd or managed)",
-                            name, backend->deviceName)
-              : fmt::format("{} is device memory, but device '{}' takes host memory", name,
-                            backend->deviceName));
-}
+namespace {
 
 // lengths: host memory on every device (the backend reads them to find each row's last step).
 void checkLengthsOnHost(const std::uint32_t *lengths) {
   need(!lengths || !aspen::backend::isDeviceMemory(lengths),
        "lengths is device memory; lengths are host memory on every device");
-}
-
-aspen::Type typeOf(aspen_dtype dtype) {
-  switch (dtype) {
-  case ASPEN_DTYPE_FLOAT32: return aspen::FLOAT;
-  case ASPEN_DTYPE_FLOAT16: return aspen::HALF;
-  }
-  throw BadArgument(fmt::format("dtype {} is not ASPEN_DTYPE_FLOAT32 (0) or "
-                                "ASPEN_DTYPE_FLOAT16 (1)",
-                                static_cast<int>(dtype)));
-}
-
-// a * b * ..., refused when it does not fit size_t (so no buffer size wraps).
-std::size_t product(std::initializer_list<std::size_t> factors, const char *what) {
-  std::size_t result = 1;
-  for (std::size_t f : factors)
-    need(!__builtin_mul_overflow(result, f, &result),
-         fmt::format("the sizes of {} overflow a size_t", what));
-  return result;
 }
 
 std::vector<std::string> splitList(const char *text) {
@@ -193,30 +115,11 @@ RnnConfig rnnConfig(const aspen_rnn_desc *desc) {
                      c.cellOrder.size(), c.lstm ? "LSTM" : "GRU", c.gates()));
   }
   if (desc->options) {
-    const json::Value options = json::parse(desc->options, "desc->options");
-    if (!options.isObject())
-      throw aspen::invalid_option(fmt::format("desc->options '{}' is not a JSON object",
-                                              desc->options));
-    std::map<std::string, std::string> sorted;
-    for (const auto &[key, value] : options.asObject()) {
-      if (value.isString())
-        sorted[key] = value.asString();
-      else if (value.isNumber())
-        sorted[key] = value.numberText();
-      else if (value.isBool())
-        sorted[key] = value.asBool() ? "true" : "false";
-      else
-        throw aspen::invalid_option(fmt::format("desc->options: '{}' = {} must be a string, a "
-                                                "number or a boolean",
-                                                key, value.write()));
-      if (key == "inferenceOnly")
-        throw aspen::invalid_option("desc->options: inferenceOnly is chosen by the call (a "
-                                    "forward without reserve is inference)");
-    }
-    for (const auto &[key, value] : sorted) {
-      c.options.set(key, value);
-      c.optionsText += key + "=" + value + ";";
-    }
+    aspen::backend::calls::parseOptionsJson(desc->options, "desc->options", c.options,
+                                            c.optionsText);
+    if (c.options.contains("inferenceOnly"))
+      throw aspen::invalid_option("desc->options: inferenceOnly is chosen by the call (a "
+                                  "forward without reserve is inference)");
   }
   return c;
 }
@@ -291,7 +194,7 @@ aspen::Device hostDevice(const std::string &name) {
 
 extern "C" {
 
-const char *aspen_last_error(void) { return lastError.c_str(); }
+const char *aspen_last_error(void) { return lastErrorSlot().c_str(); }
 
 const char *aspen_status_string(aspen_status status) {
   switch (status) {
