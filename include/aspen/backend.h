@@ -56,7 +56,13 @@ typedef enum aspen_status {
   ASPEN_ERROR_INTERNAL = 6          /* a bug in Aspen: please report the message */
 } aspen_status;
 
-typedef enum aspen_dtype { ASPEN_DTYPE_FLOAT32 = 0, ASPEN_DTYPE_FLOAT16 = 1 } aspen_dtype;
+/* ASPEN_DTYPE_FLOAT64 names what a framework may hold; every call refuses it
+ * (ASPEN_ERROR_UNSUPPORTED): Aspen has no double path. */
+typedef enum aspen_dtype {
+  ASPEN_DTYPE_FLOAT32 = 0,
+  ASPEN_DTYPE_FLOAT16 = 1,
+  ASPEN_DTYPE_FLOAT64 = 2
+} aspen_dtype;
 
 typedef struct aspen_backend aspen_backend;
 
@@ -164,6 +170,117 @@ typedef enum aspen_nonlinearity {
 ASPEN_API aspen_status aspen_nonlinearity_forward(aspen_backend *backend, aspen_nonlinearity kind,
                                                   aspen_dtype dtype, size_t rows, size_t n,
                                                   const void *in, void *out, void *stream);
+
+/* out = dL/dx from the forward's activations and dy = dL/dy ([rows, n / rows]):
+ *   RELU: from its input x or its output y (act_is_input says which; the same for relu);
+ *   SIGMOID, TANH, SOFTMAX (over each row): from the output y (act_is_input must be 0).
+ * Other kinds give ASPEN_ERROR_UNSUPPORTED. act, dy and dx may not overlap except dx == dy. */
+ASPEN_API aspen_status aspen_nonlinearity_backward(aspen_backend *backend,
+                                                   aspen_nonlinearity kind, aspen_dtype dtype,
+                                                   size_t rows, size_t n, const void *act,
+                                                   int act_is_input, const void *dy, void *dx,
+                                                   void *stream);
+
+/* --- Convolution, pooling and batch normalisation (NCHW) --------------------------------
+ *
+ * The calls a cuDNN-based backend makes, on caller-owned buffers, compiled once per
+ * configuration and cached like the recurrent layers. Layouts are row-major NCHW:
+ *   x [N, C, H, W], y [N, K, P, Q], conv weights [K, C / groups, R, S], bias [K],
+ *   batch-norm parameters and statistics [C].
+ * Each descriptor's `options` is NULL or a JSON object:
+ *   "memoryLimitBytes": a bound on one engine's memory (inputs, outputs and scratch); a call
+ *     whose batch does not fit runs in slices of fewer images, one after another (weight and
+ *     bias gradients summed over them), rather than fail. 0 or absent: no bound.
+ *   convolutions also take aspen::linalg's convolution options ("availableMemoryProportion",
+ *   "partialsType", "planConstraints", "allowTF32").
+ * float64 is refused (ASPEN_ERROR_UNSUPPORTED): Aspen has no double path. */
+
+typedef struct aspen_conv2d_desc {
+  aspen_dtype dtype;
+  size_t batch, in_channels, height, width; /* N, C, H, W */
+  size_t out_channels;                      /* K */
+  size_t kernel_h, kernel_w;                /* R, S */
+  size_t pad_h, pad_w;                      /* zeros on both sides */
+  size_t stride_h, stride_w;                /* 0 means 1 */
+  size_t dilation_h, dilation_w;            /* 0 means 1 */
+  size_t groups;                            /* 0 means 1; divides C and K */
+  const char *options;
+} aspen_conv2d_desc;
+
+/* P and Q: (H + 2 pad - dilation (R - 1) - 1) / stride + 1, and likewise for W. */
+ASPEN_API aspen_status aspen_conv2d_output_shape(const aspen_conv2d_desc *desc, size_t *p,
+                                                 size_t *q);
+/* y = conv(x, w) (+ bias a channel when bias is not NULL). */
+ASPEN_API aspen_status aspen_conv2d_forward(aspen_backend *backend, const aspen_conv2d_desc *desc,
+                                            const void *x, const void *w, const void *bias,
+                                            void *y, void *stream);
+/* dx = the gradient of conv(x, w) with respect to x, given dy. */
+ASPEN_API aspen_status aspen_conv2d_backward_data(aspen_backend *backend,
+                                                  const aspen_conv2d_desc *desc, const void *w,
+                                                  const void *dy, void *dx, void *stream);
+/* dw (written, not accumulated) and, when dbias is not NULL, dbias = sum of dy a channel. */
+ASPEN_API aspen_status aspen_conv2d_backward_filter(aspen_backend *backend,
+                                                    const aspen_conv2d_desc *desc, const void *x,
+                                                    const void *dy, void *dw, void *dbias,
+                                                    void *stream);
+
+typedef enum aspen_pool_mode { ASPEN_POOL_MAX = 0, ASPEN_POOL_AVG = 1 } aspen_pool_mode;
+
+typedef struct aspen_pool2d_desc {
+  aspen_dtype dtype;
+  aspen_pool_mode mode;
+  size_t batch, channels, height, width; /* N, C, H, W */
+  size_t kernel_h, kernel_w;
+  size_t pad_h, pad_w;       /* at most half the kernel, as PyTorch requires */
+  size_t stride_h, stride_w; /* 0 means the kernel's size (PyTorch's default) */
+  int ceil_mode;             /* PyTorch's: round the output size up */
+  int avg_include_padding;   /* AVG: divide by the window's positions in the padded input
+                                (PyTorch's count_include_pad, cuDNN's INCLUDE_PADDING); 0: by
+                                its input elements (popnn, cuDNN's EXCLUDE_PADDING) */
+  int max_grad_all;          /* MAX: the gradient to every position equal to the maximum
+                                (popnn); 0: to the first in the window (PyTorch, cuDNN) */
+  const char *options;
+} aspen_pool2d_desc;
+
+ASPEN_API aspen_status aspen_pool2d_output_shape(const aspen_pool2d_desc *desc, size_t *p,
+                                                 size_t *q);
+ASPEN_API aspen_status aspen_pool2d_forward(aspen_backend *backend, const aspen_pool2d_desc *desc,
+                                            const void *x, void *y, void *stream);
+/* dx from dy; MAX reads x and the forward's y, and y NULL recomputes it. */
+ASPEN_API aspen_status aspen_pool2d_backward(aspen_backend *backend,
+                                             const aspen_pool2d_desc *desc, const void *x,
+                                             const void *y, const void *dy, void *dx,
+                                             void *stream);
+
+typedef struct aspen_batchnorm_desc {
+  aspen_dtype dtype;                     /* of x, y, dx, dy; parameters and statistics are float32 */
+  size_t batch, channels, height, width; /* N, C, H, W (H = W = 1 for [N, C]) */
+  double epsilon;                        /* added to the variance */
+  double momentum; /* running = (1 - momentum) running + momentum batch (cuDNN's
+                      exponentialAverageFactor, PyTorch's momentum) */
+  const char *options;
+} aspen_batchnorm_desc;
+
+/* Training: y = gamma (x - mean) / sqrt(var + eps) + beta with this batch's mean and biased
+ * variance a channel; running_mean and running_var (both NULL to skip) are updated in place,
+ * the running variance with the unbiased variance; save_mean and save_inv_std (both NULL to
+ * skip) receive the mean and 1 / sqrt(var + eps) for the backward. */
+ASPEN_API aspen_status aspen_batchnorm_forward_training(
+    aspen_backend *backend, const aspen_batchnorm_desc *desc, const void *x, const float *gamma,
+    const float *beta, void *y, float *running_mean, float *running_var, float *save_mean,
+    float *save_inv_std, void *stream);
+/* Inference: y = gamma (x - running_mean) / sqrt(running_var + eps) + beta. */
+ASPEN_API aspen_status aspen_batchnorm_forward_inference(
+    aspen_backend *backend, const aspen_batchnorm_desc *desc, const void *x, const float *gamma,
+    const float *beta, const float *running_mean, const float *running_var, void *y,
+    void *stream);
+/* dx, dgamma and dbeta from x, dy and the training forward's save_mean and save_inv_std. */
+ASPEN_API aspen_status aspen_batchnorm_backward(aspen_backend *backend,
+                                                const aspen_batchnorm_desc *desc, const void *x,
+                                                const void *dy, const float *gamma,
+                                                const float *save_mean, const float *save_inv_std,
+                                                void *dx, float *dgamma, float *dbeta,
+                                                void *stream);
 
 #ifdef __cplusplus
 } /* extern "C" */

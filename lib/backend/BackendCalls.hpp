@@ -128,6 +128,9 @@ inline aspen::Type typeOf(aspen_dtype dtype) {
   switch (dtype) {
   case ASPEN_DTYPE_FLOAT32: return aspen::FLOAT;
   case ASPEN_DTYPE_FLOAT16: return aspen::HALF;
+  case ASPEN_DTYPE_FLOAT64:
+    throw aspen::backend::Unsupported("dtype ASPEN_DTYPE_FLOAT64: Aspen has no double path; "
+                                      "pass float32 or float16 data");
   }
   throw BadArgument(fmt::format("dtype {} is not ASPEN_DTYPE_FLOAT32 (0) or "
                                 "ASPEN_DTYPE_FLOAT16 (1)",

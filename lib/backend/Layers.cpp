@@ -25,6 +25,21 @@ namespace lstm = nn::lstm;
 namespace gru = nn::gru;
 using program::Sequence;
 
+Graph makeGraph(const Device &device) {
+  Graph graph(device.getTarget());
+  ops::addCodelets(graph);
+  linalg::addCodelets(graph);
+  nn::addCodelets(graph);
+  return graph;
+}
+
+Engine compileAndLoad(const Graph &graph, const std::vector<program::Program> &programs,
+                      const Device &device) {
+  Engine engine(graph, programs);
+  engine.load(device);
+  return engine;
+}
+
 std::string RnnConfig::key(const char *pass) const {
   std::string order;
   for (const std::string &unit : cellOrder)
@@ -43,21 +58,6 @@ void write(Engine &engine, const char *handle, const void *data, std::size_t byt
 void read(Engine &engine, const char *handle, void *data, std::size_t bytes) {
   auto *p = static_cast<std::uint8_t *>(data);
   engine.readTensor(handle, p, p + bytes);
-}
-
-Graph makeGraph(const Device &device) {
-  Graph graph(device.getTarget());
-  ops::addCodelets(graph);
-  linalg::addCodelets(graph);
-  nn::addCodelets(graph);
-  return graph;
-}
-
-Engine compileAndLoad(const Graph &graph, const std::vector<program::Program> &programs,
-                      const Device &device) {
-  Engine engine(graph, programs);
-  engine.load(device);
-  return engine;
 }
 
 Tensor addLengths(Graph &graph, const RnnConfig &c) {

@@ -6,6 +6,7 @@
 
 #include <aspen/Device.hpp>
 #include <aspen/Engine.hpp>
+#include <aspen/Graph.hpp>
 #include <aspen/OptionFlags.hpp>
 #include <aspen/Type.hpp>
 #include <aspen/nn/NonLinearityDef.hpp>
@@ -21,6 +22,11 @@
 namespace aspen::backend {
 
 class Memory;
+
+// A graph on the device's target with the ops, linalg and nn codelets; an engine of it, loaded.
+Graph makeGraph(const Device &device);
+Engine compileAndLoad(const Graph &graph, const std::vector<program::Program> &programs,
+                      const Device &device);
 
 // A recurrent layer as aspen_rnn_desc describes it, checked.
 struct RnnConfig {

@@ -50,6 +50,17 @@ int main(void) {
           ASPEN_ERROR_INVALID_ARGUMENT ||
       strstr(aspen_last_error(), "desc->batch is 0") == NULL)
     return fail("a zero batch was not refused with its message");
+  /* A 2x2 average pool of one 2x2 image: its mean. */
+  aspen_pool2d_desc pool;
+  memset(&pool, 0, sizeof pool);
+  pool.dtype = ASPEN_DTYPE_FLOAT32;
+  pool.mode = ASPEN_POOL_AVG;
+  pool.batch = pool.channels = 1;
+  pool.height = pool.width = pool.kernel_h = pool.kernel_w = 2;
+  const float image[4] = {1, 2, 3, 6};
+  float pooled[1] = {0};
+  if (aspen_pool2d_forward(backend, &pool, image, pooled, NULL) != ASPEN_OK || pooled[0] != 3)
+    return fail("aspen_pool2d_forward");
   aspen_backend_destroy(backend);
   printf("backend C consumer ok\n");
   return 0;
