@@ -10,6 +10,8 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
+#include <map>
+#include <utility>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -77,6 +79,60 @@ struct Desc {
   }
 };
 
+aspen_dtype dtypeOf(const std::string &dtype) {
+  if (dtype == "float32")
+    return ASPEN_DTYPE_FLOAT32;
+  if (dtype == "float16")
+    return ASPEN_DTYPE_FLOAT16;
+  if (dtype == "float64")
+    return ASPEN_DTYPE_FLOAT64; // refused by the backend, with its message
+  throw py::value_error("dtype '" + dtype + "' is not 'float32', 'float16' or 'float64'");
+}
+
+using Pair = std::pair<std::size_t, std::size_t>;
+
+// aspen_conv2d_desc: (height, width) pairs for the kernel, padding, stride and dilation.
+struct ConvDesc {
+  std::string dtype;
+  std::size_t batch, inChannels, height, width, outChannels;
+  Pair kernel, padding, stride, dilation;
+  std::size_t groups;
+  std::optional<std::string> options;
+  aspen_conv2d_desc get() const {
+    return {dtypeOf(dtype), batch, inChannels, height, width, outChannels, kernel.first,
+            kernel.second, padding.first, padding.second, stride.first, stride.second,
+            dilation.first, dilation.second, groups, options ? options->c_str() : nullptr};
+  }
+};
+
+struct PoolDesc {
+  std::string dtype, mode;
+  std::size_t batch, channels, height, width;
+  Pair kernel, padding, stride;
+  bool ceilMode, avgIncludePadding, maxGradAll;
+  std::optional<std::string> options;
+  aspen_pool2d_desc get() const {
+    if (mode != "max" && mode != "avg")
+      throw py::value_error("mode '" + mode + "' is not 'max' or 'avg'");
+    return {dtypeOf(dtype), mode == "max" ? ASPEN_POOL_MAX : ASPEN_POOL_AVG, batch, channels,
+            height, width, kernel.first, kernel.second, padding.first, padding.second,
+            stride.first, stride.second, ceilMode, avgIncludePadding, maxGradAll,
+            options ? options->c_str() : nullptr};
+  }
+};
+
+struct BatchNormDesc {
+  std::string dtype;
+  std::size_t batch, channels, height, width;
+  double epsilon, momentum;
+  aspen_batchnorm_desc get() const {
+    return {dtypeOf(dtype), batch, channels, height, width, epsilon, momentum, nullptr};
+  }
+};
+
+const float *inF(std::uintptr_t p) { return reinterpret_cast<const float *>(p); }
+float *outF(std::uintptr_t p) { return reinterpret_cast<float *>(p); }
+
 class Backend {
 public:
   Backend(const std::string &device, std::size_t maxLayers) {
@@ -136,6 +192,101 @@ public:
 
   void clearCache() { check(aspen_backend_clear_cache(handle_)); }
 
+  Pair convOutputShape(const ConvDesc &desc) {
+    const aspen_conv2d_desc d = desc.get();
+    Pair pq;
+    check(aspen_conv2d_output_shape(&d, &pq.first, &pq.second));
+    return pq;
+  }
+  void convForward(const ConvDesc &desc, std::uintptr_t x, std::uintptr_t w, std::uintptr_t b,
+                   std::uintptr_t y, std::uintptr_t stream) {
+    const aspen_conv2d_desc d = desc.get();
+    callWithoutGil(
+        [&] { return aspen_conv2d_forward(handle_, &d, in(x), in(w), in(b), out(y), out(stream)); });
+  }
+  void convBackwardData(const ConvDesc &desc, std::uintptr_t w, std::uintptr_t dy,
+                        std::uintptr_t dx, std::uintptr_t stream) {
+    const aspen_conv2d_desc d = desc.get();
+    callWithoutGil([&] {
+      return aspen_conv2d_backward_data(handle_, &d, in(w), in(dy), out(dx), out(stream));
+    });
+  }
+  void convBackwardFilter(const ConvDesc &desc, std::uintptr_t x, std::uintptr_t dy,
+                          std::uintptr_t dw, std::uintptr_t db, std::uintptr_t stream) {
+    const aspen_conv2d_desc d = desc.get();
+    callWithoutGil([&] {
+      return aspen_conv2d_backward_filter(handle_, &d, in(x), in(dy), out(dw), out(db),
+                                          out(stream));
+    });
+  }
+  Pair poolOutputShape(const PoolDesc &desc) {
+    const aspen_pool2d_desc d = desc.get();
+    Pair pq;
+    check(aspen_pool2d_output_shape(&d, &pq.first, &pq.second));
+    return pq;
+  }
+  void poolForward(const PoolDesc &desc, std::uintptr_t x, std::uintptr_t y,
+                   std::uintptr_t stream) {
+    const aspen_pool2d_desc d = desc.get();
+    callWithoutGil([&] { return aspen_pool2d_forward(handle_, &d, in(x), out(y), out(stream)); });
+  }
+  void poolBackward(const PoolDesc &desc, std::uintptr_t x, std::uintptr_t y, std::uintptr_t dy,
+                    std::uintptr_t dx, std::uintptr_t stream) {
+    const aspen_pool2d_desc d = desc.get();
+    callWithoutGil([&] {
+      return aspen_pool2d_backward(handle_, &d, in(x), in(y), in(dy), out(dx), out(stream));
+    });
+  }
+  void batchNormTraining(const BatchNormDesc &desc, std::uintptr_t x, std::uintptr_t gamma,
+                         std::uintptr_t beta, std::uintptr_t y, std::uintptr_t runningMean,
+                         std::uintptr_t runningVar, std::uintptr_t saveMean,
+                         std::uintptr_t saveInvStd, std::uintptr_t stream) {
+    const aspen_batchnorm_desc d = desc.get();
+    callWithoutGil([&] {
+      return aspen_batchnorm_forward_training(handle_, &d, in(x), inF(gamma), inF(beta), out(y),
+                                              outF(runningMean), outF(runningVar),
+                                              outF(saveMean), outF(saveInvStd), out(stream));
+    });
+  }
+  void batchNormInference(const BatchNormDesc &desc, std::uintptr_t x, std::uintptr_t gamma,
+                          std::uintptr_t beta, std::uintptr_t runningMean,
+                          std::uintptr_t runningVar, std::uintptr_t y, std::uintptr_t stream) {
+    const aspen_batchnorm_desc d = desc.get();
+    callWithoutGil([&] {
+      return aspen_batchnorm_forward_inference(handle_, &d, in(x), inF(gamma), inF(beta),
+                                               inF(runningMean), inF(runningVar), out(y),
+                                               out(stream));
+    });
+  }
+  void batchNormBackward(const BatchNormDesc &desc, std::uintptr_t x, std::uintptr_t dy,
+                         std::uintptr_t gamma, std::uintptr_t saveMean, std::uintptr_t saveInvStd,
+                         std::uintptr_t dx, std::uintptr_t dgamma, std::uintptr_t dbeta,
+                         std::uintptr_t stream) {
+    const aspen_batchnorm_desc d = desc.get();
+    callWithoutGil([&] {
+      return aspen_batchnorm_backward(handle_, &d, in(x), in(dy), inF(gamma), inF(saveMean),
+                                      inF(saveInvStd), out(dx), outF(dgamma), outF(dbeta),
+                                      out(stream));
+    });
+  }
+  void nonLinearityBackward(const std::string &kind, const std::string &dtype, std::size_t rows,
+                            std::size_t n, std::uintptr_t act, bool actIsInput, std::uintptr_t dy,
+                            std::uintptr_t dx, std::uintptr_t stream) {
+    static const std::map<std::string, aspen_nonlinearity> kinds = {
+        {"relu", ASPEN_NONLINEARITY_RELU},
+        {"sigmoid", ASPEN_NONLINEARITY_SIGMOID},
+        {"tanh", ASPEN_NONLINEARITY_TANH},
+        {"softmax", ASPEN_NONLINEARITY_SOFTMAX}};
+    const auto found = kinds.find(kind);
+    if (found == kinds.end())
+      throw py::value_error("kind '" + kind + "' is not relu, sigmoid, tanh or softmax");
+    const aspen_dtype t = dtypeOf(dtype);
+    callWithoutGil([&] {
+      return aspen_nonlinearity_backward(handle_, found->second, t, rows, n, in(act), actIsInput,
+                                         in(dy), out(dx), out(stream));
+    });
+  }
+
 private:
   aspen_backend *handle_ = nullptr;
 };
@@ -152,7 +303,39 @@ PYBIND11_MODULE(_backend, m) {
            py::arg("input_size"), py::arg("hidden_size"), py::arg("variable_lengths") = false,
            py::arg("reset_after") = false, py::arg("cell_order") = py::none(),
            py::arg("options") = py::none(), py::arg("weights_layout") = "aspen");
+  py::class_<ConvDesc>(m, "ConvDesc")
+      .def(py::init<std::string, std::size_t, std::size_t, std::size_t, std::size_t,
+                    std::size_t, Pair, Pair, Pair, Pair, std::size_t,
+                    std::optional<std::string>>(),
+           py::arg("dtype"), py::arg("batch"), py::arg("in_channels"), py::arg("height"),
+           py::arg("width"), py::arg("out_channels"), py::arg("kernel"), py::arg("padding"),
+           py::arg("stride"), py::arg("dilation"), py::arg("groups"),
+           py::arg("options") = py::none());
+  py::class_<PoolDesc>(m, "PoolDesc")
+      .def(py::init<std::string, std::string, std::size_t, std::size_t, std::size_t,
+                    std::size_t, Pair, Pair, Pair, bool, bool, bool,
+                    std::optional<std::string>>(),
+           py::arg("dtype"), py::arg("mode"), py::arg("batch"), py::arg("channels"),
+           py::arg("height"), py::arg("width"), py::arg("kernel"), py::arg("padding"),
+           py::arg("stride"), py::arg("ceil_mode"), py::arg("avg_include_padding"),
+           py::arg("max_grad_all") = false, py::arg("options") = py::none());
+  py::class_<BatchNormDesc>(m, "BatchNormDesc")
+      .def(py::init<std::string, std::size_t, std::size_t, std::size_t, std::size_t, double,
+                    double>(),
+           py::arg("dtype"), py::arg("batch"), py::arg("channels"), py::arg("height"),
+           py::arg("width"), py::arg("epsilon"), py::arg("momentum"));
   py::class_<Backend>(m, "Backend")
+      .def("conv2d_output_shape", &Backend::convOutputShape)
+      .def("conv2d_forward", &Backend::convForward)
+      .def("conv2d_backward_data", &Backend::convBackwardData)
+      .def("conv2d_backward_filter", &Backend::convBackwardFilter)
+      .def("pool2d_output_shape", &Backend::poolOutputShape)
+      .def("pool2d_forward", &Backend::poolForward)
+      .def("pool2d_backward", &Backend::poolBackward)
+      .def("batchnorm_forward_training", &Backend::batchNormTraining)
+      .def("batchnorm_forward_inference", &Backend::batchNormInference)
+      .def("batchnorm_backward", &Backend::batchNormBackward)
+      .def("nonlinearity_backward", &Backend::nonLinearityBackward)
       .def(py::init<const std::string &, std::size_t>(), py::arg("device") = "cpu",
            py::arg("max_layers") = 0)
       .def("reserve_bytes", &Backend::reserveBytes)

@@ -1,0 +1,237 @@
+"""aspen_torch.Conv2d, MaxPool2d, AvgPool2d and BatchNorm2d: torch.nn's modules computed by Aspen.
+
+Each subclasses its torch.nn module, so the constructor arguments, parameter and buffer names,
+shapes, initialisation and state_dict are torch's own; only forward differs: one autograd
+Function a call over Aspen's layer backend (aspen/backend.h's CNN calls), whose backward runs
+Aspen's backward passes. CPU tensors run on Aspen's CPU executor, CUDA tensors on Aspen's GPU
+device (not yet run on a GPU). float32 and float16; float64 is refused by the backend
+(NotImplementedError: Aspen has no double path). What Aspen does not do yet raises
+NotImplementedError naming the argument: padding modes other than zeros, pooling dilation and
+return_indices, divisor_override.
+"""
+import torch
+
+from . import _backend
+from ._layers import _ptr, _stream, default_backend
+
+_NAMES = {torch.float32: "float32", torch.float16: "float16", torch.float64: "float64"}
+
+
+def _dtype(x):
+    if x.dtype not in _NAMES:
+        raise NotImplementedError(f"aspen_torch: dtype {x.dtype} is not supported "
+                                  "(float32, float16)")
+    return _NAMES[x.dtype]
+
+
+def _pair(v):
+    return (v, v) if isinstance(v, int) else tuple(v)
+
+
+def _check_4d(module, x):
+    if x.dim() != 4:
+        raise ValueError(f"aspen_torch.{module}: input of shape {tuple(x.shape)} must be 4-D "
+                         "(N, C, H, W); unbatched input is not supported")
+
+
+class _Conv2dFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, backend, desc, x, weight, bias):
+        x, weight = x.contiguous(), weight.contiguous()
+        p, q = backend.conv2d_output_shape(desc)
+        y = x.new_empty((x.shape[0], weight.shape[0], p, q))
+        backend.conv2d_forward(desc, _ptr(x), _ptr(weight), _ptr(bias), _ptr(y), _stream(x))
+        ctx.backend, ctx.desc = backend, desc
+        ctx.save_for_backward(x, weight, bias)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, weight, bias = ctx.saved_tensors
+        dy = dy.contiguous()
+        dx = dw = db = None
+        if ctx.needs_input_grad[2]:
+            dx = torch.empty_like(x)
+            ctx.backend.conv2d_backward_data(ctx.desc, _ptr(weight), _ptr(dy), _ptr(dx),
+                                             _stream(x))
+        if ctx.needs_input_grad[3] or (bias is not None and ctx.needs_input_grad[4]):
+            dw = torch.empty_like(weight)
+            db = torch.empty_like(bias) if bias is not None else None
+            ctx.backend.conv2d_backward_filter(ctx.desc, _ptr(x), _ptr(dy), _ptr(dw), _ptr(db),
+                                               _stream(x))
+        return None, None, dx, dw, db
+
+
+class Conv2d(torch.nn.Conv2d):
+    """torch.nn.Conv2d through Aspen's convolution (stride, padding, dilation, groups, bias).
+    padding may be a number, a pair, "valid" or "same" (stride 1; an odd dilated kernel)."""
+
+    def _padding(self):
+        if self.padding_mode != "zeros":
+            raise NotImplementedError(f"aspen_torch.Conv2d: padding_mode '{self.padding_mode}' "
+                                      "(only 'zeros')")
+        if self.padding == "valid":
+            return (0, 0)
+        if self.padding == "same":
+            spans = [d * (k - 1) for d, k in zip(self.dilation, self.kernel_size)]
+            if any(span % 2 for span in spans):
+                raise NotImplementedError("aspen_torch.Conv2d: padding='same' with an even "
+                                          "dilated kernel needs asymmetric padding")
+            return tuple(span // 2 for span in spans)
+        return _pair(self.padding)
+
+    def forward(self, input):
+        _check_4d("Conv2d", input)
+        n, c, h, w = input.shape
+        desc = _backend.ConvDesc(_dtype(input), n, c, h, w, self.out_channels,
+                                 tuple(self.kernel_size), self._padding(), tuple(self.stride),
+                                 tuple(self.dilation), self.groups)
+        backend = default_backend(input.device)
+        return _Conv2dFunction.apply(backend, desc, input, self.weight, self.bias)
+
+
+class _Pool2dFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, backend, desc, x):
+        x = x.contiguous()
+        p, q = backend.pool2d_output_shape(desc)
+        y = x.new_empty((x.shape[0], x.shape[1], p, q))
+        backend.pool2d_forward(desc, _ptr(x), _ptr(y), _stream(x))
+        ctx.backend, ctx.desc = backend, desc
+        ctx.save_for_backward(x, y)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, y = ctx.saved_tensors
+        dy = dy.contiguous()
+        dx = torch.empty_like(x)
+        ctx.backend.pool2d_backward(ctx.desc, _ptr(x), _ptr(y), _ptr(dy), _ptr(dx), _stream(x))
+        return None, None, dx
+
+
+def _pool(module, mode, x, kernel, stride, padding, ceil_mode, include_padding):
+    _check_4d(module, x)
+    n, c, h, w = x.shape
+    stride = _pair(stride if stride is not None else kernel)
+    desc = _backend.PoolDesc(_dtype(x), mode, n, c, h, w, _pair(kernel), _pair(padding),
+                             stride, bool(ceil_mode), bool(include_padding))
+    return _Pool2dFunction.apply(default_backend(x.device), desc, x)
+
+
+class MaxPool2d(torch.nn.MaxPool2d):
+    """torch.nn.MaxPool2d through Aspen's pooling: the gradient to each window's first maximum,
+    as torch's."""
+
+    def forward(self, input):
+        if _pair(self.dilation) != (1, 1):
+            raise NotImplementedError("aspen_torch.MaxPool2d: dilation (only 1)")
+        if self.return_indices:
+            raise NotImplementedError("aspen_torch.MaxPool2d: return_indices")
+        return _pool("MaxPool2d", "max", input, self.kernel_size, self.stride, self.padding,
+                     self.ceil_mode, False)
+
+
+class AvgPool2d(torch.nn.AvgPool2d):
+    """torch.nn.AvgPool2d through Aspen's pooling (count_include_pad and ceil_mode as torch's)."""
+
+    def forward(self, input):
+        if self.divisor_override is not None:
+            raise NotImplementedError("aspen_torch.AvgPool2d: divisor_override")
+        return _pool("AvgPool2d", "avg", input, self.kernel_size, self.stride, self.padding,
+                     self.ceil_mode, self.count_include_pad)
+
+
+class _BatchNormFunction(torch.autograd.Function):
+    """Training-mode batch norm: y from this batch's statistics, running statistics (float32
+    copies, or None) updated in place; backward from the saved mean and 1 / sqrt(var + eps)."""
+
+    @staticmethod
+    def forward(ctx, backend, desc, x, gamma, beta, running_mean, running_var):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        channels = x.shape[1]
+        save_mean = torch.empty(channels, dtype=torch.float32, device=x.device)
+        save_inv_std = torch.empty_like(save_mean)
+        backend.batchnorm_forward_training(desc, _ptr(x), _ptr(gamma), _ptr(beta), _ptr(y),
+                                           _ptr(running_mean), _ptr(running_var),
+                                           _ptr(save_mean), _ptr(save_inv_std), _stream(x))
+        ctx.backend, ctx.desc = backend, desc
+        ctx.save_for_backward(x, gamma, save_mean, save_inv_std)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, gamma, save_mean, save_inv_std = ctx.saved_tensors
+        dy = dy.contiguous()
+        dx = torch.empty_like(x)
+        dgamma, dbeta = torch.empty_like(gamma), torch.empty_like(gamma)
+        ctx.backend.batchnorm_backward(ctx.desc, _ptr(x), _ptr(dy), _ptr(gamma), _ptr(save_mean),
+                                       _ptr(save_inv_std), _ptr(dx), _ptr(dgamma), _ptr(dbeta),
+                                       _stream(x))
+        return None, None, dx, dgamma, dbeta, None, None
+
+
+class _BatchNormInferenceFunction(torch.autograd.Function):
+    """Batch norm from the running statistics: y = scale x + shift a channel, computed by Aspen.
+    Its gradients (rarely wanted: fine-tuning past frozen statistics) are a per-channel scale
+    and sums, taken with torch's operations."""
+
+    @staticmethod
+    def forward(ctx, backend, desc, x, gamma, beta, running_mean, running_var, eps):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        backend.batchnorm_forward_inference(desc, _ptr(x), _ptr(gamma), _ptr(beta),
+                                            _ptr(running_mean), _ptr(running_var), _ptr(y),
+                                            _stream(x))
+        ctx.save_for_backward(x, gamma, running_mean, running_var)
+        ctx.eps = eps
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        x, gamma, mean, var = ctx.saved_tensors
+        inv = torch.rsqrt(var + ctx.eps).view(1, -1, 1, 1)
+        dyf = dy.float()
+        whitened = (x.float() - mean.view(1, -1, 1, 1)) * inv
+        dx = (dyf * gamma.view(1, -1, 1, 1) * inv).to(x.dtype)
+        return (None, None, dx, (dyf * whitened).sum((0, 2, 3)), dyf.sum((0, 2, 3)), None, None,
+                None)
+
+
+class BatchNorm2d(torch.nn.BatchNorm2d):
+    """torch.nn.BatchNorm2d through Aspen's batch norm: train and eval, affine,
+    track_running_stats and momentum (None: the cumulative average), as torch's. Aspen keeps the
+    parameters and statistics in float32 (for float16 data too)."""
+
+    def forward(self, input):
+        _check_4d("BatchNorm2d", input)
+        n, c, h, w = input.shape
+        backend = default_backend(input.device)
+        f32 = lambda t: t.detach().float().contiguous()
+        ones = lambda: torch.ones(c, dtype=torch.float32, device=input.device)
+        gamma = self.weight.float() if self.affine else ones()
+        beta = self.bias.float() if self.affine else torch.zeros_like(gamma)
+        use_batch = self.training or not self.track_running_stats
+        if not use_batch:
+            desc = _backend.BatchNormDesc(_dtype(input), n, c, h, w, self.eps, 0.0)
+            return _BatchNormInferenceFunction.apply(backend, desc, input, gamma.contiguous(),
+                                                     beta.contiguous(), f32(self.running_mean),
+                                                     f32(self.running_var), self.eps)
+        momentum = self.momentum
+        update = self.training and self.track_running_stats
+        if update:
+            self.num_batches_tracked.add_(1)
+            if momentum is None:  # the cumulative moving average
+                momentum = 1.0 / float(self.num_batches_tracked)
+        desc = _backend.BatchNormDesc(_dtype(input), n, c, h, w, self.eps,
+                                      momentum if update else 0.0)
+        running_mean = f32(self.running_mean) if update else None
+        running_var = f32(self.running_var) if update else None
+        y = _BatchNormFunction.apply(backend, desc, input, gamma.contiguous(), beta.contiguous(),
+                                     running_mean, running_var)
+        if update:
+            with torch.no_grad():
+                self.running_mean.copy_(running_mean)
+                self.running_var.copy_(running_var)
+        return y

@@ -1,0 +1,180 @@
+"""aspen_torch.Conv2d, MaxPool2d, AvgPool2d and BatchNorm2d against torch.nn's modules run in
+float64 on the same inputs (the independent reference): outputs and every gradient (input,
+weight, bias, gamma, beta) and the running statistics; stride, padding, dilation, groups
+including depthwise, batch 1, odd sizes; pooling's padding, ceil mode and count_include_pad, and
+max pooling's ties after a ReLU; train and eval, affine, track_running_stats and momentum
+(None too); a batch forced through the backend's split path by a small memory limit; and clear
+errors. Run: PYTHONPATH=<build>/python /usr/bin/python3 -m unittest discover -s python/tests
+"""
+import unittest
+
+import torch
+
+import aspen_torch
+from aspen_torch import _backend
+
+RTOL, ATOL = 2e-5, 2e-5
+
+
+def assert_close(got, want, what):
+    torch.testing.assert_close(got.double(), want.double(), rtol=RTOL, atol=ATOL,
+                               msg=lambda m: f"{what}: {m}")
+
+
+def run(module, x, weight):
+    """Output and input gradient of sum(module(x) * weight), and the module's parameters'
+    gradients by name."""
+    x = x.clone().requires_grad_()
+    y = module(x)
+    (y * weight.to(y.dtype)).sum().backward()
+    grads = {name: p.grad for name, p in module.named_parameters()}
+    return y.detach(), x.grad, grads
+
+
+class Conv2dAgainstTorch(unittest.TestCase):
+    def check(self, n, c, h, w, k, kernel, **kwargs):
+        torch.manual_seed(7)
+        mine = aspen_torch.Conv2d(c, k, kernel, **kwargs)
+        reference = torch.nn.Conv2d(c, k, kernel, **kwargs).double()
+        reference.load_state_dict({k_: v.double() for k_, v in mine.state_dict().items()})
+        x = torch.randn(n, c, h, w)
+        with torch.no_grad():
+            weight = torch.randn_like(reference(x.double())).float()
+        y, dx, grads = run(mine, x, weight)
+        ry, rdx, rgrads = run(reference, x.double(), weight.double())
+        what = f"Conv2d({c}, {k}, {kernel}, {kwargs}) on {tuple(x.shape)}"
+        assert_close(y, ry, what + " output")
+        assert_close(dx, rdx, what + " input gradient")
+        for name in rgrads:
+            assert_close(grads[name], rgrads[name], f"{what} {name} gradient")
+
+    def test_stride_padding_dilation_groups(self):
+        self.check(2, 3, 9, 8, 4, 3, stride=2, padding=1)
+        self.check(1, 4, 7, 7, 6, (3, 2), padding=(2, 0), dilation=(2, 1), groups=2)
+        self.check(3, 4, 6, 5, 4, 3, padding=1, groups=4, bias=False)  # depthwise
+        self.check(2, 5, 5, 5, 3, 1)
+        self.check(1, 3, 11, 9, 2, 5, stride=3, padding="valid")
+        self.check(2, 3, 8, 8, 4, 3, padding="same")
+
+    def test_state_dict_and_initialisation_are_torchs(self):
+        torch.manual_seed(3)
+        mine = aspen_torch.Conv2d(3, 5, 3)
+        torch.manual_seed(3)
+        reference = torch.nn.Conv2d(3, 5, 3)
+        self.assertEqual(list(mine.state_dict()), list(reference.state_dict()))
+        for name, value in reference.state_dict().items():
+            self.assertTrue(torch.equal(mine.state_dict()[name], value), name)
+
+
+class PoolingAgainstTorch(unittest.TestCase):
+    def check(self, mine, reference, x):
+        weight = torch.randn_like(reference(x.double()))
+        y, dx, _ = run(mine, x, weight)
+        ry, rdx, _ = run(reference, x.double(), weight.double())
+        assert_close(y, ry, f"{mine} output")
+        assert_close(dx, rdx, f"{mine} input gradient")
+
+    def test_max_and_average_pooling(self):
+        torch.manual_seed(11)
+        for ceil in (False, True):
+            for kernel, stride, padding, shape in [(3, 2, 1, (2, 3, 9, 8)), (2, None, 0, (1, 2, 7, 6)),
+                                                   ((3, 2), (2, 1), (1, 0), (2, 2, 7, 7))]:
+                x = torch.randn(*shape)
+                self.check(aspen_torch.MaxPool2d(kernel, stride, padding, ceil_mode=ceil),
+                           torch.nn.MaxPool2d(kernel, stride, padding, ceil_mode=ceil), x)
+                for include in (False, True):
+                    self.check(aspen_torch.AvgPool2d(kernel, stride, padding, ceil_mode=ceil,
+                                                     count_include_pad=include),
+                               torch.nn.AvgPool2d(kernel, stride, padding, ceil_mode=ceil,
+                                                  count_include_pad=include), x)
+
+    def test_max_pooling_ties_after_relu_go_to_the_first(self):
+        torch.manual_seed(12)
+        x = torch.relu(torch.randn(2, 3, 8, 8)) * (torch.rand(2, 3, 8, 8) > 0.4)
+        self.check(aspen_torch.MaxPool2d(3, 2, 1), torch.nn.MaxPool2d(3, 2, 1), x)
+
+
+class BatchNorm2dAgainstTorch(unittest.TestCase):
+    def pair(self, c, **kwargs):
+        mine = aspen_torch.BatchNorm2d(c, **kwargs)
+        reference = torch.nn.BatchNorm2d(c, **kwargs).double()
+        if mine.affine:
+            with torch.no_grad():
+                mine.weight.uniform_(0.5, 1.5)
+                mine.bias.uniform_(-0.5, 0.5)
+        reference.load_state_dict({k: v.double() if v.is_floating_point() else v
+                                   for k, v in mine.state_dict().items()})
+        return mine, reference
+
+    def compare(self, mine, reference, x, what):
+        weight = torch.randn_like(x)
+        y, dx, grads = run(mine, x, weight)
+        ry, rdx, rgrads = run(reference, x.double(), weight.double())
+        assert_close(y, ry, what + " output")
+        assert_close(dx, rdx, what + " input gradient")
+        for name in rgrads:
+            assert_close(grads[name], rgrads[name], f"{what} {name} gradient")
+        for name in ("running_mean", "running_var"):
+            if getattr(reference, name) is not None:
+                assert_close(getattr(mine, name), getattr(reference, name), f"{what} {name}")
+
+    def test_train_then_eval_with_running_statistics(self):
+        torch.manual_seed(21)
+        for momentum in (0.1, None):
+            mine, reference = self.pair(4, momentum=momentum)
+            for step in range(3):
+                x = torch.randn(3, 4, 5, 6) * 2 + 1
+                self.compare(mine, reference, x, f"train step {step}, momentum {momentum}")
+            self.assertEqual(int(mine.num_batches_tracked), 3)
+            mine.eval(), reference.eval()
+            self.compare(mine, reference, torch.randn(2, 4, 3, 3), f"eval, momentum {momentum}")
+
+    def test_affine_off_and_no_running_statistics(self):
+        torch.manual_seed(22)
+        mine, reference = self.pair(3, affine=False)
+        self.compare(mine, reference, torch.randn(2, 3, 4, 4), "affine=False")
+        mine, reference = self.pair(3, track_running_stats=False)
+        mine.eval(), reference.eval()  # without running statistics eval uses the batch's
+        self.compare(mine, reference, torch.randn(1, 3, 5, 7), "track_running_stats=False")
+
+
+class BackendSplitsAndErrors(unittest.TestCase):
+    def test_a_memory_limit_splits_the_batch_with_the_same_results(self):
+        torch.manual_seed(31)
+        backend = aspen_torch.Backend("cpu", 8)
+        x, w = torch.randn(4, 3, 8, 8), torch.randn(5, 3, 3, 3)
+        results = []
+        for options in (None, '{"memoryLimitBytes": 1}'):
+            desc = _backend.ConvDesc("float32", 4, 3, 8, 8, 5, (3, 3), (1, 1), (1, 1), (1, 1), 1,
+                                     options)
+            p, q = backend.conv2d_output_shape(desc)
+            y = torch.empty(4, 5, p, q)
+            backend.conv2d_forward(desc, x.data_ptr(), w.data_ptr(), 0, y.data_ptr(), 0)
+            dy = torch.ones_like(y)
+            dw = torch.empty_like(w)
+            backend.conv2d_backward_filter(desc, x.data_ptr(), dy.data_ptr(), dw.data_ptr(), 0, 0)
+            results.append((y, dw))
+        reference = torch.nn.functional.conv2d(x.double(), w.double(), padding=1)
+        for y, dw in results:
+            assert_close(y, reference, "output")
+        torch.testing.assert_close(results[0][1], results[1][1], rtol=1e-5, atol=1e-5)
+        self.assertEqual(backend.cache_stats()["entries"], 4)  # whole batch and 1-image engines
+
+    def test_errors_are_clear(self):
+        conv = aspen_torch.Conv2d(3, 4, 3)
+        with self.assertRaisesRegex(NotImplementedError, "no double path"):
+            conv.double()(torch.randn(1, 3, 5, 5, dtype=torch.float64))
+        with self.assertRaisesRegex(NotImplementedError, "padding_mode 'reflect'"):
+            aspen_torch.Conv2d(3, 4, 3, padding=1, padding_mode="reflect")(torch.randn(1, 3, 5, 5))
+        with self.assertRaisesRegex(ValueError, "must be 4-D"):
+            conv(torch.randn(3, 5, 5))
+        with self.assertRaisesRegex(ValueError, "larger than the padded input"):
+            conv(torch.randn(1, 3, 2, 2))
+        with self.assertRaisesRegex(NotImplementedError, "return_indices"):
+            aspen_torch.MaxPool2d(2, return_indices=True)(torch.randn(1, 1, 4, 4))
+        with self.assertRaisesRegex(NotImplementedError, "divisor_override"):
+            aspen_torch.AvgPool2d(2, divisor_override=3)(torch.randn(1, 1, 4, 4))
+
+
+if __name__ == "__main__":
+    unittest.main()
