@@ -443,6 +443,19 @@ print(" ".join("-I" + p for p in e.include_paths()))' 2>"$work/aspen_torch.err")
     note "torch_modules.py --cuda --quick ($((SECONDS - start)) s):"
     grep -v '^RESULT ' "$work/torch_modules.out" | sed 's/^/  /' | tee -a "$summary"
   fi
+  start=$SECONDS rc=0
+  {
+    echo "==== bench/torch_cnn.py --cuda --quick"
+    PYTHONPATH=$pkg timeout -k 5 "$(limit 90)" "${py[@]}" "$bundle/src/bench/torch_cnn.py" --cuda \
+      --quick 2>&1
+  } >"$work/torch_cnn.out" || rc=$?
+  cat "$work/torch_cnn.out" >>"$out/bench.log"
+  if [ "$rc" -ne 0 ]; then
+    fail "torch_cnn.py --cuda: exit $rc (124 = time limit): see bench.log"
+  else
+    note "torch_cnn.py --cuda --quick ($((SECONDS - start)) s):"
+    grep -v '^RESULT ' "$work/torch_cnn.out" | sed 's/^/  /' | tee -a "$summary"
+  fi
 }
 aspen_torch_check
 bench_report

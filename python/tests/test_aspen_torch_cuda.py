@@ -1,4 +1,4 @@
-"""aspen_torch.LSTM and aspen_torch.GRU on CUDA tensors (Aspen's GPU device through the layer
+"""aspen_torch's LSTM, GRU and CNN modules on CUDA tensors (Aspen's GPU device through the layer
 backend, ordered with torch's current stream) against torch.nn.LSTM and torch.nn.GRU on the same
 device (cuDNN, TF32 off so that both compute in float32): forward outputs, final states and every
 gradient within 1e-4 relative, over 1 and 2 layers, packed or not, hx given or not; a training
@@ -52,6 +52,27 @@ class OnCuda(unittest.TestCase):
             self.assertEqual(got.device, want.device)
             torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5,
                                        msg=lambda m: f"{kind} result {i}: {m}")
+
+    def test_cnn_modules_against_torch_on_cuda(self):
+        torch.manual_seed(5)
+        for make in (lambda nn: nn.Conv2d(3, 6, 3, stride=2, padding=1, groups=3),
+                     lambda nn: nn.BatchNorm2d(3), lambda nn: nn.MaxPool2d(3, 2, 1),
+                     lambda nn: nn.AvgPool2d(3, 2, 1, ceil_mode=True)):
+            reference = make(torch.nn).cuda()
+            mine = make(aspen_torch).cuda()
+            mine.load_state_dict(reference.state_dict())
+            x = torch.randn(2, 3, 9, 8, device="cuda")
+
+            def run(module):
+                xs = x.clone().requires_grad_()
+                out = module(xs)
+                (out * torch.arange(out.numel(), device="cuda").view_as(out).sin()).sum().backward()
+                return [out, xs.grad] + [p.grad for p in module.parameters()]
+
+            for i, (got, want) in enumerate(zip(run(mine), run(reference))):
+                self.assertEqual(got.device, want.device)
+                torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5,
+                                           msg=lambda m: f"{reference} result {i}: {m}")
 
     def test_against_torch_on_cuda(self):
         for kind, layers, packed, hx in itertools.product(("lstm", "gru"), (1, 2),
