@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes the GPU bundle: one relocatable folder (at most 52 MiB) holding everything
+# Makes the GPU bundle: one relocatable folder (at most 54 MiB) holding everything
 # scripts/gpu-check.sh needs to check Aspen on a bare GPU machine, where nothing is built and no
 # package is installed (it needs only the CUDA toolkit, the driver and python3 there):
 #   bin/        lstm_layer, gru_layer, rnn_layer, aspen-cc (installed), aspen_correctness_tests,
@@ -31,7 +31,7 @@ set -euo pipefail
 
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$script_dir/.." && pwd)
-max_kib=$((52 * 1024)) # with the tracked tree (about 4 MiB), under the 56 MiB a device run may carry; the cache's NVRTC copies of the library families (PTX and cubin) are most of it: dropping those the fatbins already hold is the next saving
+max_kib=$((54 * 1024)) # under the 56 MiB a bundle may take, and with the tracked tree (4.4 MiB) well under the 64 MiB a device run carries; the cache's NVRTC copies of the library families (PTX and cubin) are most of it: dropping those the fatbins already hold is the next saving
 started=$SECONDS
 
 usage() {
@@ -468,4 +468,4 @@ echo "== total: $(size "$dir") ($kib KiB; limit $max_kib KiB), made in $((SECOND
 for w in "${warnings[@]}"; do
   echo "gpu-bundle: warning: $w" >&2
 done
-[ "$kib" -le "$max_kib" ] || die "the bundle is over 52 MiB"
+[ "$kib" -le "$max_kib" ] || die "the bundle is over 54 MiB"
