@@ -263,7 +263,12 @@ std::shared_ptr<SimpleLayer> buildBatchNormTraining(const Device &device,
   const Tensor running = mappedVariable(graph, FLOAT, {2, c.C}, "running");
   const auto [mean, invStd] = nn::bn::batchNormStatistics(
       graph, x, c.eps, prog, false, true, FLOAT, "stats", {{"statisticsType", "float"}});
-  const Tensor y = nn::bn::batchNormalise(graph, x, gamma, beta, mean, invStd, prog, "norm").first;
+  // y = x * (gamma invStd) + (beta - gamma invStd mean): one pass over x, as inference.
+  const Tensor multiplicand =
+      ops::map(graph, ex::_1 * ex::_2, {gamma, invStd}, prog, "multiplicand");
+  const Tensor addend =
+      ops::map(graph, ex::_1 - ex::_2 * ex::_3, {beta, multiplicand, mean}, prog, "addend");
+  const Tensor y = nn::bn::batchNormalise(graph, x, multiplicand, addend, prog, "norm");
   nn::bn::batchNormRunningStatistics(graph, mean, invStd, c.eps, c.N * c.HW, c.momentum,
                                      running[0], running[1], prog, "running");
   const Tensor saved = concat(mean.expand({0}), invStd.expand({0}));
@@ -301,6 +306,11 @@ std::shared_ptr<SimpleLayer> buildBatchNormInference(const Device &device,
   return std::make_shared<SimpleLayer>(compileAndLoad(graph, {prog}, device));
 }
 
+// Batch norm's gradients in three passes over the activations: with xh = (x - mean) invStd,
+// dgamma = sum(dy xh) and dbeta = sum(dy) a channel (one product pass and one reduction pass),
+// then dx = gamma invStd (dy - dbeta / n - xh dgamma / n): the general norm gradient, whose
+// group means of gamma dy and gamma dy xh are, for a channel's group, gamma dbeta / n and
+// gamma dgamma / n.
 std::shared_ptr<SimpleLayer> buildBatchNormBackward(const Device &device,
                                                     const BatchNormConfig &c) {
   Graph graph = makeGraph(device);
@@ -309,21 +319,32 @@ std::shared_ptr<SimpleLayer> buildBatchNormBackward(const Device &device,
   const Tensor dy = mappedVariable(graph, c.type, {c.N, c.C, c.HW}, "dy");
   const Tensor gamma = mappedVariable(graph, FLOAT, {c.C}, "gamma");
   const Tensor saved = mappedVariable(graph, FLOAT, {2, c.C}, "saved");
-  const Tensor whitened = nn::bn::batchNormWhiten(graph, x, saved[0], saved[1], prog, "whiten");
-  const Tensor dx = nn::bn::batchNormGradients(graph, whitened, dy, saved[1], gamma, prog, FLOAT,
-                                               "gradients");
-  auto [dgamma, dbeta] = nn::bn::batchNormParamGradients(graph, whitened, dy, prog, FLOAT, "pg");
-  if (c.type != FLOAT) {
-    dgamma = ops::cast(graph, dgamma, FLOAT, prog, "dgamma");
-    dbeta = ops::cast(graph, dbeta, FLOAT, prog, "dbeta");
-  }
+  const auto channel = [](const Tensor &t) { return t.reshape({1, t.dim(0), 1}); };
+  const Tensor mean = channel(saved[0]), invStd = channel(saved[1]);
+  const auto xh = (ex::Cast(ex::_1, FLOAT) - ex::_2) * ex::_3;
+  const Tensor product = ops::map(graph, ex::Cast(ex::_4, FLOAT) * xh, {x, mean, invStd, dy},
+                                  prog, "gradsInWhitened");
+  const std::vector<Tensor> sums = ops::reduceMany(
+      graph,
+      {ops::SingleReduceOp(product, {0, 2}, ops::ReduceParams(ops::Operation::ADD), FLOAT,
+                           "dgamma"),
+       ops::SingleReduceOp(dy, {0, 2}, ops::ReduceParams(ops::Operation::ADD), FLOAT, "dbeta")},
+      prog, "paramGradients");
+  const float inverseN = float(1.0 / double(c.N * c.HW));
+  const Tensor dx = ops::map(
+      graph,
+      ex::Cast(ex::_5 * ex::_3 *
+                   (ex::Cast(ex::_4, FLOAT) - ex::_7 * ex::Const(inverseN) -
+                    xh * ex::_6 * ex::Const(inverseN)),
+               c.type),
+      {x, mean, invStd, dy, channel(gamma), channel(sums[0]), channel(sums[1])}, prog, "dx");
   for (const auto &[name, t] : {std::pair<const char *, Tensor>{"x", x},
                                 {"dy", dy},
                                 {"gamma", gamma},
                                 {"saved-in", saved}})
     graph.createHostWrite(name, t);
   graph.createHostRead("dx", dx);
-  graph.createHostRead("dparams", concat(dgamma.expand({0}), dbeta.expand({0})));
+  graph.createHostRead("dparams", concat(sums[0].expand({0}), sums[1].expand({0})));
   return std::make_shared<SimpleLayer>(compileAndLoad(graph, {prog}, device));
 }
 
