@@ -44,7 +44,8 @@ TEST_CASE("norm builders reject bad activations, statistics, parameters and opti
                                     {{"statisticsType", "double"}});
       },
       {"statisticsType", "double"});
-  const auto [mean, invStd] = nn::bn::batchNormStatistics(g, acts, 1e-5f, prog, false);
+  const std::pair<Tensor, Tensor> stats = nn::bn::batchNormStatistics(g, acts, 1e-5f, prog, false);
+  const Tensor mean = stats.first, invStd = stats.second; // lambdas below capture them
   requireError<shape_error>(
       [&] { nn::bn::batchNormWhiten(g, acts, var(FLOAT, {5}, "shortMean"), invStd, prog); },
       {"normWhiten", "mean", "shortMean", "6 elements"});
