@@ -273,9 +273,8 @@ aspen_status aspen_rnn_forward(aspen_backend *backend, const aspen_rnn_desc *des
                                const uint32_t *lengths, void *y, void *hn, void *cn,
                                void *reserve, void *stream) {
   return guarded("aspen_rnn_forward", [&] {
-    checkBackend(backend);
-    const aspen::backend::Memory memory = memoryFor(backend, stream);
-    const aspen::backend::CurrentDeviceGuard keepCallersDevice(memory.onDevice());
+    const CallPlace place(backend, stream);
+    const aspen::backend::Memory &memory = place.memory;
     const RnnConfig c = rnnConfig(desc);
     const aspen::backend::RnnForwardCall call{x, h0, c0, input_weights, output_weights, biases,
                                               lengths, y, hn, cn, reserve};
@@ -303,9 +302,8 @@ aspen_status aspen_rnn_backward(aspen_backend *backend, const aspen_rnn_desc *de
                                 void *dh0, void *dc0, void *d_input_weights,
                                 void *d_output_weights, void *d_biases, void *stream) {
   return guarded("aspen_rnn_backward", [&] {
-    checkBackend(backend);
-    const aspen::backend::Memory memory = memoryFor(backend, stream);
-    const aspen::backend::CurrentDeviceGuard keepCallersDevice(memory.onDevice());
+    const CallPlace place(backend, stream);
+    const aspen::backend::Memory &memory = place.memory;
     const RnnConfig c = rnnConfig(desc);
     const aspen::backend::RnnForwardCall forward{
         x, h0, c0, input_weights, output_weights, biases, lengths, const_cast<void *>(y),
@@ -342,9 +340,8 @@ aspen_status aspen_rnn_backward(aspen_backend *backend, const aspen_rnn_desc *de
 aspen_status aspen_matmul(aspen_backend *backend, aspen_dtype dtype, size_t m, size_t k, size_t n,
                           const void *a, const void *b, void *c, void *stream) {
   return guarded("aspen_matmul", [&] {
-    checkBackend(backend);
-    const aspen::backend::Memory memory = memoryFor(backend, stream);
-    const aspen::backend::CurrentDeviceGuard keepCallersDevice(memory.onDevice());
+    const CallPlace place(backend, stream);
+    const aspen::backend::Memory &memory = place.memory;
     const aspen::Type type = typeOf(dtype);
     need(m > 0 && k > 0 && n > 0,
          fmt::format("m, k and n must be at least 1 (got {}, {}, {})", m, k, n));
@@ -378,9 +375,8 @@ aspen_status aspen_nonlinearity_forward(aspen_backend *backend, aspen_nonlineari
                                         aspen_dtype dtype, size_t rows, size_t n, const void *in,
                                         void *out, void *stream) {
   return guarded("aspen_nonlinearity_forward", [&] {
-    checkBackend(backend);
-    const aspen::backend::Memory memory = memoryFor(backend, stream);
-    const aspen::backend::CurrentDeviceGuard keepCallersDevice(memory.onDevice());
+    const CallPlace place(backend, stream);
+    const aspen::backend::Memory &memory = place.memory;
     using aspen::nn::NonLinearityType;
     static const std::map<int, NonLinearityType> kinds = {
         {ASPEN_NONLINEARITY_SIGMOID, NonLinearityType::SIGMOID},

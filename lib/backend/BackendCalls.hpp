@@ -109,6 +109,15 @@ inline aspen::backend::Memory memoryFor(const aspen_backend *backend, const void
   return {};
 }
 
+// Where a call runs: the backend checked, its buffers' memory (memoryFor) and, for a GPU
+// backend, the caller's current CUDA device restored when the call returns.
+struct CallPlace {
+  CallPlace(const aspen_backend *backend, const void *stream)
+      : memory((checkBackend(backend), memoryFor(backend, stream))), keep(memory.onDevice()) {}
+  const aspen::backend::Memory memory;
+  const aspen::backend::CurrentDeviceGuard keep;
+};
+
 // Each buffer (NULL ones skipped) in the memory its backend takes: device memory on a GPU
 // backend, host memory on the others.
 inline void checkPlaces(const aspen_backend *backend,

@@ -161,18 +161,20 @@ BatchNormConfig batchNormConfig(const aspen_batchnorm_desc *desc) {
   return c;
 }
 
-// Calls run(layer, first, count) for each slice of `n` images, `perSlice` a slice; slices of
-// perSlice images share one engine, a shorter last slice has its own.
+// Calls run(layer, first, count, fresh) for each slice of `n` images, `perSlice` a slice;
+// slices of perSlice images share one engine, a shorter last slice has its own. `fresh`: the
+// engine's first slice in this call (when the slices' shared inputs, the weights, are written).
 void forSlices(std::size_t n, std::size_t perSlice,
                const std::function<std::shared_ptr<SimpleLayer>(std::size_t)> &layerOf,
-               const std::function<void(SimpleLayer &, std::size_t, std::size_t)> &run) {
+               const std::function<void(SimpleLayer &, std::size_t, std::size_t, bool)> &run) {
   std::shared_ptr<SimpleLayer> full;
   for (std::size_t first = 0; first < n; first += perSlice) {
     const std::size_t count = std::min(perSlice, n - first);
+    const bool fresh = count < perSlice || !full;
     const std::shared_ptr<SimpleLayer> layer =
         count == perSlice ? (full ? full : (full = layerOf(count))) : layerOf(count);
     std::lock_guard<std::mutex> lock(layer->mutex);
-    run(*layer, first, count);
+    run(*layer, first, count, fresh);
   }
 }
 
@@ -220,9 +222,8 @@ aspen_status aspen_conv2d_forward(aspen_backend *backend, const aspen_conv2d_des
                                   const void *x, const void *w, const void *bias, void *y,
                                   void *stream) {
   return guarded("aspen_conv2d_forward", [&] {
-    checkBackend(backend);
-    const aspen::backend::Memory memory = memoryFor(backend, stream);
-    const aspen::backend::CurrentDeviceGuard keepCallersDevice(memory.onDevice());
+    const CallPlace place(backend, stream);
+    const aspen::backend::Memory &memory = place.memory;
     const ConvConfig c = convConfig(desc);
     needBuffer(x, "x");
     needBuffer(w, "w");
@@ -237,10 +238,12 @@ aspen_status aspen_conv2d_forward(aspen_backend *backend, const aspen_conv2d_des
             return aspen::backend::buildConvForward(backend->device, c, images, bias != nullptr);
           });
         },
-        [&](SimpleLayer &layer, std::size_t first, std::size_t count) {
-          write(layer, "w", w, c.wElements() * es);
-          if (bias)
-            write(layer, "b", bias, c.K * es);
+        [&](SimpleLayer &layer, std::size_t first, std::size_t count, bool fresh) {
+          if (fresh) {
+            write(layer, "w", w, c.wElements() * es);
+            if (bias)
+              write(layer, "b", bias, c.K * es);
+          }
           write(layer, "x", at(x, first * c.xElements() * es), count * c.xElements() * es);
           layer.engine.run(0);
           read(layer, "y", at(y, first * c.yElements() * es), count * c.yElements() * es);
@@ -251,9 +254,8 @@ aspen_status aspen_conv2d_forward(aspen_backend *backend, const aspen_conv2d_des
 aspen_status aspen_conv2d_backward_data(aspen_backend *backend, const aspen_conv2d_desc *desc,
                                         const void *w, const void *dy, void *dx, void *stream) {
   return guarded("aspen_conv2d_backward_data", [&] {
-    checkBackend(backend);
-    const aspen::backend::Memory memory = memoryFor(backend, stream);
-    const aspen::backend::CurrentDeviceGuard keepCallersDevice(memory.onDevice());
+    const CallPlace place(backend, stream);
+    const aspen::backend::Memory &memory = place.memory;
     const ConvConfig c = convConfig(desc);
     needBuffer(w, "w");
     needBuffer(dy, "dy");
@@ -268,8 +270,9 @@ aspen_status aspen_conv2d_backward_data(aspen_backend *backend, const aspen_conv
             return aspen::backend::buildConvBackwardData(backend->device, c, images);
           });
         },
-        [&](SimpleLayer &layer, std::size_t first, std::size_t count) {
-          write(layer, "w", w, c.wElements() * es);
+        [&](SimpleLayer &layer, std::size_t first, std::size_t count, bool fresh) {
+          if (fresh)
+            write(layer, "w", w, c.wElements() * es);
           write(layer, "dy", at(dy, first * c.yElements() * es), count * c.yElements() * es);
           layer.engine.run(0);
           read(layer, "dx", at(dx, first * c.xElements() * es), count * c.xElements() * es);
@@ -281,9 +284,8 @@ aspen_status aspen_conv2d_backward_filter(aspen_backend *backend, const aspen_co
                                           const void *x, const void *dy, void *dw, void *dbias,
                                           void *stream) {
   return guarded("aspen_conv2d_backward_filter", [&] {
-    checkBackend(backend);
-    const aspen::backend::Memory memory = memoryFor(backend, stream);
-    const aspen::backend::CurrentDeviceGuard keepCallersDevice(memory.onDevice());
+    const CallPlace place(backend, stream);
+    const aspen::backend::Memory &memory = place.memory;
     const ConvConfig c = convConfig(desc);
     needBuffer(x, "x");
     needBuffer(dy, "dy");
@@ -303,7 +305,7 @@ aspen_status aspen_conv2d_backward_filter(aspen_backend *backend, const aspen_co
                                                            dbias != nullptr);
           });
         },
-        [&](SimpleLayer &layer, std::size_t first, std::size_t count) {
+        [&](SimpleLayer &layer, std::size_t first, std::size_t count, bool fresh) {
           write(layer, "x", at(x, first * c.xElements() * es), count * c.xElements() * es);
           write(layer, "dy", at(dy, first * c.yElements() * es), count * c.yElements() * es);
           layer.engine.run(0);
@@ -345,9 +347,8 @@ aspen_status aspen_pool2d_output_shape(const aspen_pool2d_desc *desc, size_t *p,
 aspen_status aspen_pool2d_forward(aspen_backend *backend, const aspen_pool2d_desc *desc,
                                   const void *x, void *y, void *stream) {
   return guarded("aspen_pool2d_forward", [&] {
-    checkBackend(backend);
-    const aspen::backend::Memory memory = memoryFor(backend, stream);
-    const aspen::backend::CurrentDeviceGuard keepCallersDevice(memory.onDevice());
+    const CallPlace place(backend, stream);
+    const aspen::backend::Memory &memory = place.memory;
     const PoolConfig c = poolConfig(desc);
     needBuffer(x, "x");
     needBuffer(y, "y");
@@ -362,7 +363,7 @@ aspen_status aspen_pool2d_forward(aspen_backend *backend, const aspen_pool2d_des
             return aspen::backend::buildPoolForward(backend->device, c, images);
           });
         },
-        [&](SimpleLayer &layer, std::size_t first, std::size_t count) {
+        [&](SimpleLayer &layer, std::size_t first, std::size_t count, bool fresh) {
           write(layer, "x", at(x, first * xImage), count * xImage);
           layer.engine.run(0);
           read(layer, "y", at(y, first * yImage), count * yImage);
@@ -374,9 +375,8 @@ aspen_status aspen_pool2d_backward(aspen_backend *backend, const aspen_pool2d_de
                                    const void *x, const void *y, const void *dy, void *dx,
                                    void *stream) {
   return guarded("aspen_pool2d_backward", [&] {
-    checkBackend(backend);
-    const aspen::backend::Memory memory = memoryFor(backend, stream);
-    const aspen::backend::CurrentDeviceGuard keepCallersDevice(memory.onDevice());
+    const CallPlace place(backend, stream);
+    const aspen::backend::Memory &memory = place.memory;
     const PoolConfig c = poolConfig(desc);
     if (c.max)
       needBuffer(x, "x (max pooling's gradient reads the forward's input)");
@@ -394,7 +394,7 @@ aspen_status aspen_pool2d_backward(aspen_backend *backend, const aspen_pool2d_de
             return aspen::backend::buildPoolBackward(backend->device, c, images, recompute);
           });
         },
-        [&](SimpleLayer &layer, std::size_t first, std::size_t count) {
+        [&](SimpleLayer &layer, std::size_t first, std::size_t count, bool fresh) {
           if (c.max) {
             write(layer, "x", at(x, first * xImage), count * xImage);
             if (!recompute)
@@ -414,9 +414,8 @@ aspen_status aspen_batchnorm_forward_training(aspen_backend *backend,
                                               float *save_mean, float *save_inv_std,
                                               void *stream) {
   return guarded("aspen_batchnorm_forward_training", [&] {
-    checkBackend(backend);
-    const aspen::backend::Memory memory = memoryFor(backend, stream);
-    const aspen::backend::CurrentDeviceGuard keepCallersDevice(memory.onDevice());
+    const CallPlace place(backend, stream);
+    const aspen::backend::Memory &memory = place.memory;
     const BatchNormConfig c = batchNormConfig(desc);
     needBuffer(x, "x");
     needBuffer(gamma, "gamma");
@@ -465,9 +464,8 @@ aspen_status aspen_batchnorm_forward_inference(aspen_backend *backend,
                                                const float *running_mean,
                                                const float *running_var, void *y, void *stream) {
   return guarded("aspen_batchnorm_forward_inference", [&] {
-    checkBackend(backend);
-    const aspen::backend::Memory memory = memoryFor(backend, stream);
-    const aspen::backend::CurrentDeviceGuard keepCallersDevice(memory.onDevice());
+    const CallPlace place(backend, stream);
+    const aspen::backend::Memory &memory = place.memory;
     const BatchNormConfig c = batchNormConfig(desc);
     for (const auto &[p, name] : {std::pair<const void *, const char *>{x, "x"},
                                   {gamma, "gamma"},
@@ -501,9 +499,8 @@ aspen_status aspen_batchnorm_backward(aspen_backend *backend, const aspen_batchn
                                       const float *save_mean, const float *save_inv_std, void *dx,
                                       float *dgamma, float *dbeta, void *stream) {
   return guarded("aspen_batchnorm_backward", [&] {
-    checkBackend(backend);
-    const aspen::backend::Memory memory = memoryFor(backend, stream);
-    const aspen::backend::CurrentDeviceGuard keepCallersDevice(memory.onDevice());
+    const CallPlace place(backend, stream);
+    const aspen::backend::Memory &memory = place.memory;
     const BatchNormConfig c = batchNormConfig(desc);
     for (const auto &[p, name] : {std::pair<const void *, const char *>{x, "x"},
                                   {dy, "dy"},
@@ -543,9 +540,8 @@ aspen_status aspen_nonlinearity_backward(aspen_backend *backend, aspen_nonlinear
                                          const void *act, int act_is_input, const void *dy,
                                          void *dx, void *stream) {
   return guarded("aspen_nonlinearity_backward", [&] {
-    checkBackend(backend);
-    const aspen::backend::Memory memory = memoryFor(backend, stream);
-    const aspen::backend::CurrentDeviceGuard keepCallersDevice(memory.onDevice());
+    const CallPlace place(backend, stream);
+    const aspen::backend::Memory &memory = place.memory;
     using aspen::nn::NonLinearityType;
     static const std::map<int, std::pair<NonLinearityType, const char *>> kinds = {
         {ASPEN_NONLINEARITY_RELU, {NonLinearityType::RELU, "relu"}},

@@ -99,6 +99,23 @@ Tensor mappedVariable(Graph &graph, Type type, std::vector<std::size_t> shape, c
   return t;
 }
 
+// A batch norm's inputs in training and inference, with their host handles: x [N, C, HW],
+// gamma and beta [C] and the running statistics [2, C] (mean, variance), all but x float.
+struct BatchNormInputs {
+  BatchNormInputs(Graph &graph, const BatchNormConfig &c)
+      : x(mappedVariable(graph, c.type, {c.N, c.C, c.HW}, "x")),
+        gamma(mappedVariable(graph, FLOAT, {c.C}, "gamma")),
+        beta(mappedVariable(graph, FLOAT, {c.C}, "beta")),
+        running(mappedVariable(graph, FLOAT, {2, c.C}, "running")) {
+    for (const auto &[name, t] : {std::pair<const char *, Tensor>{"x", x},
+                                  {"gamma", gamma},
+                                  {"beta", beta},
+                                  {"running-in", running}})
+      graph.createHostWrite(name, t);
+  }
+  Tensor x, gamma, beta, running;
+};
+
 } // namespace
 
 std::size_t ConvConfig::P() const {
@@ -257,10 +274,8 @@ std::shared_ptr<SimpleLayer> buildBatchNormTraining(const Device &device,
                                                     const BatchNormConfig &c) {
   Graph graph = makeGraph(device);
   Sequence prog;
-  const Tensor x = mappedVariable(graph, c.type, {c.N, c.C, c.HW}, "x");
-  const Tensor gamma = mappedVariable(graph, FLOAT, {c.C}, "gamma");
-  const Tensor beta = mappedVariable(graph, FLOAT, {c.C}, "beta");
-  const Tensor running = mappedVariable(graph, FLOAT, {2, c.C}, "running");
+  const BatchNormInputs in(graph, c);
+  const Tensor &x = in.x, &gamma = in.gamma, &beta = in.beta, &running = in.running;
   const auto [mean, invStd] = nn::bn::batchNormStatistics(
       graph, x, c.eps, prog, false, true, FLOAT, "stats", {{"statisticsType", "float"}});
   // y = x * (gamma invStd) + (beta - gamma invStd mean): one pass over x, as inference.
@@ -272,11 +287,6 @@ std::shared_ptr<SimpleLayer> buildBatchNormTraining(const Device &device,
   nn::bn::batchNormRunningStatistics(graph, mean, invStd, c.eps, c.N * c.HW, c.momentum,
                                      running[0], running[1], prog, "running");
   const Tensor saved = concat(mean.expand({0}), invStd.expand({0}));
-  for (const auto &[name, t] : {std::pair<const char *, Tensor>{"x", x},
-                                {"gamma", gamma},
-                                {"beta", beta},
-                                {"running-in", running}})
-    graph.createHostWrite(name, t);
   graph.createHostRead("y", y);
   graph.createHostRead("running", running);
   graph.createHostRead("saved", saved);
@@ -287,21 +297,14 @@ std::shared_ptr<SimpleLayer> buildBatchNormInference(const Device &device,
                                                      const BatchNormConfig &c) {
   Graph graph = makeGraph(device);
   Sequence prog;
-  const Tensor x = mappedVariable(graph, c.type, {c.N, c.C, c.HW}, "x");
-  const Tensor gamma = mappedVariable(graph, FLOAT, {c.C}, "gamma");
-  const Tensor beta = mappedVariable(graph, FLOAT, {c.C}, "beta");
-  const Tensor running = mappedVariable(graph, FLOAT, {2, c.C}, "running");
+  const BatchNormInputs in(graph, c);
+  const Tensor &x = in.x, &gamma = in.gamma, &beta = in.beta, &running = in.running;
   // gamma / sqrt(var + eps) and beta - that * mean.
   const Tensor multiplicand = ops::map(graph, ex::_1 * ex::Rsqrt(ex::_2 + ex::Const(c.eps)),
                                        {gamma, running[1]}, prog, "multiplicand");
   const Tensor addend =
       ops::map(graph, ex::_1 - ex::_2 * ex::_3, {beta, multiplicand, running[0]}, prog, "addend");
   const Tensor y = nn::bn::batchNormalise(graph, x, multiplicand, addend, prog, "infer");
-  for (const auto &[name, t] : {std::pair<const char *, Tensor>{"x", x},
-                                {"gamma", gamma},
-                                {"beta", beta},
-                                {"running-in", running}})
-    graph.createHostWrite(name, t);
   graph.createHostRead("y", y);
   return std::make_shared<SimpleLayer>(compileAndLoad(graph, {prog}, device));
 }
