@@ -19,74 +19,7 @@ batchNormStatistics(Graph &graph, const Tensor &acts, float eps, program::Sequen
                         NormGrouping{NormGrouping::Kind::Batch, 1}, debug, options);
 }
 
-inline Tensor batchNormWhiten(Graph &graph, const Tensor &acts, const Tensor &mean,
-                              const Tensor &invStdDev, program::Sequence &prog,
-                              const DebugContext &debug = {}, const OptionFlags &options = {}) {
-  return normWhiten(graph, acts, mean, invStdDev, prog, NormGrouping{NormGrouping::Kind::Batch, 1},
-                    debug, options);
-}
-
-inline std::pair<Tensor, Tensor>
-batchNormalise(Graph &graph, const Tensor &acts, const Tensor &gamma, const Tensor &beta,
-               const Tensor &mean, const Tensor &invStdDev, program::Sequence &prog,
-               const DebugContext &debug = {}, const OptionFlags &options = {}) {
-  return normalise(graph, acts, gamma, beta, mean, invStdDev, prog,
-                   NormGrouping{NormGrouping::Kind::Batch, 1}, debug, options);
-}
-
-inline std::pair<Tensor, Tensor>
-batchNormParamGradients(Graph &graph, const Tensor &actsWhitened, const Tensor &gradsIn,
-                        program::Sequence &prog, const Type &partialsType = FLOAT,
-                        const DebugContext &debug = {}, const OptionFlags &options = {}) {
-  (void)partialsType;
-  return normParamGradients(graph, actsWhitened, gradsIn, prog,
-                            NormGrouping{NormGrouping::Kind::Batch, 1}, debug, options);
-}
-
-inline std::pair<Tensor, Tensor>
-batchNormParamGradients(Graph &graph, const Tensor &acts, const Tensor &gradsIn, const Tensor &mean,
-                        const Tensor &iStdDev, program::Sequence &prog,
-                        const Type &partialsType = FLOAT, const DebugContext &debug = {},
-                        const OptionFlags &options = {}) {
-  (void)partialsType;
-  const Tensor whitened = normWhiten(graph, acts, mean, iStdDev, prog,
-                                     NormGrouping{NormGrouping::Kind::Batch, 1}, debug, options);
-  return normParamGradients(graph, whitened, gradsIn, prog,
-                            NormGrouping{NormGrouping::Kind::Batch, 1}, debug, options);
-}
-
-inline Tensor batchNormGradients(Graph &graph, const Tensor &actsWhitened, const Tensor &gradsIn,
-                                 const Tensor &invStdDev, const Tensor &gamma,
-                                 program::Sequence &prog, const Type &partialsType = FLOAT,
-                                 const DebugContext &debug = {}, const OptionFlags &options = {}) {
-  (void)partialsType;
-  return normGradients(graph, actsWhitened, gradsIn, invStdDev, gamma, prog,
-                       NormGrouping{NormGrouping::Kind::Batch, 1}, debug, options);
-}
-
-inline Tensor batchNormGradients(Graph &graph, const Tensor &acts, const Tensor &gradsIn,
-                                 const Tensor &mean, const Tensor &invStdDev, const Tensor &gamma,
-                                 program::Sequence &prog, const Type &partialsType = FLOAT,
-                                 const DebugContext &debug = {}, const OptionFlags &options = {}) {
-  (void)partialsType;
-  const Tensor whitened = normWhiten(graph, acts, mean, invStdDev, prog,
-                                     NormGrouping{NormGrouping::Kind::Batch, 1}, debug, options);
-  return normGradients(graph, whitened, gradsIn, invStdDev, gamma, prog,
-                       NormGrouping{NormGrouping::Kind::Batch, 1}, debug, options);
-}
-
-inline void batchNormParamUpdate(Graph &graph, const Tensor &gammaDelta, const Tensor &betaDelta,
-                                 float scale, Tensor &gamma, Tensor &beta, program::Sequence &prog,
-                                 const DebugContext &debug = {}, const OptionFlags & = {}) {
-  normParamUpdate(graph, gammaDelta, betaDelta, scale, gamma, beta, prog, debug);
-}
-
-inline void batchNormParamUpdate(Graph &graph, const Tensor &gammaDelta, const Tensor &betaDelta,
-                                 const Tensor &scale, Tensor &gamma, Tensor &beta,
-                                 program::Sequence &prog, const DebugContext &debug = {},
-                                 const OptionFlags & = {}) {
-  normParamUpdate(graph, gammaDelta, betaDelta, scale, gamma, beta, prog, debug);
-}
+ASPEN_NN_NORM_STEPS(batchNorm, NormGrouping::Kind::Batch, 1)
 
 // Inference: out = acts * combinedMultiplicand + addend, both [C] (gamma * invStdDev and
 // beta - gamma * mean * invStdDev), in float, rounded to acts' type.

@@ -116,3 +116,68 @@ ASPEN_API void normParamUpdate(Graph &graph, const Tensor &gammaDelta, const Ten
                                program::Sequence &prog, const DebugContext &debug = {});
 
 } // namespace aspen::nn
+
+// The steps every popnn norm names after itself (bn::batchNormWhiten, gn::groupNormalise, ...):
+// prefix##Whiten, prefix##alise, prefix##ParamGradients (both forms), prefix##Gradients (both
+// forms) and prefix##ParamUpdate (float and Tensor scale), each forwarding to the step above
+// with the norm's grouping (a Group grouping of 0 groups reads the count from the statistics).
+// partialsType is accepted and, as the sums are always float, without effect.
+#define ASPEN_NN_NORM_STEPS(prefix, kind, groups)                                                 \
+  inline Tensor prefix##Whiten(Graph &graph, const Tensor &acts, const Tensor &mean,               \
+                               const Tensor &invStdDev, program::Sequence &prog,                   \
+                               const DebugContext &debug = {}, const OptionFlags &options = {}) {  \
+    return normWhiten(graph, acts, mean, invStdDev, prog, NormGrouping{kind, groups}, debug,       \
+                      options);                                                                    \
+  }                                                                                                \
+  inline std::pair<Tensor, Tensor> prefix##alise(                                                 \
+      Graph &graph, const Tensor &acts, const Tensor &gamma, const Tensor &beta,                   \
+      const Tensor &mean, const Tensor &invStdDev, program::Sequence &prog,                        \
+      const DebugContext &debug = {}, const OptionFlags &options = {}) {                           \
+    return normalise(graph, acts, gamma, beta, mean, invStdDev, prog,                              \
+                     NormGrouping{kind, groups}, debug, options);                                  \
+  }                                                                                                \
+  inline std::pair<Tensor, Tensor> prefix##ParamGradients(                                         \
+      Graph &graph, const Tensor &actsWhitened, const Tensor &gradsIn, program::Sequence &prog,    \
+      const Type & = FLOAT, const DebugContext &debug = {}, const OptionFlags &options = {}) {     \
+    return normParamGradients(graph, actsWhitened, gradsIn, prog, NormGrouping{kind, groups},      \
+                              debug, options);                                                     \
+  }                                                                                                \
+  inline std::pair<Tensor, Tensor> prefix##ParamGradients(                                         \
+      Graph &graph, const Tensor &acts, const Tensor &gradsIn, const Tensor &mean,                 \
+      const Tensor &iStdDev, program::Sequence &prog, const Type & = FLOAT,                        \
+      const DebugContext &debug = {}, const OptionFlags &options = {}) {                           \
+    const Tensor whitened =                                                                        \
+        normWhiten(graph, acts, mean, iStdDev, prog, NormGrouping{kind, groups}, debug, options);  \
+    return normParamGradients(graph, whitened, gradsIn, prog, NormGrouping{kind, groups}, debug,   \
+                              options);                                                            \
+  }                                                                                                \
+  inline Tensor prefix##Gradients(Graph &graph, const Tensor &actsWhitened, const Tensor &gradsIn, \
+                                  const Tensor &invStdDev, const Tensor &gamma,                    \
+                                  program::Sequence &prog, const Type & = FLOAT,                   \
+                                  const DebugContext &debug = {},                                  \
+                                  const OptionFlags &options = {}) {                               \
+    return normGradients(graph, actsWhitened, gradsIn, invStdDev, gamma, prog,                     \
+                         NormGrouping{kind, groups}, debug, options);                              \
+  }                                                                                                \
+  inline Tensor prefix##Gradients(Graph &graph, const Tensor &acts, const Tensor &gradsIn,         \
+                                  const Tensor &mean, const Tensor &invStdDev,                     \
+                                  const Tensor &gamma, program::Sequence &prog,                    \
+                                  const Type & = FLOAT, const DebugContext &debug = {},            \
+                                  const OptionFlags &options = {}) {                               \
+    const Tensor whitened = normWhiten(graph, acts, mean, invStdDev, prog,                         \
+                                       NormGrouping{kind, groups}, debug, options);                \
+    return normGradients(graph, whitened, gradsIn, invStdDev, gamma, prog,                         \
+                         NormGrouping{kind, groups}, debug, options);                              \
+  }                                                                                                \
+  inline void prefix##ParamUpdate(Graph &graph, const Tensor &gammaDelta,                          \
+                                  const Tensor &betaDelta, float scale, Tensor &gamma,             \
+                                  Tensor &beta, program::Sequence &prog,                           \
+                                  const DebugContext &debug = {}, const OptionFlags & = {}) {      \
+    normParamUpdate(graph, gammaDelta, betaDelta, scale, gamma, beta, prog, debug);                \
+  }                                                                                                \
+  inline void prefix##ParamUpdate(Graph &graph, const Tensor &gammaDelta,                          \
+                                  const Tensor &betaDelta, const Tensor &scale, Tensor &gamma,     \
+                                  Tensor &beta, program::Sequence &prog,                           \
+                                  const DebugContext &debug = {}, const OptionFlags & = {}) {      \
+    normParamUpdate(graph, gammaDelta, betaDelta, scale, gamma, beta, prog, debug);                \
+  }
