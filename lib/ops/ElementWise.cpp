@@ -107,6 +107,7 @@ void mapImpl(Graph &graph, const expr::Expr &e, const std::vector<Tensor> &ts, T
            view.getStridedVarRegions() == outRegions;
   };
   std::vector<detail::ElementwiseOperand> operands(ts.size());
+  std::vector<Tensor> shaped(ts.size()); // each read operand as read (its copy if it has one)
   for (const ExprNode &n : lowered.nodes) {
     if (n.kind != ExprNode::Kind::Input)
       continue;
@@ -124,6 +125,7 @@ void mapImpl(Graph &graph, const expr::Expr &e, const std::vector<Tensor> &ts, T
       view = view.flatten();
     }
     operands[n.input] = {scalar ? t.flatten()[0] : view, scalar, true};
+    shaped[n.input] = t;
   }
 
   if (lowered.numOperations() == 0) {
@@ -136,7 +138,25 @@ void mapImpl(Graph &graph, const expr::Expr &e, const std::vector<Tensor> &ts, T
     prog.add(program::Copy(source, outFlat));
     return;
   }
-  if (opts.generateCodelet && lowered.numOperations() >= 2)
+  // Operands broadcast along rows (a channel's value over its image): read once a row by a
+  // generated codelet rather than gathered into a full-size temporary.
+  std::vector<bool> candidates(ts.size());
+  for (std::size_t i = 0; i < ts.size(); ++i)
+    candidates[i] = operands[i].used && !operands[i].scalar;
+  const detail::RowBroadcast rows = opts.generateCodelet
+                                        ? detail::findRowBroadcast(shaped, candidates, shape)
+                                        : detail::RowBroadcast{};
+  if (rows.rowLength > 0) {
+    for (std::size_t i = 0; i < ts.size(); ++i)
+      if (rows.perRow[i]) {
+        Tensor view = shaped[i];
+        util::broadcastToMatch(view, shape);
+        const std::size_t numRows = outFlat.numElements() / rows.rowLength;
+        operands[i].tensor = view.reshape({numRows, rows.rowLength}).slice(0, 1, 1).flatten();
+        operands[i].perRow = true;
+      }
+    detail::runGenerated(graph, lowered, operands, outFlat, prog, name, rows.rowLength);
+  } else if (opts.generateCodelet && lowered.numOperations() >= 2)
     detail::runGenerated(graph, lowered, operands, outFlat, prog, name);
   else
     detail::runOperationByOperation(graph, lowered, operands, outFlat, prog, name);

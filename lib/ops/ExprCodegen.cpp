@@ -99,17 +99,25 @@ GeneratedExpr generateExpr(const LoweredExpr &e, const std::vector<CodegenOperan
     templateParams += fmt::format(", class In{}", i);
     params += fmt::format(", const In{0} &in{0}", i);
     fieldArgs += fmt::format(", in{}", i);
-    const std::string fieldType =
-        o.scalar ? fmt::format("Input<{}>", T) : fmt::format("Vector<Input<Vector<{}>>>", T);
-    fieldDecls += fmt::format("  {} in{};\n", fieldType, i);
     const std::string Q = qualified(o.type);
-    kernelArgs += fmt::format(",\n        ::aspen::{}(f[{}])",
-                              o.scalar ? fmt::format("Input<{}>", Q)
-                                       : fmt::format("Vector<::aspen::Input<::aspen::Vector<{}>>>", Q),
-                              numFields);
+    std::string fieldType, kernelType;
+    if (o.scalar) {
+      fieldType = fmt::format("Input<{}>", T);
+      kernelType = fmt::format("Input<{}>", Q);
+    } else if (o.perRow) {
+      fieldType = fmt::format("Input<Vector<{}>>", T);
+      kernelType = fmt::format("Input<::aspen::Vector<{}>>", Q);
+    } else {
+      fieldType = fmt::format("Vector<Input<Vector<{}>>>", T);
+      kernelType = fmt::format("Vector<::aspen::Input<::aspen::Vector<{}>>>", Q);
+    }
+    fieldDecls += fmt::format("  {} in{};\n", fieldType, i);
+    kernelArgs += fmt::format(",\n        ::aspen::{}(f[{}])", kernelType, numFields);
     ++numFields;
     if (o.scalar) {
       scalarLoads += fmt::format("    const ew::Compute<{0}> x{1} = ew::load(*in{1});\n", T, i);
+    } else if (o.perRow) {
+      pointerLoads += fmt::format("      const ew::Compute<{0}> x{1} = ew::load(in{1}[r]);\n", T, i);
     } else {
       pointerLoads += fmt::format("      const {0} *p{1} = in{1}[r].data();\n", T, i);
       elementLoads += fmt::format("        const ew::Compute<{0}> x{1} = ew::load(p{1}[j]);\n", T, i);

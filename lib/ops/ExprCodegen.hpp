@@ -11,7 +11,8 @@
 //     field descriptors at fields[b * numFields ...] (out, then the inputs in field order), with
 //     workerId = threadIdx.x.
 // Fields: `out` (list of regions of the result type) and, for each tensor the expression reads,
-// `in<i>` (i = placeholder index - 1): a list of regions, or a scalar edge when `scalar`.
+// `in<i>` (i = placeholder index - 1): a list of regions, a scalar edge when `scalar`, or one
+// element for each region of `out` when `perRow` (a channel's value over a row of its elements).
 #pragma once
 
 #include "ops/ExprLowering.hpp"
@@ -25,6 +26,7 @@ struct CodegenOperand {
   Type type;
   bool scalar = false; // one element, read once (Input<T>) instead of per region
   bool used = false;   // the expression reads it
+  bool perRow = false; // one element per region of `out` (Input<Vector<T>>), read once a region
 };
 
 struct GeneratedExpr {

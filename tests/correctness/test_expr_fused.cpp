@@ -172,3 +172,39 @@ TEST_CASE("a Poplar-style use through the popops headers", "[correctness][elemen
   CHECK(out[1] == std::vector<double>{50, 70, 90});
   CHECK(out[2] == std::vector<double>{1, 4, 9});
 }
+
+TEST_CASE("operands broadcast along rows (a channel's scale, an image's shift) are exact over any "
+          "tile split", "[correctness][elementwise][expr]") {
+  // x [N, C, HW] with s [C, 1] (a channel's value over its image) and b [N, 1, 1]: the generated
+  // codelet reads s and b once a row; ipu2's 1472 tiles cut the rows at arbitrary places.
+  const std::size_t N = 3, C = 5, HW = 40, n = N * C * HW;
+  for (Type t : {FLOAT, HALF}) {
+    std::vector<HostTensor> in{{t, {N, C, HW}, sample(t, n, 51, -4, 4)},
+                               {t, {C, 1}, sample(t, C, 52, -2, 2)},
+                               {t, {N, 1, 1}, sample(t, N, 53, -2, 2)}};
+    for (double &v : in[1].values)
+      v = std::isfinite(v) ? v : 1.5;
+    const auto build = [](bool generate) -> Builder {
+      return [generate](Graph &g, const std::vector<Tensor> &ts, program::Sequence &p) {
+        const OptionFlags o{{"enableGenerateCodelet", generate ? "true" : "false"}};
+        return std::vector<Tensor>{ops::map(g, ex::_1 * ex::_2 + ex::_3, ts, p, "affine", o),
+                                   ops::map(g, ex::_1 * ex::_2, {ts[0], ts[1]}, p, "scale", o)};
+      };
+    };
+    const auto gathered = run(Target::createGeneric(1), in, build(false));
+    for (const Target &target : {Target::createGeneric(7), Target::createModel("ipu2")}) {
+      const auto rows = run(target, in, build(true));
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::size_t c = i / HW % C, b = i / (C * HW);
+        const double x = in[0].values[i], s = in[1].values[c];
+        INFO(t.toString() << " element " << i << ": x " << x << ", s " << s);
+        // Each operation in float, its result rounded to the element type.
+        const double product = representable(t, float(x) * float(s));
+        const double affine = representable(t, float(product) + float(in[2].values[b]));
+        CHECK(matches(t, rows[0][i], affine, 0, 0));
+        CHECK(matches(t, rows[1][i], product, 0, 0));
+        CHECK(matches(t, rows[0][i], gathered[0][i], 0, 0));
+      }
+    }
+  }
+}

@@ -30,6 +30,7 @@ struct Case {
   ex::Any expr;
   std::vector<Type> types;
   bool secondIsScalar = false;
+  bool laterPerRow = false; // operands after the first: one element a row of the output
 };
 
 std::vector<Case> representativeExpressions() {
@@ -66,6 +67,8 @@ std::vector<Case> representativeExpressions() {
   cases.push_back({ex::Cast(ex::_1, FLOAT) + ex::Cast(ex::_2, FLOAT), {HALF, UNSIGNED_LONGLONG}, true});
   cases.push_back({ex::Cast(ex::Cast(ex::Cast(ex::_1, SIGNED_CHAR), LONGLONG), HALF), {FLOAT}});
   cases.push_back({ex::Sigmoid(ex::_1 * 2 + ex::Exp(ex::_2)) - ex::ConstHalf(0.5f), {HALF, HALF}, true});
+  // A channel's scale and shift read once a row (perRow operands 2 and 3).
+  cases.push_back({ex::Cast(ex::_1, FLOAT) * ex::_2 + ex::_3, {HALF, FLOAT, FLOAT}, false, true});
   return cases;
 }
 
@@ -79,7 +82,7 @@ TEST_CASE("generated CUDA sources compile with NVRTC for sm_90", "[gpu_codegen][
     const dt::LoweredExpr lowered = dt::lowerExpr(c.expr, c.types, names, "nvrtc test");
     std::vector<dt::CodegenOperand> operands;
     for (std::size_t i = 0; i < c.types.size(); ++i)
-      operands.push_back({c.types[i], c.secondIsScalar && i == 1, true});
+      operands.push_back({c.types[i], c.secondIsScalar && i == 1, true, c.laterPerRow && i > 0});
     const dt::GeneratedExpr g = dt::generateExpr(lowered, operands);
     source += g.cudaSource;
     kernels.push_back(g.kernelName);

@@ -8,6 +8,9 @@
 
 #include <aspen/Engine.hpp>
 #include <aspen/Graph.hpp>
+#include <aspen/ops/Codelets.hpp>
+#include <aspen/ops/ElementWise.hpp>
+#include <aspen/util/TileMapping.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -294,4 +297,33 @@ TEST_CASE("Temporaries: a thousand shuffled edges, each used twice, make a thous
       firstUses.insert(first.offset);
   }
   CHECK(firstUses.size() == kEdges - contiguous);
+}
+
+TEST_CASE("a channel's scale broadcast over its image is read once a row, not gathered",
+          "[unit][compiler][elementwise]") {
+  // y = x * s + b with s and b [C, 1] over x [N, C, HW]: the generated codelet takes one element
+  // of s and b for each row of HW elements, so the compute set gathers at most the rows'
+  // elements (N * C each), where gathering the broadcast views would move N * C * HW each.
+  const std::size_t N = 2, C = 8, HW = 64;
+  for (const bool generate : {true, false}) {
+    Graph g(Target::createGeneric(3));
+    aspen::ops::addCodelets(g);
+    Tensor x = g.addVariable(FLOAT, {N, C, HW}, "x"), s = g.addVariable(FLOAT, {C, 1}, "s"),
+           b = g.addVariable(FLOAT, {C, 1}, "b");
+    for (const Tensor &t : {x, s, b})
+      aspen::util::mapTensorLinearly(g, t);
+    Sequence prog;
+    namespace ex = aspen::ops::expr;
+    aspen::ops::map(g, ex::_1 * ex::_2 + ex::_3, {x, s, b}, prog, "affine",
+                    {{"enableGenerateCodelet", generate ? "true" : "false"}});
+    const Executable exe = compileGraph(g, {prog});
+    std::uint64_t moved = 0;
+    for (const CompiledComputeSet &cs : exe.compiled().computeSets)
+      moved += cs.rearrangedBytes;
+    INFO("generated codelet: " << generate << ", bytes gathered " << moved);
+    if (generate)
+      CHECK(moved <= 2 * N * C * sizeof(float));
+    else
+      CHECK(moved >= 2 * N * C * HW * sizeof(float) / 2); // the operation-by-operation path
+  }
 }
