@@ -74,10 +74,14 @@ public:
   }
 
   void write(const RegionList &regions, const void *host) override {
-    scatterRegions(view_, regions, host);
+    inParts(regions, [&](std::uint64_t first, std::uint64_t last) {
+      scatterRegions(view_, regions, host, first, last);
+    });
   }
   void read(const RegionList &regions, void *host) override {
-    gatherRegions(view_, regions, host);
+    inParts(regions, [&](std::uint64_t first, std::uint64_t last) {
+      gatherRegions(view_, regions, host, first, last);
+    });
   }
   void readScalar(const ScalarRef &scalar, void *host) override {
     std::memcpy(host, view_.address(scalar.buffer, std::int64_t(scalar.offset)),
@@ -179,6 +183,18 @@ public:
   }
 
 private:
+  // A host transfer of 1 MiB or more moves in one part a pool thread (one core's copy bandwidth
+  // is well short of the memory's); smaller ones in one part on the caller's thread.
+  template <class F> void inParts(const RegionList &regions, F &&part) {
+    constexpr std::uint64_t kParallelBytes = 1u << 20;
+    const std::uint64_t n = regions.numElements, parts = pool_.numThreads();
+    if (regions.bytes() < kParallelBytes || parts < 2) {
+      part(0, n);
+      return;
+    }
+    pool_.parallelFor(parts, [&](std::size_t p) { part(n * p / parts, n * (p + 1) / parts); });
+  }
+
   // A block codelet (BlockRunner.hpp): blocks in parallel on the pool, a block's threads as
   // fibers; a co-resident launch has all its blocks' fibers at once.
   void launchBlocks(const CompiledKernel &kernel) {

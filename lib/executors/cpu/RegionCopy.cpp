@@ -1,5 +1,6 @@
 #include "RegionCopy.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace aspen::detail {
@@ -34,22 +35,54 @@ void copyElements(std::uint8_t *dst, std::int64_t dstStride, const std::uint8_t 
 
 } // namespace
 
-void gatherRegions(const ArenaView &arena, const RegionList &regions, void *host) {
-  auto *out = static_cast<std::uint8_t *>(host);
+namespace {
+
+// Calls f(run, firstElementOfRun, count, hostElement) for the parts of the runs that hold
+// elements [first, last) of the list (element order).
+template <class F>
+void forEachRunPart(const RegionList &regions, std::uint64_t first, std::uint64_t last, F &&f) {
+  std::uint64_t at = 0; // elements before the current run
   for (const ByteRun &r : regions.runs) {
-    copyElements(out, regions.elementBytes, arena.address(r.buffer, r.offset), r.stride, r.count,
-                 regions.elementBytes);
-    out += r.count * regions.elementBytes;
+    if (at >= last)
+      return;
+    const std::uint64_t b = std::max(first, at), e = std::min(last, at + r.count);
+    if (b < e)
+      f(r, b - at, e - b, b);
+    at += r.count;
   }
 }
 
-void scatterRegions(const ArenaView &arena, const RegionList &regions, const void *host) {
+} // namespace
+
+void gatherRegions(const ArenaView &arena, const RegionList &regions, void *host,
+                   std::uint64_t first, std::uint64_t last) {
+  auto *out = static_cast<std::uint8_t *>(host);
+  const std::uint32_t eb = regions.elementBytes;
+  forEachRunPart(regions, first, last,
+                 [&](const ByteRun &r, std::uint64_t skip, std::uint64_t n, std::uint64_t at) {
+                   copyElements(out + at * eb, eb,
+                                arena.address(r.buffer, r.offset + r.stride * std::int64_t(skip)),
+                                r.stride, n, eb);
+                 });
+}
+
+void scatterRegions(const ArenaView &arena, const RegionList &regions, const void *host,
+                    std::uint64_t first, std::uint64_t last) {
   const auto *in = static_cast<const std::uint8_t *>(host);
-  for (const ByteRun &r : regions.runs) {
-    copyElements(arena.address(r.buffer, r.offset), r.stride, in, regions.elementBytes, r.count,
-                 regions.elementBytes);
-    in += r.count * regions.elementBytes;
-  }
+  const std::uint32_t eb = regions.elementBytes;
+  forEachRunPart(regions, first, last,
+                 [&](const ByteRun &r, std::uint64_t skip, std::uint64_t n, std::uint64_t at) {
+                   copyElements(arena.address(r.buffer, r.offset + r.stride * std::int64_t(skip)),
+                                r.stride, in + at * eb, eb, n, eb);
+                 });
+}
+
+void gatherRegions(const ArenaView &arena, const RegionList &regions, void *host) {
+  gatherRegions(arena, regions, host, 0, regions.numElements);
+}
+
+void scatterRegions(const ArenaView &arena, const RegionList &regions, const void *host) {
+  scatterRegions(arena, regions, host, 0, regions.numElements);
 }
 
 void copyRegions(const ArenaView &arena, const CopyPlan &plan,

@@ -26,6 +26,12 @@ private:
 // regions -> host (element order), host -> regions.
 void gatherRegions(const ArenaView &arena, const RegionList &regions, void *host);
 void scatterRegions(const ArenaView &arena, const RegionList &regions, const void *host);
+// The same for elements [first, last) only (host still points at element 0): parts of one
+// transfer that threads can move side by side.
+void gatherRegions(const ArenaView &arena, const RegionList &regions, void *host,
+                   std::uint64_t first, std::uint64_t last);
+void scatterRegions(const ArenaView &arena, const RegionList &regions, const void *host,
+                    std::uint64_t first, std::uint64_t last);
 // Element i of plan.src to element i of plan.dst; `temporary` is reused between calls.
 void copyRegions(const ArenaView &arena, const CopyPlan &plan, std::vector<std::uint8_t> &temporary);
 
