@@ -86,13 +86,14 @@ public:
             continue;
           }
           // The window's ties: their count (rule 1), or whether one comes before t (rule 2).
+          // Rule 2 needs only the positions before t, and stops at the first tie among them.
           unsigned ties = 0;
           bool earlier = false;
-          for (unsigned s = 0; s < taps; ++s) {
+          for (unsigned s = 0; s < (rule == 1 ? taps : t) && !earlier; ++s) {
             const int o = offsets[s * outputs + p];
             if (o >= 0 && float(x[o]) == float(y[p])) {
               ++ties;
-              earlier |= s < t;
+              earlier = rule == 2;
             }
           }
           if (rule == 1)
