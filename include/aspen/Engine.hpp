@@ -95,6 +95,22 @@ public:
                    const void *end);
   void readTensor(StringRef handle, QuarterMetadata &metadata, void *begin, void *end);
 
+  // An Aspen extension: the tensor of a createHostWrite or createHostRead handle lives in the
+  // caller's memory [begin, end) instead of the device's until unbindTensor or the next load, so
+  // runs read and write it in place with no copy in or out. Binding a const buffer promises the
+  // caller that the engine never writes it. Returns false, binding nothing, where it cannot (the
+  // caller then copies with writeTensor and readTensor): the device's memory is not the host's
+  // (a GPU), the handle's tensor is not one whole variable in element order, begin is not
+  // 64-byte aligned, the tensor is QUARTER or a Cached step depends on it, or, for a const
+  // buffer, a program writes the tensor. While bound, the tensor's value is the buffer's
+  // contents; writeTensor and readTensor through any of its handles use the buffer, and
+  // writeTensor is refused while the buffer is const. After unbindTensor the tensor holds what it
+  // held before binding. An unknown handle or a size other than the tensor's raises
+  // stream_connection_error, as writeTensor does.
+  bool bindTensor(StringRef handle, void *begin, void *end);
+  bool bindTensor(StringRef handle, const void *begin, const void *end);
+  void unbindTensor(StringRef handle);
+
   // Each transfer uses the whole buffer at p (sized by the stream).
   void connectStream(StringRef handle, void *p);
   // A circular buffer: transfers take consecutive chunks, wrapping from end back to begin, and

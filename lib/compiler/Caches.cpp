@@ -112,9 +112,19 @@ void analyseCaches(const LoweringState &state, CompiledGraph &out) {
   });
 }
 
+// Buffer::written: whether any step writes the buffer.
+static void markWrittenBuffers(const LoweringState &state, CompiledGraph &out) {
+  for (std::uint32_t s = 0; s < out.steps.size(); ++s)
+    for (std::uint32_t b : touchedBy(state, out, s).writes)
+      if (b < out.buffers.size())
+        out.buffers[b].written = true;
+}
+
 void markCacheInvalidations(const LoweringState &state, CompiledGraph &out) {
-  if (out.caches.empty())
+  if (out.caches.empty()) {
+    markWrittenBuffers(state, out);
     return;
+  }
   // The caches each variable belongs to.
   std::vector<std::vector<std::uint32_t>> cachesOf(out.buffers.size());
   for (std::uint32_t c = 0; c < out.caches.size(); ++c)
@@ -166,6 +176,7 @@ void markCacheInvalidations(const LoweringState &state, CompiledGraph &out) {
     if (states[s] == Host && !out.steps[s].children.empty())
       out.steps[s].invalidates.clear();
 
+  markWrittenBuffers(state, out);
   for (auto &[name, handle] : out.hostWrites) {
     std::vector<std::uint32_t> written;
     for (const RegionList *regions : {&handle.regions, &handle.metadata})

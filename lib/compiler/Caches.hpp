@@ -21,8 +21,8 @@ void analyseCaches(const LoweringState &state, CompiledGraph &out);
 
 // After step simplification (the last change to the step tree): sets Step::invalidates on
 // every step that writes a cache's variables and on every device-only compound step below
-// which one does, and HostHandle::invalidates on the host writes. Nothing when there are no
-// caches.
+// which one does, and HostHandle::invalidates on the host writes; and Buffer::written on every
+// buffer a step writes.
 void markCacheInvalidations(const LoweringState &state, CompiledGraph &out);
 
 } // namespace aspen::detail

@@ -46,6 +46,9 @@ struct Buffer {
   bool alwaysLive = true;
   std::uint32_t liveProgram = 0;
   std::uint64_t liveBegin = 0, liveEnd = 0;
+  // A step of some program writes it (a compute set, kernel, copy or stream; Caches.hpp): an
+  // engine binds it to memory the caller only lets it read only when not.
+  bool written = false;
   bool isReusable() const { return kind == BufferKind::Variable && !alwaysLive; }
 };
 
@@ -374,7 +377,7 @@ template <> struct Members<Buffer> {
   template <class Self, class F> static void apply(Self &self, F &&f) {
     ASPEN_MEMBER(kind); ASPEN_MEMBER(name); ASPEN_MEMBER(bytes); ASPEN_MEMBER(offset);
     ASPEN_MEMBER(alwaysLive); ASPEN_MEMBER(liveProgram); ASPEN_MEMBER(liveBegin);
-    ASPEN_MEMBER(liveEnd);
+    ASPEN_MEMBER(liveEnd); ASPEN_MEMBER(written);
   }
 };
 template <> struct Members<ByteRun> {

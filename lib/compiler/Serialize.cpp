@@ -33,7 +33,8 @@ constexpr char kMagic[8] = {'A', 'S', 'P', 'E', 'N', 'E', 'X', 'E'};
 // 10: gathers and scatters are Copy steps (CopyPlan::rearranges), compute sets and kernels hold
 // none
 // 12: co-resident launches (BlockLaunch::coResident)
-constexpr std::uint32_t kFormatVersion = 14;
+// 15: Buffer::written
+constexpr std::uint32_t kFormatVersion = 15;
 
 class Writer {
 public:

@@ -11,6 +11,7 @@
 #include <aspen/Engine.hpp>
 #include <aspen/Error.hpp>
 
+#include <algorithm>
 #include <cstring>
 
 namespace aspen {
@@ -76,6 +77,7 @@ void EngineImpl::load(const Device &device) {
   deviceOnly_ = executor->runsDeviceSubtrees() ? deviceOnlySteps(*compiled_)
                                                : std::vector<bool>(compiled_->steps.size());
   executor_ = std::move(executor);
+  bound_.clear();
   cacheFresh_.assign(compiled_->caches.size(), 0);
   load_ = {std::chrono::duration<double>(start - epoch_).count(),
            std::chrono::duration<double>(RunClock::now() - start).count()};
@@ -109,9 +111,69 @@ const HostHandle &EngineImpl::hostHandle(StringRef handle, bool write, std::size
   return it->second;
 }
 
+const HostHandle &EngineImpl::eitherHandle(StringRef handle, const char *what) const {
+  for (const auto *handles : {&compiled_->hostWrites, &compiled_->hostReads})
+    if (const auto it = handles->find(handle); it != handles->end())
+      return it->second;
+  throw stream_connection_error(std::string("Engine::") + what + ": unknown handle '" +
+                                std::string(handle) +
+                                "'; it binds the tensor of a createHostWrite or createHostRead "
+                                "handle");
+}
+
+void EngineImpl::requireWritable(const RegionList &regions, StringRef handle) const {
+  if (bound_.empty())
+    return;
+  for (const ByteRun &r : regions.runs)
+    if (const auto it = bound_.find(r.buffer); it != bound_.end() && it->second)
+      throw stream_connection_error(
+          "Engine::writeTensor('" + std::string(handle) + "'): variable '" +
+          compiled_->buffers[r.buffer].name +
+          "' is bound to a const buffer (bindTensor), which the engine must not write; unbind "
+          "it first");
+}
+
+bool EngineImpl::bindTensor(StringRef handle, void *begin, std::size_t bytes, bool readOnly) {
+  const char *what = readOnly ? "bindTensor (const)" : "bindTensor";
+  const HostHandle &h = eitherHandle(handle, what);
+  if (bytes != h.regions.bytes())
+    throw stream_connection_error(std::string("Engine::") + what + "('" + std::string(handle) +
+                                  "'): the host buffer has " + std::to_string(bytes) +
+                                  " bytes but the tensor has " +
+                                  std::to_string(h.regions.bytes()));
+  requireLoaded(what);
+  if (h.type == QUARTER || h.regions.runs.size() != 1 || bytes == 0 ||
+      reinterpret_cast<std::uintptr_t>(begin) % 64 != 0)
+    return false;
+  const ByteRun &run = h.regions.runs[0];
+  const Buffer &buffer = compiled_->buffers[run.buffer];
+  if (run.offset != 0 || run.stride != std::int64_t(h.regions.elementBytes) ||
+      buffer.bytes != bytes || buffer.kind != BufferKind::Variable || !buffer.alwaysLive ||
+      (readOnly && buffer.written))
+    return false;
+  for (const CachedStep &cache : compiled_->caches)
+    for (const auto *buffers : {&cache.reads, &cache.writes})
+      if (std::find(buffers->begin(), buffers->end(), run.buffer) != buffers->end())
+        return false;
+  if (!executor_->bindBuffer(run.buffer, begin))
+    return false;
+  bound_[run.buffer] = readOnly;
+  return true;
+}
+
+void EngineImpl::unbindTensor(StringRef handle) {
+  const HostHandle &h = eitherHandle(handle, "unbindTensor");
+  for (const ByteRun &run : h.regions.runs)
+    if (const auto it = bound_.find(run.buffer); it != bound_.end()) {
+      executor_->bindBuffer(run.buffer, nullptr);
+      bound_.erase(it);
+    }
+}
+
 void EngineImpl::writeTensor(StringRef handle, const void *begin, const void *end) {
   const std::size_t bytes = static_cast<const char *>(end) - static_cast<const char *>(begin);
   const HostHandle &h = hostHandle(handle, true, bytes); // checks that the engine is loaded
+  requireWritable(h.regions, handle);
   if (!h.invalidates.empty()) {
     // What a Cached step depends on: the same bytes again leave it fresh, so a caller that
     // writes unchanged weights before every run (the C backend does) has them packed once.
@@ -149,6 +211,8 @@ void EngineImpl::writeTensor(StringRef handle, const QuarterMetadata &metadata, 
   const std::size_t bytes = static_cast<const char *>(end) - static_cast<const char *>(begin);
   const HostHandle &h = hostHandle(handle, true, bytes);
   const RegionList &m = metadataRegions(h, handle, "writeTensor");
+  requireWritable(h.regions, handle);
+  requireWritable(m, handle);
   invalidate(h.invalidates);
   if (h.metadataIsConstant) {
     unsigned char current = 0;
@@ -263,6 +327,22 @@ void Engine::readTensor(StringRef handle, QuarterMetadata &metadata, void *begin
 void Engine::readTensor(StringRef handle, void *begin, void *end) {
   const auto lock = locked(*impl_);
   impl_->readTensor(handle, begin, end);
+}
+
+bool Engine::bindTensor(StringRef handle, void *begin, void *end) {
+  const auto lock = locked(*impl_);
+  return impl_->bindTensor(handle, begin, std::size_t(static_cast<char *>(end) - static_cast<char *>(begin)), false);
+}
+bool Engine::bindTensor(StringRef handle, const void *begin, const void *end) {
+  const auto lock = locked(*impl_);
+  return impl_->bindTensor(handle, const_cast<void *>(begin),
+                           std::size_t(static_cast<const char *>(end) -
+                                       static_cast<const char *>(begin)),
+                           true);
+}
+void Engine::unbindTensor(StringRef handle) {
+  const auto lock = locked(*impl_);
+  impl_->unbindTensor(handle);
 }
 
 void Engine::connectStream(StringRef handle, void *p) {

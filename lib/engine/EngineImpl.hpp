@@ -11,6 +11,7 @@
 #include <aspen/Device.hpp>
 
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
 
@@ -35,6 +36,8 @@ public:
   void writeTensor(StringRef handle, const QuarterMetadata &metadata, const void *begin,
                    const void *end);
   void readTensor(StringRef handle, QuarterMetadata &metadata, void *begin, void *end);
+  bool bindTensor(StringRef handle, void *begin, std::size_t bytes, bool readOnly);
+  void unbindTensor(StringRef handle);
   StreamConnection &stream(StringRef handle);
   void setPrintStream(std::ostream &stream) { printStream_ = &stream; }
   void printProfileSummary(std::ostream &out, const ProfileOptions &options) const;
@@ -47,6 +50,10 @@ public:
 private:
   void requireLoaded(const char *what) const;
   const HostHandle &hostHandle(StringRef handle, bool write, std::size_t bytes) const;
+  // A write or read handle's, for bindTensor and unbindTensor (`what`).
+  const HostHandle &eitherHandle(StringRef handle, const char *what) const;
+  // Raises stream_connection_error when `regions` touch a buffer bound to const memory.
+  void requireWritable(const RegionList &regions, StringRef handle) const;
   void runStep(std::uint32_t index);
   unsigned long long scalarBits(const ScalarRef &scalar);
   bool isTrue(const ScalarRef &scalar);
@@ -72,6 +79,8 @@ private:
   std::optional<std::pair<double, double>> load_; // {start, seconds} since epoch_
   bool recording_ = false; // this run's events go to profile_.timeline
   std::vector<std::uint8_t> staging_;
+  // Buffers bound to the caller's memory (bindTensor): whether that memory is const.
+  std::map<std::uint32_t, bool> bound_;
   std::vector<bool> deviceOnly_; // deviceOnlySteps(*compiled_) when the executor takes them
   // Per Cached step: its body ran and nothing it depends on was written since. Cleared at load.
   std::vector<std::uint8_t> cacheFresh_;

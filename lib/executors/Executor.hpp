@@ -38,6 +38,12 @@ public:
   // Host <-> device memory: `host` holds regions.bytes() bytes in element order.
   virtual void write(const RegionList &regions, const void *host) = 0;
   virtual void read(const RegionList &regions, void *host) = 0;
+  // Optional: buffer `buffer` (a whole variable) lives at `memory` (the host's, 64-byte aligned,
+  // buffer bytes long) instead of in the arena until bound elsewhere or back (memory null):
+  // every step reads and writes it there. False when this executor cannot (its memory is not the
+  // host's); the engine then copies.
+  virtual bool bindBuffer(std::uint32_t /*buffer*/, void * /*memory*/) { return false; }
+
   // The element type's bytes of one scalar, for control flow.
   virtual void readScalar(const ScalarRef &scalar, void *host) = 0;
 

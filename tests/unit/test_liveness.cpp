@@ -319,7 +319,7 @@ TEST_CASE("ASPEN_COMPILER_DUMP writes each pass's result to a folder", "[unit][l
   REQUIRE_THAT(text("07-liveness.txt"), Catch::StartsWith("== compiler pass 7 'liveness': ") &&
                                             Catch::Contains("name: \"t\", bytes: 1024, offset: 0, "
                                                             "alwaysLive: false, liveProgram: 0, "
-                                                            "liveBegin: 0, liveEnd: 1}"));
+                                                            "liveBegin: 0, liveEnd: 1, written: false}"));
   // Offsets appear after memory layout: in, out, then t above them.
   REQUIRE_THAT(text("08-memory-layout.txt"),
                Catch::Contains("name: \"t\", bytes: 1024, offset: 2048, alwaysLive: false"));

@@ -52,7 +52,8 @@ public:
       throw graph_memory_allocation_error("cannot allocate " + std::to_string(bytes) +
                                           " bytes of device memory on the host");
     std::memset(arena_.get(), 0, bytes);
-    view_ = ArenaView(arena_.get(), graph.buffers);
+    buffers_ = graph.buffers;
+    view_ = ArenaView(arena_.get(), buffers_);
     for (const InitialValue &init : graph.initialValues)
       if (!init.bytes.empty())
         std::memcpy(view_.address(init.buffer, std::int64_t(init.offset)), init.bytes.data(),
@@ -87,6 +88,18 @@ public:
     std::memcpy(host, view_.address(scalar.buffer, std::int64_t(scalar.offset)),
                 scalar.type.size());
   }
+  bool bindBuffer(std::uint32_t buffer, void *memory) override {
+    const auto arena = reinterpret_cast<std::uintptr_t>(arena_.get());
+    const std::uint64_t offset = memory ? reinterpret_cast<std::uintptr_t>(memory) - arena
+                                        : graph_->buffers[buffer].offset;
+    if (buffers_[buffer].offset != offset) {
+      buffers_[buffer].offset = offset;
+      for (std::uint32_t c : computeSetsOf_[buffer])
+        resolveComputeSet(c);
+    }
+    return true;
+  }
+
   void copy(std::uint32_t index) override {
     copyRegions(view_, graph_->copies[index], temporary_);
   }
@@ -262,6 +275,16 @@ private:
       failed_ = v;
   }
 
+  // Compute set c's descriptors from the buffers' current places, into its tables.
+  void resolveComputeSet(std::size_t c) {
+    LoadedComputeSet &loaded = computeSets_[c];
+    const ResolvedFields resolved =
+        resolveFields(graph_->computeSets[c], buffers_, reinterpret_cast<std::uintptr_t>(arena_.get()),
+                      reinterpret_cast<std::uintptr_t>(loaded.nested.data()));
+    std::copy(resolved.nested.begin(), resolved.nested.end(), loaded.nested.begin());
+    std::copy(resolved.fields.begin(), resolved.fields.end(), loaded.fields.begin());
+  }
+
   void resolveComputeSets(const CompiledGraph &graph) {
     std::vector<VertexEntry> entries;
     blockEntries_.clear();
@@ -277,16 +300,20 @@ private:
       blockEntries_.push_back(found->blockEntry);
     }
     computeSets_.assign(graph.computeSets.size(), {});
+    computeSetsOf_.assign(graph.buffers.size(), {});
     for (std::size_t c = 0; c < graph.computeSets.size(); ++c) {
       const CompiledComputeSet &cs = graph.computeSets[c];
       LoadedComputeSet &loaded = computeSets_[c];
-      // The nested table's final storage exists first, so that descriptors can point into it.
+      // The tables' final storage exists first: nested descriptors point into theirs, vertices
+      // into the fields, and binding a buffer rewrites both in place.
       loaded.nested.resize(cs.nested.size());
-      ResolvedFields resolved =
-          resolveFields(cs, graph.buffers, reinterpret_cast<std::uintptr_t>(arena_.get()),
-                        reinterpret_cast<std::uintptr_t>(loaded.nested.data()));
-      std::copy(resolved.nested.begin(), resolved.nested.end(), loaded.nested.begin());
-      loaded.fields = std::move(resolved.fields);
+      loaded.fields.resize(cs.fields.size());
+      resolveComputeSet(c);
+      for (const std::vector<DescTemplate> *list : {&cs.fields, &cs.nested})
+        for (const DescTemplate &d : *list)
+          if (d.base == DescTemplate::Arena &&
+              (computeSetsOf_[d.buffer].empty() || computeSetsOf_[d.buffer].back() != c))
+            computeSetsOf_[d.buffer].push_back(std::uint32_t(c));
       loaded.vertices.reserve(cs.vertices.size());
       for (const CompiledVertex &v : cs.vertices)
         loaded.vertices.push_back({entries[v.type], loaded.fields.data() + v.firstField,
@@ -298,8 +325,10 @@ private:
   ThreadPool pool_;
   const CompiledGraph *graph_ = nullptr;
   std::unique_ptr<std::uint8_t, FreeDeleter> arena_;
+  std::vector<Buffer> buffers_; // graph_->buffers, bound ones at their memory (bindBuffer)
   ArenaView view_;
   std::vector<LoadedComputeSet> computeSets_;
+  std::vector<std::vector<std::uint32_t>> computeSetsOf_; // by buffer: the compute sets using it
   std::vector<BlockEntry> blockEntries_; // by CompiledGraph::vertexTypes index
   std::vector<std::uint8_t> temporary_;
   std::vector<float> kernelWorkspace_;

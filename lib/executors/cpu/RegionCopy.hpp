@@ -8,14 +8,17 @@
 
 namespace aspen::detail {
 
-// Addresses of buffers in a loaded arena.
+// Addresses of buffers in a loaded arena. A buffer bound to memory outside the arena has as its
+// offset that memory's address minus the arena's, modulo 2^64 (CpuExecutor::bindBuffer).
 class ArenaView {
 public:
   ArenaView() = default;
   ArenaView(std::uint8_t *base, const std::vector<Buffer> &buffers)
       : base_(base), buffers_(&buffers) {}
   std::uint8_t *address(std::uint32_t buffer, std::int64_t offset) const {
-    return base_ + (*buffers_)[buffer].offset + offset;
+    return reinterpret_cast<std::uint8_t *>(reinterpret_cast<std::uintptr_t>(base_) +
+                                            (*buffers_)[buffer].offset +
+                                            static_cast<std::uint64_t>(offset));
   }
 
 private:
