@@ -8,6 +8,7 @@
 #include <aspen/HalfFloat.hpp>
 #include <aspen/linalg/Convolution.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -35,6 +36,57 @@ void write(SimpleLayer &layer, const char *handle, const void *p, std::size_t by
 void read(SimpleLayer &layer, const char *handle, void *p, std::size_t bytes) {
   layer.engine.readTensor(handle, at(p, 0), at(p, 0) + bytes);
 }
+
+// A call's activations, in the caller's buffers: each bound to its tensor in place where the
+// engine can (Engine::bindTensor: the CPU executor, 64-byte aligned buffers, tensors in element
+// order, inputs the program does not write), else copied in before the run and out after it.
+// The handles are tensors of their own (no other handle of the call shares one), and an output
+// overlapping a bound input is copied. The bindings end with the object.
+class Activations {
+public:
+  explicit Activations(SimpleLayer &layer) : layer_(layer) {}
+  Activations(const Activations &) = delete;
+  Activations &operator=(const Activations &) = delete;
+  ~Activations() {
+    for (const char *handle : bound_)
+      layer_.engine.unbindTensor(handle); // known handles: never throws
+  }
+
+  void in(const char *handle, const void *p, std::size_t bytes) {
+    if (layer_.engine.bindTensor(handle, p, at(p, bytes))) {
+      bound_.push_back(handle);
+      inputs_.emplace_back(at(p, 0), bytes);
+    } else {
+      write(layer_, handle, p, bytes);
+    }
+  }
+  void out(const char *handle, void *p, std::size_t bytes) {
+    const bool overlaps = std::any_of(inputs_.begin(), inputs_.end(), [&](const auto &input) {
+      return at(p, 0) < input.first + input.second && input.first < at(p, bytes);
+    });
+    if (!overlaps && layer_.engine.bindTensor(handle, p, at(p, bytes)))
+      bound_.push_back(handle);
+    else
+      reads_.push_back({handle, p, bytes});
+  }
+  // Runs the layer's program and copies out the outputs not bound.
+  void run() {
+    layer_.engine.run(0);
+    for (const Read &r : reads_)
+      read(layer_, r.handle, r.p, r.bytes);
+  }
+
+private:
+  struct Read {
+    const char *handle;
+    void *p;
+    std::size_t bytes;
+  };
+  SimpleLayer &layer_;
+  std::vector<const char *> bound_;
+  std::vector<std::pair<const std::uint8_t *, std::size_t>> inputs_;
+  std::vector<Read> reads_;
+};
 
 std::shared_ptr<SimpleLayer> simpleLayer(aspen_backend *backend, const std::string &key,
                                          const std::function<std::shared_ptr<SimpleLayer>()> &build) {
@@ -244,9 +296,10 @@ aspen_status aspen_conv2d_forward(aspen_backend *backend, const aspen_conv2d_des
             if (bias)
               write(layer, "b", bias, c.K * es);
           }
-          write(layer, "x", at(x, first * c.xElements() * es), count * c.xElements() * es);
-          layer.engine.run(0);
-          read(layer, "y", at(y, first * c.yElements() * es), count * c.yElements() * es);
+          Activations io(layer);
+          io.in("x", at(x, first * c.xElements() * es), count * c.xElements() * es);
+          io.out("y", at(y, first * c.yElements() * es), count * c.yElements() * es);
+          io.run();
         });
   });
 }
@@ -273,9 +326,10 @@ aspen_status aspen_conv2d_backward_data(aspen_backend *backend, const aspen_conv
         [&](SimpleLayer &layer, std::size_t first, std::size_t count, bool fresh) {
           if (fresh)
             write(layer, "w", w, c.wElements() * es);
-          write(layer, "dy", at(dy, first * c.yElements() * es), count * c.yElements() * es);
-          layer.engine.run(0);
-          read(layer, "dx", at(dx, first * c.xElements() * es), count * c.xElements() * es);
+          Activations io(layer);
+          io.in("dy", at(dy, first * c.yElements() * es), count * c.yElements() * es);
+          io.out("dx", at(dx, first * c.xElements() * es), count * c.xElements() * es);
+          io.run();
         });
   });
 }
@@ -306,9 +360,10 @@ aspen_status aspen_conv2d_backward_filter(aspen_backend *backend, const aspen_co
           });
         },
         [&](SimpleLayer &layer, std::size_t first, std::size_t count, bool fresh) {
-          write(layer, "x", at(x, first * c.xElements() * es), count * c.xElements() * es);
-          write(layer, "dy", at(dy, first * c.yElements() * es), count * c.yElements() * es);
-          layer.engine.run(0);
+          Activations io(layer);
+          io.in("x", at(x, first * c.xElements() * es), count * c.xElements() * es);
+          io.in("dy", at(dy, first * c.yElements() * es), count * c.yElements() * es);
+          io.run();
           if (!sliced) {
             read(layer, "dw", dw, c.wElements() * es);
             if (dbias)
@@ -364,9 +419,10 @@ aspen_status aspen_pool2d_forward(aspen_backend *backend, const aspen_pool2d_des
           });
         },
         [&](SimpleLayer &layer, std::size_t first, std::size_t count, bool fresh) {
-          write(layer, "x", at(x, first * xImage), count * xImage);
-          layer.engine.run(0);
-          read(layer, "y", at(y, first * yImage), count * yImage);
+          Activations io(layer);
+          io.in("x", at(x, first * xImage), count * xImage);
+          io.out("y", at(y, first * yImage), count * yImage);
+          io.run();
         });
   });
 }
@@ -395,14 +451,15 @@ aspen_status aspen_pool2d_backward(aspen_backend *backend, const aspen_pool2d_de
           });
         },
         [&](SimpleLayer &layer, std::size_t first, std::size_t count, bool fresh) {
+          Activations io(layer);
           if (c.max) {
-            write(layer, "x", at(x, first * xImage), count * xImage);
+            io.in("x", at(x, first * xImage), count * xImage);
             if (!recompute)
-              write(layer, "y-in", at(y, first * yImage), count * yImage);
+              io.in("y-in", at(y, first * yImage), count * yImage);
           }
-          write(layer, "dy", at(dy, first * yImage), count * yImage);
-          layer.engine.run(0);
-          read(layer, "dx", at(dx, first * xImage), count * xImage);
+          io.in("dy", at(dy, first * yImage), count * yImage);
+          io.out("dx", at(dx, first * xImage), count * xImage);
+          io.run();
         });
   });
 }
@@ -439,12 +496,13 @@ aspen_status aspen_batchnorm_forward_training(aspen_backend *backend,
       memory.copy(running.data(), running_mean, params);
       memory.copy(running.data() + c.C, running_var, params);
     }
-    write(*layer, "x", x, bytes);
+    Activations io(*layer);
+    io.in("x", x, bytes);
     write(*layer, "gamma", gamma, params);
     write(*layer, "beta", beta, params);
     write(*layer, "running-in", running.data(), 2 * params);
-    layer->engine.run(0);
-    read(*layer, "y", y, bytes);
+    io.out("y", y, bytes);
+    io.run();
     if (running_mean) {
       read(*layer, "running", running.data(), 2 * params);
       memory.copy(running_mean, running.data(), params);
@@ -485,12 +543,13 @@ aspen_status aspen_batchnorm_forward_inference(aspen_backend *backend,
     std::vector<float> running(2 * c.C);
     memory.copy(running.data(), running_mean, params);
     memory.copy(running.data() + c.C, running_var, params);
-    write(*layer, "x", x, bytes);
+    Activations io(*layer);
+    io.in("x", x, bytes);
     write(*layer, "gamma", gamma, params);
     write(*layer, "beta", beta, params);
     write(*layer, "running-in", running.data(), 2 * params);
-    layer->engine.run(0);
-    read(*layer, "y", y, bytes);
+    io.out("y", y, bytes);
+    io.run();
   });
 }
 
@@ -523,12 +582,13 @@ aspen_status aspen_batchnorm_backward(aspen_backend *backend, const aspen_batchn
     std::vector<float> saved(2 * c.C), dparams(2 * c.C);
     memory.copy(saved.data(), save_mean, params);
     memory.copy(saved.data() + c.C, save_inv_std, params);
-    write(*layer, "x", x, bytes);
-    write(*layer, "dy", dy, bytes);
+    Activations io(*layer);
+    io.in("x", x, bytes);
+    io.in("dy", dy, bytes);
     write(*layer, "gamma", gamma, params);
     write(*layer, "saved-in", saved.data(), 2 * params);
-    layer->engine.run(0);
-    read(*layer, "dx", dx, bytes);
+    io.out("dx", dx, bytes);
+    io.run();
     read(*layer, "dparams", dparams.data(), 2 * params);
     memory.copy(dgamma, dparams.data(), params);
     memory.copy(dbeta, dparams.data() + c.C, params);
@@ -573,10 +633,11 @@ aspen_status aspen_nonlinearity_backward(aspen_backend *backend, aspen_nonlinear
     });
     std::lock_guard<std::mutex> lock(layer->mutex);
     memory.waitForCaller();
-    write(*layer, "act", act, bytes);
-    write(*layer, "dy", dy, bytes);
-    layer->engine.run(0);
-    read(*layer, "dx", dx, bytes);
+    Activations io(*layer);
+    io.in("act", act, bytes);
+    io.in("dy", dy, bytes);
+    io.out("dx", dx, bytes);
+    io.run();
   });
 }
 

@@ -13,8 +13,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -433,4 +435,105 @@ TEST_CASE("backend CNN calls refuse bad arguments with the status and a message"
   expect(aspen_nonlinearity_backward(b.handle, ASPEN_NONLINEARITY_TANH, ASPEN_DTYPE_FLOAT32, 1, 4,
                                      buf.data(), 1, buf.data(), buf.data(), nullptr),
          ASPEN_ERROR_INVALID_ARGUMENT, {"act_is_input", "tanh"});
+}
+
+namespace {
+
+// A copy of `values` at a 64-byte boundary (shift 0: the CPU engine binds the buffer in place)
+// or `shift` floats past one (copied in and out).
+struct Placed {
+  std::vector<float> storage;
+  float *p = nullptr;
+  std::size_t n = 0;
+  Placed(const std::vector<float> &values, std::size_t shift)
+      : storage(values.size() + 32), n(values.size()) {
+    const auto base = reinterpret_cast<std::uintptr_t>(storage.data());
+    p = reinterpret_cast<float *>((base + 63) / 64 * 64) + shift;
+    std::copy(values.begin(), values.end(), p);
+  }
+  std::vector<float> values() const { return {p, p + n}; }
+};
+
+// Every activation result of the CNN calls, with the inputs placed `shift` floats past 64-byte
+// boundaries; each input is checked unchanged.
+std::vector<std::vector<float>> cnnResults(Backend &b, std::size_t shift) {
+  std::mt19937 rng(77);
+  const std::size_t N = 2, C = 3, H = 9, W = 9, n = N * C * H * W;
+  const std::vector<float> xv = uniform(rng, n, -1, 1), dyv = uniform(rng, n, -1, 1);
+  const Placed x(xv, shift), dy(dyv, shift), gamma(uniform(rng, C, 0.5, 1.5), 0),
+      beta(uniform(rng, C, -1, 1), 0);
+  std::vector<std::vector<float>> results;
+  std::vector<std::unique_ptr<Placed>> outputs;
+  const auto output = [&](std::size_t size) -> Placed & {
+    outputs.push_back(std::make_unique<Placed>(std::vector<float>(size, -7.0f), shift));
+    return *outputs.back();
+  };
+  // Pooling, max 3x3 / 2 with padding 1, forward and backward.
+  const aspen_pool2d_desc pd{ASPEN_DTYPE_FLOAT32, ASPEN_POOL_MAX, N, C, H, W, 3, 3, 1, 1, 2, 2,
+                             0, 0, 0, nullptr};
+  size_t p = 0, q = 0;
+  requireOk(aspen_pool2d_output_shape(&pd, &p, &q));
+  Placed &y = output(N * C * p * q);
+  requireOk(aspen_pool2d_forward(b.handle, &pd, x.p, y.p, nullptr));
+  const Placed dyPool(std::vector<float>(dyv.begin(), dyv.begin() + long(y.n)), shift);
+  Placed &dxPool = output(n);
+  requireOk(aspen_pool2d_backward(b.handle, &pd, x.p, y.p, dyPool.p, dxPool.p, nullptr));
+  results.push_back(y.values());
+  results.push_back(dxPool.values());
+  // Batch norm: training, backward, inference.
+  const aspen_batchnorm_desc bd{ASPEN_DTYPE_FLOAT32, N, C, H, W, 1e-3, 0.25, nullptr};
+  std::vector<float> mean(C, 0.1f), var(C, 1.5f), saveMean(C), saveInv(C), dg(C), dbt(C);
+  Placed &yTrain = output(n), &dxNorm = output(n), &yInfer = output(n);
+  requireOk(aspen_batchnorm_forward_training(b.handle, &bd, x.p, gamma.p, beta.p, yTrain.p,
+                                             mean.data(), var.data(), saveMean.data(),
+                                             saveInv.data(), nullptr));
+  requireOk(aspen_batchnorm_backward(b.handle, &bd, x.p, dy.p, gamma.p, saveMean.data(),
+                                     saveInv.data(), dxNorm.p, dg.data(), dbt.data(), nullptr));
+  requireOk(aspen_batchnorm_forward_inference(b.handle, &bd, x.p, gamma.p, beta.p, mean.data(),
+                                              var.data(), yInfer.p, nullptr));
+  for (const Placed *r : {&yTrain, &dxNorm, &yInfer})
+    results.push_back(r->values());
+  results.push_back(dg);
+  results.push_back(mean);
+  // relu's gradient from its input.
+  Placed &dxRelu = output(n);
+  requireOk(aspen_nonlinearity_backward(b.handle, ASPEN_NONLINEARITY_RELU, ASPEN_DTYPE_FLOAT32,
+                                        N * C, n, x.p, 1, dy.p, dxRelu.p, nullptr));
+  results.push_back(dxRelu.values());
+  // Convolution 3x3, padding 1: forward, backward data, backward filter.
+  const aspen_conv2d_desc cd{ASPEN_DTYPE_FLOAT32, N, C, H, W, C, 3, 3, 1, 1, 1, 1, 1, 1, 1,
+                             nullptr};
+  const Placed w(uniform(rng, C * C * 9, -1, 1), 0);
+  Placed &yConv = output(n), &dxConv = output(n);
+  std::vector<float> dw(C * C * 9);
+  requireOk(aspen_conv2d_forward(b.handle, &cd, x.p, w.p, nullptr, yConv.p, nullptr));
+  requireOk(aspen_conv2d_backward_data(b.handle, &cd, w.p, dy.p, dxConv.p, nullptr));
+  requireOk(aspen_conv2d_backward_filter(b.handle, &cd, x.p, dy.p, dw.data(), nullptr, nullptr));
+  results.push_back(yConv.values());
+  results.push_back(dxConv.values());
+  results.push_back(dw);
+  // The inputs are as they were.
+  REQUIRE(x.values() == xv);
+  REQUIRE(dy.values() == dyv);
+  return results;
+}
+
+} // namespace
+
+TEST_CASE("backend CNN calls give the same bits on the caller's buffers in place as through "
+          "copies, and leave their inputs untouched",
+          "[correctness][backend]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
+  Backend b;
+  const auto inPlace = cnnResults(b, 0), copied = cnnResults(b, 1);
+  REQUIRE(inPlace.size() == copied.size());
+  for (std::size_t i = 0; i < inPlace.size(); ++i) {
+    INFO("result " << i);
+    REQUIRE(inPlace[i].size() == copied[i].size());
+    for (std::size_t j = 0; j < inPlace[i].size(); ++j)
+      REQUIRE(std::memcmp(&inPlace[i][j], &copied[i][j], sizeof(float)) == 0);
+    // A result was written (the -7 fill is gone somewhere).
+    CHECK(std::any_of(inPlace[i].begin(), inPlace[i].end(), [](float v) { return v != -7.0f; }));
+  }
 }
