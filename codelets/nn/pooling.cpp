@@ -109,6 +109,57 @@ public:
   }
 };
 
+// The same gradient as MaxPoolGrad, window by window: each window's maximal positions (rule 0:
+// every tie, 1: every tie with 1 / their count, 2: the first) receive its gradient, and a worker
+// owns whole rows, so no two workers write one element. The host executors' form (Pooling.cpp
+// chooses it for FLOAT off the GPU, where rows outnumber workers): a window costs a scan to its
+// first maximum, where the gather costs every input element a lookup a kernel position. Sums
+// are float, window by window in output order.
+template <class T> class MaxPoolGradRows : public MultiVertex {
+public:
+  Vector<Input<Vector<T>>> in;
+  Vector<Input<Vector<T>>> pooled;
+  Vector<Input<Vector<T>>> pooledGrad;
+  Vector<Output<Vector<T>>> inGrad;
+  Input<Vector<int>> offsets;
+  unsigned taps;
+  unsigned rule;
+
+  bool compute(unsigned wid) {
+    const unsigned rows = unsigned(inGrad.size()), workers = numWorkers();
+    for (unsigned r = rows * wid / workers; r < rows * (wid + 1) / workers; ++r) {
+      const auto x = in[r];
+      const auto y = pooled[r];
+      const auto dy = pooledGrad[r];
+      const auto dx = inGrad[r];
+      const unsigned long long field = dx.size(), outputs = y.size();
+      for (unsigned long long f = 0; f < field; ++f)
+        dx[f] = T(0.0f);
+      for (unsigned long long p = 0; p < outputs; ++p) {
+        const float m = float(y[p]), g = float(dy[p]);
+        float share = g;
+        if (rule == 1) {
+          unsigned ties = 0;
+          for (unsigned t = 0; t < taps; ++t) {
+            const int o = offsets[t * outputs + p];
+            ties += o >= 0 && float(x[o]) == m;
+          }
+          share = ties ? g / float(ties) : g;
+        }
+        for (unsigned t = 0; t < taps; ++t) {
+          const int o = offsets[t * outputs + p];
+          if (o < 0 || float(x[o]) != m)
+            continue;
+          dx[o] = T(float(dx[o]) + share);
+          if (rule == 2)
+            break;
+        }
+      }
+    }
+    return true;
+  }
+};
+
 // inGrad[r][f] = the sum over the windows reading f of scales[p] * pooledGrad[r][p] (AVG, SUM).
 template <class T> class SumPoolGrad : public MultiVertex {
 public:
@@ -142,6 +193,7 @@ template class PoolForward<float>;
 template class PoolForward<half>;
 template class MaxPoolGrad<float>;
 template class MaxPoolGrad<half>;
+template class MaxPoolGradRows<float>;
 template class SumPoolGrad<float>;
 template class SumPoolGrad<half>;
 

@@ -189,14 +189,19 @@ Tensor inputGradient(Graph &graph, const PoolParams &p, const Tensor *in, const 
     return inGrad;
   const Tables tables = addTables(graph, w, debug);
   const bool max = p.poolingType == PoolingType::MAX;
+  // MAX in float off the GPU: window by window, a worker a row (codelets/nn/pooling.cpp).
+  const bool byWindow = max && p.dType == FLOAT && !graph.getTarget().isGpu();
   ComputeSet cs = graph.addComputeSet({debug, "poolInputGradient"});
-  const std::string vertex =
-      util::templateVertex(max ? "aspen::nn::MaxPoolGrad" : "aspen::nn::SumPoolGrad", p.dType);
+  const std::string vertex = util::templateVertex(
+      byWindow ? "aspen::nn::MaxPoolGradRows"
+               : (max ? "aspen::nn::MaxPoolGrad" : "aspen::nn::SumPoolGrad"),
+      p.dType);
   const Tensor dyRows = channelRows(pooledGradient, w.P), dxRows = channelRows(inGrad, w.F);
   work::addRowVertices(graph, cs, vertex, tileRows, [&](VertexRef v, const auto &intervals) {
     graph.connect(v["pooledGrad"], work::rowList(dyRows, intervals));
     graph.connect(v["inGrad"], work::rowList(dxRows, intervals));
-    graph.connect(v["readers"], tables.readers);
+    if (!byWindow)
+      graph.connect(v["readers"], tables.readers);
     graph.setInitialValue(v["taps"], unsigned(w.T));
     if (max) {
       graph.connect(v["in"], work::rowList(channelRows(*in, w.F), intervals));
