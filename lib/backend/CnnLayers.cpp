@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <tuple>
 
 namespace aspen::backend {
 
@@ -325,14 +326,21 @@ std::shared_ptr<SimpleLayer> buildBatchNormBackward(const Device &device,
   const auto channel = [](const Tensor &t) { return t.reshape({1, t.dim(0), 1}); };
   const Tensor mean = channel(saved[0]), invStd = channel(saved[1]);
   const auto xh = (ex::Cast(ex::_1, FLOAT) - ex::_2) * ex::_3;
-  const Tensor product = ops::map(graph, ex::Cast(ex::_4, FLOAT) * xh, {x, mean, invStd, dy},
-                                  prog, "gradsInWhitened");
-  const std::vector<Tensor> sums = ops::reduceMany(
-      graph,
-      {ops::SingleReduceOp(product, {0, 2}, ops::ReduceParams(ops::Operation::ADD), FLOAT,
-                           "dgamma"),
-       ops::SingleReduceOp(dy, {0, 2}, ops::ReduceParams(ops::Operation::ADD), FLOAT, "dbeta")},
-      prog, "paramGradients");
+  std::vector<Tensor> sums(2); // dgamma, dbeta
+  if (c.type == FLOAT) {
+    // One pass over x and dy (popnn's gradients from the acts and their statistics).
+    std::tie(sums[0], sums[1]) =
+        nn::bn::batchNormParamGradients(graph, x, dy, saved[0], saved[1], prog, FLOAT, "params");
+  } else { // half data: float sums (the steps' sums are in the acts' type)
+    const Tensor product = ops::map(graph, ex::Cast(ex::_4, FLOAT) * xh, {x, mean, invStd, dy},
+                                    prog, "gradsInWhitened");
+    sums = ops::reduceMany(
+        graph,
+        {ops::SingleReduceOp(product, {0, 2}, ops::ReduceParams(ops::Operation::ADD), FLOAT,
+                             "dgamma"),
+         ops::SingleReduceOp(dy, {0, 2}, ops::ReduceParams(ops::Operation::ADD), FLOAT, "dbeta")},
+        prog, "paramGradients");
+  }
   const float inverseN = float(1.0 / double(c.N * c.HW));
   const Tensor dx = ops::map(
       graph,

@@ -2,6 +2,7 @@
 
 #include <aspen/Error.hpp>
 #include <aspen/util/TileMapping.hpp>
+#include <aspen/util/VertexTemplates.hpp>
 
 #include <istream>
 #include <sstream>
@@ -123,6 +124,23 @@ void addRowVertices(Graph &graph, ComputeSet cs, const std::string &vertexType,
     connect(v, tileRows[tile]);
     graph.setTileMapping(v, tile);
   }
+}
+
+Tensor rowMoments(Graph &graph, const Tensor &a, const Tensor &b, const Tensor &shift,
+                  program::Sequence &prog, const DebugContext &debug) {
+  const std::size_t R = a.dim(0);
+  const auto tileRows = rowsByTile(graph, a);
+  Tensor out = addRowResult(graph, FLOAT, tileRows, R, 2, {debug, "moments"});
+  ComputeSet cs = graph.addComputeSet({debug, "moments"});
+  addRowVertices(graph, cs, util::templateVertex("aspen::nn::RowMoments", a.elementType()),
+                 tileRows, [&](VertexRef v, const std::vector<Interval> &intervals) {
+                   graph.connect(v["a"], rowList(a, intervals));
+                   graph.connect(v["b"], rowList(b, intervals));
+                   graph.connect(v["shift"], rowElements(shift, intervals));
+                   graph.connect(v["out"], rowElements(out, intervals).flatten());
+                 });
+  prog.add(program::Execute(cs, {debug, "moments"}));
+  return out;
 }
 
 } // namespace aspen::nn::work

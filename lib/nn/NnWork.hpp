@@ -7,6 +7,7 @@
 #pragma once
 
 #include <aspen/Graph.hpp>
+#include <aspen/Program.hpp>
 #include <aspen/Tensor.hpp>
 
 #include <functional>
@@ -40,6 +41,13 @@ Tensor rowElements(const Tensor &perRow, const std::vector<Interval> &intervals)
 void addRowVertices(Graph &graph, ComputeSet cs, const std::string &vertexType,
                     const std::vector<std::vector<Interval>> &tileRows,
                     const std::function<void(VertexRef, const std::vector<Interval> &)> &connect);
+
+// One pass over two [R, F] views of one element type (FLOAT or HALF): [R, 2] float holding, for
+// each row r, the sum of a[r] and the sum of a[r] * (b[r] - shift[r]) (shift: [R] float), e.g.
+// a channel's sums of x and x^2, or of dy and dy * (x - mean). Row r lives where rowsByTile(a)
+// puts it (codelets/nn/norms.cpp).
+Tensor rowMoments(Graph &graph, const Tensor &a, const Tensor &b, const Tensor &shift,
+                  program::Sequence &prog, const DebugContext &debug);
 
 // For the rows in `intervals`, t[j][row] for each j of `gates` (t: [n, R, C]): the per-row gate
 // segments of a recurrent cell's 2-D fields, row by row.

@@ -15,11 +15,14 @@
 #include <aspen/ops/ElementWise.hpp>
 #include <aspen/ops/Reduce.hpp>
 #include <aspen/ops/ScaledAdd.hpp>
+#include <aspen/util/Broadcast.hpp>
 #include <aspen/util/TileMapping.hpp>
 
 #include <fmt/format.h>
 
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 namespace aspen::nn {
@@ -128,6 +131,29 @@ Tensor scalar(Graph &graph, float value, const DebugContext &debug) {
 
 ex::Any f(unsigned placeholder) { return ex::Cast(ex::PlaceHolder(placeholder), FLOAT); }
 
+// E[x] and E[x^2] over the statistic dimensions of v (l.view(), scaled by inverseN) from one pass
+// over x: each row of F elements' sums (work::rowMoments), then the rows' sums.
+std::pair<Tensor, Tensor> rawMoments(Graph &graph, const Tensor &v, const Layout &l,
+                                const Tensor &inverseN, Sequence &prog,
+                                const DebugContext &debug) {
+  const std::size_t rows = v.numElements() / l.F;
+  Tensor zero = graph.addConstant<float>(FLOAT, {1}, {0.0f}, {debug, "zero"});
+  graph.setTileMapping(zero, 0);
+  const Tensor rowsView = v.reshape({rows, l.F});
+  const Tensor moments =
+      work::rowMoments(graph, rowsView, rowsView, zero.broadcast(unsigned(rows), 0), prog, debug);
+  std::vector<std::size_t> shape = v.shape(), dims;
+  shape.back() = 2;
+  for (std::size_t d : l.statDims())
+    if (d + 1 != shape.size())
+      dims.push_back(d);
+  const Tensor sums =
+      ops::reduce(graph, moments.reshape(shape), FLOAT, dims,
+                  ops::ReduceParams(ops::Operation::ADD, false, inverseN), prog, {debug, "means"});
+  const unsigned last = unsigned(sums.rank() - 1);
+  return {sums.slice(0, 1, last).squeeze({last}), sums.slice(1, 2, last).squeeze({last})};
+}
+
 } // namespace
 
 std::uint64_t getNormFwdFlops(std::size_t statisticsSize, std::size_t numActsElements,
@@ -193,10 +219,15 @@ std::pair<Tensor, Tensor> normStatistics(Graph &graph, const Tensor &acts, float
                                   work::describe(acts)));
   const Tensor v = acts.reshape(l.view());
   const Tensor inverseN = scalar(graph, float(1.0 / double(n)), {debug, "1/n"});
-  // E[x] in float.
-  const Tensor mean = ops::reduce(graph, v, FLOAT, l.statDims(),
-                                  ops::ReduceParams(ops::Operation::ADD, false, inverseN), prog,
-                                  {debug, "mean"});
+  // E[x] in float; with E[x^2] from the same pass over x for the one-pass variance.
+  Tensor mean, meanSquare;
+  if (stableAlgo) {
+    mean = ops::reduce(graph, v, FLOAT, l.statDims(),
+                       ops::ReduceParams(ops::Operation::ADD, false, inverseN), prog,
+                       {debug, "mean"});
+  } else {
+    std::tie(mean, meanSquare) = rawMoments(graph, v, l, inverseN, prog, debug);
+  }
   const Tensor meanB = mean.reshape(l.statShape());
   const double scaleVar = unbiasedVarEstimate && n > 1 ? double(n) / double(n - 1) : 1.0;
   Tensor invStdDev;
@@ -210,9 +241,6 @@ std::pair<Tensor, Tensor> normStatistics(Graph &graph, const Tensor &acts, float
                          ex::Rsqrt(ex::_1 * ex::Const(float(scaleVar)) + ex::Const(eps)),
                          {variance}, prog, {debug, "invStdDev"});
   } else {
-    const Tensor meanSquare = ops::reduce(
-        graph, v, FLOAT, l.statDims(), ops::ReduceParams(ops::Operation::SQUARE_ADD, false, inverseN),
-        prog, {debug, "meanSquare"});
     invStdDev = ops::map(graph,
                          ex::Rsqrt(ex::Max(ex::_2 - ex::_1 * ex::_1, ex::Const(0.0f)) *
                                        ex::Const(float(scaleVar)) +
@@ -261,6 +289,45 @@ std::pair<Tensor, Tensor> normalise(Graph &graph, const Tensor &acts, const Tens
   return {out.reshape(acts.shape()), whitened};
 }
 
+namespace {
+
+// A channel's parameter gradients from each row's moments (acts and gradsIn as [B*C, F]; shift
+// and scale one value a row): gammaDelta = the sum over the batch of scale * sum(dy * (x -
+// shift)), betaDelta = that of sum(dy), in the acts' type. One pass over x and dy
+// (work::rowMoments): no product is written first.
+std::pair<Tensor, Tensor> paramGradientsOfRows(Graph &graph, const Tensor &acts,
+                                               const Tensor &gradsIn, const Tensor &shift,
+                                               const Tensor *scale, Sequence &prog,
+                                               const DebugContext &debug) {
+  const std::size_t B = acts.dim(0), C = acts.dim(1),
+                    F = B * C ? acts.numElements() / (B * C) : 0;
+  const Type type = acts.elementType();
+  const Tensor moments = work::rowMoments(graph, gradsIn.reshape({B * C, F}),
+                                          acts.reshape({B * C, F}), shift, prog, debug)
+                             .reshape({B, C, 2});
+  Tensor weighted = moments.slice(1, 2, 2).reshape({B, C});
+  if (scale)
+    weighted = ops::map(graph, ex::_1 * ex::_2, {weighted, scale->reshape({B, C})}, prog,
+                        {debug, "scaled"});
+  const Tensor gammaDelta = ops::reduce(graph, weighted, type, {0},
+                                        ops::ReduceParams(ops::Operation::ADD), prog,
+                                        {debug, "gammaDelta"});
+  const Tensor betaDelta = ops::reduce(graph, moments.slice(0, 1, 2).reshape({B, C}), type, {0},
+                                       ops::ReduceParams(ops::Operation::ADD), prog,
+                                       {debug, "betaDelta"});
+  return {gammaDelta, betaDelta};
+}
+
+// A statistic's value for each (batch, channel) row of the layout: [B * C].
+Tensor perRow(const Tensor &statistic, const Layout &l) {
+  Tensor t = statistic.reshape(l.statShape());
+  const std::vector<std::size_t> view = l.view();
+  util::broadcastToMatch(t, {view[0], view[1], view[2], 1});
+  return t.flatten();
+}
+
+} // namespace
+
 std::pair<Tensor, Tensor> normParamGradients(Graph &graph, const Tensor &actsWhitened,
                                              const Tensor &gradsIn, Sequence &prog,
                                              const NormGrouping &, const DebugContext &debug,
@@ -270,18 +337,33 @@ std::pair<Tensor, Tensor> normParamGradients(Graph &graph, const Tensor &actsWhi
   requireActs(actsWhitened, what);
   requireSameShape(gradsIn, actsWhitened, "gradsIn", what);
   // A channel's sums are the same whatever the statistics' grouping: [B, C, F] over {0, 2}.
-  const std::size_t B = actsWhitened.dim(0), C = actsWhitened.dim(1),
-                    F = B * C ? actsWhitened.numElements() / (B * C) : 0;
-  const Tensor x = actsWhitened.reshape({B, C, F}), dy = gradsIn.reshape({B, C, F});
-  const Type type = actsWhitened.elementType();
-  const Tensor product = ops::map(graph, f(1) * f(2), {x, dy}, prog, {debug, "gradsInWhitened"});
-  const Tensor gammaDelta =
-      ops::reduce(graph, product, type, {0, 2}, ops::ReduceParams(ops::Operation::ADD), prog,
-                  {debug, "gammaDelta"});
-  const Tensor betaDelta = ops::reduce(graph, dy, type, {0, 2},
-                                       ops::ReduceParams(ops::Operation::ADD), prog,
-                                       {debug, "betaDelta"});
-  return {gammaDelta, betaDelta};
+  const std::size_t rows = actsWhitened.dim(0) * actsWhitened.dim(1);
+  Tensor zero = graph.addConstant<float>(FLOAT, {1}, {0.0f}, {debug, "zero"});
+  graph.setTileMapping(zero, 0);
+  return paramGradientsOfRows(graph, actsWhitened, gradsIn, zero.broadcast(unsigned(rows), 0),
+                              nullptr, prog, debug);
+}
+
+std::pair<Tensor, Tensor> normParamGradients(Graph &graph, const Tensor &acts,
+                                             const Tensor &gradsIn, const Tensor &mean,
+                                             const Tensor &invStdDev, Sequence &prog,
+                                             const NormGrouping &grouping,
+                                             const DebugContext &debug,
+                                             const OptionFlags &options) {
+  const std::string what = "normParamGradients";
+  const NormOptions o = parseOptions(options);
+  const Layout l = layoutOf(acts, grouping, o, &invStdDev, what);
+  requireSameShape(gradsIn, acts, "gradsIn", what);
+  requireVector(mean, l.statistics(), "mean", what);
+  requireVector(invStdDev, l.statistics(), "invStdDev", what);
+  // The whitened acts' sums without whitening: sum(dy * (x - mean)) * invStdDev a row, with the
+  // statistics in float.
+  const auto inFloat = [&](const Tensor &t, const char *name) {
+    return t.elementType() == FLOAT ? t : ops::cast(graph, t, FLOAT, prog, {debug, name});
+  };
+  const Tensor scale = perRow(inFloat(invStdDev, "invStdDev"), l);
+  return paramGradientsOfRows(graph, acts, gradsIn, perRow(inFloat(mean, "mean"), l), &scale,
+                              prog, debug);
 }
 
 namespace {

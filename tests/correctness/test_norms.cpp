@@ -113,6 +113,9 @@ Results runAspen(const Grouping &g, Type type, const std::vector<std::size_t> &s
       nn::normalise(graph, acts, gam, bet, mean, invStd, prog, grouping, "norm", options);
   const auto [gammaDelta, betaDelta] =
       nn::normParamGradients(graph, whitened, grads, prog, grouping, "pg", options);
+  // The same from the acts and their statistics (one pass, no whitened copy).
+  const auto [gammaDeltaActs, betaDeltaActs] =
+      nn::normParamGradients(graph, acts, grads, mean, invStd, prog, grouping, "pga", options);
   const Tensor gradsOut =
       nn::normGradients(graph, whitened, grads, invStd, gam, prog, grouping, "g", options);
   // Copies of gamma and beta before the update, read afterwards.
@@ -122,7 +125,8 @@ Results runAspen(const Grouping &g, Type type, const std::vector<std::size_t> &s
   const std::pair<const char *, Tensor> read[] = {
       {"mean", mean},         {"invStd", invStd},       {"out", out},
       {"whitened", whitened}, {"gammaDelta", gammaDelta}, {"betaDelta", betaDelta},
-      {"gradsOut", gradsOut}, {"gammaNew", gam},        {"betaNew", bet}};
+      {"gradsOut", gradsOut}, {"gammaNew", gam},        {"betaNew", bet},
+      {"gammaDeltaActs", gammaDeltaActs}, {"betaDeltaActs", betaDeltaActs}};
   for (const auto &[name, t] : written)
     graph.createHostWrite(name, t);
   for (const auto &[name, t] : read)
@@ -190,6 +194,8 @@ void checkGrouping(const Grouping &g, Type type, bool unbiased, bool stable, uns
   }
   requireClose("gammaDelta", r.values.at("gammaDelta"), gd, tol * 4);
   requireClose("betaDelta", r.values.at("betaDelta"), bd, tol * 4);
+  requireClose("gammaDelta from the acts", r.values.at("gammaDeltaActs"), gd, tol * 4);
+  requireClose("betaDelta from the acts", r.values.at("betaDeltaActs"), bd, tol * 4);
   std::vector<double> gNew = gamma, bNew = beta;
   for (std::size_t c = 0; c < C; ++c)
     gNew[c] += kScale * gd[c], bNew[c] += kScale * bd[c];

@@ -97,6 +97,12 @@ ASPEN_API std::pair<Tensor, Tensor> normParamGradients(Graph &graph, const Tenso
                                                        const NormGrouping &grouping,
                                                        const DebugContext &debug = {},
                                                        const OptionFlags &options = {});
+// The same from the acts and their statistics, in one pass over acts and gradsIn with no whitened
+// copy (popnn's second form of the ParamGradients steps).
+ASPEN_API std::pair<Tensor, Tensor>
+normParamGradients(Graph &graph, const Tensor &acts, const Tensor &gradsIn, const Tensor &mean,
+                   const Tensor &invStdDev, program::Sequence &prog, const NormGrouping &grouping,
+                   const DebugContext &debug = {}, const OptionFlags &options = {});
 ASPEN_API Tensor normGradients(Graph &graph, const Tensor &actsWhitened, const Tensor &gradsIn,
                                const Tensor &invStdDev, const Tensor &gamma,
                                program::Sequence &prog, const NormGrouping &grouping,
@@ -146,10 +152,8 @@ ASPEN_API void normParamUpdate(Graph &graph, const Tensor &gammaDelta, const Ten
       Graph &graph, const Tensor &acts, const Tensor &gradsIn, const Tensor &mean,                 \
       const Tensor &iStdDev, program::Sequence &prog, const Type & = FLOAT,                        \
       const DebugContext &debug = {}, const OptionFlags &options = {}) {                           \
-    const Tensor whitened =                                                                        \
-        normWhiten(graph, acts, mean, iStdDev, prog, NormGrouping{kind, groups}, debug, options);  \
-    return normParamGradients(graph, whitened, gradsIn, prog, NormGrouping{kind, groups}, debug,   \
-                              options);                                                            \
+    return normParamGradients(graph, acts, gradsIn, mean, iStdDev, prog,                           \
+                              NormGrouping{kind, groups}, debug, options);                         \
   }                                                                                                \
   inline Tensor prefix##Gradients(Graph &graph, const Tensor &actsWhitened, const Tensor &gradsIn, \
                                   const Tensor &invStdDev, const Tensor &gamma,                    \
