@@ -15,8 +15,12 @@ namespace aspen::nn {
 
 namespace detail {
 ASPEN_HD inline float poolLowest() { return ::aspen::detail::bitsFloat(0xff800000u); }
-// The running maximum: NaN wins and stays (as PyTorch's max pooling).
-ASPEN_HD inline float poolMax(float best, float v) { return (v > best || v != v) ? v : best; }
+// The running maximum: NaN wins and stays (as PyTorch's max pooling). The comparison is a select,
+// not a branch: on random data it is a coin toss, and a branch on it mispredicts every other tap.
+ASPEN_HD inline float poolMax(float best, float v) {
+  const float larger = v > best ? v : best; // x86's maxss exactly: no branch
+  return v != v ? v : larger;                // NaN is rare: a branch that predicts well
+}
 } // namespace detail
 
 // out[r][p] = max (kind 0) or scales[p] * sum (kind 1) of in[r] over p's window. A max window

@@ -322,3 +322,21 @@ TEST_CASE("pool parameters: output shapes by hand, popnn's names, bad parameters
   CHECK_THROWS_AS(
       params(PoolingType::MAX, {4}, {1}, {1}, {0}, {0}, 1, 1, INT).validate(), invalid_option);
 }
+
+TEST_CASE("max pooling propagates NaN wherever it sits in a window, and keeps infinities",
+          "[correctness][pooling]") {
+  // One channel 2 x 6 pooled 2 x 2 / 2: windows [0,1,6,7], [2,3,8,9], [4,5,10,11].
+  const double nan = std::numeric_limits<double>::quiet_NaN(),
+               inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> x = {nan, 5,   1, 2,   -inf, -inf,
+                                 3,   4,   7, nan, -inf, -inf};
+  for (const Type type : {FLOAT, HALF}) {
+    INFO(type.toString());
+    const PoolParams p = params(PoolingType::MAX, {2, 6}, {2, 2}, {2, 2}, {0, 0}, {0, 0}, 1, 1, type);
+    const Run r = runAspen(p, x, std::vector<double>(3, 1.0), false, {});
+    REQUIRE(r.y.size() == 3);
+    CHECK(std::isnan(r.y[0])); // NaN first, larger values after it: it stays
+    CHECK(std::isnan(r.y[1])); // NaN last, after the window's maximum: it wins
+    CHECK(r.y[2] == -inf);     // all -infinity: -infinity, not the empty window's value
+  }
+}
