@@ -298,14 +298,11 @@ std::shared_ptr<SimpleLayer> buildBatchNormInference(const Device &device,
                                                      const BatchNormConfig &c) {
   Graph graph = makeGraph(device);
   Sequence prog;
-  const BatchNormInputs in(graph, c);
-  const Tensor &x = in.x, &gamma = in.gamma, &beta = in.beta, &running = in.running;
-  // gamma / sqrt(var + eps) and beta - that * mean.
-  const Tensor multiplicand = ops::map(graph, ex::_1 * ex::Rsqrt(ex::_2 + ex::Const(c.eps)),
-                                       {gamma, running[1]}, prog, "multiplicand");
-  const Tensor addend =
-      ops::map(graph, ex::_1 - ex::_2 * ex::_3, {beta, multiplicand, running[0]}, prog, "addend");
-  const Tensor y = nn::bn::batchNormalise(graph, x, multiplicand, addend, prog, "infer");
+  const Tensor x = mappedVariable(graph, c.type, {c.N, c.C, c.HW}, "x");
+  const Tensor scaleShift = mappedVariable(graph, FLOAT, {2, c.C}, "scale-shift");
+  const Tensor y = nn::bn::batchNormalise(graph, x, scaleShift[0], scaleShift[1], prog, "infer");
+  graph.createHostWrite("x", x);
+  graph.createHostWrite("scale-shift", scaleShift);
   graph.createHostRead("y", y);
   return std::make_shared<SimpleLayer>(compileAndLoad(graph, {prog}, device));
 }

@@ -69,7 +69,8 @@ struct BatchNormConfig {
 };
 
 // Training handles: "x", "gamma", "beta", "running-in" ([2, C]: mean, var), "y", "running",
-// "saved" ([2, C]: mean, invStdDev). Inference: "x", "gamma", "beta", "running-in", "y".
+// "saved" ([2, C]: mean, invStdDev). Inference: "x", "scale-shift" ([2, C]: gamma / sqrt(var +
+// eps) and beta - that * mean, which the call computes on the host), "y".
 // Backward: "x", "dy", "gamma", "saved-in", "dx", "dparams" ([2, C]: dgamma, dbeta).
 std::shared_ptr<SimpleLayer> buildBatchNormTraining(const Device &device,
                                                     const BatchNormConfig &c);
