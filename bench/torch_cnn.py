@@ -3,7 +3,8 @@
 by side in one run: a ResNet-18 basic block (64 channels at 56x56: conv 3x3, batch norm, relu,
 conv 3x3, batch norm, the identity added, relu) and a VGG block (128 channels at 56x56: two conv
 3x3 with relu, max pool 2x2), inference (eval mode, no gradients) and a training step (train
-mode, forward and the backward of the output's sum), at B = 1, 8 and 32; and max pooling
+mode, forward and the backward of a dense output gradient made once a case, as a layer inside a
+network receives), at B = 1, 8 and 32; and max pooling
 (3x3/2, 64 channels at 112x112: ResNet's stem) and batch norm (64 at 112x112, 256 at 56x56)
 alone, forward and backward.
 
@@ -12,7 +13,7 @@ must agree (relative 1e-3, else exit 1). Each side runs --reps (3) times after a
 Aspen, the compile: reported apart), the two sides alternating; the table gives each one's
 fastest run and torch / Aspen (above 1, Aspen is faster). torch gets
 torch.set_num_threads(cores), one OpenBLAS thread on both sides (bench/torch_modules.py's
-method).
+method), and glibc keeps freed memory (see _MALLOC below).
 
 Usage: PYTHONPATH=<build>/python /usr/bin/python3 bench/torch_cnn.py [--quick] [--batches 1,8,32]
        [--reps N] [--cuda]
@@ -26,6 +27,16 @@ import sys
 import time
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+# glibc hands blocks over its mmap threshold back to the system when they are freed, so whether a
+# step's output (25 MB at B = 8) lands on fresh pages is luck, and a fresh page costs a fault:
+# about 2.5 ms a MB on the virtual machines this runs on, more than a batch norm's arithmetic.
+# Kept on the heap, freed memory is reused by both sides, as in a long-running training process.
+# glibc reads these when the process starts: the script runs itself again with them set.
+_MALLOC = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 40)}
+if any(os.environ.get(k) != v for k, v in _MALLOC.items()):
+    os.environ.update(_MALLOC)
+    os.execv(sys.executable, [sys.executable] + sys.argv)
 
 import torch
 
@@ -72,10 +83,10 @@ CASES = [  # name, module factory, input shape without the batch
 ]
 
 
-def step(module, x, training):
+def step(module, x, training, grad=None):
     if training:
         xs = x.clone().requires_grad_()
-        module(xs).sum().backward()
+        module(xs).backward(grad)
     else:
         with torch.no_grad():
             module(x)
@@ -118,6 +129,8 @@ def main():
             mine = make(aspen_torch).to(device)
             mine.load_state_dict(reference.state_dict())
             x = torch.randn(batch, *shape, device=device)
+            with torch.no_grad():  # the output's shape, in eval mode (no statistics update)
+                out_shape = reference.eval()(x).shape
             for mode in ("inference", "training"):
                 training = mode == "training"
                 reference.train(training), mine.train(training)
@@ -128,12 +141,16 @@ def main():
                     if (got - want).abs().max().item() > 1e-3 * scale:
                         print(f"FAIL: {name} B={batch}: outputs differ", file=sys.stderr)
                         failed = True
+                # A dense output gradient, as a layer inside a network receives (the gradient of
+                # .sum() is one value broadcast, which torch's kernels read from cache).
+                grad = torch.randn(out_shape, device=device) if training else None
                 start = time.perf_counter()
-                step(mine, x, training)  # warm-up: compiles Aspen's layers
+                step(mine, x, training, grad)  # warm-up: compiles Aspen's layers
                 compile_s = time.perf_counter() - start
-                step(reference, x, training)
+                step(reference, x, training, grad)
                 t_torch, t_aspen = fastest_ms(
-                    [lambda: step(reference, x, training), lambda: step(mine, x, training)],
+                    [lambda: step(reference, x, training, grad),
+                     lambda: step(mine, x, training, grad)],
                     args.reps)
                 ratio = t_torch / t_aspen
                 ratios.append(ratio)
