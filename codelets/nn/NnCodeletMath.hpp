@@ -139,6 +139,14 @@ ASPEN_HD inline void nnForWorkerShare(const Regions &regions, unsigned w, unsign
   ::aspen::detail::forWorkerShareOfRegions(regions, w, n, each);
 }
 
+// Calls f(row) for the whole rows of [0, rows) that worker w of n owns: the w-th of n contiguous,
+// nearly equal runs (for vertices whose workers must not share a row).
+template <class F> ASPEN_HD inline void nnForWorkerRows(unsigned rows, unsigned w, unsigned n, F f) {
+  const unsigned long long first = 1ull * rows * w / n, end = 1ull * rows * (w + 1) / n;
+  for (unsigned long long r = first; r < end; ++r)
+    f(static_cast<unsigned>(r));
+}
+
 } // namespace aspen::nn
 
 namespace aspen::nn {

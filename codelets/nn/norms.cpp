@@ -19,8 +19,7 @@ public:
   Output<Vector<float>> out;
 
   bool compute(unsigned wid) {
-    const unsigned rows = unsigned(a.size()), workers = numWorkers();
-    for (unsigned r = rows * wid / workers; r < rows * (wid + 1) / workers; ++r) {
+    nnForWorkerRows(unsigned(a.size()), wid, numWorkers(), [&](unsigned r) {
       const T *x = a[r].data();
       const T *y = b[r].data();
       const float m = shift[r];
@@ -40,7 +39,7 @@ public:
       }
       out[2 * r] = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
       out[2 * r + 1] = ((p[0] + p[1]) + (p[2] + p[3])) + ((p[4] + p[5]) + (p[6] + p[7]));
-    }
+    });
     return true;
   }
 };

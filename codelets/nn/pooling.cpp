@@ -130,8 +130,7 @@ public:
   unsigned rule;
 
   bool compute(unsigned wid) {
-    const unsigned rows = unsigned(inGrad.size()), workers = numWorkers();
-    for (unsigned r = rows * wid / workers; r < rows * (wid + 1) / workers; ++r) {
+    nnForWorkerRows(unsigned(inGrad.size()), wid, numWorkers(), [&](unsigned r) {
       const auto x = in[r];
       const auto y = pooled[r];
       const auto dy = pooledGrad[r];
@@ -159,7 +158,7 @@ public:
             break;
         }
       }
-    }
+    });
     return true;
   }
 };
