@@ -178,3 +178,30 @@ class BackendSplitsAndErrors(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class NoGradientPath(unittest.TestCase):
+    """Without a gradient to flow (torch.no_grad, or no input requiring one) the modules skip
+    autograd: the same outputs and running statistics as with it, and outputs that need no
+    gradient."""
+
+    def test_every_module_gives_the_same_results_with_and_without_autograd(self):
+        torch.manual_seed(31)
+        x = torch.randn(2, 4, 9, 9)
+        for make in (lambda: aspen_torch.Conv2d(4, 3, 3, padding=1),
+                     lambda: aspen_torch.MaxPool2d(3, 2, 1),
+                     lambda: aspen_torch.AvgPool2d(2),
+                     lambda: aspen_torch.BatchNorm2d(4)):
+            for training in (True, False):
+                with_grad, without = make(), make()
+                without.load_state_dict(with_grad.state_dict())
+                with_grad.train(training), without.train(training)
+                want = with_grad(x.clone().requires_grad_())
+                with torch.no_grad():
+                    got = without(x)
+                what = f"{type(with_grad).__name__} training={training}"
+                self.assertFalse(got.requires_grad, what)
+                self.assertTrue(torch.equal(got, want.detach()), what)
+                for name, buffer in with_grad.named_buffers():
+                    self.assertTrue(torch.equal(dict(without.named_buffers())[name], buffer),
+                                    f"{what}: {name}")
