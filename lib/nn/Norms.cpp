@@ -131,17 +131,20 @@ Tensor scalar(Graph &graph, float value, const DebugContext &debug) {
 
 ex::Any f(unsigned placeholder) { return ex::Cast(ex::PlaceHolder(placeholder), FLOAT); }
 
+// n float zeros: one constant element broadcast (work::rowMoments' shift when there is none).
+Tensor zeros(Graph &graph, std::size_t n, const DebugContext &debug) {
+  return scalar(graph, 0.0f, {debug, "zero"}).flatten().broadcast(unsigned(n), 0);
+}
+
 // E[x] and E[x^2] over the statistic dimensions of v (l.view(), scaled by inverseN) from one pass
 // over x: each row of F elements' sums (work::rowMoments), then the rows' sums.
 std::pair<Tensor, Tensor> rawMoments(Graph &graph, const Tensor &v, const Layout &l,
                                 const Tensor &inverseN, Sequence &prog,
                                 const DebugContext &debug) {
   const std::size_t rows = v.numElements() / l.F;
-  Tensor zero = graph.addConstant<float>(FLOAT, {1}, {0.0f}, {debug, "zero"});
-  graph.setTileMapping(zero, 0);
   const Tensor rowsView = v.reshape({rows, l.F});
   const Tensor moments =
-      work::rowMoments(graph, rowsView, rowsView, zero.broadcast(unsigned(rows), 0), prog, debug);
+      work::rowMoments(graph, rowsView, rowsView, zeros(graph, rows, debug), prog, debug);
   std::vector<std::size_t> shape = v.shape(), dims;
   shape.back() = 2;
   for (std::size_t d : l.statDims())
@@ -338,10 +341,8 @@ std::pair<Tensor, Tensor> normParamGradients(Graph &graph, const Tensor &actsWhi
   requireSameShape(gradsIn, actsWhitened, "gradsIn", what);
   // A channel's sums are the same whatever the statistics' grouping: [B, C, F] over {0, 2}.
   const std::size_t rows = actsWhitened.dim(0) * actsWhitened.dim(1);
-  Tensor zero = graph.addConstant<float>(FLOAT, {1}, {0.0f}, {debug, "zero"});
-  graph.setTileMapping(zero, 0);
-  return paramGradientsOfRows(graph, actsWhitened, gradsIn, zero.broadcast(unsigned(rows), 0),
-                              nullptr, prog, debug);
+  return paramGradientsOfRows(graph, actsWhitened, gradsIn, zeros(graph, rows, debug), nullptr,
+                              prog, debug);
 }
 
 std::pair<Tensor, Tensor> normParamGradients(Graph &graph, const Tensor &acts,
