@@ -61,6 +61,19 @@ TEST_CASE("norm builders reject bad activations, statistics, parameters and opti
                                    var(FLOAT, {6}, "gm"), prog);
       },
       {"normGradients", "gradsIn", "wideGrads", "shape of acts"});
+  // The gradients from the acts and their statistics check both statistics and gradsIn.
+  requireError<shape_error>(
+      [&] {
+        nn::bn::batchNormParamGradients(g, acts, acts, var(FLOAT, {4}, "shortMean2"), invStd,
+                                        prog);
+      },
+      {"normParamGradients", "mean", "shortMean2", "6 elements"});
+  requireError<shape_error>(
+      [&] {
+        nn::bn::batchNormParamGradients(g, acts, var(FLOAT, {2, 6, 2}, "narrowGrads"), mean,
+                                        invStd, prog);
+      },
+      {"normParamGradients", "gradsIn", "narrowGrads", "shape of acts"});
   requireError<invalid_option>(
       [&] {
         nn::bn::batchNormRunningStatistics(g, mean, invStd, 1e-5f, 6, 1.5f, var(FLOAT, {6}, "rm"),
