@@ -1,7 +1,7 @@
 // The CPU executor's thread pool: every iteration of every loop runs exactly once, in and out of
 // an engine run (where waiting threads poll instead of sleeping), an exception reaches the
 // caller and leaves the pool usable, and a worker that the scheduler put on the caller's CPU
-// moves to an idle one.
+// moves to an idle one. A run's start wakes the workers that sleep.
 #include "executors/cpu/ThreadPool.hpp"
 
 #include <catch2/catch.hpp>
@@ -96,6 +96,35 @@ cpu_set_t oneCpu(int cpu) {
 }
 
 } // namespace
+
+// Waits, up to 10 s, until value() is `want`; false if it never is.
+template <class F> bool becomes(F value, std::uint64_t want) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (value() != want)
+    if (std::chrono::steady_clock::now() > until)
+      return false;
+  return true;
+}
+
+// Idle, the workers poll about 50 us and then sleep; a run's start wakes them (they poll while
+// the run goes on), its end lets them sleep again, and loops still run every iteration once.
+TEST_CASE("ThreadPool wakes its sleeping workers when a run starts", "[unit][threadpool]") {
+  ThreadPool pool(3);
+  const auto sleepers = [&] { return std::uint64_t(pool.sleepingWorkers()); };
+  const auto wakeups = [&] { return pool.runWakeups(); };
+  for (std::uint64_t run = 0; run < 3; ++run) {
+    CAPTURE(run);
+    REQUIRE(becomes(sleepers, 2));
+    pool.setRunning(true);
+    CHECK(becomes(wakeups, 2 * (run + 1)));
+    std::vector<std::atomic<int>> counts(64);
+    pool.parallelFor(counts.size(), [&](std::size_t i) { counts[i].fetch_add(1); });
+    for (const std::atomic<int> &c : counts)
+      CHECK(c.load() == 1);
+    pool.setRunning(false);
+  }
+  CHECK(becomes(sleepers, 2));
+}
 
 // Before each loop the worker is put on the caller's CPU (its mask narrowed to that CPU, then
 // widened again, which leaves it there), the caller is held there, and the loop's two iterations

@@ -91,8 +91,22 @@ void ThreadPool::leaveSharedCpu(unsigned self) {
 
 void ThreadPool::setRunning(bool running) {
   running_.store(running, std::memory_order_relaxed);
-  if (!running)
+  if (!running) {
     noteCpu(0, -1); // the caller goes back to its own work
+    return;
+  }
+  // Wake the sleeping workers now, so that their wake-up overlaps the run's host work before
+  // its first loop instead of delaying that loop (see the header). A worker woken onto the
+  // caller's CPU moves off it.
+  noteCpu(0, currentCpu());
+  bool anyAsleep;
+  {
+    std::lock_guard lock(mutex_);
+    ++runs_;
+    anyAsleep = sleepers_ != 0;
+  }
+  if (anyAsleep)
+    wake_.notify_all();
 }
 
 template <class Done> bool ThreadPool::poll(Done done, unsigned self) {
@@ -144,7 +158,7 @@ void ThreadPool::runIterations() {
 }
 
 void ThreadPool::workerLoop(unsigned index) {
-  std::uint64_t seen = 0;
+  std::uint64_t seen = 0, runSeen = 0;
   for (;;) {
     // Poll for the next loop before sleeping (see the header).
     poll(
@@ -157,11 +171,16 @@ void ThreadPool::workerLoop(unsigned index) {
     if (!stopping_ && generation_ == seen) {
       ++sleepers_;
       noteCpu(index, -1);
-      wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      wake_.wait(lock, [&] { return stopping_ || generation_ != seen || runs_ != runSeen; });
       --sleepers_;
     }
     if (stopping_)
       return;
+    runSeen = runs_;
+    if (generation_ == seen) { // woken by a run's start: poll for its first loop
+      ++runWakeups_;
+      continue;
+    }
     seen = generation_;
     lock.unlock();
     leaveSharedCpu(index);

@@ -9,7 +9,9 @@
 // iteration instead of sleeping: a run's host work between compute sets (copies, control flow)
 // often takes longer than 50 us, and on a virtual machine each sleep then costs a wake-up of an
 // idle CPU, which made a whole run twice as slow (an H = 256, B = 16 LSTM inference: 5.5 ms run
-// after run, 12-13 ms after 0.15 s idle). Polling yields the CPU every few hundred spins, so a
+// after run, 12-13 ms after 0.15 s idle). A run's start wakes the sleeping workers, so that the
+// wake-up (tens of microseconds on a virtual machine) passes while the caller does the run's
+// host work, not while it waits for a loop's last iteration. Polling yields the CPU every few hundred spins, so a
 // pool sharing CPUs with other threads gives way to them.
 //
 // Placement (Linux). The scheduler places a woken thread near its waker, and after a pause it
@@ -55,9 +57,20 @@ public:
   // yet started are skipped.
   void parallelFor(std::size_t n, const std::function<void(std::size_t)> &task);
 
-  // Whether an engine run is in progress: idle threads then poll longer (see the header).
-  // Called by the thread that calls parallelFor.
+  // Whether an engine run is in progress: idle threads then poll longer, and a start wakes the
+  // sleeping ones (see the header). Called by the thread that calls parallelFor.
   void setRunning(bool running);
+
+  // Workers asleep on the condition variable now, and how many times a run's start woke one
+  // (for tests).
+  unsigned sleepingWorkers() {
+    std::lock_guard lock(mutex_);
+    return sleepers_;
+  }
+  std::uint64_t runWakeups() {
+    std::lock_guard lock(mutex_);
+    return runWakeups_;
+  }
 
 private:
   void workerLoop(unsigned index);
@@ -74,6 +87,8 @@ private:
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   std::uint64_t generation_ = 0;
+  // Runs started (setRunning(true)): a start wakes sleeping workers.
+  std::uint64_t runs_ = 0, runWakeups_ = 0;
   // generation_ (and stopping_), readable without the lock by polling workers.
   std::atomic<std::uint64_t> published_{0};
   std::atomic<bool> stoppingFlag_{false};
