@@ -4,7 +4,10 @@
 //   offsets[t * P + p]  the input element output p reads through kernel position t, or -1
 //                       (padding, truncation);
 //   readers[t * F + f]  the output that reads input element f through position t, or -1;
-//   scales[p]           what output p's sum is multiplied by (AVG: 1 / its divisor; SUM: 1).
+//   scales[p]           what output p's sum is multiplied by (AVG: 1 / its divisor; SUM: 1);
+//   origins[p]          for a window wholly inside the field, its first element, else -1;
+//   deltas[t]           such a window's kernel position t: origins[p] + deltas[t] (the same
+//                       element as offsets[t * P + p], without a table lookup a tap).
 // Workers share the rows' elements (workerShare over their concatenation). Sums are float, in
 // kernel-position order, so results do not depend on workers or threads; backward passes are
 // gathers (each input element sums the outputs reading it), with no two workers writing one
@@ -21,6 +24,25 @@ ASPEN_HD inline float poolMax(float best, float v) {
   const float larger = v > best ? v : best; // x86's maxss exactly: no branch
   return v != v ? v : larger;                // NaN is rare: a branch that predicts well
 }
+
+// Calls f(t, o) for the taps t of window p that read an input element, o, in kernel-position
+// order: from the window's origin and the deltas inside the field, from the table at its edges.
+template <class Origins, class Deltas, class Offsets, class F>
+ASPEN_HD inline void poolWindow(const Origins &origins, const Deltas &deltas,
+                                const Offsets &offsets, unsigned taps,
+                                unsigned long long outputs, unsigned long long p, F f) {
+  const int origin = origins[p];
+  if (origin >= 0) {
+    for (unsigned t = 0; t < taps; ++t)
+      f(t, origin + deltas[t]);
+    return;
+  }
+  for (unsigned t = 0; t < taps; ++t) {
+    const int o = offsets[t * outputs + p];
+    if (o >= 0)
+      f(t, o);
+  }
+}
 } // namespace detail
 
 // out[r][p] = max (kind 0) or scales[p] * sum (kind 1) of in[r] over p's window. A max window
@@ -30,6 +52,8 @@ public:
   Vector<Input<Vector<T>>> in;
   Vector<Output<Vector<T>>> out;
   Input<Vector<int>> offsets;
+  Input<Vector<int>> origins;
+  Input<Vector<int>> deltas;
   Input<Vector<float>> scales;
   unsigned taps;
   unsigned kind;
@@ -41,13 +65,13 @@ public:
       const unsigned long long outputs = result.size();
       for (unsigned long long p = lo; p < hi; ++p) {
         float acc = kind == 0 ? detail::poolLowest() : 0.0f;
-        for (unsigned t = 0; t < taps; ++t) {
-          const int o = offsets[t * outputs + p];
-          if (o < 0)
-            continue;
-          const float v = float(source[o]);
-          acc = kind == 0 ? detail::poolMax(acc, v) : acc + v;
-        }
+        if (kind == 0)
+          detail::poolWindow(origins, deltas, offsets, taps, outputs, p, [&](unsigned, int o) {
+            acc = detail::poolMax(acc, float(source[o]));
+          });
+        else
+          detail::poolWindow(origins, deltas, offsets, taps, outputs, p,
+                             [&](unsigned, int o) { acc += float(source[o]); });
         result[p] = T(kind == 0 ? acc : acc * scales[p]);
       }
     };
@@ -120,12 +144,43 @@ public:
 // first maximum, where the gather costs every input element a lookup a kernel position. Sums
 // are float, window by window in output order.
 template <class T> class MaxPoolGradRows : public MultiVertex {
+  // Rule 2 over a run of windows from p inside the field whose origins step evenly (along an
+  // output row): for each kernel position, each window of the run, so that the windows' scans
+  // are independent (one window's scan is a chain of selects). Returns the windows done.
+  template <class X, class Y, class DY, class DX>
+  unsigned long long firstMaxima(const X &x, const Y &y, const DY &dy, const DX &dx,
+                                 unsigned long long outputs, unsigned long long p) const {
+    constexpr unsigned kRun = 16;
+    const int origin = origins[p], step = origins[p + 1] - origin;
+    unsigned n = 2;
+    while (n < kRun && p + n < outputs && origins[p + n] == origin + int(n) * step)
+      ++n;
+    float m[kRun];
+    int first[kRun];
+    for (unsigned i = 0; i < n; ++i)
+      m[i] = float(y[p + i]), first[i] = -1;
+    for (unsigned t = 0; t < taps; ++t) {
+      const int base = origin + deltas[t];
+      for (unsigned i = 0; i < n; ++i) {
+        const int o = base + int(i) * step;
+        const bool take = (first[i] < 0) & (float(x[o]) == m[i]);
+        first[i] = take ? o : first[i];
+      }
+    }
+    for (unsigned i = 0; i < n; ++i)
+      if (first[i] >= 0)
+        dx[first[i]] = T(float(dx[first[i]]) + float(dy[p + i]));
+    return n;
+  }
+
 public:
   Vector<Input<Vector<T>>> in;
   Vector<Input<Vector<T>>> pooled;
   Vector<Input<Vector<T>>> pooledGrad;
   Vector<Output<Vector<T>>> inGrad;
   Input<Vector<int>> offsets;
+  Input<Vector<int>> origins;
+  Input<Vector<int>> deltas;
   unsigned taps;
   unsigned rule;
 
@@ -143,20 +198,31 @@ public:
         float share = g;
         if (rule == 1) {
           unsigned ties = 0;
-          for (unsigned t = 0; t < taps; ++t) {
-            const int o = offsets[t * outputs + p];
-            ties += o >= 0 && float(x[o]) == m;
-          }
+          detail::poolWindow(origins, deltas, offsets, taps, outputs, p,
+                             [&](unsigned, int o) { ties += float(x[o]) == m; });
           share = ties ? g / float(ties) : g;
         }
-        for (unsigned t = 0; t < taps; ++t) {
-          const int o = offsets[t * outputs + p];
-          if (o < 0 || float(x[o]) != m)
-            continue;
-          dx[o] = T(float(dx[o]) + share);
-          if (rule == 2)
-            break;
+        // Where a window's maximum sits is a coin toss on real data, so the scans select rather
+        // than branch on it (a branch mispredicted about once a window and took two thirds of
+        // the time), and a run of windows is scanned together (firstMaxima).
+        if (rule == 2 && p + 1 < outputs && origins[p] >= 0 && origins[p + 1] > origins[p]) {
+          p += firstMaxima(x, y, dy, dx, outputs, p) - 1;
+          continue;
         }
+        if (rule == 2) {
+          int first = -1;
+          detail::poolWindow(origins, deltas, offsets, taps, outputs, p, [&](unsigned, int o) {
+            const bool take = (first < 0) & (float(x[o]) == m);
+            first = take ? o : first;
+          });
+          if (first >= 0)
+            dx[first] = T(float(dx[first]) + share);
+          continue;
+        }
+        detail::poolWindow(origins, deltas, offsets, taps, outputs, p, [&](unsigned, int o) {
+          const float d = float(dx[o]);
+          dx[o] = T(float(x[o]) == m ? d + share : d);
+        });
       }
     });
     return true;

@@ -69,10 +69,10 @@ std::size_t product(const std::vector<std::size_t> &v) {
 }
 
 // The windows as the vertices read them (codelets/nn/pooling.cpp): offsets [T, P], readers
-// [T, F], scales [P].
+// [T, F], scales [P], and for the windows inside the field, origins [P] and deltas [T].
 struct Windows {
   std::size_t F = 1, P = 1, T = 1;
-  std::vector<int> offsets, readers;
+  std::vector<int> offsets, readers, origins, deltas;
   std::vector<float> scales;
 };
 
@@ -88,7 +88,21 @@ Windows windowsOf(const PoolParams &p, bool avgIncludePadding) {
   w.offsets.assign(w.T * w.P, -1);
   w.readers.assign(w.T * w.F, -1);
   w.scales.assign(w.P, 1.0f);
+  w.origins.assign(w.P, -1);
+  w.deltas.assign(w.T, 0);
   std::vector<std::size_t> o(dims, 0), k(dims, 0);
+  // Kernel position t of a window is the window's first element plus deltas[t] in the flattened
+  // field (row-major, as the taps).
+  for (std::size_t t = 0; t < w.T; ++t) {
+    std::size_t rest = t;
+    std::int64_t delta = 0, step = 1;
+    for (std::size_t d = dims; d-- > 0;) {
+      delta += std::int64_t(rest % p.kernelShape[d]) * step;
+      rest /= p.kernelShape[d];
+      step *= std::int64_t(p.inputFieldShape[d]);
+    }
+    w.deltas[t] = int(delta);
+  }
   for (std::size_t pIndex = 0; pIndex < w.P; ++pIndex) {
     std::size_t rest = pIndex;
     for (std::size_t d = dims; d-- > 0;)
@@ -116,6 +130,8 @@ Windows windowsOf(const PoolParams &p, bool avgIncludePadding) {
       w.offsets[t * w.P + pIndex] = int(flat);
       w.readers[t * w.F + std::size_t(flat)] = int(pIndex);
     }
+    if (used == w.T) // every position real: the window is its origin plus the deltas
+      w.origins[pIndex] = w.offsets[pIndex];
     if (p.poolingType == PoolingType::AVG) {
       const std::size_t divisor = avgIncludePadding ? w.T : used;
       w.scales[pIndex] = divisor == 0 ? 0.0f : float(1.0 / double(divisor));
@@ -145,7 +161,7 @@ void checkTensor(const char *fn, const char *role, const Tensor &t, const PoolPa
 }
 
 struct Tables {
-  Tensor offsets, readers, scales;
+  Tensor offsets, readers, scales, origins, deltas;
 };
 
 Tables addTables(Graph &graph, const Windows &w, const DebugContext &debug) {
@@ -153,7 +169,9 @@ Tables addTables(Graph &graph, const Windows &w, const DebugContext &debug) {
   t.offsets = graph.addConstant<int>(INT, {w.offsets.size()}, w.offsets, {debug, "offsets"});
   t.readers = graph.addConstant<int>(INT, {w.readers.size()}, w.readers, {debug, "readers"});
   t.scales = graph.addConstant<float>(FLOAT, {w.scales.size()}, w.scales, {debug, "scales"});
-  for (const Tensor &table : {t.offsets, t.readers, t.scales})
+  t.origins = graph.addConstant<int>(INT, {w.origins.size()}, w.origins, {debug, "origins"});
+  t.deltas = graph.addConstant<int>(INT, {w.deltas.size()}, w.deltas, {debug, "deltas"});
+  for (const Tensor &table : {t.offsets, t.readers, t.scales, t.origins, t.deltas})
     graph.setTileMapping(table, 0);
   return t;
 }
@@ -207,6 +225,10 @@ Tensor inputGradient(Graph &graph, const PoolParams &p, const Tensor *in, const 
       graph.connect(v["in"], work::rowList(channelRows(*in, w.F), intervals));
       graph.connect(v["pooled"], work::rowList(channelRows(*pooled, w.P), intervals));
       graph.connect(v["offsets"], tables.offsets);
+      if (byWindow) {
+        graph.connect(v["origins"], tables.origins);
+        graph.connect(v["deltas"], tables.deltas);
+      }
       graph.setInitialValue(v["rule"], rule);
     } else {
       graph.connect(v["scales"], tables.scales);
@@ -332,6 +354,8 @@ Tensor pool(Graph &graph, const PoolParams &params, const Tensor &in, Sequence &
                          graph.connect(v["in"], work::rowList(inRows, intervals));
                          graph.connect(v["out"], work::rowList(outRows, intervals));
                          graph.connect(v["offsets"], tables.offsets);
+                         graph.connect(v["origins"], tables.origins);
+                         graph.connect(v["deltas"], tables.deltas);
                          graph.connect(v["scales"], tables.scales);
                          graph.setInitialValue(v["taps"], unsigned(w.T));
                          graph.setInitialValue(

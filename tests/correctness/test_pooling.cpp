@@ -281,6 +281,16 @@ TEST_CASE("max pooling's gradient on ties: every tie, scaled, or the first", "[c
       typed.dType = type;
       check(typed, rule, false, 30 + unsigned(rule), x);
     }
+  // Rows of 18 windows, and three consecutive rows wholly inside the field (padded above and
+  // below only): the host vertex takes a row's windows 16 at a time (codelets/nn/pooling.cpp),
+  // so runs end mid-row and at a row's end, not in the next row.
+  const PoolParams wide =
+      params(PoolingType::MAX, {9, 37}, {3, 3}, {2, 2}, {1, 0}, {1, 0}, 2, 1);
+  std::vector<double> xw(2 * 9 * 37);
+  for (double &v : xw)
+    v = std::max(0.0, u(rng)) * (u(rng) > 0.3 ? 1.0 : 0.0);
+  for (const Rule rule : {Rule::All, Rule::Scaled, Rule::First})
+    check(wide, rule, false, 40 + unsigned(rule), xw);
   // The rules differ on these inputs: a tied window's gradient is counted once with "first",
   // once in all with "scaled", and once a tie with "all".
   const Model m = modelOf(p);
