@@ -23,6 +23,11 @@ namespace detail {
 class EngineImpl;
 } // namespace detail
 
+// A parallel loop of the caller's runtime: calls task(i) once for every i in [0, n) and returns
+// when every call has returned (Engine::setHostParallelFor, an Aspen extension).
+using HostParallelFor =
+    std::function<void(std::size_t n, const std::function<void(std::size_t)> &task)>;
+
 // A host callback for a stream, instead of a buffer.
 //  - host-to-device: prefetch(p) may fill p ahead of time for the next transfer and return
 //    Success; when it returned NotAvailable, fetch(p) is called when the data is needed.
@@ -110,6 +115,20 @@ public:
   bool bindTensor(StringRef handle, void *begin, void *end);
   bool bindTensor(StringRef handle, const void *begin, const void *end);
   void unbindTensor(StringRef handle);
+
+  // An Aspen extension for frameworks that embed Aspen: the CPU executor runs its parallel loops
+  // (a compute set's tiles, products, convolutions, large host transfers) with parallelFor
+  // instead of its own threads, from this call on and across loads; an empty function restores
+  // its own threads. Where the framework keeps a team of threads busy-waiting between its
+  // operations (PyTorch's OpenMP threads), running on that team avoids two sets of threads
+  // competing for the cores. parallelFor(n, task) must call task(i) once for every i in
+  // [0, n), on any threads and in any order, and return when every call has returned; it is
+  // called from the thread that runs the engine. task does not throw: the executor keeps what an
+  // iteration throws and raises it after parallelFor returns. Block launches, whose co-resident
+  // blocks must run at once, and compute sets under aspen.timeLimit, which the watchdog stops
+  // by signalling the executor's threads, keep the executor's threads. Results do not depend on
+  // the threads. Other executors (a GPU's) ignore it.
+  void setHostParallelFor(HostParallelFor parallelFor);
 
   // Each transfer uses the whole buffer at p (sized by the stream).
   void connectStream(StringRef handle, void *p);

@@ -91,6 +91,23 @@ ASPEN_API aspen_status aspen_backend_cache_stats(aspen_backend *backend, aspen_c
 /* Drops every cached engine (calls in progress keep theirs until they return). */
 ASPEN_API aspen_status aspen_backend_clear_cache(aspen_backend *backend);
 
+/* A parallel loop of the framework that embeds Aspen: calls task(task_context, i) once for every
+ * i in [0, n), on any threads and in any order, and returns when every call has returned. */
+typedef void (*aspen_parallel_for_fn)(void *context, size_t n,
+                                      void (*task)(void *task_context, size_t i),
+                                      void *task_context);
+/* From the next call on, the CPU work of the backend's calls (a layer's tiles, products,
+ * convolutions, large copies) runs through parallel_for(context, ...) instead of each engine's
+ * own threads; NULL restores those. A framework whose threads busy-wait between its operations
+ * (PyTorch's OpenMP team) passes its own loop, so that its threads and Aspen's do not compete
+ * for the cores (aspen_torch does: torch.get_num_threads() threads run Aspen's work too).
+ * parallel_for is called from the thread that makes the call, and `task` does not throw or
+ * longjmp. Results do not depend on the threads. A GPU backend's kernels are unaffected.
+ * Not concurrently with other calls on this backend. */
+ASPEN_API aspen_status aspen_backend_set_parallel_for(aspen_backend *backend,
+                                                      aspen_parallel_for_fn parallel_for,
+                                                      void *context);
+
 /* --- Recurrent layers ------------------------------------------------------------------ */
 
 typedef enum aspen_rnn_cell { ASPEN_RNN_LSTM = 0, ASPEN_RNN_GRU = 1 } aspen_rnn_cell;

@@ -156,7 +156,7 @@ std::shared_ptr<aspen::backend::RnnLayer> rnnLayer(aspen_backend *backend, const
         return std::make_shared<aspen_backend::Layer>(
             aspen::backend::buildRnnLayer(backend->device, c, training));
       });
-  return std::get<std::shared_ptr<aspen::backend::RnnLayer>>(*layer);
+  return withHostLoop(backend, std::get<std::shared_ptr<aspen::backend::RnnLayer>>(*layer));
 }
 
 const std::vector<std::string> kModels = {"h200", "h100", "ipu2", "ipu21", "ipu1"};
@@ -257,6 +257,26 @@ aspen_status aspen_backend_clear_cache(aspen_backend *backend) {
   });
 }
 
+aspen_status aspen_backend_set_parallel_for(aspen_backend *backend,
+                                            aspen_parallel_for_fn parallel_for, void *context) {
+  return guarded("aspen_backend_set_parallel_for", [&] {
+    checkBackend(backend);
+    aspen::HostParallelFor loop;
+    if (parallel_for)
+      loop = [parallel_for, context](std::size_t n, const std::function<void(std::size_t)> &task) {
+        parallel_for(
+            context, n,
+            [](void *taskContext, std::size_t i) {
+              (*static_cast<const std::function<void(std::size_t)> *>(taskContext))(i);
+            },
+            const_cast<std::function<void(std::size_t)> *>(&task));
+      };
+    std::lock_guard lock(backend->hostLoopMutex);
+    backend->hostLoop = std::move(loop);
+    backend->hostLoopVersion.fetch_add(1, std::memory_order_acq_rel);
+  });
+}
+
 aspen_status aspen_rnn_reserve_bytes(aspen_backend *backend, const aspen_rnn_desc *desc,
                                      size_t *bytes) {
   return guarded("aspen_rnn_reserve_bytes", [&] {
@@ -354,11 +374,12 @@ aspen_status aspen_matmul(aspen_backend *backend, aspen_dtype dtype, size_t m, s
     checkPlaces(backend, {{"a", a}, {"b", b}, {"c", c}});
     const std::string key = fmt::format("matmul|{}|{}|{}|{}|{}", type.toString(), m, k, n,
                                         backend->deviceName);
-    const auto layer = std::get<std::shared_ptr<aspen::backend::SimpleLayer>>(
-        *backend->layers.get(key, [&] {
-          return std::make_shared<aspen_backend::Layer>(
-              aspen::backend::buildMatMul(backend->device, type, m, k, n));
-        }));
+    const auto layer = withHostLoop(
+        backend, std::get<std::shared_ptr<aspen::backend::SimpleLayer>>(
+                     *backend->layers.get(key, [&] {
+                       return std::make_shared<aspen_backend::Layer>(
+                           aspen::backend::buildMatMul(backend->device, type, m, k, n));
+                     })));
     std::lock_guard<std::mutex> lock(layer->mutex);
     memory.waitForCaller();
     const auto *pa = static_cast<const std::uint8_t *>(a);
@@ -399,11 +420,13 @@ aspen_status aspen_nonlinearity_forward(aspen_backend *backend, aspen_nonlineari
     checkPlaces(backend, {{"in", in}, {"out", out}});
     const std::string key = fmt::format("nonlinearity|{}|{}|{}|{}|{}", static_cast<int>(kind),
                                         type.toString(), rows, n / rows, backend->deviceName);
-    const auto layer = std::get<std::shared_ptr<aspen::backend::SimpleLayer>>(
-        *backend->layers.get(key, [&] {
-          return std::make_shared<aspen_backend::Layer>(aspen::backend::buildNonLinearity(
-              backend->device, found->second, type, rows, n / rows));
-        }));
+    const auto layer = withHostLoop(
+        backend, std::get<std::shared_ptr<aspen::backend::SimpleLayer>>(
+                     *backend->layers.get(key, [&] {
+                       return std::make_shared<aspen_backend::Layer>(
+                           aspen::backend::buildNonLinearity(backend->device, found->second,
+                                                             type, rows, n / rows));
+                     })));
     std::lock_guard<std::mutex> lock(layer->mutex);
     memory.waitForCaller();
     const auto *p = static_cast<const std::uint8_t *>(in);

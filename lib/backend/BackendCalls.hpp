@@ -16,8 +16,11 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+#include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -35,9 +38,27 @@ struct aspen_backend {
   using Layer = std::variant<std::shared_ptr<aspen::backend::RnnLayer>,
                              std::shared_ptr<aspen::backend::SimpleLayer>>;
   aspen::backend::LayerCache<Layer> layers;
+  // aspen_backend_set_parallel_for's loop (empty: each engine's own threads) and how many times
+  // it was set; a layer's engine takes the loop at its next call (withHostLoop).
+  std::mutex hostLoopMutex;
+  aspen::HostParallelFor hostLoop;
+  std::atomic<std::uint64_t> hostLoopVersion{0};
 };
 
 namespace aspen::backend::calls {
+
+// The layer, its engine running on the backend's host loop as last set.
+template <class L>
+std::shared_ptr<L> withHostLoop(aspen_backend *backend, std::shared_ptr<L> layer) {
+  const std::uint64_t version = backend->hostLoopVersion.load(std::memory_order_acquire);
+  if (layer->hostLoopVersion.load(std::memory_order_acquire) != version) {
+    std::lock_guard lock(backend->hostLoopMutex);
+    layer->engine.setHostParallelFor(backend->hostLoop);
+    layer->hostLoopVersion.store(backend->hostLoopVersion.load(std::memory_order_relaxed),
+                                 std::memory_order_release);
+  }
+  return layer;
+}
 
 // The message of this thread's last failed call.
 std::string &lastErrorSlot();

@@ -12,6 +12,7 @@
 #include <aspen/nn/NonLinearityDef.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -65,6 +66,7 @@ struct RnnLayer {
   RnnLayer(Engine e, bool training) : engine(std::move(e)), training(training) {}
   std::mutex mutex;
   Engine engine;
+  std::atomic<std::uint64_t> hostLoopVersion{0}; // aspen_backend::hostLoopVersion it runs on
   bool training;
   std::size_t reserveBytes = 0; // the forward's intermediates (training)
   std::vector<std::uint8_t> staging; // layout conversions (PyTorch's weights), reused
@@ -101,6 +103,7 @@ struct SimpleLayer {
   explicit SimpleLayer(Engine e) : engine(std::move(e)) {}
   std::mutex mutex;
   Engine engine;
+  std::atomic<std::uint64_t> hostLoopVersion{0}; // aspen_backend::hostLoopVersion it runs on
 };
 
 // c [m,n] = a [m,k] . b [k,n]: handles "a", "b", "c".

@@ -65,6 +65,7 @@ void EngineImpl::load(const Device &device) {
                   target.getNumTiles());
   std::unique_ptr<Executor> executor =
       entry.make(device, options_.executorOptions.at(entry.name).get());
+  executor->setHostParallelFor(hostParallelFor_);
   try {
     executor->load(*compiled_);
   } catch (const std::bad_alloc &) {
@@ -343,6 +344,11 @@ bool Engine::bindTensor(StringRef handle, const void *begin, const void *end) {
 void Engine::unbindTensor(StringRef handle) {
   const auto lock = locked(*impl_);
   impl_->unbindTensor(handle);
+}
+
+void Engine::setHostParallelFor(HostParallelFor parallelFor) {
+  const auto lock = locked(*impl_);
+  impl_->setHostParallelFor(std::move(parallelFor));
 }
 
 void Engine::connectStream(StringRef handle, void *p) {

@@ -38,6 +38,12 @@ public:
   void readTensor(StringRef handle, QuarterMetadata &metadata, void *begin, void *end);
   bool bindTensor(StringRef handle, void *begin, std::size_t bytes, bool readOnly);
   void unbindTensor(StringRef handle);
+  void setHostParallelFor(HostParallelFor parallelFor) {
+    hostParallelFor_ =
+        parallelFor ? std::make_shared<const HostParallelFor>(std::move(parallelFor)) : nullptr;
+    if (executor_)
+      executor_->setHostParallelFor(hostParallelFor_);
+  }
   StreamConnection &stream(StringRef handle);
   void setPrintStream(std::ostream &stream) { printStream_ = &stream; }
   void printProfileSummary(std::ostream &out, const ProfileOptions &options) const;
@@ -81,6 +87,8 @@ private:
   std::vector<std::uint8_t> staging_;
   // Buffers bound to the caller's memory (bindTensor): whether that memory is const.
   std::map<std::uint32_t, bool> bound_;
+  // Engine::setHostParallelFor's loop (null: the executor's own threads), kept across loads.
+  std::shared_ptr<const HostParallelFor> hostParallelFor_;
   std::vector<bool> deviceOnly_; // deviceOnlySteps(*compiled_) when the executor takes them
   // Per Cached step: its body ran and nothing it depends on was written since. Cleared at load.
   std::vector<std::uint8_t> cacheFresh_;

@@ -7,6 +7,8 @@
 
 #include "compiler/CompiledGraph.hpp"
 
+#include <aspen/Engine.hpp>
+
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -30,6 +32,10 @@ public:
   // fails. The CPU executor's threads wait for the next compute set differently inside a run.
   virtual void runStarting() {}
   virtual void runEnded() {}
+
+  // The host loop the executor's parallel loops run on (Engine::setHostParallelFor), or null
+  // for its own threads. Executors whose loops run elsewhere (a GPU) ignore it.
+  virtual void setHostParallelFor(std::shared_ptr<const HostParallelFor> /*parallelFor*/) {}
 
   // Allocates zeroed memory for `graph` (which must outlive the executor), writes constants and
   // vertex state, and resolves vertex entry points.

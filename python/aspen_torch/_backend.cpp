@@ -130,6 +130,18 @@ struct BatchNormDesc {
   }
 };
 
+#ifdef _OPENMP
+// aspen_backend_set_parallel_for's loop on OpenMP's threads: the calling thread's team, which
+// for torch's own thread is torch's intra-op team (the same libgomp), torch.get_num_threads()
+// threads that spin between torch's operations and would otherwise compete with Aspen's.
+void openMpFor(void *, std::size_t n, void (*task)(void *, std::size_t), void *taskContext) {
+  const long long count = static_cast<long long>(n);
+#pragma omp parallel for schedule(dynamic, 1)
+  for (long long i = 0; i < count; ++i)
+    task(taskContext, static_cast<std::size_t>(i));
+}
+#endif
+
 const float *inF(std::uintptr_t p) { return reinterpret_cast<const float *>(p); }
 float *outF(std::uintptr_t p) { return reinterpret_cast<float *>(p); }
 
@@ -139,6 +151,20 @@ public:
     check(aspen_backend_create(device.c_str(), maxLayers, &handle_));
   }
   ~Backend() { aspen_backend_destroy(handle_); }
+
+  // Whether the backend's CPU work runs on OpenMP's threads (torch's intra-op team) rather than
+  // each Aspen engine's own; false where this module was built without OpenMP.
+  bool useOpenMp(bool on) {
+#ifdef _OPENMP
+    check(aspen_backend_set_parallel_for(handle_, on ? &openMpFor : nullptr, nullptr));
+    return on;
+#else
+    if (on)
+      return false;
+    check(aspen_backend_set_parallel_for(handle_, nullptr, nullptr));
+    return false;
+#endif
+  }
   Backend(const Backend &) = delete;
   Backend &operator=(const Backend &) = delete;
 
@@ -341,6 +367,7 @@ PYBIND11_MODULE(_backend, m) {
       .def("reserve_bytes", &Backend::reserveBytes)
       .def("forward", &Backend::forward)
       .def("backward", &Backend::backward)
+      .def("use_openmp", &Backend::useOpenMp, py::arg("on") = true)
       .def("cache_stats", &Backend::cacheStats)
       .def("clear_cache", &Backend::clearCache);
 }

@@ -26,7 +26,10 @@ _DTYPES = {torch.float32: "float32", torch.float16: "float16"}
 
 def default_backend(device=None):
     """The process's backend for a torch device, made on first use: the CPU executor ("cpu")
-    for CPU tensors, Aspen's GPU device ("gpu:N") for tensors on cuda:N."""
+    for CPU tensors, Aspen's GPU device ("gpu:N") for tensors on cuda:N. The CPU backend runs
+    Aspen's work on torch's intra-op OpenMP threads (torch.get_num_threads() of them), so that
+    the two do not compete for the cores; default_backend().use_openmp(False) gives Aspen's
+    engines their own threads again."""
     device = torch.device(device or "cpu")
     if device.type == "cuda":
         index = device.index if device.index is not None else torch.cuda.current_device()
@@ -36,7 +39,10 @@ def default_backend(device=None):
     else:
         raise NotImplementedError(f"aspen_torch: device {device} is not supported (cpu, cuda)")
     if name not in _default_backends:
-        _default_backends[name] = _backend.Backend(name, 64)
+        backend = _backend.Backend(name, 64)
+        if name == "cpu":  # Aspen's CPU work on torch's intra-op threads (see use_openmp)
+            backend.use_openmp(True)
+        _default_backends[name] = backend
     return _default_backends[name]
 
 

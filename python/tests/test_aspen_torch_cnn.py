@@ -205,3 +205,37 @@ class NoGradientPath(unittest.TestCase):
                 for name, buffer in with_grad.named_buffers():
                     self.assertTrue(torch.equal(dict(without.named_buffers())[name], buffer),
                                     f"{what}: {name}")
+
+
+class TorchThreads(unittest.TestCase):
+    """The CPU backend runs Aspen's work on torch's OpenMP threads (default_backend().use_openmp):
+    the same bits as on Aspen's own threads and with one torch thread, outputs and gradients."""
+
+    def test_openmp_threads_give_the_same_bits(self):
+        torch.manual_seed(37)
+        x = torch.randn(3, 4, 15, 15)
+        weight = torch.randn(3, 6, 8, 8)
+        net = torch.nn.Sequential(aspen_torch.Conv2d(4, 6, 3, padding=1),
+                                  aspen_torch.BatchNorm2d(6),
+                                  aspen_torch.MaxPool2d(3, 2, 1))
+        backend = aspen_torch.default_backend("cpu")
+        threads = torch.get_num_threads()
+        results = {}
+        try:
+            for name, openmp, count in (("openmp", True, threads), ("own", False, threads),
+                                        ("one torch thread", True, 1)):
+                self.assertEqual(backend.use_openmp(openmp), openmp, name)
+                torch.set_num_threads(count)
+                net.zero_grad(set_to_none=True)  # each run's own gradients, not their sum
+                y, dx, grads = run(net, x, weight)
+                results[name] = y, dx, {p: g.clone() for p, g in grads.items()}
+        finally:
+            backend.use_openmp(True)
+            torch.set_num_threads(threads)
+        want_y, want_dx, want_grads = results["own"]
+        for name in ("openmp", "one torch thread"):
+            y, dx, grads = results[name]
+            self.assertTrue(torch.equal(y, want_y), f"{name}: output")
+            self.assertTrue(torch.equal(dx, want_dx), f"{name}: input gradient")
+            for p, g in grads.items():
+                self.assertTrue(torch.equal(g, want_grads[p]), f"{name}: {p}")

@@ -454,6 +454,63 @@ TEST_CASE("backend matmul and non-linearities match host models", "[correctness]
   requireClose("softmax over each row", out, softmax);
 }
 
+namespace {
+// An aspen_parallel_for_fn that runs the iterations in reverse order on the calling thread and
+// counts its loops.
+void reverseLoop(void *context, size_t n, void (*task)(void *, size_t), void *taskContext) {
+  ++*static_cast<std::size_t *>(context);
+  for (size_t i = n; i-- > 0;)
+    task(taskContext, i);
+}
+} // namespace
+
+TEST_CASE("backend calls run on the caller's parallel loop when given one, with the same bits",
+          "[correctness][backend]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
+  Backend backend("cpu:3");
+  std::mt19937 rng(5);
+  const std::size_t m = 40, k = 33, n = 24, rows = 6, cols = 50;
+  const auto a = randomFloats(rng, m * k, 1), b = randomFloats(rng, k * n, 1);
+  const auto in = randomFloats(rng, rows * cols, 3);
+  const auto calls = [&] {
+    std::vector<float> c(m * n), out(rows * cols);
+    REQUIRE(aspen_matmul(backend.handle, ASPEN_DTYPE_FLOAT32, m, k, n, a.data(), b.data(),
+                         c.data(), nullptr) == ASPEN_OK);
+    REQUIRE(aspen_nonlinearity_forward(backend.handle, ASPEN_NONLINEARITY_TANH,
+                                       ASPEN_DTYPE_FLOAT32, rows, rows * cols, in.data(),
+                                       out.data(), nullptr) == ASPEN_OK);
+    c.insert(c.end(), out.begin(), out.end());
+    return c;
+  };
+  const std::vector<float> own = calls(); // compiles both layers, on their engines' threads
+  std::size_t loops = 0;
+  REQUIRE(aspen_backend_set_parallel_for(backend.handle, reverseLoop, &loops) == ASPEN_OK);
+  const std::vector<float> mine = calls();
+  // The non-linearity's compute set over 3 tiles (a small product may be one call).
+  CHECK(loops >= 1);
+  CHECK(std::memcmp(mine.data(), own.data(), own.size() * sizeof(float)) == 0);
+  // A layer compiled after the loop was set takes it too.
+  std::vector<float> out(2 * cols), want(2 * cols);
+  const std::size_t before = loops;
+  REQUIRE(aspen_nonlinearity_forward(backend.handle, ASPEN_NONLINEARITY_RELU,
+                                     ASPEN_DTYPE_FLOAT32, 2, 2 * cols, in.data(), out.data(),
+                                     nullptr) == ASPEN_OK);
+  CHECK(loops > before);
+  for (std::size_t i = 0; i < want.size(); ++i)
+    want[i] = std::max(in[i], 0.0f);
+  CHECK(out == want);
+  // NULL gives the engines their own threads back.
+  REQUIRE(aspen_backend_set_parallel_for(backend.handle, nullptr, nullptr) == ASPEN_OK);
+  const std::size_t after = loops;
+  const std::vector<float> again = calls();
+  CHECK(loops == after);
+  CHECK(std::memcmp(again.data(), own.data(), own.size() * sizeof(float)) == 0);
+  CHECK(aspen_backend_set_parallel_for(nullptr, reverseLoop, &loops) ==
+        ASPEN_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(aspen_last_error()).find("backend") != std::string::npos);
+}
+
 TEST_CASE("backend cache: hits, misses, its bound, and one compile for concurrent first calls",
           "[correctness][backend]") {
   if (aspen::test::skipOnGpuRun())

@@ -8,6 +8,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <stdexcept>
 #include <vector>
 
@@ -96,6 +98,46 @@ cpu_set_t oneCpu(int cpu) {
 }
 
 } // namespace
+
+// With another runtime's loop (setExternal), parallelFor runs there: every iteration once, the
+// first exception rethrown after the loop returns and the iterations after it skipped, and the
+// pool usable afterwards; parallelForOnPool keeps the pool's threads.
+TEST_CASE("ThreadPool runs loops on another runtime's loop and carries its exceptions",
+          "[unit][threadpool]") {
+  ThreadPool pool(2);
+  std::size_t externalLoops = 0;
+  pool.setExternal(std::make_shared<const ThreadPool::External>(
+      [&](std::size_t n, const std::function<void(std::size_t)> &task) {
+        ++externalLoops;
+        for (std::size_t i = 0; i < n; ++i)
+          task(i); // in order, on this thread
+      }));
+  std::vector<int> counts(10, 0);
+  pool.parallelFor(counts.size(), [&](std::size_t i) { ++counts[i]; });
+  CHECK(externalLoops == 1);
+  CHECK(counts == std::vector<int>(10, 1));
+
+  std::vector<int> ran(10, 0);
+  CHECK_THROWS_WITH(pool.parallelFor(ran.size(),
+                                     [&](std::size_t i) {
+                                       ran[i] = 1;
+                                       if (i == 3)
+                                         throw std::runtime_error("iteration 3");
+                                     }),
+                    "iteration 3");
+  CHECK(ran == std::vector<int>{1, 1, 1, 1, 0, 0, 0, 0, 0, 0});
+
+  std::vector<std::atomic<int>> onPool(16);
+  pool.parallelForOnPool(onPool.size(), [&](std::size_t i) { onPool[i].fetch_add(1); });
+  CHECK(externalLoops == 2);
+  for (const std::atomic<int> &c : onPool)
+    CHECK(c.load() == 1);
+
+  pool.setExternal(nullptr);
+  pool.parallelFor(counts.size(), [&](std::size_t i) { ++counts[i]; });
+  CHECK(externalLoops == 2);
+  CHECK(counts == std::vector<int>(10, 2));
+}
 
 // Waits, up to 10 s, until value() is `want`; false if it never is.
 template <class F> bool becomes(F value, std::uint64_t want) {

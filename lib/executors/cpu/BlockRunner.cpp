@@ -509,7 +509,7 @@ BlockLaunchOutcome runBlockLaunch(const BlockLaunchRun &run, ThreadPool &pool) {
     const unsigned groups = std::min(pool.numThreads(), run.blocks);
     GridState grid{};
     LaunchProgress progress(groups);
-    pool.parallelFor(groups, [&](std::size_t g) {
+    pool.parallelForOnPool(groups, [&](std::size_t g) {
       std::vector<unsigned> ids;
       for (unsigned b = unsigned(g); b < run.blocks; b += groups)
         ids.push_back(b);
@@ -528,7 +528,7 @@ BlockLaunchOutcome runBlockLaunch(const BlockLaunchRun &run, ThreadPool &pool) {
   // that a gridSync over several blocks is always reported rather than completing by chance.
   std::string stuck;
   unsigned stuckBlock = run.blocks;
-  pool.parallelFor(run.blocks, [&](std::size_t b) {
+  pool.parallelForOnPool(run.blocks, [&](std::size_t b) {
     GridState grid{};
     LaunchProgress progress(1);
     BlockLaunchOutcome o;

@@ -114,6 +114,9 @@ public:
     generation_ = watchdog_.start(*deadline, std::move(threads));
   }
 
+  void setHostParallelFor(std::shared_ptr<const HostParallelFor> parallelFor) override {
+    pool_.setExternal(std::move(parallelFor));
+  }
   void runStarting() override { pool_.setRunning(true); }
   void runEnded() override { pool_.setRunning(false); }
 
@@ -124,7 +127,11 @@ public:
     failed_ = stopped_ = kNone;
     const bool watched = watchdog_.watching();
     std::atomic<bool> skipped{false}; // a tile group not started: the run was stopped
-    pool_.parallelFor(cs.tiles.size(), [&](std::size_t t) {
+    // Under a time limit on the pool's own threads, which the watchdog signals (ThreadPool.hpp).
+    const auto parallelFor = [&](std::size_t n, const std::function<void(std::size_t)> &task) {
+      watched ? pool_.parallelForOnPool(n, task) : pool_.parallelFor(n, task);
+    };
+    parallelFor(cs.tiles.size(), [&](std::size_t t) {
       const TileGroup &group = cs.tiles[t];
       if (!watched) {
         for (std::uint32_t v = group.begin; v < group.end; ++v)

@@ -95,6 +95,8 @@ void ThreadPool::setRunning(bool running) {
     noteCpu(0, -1); // the caller goes back to its own work
     return;
   }
+  if (external_)
+    return; // the run's loops go to the other runtime: the workers may sleep
   // Wake the sleeping workers now, so that their wake-up overlaps the run's host work before
   // its first loop instead of delaying that loop (see the header). A worker woken onto the
   // caller's CPU moves off it.
@@ -189,6 +191,32 @@ void ThreadPool::workerLoop(unsigned index) {
 }
 
 void ThreadPool::parallelFor(std::size_t n, const std::function<void(std::size_t)> &task) {
+  if (!external_ || n <= 1) {
+    parallelForOnPool(n, task);
+    return;
+  }
+  // The other runtime's loop does not carry exceptions (it may be C, or OpenMP): the first is
+  // kept here, the iterations after it are skipped, and it is rethrown once the loop returns.
+  std::atomic<bool> failed{false};
+  std::mutex errorMutex;
+  std::exception_ptr error;
+  (*external_)(n, [&](std::size_t i) {
+    if (failed.load(std::memory_order_relaxed))
+      return;
+    try {
+      task(i);
+    } catch (...) {
+      std::lock_guard lock(errorMutex);
+      if (!error)
+        error = std::current_exception();
+      failed.store(true, std::memory_order_relaxed);
+    }
+  });
+  if (error)
+    std::rethrow_exception(error);
+}
+
+void ThreadPool::parallelForOnPool(std::size_t n, const std::function<void(std::size_t)> &task) {
   if (workers_.empty() || n <= 1) {
     for (std::size_t i = 0; i < n; ++i)
       task(i);

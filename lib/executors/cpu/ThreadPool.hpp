@@ -21,6 +21,13 @@
 // another thread of the pool moves to a CPU none of them is on, if its affinity mask has one:
 // it narrows its mask to those CPUs, which moves it at once, and restores the mask, which
 // leaves it there. A loop only notifies when a worker is asleep.
+//
+// Another runtime's threads (Engine::setHostParallelFor, an Aspen extension). A framework that
+// embeds Aspen can hand the pool its own parallel loop (PyTorch's OpenMP team): parallelFor then
+// runs there, so that the process has one set of busy threads, not the framework's spinning
+// beside the pool's. parallelForOnPool always uses the pool's threads: block launches, whose
+// co-resident blocks must run at once, and codelets under a time limit, which the watchdog
+// stops by signalling the pool's threads.
 #pragma once
 
 #include <atomic>
@@ -56,6 +63,14 @@ public:
   // calls returned. The first exception a call throws is rethrown here, and the iterations not
   // yet started are skipped.
   void parallelFor(std::size_t n, const std::function<void(std::size_t)> &task);
+  // The same on the pool's own threads, whatever setExternal gave.
+  void parallelForOnPool(std::size_t n, const std::function<void(std::size_t)> &task);
+
+  // The loop parallelFor runs on from now (see the header); null: the pool's threads. Not
+  // while a loop runs.
+  using External =
+      std::function<void(std::size_t, const std::function<void(std::size_t)> &)>;
+  void setExternal(std::shared_ptr<const External> external) { external_ = std::move(external); }
 
   // Whether an engine run is in progress: idle threads then poll longer, and a start wakes the
   // sleeping ones (see the header). Called by the thread that calls parallelFor.
@@ -84,6 +99,7 @@ private:
   void leaveSharedCpu(unsigned self);
 
   std::vector<std::thread> workers_;
+  std::shared_ptr<const External> external_;
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   std::uint64_t generation_ = 0;
