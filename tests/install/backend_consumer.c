@@ -1,11 +1,20 @@
 /* A C99 program using the installed backend (aspen/backend.h) through pkg-config: a matrix
  * product, an LSTM forward against values worked out by hand, and an error code with its
- * message. Prints "backend C consumer ok" when everything agrees. */
+ * message, then a pool on the program's own (serial) parallel loop. Prints "backend C consumer
+ * ok" when everything agrees. */
 #include <aspen/backend.h>
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+
+/* The caller's parallel loop (aspen_backend_set_parallel_for): serial, counting iterations. */
+static void serial_for(void *context, size_t n, void (*task)(void *, size_t), void *task_context) {
+  for (size_t i = 0; i < n; ++i) {
+    ++*(size_t *)context;
+    task(task_context, i);
+  }
+}
 
 static int fail(const char *what) {
   printf("backend C consumer FAILED: %s (%s)\n", what, aspen_last_error());
@@ -50,17 +59,38 @@ int main(void) {
           ASPEN_ERROR_INVALID_ARGUMENT ||
       strstr(aspen_last_error(), "desc->batch is 0") == NULL)
     return fail("a zero batch was not refused with its message");
-  /* A 2x2 average pool of one 2x2 image: its mean. */
+  aspen_backend_destroy(backend);
+
+  /* A 2x2 max pool of 8 channels of 32x32, planned over 4 tiles and run on the program's
+   * loop: each output is its window's largest element, (i + 1) * (j + 1) at its far corner. */
+  if (aspen_backend_create("cpu:4", 0, &backend) != ASPEN_OK)
+    return fail("aspen_backend_create(cpu:4)");
+  size_t iterations = 0;
+  if (aspen_backend_set_parallel_for(backend, serial_for, &iterations) != ASPEN_OK)
+    return fail("aspen_backend_set_parallel_for");
+  enum { C = 8, H = 32, P = H / 2 };
+  static float image[C * H * H], pooled[C * P * P];
+  for (size_t k = 0; k < C; ++k)
+    for (size_t i = 0; i < H; ++i)
+      for (size_t j = 0; j < H; ++j)
+        image[(k * H + i) * H + j] = (float)((i + 1) * (j + 1)) - (float)k;
   aspen_pool2d_desc pool;
   memset(&pool, 0, sizeof pool);
   pool.dtype = ASPEN_DTYPE_FLOAT32;
-  pool.mode = ASPEN_POOL_AVG;
-  pool.batch = pool.channels = 1;
-  pool.height = pool.width = pool.kernel_h = pool.kernel_w = 2;
-  const float image[4] = {1, 2, 3, 6};
-  float pooled[1] = {0};
-  if (aspen_pool2d_forward(backend, &pool, image, pooled, NULL) != ASPEN_OK || pooled[0] != 3)
+  pool.mode = ASPEN_POOL_MAX;
+  pool.batch = 1;
+  pool.channels = C;
+  pool.height = pool.width = H;
+  pool.kernel_h = pool.kernel_w = 2;
+  if (aspen_pool2d_forward(backend, &pool, image, pooled, NULL) != ASPEN_OK)
     return fail("aspen_pool2d_forward");
+  for (size_t k = 0; k < C; ++k)
+    for (size_t p = 0; p < P; ++p)
+      for (size_t q = 0; q < P; ++q)
+        if (pooled[(k * P + p) * P + q] != (float)((2 * p + 2) * (2 * q + 2)) - (float)k)
+          return fail("the max pool is wrong");
+  if (iterations == 0)
+    return fail("the pool did not run on the program's parallel loop");
   aspen_backend_destroy(backend);
   printf("backend C consumer ok\n");
   return 0;
