@@ -24,6 +24,13 @@ def _dtype(x):
     return _NAMES[x.dtype]
 
 
+def _f32(t):
+    """t as float32 and contiguous: t itself when it already is (Aspen takes its address)."""
+    if t.dtype is torch.float32 and t.is_contiguous():
+        return t
+    return t.detach().float().contiguous()
+
+
 def _pair(v):
     return (v, v) if isinstance(v, int) else tuple(v)
 
@@ -226,16 +233,16 @@ class BatchNorm2d(torch.nn.BatchNorm2d):
         _check_4d("BatchNorm2d", input)
         n, c, h, w = input.shape
         backend = default_backend(input.device)
-        f32 = lambda t: t.detach().float().contiguous()
-        ones = lambda: torch.ones(c, dtype=torch.float32, device=input.device)
-        gamma = self.weight.float() if self.affine else ones()
-        beta = self.bias.float() if self.affine else torch.zeros_like(gamma)
+        if self.affine:
+            gamma, beta = _f32(self.weight), _f32(self.bias)
+        else:
+            gamma = torch.ones(c, dtype=torch.float32, device=input.device)
+            beta = torch.zeros_like(gamma)
         use_batch = self.training or not self.track_running_stats
         if not use_batch:
             desc = _backend.BatchNormDesc(_dtype(input), n, c, h, w, self.eps, 0.0)
-            return _run(_BatchNormInferenceFunction, backend, desc, input, gamma.contiguous(),
-                        beta.contiguous(), f32(self.running_mean), f32(self.running_var),
-                        self.eps)
+            return _run(_BatchNormInferenceFunction, backend, desc, input, gamma, beta,
+                        _f32(self.running_mean), _f32(self.running_var), self.eps)
         momentum = self.momentum
         update = self.training and self.track_running_stats
         if update:
@@ -244,12 +251,13 @@ class BatchNorm2d(torch.nn.BatchNorm2d):
                 momentum = 1.0 / float(self.num_batches_tracked)
         desc = _backend.BatchNormDesc(_dtype(input), n, c, h, w, self.eps,
                                       momentum if update else 0.0)
-        running_mean = f32(self.running_mean) if update else None
-        running_var = f32(self.running_var) if update else None
-        y = _run(_BatchNormFunction, backend, desc, input, gamma.contiguous(), beta.contiguous(),
-                 running_mean, running_var)
+        running_mean = _f32(self.running_mean) if update else None
+        running_var = _f32(self.running_var) if update else None
+        y = _run(_BatchNormFunction, backend, desc, input, gamma, beta, running_mean, running_var)
         if update:
-            with torch.no_grad():
-                self.running_mean.copy_(running_mean)
-                self.running_var.copy_(running_var)
+            with torch.no_grad():  # Aspen wrote float32 buffers in place; others are copies
+                if running_mean is not self.running_mean:
+                    self.running_mean.copy_(running_mean)
+                if running_var is not self.running_var:
+                    self.running_var.copy_(running_var)
         return y

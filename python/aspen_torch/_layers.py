@@ -30,6 +30,8 @@ def default_backend(device=None):
     Aspen's work on torch's intra-op OpenMP threads (torch.get_num_threads() of them), so that
     the two do not compete for the cores; default_backend().use_openmp(False) gives Aspen's
     engines their own threads again."""
+    if isinstance(device, torch.device) and device.type == "cpu" and "cpu" in _default_backends:
+        return _default_backends["cpu"]  # the common case, without making a torch.device
     device = torch.device(device or "cpu")
     if device.type == "cuda":
         index = device.index if device.index is not None else torch.cuda.current_device()
