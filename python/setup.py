@@ -50,6 +50,9 @@ setup(ext_modules=[Extension(
     library_dirs=[str(library_dir)],
     runtime_library_dirs=[str(library_dir)],
     libraries=["aspen_backend"],
-    extra_compile_args=["-std=c++17", "-fvisibility=hidden", "-O2"],
+    # OpenMP (libgomp, as Debian's torch): the CPU backend's work runs on torch's OpenMP team
+    # (Backend.use_openmp, docs/backend.md).
+    extra_compile_args=["-std=c++17", "-fvisibility=hidden", "-O2", "-fopenmp"],
+    extra_link_args=["-fopenmp"],
     language="c++",
 )])

@@ -22,5 +22,7 @@ x = torch.randn(4, 10, 8)
 output, (h_n, c_n) = lstm(x)
 torch.testing.assert_close(output, reference(x)[0], rtol=1e-5, atol=1e-6)
 assert aspen_torch.__file__.startswith("$work") or "site-packages" in aspen_torch.__file__
+# Built with OpenMP: the CPU backend's work runs on torch's threads (docs/backend.md).
+assert aspen_torch.default_backend("cpu").use_openmp(True), "aspen_torch was built without OpenMP"
 print("pip-installed aspen_torch ok:", aspen_torch.__file__)
 PY
