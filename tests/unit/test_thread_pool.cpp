@@ -152,6 +152,7 @@ template <class F> bool becomes(F value, std::uint64_t want) {
 // the run goes on), its end lets them sleep again, and loops still run every iteration once.
 TEST_CASE("ThreadPool wakes its sleeping workers when a run starts", "[unit][threadpool]") {
   ThreadPool pool(3);
+  pool.parallelFor(4, [](std::size_t) {}); // a loop before the first wait, as in an engine
   const auto sleepers = [&] { return std::uint64_t(pool.sleepingWorkers()); };
   const auto wakeups = [&] { return pool.runWakeups(); };
   for (std::uint64_t run = 0; run < 3; ++run) {

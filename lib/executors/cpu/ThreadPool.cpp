@@ -178,11 +178,12 @@ void ThreadPool::workerLoop(unsigned index) {
     }
     if (stopping_)
       return;
-    runSeen = runs_;
-    if (generation_ == seen) { // woken by a run's start: poll for its first loop
+    if (runs_ != runSeen) { // a run started since this worker last looked
+      runSeen = runs_;
       ++runWakeups_;
-      continue;
     }
+    if (generation_ == seen)
+      continue; // woken by a run's start: poll for its first loop
     seen = generation_;
     lock.unlock();
     leaveSharedCpu(index);

@@ -76,8 +76,9 @@ public:
   // sleeping ones (see the header). Called by the thread that calls parallelFor.
   void setRunning(bool running);
 
-  // Workers asleep on the condition variable now, and how many times a run's start woke one
-  // (for tests).
+  // Workers asleep on the condition variable now, and how many times a worker leaving the
+  // condition variable found a run started since it last looked (a start wakes every sleeper,
+  // so each counts it once) (for tests).
   unsigned sleepingWorkers() {
     std::lock_guard lock(mutex_);
     return sleepers_;
