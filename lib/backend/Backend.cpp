@@ -151,12 +151,9 @@ void checkForwardBuffers(const RnnConfig &c, const aspen::backend::RnnForwardCal
 
 std::shared_ptr<aspen::backend::RnnLayer> rnnLayer(aspen_backend *backend, const RnnConfig &c,
                                                    bool training) {
-  const auto layer = backend->layers.get(
-      c.key(training ? "train" : "infer") + "|" + backend->deviceName, [&] {
-        return std::make_shared<aspen_backend::Layer>(
-            aspen::backend::buildRnnLayer(backend->device, c, training));
-      });
-  return withHostLoop(backend, std::get<std::shared_ptr<aspen::backend::RnnLayer>>(*layer));
+  return cachedLayer<aspen::backend::RnnLayer>(
+      backend, c.key(training ? "train" : "infer") + "|" + backend->deviceName,
+      [&] { return aspen::backend::buildRnnLayer(backend->device, c, training); });
 }
 
 const std::vector<std::string> kModels = {"h200", "h100", "ipu2", "ipu21", "ipu1"};
@@ -374,12 +371,8 @@ aspen_status aspen_matmul(aspen_backend *backend, aspen_dtype dtype, size_t m, s
     checkPlaces(backend, {{"a", a}, {"b", b}, {"c", c}});
     const std::string key = fmt::format("matmul|{}|{}|{}|{}|{}", type.toString(), m, k, n,
                                         backend->deviceName);
-    const auto layer = withHostLoop(
-        backend, std::get<std::shared_ptr<aspen::backend::SimpleLayer>>(
-                     *backend->layers.get(key, [&] {
-                       return std::make_shared<aspen_backend::Layer>(
-                           aspen::backend::buildMatMul(backend->device, type, m, k, n));
-                     })));
+    const auto layer = cachedLayer<aspen::backend::SimpleLayer>(
+        backend, key, [&] { return aspen::backend::buildMatMul(backend->device, type, m, k, n); });
     std::lock_guard<std::mutex> lock(layer->mutex);
     memory.waitForCaller();
     const auto *pa = static_cast<const std::uint8_t *>(a);
@@ -420,13 +413,10 @@ aspen_status aspen_nonlinearity_forward(aspen_backend *backend, aspen_nonlineari
     checkPlaces(backend, {{"in", in}, {"out", out}});
     const std::string key = fmt::format("nonlinearity|{}|{}|{}|{}|{}", static_cast<int>(kind),
                                         type.toString(), rows, n / rows, backend->deviceName);
-    const auto layer = withHostLoop(
-        backend, std::get<std::shared_ptr<aspen::backend::SimpleLayer>>(
-                     *backend->layers.get(key, [&] {
-                       return std::make_shared<aspen_backend::Layer>(
-                           aspen::backend::buildNonLinearity(backend->device, found->second,
-                                                             type, rows, n / rows));
-                     })));
+    const auto layer = cachedLayer<aspen::backend::SimpleLayer>(backend, key, [&] {
+      return aspen::backend::buildNonLinearity(backend->device, found->second, type, rows,
+                                               n / rows);
+    });
     std::lock_guard<std::mutex> lock(layer->mutex);
     memory.waitForCaller();
     const auto *p = static_cast<const std::uint8_t *>(in);

@@ -60,6 +60,15 @@ std::shared_ptr<L> withHostLoop(aspen_backend *backend, std::shared_ptr<L> layer
   return layer;
 }
 
+// The cached layer of type L under `key` (built by build() on a miss), on the backend's host
+// loop.
+template <class L, class Build>
+std::shared_ptr<L> cachedLayer(aspen_backend *backend, const std::string &key, Build &&build) {
+  const auto layer = backend->layers.get(
+      key, [&] { return std::make_shared<aspen_backend::Layer>(build()); });
+  return withHostLoop(backend, std::get<std::shared_ptr<L>>(*layer));
+}
+
 // The message of this thread's last failed call.
 std::string &lastErrorSlot();
 

@@ -90,10 +90,7 @@ private:
 
 std::shared_ptr<SimpleLayer> simpleLayer(aspen_backend *backend, const std::string &key,
                                          const std::function<std::shared_ptr<SimpleLayer>()> &build) {
-  return withHostLoop(backend, std::get<std::shared_ptr<SimpleLayer>>(*backend->layers.get(
-                                  key + "|" + backend->deviceName, [&] {
-                                    return std::make_shared<aspen_backend::Layer>(build());
-                                  })));
+  return cachedLayer<SimpleLayer>(backend, key + "|" + backend->deviceName, build);
 }
 
 // The options JSON of a CNN descriptor: memoryLimitBytes apart, the rest for the layer.
