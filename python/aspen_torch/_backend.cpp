@@ -134,9 +134,13 @@ struct BatchNormDesc {
 // aspen_backend_set_parallel_for's loop on OpenMP's threads: the calling thread's team, which
 // for torch's own thread is torch's intra-op team (the same libgomp), torch.get_num_threads()
 // threads that spin between torch's operations and would otherwise compete with Aspen's.
+// schedule(static): each thread takes the same contiguous block of the tiles on every call, as
+// torch's loops split their ranges, so its part of the activations is still in its core's cache
+// from the operation before (dynamic scheduling: batch norm inference between torch calls 10%
+// slower, and the torch calls after it too; docs/backend.md).
 void openMpFor(void *, std::size_t n, void (*task)(void *, std::size_t), void *taskContext) {
   const long long count = static_cast<long long>(n);
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(static)
   for (long long i = 0; i < count; ++i)
     task(taskContext, static_cast<std::size_t>(i));
 }
