@@ -10,7 +10,9 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #ifdef __linux__
@@ -53,6 +55,44 @@ TEST_CASE("ThreadPool runs each iteration of each loop once", "[unit][threadpool
       pool.setRunning(false);
     }
   }
+}
+
+TEST_CASE("ThreadPool gives each thread its own block first and steals from the far end",
+          "[unit][threadpool]") {
+  // Two threads, four iterations: the caller's block is [0, 2), the worker's [2, 4). The
+  // caller holds iteration 0 until the worker has run both of its own, so the worker runs 2
+  // and 3 in order and then takes 1 from the end of the caller's block (the caller, busy in 0,
+  // takes nothing else). Handing iterations to whichever thread asks first gives the worker 1,
+  // 2 and 3.
+  ThreadPool pool(2);
+  pool.setRunning(true);
+  for (int round = 0; round < 20; ++round) {
+    CAPTURE(round);
+    const std::thread::id caller = std::this_thread::get_id();
+    std::mutex mutex;
+    std::vector<std::size_t> callerRan, workerRan;
+    std::atomic<int> workerDone{0};
+    bool waited = true;
+    pool.parallelFor(4, [&](std::size_t i) {
+      if (i == 0) {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (workerDone.load() < 2 && std::chrono::steady_clock::now() < until)
+          std::this_thread::yield();
+        waited = workerDone.load() >= 2;
+      }
+      const bool onCaller = std::this_thread::get_id() == caller;
+      {
+        std::lock_guard lock(mutex);
+        (onCaller ? callerRan : workerRan).push_back(i);
+      }
+      if (!onCaller && i >= 2)
+        workerDone.fetch_add(1);
+    });
+    REQUIRE(waited);
+    CHECK(callerRan == std::vector<std::size_t>{0});
+    CHECK(workerRan == std::vector<std::size_t>{2, 3, 1});
+  }
+  pool.setRunning(false);
 }
 
 TEST_CASE("ThreadPool rethrows an iteration's exception and stays usable",

@@ -33,7 +33,8 @@ int currentCpu() {
 } // namespace
 
 ThreadPool::ThreadPool(unsigned numThreads)
-    : cpus_(new std::atomic<int>[numThreads == 0 ? 1 : numThreads]),
+    : blocks_(numThreads == 0 ? 1 : numThreads),
+      cpus_(new std::atomic<int>[numThreads == 0 ? 1 : numThreads]),
       occupants_(new std::atomic<int>[kMaxCpus]) {
   for (unsigned t = 0; t < (numThreads == 0 ? 1 : numThreads); ++t)
     cpus_[t].store(-1, std::memory_order_relaxed);
@@ -134,11 +135,24 @@ template <class Done> bool ThreadPool::poll(Done done, unsigned self) {
 }
 
 // Iterations are handed out one at a time under the lock: an iteration is a whole tile's
-// vertices, which costs far more than taking a mutex.
-void ThreadPool::runIterations() {
+// vertices, which costs far more than taking a mutex. Thread `self` takes its own block's
+// iterations first, in order, then the last ones left in the other blocks (see the header).
+bool ThreadPool::claim(unsigned self, std::size_t &i) {
+  const unsigned threads = numThreads();
+  for (unsigned k = 0; k < threads; ++k) {
+    Block &block = blocks_[(self + k) % threads];
+    if (block.next == block.end)
+      continue;
+    i = k == 0 ? block.next++ : --block.end;
+    return true;
+  }
+  return false;
+}
+
+void ThreadPool::runIterations(unsigned self) {
   std::unique_lock lock(mutex_);
-  while (next_ < count_) {
-    const std::size_t i = next_++;
+  std::size_t i;
+  while (claim(self, i)) {
     const std::function<void(std::size_t)> &task = *task_;
     lock.unlock();
     std::size_t finished = 1;
@@ -148,8 +162,10 @@ void ThreadPool::runIterations() {
       lock.lock();
       if (!error_)
         error_ = std::current_exception();
-      finished += count_ - next_; // the iterations skipped
-      next_ = count_;
+      for (Block &block : blocks_) { // the iterations skipped
+        finished += block.end - block.next;
+        block.next = block.end;
+      }
       lock.unlock();
     }
     const bool last = unfinished_.fetch_sub(finished, std::memory_order_acq_rel) == finished;
@@ -187,7 +203,7 @@ void ThreadPool::workerLoop(unsigned index) {
     seen = generation_;
     lock.unlock();
     leaveSharedCpu(index);
-    runIterations();
+    runIterations(index);
   }
 }
 
@@ -228,8 +244,8 @@ void ThreadPool::parallelForOnPool(std::size_t n, const std::function<void(std::
   {
     std::lock_guard lock(mutex_);
     task_ = &task;
-    count_ = n;
-    next_ = 0;
+    for (unsigned b = 0, threads = numThreads(); b < threads; ++b)
+      blocks_[b] = {n * b / threads, n * (b + 1) / threads};
     unfinished_.store(n, std::memory_order_relaxed);
     error_ = nullptr;
     ++generation_;
@@ -238,7 +254,7 @@ void ThreadPool::parallelForOnPool(std::size_t n, const std::function<void(std::
   }
   if (anyAsleep)
     wake_.notify_all();
-  runIterations();
+  runIterations(0);
   const auto finished = [&] { return unfinished_.load(std::memory_order_acquire) == 0; };
   if (!finished() && running_.load(std::memory_order_relaxed))
     poll(finished, 0);
