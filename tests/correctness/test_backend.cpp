@@ -470,7 +470,9 @@ TEST_CASE("backend calls run on the caller's parallel loop when given one, with 
     return;
   Backend backend("cpu:3");
   std::mt19937 rng(5);
-  const std::size_t m = 40, k = 33, n = 24, rows = 6, cols = 50;
+  // Large enough for the executor to split (a compute set of under 16384 elements runs on the
+  // calling thread).
+  const std::size_t m = 40, k = 33, n = 24, rows = 6, cols = 5000;
   const auto a = randomFloats(rng, m * k, 1), b = randomFloats(rng, k * n, 1);
   const auto in = randomFloats(rng, rows * cols, 3);
   const auto calls = [&] {
@@ -491,15 +493,24 @@ TEST_CASE("backend calls run on the caller's parallel loop when given one, with 
   CHECK(loops >= 1);
   CHECK(std::memcmp(mine.data(), own.data(), own.size() * sizeof(float)) == 0);
   // A layer compiled after the loop was set takes it too.
-  std::vector<float> out(2 * cols), want(2 * cols);
+  std::vector<float> out(4 * cols), want(4 * cols);
   const std::size_t before = loops;
   REQUIRE(aspen_nonlinearity_forward(backend.handle, ASPEN_NONLINEARITY_RELU,
-                                     ASPEN_DTYPE_FLOAT32, 2, 2 * cols, in.data(), out.data(),
+                                     ASPEN_DTYPE_FLOAT32, 4, 4 * cols, in.data(), out.data(),
                                      nullptr) == ASPEN_OK);
   CHECK(loops > before);
   for (std::size_t i = 0; i < want.size(); ++i)
     want[i] = std::max(in[i], 0.0f);
   CHECK(out == want);
+  // A small call runs on the calling thread: no loop.
+  const std::size_t beforeSmall = loops;
+  std::vector<float> small(2 * 50);
+  REQUIRE(aspen_nonlinearity_forward(backend.handle, ASPEN_NONLINEARITY_RELU,
+                                     ASPEN_DTYPE_FLOAT32, 2, 2 * 50, in.data(), small.data(),
+                                     nullptr) == ASPEN_OK);
+  CHECK(loops == beforeSmall);
+  for (std::size_t i = 0; i < small.size(); ++i)
+    CHECK(small[i] == std::max(in[i], 0.0f));
   // NULL gives the engines their own threads back.
   REQUIRE(aspen_backend_set_parallel_for(backend.handle, nullptr, nullptr) == ASPEN_OK);
   const std::size_t after = loops;

@@ -219,9 +219,15 @@ TEST_CASE("every library builder is bit-identical across thread counts, worker o
           "[correctness][determinism]") {
   const std::vector<OptionFlags> configs = {
       {{"aspen.cpu.threads", "1"}},
-      {{"aspen.cpu.threads", "2"}, {"aspen.cpu.workerOrder", "reverse"}},
-      {{"aspen.cpu.threads", "3"}},
-      {{"aspen.cpu.threads", "4"}, {"aspen.cpu.workerOrder", "reverse"}},
+      // Every compute set split over the threads, however small, and then the default (small
+      // ones on the calling thread).
+      {{"aspen.cpu.threads", "2"},
+       {"aspen.cpu.workerOrder", "reverse"},
+       {"aspen.cpu.inlineElements", "0"}},
+      {{"aspen.cpu.threads", "3"}, {"aspen.cpu.inlineElements", "0"}},
+      {{"aspen.cpu.threads", "4"},
+       {"aspen.cpu.workerOrder", "reverse"},
+       {"aspen.cpu.inlineElements", "0"}},
       {{"aspen.cpu.threads", "4"}},
   };
   for (const auto &[name, build] : kBuilders) {

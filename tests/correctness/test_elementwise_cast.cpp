@@ -219,7 +219,8 @@ run(const Config &config, const std::vector<std::vector<Value>> &inputs,
   const std::vector<Tensor> outs = build(g, ts, prog);
   for (std::size_t i = 0; i < outs.size(); ++i)
     g.createHostRead("r" + std::to_string(i), outs[i]);
-  Engine e(g, prog, {{"aspen.cpu.threads", std::to_string(config.threads)}});
+  Engine e(g, prog, {{"aspen.cpu.threads", std::to_string(config.threads)},
+                     {"aspen.cpu.inlineElements", "0"}});
   e.load(aspen::test::deviceFor(config.target));
   for (std::size_t i = 0; i < kTypes.size(); ++i) {
     const auto bytes = encode(kTypes[i], inputs[i]);

@@ -111,7 +111,8 @@ inline std::vector<std::vector<double>> run(const Target &target, const std::vec
   std::vector<Tensor> outs = build(g, ts, prog);
   for (std::size_t i = 0; i < outs.size(); ++i)
     g.createHostRead("r" + std::to_string(i), outs[i]);
-  Engine e(g, prog, {{"aspen.cpu.threads", std::to_string(threads)}});
+  Engine e(g, prog, {{"aspen.cpu.threads", std::to_string(threads)},
+                     {"aspen.cpu.inlineElements", "0"}});
   e.load(aspen::test::deviceFor(target));
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     auto bytes = toBytes(inputs[i].type, inputs[i].values);

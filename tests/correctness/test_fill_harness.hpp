@@ -43,7 +43,8 @@ inline aspen::Graph makeGraph(const Config &c) {
 inline aspen::Engine load(aspen::Graph &g, const aspen::program::Program &p, const Config &c) {
   aspen::Engine e(g, p,
                   {{"aspen.cpu.threads", std::to_string(c.threads)},
-                   {"aspen.cpu.workerOrder", c.reverseWorkers ? "reverse" : "forward"}});
+                   {"aspen.cpu.workerOrder", c.reverseWorkers ? "reverse" : "forward"},
+                   {"aspen.cpu.inlineElements", "0"}});
   e.load(aspen::test::deviceFor(g.getTarget()));
   return e;
 }

@@ -106,7 +106,8 @@ GruRun trainingStep(const Case &c) {
     reads.emplace_back("datt", dAtt);
   for (const auto &[name, t] : reads)
     h.graph.createHostRead(name, t);
-  Engine e(h.graph, h.prog, {{"aspen.cpu.threads", std::to_string(c.threads)}});
+  Engine e(h.graph, h.prog, {{"aspen.cpu.threads", std::to_string(c.threads)},
+                                {"aspen.cpu.inlineElements", "0"}});
   e.load(aspen::test::deviceFor(h.graph.getTarget()));
   for (unsigned run = 0; run < c.runs; ++run) {
     unsigned seed = 40 + 1000 * (c.firstData + run);

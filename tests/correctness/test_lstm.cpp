@@ -220,7 +220,8 @@ LstmRun trainingRun(const TrainingCase &c) {
       {"dwi", dw.inputWeights}, {"dwo", dw.outputWeights}, {"db", dw.biases}};
   for (const auto &[name, t] : reads)
     h.graph.createHostRead(name, t);
-  OptionFlags engineOptions{{"aspen.cpu.threads", std::to_string(c.threads)}};
+  OptionFlags engineOptions{{"aspen.cpu.threads", std::to_string(c.threads)},
+                            {"aspen.cpu.inlineElements", "0"}};
   if (c.reverseWorkers)
     engineOptions.set("aspen.cpu.workerOrder", "reverse");
   Engine e(h.graph, h.prog, engineOptions);

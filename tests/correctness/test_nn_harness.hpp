@@ -95,7 +95,8 @@ public:
   // Builds an engine with `threads` CPU threads, writes the inputs, runs `runs` times and
   // returns every output read back as doubles.
   std::map<std::string, Values> run(unsigned threads, unsigned runs = 1) {
-    Engine e(graph, prog, {{"aspen.cpu.threads", std::to_string(threads)}});
+    Engine e(graph, prog, {{"aspen.cpu.threads", std::to_string(threads)},
+                           {"aspen.cpu.inlineElements", "0"}});
     e.load(aspen::test::deviceFor(graph.getTarget()));
     for (const auto &[name, in] : inputs_)
       write(e, name, in.first, in.second);

@@ -119,7 +119,8 @@ TEST_CASE("forwardIterate's fused and unfused steps match a double model", "[cor
     for (const auto &[name, t] : writes)
       h.graph.createHostWrite(name, t);
     h.output("y", rnn::forwardIterate(h.graph, ff, y0, wfb, b, h.prog, nl));
-    Engine e(h.graph, h.prog, {{"aspen.cpu.threads", std::to_string(threads)}});
+    Engine e(h.graph, h.prog, {{"aspen.cpu.threads", std::to_string(threads)},
+                                  {"aspen.cpu.inlineElements", "0"}});
     std::ostringstream summary;
     e.printProfileSummary(summary);
     fused = summary.str().find("RnnFusedFwd") != std::string::npos;

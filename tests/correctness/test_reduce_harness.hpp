@@ -293,7 +293,9 @@ inline std::vector<double> run(const Target &target, const Case &c,
   g.createHostWrite("out", out);
   g.createHostRead("out-read", out);
   // Large cases exceed a model tile's memory; the values are what is tested here.
-  Engine e(g, prog, {{"aspen.cpu.threads", threads}, {"debug.allowOutOfMemory", "true"}});
+  Engine e(g, prog, {{"aspen.cpu.threads", threads},
+                     {"aspen.cpu.inlineElements", "0"},
+                     {"debug.allowOutOfMemory", "true"}});
   e.load(aspen::test::deviceFor(target));
   const auto inBytes = encode(c.inType, c.in);
   e.writeTensor("in", inBytes.data(), inBytes.data() + inBytes.size());

@@ -106,7 +106,7 @@ Grads lstmStep(const OptionFlags &options, NonLinearityType act, NonLinearityTyp
                                                     {"db", dw.biases}};
   for (const auto &[name, t] : reads)
     graph.createHostRead(name, t);
-  Engine e(graph, prog, {{"aspen.cpu.threads", "2"}});
+  Engine e(graph, prog, {{"aspen.cpu.threads", "2"}, {"aspen.cpu.inlineElements", "0"}});
   e.load(aspen::test::deviceFor(graph.getTarget()));
   const Values *data[] = {&d.x, &d.h0, &d.c0, &d.wi, &d.wo, &d.b, &d.dy};
   for (std::size_t i = 0; i < 7; ++i)
@@ -167,7 +167,7 @@ Grads gruStep(const OptionFlags &options, NonLinearityType act, NonLinearityType
                                                     {"db", dw.biases}};
   for (const auto &[name, t] : reads)
     graph.createHostRead(name, t);
-  Engine e(graph, prog, {{"aspen.cpu.threads", "2"}});
+  Engine e(graph, prog, {{"aspen.cpu.threads", "2"}, {"aspen.cpu.inlineElements", "0"}});
   e.load(aspen::test::deviceFor(graph.getTarget()));
   const Values *data[] = {&d.x, &d.h0, &d.wi, &d.wo, &d.b, &d.dy};
   for (std::size_t i = 0; i < 6; ++i)

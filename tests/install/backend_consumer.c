@@ -61,14 +61,15 @@ int main(void) {
     return fail("a zero batch was not refused with its message");
   aspen_backend_destroy(backend);
 
-  /* A 2x2 max pool of 8 channels of 32x32, planned over 4 tiles and run on the program's
-   * loop: each output is its window's largest element, (i + 1) * (j + 1) at its far corner. */
+  /* A 2x2 max pool of 32 channels of 32x32 (large enough for the executor to split), planned
+   * over 4 tiles and run on the program's loop: each output is its window's largest element,
+   * (i + 1) * (j + 1) at its far corner, less its channel. */
   if (aspen_backend_create("cpu:4", 0, &backend) != ASPEN_OK)
     return fail("aspen_backend_create(cpu:4)");
   size_t iterations = 0;
   if (aspen_backend_set_parallel_for(backend, serial_for, &iterations) != ASPEN_OK)
     return fail("aspen_backend_set_parallel_for");
-  enum { C = 8, H = 32, P = H / 2 };
+  enum { C = 32, H = 32, P = H / 2 };
   static float image[C * H * H], pooled[C * P * P];
   for (size_t k = 0; k < C; ++k)
     for (size_t i = 0; i < H; ++i)

@@ -57,6 +57,12 @@ TEST_CASE("executors register by name with their devices and option prefix",
       parseEngineOptions({{"aspen.cpu.threads", "3"}, {"aspen.cpu.workerOrder", "reverse"}});
   CHECK(o.executor<CpuExecutorOptions>("cpu").threads == 3);
   CHECK(o.executor<CpuExecutorOptions>("cpu").reverseWorkers);
+  CHECK(o.executor<CpuExecutorOptions>("cpu").inlineElements == 16384);
+  CHECK(parseEngineOptions({{"aspen.cpu.inlineElements", "0"}})
+            .executor<CpuExecutorOptions>("cpu")
+            .inlineElements == 0);
+  CHECK_THROWS_WITH(parseEngineOptions({{"aspen.cpu.inlineElements", "-1"}}),
+                    Catch::Contains("aspen.cpu.inlineElements"));
 }
 
 namespace {

@@ -16,6 +16,10 @@ struct CpuExecutorOptions {
   bool reverseWorkers = false;
   // Convolution calls through oneDNN where it applies (CpuOneDnn.hpp); false: im2col + BLAS.
   bool oneDnnConvolutions = true;
+  // A compute set whose fields hold at most this many elements runs on the calling thread
+  // (CpuExecutor.cpp); 0 splits every compute set over the threads, as the tests that compare
+  // thread counts do.
+  unsigned inlineElements = 16384;
 };
 
 std::unique_ptr<Executor> makeCpuExecutor(const CpuExecutorOptions &options);

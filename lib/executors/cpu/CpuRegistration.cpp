@@ -1,7 +1,8 @@
 // The CPU executor's entry in the executor registry: it runs the CPU and model devices.
 // Options: aspen.cpu.threads (default: Device::cpuThreadCount(), from ASPEN_CPU_THREADS or the
 // CPUs the process may run on), aspen.cpu.workerOrder (forward | reverse) and
-// aspen.cpu.convolutions (auto: oneDNN where it applies | blas: im2col + BLAS; CpuOneDnn.hpp).
+// aspen.cpu.convolutions (auto: oneDNN where it applies | blas: im2col + BLAS; CpuOneDnn.hpp)
+// and aspen.cpu.inlineElements (compute sets this small run on the calling thread; 0: none).
 #include "CpuExecutor.hpp"
 #include "support/OptionParsing.hpp"
 #include "executors/ExecutorRegistry.hpp"
@@ -23,7 +24,8 @@ RegisteredExecutor cpuRegisteredExecutor() {
         .enumeration("aspen.cpu.workerOrder", options->reverseWorkers,
                      {{"forward", false}, {"reverse", true}})
         .enumeration("aspen.cpu.convolutions", options->oneDnnConvolutions,
-                     {{"auto", true}, {"blas", false}});
+                     {{"auto", true}, {"blas", false}})
+        .unsignedInteger("aspen.cpu.inlineElements", options->inlineElements);
     return std::shared_ptr<void>(options);
   };
   b.make = [](const Device &, const void *options) {
