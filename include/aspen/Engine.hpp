@@ -106,7 +106,7 @@ public:
   // caller that the engine never writes it. Returns false, binding nothing, where it cannot (the
   // caller then copies with writeTensor and readTensor): the device's memory is not the host's
   // (a GPU), the handle's tensor is not one whole variable in element order, begin is not
-  // 64-byte aligned, the tensor is QUARTER or a Cached step depends on it, or, for a const
+  // 16-byte aligned (malloc's alignment), the tensor is QUARTER or a Cached step depends on it, or, for a const
   // buffer, a program writes the tensor. While bound, the tensor's value is the buffer's
   // contents; writeTensor and readTensor through any of its handles use the buffer, and
   // writeTensor is refused while the buffer is const. After unbindTensor the tensor holds what it

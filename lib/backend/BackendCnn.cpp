@@ -38,7 +38,7 @@ void read(SimpleLayer &layer, const char *handle, void *p, std::size_t bytes) {
 }
 
 // A call's activations, in the caller's buffers: each bound to its tensor in place where the
-// engine can (Engine::bindTensor: the CPU executor, 64-byte aligned buffers, tensors in element
+// engine can (Engine::bindTensor: the CPU executor, 16-byte aligned buffers, tensors in element
 // order, inputs the program does not write), else copied in before the run and out after it.
 // The handles are tensors of their own (no other handle of the call shares one), and an output
 // overlapping a bound input is copied. The bindings end with the object.

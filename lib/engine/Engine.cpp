@@ -134,6 +134,11 @@ void EngineImpl::requireWritable(const RegionList &regions, StringRef handle) co
           "it first");
 }
 
+// What bindTensor asks of a caller's buffer: malloc's alignment. Codelets assume no more than
+// their elements' own (Poplar's Vector alignments are ignored, Vertex.hpp), nor do BLAS and
+// oneDNN; the arena's 64-byte buffers are for cache lines, not correctness.
+constexpr std::uintptr_t kBindAlignment = 16;
+
 bool EngineImpl::bindTensor(StringRef handle, void *begin, std::size_t bytes, bool readOnly) {
   const char *what = readOnly ? "bindTensor (const)" : "bindTensor";
   const HostHandle &h = eitherHandle(handle, what);
@@ -144,7 +149,7 @@ bool EngineImpl::bindTensor(StringRef handle, void *begin, std::size_t bytes, bo
                                   std::to_string(h.regions.bytes()));
   requireLoaded(what);
   if (h.type == QUARTER || h.regions.runs.size() != 1 || bytes == 0 ||
-      reinterpret_cast<std::uintptr_t>(begin) % 64 != 0)
+      reinterpret_cast<std::uintptr_t>(begin) % kBindAlignment != 0)
     return false;
   const ByteRun &run = h.regions.runs[0];
   const Buffer &buffer = compiled_->buffers[run.buffer];

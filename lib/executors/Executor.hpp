@@ -44,7 +44,7 @@ public:
   // Host <-> device memory: `host` holds regions.bytes() bytes in element order.
   virtual void write(const RegionList &regions, const void *host) = 0;
   virtual void read(const RegionList &regions, void *host) = 0;
-  // Optional: buffer `buffer` (a whole variable) lives at `memory` (the host's, 64-byte aligned,
+  // Optional: buffer `buffer` (a whole variable) lives at `memory` (the host's, 16-byte aligned,
   // buffer bytes long) instead of in the arena until bound elsewhere or back (memory null):
   // every step reads and writes it there. False when this executor cannot (its memory is not the
   // host's); the engine then copies.
