@@ -6,6 +6,8 @@ max pooling's ties after a ReLU; train and eval, affine, track_running_stats and
 (None too); a batch forced through the backend's split path by a small memory limit; and clear
 errors. Run: PYTHONPATH=<build>/python /usr/bin/python3 -m unittest discover -s python/tests
 """
+import copy
+import io
 import unittest
 
 import torch
@@ -56,6 +58,46 @@ class Conv2dAgainstTorch(unittest.TestCase):
         self.check(1, 3, 11, 9, 2, 5, stride=3, padding="valid")
         self.check(2, 3, 8, 8, 4, 3, padding="same")
 
+    def test_inference_under_no_grad_follows_every_change_to_the_module(self):
+        # Grad mode off takes a short path with descriptors kept by configuration: a new batch
+        # size, stride, dilation and padding, weights changed in place, the bias dropped, a
+        # non-contiguous input all give torch's results; the module still deep-copies and
+        # pickles; mismatched types are refused as torch refuses them.
+        torch.manual_seed(8)
+        mine = aspen_torch.Conv2d(4, 6, 3, padding=1)
+        reference = torch.nn.Conv2d(4, 6, 3, padding=1).double()
+
+        def sync():
+            reference.load_state_dict({k: v.double() for k, v in mine.state_dict().items()})
+
+        sync()
+        with torch.no_grad():
+            for step, (shape, change) in enumerate(
+                    [((2, 4, 7, 7), None), ((3, 4, 7, 7), None), ((3, 4, 7, 7), "stride"),
+                     ((3, 4, 9, 6), "dilation"), ((3, 4, 9, 6), "weight"),
+                     ((3, 4, 9, 6), "bias")]):
+                if change == "stride":
+                    mine.stride = reference.stride = (2, 1)
+                elif change == "dilation":
+                    mine.dilation = reference.dilation = (2, 2)
+                    mine.padding = reference.padding = (2, 2)
+                elif change == "weight":
+                    mine.weight.mul_(-0.5)
+                    sync()
+                elif change == "bias":
+                    mine.bias = reference.bias = None
+                x = torch.randn(*shape)
+                assert_close(mine(x), reference(x.double()), f"step {step}: {change}")
+            wide = torch.randn(2, 9, 6, 4).permute(0, 3, 1, 2)  # [2, 4, 9, 6], not contiguous
+            assert_close(mine(wide), reference(wide.double()), "non-contiguous input")
+            clone = copy.deepcopy(mine)
+            torch.save(mine, io.BytesIO())
+            self.assertTrue(torch.equal(clone(x), mine(x)))
+            with self.assertRaisesRegex(RuntimeError, "input type torch.float16 and weight type"):
+                mine(x.half())
+        with self.assertRaisesRegex(RuntimeError, "input type torch.float16 and weight type"):
+            mine(x.half())
+
     def test_state_dict_and_initialisation_are_torchs(self):
         torch.manual_seed(3)
         mine = aspen_torch.Conv2d(3, 5, 3)
@@ -95,13 +137,18 @@ class PoolingAgainstTorch(unittest.TestCase):
 
 
 class BatchNorm2dAgainstTorch(unittest.TestCase):
-    def pair(self, c, **kwargs):
+    def pair(self, c, statistics=False, **kwargs):
+        """Aspen's module and torch's in float64 with the same state; statistics: running
+        statistics away from their initial zeros and ones."""
         mine = aspen_torch.BatchNorm2d(c, **kwargs)
         reference = torch.nn.BatchNorm2d(c, **kwargs).double()
-        if mine.affine:
-            with torch.no_grad():
+        with torch.no_grad():
+            if mine.affine:
                 mine.weight.uniform_(0.5, 1.5)
                 mine.bias.uniform_(-0.5, 0.5)
+            if statistics:
+                mine.running_mean.uniform_(-1, 1)
+                mine.running_var.uniform_(0.5, 2)
         reference.load_state_dict({k: v.double() if v.is_floating_point() else v
                                    for k, v in mine.state_dict().items()})
         return mine, reference
@@ -138,6 +185,54 @@ class BatchNorm2dAgainstTorch(unittest.TestCase):
         self.compare(mine, reference, torch.randn(1, 3, 5, 7), "track_running_stats=False")
 
 
+    def test_eval_uses_running_statistics_wherever_the_module_has_them(self):
+        # torch's rule: turning track_running_stats off after the statistics exist still
+        # normalises with them in eval (and stops their updates in training).
+        torch.manual_seed(23)
+        mine, reference = self.pair(3, statistics=True)
+        for module in (mine, reference):
+            module.track_running_stats = False
+        mine.eval(), reference.eval()
+        self.compare(mine, reference, torch.randn(2, 3, 4, 5), "eval, tracking turned off")
+        with torch.no_grad():
+            assert_close(mine(torch.ones(1, 3, 2, 2)), reference(torch.ones(1, 3, 2, 2).double()),
+                         "eval under no_grad, tracking turned off")
+
+    def test_inference_under_no_grad_follows_every_change_to_the_module(self):
+        # Grad mode off takes a short path with descriptors kept by shape: a new batch size, a
+        # new eps, parameters changed in place, half input, non-contiguous input, parameters
+        # that are not float32 (the general path) all give torch's results, and the module
+        # still deep-copies and pickles.
+        torch.manual_seed(24)
+        mine, reference = self.pair(5, statistics=True)
+        mine.eval(), reference.eval()
+        with torch.no_grad():
+            for step, (shape, eps) in enumerate((((2, 5, 3, 4), 1e-5), ((3, 5, 3, 4), 1e-5),
+                                                 ((3, 5, 3, 4), 0.5), ((1, 5, 1, 1), 0.5))):
+                mine.eps = reference.eps = eps
+                x = torch.randn(*shape)
+                assert_close(mine(x), reference(x.double()), f"step {step}: {shape}, eps {eps}")
+            mine.weight.mul_(2)
+            reference.weight.mul_(2)
+            x = torch.randn(2, 5, 4, 3)
+            assert_close(mine(x), reference(x.double()), "weight changed in place")
+            wide = torch.randn(2, 4, 3, 5).transpose(1, 3)  # [2, 5, 3, 4], not contiguous
+            assert_close(mine(wide), reference(wide.double()), "non-contiguous input")
+            half = mine(x.half())
+            self.assertEqual(half.dtype, torch.float16)
+            torch.testing.assert_close(half.double(), reference(x.half().double()), rtol=2e-3,
+                                       atol=2e-3)
+            clone = copy.deepcopy(mine)
+            buffer = io.BytesIO()
+            torch.save(mine, buffer)
+            self.assertTrue(torch.equal(clone(x), mine(x)))
+            with self.assertRaisesRegex(NotImplementedError, "no double path"):
+                mine(x.double())  # the short path refuses float64 data as the general one does
+            mine.double()  # float64 parameters: the general path
+            with self.assertRaisesRegex(NotImplementedError, "no double path"):
+                mine(x.double())
+
+
 class BackendSplitsAndErrors(unittest.TestCase):
     def test_a_memory_limit_splits_the_batch_with_the_same_results(self):
         torch.manual_seed(31)
@@ -163,7 +258,10 @@ class BackendSplitsAndErrors(unittest.TestCase):
     def test_errors_are_clear(self):
         conv = aspen_torch.Conv2d(3, 4, 3)
         with self.assertRaisesRegex(NotImplementedError, "no double path"):
-            conv.double()(torch.randn(1, 3, 5, 5, dtype=torch.float64))
+            aspen_torch.Conv2d(3, 4, 3).double()(torch.randn(1, 3, 5, 5, dtype=torch.float64))
+        with self.assertRaisesRegex(RuntimeError, "input type torch.float16 and weight type "
+                                                  "torch.float32 should be the same"):
+            conv(torch.randn(1, 3, 5, 5).half())
         with self.assertRaisesRegex(NotImplementedError, "padding_mode 'reflect'"):
             aspen_torch.Conv2d(3, 4, 3, padding=1, padding_mode="reflect")(torch.randn(1, 3, 5, 5))
         with self.assertRaisesRegex(ValueError, "must be 4-D"):
