@@ -408,6 +408,9 @@ print(" ".join("-I" + p for p in e.include_paths()))' 2>"$work/aspen_torch.err")
   fi
   mkdir -p "$pkg/aspen_torch"
   cp "$src/aspen_torch/"*.py "$pkg/aspen_torch/"
+  # Without -fopenmp (use_openmp then answers False): pip's torch carries its own libgomp, and a
+  # module linked to the system's would start a second OpenMP team beside torch's rather than
+  # share it. The CUDA tests run Aspen's CPU work on its own threads.
   # shellcheck disable=SC2086 # torch_includes is a list of -I flags
   timeout "$(limit 90)" "$cxx" -O2 -std=c++17 -shared -fPIC -I"$include" $torch_includes \
     -I"$bundle/include" "$src/aspen_torch/_backend.cpp" -L"$bundle/lib" -laspen_backend \
