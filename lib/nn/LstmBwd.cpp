@@ -229,7 +229,7 @@ LstmState backward(Graph &graph, const LstmParams &params, const LstmOptions &op
         "the loop: rnnStepsPerWU 0",
         k));
   // The gate gradients of all steps, kept as [T, B, 4H] (a step is the rows of the product
-  // delta . W^T) and handed out as the [T, 4, B, H] view rnn-semantics.md gives them.
+  // delta . W^T) and handed out as the [T, 4, B, H] view docs/recurrent.md gives them.
   Tensor deltaRowsSeq;
   if (persistent.use) // one variable: the kernel's exchange, read in place
     deltaRowsSeq = graph.addVariable(t, {T, B, 4 * H}, {debug, "delta"});

@@ -54,7 +54,7 @@ OptionFlags matMulOptions(const LstmOptions &opts, const char *pass);
 // slotOf[gate] = the slot (dim 0 index of the weights) holding canonical gate `gate`.
 std::array<unsigned, 4> slotsOf(const LstmParams &params);
 
-// Saved forward intermediates per step: the layout of rnn-semantics.md.
+// Saved forward intermediates per step: the layout of docs/recurrent.md.
 struct InterLayout {
   unsigned saveMode = 0; // 0 none, 1 gates, 2 gates + phi(c_t), c_{t-1}
   bool saveH = false;

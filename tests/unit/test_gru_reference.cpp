@@ -1,7 +1,7 @@
 // The double-precision GRU/AUGRU host model that gru_layer checks Aspen against
 // (tools/gru_layer/GruReference.hpp): hand-computed values, every gradient of backward()
 // (attention's included) against central finite differences of forward(), and the
-// variable-length semantics of rnn-semantics.md.
+// variable-length semantics of docs/recurrent.md.
 #include "../../tools/gru_layer/GruReference.hpp"
 
 #include <catch2/catch.hpp>

@@ -1,7 +1,7 @@
 // The double-precision LSTM host model that lstm_layer checks Aspen against
 // (tools/lstm_layer/LstmReference.hpp): hand-computed values, every gradient of backward()
 // against central finite differences of forward(), the variable-length semantics of
-// rnn-semantics.md, the activations they share with the GRU model
+// docs/recurrent.md, the activations they share with the GRU model
 // (tools/rnn_common/RnnReference.hpp) and the .npy writer that lstm_layer --save-tensors uses.
 #include "../../tools/lstm_layer/LstmReference.hpp"
 #include "../../tools/rnn_common/NpyWriter.hpp"

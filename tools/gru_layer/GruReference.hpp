@@ -1,4 +1,4 @@
-// An independent double-precision host model of the GRU and AUGRU layers (rnn-semantics.md is
+// An independent double-precision host model of the GRU and AUGRU layers (docs/recurrent.md is
 // the contract): forward, and backward as exact reverse-mode differentiation of that forward
 // (hard_sigmoid's derivative under hardSigmoidGradient: popnn's 0.2 everywhere by default, as
 // the layer, or the exact one),

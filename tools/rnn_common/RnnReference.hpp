@@ -1,5 +1,5 @@
 // What the double-precision host models of the recurrent layers share (LstmReference.hpp,
-// GruReference.hpp; rnn-semantics.md is the contract): the non-linearities with their
+// GruReference.hpp; docs/recurrent.md is the contract): the non-linearities with their
 // derivatives and row Jacobians, the variable-sequence-length rule and argument checks.
 // Plain C++17, header-only, no Aspen dependency.
 #pragma once
@@ -168,7 +168,7 @@ inline void backwardRow(Activation a, const double *x, const double *y, const do
     dx[j] = y[j] * (dy[j] - dot);
 }
 
-// Row b's sequence length under rnn-semantics.md: T when timeSteps is empty, else timeSteps[0]
+// Row b's sequence length under docs/recurrent.md: T when timeSteps is empty, else timeSteps[0]
 // for every row (size 1) or timeSteps[b] (size B), capped at T.
 inline std::size_t sequenceLength(const std::vector<unsigned> &timeSteps, std::size_t T,
                                   std::size_t b) {

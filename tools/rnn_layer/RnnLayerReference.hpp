@@ -1,4 +1,4 @@
-// The double-precision host model of the vanilla RNN (aspen/nn/Recurrent.hpp, rnn-semantics.md
+// The double-precision host model of the vanilla RNN (aspen/nn/Recurrent.hpp, docs/recurrent.md
 // "Vanilla RNN") that rnn_layer checks Aspen against:
 //   y_t = nl(x_t . Wff + y_{t-1} . Wfb + b),  y_{-1} = y0
 // x [T,B,I], Wff [I,H], Wfb [H,H], b [H], y0 [B,H], y [T,B,H]; row-major throughout. nl is

@@ -1,5 +1,5 @@
 // GRU and AUGRU layers (popnn's Gru.hpp). The contract -- maths, shapes, options, variable
-// lengths and where Aspen differs from popnn -- is rnn-semantics.md; this header gives the shapes.
+// lengths and where Aspen differs from popnn -- is docs/recurrent.md; this header gives the shapes.
 //
 // T = maxTimeSteps, B = batchSize, I = layerSizes[0], H = layerSizes[1]. Gates: reset (r),
 // update (u), candidate (c); rho = recurrentActivation, phi = activation.

@@ -1,5 +1,5 @@
 // LSTM layers (popnn's Lstm.hpp). The contract -- maths, shapes, options, variable lengths and
-// where Aspen differs from popnn -- is rnn-semantics.md; this header gives the shapes.
+// where Aspen differs from popnn -- is docs/recurrent.md; this header gives the shapes.
 //
 // T = maxTimeSteps, B = batchSize, I = layerSizes[0], H = layerSizes[1]. Gates: forget (f),
 // input (i), candidate (g), output (o); rho = recurrentActivation, phi = activation.

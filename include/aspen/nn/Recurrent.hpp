@@ -1,6 +1,6 @@
 // The vanilla RNN (popnn's Recurrent.hpp): y_t = nl(x_t . Wff + y_{t-1} . Wfb + b).
 //
-// T = steps, B = batch, I = input size, H = output size. Shapes (rnn-semantics.md):
+// T = steps, B = batch, I = input size, H = output size. Shapes (docs/recurrent.md):
 //   input x [T, B, I], weights Wff ("weightsInput") [I, H], Wfb ("weightsFeedback") [H, H],
 //   biases b [H], state y [B, H], outputs (the forward state of every step) [T, B, H].
 // nonLinearityType: SIGMOID, HARD_SIGMOID, RELU, TANH or a softmax kind (over H); the kinds whose

@@ -8,7 +8,7 @@
 //   sequence length of all rows, or of each row. Lengths above T count as T. With variable time
 //   steps the loop runs to max(L_b) (steps past it do nothing), rows past their own length keep
 //   their state (the loop body sees a per-row mask), and sequence outputs past a row's length
-//   are zero. rnn-semantics.md is the contract.
+//   are zero. docs/recurrent.md is the contract.
 //
 // Sequence tensors are [T, B, size] (createInputTensor, createOutputTensor,
 // createRecurrentTensor): every time step is laid out identically over the tiles of its shard,
