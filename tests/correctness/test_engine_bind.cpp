@@ -143,6 +143,9 @@ TEST_CASE("what cannot be bound is refused with false and misuse is an error",
   REQUIRE(e.bindTensor("x2", buffer.get() + 4, buffer.get() + 4 + n));
   e.run();
   CHECK(buffer[4 + 5] == 3 * 10.0f); // tripled in place in the caller's memory
+  CHECK(buffer[3] == 4.0f);           // before the bound range: untouched
+  for (std::size_t i = 0; i < n + 16; ++i)
+    buffer[i] = 1.0f + float(i);
   REQUIRE(e.bindTensor("x2", buffer.get(), buffer.get() + n));
   e.run();
   CHECK(buffer[5] == 3 * 6.0f);
