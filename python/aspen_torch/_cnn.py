@@ -126,6 +126,11 @@ class Conv2d(torch.nn.Conv2d):
                 raise RuntimeError(f"aspen_torch.Conv2d: input type {input.dtype} and {name} "
                                    f"type {p.dtype} should be the same")
         n, c, h, w = input.shape
+        weight = self._parameters["weight"]
+        if c != weight.shape[1] * self.groups:  # Aspen would read past the weights
+            raise RuntimeError(f"aspen_torch.Conv2d: weight of shape {tuple(weight.shape)} with "
+                               f"groups={self.groups} expects input with "
+                               f"{weight.shape[1] * self.groups} channels, but got {c} channels")
         return _backend.ConvDesc(_dtype(input), n, c, h, w, self.out_channels,
                                  tuple(self.kernel_size), self._padding(), tuple(self.stride),
                                  tuple(self.dilation), self.groups)
@@ -272,6 +277,15 @@ class _BatchNormInferenceFunction(torch.autograd.Function):
                 None)
 
 
+def _check_channels(module, c, tensors):
+    """Each per-channel tensor (parameters, statistics; None skipped) has c elements: Aspen reads
+    c of each."""
+    for name, t in tensors:
+        if t is not None and t.numel() != c:
+            raise RuntimeError(f"aspen_torch.{module}: {name} should contain {c} elements (the "
+                               f"input's channels) not {t.numel()}")
+
+
 class BatchNorm2d(torch.nn.BatchNorm2d):
     """torch.nn.BatchNorm2d through Aspen's batch norm: train and eval, affine,
     track_running_stats and momentum (None: the cumulative average), as torch's. Aspen keeps the
@@ -284,6 +298,9 @@ class BatchNorm2d(torch.nn.BatchNorm2d):
                 return y
         _check_4d("BatchNorm2d", input)
         n, c, h, w = input.shape
+        _check_channels("BatchNorm2d", c, (("running_mean", self.running_mean),
+                                           ("running_var", self.running_var),
+                                           ("weight", self.weight), ("bias", self.bias)))
         backend = default_backend(input.device)
         if self.affine:
             gamma, beta = _f32(self.weight), _f32(self.bias)
@@ -331,11 +348,14 @@ class BatchNorm2d(torch.nn.BatchNorm2d):
         for t in (gamma, beta, mean, var):
             if t.dtype is not torch.float32 or not t.is_contiguous():
                 return None
-        key = ("batchnorm", input.shape, input.dtype, input.device, self.eps)
+        key = ("batchnorm", input.shape, input.dtype, input.device, self.eps, gamma.shape,
+               beta.shape, mean.shape, var.shape)
         cached = _INFERENCE_CALLS.get(key)
         if cached is None:
             _check_4d("BatchNorm2d", input)
             n, c, h, w = input.shape
+            _check_channels("BatchNorm2d", c, (("running_mean", mean), ("running_var", var),
+                                               ("weight", gamma), ("bias", beta)))
             desc = _backend.BatchNormDesc(_dtype(input), n, c, h, w, self.eps, 0.0)
             cached = _remember(key, (desc, default_backend(input.device)))
         x = input if input.is_contiguous() else input.contiguous()

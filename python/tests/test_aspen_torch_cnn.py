@@ -268,6 +268,24 @@ class BackendSplitsAndErrors(unittest.TestCase):
             conv(torch.randn(3, 5, 5))
         with self.assertRaisesRegex(ValueError, "larger than the padded input"):
             conv(torch.randn(1, 3, 2, 2))
+        # Channel counts that do not match the parameters: refused, on every path (Aspen would
+        # read past the weights or statistics), as torch refuses them.
+        with self.assertRaisesRegex(RuntimeError, "expects input with 3 channels, but got 5"):
+            conv(torch.randn(1, 5, 6, 6))
+        with torch.no_grad(), self.assertRaisesRegex(RuntimeError, "but got 5"):
+            conv(torch.randn(1, 5, 6, 6))
+        grouped = aspen_torch.Conv2d(4, 4, 3, groups=2)
+        with self.assertRaisesRegex(RuntimeError, "expects input with 4 channels, but got 5"):
+            grouped(torch.randn(1, 5, 6, 6))
+        norm = aspen_torch.BatchNorm2d(3)
+        for training, grad in ((True, True), (False, True), (False, False)):
+            norm.train(training)
+            with torch.set_grad_enabled(grad), self.assertRaisesRegex(
+                    RuntimeError, "running_mean should contain 5 elements .* not 3"):
+                norm(torch.randn(2, 5, 4, 4))
+        norm.eval()
+        with torch.no_grad():  # the module stays usable
+            self.assertEqual(norm(torch.randn(2, 3, 4, 4)).shape, (2, 3, 4, 4))
         with self.assertRaisesRegex(NotImplementedError, "return_indices"):
             aspen_torch.MaxPool2d(2, return_indices=True)(torch.randn(1, 1, 4, 4))
         with self.assertRaisesRegex(NotImplementedError, "divisor_override"):
