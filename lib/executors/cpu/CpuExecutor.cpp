@@ -142,17 +142,17 @@ public:
     failed_ = stopped_ = kNone;
     const bool watched = watchdog_.watching();
     std::atomic<bool> skipped{false}; // a tile group not started: the run was stopped
-    // Under a time limit on the pool's own threads, which the watchdog signals (ThreadPool.hpp).
-    const auto parallelFor = [&](std::size_t n, const std::function<void(std::size_t)> &task) {
-      watched ? pool_.parallelForOnPool(n, task) : pool_.parallelFor(n, task);
-    };
-    const std::size_t groups = cs.tiles.size();
+    // A small compute set on this thread (inlineElements); under a time limit on the pool's own
+    // threads, which the watchdog signals (ThreadPool.hpp).
     const auto runGroups = [&](const std::function<void(std::size_t)> &task) {
-      if (loaded.small && !watched)
+      const std::size_t groups = cs.tiles.size();
+      if (watched)
+        pool_.parallelForOnPool(groups, task);
+      else if (loaded.small)
         for (std::size_t t = 0; t < groups; ++t)
           task(t);
       else
-        parallelFor(groups, task);
+        pool_.parallelFor(groups, task);
     };
     runGroups([&](std::size_t t) {
       const TileGroup &group = cs.tiles[t];
@@ -305,7 +305,6 @@ private:
       failed_ = v;
   }
 
-  // Compute set c's descriptors from the buffers' current places, into its tables.
   // Compute set c with its fields pointing where its buffers are now.
   const LoadedComputeSet &fresh(std::size_t c) {
     LoadedComputeSet &loaded = computeSets_[c];
@@ -320,6 +319,7 @@ private:
     return loaded;
   }
 
+  // Compute set c's descriptors from the buffers' current places, into its tables.
   void resolveComputeSet(std::size_t c) {
     LoadedComputeSet &loaded = computeSets_[c];
     for (std::size_t b = 0; b < loaded.buffers.size(); ++b)
