@@ -109,6 +109,39 @@ public:
   }
 };
 
+// One batch row's part of a sequence with its first `length` steps in reverse order, for the
+// layers' reverse direction: out[t] = in[length - 1 - t] for t < length, out[t] = in[t] after
+// (the padding stays where it is). A length past the sequence counts as the whole sequence, as
+// the step masks count it. `in` and `out` list the same part of every step ([n] regions of one
+// size); workers split the steps.
+template <class T> class ReverseSteps : public MultiVertex {
+public:
+  Input<Vector<unsigned>> length;
+  Vector<Input<Vector<T>>> in;
+  Vector<Output<Vector<T>>> out;
+  bool compute(unsigned workerId) {
+    const unsigned steps = out.size();
+    if (in.size() != steps)
+      return false;
+    const unsigned n = length[0] < steps ? length[0] : steps;
+    unsigned lo, hi;
+    ::aspen::detail::workerShare(steps, workerId, numWorkers(), lo, hi);
+    for (unsigned t = lo; t < hi; ++t) {
+      const unsigned from = t < n ? n - 1 - t : t;
+      if (in[from].size() != out[t].size())
+        return false;
+      const T *src = in[from].data();
+      T *dst = out[t].data();
+      for (unsigned i = 0; i < out[t].size(); ++i)
+        dst[i] = src[i];
+    }
+    return true;
+  }
+};
+
+template class ReverseSteps<float>;
+template class ReverseSteps<half>;
+
 template class RnnSliceStep<float>;
 template class RnnSliceStep<half>;
 template class RnnSliceStep<int>;

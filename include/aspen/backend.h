@@ -147,7 +147,10 @@ ASPEN_API aspen_status aspen_rnn_reserve_bytes(aspen_backend *backend, const asp
  * otherwise training, and reserve (aspen_rnn_reserve_bytes) receives what the backward needs.
  * c0 and cn: LSTM only (NULL for a GRU). lengths: with desc->variable_lengths, else NULL.
  * y [T,B,H] is zero past each row's length; hn (and cn) hold each row's state after its last
- * step (the initial state for a length of 0). */
+ * step (the initial state for a length of 0). With desc->options {"direction": "reverse"} each
+ * row runs from its own last step back to step 0 (docs/recurrent.md): y stays in the caller's
+ * order, and hn (and cn) are the state after step 0; a bidirectional layer is one call of each
+ * direction. */
 ASPEN_API aspen_status aspen_rnn_forward(aspen_backend *backend, const aspen_rnn_desc *desc,
                                          const void *x, const void *h0, const void *c0,
                                          const void *input_weights, const void *output_weights,

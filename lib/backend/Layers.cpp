@@ -206,6 +206,12 @@ std::vector<std::size_t> rowLengths(const RnnConfig &c, const std::uint32_t *len
   return rows;
 }
 
+// The step of y whose row b is that row's final output (hn): its last step forward, step 0 in
+// reverse. Only for a row with steps.
+std::size_t finalStep(const RnnConfig &c, std::size_t rowLength) {
+  return c.reverse ? 0 : rowLength - 1;
+}
+
 // dst[i] += src[i] for n elements of the config's type.
 void addElements(const RnnConfig &c, std::uint8_t *dst, const std::uint8_t *src, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
@@ -412,18 +418,18 @@ void runRnnForward(RnnLayer &layer, const RnnConfig &c, const RnnForwardCall &ca
     read(layer.engine, "cn", call.cn, c.B * rowBytes);
   if (call.reserve)
     read(layer.engine, "reserve", call.reserve, layer.reserveBytes);
-  // hn: each row's output at its last step (the initial state when it has none).
+  // hn: each row's output at its final step (finalStep; the initial state when it has none).
   const auto *y = static_cast<const std::uint8_t *>(call.y);
   const auto *h0 = static_cast<const std::uint8_t *>(call.h0);
   auto *hn = static_cast<std::uint8_t *>(call.hn);
   if (!c.variableLengths) {
-    memory.copy(hn, y + (c.T - 1) * c.B * rowBytes, c.B * rowBytes);
+    memory.copy(hn, y + finalStep(c, c.T) * c.B * rowBytes, c.B * rowBytes);
     return;
   }
   const std::vector<std::size_t> rows = rowLengths(c, call.lengths);
   for (std::size_t b = 0; b < c.B; ++b) {
     const std::uint8_t *from =
-        rows[b] ? y + ((rows[b] - 1) * c.B + b) * rowBytes : h0 + b * rowBytes;
+        rows[b] ? y + (finalStep(c, rows[b]) * c.B + b) * rowBytes : h0 + b * rowBytes;
     memory.copy(hn + b * rowBytes, from, rowBytes);
   }
 }
@@ -438,7 +444,7 @@ void runRnnBackward(RnnLayer &layer, const RnnConfig &c, const RnnBackwardCall &
   writeInputs(layer, c, call.forward, memory);
   write(engine, "y-in", call.forward.y, dyBytes);
   write(engine, "reserve-in", call.forward.reserve, layer.reserveBytes);
-  // dy with dhn added at each row's last step (hn is that step's output), on the host; dy
+  // dy with dhn added at each row's final step (hn is that step's output), on the host; dy
   // as it is when there is no dhn.
   std::vector<std::uint8_t> dhnCopy;
   const std::uint8_t *dhn =
@@ -451,7 +457,8 @@ void runRnnBackward(RnnLayer &layer, const RnnConfig &c, const RnnBackwardCall &
       memory.copy(dy.data(), call.dy, dyBytes);
     for (std::size_t b = 0; b < c.B && dhn; ++b)
       if (rows[b] > 0)
-        addElements(c, dy.data() + ((rows[b] - 1) * c.B + b) * rowBytes, dhn + b * rowBytes, c.H);
+        addElements(c, dy.data() + (finalStep(c, rows[b]) * c.B + b) * rowBytes,
+                    dhn + b * rowBytes, c.H);
     write(engine, "dy", dy.data(), dy.size());
   }
   if (c.lstm) {

@@ -42,6 +42,8 @@ struct RnnConfig {
   // The caller's weights, biases and their gradients in PyTorch's layout (aspen/backend.h's
   // ASPEN_WEIGHTS_PYTORCH), converted on the host; not part of the key (the engine is the same).
   bool torchLayout = false;
+  // options' direction is reverse: each row's final state is its output at step 0 (docs/recurrent.md).
+  bool reverse = false;
 
   std::size_t gates() const { return lstm ? 4 : 3; }
   // [G, H], or [G, 2, H] for a GRU with resetAfter (input and recurrent biases).

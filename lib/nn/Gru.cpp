@@ -136,6 +136,7 @@ GruOptions parseOptions(const Graph &graph, const GruParams &params, const Optio
   rnn::detail::addHardSigmoidGradientOption(spec, o.hardSigmoidGradient);
   rnn::detail::addStepMethodOption(spec, o.stepMethod);
   rnn::detail::addPersistentOptions(spec, o.persistent);
+  rnn::detail::addDirectionOption(spec, o.reverse);
   spec.parse(options);
   if (o.partialsType == HALF && params.dataType == FLOAT)
     throw invalid_option(fmt::format("{}: partialsType half needs half data, but dataType is float",
@@ -509,9 +510,23 @@ Tensor fwdEntry(Graph &graph, const GruParams &params, const Tensor &stateInit, 
   if (opts.inferenceOnly && intermediates)
     throw invalid_option(what + ": intermediates were asked for, but the option inferenceOnly is "
                                 "true (an inference pass keeps none)");
-  return detail::forward(graph, params, opts, stateInit, in, weights, intermediates, attention,
-                         prog, debug, cache)
-      .output;
+  if (!opts.reverse)
+    return detail::forward(graph, params, opts, stateInit, in, weights, intermediates, attention,
+                           prog, debug, cache)
+        .output;
+  // The reverse direction: the forward machinery on each row's steps in reverse order.
+  const Tensor reversedIn = rnn::detail::reverseSteps(graph, params.rnn, in, prog, {debug, "in"});
+  Tensor reversedAttention;
+  if (attention)
+    reversedAttention =
+        rnn::detail::reverseRowSteps(graph, params.rnn, *attention, prog, {debug, "attention"});
+  const Tensor out = detail::forward(graph, params, opts, stateInit, reversedIn, weights,
+                                     intermediates, attention ? &reversedAttention : nullptr,
+                                     prog, debug, cache)
+                         .output;
+  return params.outputFullSequence
+             ? rnn::detail::reverseSteps(graph, params.rnn, out, prog, {debug, "out"})
+             : out;
 }
 
 } // namespace

@@ -485,8 +485,31 @@ Tensor bwdEntry(Graph &graph, const GruParams &params, Sequence &prog,
   persistentChoice(graph, params, opts, what, true); // true where it cannot run: refused
   checkBwd(params, opts, fwdOutputInit, fwdIntermediates, weights, input, output, &outputGrad,
            req, what);
-  return backward(graph, params, opts, prog, fwdOutputInit, fwdIntermediates, weights, input,
-                  output, outputGrad, req, debug, cache);
+  if (!opts.reverse)
+    return backward(graph, params, opts, prog, fwdOutputInit, fwdIntermediates, weights, input,
+                    output, outputGrad, req, debug, cache);
+  // The reverse direction: the sequences in the order its forward ran them (RnnLoop.hpp).
+  const auto reversed = [&](const Tensor &t, const char *name) {
+    return rnn::detail::reverseSteps(graph, params.rnn, t, prog, {debug, name});
+  };
+  const bool full = params.outputFullSequence;
+  Tensor attention;
+  BwdRequest inner = req;
+  if (req.attention) {
+    attention = rnn::detail::reverseRowSteps(graph, params.rnn, *req.attention, prog,
+                                             {debug, "attention"});
+    inner.attention = &attention;
+  }
+  const Tensor grad = backward(
+      graph, params, opts, prog, fwdOutputInit, fwdIntermediates, weights, reversed(input, "in"),
+      full ? reversed(output, "out") : output, full ? reversed(outputGrad, "outGrad") : outputGrad,
+      inner, debug, cache);
+  if (req.inputGrad && req.inputGrad->valid())
+    *req.inputGrad = reversed(*req.inputGrad, "inGrad");
+  if (req.attentionGrad && req.attentionGrad->valid())
+    *req.attentionGrad = rnn::detail::reverseRowSteps(graph, params.rnn, *req.attentionGrad, prog,
+                                                      {debug, "attentionGrad"});
+  return grad;
 }
 
 GruWeights wuEntry(Graph &graph, const GruParams &params, Sequence &prog,
@@ -501,8 +524,14 @@ GruWeights wuEntry(Graph &graph, const GruParams &params, Sequence &prog,
   const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
   const std::size_t H = params.rnn.layerSizes[1];
   checkTensor(bwdIntermediates, {T, 3, B, H}, params.rnn.dataType, what + ": bwdIntermediates");
+  // A reverse layer's sequences in the order its forward ran them (RnnLoop.hpp).
+  const auto inRunOrder = [&](const Tensor &t, const char *name) {
+    return opts.reverse ? rnn::detail::reverseSteps(graph, params.rnn, t, prog, {debug, name}) : t;
+  };
   const Tensor hPrev = previousOutputs(graph, params, opts, fwdOutputInit, fwdIntermediates,
-                                       output, prog, debug);
+                                       params.outputFullSequence ? inRunOrder(output, "out")
+                                                                 : output,
+                                       prog, debug);
   // [T, 3, B, H] slot order -> [T*B, 3H] canonical rows.
   const Tensor canon = canonicalGates(params, bwdIntermediates.dimShuffle({1, 0, 2, 3}));
   const Tensor deltaX = canon.dimShuffle({1, 2, 0, 3}).reshape({T * B, 3 * H});
@@ -515,8 +544,8 @@ GruWeights wuEntry(Graph &graph, const GruParams &params, Sequence &prog,
                  .dimShuffle({1, 2, 0, 3})
                  .reshape({T * B, 3 * H});
   }
-  return weightUpdate(graph, params, opts, input, hPrev, fwdIntermediates, deltaX, deltaH, prog,
-                      debug, cache);
+  return weightUpdate(graph, params, opts, inRunOrder(input, "in"), hPrev, fwdIntermediates,
+                      deltaX, deltaH, prog, debug, cache);
 }
 
 } // namespace

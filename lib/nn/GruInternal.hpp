@@ -29,6 +29,7 @@ struct GruOptions {
   NonLinearityGradient hardSigmoidGradient = NonLinearityGradient::Popnn;
   rnn::detail::StepMethod stepMethod = rnn::detail::StepMethod::Auto;
   rnn::detail::PersistentOptions persistent; // accepted; true is refused (no GRU kernel yet)
+  bool reverse = false; // the direction option
 };
 
 void checkParams(const GruParams &params, const std::string &what);

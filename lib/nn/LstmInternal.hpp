@@ -32,6 +32,7 @@ struct LstmOptions {
   NonLinearityGradient hardSigmoidGradient = NonLinearityGradient::Popnn;
   StepMethod stepMethod = StepMethod::Auto;
   rnn::detail::PersistentOptions persistent;
+  bool reverse = false; // the direction option
 };
 
 // Checks params (sizes, types, cell order, activations, timeSteps) and reads the options;

@@ -159,6 +159,7 @@ LstmOptions parseOptions(const Graph &graph, const LstmParams &params, const Opt
       .boolean("disableWUPartialInterleaving", o.disableWUPartialInterleaving);
   rnn::detail::addStepMethodOption(spec, o.stepMethod);
   rnn::detail::addPersistentOptions(spec, o.persistent);
+  rnn::detail::addDirectionOption(spec, o.reverse);
   rnn::detail::addStepsPerWUOption(spec, o.stepsPerWU);
   rnn::detail::addHardSigmoidGradientOption(spec, o.hardSigmoidGradient);
   spec.parse(options);

@@ -89,6 +89,24 @@ struct LoopSpec {
 std::vector<Tensor> runLoop(Graph &graph, const LoopSpec &spec, program::Sequence &prog,
                             const DebugContext &debug);
 
+// The direction option of the LSTM and the GRU (an Aspen extension, docs/recurrent.md):
+// "forward" (the default) or "reverse". A reverse layer runs each row from its own last step
+// (its length, or T) back to step 0: its builders reverse the first `length` steps of every row
+// of the input sequences on the way in and of the output sequences on the way out
+// (reverseSteps), and run the forward machinery between, so the intermediates they keep are in
+// the reversed order and pair only with builders given the same option. "bidirectional" is
+// refused, naming the two calls that make one.
+void addDirectionOption(aspen::detail::OptionSpec &spec, bool &reverse);
+// A copy of seq [T, B, ...] laid out as seq is, in which row b's first L_b steps are in reverse
+// order and its steps from L_b on stay in place (L_b: params' varTimeSteps, [B] or [1] for every
+// row, capped at T; T without them). Its own inverse. One compute set in prog, or a copy of the
+// reversed view when every row runs T steps.
+Tensor reverseSteps(Graph &graph, const RnnParams &params, const Tensor &seq,
+                    program::Sequence &prog, const DebugContext &debug);
+// The same for a [B, T] tensor (the AUGRU's attention), as a [B, T] view.
+Tensor reverseRowSteps(Graph &graph, const RnnParams &params, const Tensor &rows,
+                       program::Sequence &prog, const DebugContext &debug);
+
 // How a forward step computes (the stepMethod option of the LSTM and the GRU): the library
 // products then the cells' compute sets, or fused steps on weights packed once (program::Cached)
 // (LstmFused.cpp, GruFused.cpp).

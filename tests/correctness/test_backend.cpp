@@ -89,6 +89,23 @@ template <class T> std::vector<T> torchGruBiases(const std::vector<T> &b, std::s
   return out;
 }
 
+// v [T, B, F] with each row's first L_b steps in reverse order (L_b = lengths[b], or T): what a
+// reverse layer runs, and its own inverse. Written apart from the library's reversal.
+template <class T>
+std::vector<T> reverseRows(const std::vector<T> &v, std::size_t steps, std::size_t B,
+                           const std::vector<unsigned> &lengths) {
+  const std::size_t F = v.size() / (steps * B);
+  std::vector<T> out(v.size());
+  for (std::size_t b = 0; b < B; ++b) {
+    const std::size_t n = lengths.empty() ? steps : lengths[b];
+    for (std::size_t t = 0; t < steps; ++t) {
+      const std::size_t from = t < n ? n - 1 - t : t;
+      std::copy_n(v.begin() + (from * B + b) * F, F, out.begin() + (t * B + b) * F);
+    }
+  }
+  return out;
+}
+
 // The host model of an LSTM with PyTorch's gate order (lstmDesc's cell_order).
 lstmref::LstmModel torchOrderModel(std::size_t T, std::size_t B, std::size_t I, std::size_t H) {
   lstmref::LstmModel model;
@@ -114,12 +131,15 @@ aspen_rnn_desc lstmDesc(std::size_t T, std::size_t B, std::size_t I, std::size_t
 // torchLayout: the weights, biases and their gradients in PyTorch's layout
 // (ASPEN_WEIGHTS_PYTORCH): weight_ih [4H, I], weight_hh [4H, H], biases [2, 4H] whose sum is the
 // model's bias (each row gets the model's bias gradient).
+// reverse: options has "direction": "reverse"; the model runs each row's steps reversed on the
+// host (reverseRows), from its last step back to its first.
 void checkLstm(const std::vector<unsigned> &lengths, bool torchLayout = false,
-               const char *device = "cpu", const char *options = nullptr) {
+               const char *device = "cpu", const char *options = nullptr,
+               bool reverse = false) {
   const std::size_t T = 5, B = 3, I = 4, H = 6;
   const bool variable = !lengths.empty();
   INFO("PyTorch's layout: " << torchLayout << ", device " << device << ", options "
-                             << (options ? options : "none"));
+                             << (options ? options : "none") << ", reverse " << reverse);
   Backend backend(device);
   aspen_rnn_desc desc =
       lstmDesc(T, B, I, H, variable, torchLayout ? ASPEN_WEIGHTS_PYTORCH : ASPEN_WEIGHTS_ASPEN);
@@ -142,10 +162,17 @@ void checkLstm(const std::vector<unsigned> &lengths, bool torchLayout = false,
 
   lstmref::LstmModel model = torchOrderModel(T, B, I, H);
   model.timeSteps = lengths;
-  const lstmref::LstmData data{widen(x), widen(h0), widen(c0), widen(wi), widen(wo), widen(b)};
-  const lstmref::LstmForward fwd = lstmref::forward(model, data);
-  const lstmref::LstmGrads grads =
-      lstmref::backward(model, data, fwd, widen(dy), {widen(dhn), widen(dcn)});
+  // In the order the layer runs the steps; the sequences come back to the caller's order below.
+  const auto runOrder = [&](const std::vector<double> &v) {
+    return reverse ? reverseRows(v, T, B, lengths) : v;
+  };
+  const lstmref::LstmData data{runOrder(widen(x)), widen(h0), widen(c0), widen(wi), widen(wo),
+                               widen(b)};
+  lstmref::LstmForward fwd = lstmref::forward(model, data);
+  lstmref::LstmGrads grads =
+      lstmref::backward(model, data, fwd, runOrder(widen(dy)), {widen(dhn), widen(dcn)});
+  fwd.output = runOrder(fwd.output);
+  grads.inputGrad = runOrder(grads.inputGrad);
 
   std::size_t reserveBytes = 0;
   REQUIRE(aspen_rnn_reserve_bytes(backend.handle, &desc, &reserveBytes) == ASPEN_OK);
@@ -222,6 +249,20 @@ TEST_CASE("backend LSTM runs the persistent kernels when its options JSON asks",
     return;
   checkLstm({}, false, "cpu", R"({"rnnPersistentKernel": "true"})");
   checkLstm({5, 0, 3}, true, "cpu", R"({"rnnPersistentKernel": "true", "rnnPersistentBlocks": 3})");
+}
+
+TEST_CASE("backend LSTM in reverse runs each row from its own last step",
+          "[correctness][backend]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
+  const char *reverse = R"({"direction": "reverse"})";
+  checkLstm({}, false, "cpu", reverse, true);
+  checkLstm({5, 0, 3}, true, "cpu", reverse, true);
+  checkLstm({1, 4, 2}, true, "cpu:3", reverse, true);
+  checkLstm({5, 0, 3}, true, "cpu",
+            R"({"direction": "reverse", "stepMethod": "productThenCell", "numShards": 2})", true);
+  checkLstm({2, 5, 0}, false, "cpu", R"({"direction": "reverse", "rnnPersistentKernel": "true"})",
+            true);
 }
 
 TEST_CASE("backend LSTM takes PyTorch's weight layout", "[correctness][backend]") {
@@ -340,9 +381,11 @@ TEST_CASE("backend GRU (reset after, PyTorch's layout) matches the host model",
   const std::size_t T = 4, B = 3, I = 5, H = 4;
   for (const std::vector<unsigned> &lengths :
        {std::vector<unsigned>{}, std::vector<unsigned>{2, 4, 0}})
-  for (const bool torchLayout : {false, true}) {
+  for (const bool torchLayout : {false, true})
+  for (const bool reverse : {false, true}) {
     const bool variable = !lengths.empty();
-    INFO("variable lengths: " << variable << ", PyTorch's weight layout: " << torchLayout);
+    INFO("variable lengths: " << variable << ", PyTorch's weight layout: " << torchLayout
+                              << ", reverse: " << reverse);
     Backend backend;
     aspen_rnn_desc desc{};
     desc.cell = ASPEN_RNN_GRU;
@@ -351,7 +394,8 @@ TEST_CASE("backend GRU (reset after, PyTorch's layout) matches the host model",
     desc.variable_lengths = variable;
     desc.gru_reset_after = 1;
     desc.cell_order = "reset,update,cell";
-    desc.options = R"({"availableMemoryProportion": 0.5})";
+    desc.options = reverse ? R"({"availableMemoryProportion": 0.5, "direction": "reverse"})"
+                           : R"({"availableMemoryProportion": 0.5})";
     desc.weights_layout = torchLayout ? ASPEN_WEIGHTS_PYTORCH : ASPEN_WEIGHTS_ASPEN;
     std::mt19937 rng(11);
     const double ws = 1.0 / std::sqrt(double(H));
@@ -366,10 +410,14 @@ TEST_CASE("backend GRU (reset after, PyTorch's layout) matches the host model",
     model.T = T, model.B = B, model.I = I, model.H = H;
     model.resetAfter = true;
     model.timeSteps = lengths;
-    const gruref::GruData data{widen(x), widen(h0), widen(wi), widen(wo), widen(b), {}};
-    const gruref::GruForward fwd = gruref::forward(model, data);
-    // hn is each row's output at its last step: its gradient joins dy there (or h0's).
-    std::vector<double> outputGrad = widen(dy);
+    // In the order the layer runs the steps (reverseRows); back to the caller's order below.
+    const auto runOrder = [&](const std::vector<double> &v) {
+      return reverse ? reverseRows(v, T, B, lengths) : v;
+    };
+    const gruref::GruData data{runOrder(widen(x)), widen(h0), widen(wi), widen(wo), widen(b), {}};
+    gruref::GruForward fwd = gruref::forward(model, data);
+    // hn is each row's output at its last step run: its gradient joins dy there (or h0's).
+    std::vector<double> outputGrad = runOrder(widen(dy));
     std::vector<double> directToH0(B * H, 0.0);
     for (std::size_t r = 0; r < B; ++r) {
       const std::size_t length = variable ? lengths[r] : T;
@@ -380,6 +428,8 @@ TEST_CASE("backend GRU (reset after, PyTorch's layout) matches the host model",
     gruref::GruGrads grads = gruref::backward(model, data, fwd, outputGrad);
     for (std::size_t i = 0; i < B * H; ++i)
       grads.initialOutputGrad[i] += directToH0[i];
+    fwd.output = runOrder(fwd.output);
+    grads.inputGrad = runOrder(grads.inputGrad);
 
     std::size_t bytes = 0;
     REQUIRE(aspen_rnn_reserve_bytes(backend.handle, &desc, &bytes) == ASPEN_OK);

@@ -33,6 +33,10 @@ struct Case {
   Lengths lengths = Lengths::None;
   bool augru = false;
   bool separateWU = false; // gruBwd + gruWU instead of gruBwdWithWU
+  // The sequences (in, dy, att) are written and the results (out, dx, datt) read with each row's
+  // steps reversed on the host (reverseRowSteps): with the option direction reverse, the
+  // forward layer's run.
+  bool reverseOnHost = false;
   // The engine runs `runs` times, each after writing every input again: run r's data is data
   // set firstData + r (seeds 40 + 1000 (firstData + r) on). The last run's results return.
   unsigned runs = 1, firstData = 0;
@@ -109,14 +113,29 @@ GruRun trainingStep(const Case &c) {
   Engine e(h.graph, h.prog, {{"aspen.cpu.threads", std::to_string(c.threads)},
                                 {"aspen.cpu.inlineElements", "0"}});
   e.load(aspen::test::deviceFor(h.graph.getTarget()));
+  std::vector<unsigned> rowLengths; // empty: T for every row
+  if (c.lengths != Lengths::None) {
+    rowLengths = {4, 0, 5};
+    for (std::size_t b = rowLengths.size(); b < B; ++b)
+      rowLengths.push_back(static_cast<unsigned>(b % (T + 1)));
+    rowLengths.resize(B);
+  }
+  const auto hostOrder = [&](const std::string &name, const Values &v) {
+    const bool sequence = name == "in" || name == "dy" || name == "out" || name == "dx";
+    const bool rows = name == "att" || name == "datt";
+    if (!c.reverseOnHost || !(sequence || rows) || v.empty())
+      return v;
+    return reverseRowSteps(v, T, B, rowLengths, rows);
+  };
   for (unsigned run = 0; run < c.runs; ++run) {
     unsigned seed = 40 + 1000 * (c.firstData + run);
     for (const auto &[name, t] : writes) {
       // The attention stays zero (AUGRU with a = 0 is the GRU) unless asked otherwise.
       const bool att = std::string(name) == "att";
-      const Values v = att && !c.randomAttention
-                           ? Values(t.numElements(), 0.0)
-                           : randomValues(t.numElements(), att ? 0.0 : -1.0, 1.0, seed++);
+      const Values v = hostOrder(
+          name, att && !c.randomAttention
+                    ? Values(t.numElements(), 0.0)
+                    : randomValues(t.numElements(), att ? 0.0 : -1.0, 1.0, seed++));
       if (c.type == HALF) {
         const auto data = convert<half>(v);
         e.writeTensor(name, data.data(), data.data() + data.size());
@@ -125,13 +144,8 @@ GruRun trainingStep(const Case &c) {
         e.writeTensor(name, data.data(), data.data() + data.size());
       }
     }
-    if (c.lengths != Lengths::None) {
-      std::vector<unsigned> l{4, 0, 5};
-      for (std::size_t b = l.size(); b < B; ++b)
-        l.push_back(static_cast<unsigned>(b % (T + 1)));
-      l.resize(B);
-      e.writeTensor("lengths", l.data(), l.data() + l.size());
-    }
+    if (c.lengths != Lengths::None)
+      e.writeTensor("lengths", rowLengths.data(), rowLengths.data() + rowLengths.size());
     e.run();
   }
   std::map<std::string, Values> r;
@@ -139,11 +153,11 @@ GruRun trainingStep(const Case &c) {
     if (c.type == HALF) {
       std::vector<half> v(t.numElements());
       e.readTensor(name, v.data(), v.data() + v.size());
-      r[name] = widen(v);
+      r[name] = hostOrder(name, widen(v));
     } else {
       std::vector<float> v(t.numElements());
       e.readTensor(name, v.data(), v.data() + v.size());
-      r[name] = widen(v);
+      r[name] = hostOrder(name, widen(v));
     }
   }
   return {r["out"], r["dx"], r["dh0"], r["dwi"], r["dwo"], r["db"], r["datt"]};
@@ -242,6 +256,53 @@ TEST_CASE("GRU results do not depend on shards, code reuse, the form of the leng
     Case c = base;
     c.separateWU = true;
     requireSame(trainingStep(c), ref);
+  }
+}
+
+// direction reverse: each row runs from its own last step back to step 0, which is the forward
+// layer run on the rows' steps reversed (on the host here, so the reversal is checked too):
+// the same bits, sequences, state and weight gradients, through every entry point and loop form.
+TEST_CASE("a reverse GRU is the forward GRU on each row's steps reversed, bit for bit",
+          "[correctness][gru]") {
+  struct Variant {
+    const char *what;
+    Lengths lengths;
+    bool augru, separateWU, resetAfter;
+    OptionFlags options;
+  };
+  const Variant variants[] = {
+      {"lengths in params", Lengths::InParams, false, false, false, {}},
+      {"every row T steps", Lengths::None, false, false, true, {}},
+      {"realTimeSteps, AUGRU", Lengths::RealTimeSteps, true, false, true, {}},
+      {"gruBwd + gruWU", Lengths::InParams, false, true, false, {}},
+      {"product then cell, 3 shards", Lengths::InParams, false, false, true,
+       {{"stepMethod", "productThenCell"}, {"numShards", "3"}}},
+      {"persistent", Lengths::InParams, false, false, false, {{"rnnPersistentKernel", "true"}}},
+  };
+  for (const Variant &v : variants) {
+    INFO(v.what);
+    Case forward;
+    forward.lengths = v.lengths;
+    forward.augru = v.augru;
+    forward.randomAttention = v.augru;
+    forward.separateWU = v.separateWU;
+    forward.resetAfter = v.resetAfter;
+    forward.options = v.options;
+    Case reverse = forward;
+    reverse.options.set("direction", "reverse");
+    reverse.reverseOnHost = true;
+    const GruRun a = trainingStep(forward), b = trainingStep(reverse);
+    CHECK(a.output != Values(a.output.size(), 0.0)); // the layer ran
+    requireSame(b, a);
+    CHECK(sameValues(b.attGrad, a.attGrad));
+  }
+  // The option's values: bidirectional is two calls, and anything else is refused by name.
+  for (const char *bad : {"bidirectional", "backward"}) {
+    Harness h(Target::createGeneric(2));
+    gru::GruParams params(FLOAT, 2, 3, {2, 2});
+    CHECK_THROWS_WITH(gru::createInput(h.graph, params, "in", {{"direction", bad}}),
+                      Catch::Matchers::Contains("direction") &&
+                          Catch::Matchers::Contains("forward or reverse"));
   }
 }
 

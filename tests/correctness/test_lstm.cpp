@@ -186,6 +186,10 @@ struct TrainingCase {
   // set firstData + r (seeds seed + 1000 (firstData + r) on). The last run's results return.
   unsigned runs = 1, firstData = 0;
   bool reverseWorkers = false; // aspen.cpu.workerOrder reverse (workers, and block fibers)
+  // in and dy written, out and dx read with each row's steps reversed on the host
+  // (reverseRowSteps): with the option direction reverse, the forward layer's run.
+  bool reverseOnHost = false;
+  bool separateWU = false; // lstmBwd + lstmWU instead of lstmBwdWithWU
 };
 
 LstmRun trainingRun(const TrainingCase &c) {
@@ -208,8 +212,16 @@ LstmRun trainingRun(const TrainingCase &c) {
   Tensor dy = h.graph.clone(out, "dy");
   Tensor dx;
   lstm::LstmWeights dw;
-  lstm::LstmState d0 = lstm::lstmBwdWithWU(h.graph, params, h.prog, init, inter, w, in, out, dy,
-                                           nullptr, &dx, dw, "bwd", c.bwd);
+  lstm::LstmState d0;
+  if (c.separateWU) {
+    Tensor bwdInter;
+    d0 = lstm::lstmBwd(h.graph, params, h.prog, init, inter, w, in, out, dy, nullptr, &dx,
+                       &bwdInter, "bwd", c.bwd);
+    dw = lstm::lstmWU(h.graph, params, h.prog, init, inter, bwdInter, w, in, out, "wu", c.bwd);
+  } else {
+    d0 = lstm::lstmBwdWithWU(h.graph, params, h.prog, init, inter, w, in, out, dy, nullptr, &dx,
+                             dw, "bwd", c.bwd);
+  }
   const std::pair<const char *, Tensor> writes[] = {
       {"in", in}, {"h0", init.output}, {"c0", init.cellState}, {"wi", w.inputWeights},
       {"wo", w.outputWeights}, {"b", w.biases}, {"dy", dy}};
@@ -226,10 +238,14 @@ LstmRun trainingRun(const TrainingCase &c) {
     engineOptions.set("aspen.cpu.workerOrder", "reverse");
   Engine e(h.graph, h.prog, engineOptions);
   e.load(aspen::test::deviceFor(h.graph.getTarget()));
+  const auto hostOrder = [&](const std::string &name, const Values &v) {
+    const bool sequence = name == "in" || name == "dy" || name == "out" || name == "dx";
+    return c.reverseOnHost && sequence ? reverseRowSteps(v, c.T, c.B, c.lengths) : v;
+  };
   for (unsigned run = 0; run < c.runs; ++run) {
     unsigned seed = c.seed + 1000 * (c.firstData + run);
     for (const auto &[name, t] : writes) {
-      const Values v = randomValues(t.numElements(), -1.0, 1.0, seed++);
+      const Values v = hostOrder(name, randomValues(t.numElements(), -1.0, 1.0, seed++));
       if (c.type == HALF) {
         const auto data = convert<half>(v);
         e.writeTensor(name, data.data(), data.data() + data.size());
@@ -246,11 +262,11 @@ LstmRun trainingRun(const TrainingCase &c) {
     if (c.type == HALF) {
       std::vector<half> v(t.numElements());
       e.readTensor(name, v.data(), v.data() + v.size());
-      return widen(v);
+      return hostOrder(name, widen(v));
     }
     std::vector<float> v(t.numElements());
     e.readTensor(name, v.data(), v.data() + v.size());
-    return widen(v);
+    return hostOrder(name, widen(v));
   };
   return {read("out", out),       read("c", cell),
           read("dx", dx),         read("dh0", d0.output),
@@ -333,6 +349,61 @@ TEST_CASE("LSTM results do not depend on shards, code reuse, recomputation or th
   requireWithin(other.output, base.output, "output");
   requireWithin(other.inputGrad, base.inputGrad, "dx");
   requireWithin(other.wiGrad, base.wiGrad, "dWi");
+}
+
+// direction reverse: each row runs from its own last step back to step 0, which is the forward
+// layer run on the rows' steps reversed (on the host here, so the reversal is checked too): the
+// same bits, sequences, final states and weight gradients, through every entry point and loop
+// form.
+TEST_CASE("a reverse LSTM is the forward LSTM on each row's steps reversed, bit for bit",
+          "[correctness][lstm]") {
+  struct Variant {
+    const char *what;
+    std::vector<unsigned> lengths;
+    Type type;
+    OptionFlags options;
+    bool separateWU;
+  };
+  const Variant variants[] = {
+      {"lengths {4, 0, 5}", {4, 0, 5}, FLOAT, {}, false},
+      {"every row T steps", {}, FLOAT, {}, false},
+      {"lstmBwd + lstmWU", {4, 0, 5}, FLOAT, {}, true},
+      {"half, product then cell", {1, 5, 2}, HALF, {{"stepMethod", "productThenCell"}}, false},
+      {"preCalcWeights, 3 shards, interleaved WU",
+       {4, 0, 5},
+       FLOAT,
+       {{"preCalcWeights", "true"}, {"numShards", "3"}, {"rnnStepsPerWU", "2"}},
+       false},
+      {"full recomputation", {4, 0, 5}, FLOAT, {{"recomputationMode", "full"}}, false},
+      {"persistent", {4, 0, 5}, FLOAT, {{"rnnPersistentKernel", "true"}}, false},
+  };
+  for (const Variant &v : variants) {
+    INFO(v.what);
+    TrainingCase forward;
+    forward.lengths = v.lengths;
+    forward.type = v.type;
+    forward.fwd = forward.bwd = v.options;
+    forward.separateWU = v.separateWU;
+    TrainingCase reverse = forward;
+    reverse.fwd.set("direction", "reverse");
+    reverse.bwd.set("direction", "reverse");
+    reverse.reverseOnHost = true;
+    const LstmRun a = trainingRun(forward), b = trainingRun(reverse);
+    CHECK(a.output != Values(a.output.size(), 0.0)); // the layer ran
+    CHECK(sameValues(b.output, a.output));
+    CHECK(sameValues(b.finalCell, a.finalCell));
+    CHECK(sameValues(b.inputGrad, a.inputGrad));
+    CHECK(sameValues(b.outputGrad0, a.outputGrad0));
+    CHECK(sameValues(b.cellGrad0, a.cellGrad0));
+    CHECK(sameValues(b.wiGrad, a.wiGrad));
+    CHECK(sameValues(b.woGrad, a.woGrad));
+    CHECK(sameValues(b.bGrad, a.bGrad));
+  }
+  Harness h(Target::createGeneric(2));
+  lstm::LstmParams params(FLOAT, 2, 3, {2, 2});
+  CHECK_THROWS_WITH(lstm::createInput(h.graph, params, "in", {{"direction", "bidirectional"}}),
+                    Catch::Matchers::Contains("direction") &&
+                        Catch::Matchers::Contains("forward or reverse"));
 }
 
 TEST_CASE("FLOP counts and pre-plan parameters are the documented ones", "[correctness][lstm]") {

@@ -65,6 +65,8 @@
 //   Wo^T (packed every run) and running the backward cell on the result. The two differ by the rounding of the products' sums;
 //   the fused steps' results are the same bits for any number of tiles or threads. Results do
 //   not depend on numShards or rnnCodeReuse, nor on rnnStepsPerWU beyond rounding of the sums.
+//   direction (forward|reverse, an Aspen extension; default forward): as the LSTM's; the
+//   AUGRU's attention [B, T] and its gradient stay in the caller's order too.
 #pragma once
 
 #include <aspen/DebugContext.hpp>

@@ -72,7 +72,13 @@
 //   the backward cell on the result. The two differ by the rounding of the products' sums;
 //   the fused steps' results are the same bits for any number of tiles or threads.
 //   Results do not depend on numShards, rnnCodeReuse, rnnStepsPerWU or recomputationMode beyond
-//   rounding of the weight-gradient sums.
+//   rounding of the weight-gradient sums. direction (forward|reverse, an Aspen extension;
+//   default forward): reverse runs each row from its own last step (its length, or T) back to
+//   step 0, with the same bits as the forward layer on each row's steps reversed; the outputs
+//   stay in the caller's order, the final state is the state after step 0, and the forward,
+//   backward and weight update of one layer must all be given it (the intermediates are kept
+//   in the order the steps ran). A bidirectional layer is a forward and a reverse call whose
+//   outputs are concatenated (docs/recurrent.md).
 #pragma once
 
 #include <aspen/DebugContext.hpp>
