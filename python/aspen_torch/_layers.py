@@ -11,8 +11,12 @@ cores Aspen's executor is about to use.
 
 Runs on CPU tensors (Aspen's CPU executor) and CUDA tensors (Aspen's GPU device, ordered with
 torch's current stream), float32 or float16 (which torch.nn.LSTM does not run on the CPU).
-Not supported yet (a clear error): bidirectional, proj_size, other dtypes or devices.
+bidirectional=True runs each layer's reverse direction as an Aspen layer with the option
+direction "reverse" (each row from its own last step, as torch runs a packed sequence), and
+concatenates the two outputs per step as torch does. Not supported yet (a clear error):
+proj_size, other dtypes or devices.
 """
+import json
 import math
 
 import torch
@@ -123,9 +127,12 @@ class _AspenRNNBase(torch.nn.Module):
                  backend=None, options=None):
         super().__init__()
         name = type(self).__name__
-        if bidirectional:
-            raise NotImplementedError(f"aspen_torch.{name}: bidirectional=True is not supported "
-                                      "yet (Aspen's layers run one direction)")
+        if not isinstance(bidirectional, bool):
+            raise ValueError(f"aspen_torch.{name}: bidirectional should be True or False, not "
+                             f"{bidirectional!r}")
+        if options is not None and "direction" in json.loads(options):
+            raise ValueError(f"aspen_torch.{name}: options must not set direction (the module "
+                             "sets it: bidirectional=True runs both)")
         if proj_size:
             raise NotImplementedError(f"aspen_torch.{name}: proj_size is not supported yet")
         if not isinstance(dropout, (int, float)) or not 0 <= dropout <= 1 or \
@@ -146,21 +153,28 @@ class _AspenRNNBase(torch.nn.Module):
                                       "(cpu, cuda)")
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
-        self.bidirectional, self.proj_size = False, 0
+        self.bidirectional, self.proj_size = bidirectional, 0
         self._backend = backend
         self._options = options  # a JSON object of popnn options, or None
+        # The reverse direction's options: the caller's with direction "reverse".
+        self._reverse_options = json.dumps(dict(json.loads(options or "{}"),
+                                                direction="reverse"))
         G, H = self._gates, hidden_size
+        D = 2 if bidirectional else 1
         kinds = {"dtype": dtype, "device": device}
         # Registered in torch.nn.LSTM's order, so the same seed gives the same values.
         for layer in range(num_layers):
-            layer_input = input_size if layer == 0 else hidden_size
-            setattr(self, f"weight_ih_l{layer}",
-                    torch.nn.Parameter(torch.empty(G * H, layer_input, **kinds)))
-            setattr(self, f"weight_hh_l{layer}",
-                    torch.nn.Parameter(torch.empty(G * H, H, **kinds)))
-            if bias:
-                setattr(self, f"bias_ih_l{layer}", torch.nn.Parameter(torch.empty(G * H, **kinds)))
-                setattr(self, f"bias_hh_l{layer}", torch.nn.Parameter(torch.empty(G * H, **kinds)))
+            layer_input = input_size if layer == 0 else D * hidden_size
+            for suffix in ("", "_reverse")[:D]:
+                setattr(self, f"weight_ih_l{layer}{suffix}",
+                        torch.nn.Parameter(torch.empty(G * H, layer_input, **kinds)))
+                setattr(self, f"weight_hh_l{layer}{suffix}",
+                        torch.nn.Parameter(torch.empty(G * H, H, **kinds)))
+                if bias:
+                    setattr(self, f"bias_ih_l{layer}{suffix}",
+                            torch.nn.Parameter(torch.empty(G * H, **kinds)))
+                    setattr(self, f"bias_hh_l{layer}{suffix}",
+                            torch.nn.Parameter(torch.empty(G * H, **kinds)))
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -178,6 +192,8 @@ class _AspenRNNBase(torch.nn.Module):
             s += ", batch_first=True"
         if self.dropout:
             s += f", dropout={self.dropout}"
+        if self.bidirectional:
+            s += ", bidirectional=True"
         return s
 
     def _dtype(self):
@@ -225,7 +241,8 @@ class _AspenRNNBase(torch.nn.Module):
         self._check_input(x)
         x = x.contiguous()
         T, B, _ = x.shape
-        H, L = self.hidden_size, self.num_layers
+        H, D = self.hidden_size, 2 if self.bidirectional else 1
+        L = self.num_layers * D  # initial and final states: one per layer and direction
         h0 = c0 = None
         if hx is not None:
             h0, c0 = hx if lstm else (hx, None)
@@ -244,27 +261,20 @@ class _AspenRNNBase(torch.nn.Module):
         backend = self._backend or default_backend(x.device)
         layer_input = x
         h_n, c_n = [], []
-        for layer in range(L):
-            w_ih = getattr(self, f"weight_ih_l{layer}")
-            w_hh = getattr(self, f"weight_hh_l{layer}")
-            b_ih = getattr(self, f"bias_ih_l{layer}") if self.bias else None
-            b_hh = getattr(self, f"bias_hh_l{layer}") if self.bias else None
-            desc = _backend.Desc(self._cell, _DTYPES[x.dtype], T, B, layer_input.shape[-1], H,
-                                 variable_lengths=lengths is not None,
-                                 reset_after=not lstm, cell_order=self._cell_order,
-                                 options=self._options, weights_layout="pytorch")
-            layer_h0 = h0[layer].contiguous()
-            layer_c0 = c0[layer].contiguous() if lstm else None
-            training = torch.is_grad_enabled() and any(
-                t is not None and t.requires_grad
-                for t in (layer_input, layer_h0, layer_c0, w_ih, w_hh, b_ih, b_hh))
-            outputs = _RnnLayerFunction.apply(backend, desc, lengths, training, layer_input,
-                                              layer_h0, layer_c0, w_ih, w_hh, b_ih, b_hh)
-            y = outputs[0]
-            h_n.append(outputs[1])
-            if lstm:
-                c_n.append(outputs[2])
-            if self.dropout and self.training and layer < L - 1:
+        for layer in range(self.num_layers):
+            ys = []
+            for direction, suffix in enumerate(("", "_reverse")[:D]):
+                state = layer * D + direction  # torch's index into h0, c0, h_n and c_n
+                outputs = self._run_direction(backend, layer_input, lengths, h0[state],
+                                              c0[state] if lstm else None, f"l{layer}{suffix}",
+                                              self._reverse_options if direction else
+                                              self._options)
+                ys.append(outputs[0])
+                h_n.append(outputs[1])
+                if lstm:
+                    c_n.append(outputs[2])
+            y = ys[0] if D == 1 else torch.cat(ys, 2)
+            if self.dropout and self.training and layer < self.num_layers - 1:
                 y = torch.nn.functional.dropout(y, self.dropout, True)
             layer_input = y
         h_n = torch.stack(h_n)
@@ -286,6 +296,28 @@ class _AspenRNNBase(torch.nn.Module):
         elif self.batch_first:
             output = output.transpose(0, 1)
         return (output, (h_n, c_n)) if lstm else (output, h_n)
+
+
+    def _run_direction(self, backend, layer_input, lengths, h0, c0, names, options):
+        """One layer in one direction (parameters weight_ih_<names>, ...; options with
+        direction "reverse" for the reverse one): (y, hn) or (y, hn, cn)."""
+        lstm = c0 is not None
+        w_ih = getattr(self, f"weight_ih_{names}")
+        w_hh = getattr(self, f"weight_hh_{names}")
+        b_ih = getattr(self, f"bias_ih_{names}") if self.bias else None
+        b_hh = getattr(self, f"bias_hh_{names}") if self.bias else None
+        T, B, I = layer_input.shape
+        desc = _backend.Desc(self._cell, _DTYPES[layer_input.dtype], T, B, I, self.hidden_size,
+                             variable_lengths=lengths is not None,
+                             reset_after=not lstm, cell_order=self._cell_order,
+                             options=options, weights_layout="pytorch")
+        h0 = h0.contiguous()
+        c0 = c0.contiguous() if lstm else None
+        training = torch.is_grad_enabled() and any(
+            t is not None and t.requires_grad
+            for t in (layer_input, h0, c0, w_ih, w_hh, b_ih, b_hh))
+        return _RnnLayerFunction.apply(backend, desc, lengths, training, layer_input, h0, c0,
+                                       w_ih, w_hh, b_ih, b_hh)
 
 
 class LSTM(_AspenRNNBase):

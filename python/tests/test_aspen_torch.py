@@ -1,7 +1,8 @@
 """aspen_torch.LSTM and aspen_torch.GRU against torch.nn.LSTM and torch.nn.GRU (the independent
 reference): forward outputs, final states and every gradient within 1e-5 relative (float32),
 over batch_first both ways, 1 and 2 layers, with and without bias, PackedSequence inputs
-(variable lengths) and hx given or not; state_dict round trips; the same seed giving the same
+(variable lengths) and hx given or not; bidirectional stacks of 1 to 3 layers over the same
+combinations against torch in float64; state_dict round trips; the same seed giving the same
 parameters; the layer cache reusing compiled layers; and clear errors for what is not supported.
 Run: PYTHONPATH=<build>/python /usr/bin/python3 -m unittest discover -s python/tests
 """
@@ -17,29 +18,39 @@ T, B, I, H = 6, 4, 5, 7
 LENGTHS = [6, 3, 1, 5]  # PackedSequence: every row at least 1 (torch's rule), unsorted
 
 
-def assert_close(got, want, what):
-    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6,
-                               msg=lambda m: f"{what}: {m}")
+def assert_close(got, want, what, rtol=1e-5, atol=1e-6):
+    if want.dtype == torch.float64:  # a float64 reference: Aspen's float32 results widened
+        got = got.double()
+    torch.testing.assert_close(got, want, rtol=rtol, atol=atol, msg=lambda m: f"{what}: {m}")
 
 
 class AgainstTorch(unittest.TestCase):
-    def compare(self, kind, *, layers, bias, batch_first, packed, hx):
+    def compare(self, kind, *, layers, bias, batch_first, packed, hx, bidirectional=False,
+                float64=False):
+        # float64: the reference runs in float64 on the same (float32) inputs and parameters.
         torch.manual_seed(1234)
         lstm = kind == "lstm"
         reference = (torch.nn.LSTM if lstm else torch.nn.GRU)(
-            I, H, num_layers=layers, bias=bias, batch_first=batch_first)
+            I, H, num_layers=layers, bias=bias, batch_first=batch_first,
+            bidirectional=bidirectional)
         mine = (aspen_torch.LSTM if lstm else aspen_torch.GRU)(
-            I, H, num_layers=layers, bias=bias, batch_first=batch_first)
+            I, H, num_layers=layers, bias=bias, batch_first=batch_first,
+            bidirectional=bidirectional)
         mine.load_state_dict(reference.state_dict())
+        if float64:
+            reference.double()
+        D = 2 if bidirectional else 1
         x = torch.randn((B, T, I) if batch_first else (T, B, I))
-        h0 = torch.randn(layers, B, H)
-        c0 = torch.randn(layers, B, H)
-        out_weight = torch.randn((B, T, H) if batch_first else (T, B, H))
-        hn_weight, cn_weight = torch.randn(layers, B, H), torch.randn(layers, B, H)
+        h0 = torch.randn(layers * D, B, H)
+        c0 = torch.randn(layers * D, B, H)
+        out_weight = torch.randn((B, T, D * H) if batch_first else (T, B, D * H))
+        hn_weight, cn_weight = torch.randn(layers * D, B, H), torch.randn(layers * D, B, H)
+        tolerance = {"rtol": 2e-5, "atol": 2e-6} if float64 else {}
 
         def run(module):
-            xs = x.clone().requires_grad_()
-            hs, cs = h0.clone().requires_grad_(), c0.clone().requires_grad_()
+            dtype = next(module.parameters()).dtype
+            xs = x.to(dtype).requires_grad_()
+            hs, cs = h0.to(dtype).requires_grad_(), c0.to(dtype).requires_grad_()
             inp = pack_padded_sequence(xs, torch.tensor(LENGTHS), batch_first=batch_first,
                                        enforce_sorted=False) if packed else xs
             state = ((hs, cs) if lstm else hs) if hx else None
@@ -50,10 +61,10 @@ class AgainstTorch(unittest.TestCase):
                 loss = (out.data * torch.arange(out.data.numel()).view_as(out.data).sin()).sum()
             else:
                 out_values = out
-                loss = (out * out_weight).sum()
-            loss = loss + (h_n * hn_weight).sum()
+                loss = (out * out_weight.to(dtype)).sum()
+            loss = loss + (h_n * hn_weight.to(dtype)).sum()
             if lstm:
-                loss = loss + (c_n * cn_weight).sum()
+                loss = loss + (c_n * cn_weight.to(dtype)).sum()
             loss.backward()
             grads = {"input": xs.grad}
             if hx:
@@ -66,13 +77,13 @@ class AgainstTorch(unittest.TestCase):
 
         want = run(reference)
         got = run(mine)
-        assert_close(got[0], want[0], "output")
-        assert_close(got[1], want[1], "h_n")
+        assert_close(got[0], want[0], "output", **tolerance)
+        assert_close(got[1], want[1], "h_n", **tolerance)
         if lstm:
-            assert_close(got[2], want[2], "c_n")
+            assert_close(got[2], want[2], "c_n", **tolerance)
         self.assertEqual(sorted(got[3]), sorted(want[3]))
         for name in want[3]:
-            assert_close(got[3][name], want[3][name], f"gradient of {name}")
+            assert_close(got[3][name], want[3][name], f"gradient of {name}", **tolerance)
         if packed:
             self.assertTrue(torch.equal(got[4].batch_sizes, want[4].batch_sizes))
             self.assertTrue(torch.equal(got[4].sorted_indices, want[4].sorted_indices))
@@ -85,6 +96,18 @@ class AgainstTorch(unittest.TestCase):
                               packed=packed, hx=hx):
                 self.compare(kind, layers=layers, bias=bias, batch_first=batch_first,
                              packed=packed, hx=hx)
+
+    def test_bidirectional_stacks_against_float64(self):
+        # Both directions of every layer, each row's reverse pass from its own last step
+        # (LENGTHS has a length-1 row), the outputs concatenated per step and the final states
+        # interleaved by direction as torch lays them out.
+        for kind, layers, bias, batch_first, packed, hx in itertools.product(
+                ("lstm", "gru"), (1, 2, 3), (True, False), (False, True), (False, True),
+                (True, False)):
+            with self.subTest(kind=kind, layers=layers, bias=bias, batch_first=batch_first,
+                              packed=packed, hx=hx):
+                self.compare(kind, layers=layers, bias=bias, batch_first=batch_first,
+                             packed=packed, hx=hx, bidirectional=True, float64=True)
 
     def test_gradients_accumulate_like_torch(self):
         # Two backward passes, then zero_grad and a third: every .grad must be torch's (a
@@ -234,8 +257,10 @@ class Backend(unittest.TestCase):
         self.assertEqual(backend.cache_stats()["compiles"], 2)  # the inference engine
 
     def test_errors_are_clear(self):
-        with self.assertRaisesRegex(NotImplementedError, "bidirectional"):
-            aspen_torch.LSTM(I, H, bidirectional=True)
+        with self.assertRaisesRegex(ValueError, "options must not set direction"):
+            aspen_torch.LSTM(I, H, options='{"direction": "reverse"}')
+        with self.assertRaisesRegex(ValueError, "bidirectional should be True or False"):
+            aspen_torch.GRU(I, H, bidirectional=1)
         with self.assertRaisesRegex(NotImplementedError, "proj_size"):
             aspen_torch.LSTM(I, H, proj_size=2)
         with self.assertRaisesRegex(ValueError, "hidden_size"):
