@@ -18,7 +18,10 @@ above 1, Aspen is faster.
 Usage: PYTHONPATH=<build>/python /usr/bin/python3 bench/torch_modules.py [--quick]
        [--max-h N] [--hidden H,...] [--batches B,...] [--steps T,...] [--kinds lstm,gru]
        [--modes inference,training] [--reps N] [--settle S] [--device cpu|cpu:N] [--cuda]
+       [--layers L] [--bidirectional]
 --quick: H 256, B {1, 16}, T 25. scripts/bench.sh runs it with --max-h 256 by default.
+--layers, --bidirectional: a stack of L layers, each in both directions (the layer column
+reads e.g. lstm2b); --bidirectional --layers 2 are the configurations people use most.
 --cuda: both modules on the GPU (scripts/gpu-check.sh runs it there with --quick); each time
 then ends with torch.cuda.synchronize().
 """
@@ -83,6 +86,9 @@ def main():
                         help="e.g. 512 (default: 256, 512, 1024 up to --max-h)")
     parser.add_argument("--batches", default=None, help="e.g. 1,16 (default: 1,4,16,64)")
     parser.add_argument("--steps", default=None, help="e.g. 25 (default: 25,50,100)")
+    parser.add_argument("--layers", type=int, default=1, help="layers in the stack (1)")
+    parser.add_argument("--bidirectional", action="store_true",
+                        help="every layer in both directions")
     parser.add_argument("--settle", type=float, default=0.15,
                         help="seconds between timed calls (see interleaved_times_ms)")
     args = parser.parse_args()
@@ -108,16 +114,20 @@ def main():
     print(f"# aspen_torch vs torch.nn {torch.__version__} on {cores} cores, OPENBLAS_NUM_THREADS="
           f"{os.environ['OPENBLAS_NUM_THREADS']}, aspen device {args.device} (fastest of "
           f"{args.reps}; ratio = torch / aspen, above 1: Aspen faster)")
-    print(f"{'layer':5} {'mode':9} {'H':>5} {'B':>3} {'T':>4} {'compile s':>9} "
+    print(f"{'layer':6} {'mode':9} {'H':>5} {'B':>3} {'T':>4} {'compile s':>9} "
           f"{'aspen ms':>9} {'torch ms':>9} {'ratio':>6}")
     status = 0
-    for kind in args.kinds.split(","):
+    stack = {"num_layers": args.layers, "bidirectional": args.bidirectional}
+    for cell in args.kinds.split(","):
         ours, theirs = {"lstm": (aspen_torch.LSTM, torch.nn.LSTM),
-                        "gru": (aspen_torch.GRU, torch.nn.GRU)}[kind]
+                        "gru": (aspen_torch.GRU, torch.nn.GRU)}[cell]
+        kind = cell
+        if args.layers != 1 or args.bidirectional:
+            kind += f"{args.layers}{'b' if args.bidirectional else ''}"
         for H in hs:
             torch.manual_seed(0)
-            reference = theirs(H, H).to(device)
-            mine = ours(H, H, backend=backend).to(device)
+            reference = theirs(H, H, **stack).to(device)
+            mine = ours(H, H, backend=backend, **stack).to(device)
             mine.load_state_dict(reference.state_dict())
             for B in bs:
                 for T in ts:
@@ -147,7 +157,7 @@ def main():
                             [lambda: step(mine), lambda: step(reference)], args.reps,
                             args.settle)
                         ratio = torch_ms / aspen_ms
-                        print(f"{kind:5} {mode:9} {H:5} {B:3} {T:4} {compile_s:9.2f} "
+                        print(f"{kind:6} {mode:9} {H:5} {B:3} {T:4} {compile_s:9.2f} "
                               f"{aspen_ms:9.2f} {torch_ms:9.2f} {ratio:6.2f}", flush=True)
                         print(f"RESULT torch_modules layer={kind} mode={mode} H={H} B={B} T={T} "
                               f"aspen_ms={aspen_ms:.3f} torch_ms={torch_ms:.3f} "

@@ -158,10 +158,15 @@ OptionFlags matMulOptions(const GruOptions &opts, const char *pass) {
 }
 
 GruParams withRealTimeSteps(const GruParams &params, const Tensor &realTimeSteps,
-                            const std::string &what) {
+                            const OptionFlags &options, const std::string &what) {
   if (params.rnn.varTimeSteps.valid())
     throw invalid_option(what + ": realTimeSteps was given, but params already has timeSteps; "
                                 "give the lengths once");
+  const std::string *direction = options.find("direction");
+  if (direction && *direction == "reverse")
+    throw invalid_option(what + ": direction reverse takes the lengths in params (GruParams' "
+                                "timeSteps), not as realTimeSteps: gruWU and auGruWU, which have "
+                                "no realTimeSteps argument, need them to pair each row's steps");
   GruParams p = params;
   p.rnn.varTimeSteps = realTimeSteps;
   return p;
@@ -543,7 +548,7 @@ Tensor gruFwd(Graph &graph, const GruParams &params, const Tensor &stateInit, co
               const Tensor &realTimeSteps, const GruWeights &weights, Tensor *intermediates,
               Sequence &prog, const DebugContext &debug, const OptionFlags &options,
               linalg::PlanningCache *cache) {
-  return fwdEntry(graph, detail::withRealTimeSteps(params, realTimeSteps, "gru::gruFwd"),
+  return fwdEntry(graph, detail::withRealTimeSteps(params, realTimeSteps, options, "gru::gruFwd"),
                   stateInit, in, weights, intermediates, nullptr, prog, debug, options, cache,
                   "gru::gruFwd");
 }
@@ -560,7 +565,7 @@ Tensor auGruFwd(Graph &graph, const GruParams &params, const Tensor &stateInit, 
                 const Tensor &realTimeSteps, const GruWeights &weights, Tensor *intermediates,
                 const Tensor &attention, Sequence &prog, const DebugContext &debug,
                 const OptionFlags &options, linalg::PlanningCache *cache) {
-  return fwdEntry(graph, detail::withRealTimeSteps(params, realTimeSteps, "gru::auGruFwd"),
+  return fwdEntry(graph, detail::withRealTimeSteps(params, realTimeSteps, options, "gru::auGruFwd"),
                   stateInit, in, weights, intermediates, &attention, prog, debug, options, cache,
                   "gru::auGruFwd");
 }

@@ -586,7 +586,7 @@ Tensor gruBwd(Graph &graph, const GruParams &params, Sequence &prog, const Tenso
               const Tensor &realTimeSteps, const Tensor &output, const Tensor &outputGrad,
               Tensor *inputGrad, Tensor *bwdIntermediates, const DebugContext &debug,
               const OptionFlags &options, linalg::PlanningCache *cache) {
-  return gruBwd(graph, detail::withRealTimeSteps(params, realTimeSteps, "gru::gruBwd"), prog,
+  return gruBwd(graph, detail::withRealTimeSteps(params, realTimeSteps, options, "gru::gruBwd"), prog,
                 fwdOutputInit, fwdIntermediates, weights, input, output, outputGrad, inputGrad,
                 bwdIntermediates, debug, options, cache);
 }
@@ -613,7 +613,7 @@ Tensor auGruBwd(Graph &graph, const GruParams &params, Sequence &prog,
                 Tensor *bwdIntermediates, const Tensor &attention, Tensor *attentionGrad,
                 const DebugContext &debug, const OptionFlags &options,
                 linalg::PlanningCache *cache) {
-  return auGruBwd(graph, detail::withRealTimeSteps(params, realTimeSteps, "gru::auGruBwd"), prog,
+  return auGruBwd(graph, detail::withRealTimeSteps(params, realTimeSteps, options, "gru::auGruBwd"), prog,
                   fwdOutputInit, fwdIntermediates, weights, input, output, outputGrad, inputGrad,
                   bwdIntermediates, attention, attentionGrad, debug, options, cache);
 }
@@ -657,7 +657,7 @@ Tensor gruBwdWithWU(Graph &graph, const GruParams &params, Sequence &prog,
                     GruWeights &weightsGrad, const DebugContext &debug,
                     const OptionFlags &options, linalg::PlanningCache *cache) {
   return gruBwdWithWU(graph,
-                      detail::withRealTimeSteps(params, realTimeSteps, "gru::gruBwdWithWU"),
+                      detail::withRealTimeSteps(params, realTimeSteps, options, "gru::gruBwdWithWU"),
                       prog, fwdOutputInit, fwdIntermediates, weights, input, output, outputGrad,
                       inputGrad, weightsGrad, debug, options, cache);
 }
@@ -688,7 +688,7 @@ Tensor auGruBwdWithWU(Graph &graph, const GruParams &params, Sequence &prog,
                       const DebugContext &debug, const OptionFlags &options,
                       linalg::PlanningCache *cache) {
   return auGruBwdWithWU(
-      graph, detail::withRealTimeSteps(params, realTimeSteps, "gru::auGruBwdWithWU"), prog,
+      graph, detail::withRealTimeSteps(params, realTimeSteps, options, "gru::auGruBwdWithWU"), prog,
       fwdOutputInit, fwdIntermediates, weights, input, output, outputGrad, inputGrad,
       weightsGrad, attention, attentionGrad, debug, options, cache);
 }

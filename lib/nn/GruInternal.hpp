@@ -40,9 +40,10 @@ GruOptions parseOptions(const Graph &graph, const GruParams &params, const Optio
 unsigned chooseStepsPerWU(const Graph &graph, const GruParams &params, const GruOptions &opts);
 
 OptionFlags matMulOptions(const GruOptions &opts, const char *pass);
-// params with realTimeSteps as its lengths (error when params has lengths already).
+// params with realTimeSteps as its lengths (error when params has lengths already, or when
+// options' direction is reverse: see Gru.hpp).
 GruParams withRealTimeSteps(const GruParams &params, const Tensor &realTimeSteps,
-                            const std::string &what);
+                            const OptionFlags &options, const std::string &what);
 
 // slot[g] = the slot of canonical gate g.
 std::array<unsigned, 3> slotsOf(const GruParams &params);

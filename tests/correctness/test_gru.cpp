@@ -79,7 +79,12 @@ GruRun trainingStep(const Case &c) {
   Tensor dx, dAtt, bwdInter;
   gru::GruWeights dw;
   Tensor d0;
-  if (c.separateWU) {
+  if (c.separateWU && c.augru) {
+    d0 = gru::auGruBwd(h.graph, params, h.prog, init, inter, w, in, out, dy, &dx, &bwdInter, att,
+                       &dAtt, "bwd", c.options);
+    dw = gru::auGruWU(h.graph, params, h.prog, init, inter, bwdInter, w, in, out, "wu",
+                      c.options);
+  } else if (c.separateWU) {
     d0 = gru::gruBwd(h.graph, params, h.prog, init, inter, w, in, out, dy, &dx, &bwdInter, "bwd",
                      c.options);
     dw = gru::gruWU(h.graph, params, h.prog, init, inter, bwdInter, w, in, out, "wu", c.options);
@@ -273,7 +278,8 @@ TEST_CASE("a reverse GRU is the forward GRU on each row's steps reversed, bit fo
   const Variant variants[] = {
       {"lengths in params", Lengths::InParams, false, false, false, {}},
       {"every row T steps", Lengths::None, false, false, true, {}},
-      {"realTimeSteps, AUGRU", Lengths::RealTimeSteps, true, false, true, {}},
+      {"AUGRU", Lengths::InParams, true, false, true, {}},
+      {"auGruBwd + auGruWU", Lengths::InParams, true, true, false, {}},
       {"gruBwd + gruWU", Lengths::InParams, false, true, false, {}},
       {"product then cell, 3 shards", Lengths::InParams, false, false, true,
        {{"stepMethod", "productThenCell"}, {"numShards", "3"}}},
@@ -295,6 +301,14 @@ TEST_CASE("a reverse GRU is the forward GRU on each row's steps reversed, bit fo
     CHECK(a.output != Values(a.output.size(), 0.0)); // the layer ran
     requireSame(b, a);
     CHECK(sameValues(b.attGrad, a.attGrad));
+  }
+  {
+    INFO("realTimeSteps: refused in reverse (the weight update could not pair the steps)");
+    Case c;
+    c.lengths = Lengths::RealTimeSteps;
+    c.options = {{"direction", "reverse"}};
+    CHECK_THROWS_WITH(trainingStep(c), Catch::Matchers::Contains("gru::gruFwd: direction reverse "
+                                                                 "takes the lengths in params"));
   }
   // The option's values: bidirectional is two calls, and anything else is refused by name.
   for (const char *bad : {"bidirectional", "backward"}) {

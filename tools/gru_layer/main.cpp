@@ -146,11 +146,20 @@ int run(const Config &c) {
   model.resetAfter = c.resetAfter;
   model.outputFullSequence = c.outputAllSequence;
   model.timeSteps = c.variableTimeSteps;
-  const gruref::GruData data{
-      saved[0].values, saved[1].values, saved[2].values,
-      saved[3].values, saved[4].values, c.withAttention ? saved[5].values : std::vector<double>()};
+  // --direction reverse: the model runs each row's steps reversed (rnnref::reverseRowSteps); the
+  // sequence results come back to the caller's order below.
+  const auto runOrder = [&](const std::vector<double> &v, bool rowMajor = false) {
+    return c.reverse ? rnnref::reverseRowSteps(v, c.variableTimeSteps, T, B, rowMajor) : v;
+  };
+  const gruref::GruData data{runOrder(saved[0].values),
+                             saved[1].values,
+                             saved[2].values,
+                             saved[3].values,
+                             saved[4].values,
+                             c.withAttention ? runOrder(saved[5].values, true)
+                                             : std::vector<double>()};
   writeTimeSteps(*engine, c, saved);
-  const gruref::GruForward fwd = gruref::forward(model, data);
+  gruref::GruForward fwd = gruref::forward(model, data);
   gruref::GruGrads grads;
   if (backward) {
     NamedTensor dy{"outputGrad",
@@ -159,9 +168,15 @@ int run(const Config &c) {
                    randomValues(rng, outputShape, 1.0, type),
                    {}};
     writeValues(*engine, dy.name, type, dy.values);
-    grads = gruref::backward(model, data, fwd, dy.values);
+    grads = gruref::backward(model, data, fwd,
+                             c.outputAllSequence ? runOrder(dy.values) : dy.values);
     saved.push_back(std::move(dy));
+    grads.inputGrad = runOrder(grads.inputGrad);
+    if (c.withAttention)
+      grads.attentionGrad = runOrder(grads.attentionGrad, true);
   }
+  if (c.outputAllSequence)
+    fwd.output = runOrder(fwd.output);
 
   runTimed(kTool, *engine, c, compileSeconds);
 

@@ -131,9 +131,14 @@ int run(const Config &c) {
   model.outputFullSequence = c.outputAllSequence;
   model.timeSteps = c.variableTimeSteps;
   writeTimeSteps(*engine, c, saved);
-  const lstmref::LstmData data{saved[0].values, saved[1].values, saved[2].values,
-                               saved[3].values, saved[4].values, saved[5].values};
-  const lstmref::LstmForward fwd = lstmref::forward(model, data);
+  // --direction reverse: the model runs each row's steps reversed (rnnref::reverseRowSteps); the
+  // sequence results come back to the caller's order below.
+  const auto runOrder = [&](const std::vector<double> &v) {
+    return c.reverse ? rnnref::reverseRowSteps(v, c.variableTimeSteps, T, B) : v;
+  };
+  const lstmref::LstmData data{runOrder(saved[0].values), saved[1].values, saved[2].values,
+                               saved[3].values,           saved[4].values, saved[5].values};
+  lstmref::LstmForward fwd = lstmref::forward(model, data);
   lstmref::LstmGrads grads;
   if (backward) {
     NamedTensor dy{"outputGrad",
@@ -148,7 +153,9 @@ int run(const Config &c) {
       writeValues(*engine, "lastStepStateGrad.output", type, lastRef.output);
       writeValues(*engine, "lastStepStateGrad.cellState", type, lastRef.cellState);
     }
-    grads = lstmref::backward(model, data, fwd, dy.values, lastRef);
+    grads = lstmref::backward(model, data, fwd,
+                              c.outputAllSequence ? runOrder(dy.values) : dy.values, lastRef);
+    grads.inputGrad = runOrder(grads.inputGrad);
     saved.push_back(std::move(dy));
     if (c.lastStepStateGrad) {
       saved.push_back({"lastStepStateGrad.output",
@@ -163,6 +170,9 @@ int run(const Config &c) {
                        {}});
     }
   }
+
+  if (c.outputAllSequence)
+    fwd.output = runOrder(fwd.output);
 
   runTimed(kTool, *engine, c, compileSeconds);
 

@@ -90,6 +90,7 @@ struct CommonConfig {
   const ActivationName *recurrentActivation = nullptr;
   bool ignoreInputGradient = false, outputAllSequence = true, compileOnly = false, profile = false;
   std::vector<unsigned> variableTimeSteps;
+  bool reverse = false; // --direction reverse
   unsigned runs = 1, seed = 1;
   std::optional<unsigned> tilesPerIpu, ipus;
   std::optional<double> relTolerance, absTolerance;
@@ -289,6 +290,14 @@ template <typename Config> std::vector<Flag<Config>> layerFlags(const std::strin
                             [](auto &f, auto &v) {
                               return parseChoice(f, v, {"auto", "true", "false"});
                             })},
+      F{"direction", nullptr,
+        "forward | reverse: reverse runs each row from its own last step back to step 0 "
+        "(option direction; Aspen's)",
+        [](Config &c, auto &f, auto &v) {
+          c.reverse = parseChoice(f, v, {"forward", "reverse"}) == "reverse";
+          c.layerOptions.set("direction", v);
+        },
+        FlagKind::Value, "forward"},
       F{"available-memory-proportion", nullptr, "(0, 1] (option availableMemoryProportion)",
         layerOption<Config>("availableMemoryProportion",
                             [](auto &f, auto &v) {

@@ -177,6 +177,27 @@ inline std::size_t sequenceLength(const std::vector<unsigned> &timeSteps, std::s
   return std::min<std::size_t>(timeSteps.size() == 1 ? timeSteps[0] : timeSteps[b], T);
 }
 
+// v [T, B, F] (rowMajor: [B, T], an attention) with each row's first sequenceLength(b) steps
+// in reverse order and the rest in place: a reverse layer (option direction reverse) is the
+// forward one run on the sequences so reordered, its sequence results reordered back (the
+// reordering is its own inverse).
+inline std::vector<double> reverseRowSteps(const std::vector<double> &v,
+                                           const std::vector<unsigned> &timeSteps, std::size_t T,
+                                           std::size_t B, bool rowMajor = false) {
+  const std::size_t F = v.size() / (T * B);
+  std::vector<double> out(v.size());
+  for (std::size_t b = 0; b < B; ++b) {
+    const std::size_t n = sequenceLength(timeSteps, T, b);
+    for (std::size_t t = 0; t < T; ++t) {
+      const std::size_t from = t < n ? n - 1 - t : t;
+      for (std::size_t f = 0; f < F; ++f)
+        out[rowMajor ? b * T + t : (t * B + b) * F + f] =
+            v[rowMajor ? b * T + from : (from * B + b) * F + f];
+    }
+  }
+  return out;
+}
+
 // The slot of `order` holding gate `gate` (order.size() when none does).
 template <std::size_t N> std::size_t slotOf(const std::array<int, N> &order, int gate) {
   return static_cast<std::size_t>(std::find(order.begin(), order.end(), gate) - order.begin());

@@ -66,7 +66,10 @@
 //   the fused steps' results are the same bits for any number of tiles or threads. Results do
 //   not depend on numShards or rnnCodeReuse, nor on rnnStepsPerWU beyond rounding of the sums.
 //   direction (forward|reverse, an Aspen extension; default forward): as the LSTM's; the
-//   AUGRU's attention [B, T] and its gradient stay in the caller's order too.
+//   AUGRU's attention [B, T] and its gradient stay in the caller's order too. A reverse layer
+//   with lengths takes them in params (the timeSteps constructor), for every call: the
+//   realTimeSteps overloads refuse direction reverse, as gruWU and auGruWU have no
+//   realTimeSteps argument and could not pair each row's steps.
 #pragma once
 
 #include <aspen/DebugContext.hpp>
