@@ -15,12 +15,16 @@ ASPEN_BUILD_DIR="$build_dir" "$work/venv/bin/python" -m pip install --quiet --no
 cd "$work"
 "$work/venv/bin/python" - <<'PY'
 import torch, aspen_torch
-lstm = aspen_torch.LSTM(input_size=8, hidden_size=16, num_layers=2, batch_first=True)
-reference = torch.nn.LSTM(input_size=8, hidden_size=16, num_layers=2, batch_first=True)
+lstm = aspen_torch.LSTM(input_size=8, hidden_size=16, num_layers=2, batch_first=True,
+                        bidirectional=True)
+reference = torch.nn.LSTM(input_size=8, hidden_size=16, num_layers=2, batch_first=True,
+                          bidirectional=True)
 reference.load_state_dict(lstm.state_dict())
 x = torch.randn(4, 10, 8)
 output, (h_n, c_n) = lstm(x)
+assert output.shape == (4, 10, 32) and h_n.shape == (4, 4, 16), (output.shape, h_n.shape)
 torch.testing.assert_close(output, reference(x)[0], rtol=1e-5, atol=1e-6)
+output.sum().backward()
 assert aspen_torch.__file__.startswith("$work") or "site-packages" in aspen_torch.__file__
 # Built with OpenMP: the CPU backend's work runs on torch's threads (docs/backend.md).
 assert aspen_torch.default_backend("cpu").use_openmp(True), "aspen_torch was built without OpenMP"
