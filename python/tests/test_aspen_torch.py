@@ -148,6 +148,53 @@ class AgainstTorch(unittest.TestCase):
             got_h = got[1][0] if kind == "lstm" else got[1]
             assert_close(got_h, want_h, f"{kind} unbatched h_n")
 
+    def test_training_dropout_is_torchs(self):
+        # Dropout between layers (not after the last) in training: from one seed, the same
+        # masks as torch.nn's, so the same outputs and gradients; deterministic for a seed; each
+        # mask drops about p of the elements and keeps the rest scaled by 1 / (1 - p).
+        from unittest import mock
+        p = 0.4
+        for kind in ("LSTM", "GRU"):
+            torch.manual_seed(8)
+            reference = getattr(torch.nn, kind)(I, H, num_layers=3, dropout=p,
+                                                bidirectional=True).train()
+            mine = getattr(aspen_torch, kind)(I, H, num_layers=3, dropout=p,
+                                              bidirectional=True).train()
+            mine.load_state_dict(reference.state_dict())
+            x = torch.randn(T, B, I)
+            results = []
+            for module in (reference, mine, mine):
+                module.zero_grad()
+                torch.manual_seed(99)
+                out = module(x)[0]
+                (out * out).sum().backward()
+                results.append((out.detach(), [q.grad.clone() for q in module.parameters()]))
+            (want, want_grads), (got, got_grads), (again, again_grads) = results
+            assert_close(got, want, f"{kind} training output with dropout")
+            for (name, _), g, w in zip(reference.named_parameters(), got_grads, want_grads):
+                assert_close(g, w, f"{kind} {name} gradient with dropout")
+            self.assertTrue(torch.equal(got, again))  # the same seed, the same bits
+            self.assertTrue(all(torch.equal(a, b) for a, b in zip(got_grads, again_grads)))
+            # The masks: two between three layers, none after the last.
+            seen = []
+            real_dropout = torch.nn.functional.dropout
+
+            def spy(tensor, rate, training, *args):
+                out = real_dropout(tensor, rate, training, *args)
+                seen.append((tensor.detach(), out.detach()))
+                return out
+            big = torch.randn(50, 16, I)
+            with mock.patch("torch.nn.functional.dropout", spy):
+                mine(big)
+            self.assertEqual(len(seen), 2)
+            for before, after in seen:
+                kept = after != 0
+                n = before.numel()
+                dropped = n - int(kept.sum())
+                # Binomial(n, p): within 5 standard deviations.
+                self.assertLess(abs(dropped - p * n), 5 * (n * p * (1 - p)) ** 0.5)
+                assert_close(after[kept], before[kept] / (1 - p), f"{kind} kept elements")
+
     def test_training_dropout_runs_and_drops(self):
         torch.manual_seed(4)
         mine = aspen_torch.LSTM(I, H, num_layers=2, dropout=0.5).train()
