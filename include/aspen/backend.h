@@ -40,6 +40,7 @@
 #include <aspen/Export.hpp>
 
 #include <stddef.h>
+#include <string.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -168,6 +169,67 @@ ASPEN_API aspen_status aspen_rnn_backward(
     const uint32_t *lengths, const void *y, const void *reserve, const void *dy, const void *dhn,
     const void *dcn, void *dx, void *dh0, void *dc0, void *d_input_weights,
     void *d_output_weights, void *d_biases, void *stream);
+
+/* --- Stacks of recurrent layers, in one or both directions ------------------------------ */
+
+typedef enum aspen_rnn_direction {
+  ASPEN_RNN_FORWARD = 0,
+  ASPEN_RNN_REVERSE = 1,      /* each row from its own last step back to step 0 */
+  ASPEN_RNN_BIDIRECTIONAL = 2 /* both; outputs concatenated per step, forward first */
+} aspen_rnn_direction;
+
+/* A stack of num_layers layers, each in `direction` (D = 2 directions for bidirectional, else 1):
+ * layer 0 takes x [T,B,I], layer l > 0 the output of layer l - 1 [T,B,D*H], and y [T,B,D*H] is
+ * the last layer's output, each step's directions concatenated (PyTorch's and cuDNN's layout).
+ * `layer` describes layer 0 (cell, dtype, T, B, I, H, lengths, cell order, options, weights
+ * layout); its options must not set "direction".
+ * struct_size is sizeof(aspen_rnn_stack_desc) as the caller was compiled
+ * (aspen_rnn_stack_desc_init() sets it): the backend reads the fields that lie within it and takes the
+ * others as zero, so a caller built against an older header keeps working when fields are
+ * added at the end. num_layers 0 reads as 1. */
+typedef struct aspen_rnn_stack_desc {
+  size_t struct_size;
+  aspen_rnn_desc layer;
+  size_t num_layers;
+  aspen_rnn_direction direction;
+} aspen_rnn_stack_desc;
+
+/* A descriptor with every field zero and struct_size set: where a caller starts. */
+static inline aspen_rnn_stack_desc aspen_rnn_stack_desc_init(void) {
+  aspen_rnn_stack_desc desc;
+  memset(&desc, 0, sizeof desc);
+  desc.struct_size = sizeof desc;
+  return desc;
+}
+
+/* The bytes of the workspace every stack call takes (scratch for the layers' outputs and
+ * gradients between layers) and of the reserve a training forward fills for the backward. */
+ASPEN_API aspen_status aspen_rnn_stack_sizes(aspen_backend *backend,
+                                             const aspen_rnn_stack_desc *desc,
+                                             size_t *workspace_bytes, size_t *reserve_bytes);
+
+/* The forward pass of the stack: aspen_rnn_forward's rules layer by layer. h0, c0, hn, cn are
+ * [num_layers * D, B, H], entry l * D + d for layer l's direction d (0 forward, 1 reverse; a
+ * reverse stack's only direction is d = 0), as PyTorch lays them out. input_weights,
+ * output_weights and biases are arrays of num_layers * D pointers in the same order, each in
+ * desc->layer.weights_layout, layer l's input size I for l = 0 and D*H after. reserve NULL:
+ * inference; else training. workspace: aspen_rnn_stack_sizes' bytes (NULL when that is 0). */
+ASPEN_API aspen_status aspen_rnn_stack_forward(
+    aspen_backend *backend, const aspen_rnn_stack_desc *desc, const void *x, const void *h0,
+    const void *c0, const void *const *input_weights, const void *const *output_weights,
+    const void *const *biases, const uint32_t *lengths, void *y, void *hn, void *cn,
+    void *workspace, void *reserve, void *stream);
+
+/* The backward pass of a training forward called with the same inputs: dy [T,B,D*H], dhn and
+ * dcn [num_layers * D, B, H] (each NULL: zero); dx (NULL: not computed), dh0, dc0; the weight
+ * gradients, arrays as the weights' (all three NULL: no weight update), written. */
+ASPEN_API aspen_status aspen_rnn_stack_backward(
+    aspen_backend *backend, const aspen_rnn_stack_desc *desc, const void *x, const void *h0,
+    const void *c0, const void *const *input_weights, const void *const *output_weights,
+    const void *const *biases, const uint32_t *lengths, const void *y, void *workspace,
+    const void *reserve, const void *dy, const void *dhn, const void *dcn, void *dx, void *dh0,
+    void *dc0, void *const *d_input_weights, void *const *d_output_weights,
+    void *const *d_biases, void *stream);
 
 /* --- Matrix product and non-linearities ------------------------------------------------ */
 

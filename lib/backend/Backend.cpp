@@ -59,15 +59,7 @@ void parseOptionsJson(const char *text, const char *what, aspen::OptionFlags &op
 
 } // namespace aspen::backend::calls
 
-
-
 namespace {
-
-// lengths: host memory on every device (the backend reads them to find each row's last step).
-void checkLengthsOnHost(const std::uint32_t *lengths) {
-  need(!lengths || !aspen::backend::isDeviceMemory(lengths),
-       "lengths is device memory; lengths are host memory on every device");
-}
 
 std::vector<std::string> splitList(const char *text) {
   std::vector<std::string> items;
@@ -84,6 +76,16 @@ std::vector<std::string> splitList(const char *text) {
       item += *p;
     }
   }
+}
+
+} // namespace
+
+namespace aspen::backend::calls {
+
+// lengths: host memory on every device (the backend reads them to find each row's last step).
+void checkLengthsOnHost(const std::uint32_t *lengths) {
+  need(!lengths || !aspen::backend::isDeviceMemory(lengths),
+       "lengths is device memory; lengths are host memory on every device");
 }
 
 RnnConfig rnnConfig(const aspen_rnn_desc *desc) {
@@ -158,6 +160,10 @@ std::shared_ptr<aspen::backend::RnnLayer> rnnLayer(aspen_backend *backend, const
       backend, c.key(training ? "train" : "infer") + "|" + backend->deviceName,
       [&] { return aspen::backend::buildRnnLayer(backend->device, c, training); });
 }
+
+} // namespace aspen::backend::calls
+
+namespace {
 
 const std::vector<std::string> kModels = {"h200", "h100", "ipu2", "ipu21", "ipu1"};
 

@@ -191,4 +191,20 @@ inline std::size_t product(std::initializer_list<std::size_t> factors, const cha
 void parseOptionsJson(const char *text, const char *what, aspen::OptionFlags &options,
                       std::string &sortedText);
 
+// The recurrent calls' checks and layers (Backend.cpp), shared with the stack calls
+// (BackendStack.cpp).
+// lengths: host memory on every device (the backend reads them to find each row's last step).
+void checkLengthsOnHost(const std::uint32_t *lengths);
+// A layer's configuration from its descriptor, checked.
+aspen::backend::RnnConfig rnnConfig(const aspen_rnn_desc *desc);
+// lengths present exactly when the config has variable lengths, each at most T.
+void checkLengths(const aspen::backend::RnnConfig &c, const std::uint32_t *lengths);
+// The inputs every forward needs (and c0 only for an LSTM), and the lengths.
+void checkForwardBuffers(const aspen::backend::RnnConfig &c,
+                         const aspen::backend::RnnForwardCall &call);
+// The layer's engine from the backend's cache (compiled on first use): training or inference.
+std::shared_ptr<aspen::backend::RnnLayer> rnnLayer(aspen_backend *backend,
+                                                   const aspen::backend::RnnConfig &c,
+                                                   bool training);
+
 } // namespace aspen::backend::calls

@@ -11,6 +11,18 @@
 
 namespace aspen::backend {
 
+namespace {
+
+void hostCopyRows(void *dst, std::size_t dstPitch, const void *src, std::size_t srcPitch,
+                  std::size_t rowBytes, std::size_t rows) {
+  auto *to = static_cast<std::uint8_t *>(dst);
+  const auto *from = static_cast<const std::uint8_t *>(src);
+  for (std::size_t r = 0; r < rows; ++r)
+    std::memcpy(to + r * dstPitch, from + r * srcPitch, rowBytes);
+}
+
+} // namespace
+
 #if ASPEN_HAVE_CUDA
 
 namespace {
@@ -39,6 +51,20 @@ void Memory::copy(void *dst, const void *src, std::size_t bytes) const {
   check(cudaSetDevice(ordinal_), "cudaSetDevice");
   const auto stream = static_cast<cudaStream_t>(stream_);
   check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream), "cudaMemcpyAsync");
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+}
+
+void Memory::copyRows(void *dst, std::size_t dstPitch, const void *src, std::size_t srcPitch,
+                      std::size_t rowBytes, std::size_t rows) const {
+  if (!device_) {
+    hostCopyRows(dst, dstPitch, src, srcPitch, rowBytes, rows);
+    return;
+  }
+  check(cudaSetDevice(ordinal_), "cudaSetDevice");
+  const auto stream = static_cast<cudaStream_t>(stream_);
+  check(cudaMemcpy2DAsync(dst, dstPitch, src, srcPitch, rowBytes, rows, cudaMemcpyDefault,
+                          stream),
+        "cudaMemcpy2DAsync");
   check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
 }
 
@@ -92,6 +118,10 @@ Memory Memory::device(int, void *) {
 }
 void Memory::copy(void *dst, const void *src, std::size_t bytes) const {
   std::memcpy(dst, src, bytes);
+}
+void Memory::copyRows(void *dst, std::size_t dstPitch, const void *src, std::size_t srcPitch,
+                      std::size_t rowBytes, std::size_t rows) const {
+  hostCopyRows(dst, dstPitch, src, srcPitch, rowBytes, rows);
 }
 void Memory::zero(void *dst, std::size_t bytes) const { std::memset(dst, 0, bytes); }
 void Memory::waitForCaller() const {}

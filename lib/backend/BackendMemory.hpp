@@ -21,6 +21,10 @@ public:
   bool onDevice() const { return device_; }
   // dst <- src, bytes long, each on the host or the device; complete on return.
   void copy(void *dst, const void *src, std::size_t bytes) const;
+  // rows rows of rowBytes each, row r from src + r * srcPitch to dst + r * dstPitch (a 2-D copy:
+  // one call on the device); complete on return.
+  void copyRows(void *dst, std::size_t dstPitch, const void *src, std::size_t srcPitch,
+                std::size_t rowBytes, std::size_t rows) const;
   // dst <- zeros.
   void zero(void *dst, std::size_t bytes) const;
   // The bytes at p readable on the host: p itself for host buffers, else a copy in `scratch`.

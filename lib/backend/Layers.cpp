@@ -212,7 +212,8 @@ std::size_t finalStep(const RnnConfig &c, std::size_t rowLength) {
   return c.reverse ? 0 : rowLength - 1;
 }
 
-// dst[i] += src[i] for n elements of the config's type.
+} // namespace
+
 void addElements(const RnnConfig &c, std::uint8_t *dst, const std::uint8_t *src, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
     if (c.type == FLOAT) {
@@ -231,6 +232,8 @@ void addElements(const RnnConfig &c, std::uint8_t *dst, const std::uint8_t *src,
     }
   }
 }
+
+namespace {
 
 // dst[g][j][i] = src[g][i][j] for every g < G, i < rows, j < cols: each of G [rows, cols]
 // matrices transposed, in square blocks that stay in the cache.

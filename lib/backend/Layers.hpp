@@ -101,6 +101,9 @@ struct RnnBackwardCall {
 void runRnnBackward(RnnLayer &layer, const RnnConfig &config, const RnnBackwardCall &call,
                     const Memory &memory);
 
+// dst[i] += src[i] for n elements of the config's type (host memory), rounded to the type.
+void addElements(const RnnConfig &c, std::uint8_t *dst, const std::uint8_t *src, std::size_t n);
+
 struct SimpleLayer {
   explicit SimpleLayer(Engine e) : engine(std::move(e)) {}
   std::mutex mutex;

@@ -463,6 +463,278 @@ TEST_CASE("backend GRU (reset after, PyTorch's layout) matches the host model",
   }
 }
 
+namespace {
+
+// One layer in one direction of a stack's double reference, in the order it runs its steps:
+// forward(x) gives y [T,B,H] and the final states; backward(dy, dhn, dcn) the gradients.
+struct RefLayerResult {
+  std::vector<double> y, hn, cn;
+};
+struct RefLayerGrads {
+  std::vector<double> dx, dh0, dc0, dwi, dwo, db;
+};
+struct RefLayer {
+  virtual ~RefLayer() = default;
+  virtual RefLayerResult forward(const std::vector<double> &x) = 0;
+  virtual RefLayerGrads backward(const std::vector<double> &dy, const std::vector<double> &dhn,
+                                 const std::vector<double> &dcn) = 0;
+};
+
+struct LstmRef : RefLayer {
+  lstmref::LstmModel model;
+  lstmref::LstmData data;
+  lstmref::LstmForward fwd;
+  RefLayerResult forward(const std::vector<double> &x) override {
+    data.input = x;
+    fwd = lstmref::forward(model, data);
+    return {fwd.output, fwd.finalOutput, fwd.finalCellState};
+  }
+  RefLayerGrads backward(const std::vector<double> &dy, const std::vector<double> &dhn,
+                         const std::vector<double> &dcn) override {
+    const lstmref::LstmGrads g = lstmref::backward(model, data, fwd, dy, {dhn, dcn});
+    return {g.inputGrad, g.initialOutputGrad, g.initialCellStateGrad, g.inputWeightsGrad,
+            g.outputWeightsGrad, g.biasesGrad};
+  }
+};
+
+struct GruRef : RefLayer {
+  gruref::GruModel model;
+  gruref::GruData data;
+  gruref::GruForward fwd;
+  RefLayerResult forward(const std::vector<double> &x) override {
+    data.input = x;
+    fwd = gruref::forward(model, data);
+    return {fwd.output, fwd.finalOutput, {}};
+  }
+  // hn is each row's output at its last step run: its gradient joins dy there (or h0's).
+  RefLayerGrads backward(const std::vector<double> &dy, const std::vector<double> &dhn,
+                         const std::vector<double> &) override {
+    const std::size_t B = model.B, H = model.H;
+    std::vector<double> outputGrad = dy, direct(B * H, 0.0);
+    for (std::size_t r = 0; r < B; ++r) {
+      const std::size_t n = model.timeSteps.empty() ? model.T : model.timeSteps[r];
+      for (std::size_t h = 0; h < H; ++h)
+        (n ? outputGrad[((n - 1) * B + r) * H + h] : direct[r * H + h]) += dhn[r * H + h];
+    }
+    gruref::GruGrads g = gruref::backward(model, data, fwd, outputGrad);
+    for (std::size_t i = 0; i < B * H; ++i)
+      g.initialOutputGrad[i] += direct[i];
+    return {g.inputGrad, g.initialOutputGrad, {}, g.inputWeightsGrad, g.outputWeightsGrad,
+            g.biasesGrad};
+  }
+};
+
+// Columns [d*H, (d+1)*H) of every row of a [rows, D*H] sequence, and back.
+std::vector<double> directionOf(const std::vector<double> &v, std::size_t D, std::size_t d,
+                                std::size_t H) {
+  std::vector<double> out(v.size() / D);
+  for (std::size_t r = 0; r < out.size() / H; ++r)
+    std::copy_n(v.begin() + (r * D + d) * H, H, out.begin() + r * H);
+  return out;
+}
+void setDirection(std::vector<double> &v, const std::vector<double> &part, std::size_t D,
+                  std::size_t d, std::size_t H) {
+  for (std::size_t r = 0; r < part.size() / H; ++r)
+    std::copy_n(part.begin() + r * H, H, v.begin() + (r * D + d) * H);
+}
+// Entry i of n elements.
+std::vector<float> part(const std::vector<float> &v, std::size_t i, std::size_t n) {
+  return {v.begin() + i * n, v.begin() + (i + 1) * n};
+}
+
+struct StackCase {
+  bool lstm;
+  std::size_t L;
+  aspen_rnn_direction direction;
+  std::vector<unsigned> lengths;
+  bool torchLayout;
+};
+
+// A stack through aspen_rnn_stack_* against the double reference composed layer by layer
+// (reverse directions on each row's steps reversed on the host, the directions' outputs
+// concatenated per step, going back each direction's share of dy and the input gradients of
+// both added): training forward, backward with every gradient, and inference.
+void checkStack(const StackCase &k) {
+  const std::size_t T = 5, B = 3, I = 4, H = 6, G = k.lstm ? 4 : 3;
+  const std::size_t D = k.direction == ASPEN_RNN_BIDIRECTIONAL ? 2 : 1, count = k.L * D;
+  const bool variable = !k.lengths.empty();
+  INFO((k.lstm ? "LSTM" : "GRU") << ", " << k.L << " layers, direction " << k.direction
+                                 << ", variable lengths " << variable << ", PyTorch's layout "
+                                 << k.torchLayout);
+  Backend backend;
+  aspen_rnn_stack_desc desc = aspen_rnn_stack_desc_init();
+  desc.layer.cell = k.lstm ? ASPEN_RNN_LSTM : ASPEN_RNN_GRU;
+  desc.layer.dtype = ASPEN_DTYPE_FLOAT32;
+  desc.layer.seq_len = T, desc.layer.batch = B, desc.layer.input_size = I;
+  desc.layer.hidden_size = H;
+  desc.layer.variable_lengths = variable;
+  desc.layer.gru_reset_after = !k.lstm;
+  desc.layer.cell_order = k.lstm ? "input,forget,cell,output" : "reset,update,cell";
+  desc.layer.weights_layout = k.torchLayout ? ASPEN_WEIGHTS_PYTORCH : ASPEN_WEIGHTS_ASPEN;
+  desc.num_layers = k.L;
+  desc.direction = k.direction;
+  const std::size_t biasElements = k.lstm ? G * H : G * 2 * H;
+  std::mt19937 rng(21);
+  const double ws = 1.0 / std::sqrt(double(H));
+  const auto x = randomFloats(rng, T * B * I, 1), h0 = randomFloats(rng, count * B * H, 1),
+             c0 = randomFloats(rng, count * B * H, 1),
+             dy = randomFloats(rng, T * B * D * H, 1),
+             dhn = randomFloats(rng, count * B * H, 1), dcn = randomFloats(rng, count * B * H, 1);
+  std::vector<std::vector<float>> wi, wo, b, callerWi, callerWo, callerB;
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t in = i < D ? I : D * H;
+    wi.push_back(randomFloats(rng, G * in * H, ws));
+    wo.push_back(randomFloats(rng, G * H * H, ws));
+    b.push_back(randomFloats(rng, biasElements, 0.5));
+    callerWi.push_back(k.torchLayout ? torchWeights(wi[i], G, in, H) : wi[i]);
+    callerWo.push_back(k.torchLayout ? torchWeights(wo[i], G, H, H) : wo[i]);
+    std::vector<float> bias = b[i];
+    if (k.torchLayout && k.lstm) // [2, 4H] whose rows add up to the model's bias
+      bias = concat(std::vector<float>(b[i].size(), 0.0f), b[i]);
+    else if (k.torchLayout)
+      bias = torchGruBiases(b[i], G, H);
+    callerB.push_back(bias);
+  }
+
+  // The reference.
+  std::vector<std::unique_ptr<RefLayer>> layers;
+  const auto reversed = [&](std::size_t i) {
+    return k.direction == ASPEN_RNN_REVERSE || i % D == 1;
+  };
+  const auto runOrder = [&](std::size_t i, const std::vector<double> &v) {
+    return reversed(i) ? reverseRows(v, T, B, k.lengths) : v;
+  };
+  std::vector<double> input = widen(x), wantHn, wantCn;
+  for (std::size_t l = 0; l < k.L; ++l) {
+    std::vector<double> out(T * B * D * H);
+    for (std::size_t d = 0; d < D; ++d) {
+      const std::size_t i = l * D + d, in = l == 0 ? I : D * H;
+      std::unique_ptr<RefLayer> layer;
+      if (k.lstm) {
+        auto ref = std::make_unique<LstmRef>();
+        ref->model = torchOrderModel(T, B, in, H);
+        ref->model.timeSteps = k.lengths;
+        ref->data = {{}, widen(part(h0, i, B * H)), widen(part(c0, i, B * H)), widen(wi[i]), widen(wo[i]),
+                     widen(b[i])};
+        layer = std::move(ref);
+      } else {
+        auto ref = std::make_unique<GruRef>();
+        ref->model.T = T, ref->model.B = B, ref->model.I = in, ref->model.H = H;
+        ref->model.resetAfter = true;
+        ref->model.timeSteps = k.lengths;
+        ref->data = {{}, widen(part(h0, i, B * H)), widen(wi[i]), widen(wo[i]), widen(b[i]), {}};
+        layer = std::move(ref);
+      }
+      const RefLayerResult r = layer->forward(runOrder(i, input));
+      setDirection(out, runOrder(i, r.y), D, d, H);
+      wantHn.insert(wantHn.end(), r.hn.begin(), r.hn.end());
+      wantCn.insert(wantCn.end(), r.cn.begin(), r.cn.end());
+      layers.push_back(std::move(layer));
+    }
+    input = out;
+  }
+  const std::vector<double> wantY = input;
+  std::vector<RefLayerGrads> wantGrads(count);
+  std::vector<double> dyLayer = widen(dy);
+  for (std::size_t l = k.L; l-- > 0;) {
+    std::vector<double> dxSum(T * B * (l == 0 ? I : D * H), 0.0);
+    for (std::size_t d = 0; d < D; ++d) {
+      const std::size_t i = l * D + d;
+      RefLayerGrads g = layers[i]->backward(runOrder(i, directionOf(dyLayer, D, d, H)),
+                                            widen(part(dhn, i, B * H)),
+                                            k.lstm ? widen(part(dcn, i, B * H))
+                                                   : std::vector<double>{});
+      g.dx = runOrder(i, g.dx);
+      for (std::size_t e = 0; e < dxSum.size(); ++e)
+        dxSum[e] += g.dx[e];
+      wantGrads[i] = g;
+    }
+    dyLayer = dxSum;
+  }
+
+  // Aspen.
+  std::size_t workspaceBytes = 0, reserveBytes = 0;
+  REQUIRE(aspen_rnn_stack_sizes(backend.handle, &desc, &workspaceBytes, &reserveBytes) ==
+          ASPEN_OK);
+  CHECK((workspaceBytes > 0) == (D == 2 || k.L > 1));
+  std::vector<std::uint8_t> workspace(workspaceBytes), reserve(reserveBytes);
+  std::vector<const void *> wiP, woP, bP;
+  for (std::size_t i = 0; i < count; ++i) {
+    wiP.push_back(callerWi[i].data());
+    woP.push_back(callerWo[i].data());
+    bP.push_back(callerB[i].data());
+  }
+  std::vector<float> y(T * B * D * H), hn(count * B * H), cn(count * B * H);
+  const std::uint32_t *lens = variable ? k.lengths.data() : nullptr;
+  const auto forward = [&](void *res) {
+    const aspen_status status = aspen_rnn_stack_forward(
+        backend.handle, &desc, x.data(), h0.data(), k.lstm ? c0.data() : nullptr, wiP.data(),
+        woP.data(), bP.data(), lens, y.data(), hn.data(), k.lstm ? cn.data() : nullptr,
+        workspace.empty() ? nullptr : workspace.data(), res, nullptr);
+    INFO(aspen_last_error());
+    REQUIRE(status == ASPEN_OK);
+    requireClose("y", y, wantY);
+    requireClose("hn", hn, wantHn);
+    if (k.lstm)
+      requireClose("cn", cn, wantCn);
+  };
+  forward(reserve.data());
+  std::vector<float> dx(T * B * I), dh0(count * B * H), dc0(count * B * H);
+  std::vector<std::vector<float>> dwi, dwo, db;
+  std::vector<void *> dwiP, dwoP, dbP;
+  for (std::size_t i = 0; i < count; ++i) {
+    dwi.emplace_back(wi[i].size());
+    dwo.emplace_back(wo[i].size());
+    db.emplace_back(callerB[i].size());
+  }
+  for (std::size_t i = 0; i < count; ++i) {
+    dwiP.push_back(dwi[i].data());
+    dwoP.push_back(dwo[i].data());
+    dbP.push_back(db[i].data());
+  }
+  const aspen_status status = aspen_rnn_stack_backward(
+      backend.handle, &desc, x.data(), h0.data(), k.lstm ? c0.data() : nullptr, wiP.data(),
+      woP.data(), bP.data(), lens, y.data(), workspace.empty() ? nullptr : workspace.data(),
+      reserve.data(), dy.data(), dhn.data(), k.lstm ? dcn.data() : nullptr, dx.data(),
+      dh0.data(), k.lstm ? dc0.data() : nullptr, dwiP.data(), dwoP.data(), dbP.data(), nullptr);
+  INFO(aspen_last_error());
+  REQUIRE(status == ASPEN_OK);
+  requireClose("dx", dx, dyLayer);
+  for (std::size_t i = 0; i < count; ++i) {
+    INFO("layer " << i / D << ", direction " << i % D);
+    const RefLayerGrads &g = wantGrads[i];
+    const std::size_t in = i < D ? I : D * H;
+    requireClose("dh0", part(dh0, i, B * H), g.dh0);
+    if (k.lstm)
+      requireClose("dc0", part(dc0, i, B * H), g.dc0);
+    requireClose("dWi", dwi[i], k.torchLayout ? torchWeights(g.dwi, G, in, H) : g.dwi);
+    requireClose("dWo", dwo[i], k.torchLayout ? torchWeights(g.dwo, G, H, H) : g.dwo);
+    if (!k.torchLayout)
+      requireClose("db", db[i], g.db);
+    else
+      requireClose("db", db[i], k.lstm ? concat(g.db, g.db) : torchGruBiases(g.db, G, H));
+  }
+  forward(nullptr); // inference: the same outputs
+}
+
+} // namespace
+
+TEST_CASE("backend stacks of LSTM and GRU layers in either or both directions match the "
+          "composed host model",
+          "[correctness][backend]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
+  checkStack({true, 2, ASPEN_RNN_BIDIRECTIONAL, {5, 0, 1}, true});
+  checkStack({true, 3, ASPEN_RNN_BIDIRECTIONAL, {}, false});
+  checkStack({true, 1, ASPEN_RNN_BIDIRECTIONAL, {2, 5, 3}, false});
+  checkStack({true, 2, ASPEN_RNN_REVERSE, {5, 0, 3}, true});
+  checkStack({true, 3, ASPEN_RNN_FORWARD, {1, 4, 0}, false});
+  checkStack({true, 1, ASPEN_RNN_FORWARD, {}, true});
+  checkStack({false, 2, ASPEN_RNN_BIDIRECTIONAL, {5, 0, 1}, true});
+  checkStack({false, 2, ASPEN_RNN_FORWARD, {}, false});
+  checkStack({false, 1, ASPEN_RNN_REVERSE, {3, 5, 0}, true});
+}
+
 TEST_CASE("backend matmul and non-linearities match host models", "[correctness][backend]") {
   if (aspen::test::skipOnGpuRun())
     return;
@@ -726,5 +998,75 @@ TEST_CASE("backend errors are codes with messages, and nothing compiles for bad 
   CHECK_THAT(aspen_last_error(), Catch::Contains("must be at least 1 and divide n"));
   // A good call after all of that works, and clears the message.
   REQUIRE(forward(d, x.data(), nullptr, s.data()) == ASPEN_OK);
+  CHECK(std::string(aspen_last_error()).empty());
+}
+
+TEST_CASE("backend stack calls refuse bad descriptors and buffers by name, and read an older "
+          "caller's descriptor",
+          "[error][backend]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
+  Backend backend;
+  const std::size_t T = 2, B = 2, I = 3, H = 4;
+  aspen_rnn_stack_desc desc = aspen_rnn_stack_desc_init();
+  desc.layer = lstmDesc(T, B, I, H, false);
+  desc.num_layers = 2;
+  desc.direction = ASPEN_RNN_BIDIRECTIONAL;
+  std::vector<float> x(T * B * I, 0.5f), s(4 * B * H, 0.1f), y(T * B * 2 * H), hn(4 * B * H),
+      cn(4 * B * H), wi0(4 * I * H, 0.1f), wi1(4 * 2 * H * H, 0.1f), wo(4 * H * H, 0.1f),
+      b(4 * H, 0.1f);
+  std::vector<const void *> wis = {wi0.data(), wi0.data(), wi1.data(), wi1.data()},
+                            wos(4, wo.data()), bs(4, b.data());
+  std::size_t workspaceBytes = 0;
+  const auto sizes = [&](const aspen_rnn_stack_desc &d) {
+    return aspen_rnn_stack_sizes(backend.handle, &d, &workspaceBytes, nullptr);
+  };
+  REQUIRE(sizes(desc) == ASPEN_OK);
+  std::vector<std::uint8_t> workspace(workspaceBytes);
+  const auto forward = [&](const aspen_rnn_stack_desc &d, void *ws) {
+    return aspen_rnn_stack_forward(backend.handle, &d, x.data(), s.data(), s.data(), wis.data(),
+                                   wos.data(), bs.data(), nullptr, y.data(), hn.data(),
+                                   cn.data(), ws, nullptr, nullptr);
+  };
+  aspen_rnn_stack_desc small = desc;
+  small.struct_size = sizeof(aspen_rnn_desc);
+  CHECK(sizes(small) == ASPEN_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(aspen_last_error(), Catch::Contains("desc->struct_size is") &&
+                                     Catch::Contains("aspen_rnn_stack_desc_init()"));
+  aspen_rnn_stack_desc direction = desc;
+  direction.direction = static_cast<aspen_rnn_direction>(3);
+  CHECK(sizes(direction) == ASPEN_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(aspen_last_error(), Catch::Contains("desc->direction 3 is not"));
+  aspen_rnn_stack_desc options = desc;
+  options.layer.options = R"({"direction": "reverse"})";
+  CHECK(sizes(options) == ASPEN_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(aspen_last_error(), Catch::Contains("a stack takes its direction from "
+                                                 "desc->direction"));
+  // A newer caller's descriptor: fields this library does not know are refused unless zero.
+  struct Newer {
+    aspen_rnn_stack_desc known;
+    std::uint64_t future;
+  } newer{desc, 0};
+  newer.known.struct_size = sizeof newer;
+  CHECK(sizes(newer.known) == ASPEN_OK);
+  newer.future = 7;
+  CHECK(sizes(newer.known) == ASPEN_ERROR_UNSUPPORTED);
+  CHECK_THAT(aspen_last_error(), Catch::Contains("does not know"));
+  // An older caller's: the fields after its struct_size read as zero (one forward layer).
+  aspen_rnn_stack_desc older = desc;
+  older.struct_size = offsetof(aspen_rnn_stack_desc, layer) + sizeof(aspen_rnn_desc);
+  std::size_t olderWorkspace = 1;
+  REQUIRE(aspen_rnn_stack_sizes(backend.handle, &older, &olderWorkspace, nullptr) == ASPEN_OK);
+  CHECK(olderWorkspace == 0);
+  CHECK(backend.stats().misses == 0); // nothing compiled for any of these
+
+  CHECK(forward(desc, nullptr) == ASPEN_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(aspen_last_error(), Catch::Contains("workspace (") &&
+                                     Catch::Contains("aspen_rnn_stack_sizes"));
+  wis[3] = nullptr;
+  CHECK(forward(desc, workspace.data()) == ASPEN_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(aspen_last_error(), Catch::Contains("input_weights[3] (layer 1, reverse) is NULL"));
+  wis[3] = wi1.data();
+  REQUIRE(forward(desc, workspace.data()) == ASPEN_OK);
   CHECK(std::string(aspen_last_error()).empty());
 }

@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -213,6 +214,128 @@ TEST_CASE("backend on a GPU: device buffers and a stream give the CPU backend's 
   cudaStreamDestroy(stream);
 }
 
+// A bidirectional 2-layer stack (aspen_rnn_stack_*: 2-D copies between the directions, the
+// input gradients added through the host), training and backward, on `device`.
+RnnResults runStack(const char *device, bool lstm, const std::vector<std::uint32_t> &lengths,
+                    cudaStream_t stream) {
+  const std::size_t T = 5, B = 3, I = 4, H = 8, G = lstm ? 4 : 3, L = 2, D = 2, n = L * D;
+  const bool gpu = std::string(device).rfind("gpu", 0) == 0;
+  aspen_rnn_stack_desc d = aspen_rnn_stack_desc_init();
+  d.layer.cell = lstm ? ASPEN_RNN_LSTM : ASPEN_RNN_GRU;
+  d.layer.dtype = ASPEN_DTYPE_FLOAT32;
+  d.layer.seq_len = T, d.layer.batch = B, d.layer.input_size = I, d.layer.hidden_size = H;
+  d.layer.variable_lengths = !lengths.empty();
+  d.layer.gru_reset_after = !lstm;
+  d.layer.weights_layout = ASPEN_WEIGHTS_PYTORCH;
+  d.num_layers = L;
+  d.direction = ASPEN_RNN_BIDIRECTIONAL;
+  Backend backend(device);
+  std::mt19937 rng(5);
+  const auto x = randomFloats(rng, T * B * I, 1), h0 = randomFloats(rng, n * B * H, 1),
+             c0 = randomFloats(rng, n * B * H, 1), dy = randomFloats(rng, T * B * D * H, 1),
+             dhn = randomFloats(rng, n * B * H, 1);
+  std::vector<std::vector<float>> wi, wo, b;
+  for (std::size_t i = 0; i < n; ++i) {
+    wi.push_back(randomFloats(rng, G * H * (i < D ? I : D * H), 0.3));
+    wo.push_back(randomFloats(rng, G * H * H, 0.3));
+    b.push_back(randomFloats(rng, 2 * G * H, 0.3));
+  }
+  std::size_t wsBytes = 0, resBytes = 0;
+  REQUIRE(aspen_rnn_stack_sizes(backend.handle, &d, &wsBytes, &resBytes) == ASPEN_OK);
+  // Every buffer on the device for "gpu", on the host for "cpu".
+  std::vector<std::unique_ptr<DeviceBuffer>> owned;
+  std::vector<std::vector<float>> hostOwned;
+  const auto place = [&](const std::vector<float> &v) -> void * {
+    if (gpu) {
+      owned.push_back(std::make_unique<DeviceBuffer>(v));
+      return owned.back()->get();
+    }
+    hostOwned.push_back(v);
+    return hostOwned.back().data();
+  };
+  hostOwned.reserve(64);
+  const auto fetch = [&](void *p, std::size_t count) {
+    std::vector<float> out(count);
+    if (gpu)
+      REQUIRE(cudaMemcpy(out.data(), p, count * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+    else
+      std::memcpy(out.data(), p, count * 4);
+    return out;
+  };
+  std::vector<const void *> wiP, woP, bP;
+  std::vector<void *> dwiP, dwoP, dbP;
+  for (std::size_t i = 0; i < n; ++i) {
+    wiP.push_back(place(wi[i]));
+    woP.push_back(place(wo[i]));
+    bP.push_back(place(b[i]));
+    dwiP.push_back(place(std::vector<float>(wi[i].size())));
+    dwoP.push_back(place(std::vector<float>(wo[i].size())));
+    dbP.push_back(place(std::vector<float>(b[i].size())));
+  }
+  void *gx = place(x), *gh0 = place(h0), *gc0 = lstm ? place(c0) : nullptr;
+  void *gy = place(std::vector<float>(T * B * D * H)), *ghn = place(std::vector<float>(n * B * H));
+  void *gcn = lstm ? place(std::vector<float>(n * B * H)) : nullptr;
+  void *ws = place(std::vector<float>(wsBytes / 4 + 1));
+  void *res = place(std::vector<float>(resBytes / 4 + 1));
+  void *gdy = place(dy), *gdhn = place(dhn), *gdx = place(std::vector<float>(T * B * I));
+  void *gdh0 = place(std::vector<float>(n * B * H));
+  void *gdc0 = lstm ? place(std::vector<float>(n * B * H)) : nullptr;
+  const std::uint32_t *lens = lengths.empty() ? nullptr : lengths.data();
+  aspen_status status = aspen_rnn_stack_forward(backend.handle, &d, gx, gh0, gc0, wiP.data(),
+                                                woP.data(), bP.data(), lens, gy, ghn, gcn, ws,
+                                                res, gpu ? stream : nullptr);
+  INFO(aspen_last_error());
+  REQUIRE(status == ASPEN_OK);
+  status = aspen_rnn_stack_backward(backend.handle, &d, gx, gh0, gc0, wiP.data(), woP.data(),
+                                    bP.data(), lens, gy, ws, res, gdy, gdhn, nullptr, gdx, gdh0,
+                                    gdc0, dwiP.data(), dwoP.data(), dbP.data(),
+                                    gpu ? stream : nullptr);
+  REQUIRE(status == ASPEN_OK);
+  RnnResults r;
+  r.y = fetch(gy, T * B * D * H);
+  r.hn = fetch(ghn, n * B * H);
+  r.dx = fetch(gdx, T * B * I);
+  r.dh0 = fetch(gdh0, n * B * H);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto w = fetch(dwiP[i], wi[i].size()), u = fetch(dwoP[i], wo[i].size()),
+               c = fetch(dbP[i], b[i].size());
+    r.dwi.insert(r.dwi.end(), w.begin(), w.end());
+    r.dwo.insert(r.dwo.end(), u.begin(), u.end());
+    r.db.insert(r.db.end(), c.begin(), c.end());
+  }
+  if (lstm) {
+    r.cn = fetch(gcn, n * B * H);
+    r.dc0 = fetch(gdc0, n * B * H);
+  }
+  return r;
+}
+
+TEST_CASE("backend on a GPU: a bidirectional stack gives the CPU backend's results",
+          "[gpu][backend]") {
+  if (skipWithoutGpu())
+    return;
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  for (const bool lstm : {true, false}) {
+    INFO((lstm ? "LSTM" : "GRU"));
+    const std::vector<std::uint32_t> lengths{5, 0, 2};
+    const RnnResults want = runStack("cpu", lstm, lengths, nullptr);
+    const RnnResults got = runStack("gpu", lstm, lengths, stream);
+    requireClose("y", got.y, want.y);
+    requireClose("hn", got.hn, want.hn);
+    requireClose("dx", got.dx, want.dx);
+    requireClose("dh0", got.dh0, want.dh0);
+    requireClose("dWi", got.dwi, want.dwi);
+    requireClose("dWo", got.dwo, want.dwo);
+    requireClose("db", got.db, want.db);
+    if (lstm) {
+      requireClose("cn", got.cn, want.cn);
+      requireClose("dc0", got.dc0, want.dc0);
+    }
+  }
+  cudaStreamDestroy(stream);
+}
+
 TEST_CASE("backend on a GPU: matmul on device buffers, and buffers in the wrong memory",
           "[gpu][backend]") {
   if (skipWithoutGpu())
@@ -307,6 +430,11 @@ TEST_CASE("Engine::writeTensor and readTensor take device memory on a GPU device
 #else
 
 TEST_CASE("backend on a GPU: device buffers and a stream give the CPU backend's results",
+          "[gpu][backend]") {
+  std::printf("%s: this build has no CUDA\n", aspen::test::kSkipMarker);
+}
+
+TEST_CASE("backend on a GPU: a bidirectional stack gives the CPU backend's results",
           "[gpu][backend]") {
   std::printf("%s: this build has no CUDA\n", aspen::test::kSkipMarker);
 }
