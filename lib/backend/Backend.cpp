@@ -154,6 +154,24 @@ void checkForwardBuffers(const RnnConfig &c, const aspen::backend::RnnForwardCal
   checkLengths(c, call.lengths);
 }
 
+bool checkBackwardBuffers(bool lstm, const void *reserve, const void *dcn, const void *dh0,
+                          const void *dc0, const void *dInputWeights, const void *dOutputWeights,
+                          const void *dBiases) {
+  needBuffer(reserve, "reserve (filled by the training forward)");
+  needBuffer(dh0, "dh0");
+  if (lstm) {
+    needBuffer(dc0, "dc0 (the gradient of an LSTM's initial cell state)");
+  } else {
+    need(dcn == nullptr, "dcn is given, but a GRU has no cell state");
+    need(dc0 == nullptr, "dc0 is given, but a GRU has no cell state");
+  }
+  const int weightGrads =
+      (dInputWeights != nullptr) + (dOutputWeights != nullptr) + (dBiases != nullptr);
+  need(weightGrads == 0 || weightGrads == 3,
+       "d_input_weights, d_output_weights and d_biases must be all given or all NULL");
+  return weightGrads == 3;
+}
+
 std::shared_ptr<aspen::backend::RnnLayer> rnnLayer(aspen_backend *backend, const RnnConfig &c,
                                                    bool training) {
   return cachedLayer<aspen::backend::RnnLayer>(
@@ -336,18 +354,8 @@ aspen_status aspen_rnn_backward(aspen_backend *backend, const aspen_rnn_desc *de
         nullptr, nullptr, const_cast<void *>(reserve)};
     checkForwardBuffers(c, forward);
     needBuffer(y, "y (the training forward's output)");
-    needBuffer(reserve, "reserve (filled by the training forward)");
-    needBuffer(dh0, "dh0");
-    if (c.lstm) {
-      needBuffer(dc0, "dc0 (the gradient of an LSTM's initial cell state)");
-    } else {
-      need(dcn == nullptr, "dcn is given, but a GRU has no cell state");
-      need(dc0 == nullptr, "dc0 is given, but a GRU has no cell state");
-    }
-    const int weightGrads = (d_input_weights != nullptr) + (d_output_weights != nullptr) +
-                            (d_biases != nullptr);
-    need(weightGrads == 0 || weightGrads == 3,
-         "d_input_weights, d_output_weights and d_biases must be all given or all NULL");
+    checkBackwardBuffers(c.lstm, reserve, dcn, dh0, dc0, d_input_weights, d_output_weights,
+                         d_biases);
     checkPlaces(backend, {{"x", x}, {"h0", h0}, {"c0", c0}, {"input_weights", input_weights},
                           {"output_weights", output_weights}, {"biases", biases}, {"y", y},
                           {"reserve", reserve}, {"dy", dy}, {"dhn", dhn}, {"dcn", dcn},

@@ -345,19 +345,8 @@ aspen_status aspen_rnn_stack_backward(
                          nullptr, nullptr,
                          workspace, const_cast<void *>(reserve)};
     checkStackForward(backend, s, a, true);
-    needBuffer(reserve, "reserve (filled by the training forward)");
-    needBuffer(dh0, "dh0");
-    if (s.base.lstm) {
-      needBuffer(dc0, "dc0 (the gradient of an LSTM's initial cell state)");
-    } else {
-      need(dcn == nullptr, "dcn is given, but a GRU has no cell state");
-      need(dc0 == nullptr, "dc0 is given, but a GRU has no cell state");
-    }
-    const int weightGrads = (d_input_weights != nullptr) + (d_output_weights != nullptr) +
-                            (d_biases != nullptr);
-    need(weightGrads == 0 || weightGrads == 3,
-         "d_input_weights, d_output_weights and d_biases must be all given or all NULL");
-    if (weightGrads == 3)
+    if (checkBackwardBuffers(s.base.lstm, reserve, dcn, dh0, dc0, d_input_weights,
+                             d_output_weights, d_biases))
       checkWeightArrays(backend, s, {{"d_input_weights", d_input_weights},
                                      {"d_output_weights", d_output_weights},
                                      {"d_biases", d_biases}});
