@@ -25,7 +25,8 @@ using namespace ::aspen::nn::cell;
 
 // Elements [lo, hi) of row r of the forward cell, element-wise activations rho (gates) and phi.
 template <class T, class V, class Rho, class Phi>
-ASPEN_HD inline void fwdElements(V &v, unsigned r, unsigned lo, unsigned hi, Rho rho, Phi phi) {
+ASPEN_HD inline void fwdElements(V &v, unsigned r, unsigned lo, unsigned hi, Rho rho, Phi phi,
+                                 const CellClip &clip) {
   const unsigned n = v.numInter();
   T *out = v.out[r].data();
   if (float(v.mask[r]) == 0.0f) {
@@ -65,6 +66,11 @@ ASPEN_HD inline void fwdElements(V &v, unsigned r, unsigned lo, unsigned hi, Rho
       g[j] = phi.forward(preG[j]);
       o[j] = rho.forward(o[j]);
       cNew[j] = f[j] * cPrev[j] + i[j] * g[j];
+    }
+    if (clip.mode != 0)
+      for (unsigned j = 0; j < m; ++j)
+        cNew[j] = clip.apply(cNew[j]);
+    for (unsigned j = 0; j < m; ++j) {
       phiC[j] = phi.forward(cNew[j]);
       hNew[j] = o[j] * phiC[j];
     }
@@ -101,8 +107,11 @@ ASPEN_HD inline void fwdElements(V &v, unsigned r, unsigned lo, unsigned hi, Rho
 }
 
 // Elements [lo, hi) of row r of the backward cell (element-wise activations).
+// clip: the forward's cell clip; the cell segment then holds c_t (rawCell, as the builders
+// arrange), at a bound where it was clipped.
 template <class T, class V, class Rho, class Phi>
-ASPEN_HD inline void bwdElements(V &v, unsigned r, unsigned lo, unsigned hi, Rho rho, Phi phi) {
+ASPEN_HD inline void bwdElements(V &v, unsigned r, unsigned lo, unsigned hi, Rho rho, Phi phi,
+                                 const CellClip &clip) {
   T *dF = v.delta[4 * r + F].data(), *dI = v.delta[4 * r + I].data();
   T *dG = v.delta[4 * r + G].data(), *dO = v.delta[4 * r + O].data();
   T *carry = v.dhCarry[r].data(), *dc = v.dcState[r].data();
@@ -140,9 +149,10 @@ ASPEN_HD inline void bwdElements(V &v, unsigned r, unsigned lo, unsigned hi, Rho
       const float phiC = rawCell ? phi.forward(cs[j]) : cs[j];
       const float cAct = rawCell && phiTakesInput ? cs[j] : phiC;
       rO[j] = rho.gradient(o[j], dh[j] * phiC);
-      const float dCell = phi.gradient(cAct, dh[j] * o[j]) + dcIn[j];
+      const float dCellOut = phi.gradient(cAct, dh[j] * o[j]) + dcIn[j];
+      const float dCell = clip.passes(cs[j]) ? dCellOut : 0.0f;
       rI[j] = rho.gradient(i[j], dCell * g);
-      rG[j] = phi.gradient(rawCand ? gs[j] : g, dCell * i[j]);
+      rG[j] = phi.gradient(rawCand && phiTakesInput ? gs[j] : g, dCell * i[j]);
       rF[j] = rho.gradient(f[j], dCell * cPrev[j]);
       rC[j] = dCell * f[j];
     }

@@ -34,6 +34,26 @@ struct Dynamic {
 template <class Functor> constexpr bool kIsDynamic = false;
 template <> constexpr bool kIsDynamic<Dynamic> = true;
 
+// An LSTM's cell-state clip (LstmParams::cellClip), as its vertices' fields cellClipMode,
+// cellClipMin and cellClipMax give it: mode 0 none; 1 c clipped to [lo, hi] with a NaN kept;
+// 2 the same with a NaN made lo. The bounds are the data type's values (the builder rounds
+// them), so a clipped c is stored as the bound itself.
+struct CellClip {
+  unsigned mode;
+  float lo, hi;
+  ASPEN_HD float apply(float c) const {
+    if (mode == 0)
+      return c;
+    if (c != c)
+      return mode == 2 ? lo : c;
+    return c < lo ? lo : (c > hi ? hi : c);
+  }
+  // Whether the gradient reaches f c_{t-1} + i g through the clip, from the clipped c_t:
+  // strictly inside the bounds (at a bound it was clipped, or sat there, where the clip's
+  // derivative is taken as 0).
+  ASPEN_HD bool passes(float c) const { return mode == 0 || (c > lo && c < hi); }
+};
+
 // Elements are processed in chunks through local arrays: the loops over a chunk touch no
 // memory that could alias, so the host compiler vectorises them (one element per chunk on the
 // GPU, where a thread's arrays would live in slow local memory).

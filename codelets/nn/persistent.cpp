@@ -69,6 +69,10 @@ public:
   unsigned saveMode;
   bool saveH;
   bool rawCandidate;
+  unsigned cellClipMode; // the cell clip (cell::CellClip): 0 none
+  float cellClipMin;
+  float cellClipMax;
+  ASPEN_HD cell::CellClip cellClip() const { return {cellClipMode, cellClipMin, cellClipMax}; }
   bool hasGatesIn;
   bool hasOut;
   bool weightsInShared;
@@ -190,7 +194,7 @@ private:
     a[I] = rho.forward(a[I]);
     a[G] = phi.forward(a[G]);
     a[O] = rho.forward(a[O]);
-    const float cNew = a[F] * cPrev + a[I] * a[G];
+    const float cNew = cellClip().apply(a[F] * cPrev + a[I] * a[G]);
     const float phiC = phi.forward(cNew);
     const float hNew = a[O] * phiC;
     cLast[at] = T(cNew);
@@ -248,6 +252,10 @@ public:
   unsigned recurrentActivation;
   bool rawCell;
   bool rawCandidate;
+  unsigned cellClipMode; // the cell clip (cell::CellClip): 0 none
+  float cellClipMin;
+  float cellClipMax;
+  ASPEN_HD cell::CellClip cellClip() const { return {cellClipMode, cellClipMin, cellClipMax}; }
   bool hasOutGrad;
   bool popnnHardSigmoidGrad;
   bool weightsInShared;
@@ -349,7 +357,7 @@ private:
     v.rawCell = rawCell;
     v.rawCandidate = rawCandidate;
     v.hasOutGrad = hasOutGrad;
-    lstm_cell::bwdElements<T>(v, 0, 0, 1, rho, phi);
+    lstm_cell::bwdElements<T>(v, 0, 0, 1, rho, phi, cellClip());
     const unsigned slots[4] = {slotF, slotI, slotG, slotO};
     T *row = delta.data() + t * B * G4 + r * G4;
     for (unsigned g = 0; g < 4; ++g)

@@ -207,6 +207,10 @@ public:
   bool saveH;
   bool rawCandidate;
   bool hasGatesIn;
+  unsigned cellClipMode; // the cell clip (cell::CellClip): 0 none
+  float cellClipMin;
+  float cellClipMax;
+  cell::CellClip cellClip() const { return {cellClipMode, cellClipMin, cellClipMax}; }
 
   // The product's pre-activation plus, with hasGatesIn, the pre-weighted input's (x.Wi summed
   // before the loop): added in float, rounded to T once, as a product accumulating into it would.
@@ -271,7 +275,7 @@ public:
     if (!rowWise) {
       forElementShare(out, workerId, numWorkers(), recurrentActivation, activation,
                       [&](unsigned r, unsigned lo, unsigned hi, auto rho, auto phi) {
-                        fwdElements<T>(*this, r, lo, hi, rho, phi);
+                        fwdElements<T>(*this, r, lo, hi, rho, phi, cellClip());
                       });
       return true;
     }
@@ -328,6 +332,10 @@ public:
   unsigned recurrentActivation;
   bool rawCell;
   bool rawCandidate;
+  unsigned cellClipMode; // the cell clip (cell::CellClip): 0 none
+  float cellClipMin;
+  float cellClipMax;
+  cell::CellClip cellClip() const { return {cellClipMode, cellClipMin, cellClipMax}; }
   bool hasOutGrad;
   bool popnnHardSigmoidGrad; // HARD_SIGMOID's gradient by popnn's rule (RnnCellMath.hpp)
 
@@ -405,7 +413,7 @@ public:
       forElementShare(
           dcState, workerId, numWorkers(), recurrentActivation, activation,
           [&](unsigned r, unsigned lo, unsigned hi, auto rho, auto phi) {
-            bwdElements<T>(*this, r, lo, hi, rho, phi);
+            bwdElements<T>(*this, r, lo, hi, rho, phi, cellClip());
           },
           popnnHardSigmoidGrad);
       return true;
@@ -440,6 +448,10 @@ public:
   Input<Vector<T>> mask;
   unsigned activation;
   bool rawCandidate;
+  unsigned cellClipMode; // the cell clip (cell::CellClip): 0 none
+  float cellClipMin;
+  float cellClipMax;
+  cell::CellClip cellClip() const { return {cellClipMode, cellClipMin, cellClipMax}; }
   bool compute(unsigned workerId) {
     nnForWorkerShare(cState, workerId, numWorkers(), [&](unsigned r, unsigned k) {
       const float previous = float(cState[r][k]);
@@ -450,7 +462,8 @@ public:
       }
       const float gs = float(fwd[4 * r + 2][k]);
       const float g = rawCandidate ? nnForwardOf(NonLinearityType(activation), gs) : gs;
-      const float c = float(fwd[4 * r + 0][k]) * previous + float(fwd[4 * r + 1][k]) * g;
+      const float c = cellClip().apply(float(fwd[4 * r + 0][k]) * previous +
+                                       float(fwd[4 * r + 1][k]) * g);
       cPrev[r][k] = T(previous);
       cOut[r][k] = T(c);
       cState[r][k] = T(c);
@@ -547,6 +560,10 @@ public:
   bool saveH;
   bool rawCandidate;
   bool hasGatesIn;
+  unsigned cellClipMode; // the cell clip (cell::CellClip): 0 none
+  float cellClipMin;
+  float cellClipMax;
+  cell::CellClip cellClip() const { return {cellClipMode, cellClipMin, cellClipMax}; }
 
   unsigned numInter() const {
     return (saveMode == 0 ? 0u : saveMode == 1 ? 4u : 6u) + (saveH ? 1u : 0u);
@@ -734,6 +751,13 @@ private:
       a[G][j] = phi.forward(a[G][j]);
       a[O][j] = rho.forward(a[O][j]);
       cNew[j] = a[F][j] * cPrev[j] + a[I][j] * a[G][j];
+    }
+    if (cellClipMode != 0) {
+      const cell::CellClip clip = cellClip();
+      for (unsigned j = 0; j < m; ++j)
+        cNew[j] = clip.apply(cNew[j]);
+    }
+    for (unsigned j = 0; j < m; ++j) {
       phiC[j] = phi.forward(cNew[j]);
       hNew[j] = a[O][j] * phiC[j];
     }
@@ -897,6 +921,10 @@ public:
   bool rawCandidate;
   bool hasOutGrad;
   bool popnnHardSigmoidGrad;
+  unsigned cellClipMode; // the cell clip (cell::CellClip): 0 none
+  float cellClipMin;
+  float cellClipMax;
+  cell::CellClip cellClip() const { return {cellClipMode, cellClipMin, cellClipMax}; }
 
   bool compute(unsigned workerId) {
     const unsigned rows = dcState.size(), i = time[0];
@@ -921,14 +949,15 @@ public:
                             if (fixed)
                               lstm_cell::bwdElements<T>(
                                   v, 0, 0, m, cell::Fixed<NonLinearityType::SIGMOID>(),
-                                  cell::Fixed<NonLinearityType::TANH>());
+                                  cell::Fixed<NonLinearityType::TANH>(), cellClip());
                             else
                               lstm_cell::bwdElements<T>(
                                   v, 0, 0, m,
                                   cell::Dynamic{NonLinearityType(recurrentActivation),
                                                 popnnHardSigmoidGrad},
                                   cell::Dynamic{NonLinearityType(activation),
-                                                popnnHardSigmoidGrad});
+                                                popnnHardSigmoidGrad},
+                                  cellClip());
                           });
     return true;
   }

@@ -165,7 +165,7 @@ void addFusedStep(Graph &graph, const LstmParams &params, ComputeSet cs,
                           static_cast<unsigned>(params.recurrentActivation));
     graph.setInitialValue(v["saveMode"], saving ? layout.saveMode : 0u);
     graph.setInitialValue(v["saveH"], saving && layout.saveH);
-    graph.setInitialValue(v["rawCandidate"], rawCandidate(params));
+    setRawAndClip(graph, v, params);
     graph.setInitialValue(v["hasGatesIn"], seqs.gatesIn.valid());
   }
   rnn::detail::addClockVertex(graph, cs, clock, p);
@@ -275,7 +275,7 @@ void fusedBackward(Graph &graph, const LstmParams &params, const LstmOptions &op
       graph.setInitialValue(v["recurrentActivation"],
                             static_cast<unsigned>(params.recurrentActivation));
       graph.setInitialValue(v["rawCell"], rawCell);
-      graph.setInitialValue(v["rawCandidate"], rawCandidate(params));
+      setRawAndClip(graph, v, params);
       graph.setInitialValue(v["hasOutGrad"], outGrad.valid());
       graph.setInitialValue(v["popnnHardSigmoidGrad"],
                             opts.hardSigmoidGradient == NonLinearityGradient::Popnn);

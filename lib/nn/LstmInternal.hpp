@@ -65,6 +65,9 @@ InterLayout interLayout(const LstmParams &params, Recomputation mode);
 // True when the activation's gradient needs its input: the candidate slot then holds the
 // pre-activation and the phi(c_t) slot holds c_t.
 bool rawCandidate(const LstmParams &params);
+// A cell vertex's rawCandidate and cell-clip fields (cellClipMode, cellClipMin, cellClipMax)
+// from params; a clip saves c_t raw (rawCandidate), which its gradient reads.
+void setRawAndClip(Graph &graph, const VertexRef &v, const LstmParams &params);
 
 // Weights as matrices: inputWeights [4,I,H] -> [I, 4H], outputWeights -> [H, 4H] (column block
 // s = slot s), biases [4, H].

@@ -89,7 +89,7 @@ std::pair<Tensor, Tensor> persistentForward(Graph &graph, const LstmParams &para
   const bool saving = interSeq.valid() && layout.count() > 0;
   graph.setInitialValue(v["saveMode"], saving ? layout.saveMode : 0u);
   graph.setInitialValue(v["saveH"], saving && layout.saveH);
-  graph.setInitialValue(v["rawCandidate"], rawCandidate(params));
+  setRawAndClip(graph, v, params);
   graph.setInitialValue(v["hasGatesIn"], weighted.valid());
   graph.setInitialValue(v["hasOut"], outSeq.valid());
   graph.setInitialValue(v["weightsInShared"], choice.weightsInShared);
@@ -141,7 +141,7 @@ void persistentBackward(Graph &graph, const LstmParams &params, const Persistent
   graph.setInitialValue(v["activation"], unsigned(params.activation));
   graph.setInitialValue(v["recurrentActivation"], unsigned(params.recurrentActivation));
   graph.setInitialValue(v["rawCell"], rawCell);
-  graph.setInitialValue(v["rawCandidate"], rawCandidate(params));
+  setRawAndClip(graph, v, params);
   graph.setInitialValue(v["hasOutGrad"], outGrad.valid());
   graph.setInitialValue(v["popnnHardSigmoidGrad"], popnnHardSigmoidGrad);
   graph.setInitialValue(v["weightsInShared"], choice.weightsInShared);

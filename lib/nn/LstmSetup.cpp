@@ -5,6 +5,7 @@
 #include "support/OptionParsing.hpp"
 
 #include <aspen/Error.hpp>
+#include <aspen/HalfFloat.hpp>
 #include <aspen/util/VertexTemplates.hpp>
 
 #include <fmt/format.h>
@@ -90,6 +91,14 @@ void checkParams(const LstmParams &params, const std::string &what) {
       static_cast<int>(params.activation) >= static_cast<int>(kNumNonLinearityTypes))
     throw invalid_option(fmt::format("{}: activation {} is not a NonLinearityType", what,
                                      static_cast<int>(params.activation)));
+  const LstmParams::CellClip &clip = params.cellClip;
+  if (clip.enabled && !(clip.min < clip.max))
+    throw invalid_option(fmt::format("{}: cellClip's bounds must have min < max (neither NaN), "
+                                     "not [{}, {}]",
+                                     what, clip.min, clip.max));
+  if (clip.enabled && (isSoftmaxKind(params.activation) || isSoftmaxKind(rec)))
+    throw invalid_option(fmt::format("{}: cellClip needs element-wise activations, not {} and {}",
+                                     what, nn::asString(params.activation), nn::asString(rec)));
   if (params.dataType != params.rnn.dataType || params.batchSize != params.rnn.batchSize ||
       params.timeSteps != params.rnn.maxTimeSteps || params.layerSizes != params.rnn.layerSizes)
     throw invalid_option(fmt::format("{}: LstmParams' deprecated fields (dataType, batchSize, "
@@ -213,7 +222,28 @@ InterLayout interLayout(const LstmParams &params, Recomputation mode) {
   return l;
 }
 
-bool rawCandidate(const LstmParams &params) { return gradientTakesInput(params.activation); }
+bool rawCandidate(const LstmParams &params) {
+  return gradientTakesInput(params.activation) || params.cellClip.enabled;
+}
+
+namespace {
+
+// v rounded to the data type, as a float.
+float inType(Type type, double v) {
+  const auto f = static_cast<float>(v);
+  return type == HALF ? aspen::detail::halfBitsToFloat(aspen::detail::floatToHalfBits(f)) : f;
+}
+
+} // namespace
+
+void setRawAndClip(Graph &graph, const VertexRef &v, const LstmParams &params) {
+  graph.setInitialValue(v["rawCandidate"], rawCandidate(params));
+  const LstmParams::CellClip &clip = params.cellClip;
+  const Type type = params.rnn.dataType;
+  graph.setInitialValue(v["cellClipMode"], !clip.enabled ? 0u : clip.propagateNan ? 1u : 2u);
+  graph.setInitialValue(v["cellClipMin"], clip.enabled ? inType(type, clip.min) : 0.0f);
+  graph.setInitialValue(v["cellClipMax"], clip.enabled ? inType(type, clip.max) : 0.0f);
+}
 
 Tensor asMatrix(const Tensor &weights) {
   return weights.dimShuffle({1, 0, 2}).reshape({weights.dim(1), 4 * weights.dim(2)});
@@ -272,7 +302,7 @@ void addCellFwd(Graph &graph, const LstmParams &params, ComputeSet cs, const Ten
                           static_cast<unsigned>(params.recurrentActivation));
     graph.setInitialValue(v["saveMode"], layout.saveMode);
     graph.setInitialValue(v["saveH"], layout.saveH);
-    graph.setInitialValue(v["rawCandidate"], rawCandidate(params));
+    setRawAndClip(graph, v, params);
   });
 }
 
@@ -297,7 +327,7 @@ void addCellBwd(Graph &graph, const LstmParams &params, const LstmOptions &opts,
     graph.setInitialValue(v["recurrentActivation"],
                           static_cast<unsigned>(params.recurrentActivation));
     graph.setInitialValue(v["rawCell"], rawCell);
-    graph.setInitialValue(v["rawCandidate"], rawCandidate(params));
+    setRawAndClip(graph, v, params);
     graph.setInitialValue(v["hasOutGrad"], outGrad.valid());
     graph.setInitialValue(v["popnnHardSigmoidGrad"],
                           opts.hardSigmoidGradient == NonLinearityGradient::Popnn);
@@ -316,7 +346,7 @@ void addCellRecompute(Graph &graph, const LstmParams &params, ComputeSet cs, con
     graph.connect(v["cOut"], nn::work::rowList(cOut, rows));
     graph.connect(v["mask"], nn::work::rowElements(mask, rows));
     graph.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
-    graph.setInitialValue(v["rawCandidate"], rawCandidate(params));
+    setRawAndClip(graph, v, params);
   });
 }
 

@@ -406,6 +406,63 @@ TEST_CASE("a reverse LSTM is the forward LSTM on each row's steps reversed, bit 
                         Catch::Matchers::Contains("forward or reverse"));
 }
 
+// The cell clip's NaN choice (lstm_layer checks the clip itself against its double model): a
+// row whose input is NaN has a NaN cell state, which the clip keeps (propagateNan) or makes the
+// lower bound, on every step form; and the clip's rules are checked.
+TEST_CASE("LSTM cell clip: a NaN cell state stays NaN or becomes the lower bound",
+          "[correctness][lstm]") {
+  for (const char *method : {"productThenCell", "fused"})
+    for (const bool propagate : {true, false}) {
+      INFO("stepMethod " << method << ", propagateNan " << propagate);
+      Harness h(Target::createGeneric(2));
+      const std::size_t T = 2, B = 2, I = 3, H = 4;
+      lstm::LstmParams params(FLOAT, B, T, {I, H});
+      params.cellClip.enabled = true;
+      params.cellClip.min = -0.375;
+      params.cellClip.max = 0.5;
+      params.cellClip.propagateNan = propagate;
+      Values x = randomValues(T * B * I, -1.0, 1.0, 3);
+      x[I * 1 + 0] = NAN; // step 0, row 1
+      const OptionFlags options{{"stepMethod", method}, {"inferenceOnly", "true"}};
+      const Tensor in = h.input(FLOAT, {T, B, I}, "x", x);
+      const Tensor h0 = h.input(FLOAT, {B, H}, "h0", randomValues(B * H, -1.0, 1.0, 4));
+      const Tensor c0 = h.input(FLOAT, {B, H}, "c0", randomValues(B * H, -1.0, 1.0, 5));
+      lstm::LstmWeights w = lstm::createWeights(h.graph, params, "w", options);
+      h.prog.add(program::Copy(h.input(FLOAT, {4, I, H}, "wi", randomValues(4 * I * H, -0.5, 0.5, 6)),
+                               w.inputWeights));
+      h.prog.add(program::Copy(h.input(FLOAT, {4, H, H}, "wo", randomValues(4 * H * H, -0.5, 0.5, 7)),
+                               w.outputWeights));
+      h.prog.add(program::Copy(h.input(FLOAT, {4, H}, "b", randomValues(4 * H, -0.5, 0.5, 8)),
+                               w.biases));
+      auto [out, cell] = lstm::lstmFwd(h.graph, params, {h0, c0}, in, w, nullptr, h.prog, "fwd",
+                                       options);
+      h.output("y", out);
+      h.output("c", cell);
+      auto got = h.run(2);
+      for (std::size_t k = 0; k < H; ++k) {
+        // Row 0 is clean and clipped into the bounds; row 1's state went NaN at step 0.
+        CHECK(got["c"][k] >= -0.375);
+        CHECK(got["c"][k] <= 0.5);
+        const double c1 = got["c"][H + k];
+        if (propagate)
+          CHECK(std::isnan(c1));
+        else
+          CHECK(c1 == -0.375);
+      }
+    }
+  Harness h(Target::createGeneric(2));
+  lstm::LstmParams params(FLOAT, 2, 3, {2, 2});
+  params.cellClip.enabled = true;
+  params.cellClip.min = 1.0;
+  params.cellClip.max = 1.0;
+  CHECK_THROWS_WITH(lstm::createInput(h.graph, params, "in"),
+                    Catch::Matchers::Contains("cellClip's bounds must have min < max"));
+  params.cellClip.min = -1.0;
+  params.activation = NonLinearityType::SOFTMAX;
+  CHECK_THROWS_WITH(lstm::createInput(h.graph, params, "in"),
+                    Catch::Matchers::Contains("cellClip needs element-wise activations"));
+}
+
 TEST_CASE("FLOP counts and pre-plan parameters are the documented ones", "[correctness][lstm]") {
   lstm::LstmParams p(FLOAT, 2, 3, {5, 7});
   // fwd: T B (2*4H*(I+H) + 8H) = 6 (56*12 + 56) = 4368

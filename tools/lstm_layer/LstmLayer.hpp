@@ -25,6 +25,7 @@ namespace lstm = aspen::nn::lstm;
 struct Config : CommonConfig {
   std::vector<lstm::BasicLstmCellUnit> cellOrder;
   bool lastStepStateGrad = false, preWeightInput = false, ignoreFinalCellState = false;
+  lstm::LstmParams::CellClip cellClip; // --cell-clip, --cell-clip-nan
 };
 
 // --ignore-final-cell-state and --ignore-final-state (PopLibs' older name).
@@ -61,6 +62,23 @@ inline std::vector<Flag<Config>> layerFlagTable() {
          c.preWeightInput = parseBool(f, v);
          c.layerOptions.set("preCalcWeights", c.preWeightInput ? "true" : "false");
        }},
+      {"cell-clip", nullptr,
+       "{min,max}: the cell state clipped to [min, max] after each step (LstmParams::cellClip; "
+       "Aspen's)",
+       [](Config &c, auto &f, auto &v) {
+         const std::vector<std::string> bounds = parseList(f, v);
+         if (bounds.size() != 2)
+           throw UsageError(fmt::format("--{}: '{}' is not two bounds {{min,max}}", f, v));
+         c.cellClip.enabled = true;
+         c.cellClip.min = parseNumber<double>(f, bounds[0]);
+         c.cellClip.max = parseNumber<double>(f, bounds[1]);
+       },
+       FlagKind::List, "no clip"},
+      {"cell-clip-nan", nullptr, "propagate | min: what the cell clip makes of a NaN",
+       [](Config &c, auto &f, auto &v) {
+         c.cellClip.propagateNan = parseChoice(f, v, {"propagate", "min"}) == "propagate";
+       },
+       FlagKind::Value, "propagate"},
       {"last-step-state-grad", "0", "0 | 1: also feed gradients of the final h and c",
        [](Config &c, auto &f, auto &v) { c.lastStepStateGrad = parseBool(f, v); }},
       {"ignore-final-cell-state", "0",
@@ -115,6 +133,7 @@ inline BuiltLayer build(aspen::Graph &graph, const Config &c, aspen::linalg::Pla
   params.cellOrder = c.cellOrder;
   params.outputFullSequence = c.outputAllSequence;
   params.calcInputGradients = !c.ignoreInputGradient;
+  params.cellClip = c.cellClip;
 
   BuiltLayer layer;
   program::Sequence &prog = layer.program;

@@ -48,6 +48,10 @@ struct LstmModel {
   bool outputFullSequence = true;
   bool doInputWeightCalc = true;
   std::vector<unsigned> timeSteps; // empty (all T), one length for all rows, or one per row
+  // The cell clip: c_t = min(max(f c_{t-1} + i g, cellClipMin), cellClipMax); its gradient is
+  // 1 strictly inside the bounds and 0 elsewhere.
+  bool cellClip = false;
+  double cellClipMin = 0.0, cellClipMax = 0.0;
 
   // Row b's length, capped at T.
   std::size_t length(std::size_t b) const { return rnnref::sequenceLength(timeSteps, T, b); }
@@ -149,8 +153,11 @@ inline LstmForward forward(const LstmModel &m, const LstmData &d) {
       const double *g = at(r.gates, kCandidate), *o = at(r.gates, kOutput);
       double *c = &r.newCellState[t * BH + b * H];
       double *phiC = &r.phiNewCellState[t * BH + b * H];
-      for (std::size_t j = 0; j < H; ++j)
+      for (std::size_t j = 0; j < H; ++j) {
         c[j] = f[j] * cPrev[j] + i[j] * g[j];
+        if (m.cellClip)
+          c[j] = std::min(std::max(c[j], m.cellClipMin), m.cellClipMax);
+      }
       rnnref::forwardRow(m.act, c, phiC, H);
       const bool active = t < m.length(b);
       double *hNext = &r.outputState[(t + 1) * BH + b * H];
@@ -225,8 +232,12 @@ inline LstmGrads backward(const LstmModel &m, const LstmData &d, const LstmForwa
                           delta[kOutput].data(), H, m.hardSigmoidGradient);
       rnnref::backwardRow(m.act, c, phiC, dPhiC.data(), dcNew.data(), H,
                           m.hardSigmoidGradient);
-      for (std::size_t j = 0; j < H; ++j)
+      for (std::size_t j = 0; j < H; ++j) {
         dcNew[j] += dcRow[j];
+        const double unclipped = f[j] * cPrev[j] + i[j] * g[j];
+        if (m.cellClip && !(unclipped > m.cellClipMin && unclipped < m.cellClipMax))
+          dcNew[j] = 0.0;
+      }
       auto gateBackward = [&](int gate, rnnref::Activation a, const double *factor) {
         for (std::size_t j = 0; j < H; ++j)
           dGate[j] = dcNew[j] * factor[j];

@@ -130,6 +130,8 @@ int run(const Config &c) {
   model.hardSigmoidGradient = c.hardSigmoidGradient;
   model.outputFullSequence = c.outputAllSequence;
   model.timeSteps = c.variableTimeSteps;
+  model.cellClip = c.cellClip.enabled;
+  model.cellClipMin = c.cellClip.min, model.cellClipMax = c.cellClip.max;
   writeTimeSteps(*engine, c, saved);
   // --direction reverse: the model runs each row's steps reversed (rnnref::reverseRowSteps); the
   // sequence results come back to the caller's order below.

@@ -118,6 +118,17 @@ struct ASPEN_API LstmParams {
   std::vector<BasicLstmCellUnit> cellOrder = getDefaultBasicLstmCellOrder();
   NonLinearityType activation = NonLinearityType::TANH;
   NonLinearityType recurrentActivation = NonLinearityType::SIGMOID;
+  // An Aspen extension: the cell state clipped after each step, c_t = min(max(f c_{t-1} + i g,
+  // min), max), before h_t = o phi(c_t) and the next step use it (cuDNN's CUDNN_RNN_CLIP_MINMAX;
+  // TensorFlow's cell_clip c is [-c, c]; ONNX's LSTM clip is another thing, on the gates'
+  // inputs). The gradient does not pass a clipped element. The bounds are rounded to dataType;
+  // min < max, and both activations element-wise (not a softmax). A NaN stays NaN, or with
+  // propagateNan false becomes min.
+  struct CellClip {
+    bool enabled = false;
+    double min = 0.0, max = 0.0;
+    bool propagateNan = true;
+  } cellClip;
 
   LstmParams(Type dataType, std::size_t batchSize, std::size_t timeSteps,
              std::vector<std::size_t> layerSizes,
