@@ -88,6 +88,44 @@ void checkLengthsOnHost(const std::uint32_t *lengths) {
        "lengths is device memory; lengths are host memory on every device");
 }
 
+namespace {
+
+// desc->options' cellClipMin and cellClipMax (both or neither) and cellClipNan ("propagate" or
+// "min") as the LSTM's cell clip, taken out of the layer's options.
+void readCellClip(RnnConfig &c) {
+  const std::string *low = c.options.find("cellClipMin"), *high = c.options.find("cellClipMax"),
+                    *nan = c.options.find("cellClipNan");
+  if (!low && !high && !nan)
+    return;
+  if (!c.lstm)
+    throw aspen::invalid_option("desc->options: cellClipMin, cellClipMax and cellClipNan are "
+                                "the LSTM's (a GRU has no cell state)");
+  if (!low || !high)
+    throw aspen::invalid_option("desc->options: cellClipMin and cellClipMax come together");
+  const auto number = [](const std::string &key, const std::string &text) {
+    char *end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0')
+      throw aspen::invalid_option(
+          fmt::format("desc->options: {} '{}' is not a number", key, text));
+    return v;
+  };
+  c.cellClip.enabled = true;
+  c.cellClip.min = number("cellClipMin", *low);
+  c.cellClip.max = number("cellClipMax", *high);
+  if (nan) {
+    if (*nan != "propagate" && *nan != "min")
+      throw aspen::invalid_option(fmt::format("desc->options: cellClipNan '{}' is not "
+                                              "'propagate' or 'min'",
+                                              *nan));
+    c.cellClip.propagateNan = *nan == "propagate";
+  }
+  for (const char *key : {"cellClipMin", "cellClipMax", "cellClipNan"})
+    c.options.remove(key);
+}
+
+} // namespace
+
 RnnConfig rnnConfig(const aspen_rnn_desc *desc) {
   needBuffer(desc, "desc");
   need(desc->cell == ASPEN_RNN_LSTM || desc->cell == ASPEN_RNN_GRU,
@@ -125,6 +163,7 @@ RnnConfig rnnConfig(const aspen_rnn_desc *desc) {
     // Any other value is refused, with the layer's message, when the layer is built.
     const std::string *direction = c.options.find("direction");
     c.reverse = direction && *direction == "reverse";
+    readCellClip(c);
   }
   return c;
 }

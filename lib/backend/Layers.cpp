@@ -134,6 +134,7 @@ std::shared_ptr<RnnLayer> buildLstm(const Device &device, const RnnConfig &c, bo
                       : lstm::LstmParams(c.type, c.B, c.T, {c.I, c.H});
   params.cellOrder = cellOrderOf(c, &lstm::parseBasicLstmCellUnit,
                                  lstm::getDefaultBasicLstmCellOrder());
+  params.cellClip = c.cellClip;
   OptionFlags options = layerOptions(c, training);
 
   RnnTensors t;

@@ -9,6 +9,7 @@
 #include <aspen/Graph.hpp>
 #include <aspen/OptionFlags.hpp>
 #include <aspen/Type.hpp>
+#include <aspen/nn/Lstm.hpp>
 #include <aspen/nn/NonLinearityDef.hpp>
 
 #include <algorithm>
@@ -44,6 +45,10 @@ struct RnnConfig {
   bool torchLayout = false;
   // options' direction is reverse: each row's final state is its output at step 0 (docs/recurrent.md).
   bool reverse = false;
+  // LSTM: the options' cellClipMin, cellClipMax and cellClipNan (LstmParams::cellClip), taken
+  // out of `options` (the layer's options do not have them); part of the key through
+  // optionsText.
+  nn::lstm::LstmParams::CellClip cellClip;
 
   std::size_t gates() const { return lstm ? 4 : 3; }
   // [G, H], or [G, 2, H] for a GRU with resetAfter (input and recurrent biases).

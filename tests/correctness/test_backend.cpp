@@ -133,9 +133,10 @@ aspen_rnn_desc lstmDesc(std::size_t T, std::size_t B, std::size_t I, std::size_t
 // model's bias (each row gets the model's bias gradient).
 // reverse: options has "direction": "reverse"; the model runs each row's steps reversed on the
 // host (reverseRows), from its last step back to its first.
+// clip: options set cellClipMin -0.25 and cellClipMax 0.5, which the model applies too.
 void checkLstm(const std::vector<unsigned> &lengths, bool torchLayout = false,
                const char *device = "cpu", const char *options = nullptr,
-               bool reverse = false) {
+               bool reverse = false, bool clip = false) {
   const std::size_t T = 5, B = 3, I = 4, H = 6;
   const bool variable = !lengths.empty();
   INFO("PyTorch's layout: " << torchLayout << ", device " << device << ", options "
@@ -162,6 +163,8 @@ void checkLstm(const std::vector<unsigned> &lengths, bool torchLayout = false,
 
   lstmref::LstmModel model = torchOrderModel(T, B, I, H);
   model.timeSteps = lengths;
+  model.cellClip = clip;
+  model.cellClipMin = -0.25, model.cellClipMax = 0.5;
   // In the order the layer runs the steps; the sequences come back to the caller's order below.
   const auto runOrder = [&](const std::vector<double> &v) {
     return reverse ? reverseRows(v, T, B, lengths) : v;
@@ -249,6 +252,36 @@ TEST_CASE("backend LSTM runs the persistent kernels when its options JSON asks",
     return;
   checkLstm({}, false, "cpu", R"({"rnnPersistentKernel": "true"})");
   checkLstm({5, 0, 3}, true, "cpu", R"({"rnnPersistentKernel": "true", "rnnPersistentBlocks": 3})");
+}
+
+TEST_CASE("backend LSTM clips its cell state when its options ask, and refuses bad clips",
+          "[correctness][backend]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
+  checkLstm({5, 0, 3}, true, "cpu", R"({"cellClipMin": -0.25, "cellClipMax": 0.5})", false,
+            true);
+  checkLstm({}, false, "cpu",
+            R"({"cellClipMin": "-0.25", "cellClipMax": 0.5, "cellClipNan": "min",
+                "direction": "reverse"})",
+            true, true);
+  Backend backend;
+  aspen_rnn_desc desc = lstmDesc(2, 1, 2, 2, false);
+  std::size_t bytes = 0;
+  for (const auto &[options, message] :
+       {std::pair{R"({"cellClipMin": -1})", "cellClipMin and cellClipMax come together"},
+        {R"({"cellClipMin": 1, "cellClipMax": -1})", "min < max"},
+        {R"({"cellClipMin": "low", "cellClipMax": 1})", "cellClipMin 'low' is not a number"},
+        {R"({"cellClipMin": 0, "cellClipMax": 1, "cellClipNan": "zero"})",
+         "cellClipNan 'zero' is not"}}) {
+    desc.options = options;
+    CHECK(aspen_rnn_reserve_bytes(backend.handle, &desc, &bytes) == ASPEN_ERROR_INVALID_OPTION);
+    CHECK_THAT(aspen_last_error(), Catch::Contains(message));
+  }
+  desc.cell = ASPEN_RNN_GRU;
+  desc.cell_order = nullptr;
+  desc.options = R"({"cellClipMin": 0, "cellClipMax": 1})";
+  CHECK(aspen_rnn_reserve_bytes(backend.handle, &desc, &bytes) == ASPEN_ERROR_INVALID_OPTION);
+  CHECK_THAT(aspen_last_error(), Catch::Contains("a GRU has no cell state"));
 }
 
 TEST_CASE("backend LSTM in reverse runs each row from its own last step",
