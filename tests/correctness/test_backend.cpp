@@ -89,23 +89,6 @@ template <class T> std::vector<T> torchGruBiases(const std::vector<T> &b, std::s
   return out;
 }
 
-// v [T, B, F] with each row's first L_b steps in reverse order (L_b = lengths[b], or T): what a
-// reverse layer runs, and its own inverse. Written apart from the library's reversal.
-template <class T>
-std::vector<T> reverseRows(const std::vector<T> &v, std::size_t steps, std::size_t B,
-                           const std::vector<unsigned> &lengths) {
-  const std::size_t F = v.size() / (steps * B);
-  std::vector<T> out(v.size());
-  for (std::size_t b = 0; b < B; ++b) {
-    const std::size_t n = lengths.empty() ? steps : lengths[b];
-    for (std::size_t t = 0; t < steps; ++t) {
-      const std::size_t from = t < n ? n - 1 - t : t;
-      std::copy_n(v.begin() + (from * B + b) * F, F, out.begin() + (t * B + b) * F);
-    }
-  }
-  return out;
-}
-
 // The host model of an LSTM with PyTorch's gate order (lstmDesc's cell_order).
 lstmref::LstmModel torchOrderModel(std::size_t T, std::size_t B, std::size_t I, std::size_t H) {
   lstmref::LstmModel model;
@@ -132,7 +115,7 @@ aspen_rnn_desc lstmDesc(std::size_t T, std::size_t B, std::size_t I, std::size_t
 // (ASPEN_WEIGHTS_PYTORCH): weight_ih [4H, I], weight_hh [4H, H], biases [2, 4H] whose sum is the
 // model's bias (each row gets the model's bias gradient).
 // reverse: options has "direction": "reverse"; the model runs each row's steps reversed on the
-// host (reverseRows), from its last step back to its first.
+// host (rnnref::reverseRowSteps), from its last step back to its first.
 // clip: options set cellClipMin -0.25 and cellClipMax 0.5, which the model applies too.
 void checkLstm(const std::vector<unsigned> &lengths, bool torchLayout = false,
                const char *device = "cpu", const char *options = nullptr,
@@ -167,7 +150,7 @@ void checkLstm(const std::vector<unsigned> &lengths, bool torchLayout = false,
   model.cellClipMin = -0.25, model.cellClipMax = 0.5;
   // In the order the layer runs the steps; the sequences come back to the caller's order below.
   const auto runOrder = [&](const std::vector<double> &v) {
-    return reverse ? reverseRows(v, T, B, lengths) : v;
+    return reverse ? rnnref::reverseRowSteps(v, lengths, T, B) : v;
   };
   const lstmref::LstmData data{runOrder(widen(x)), widen(h0), widen(c0), widen(wi), widen(wo),
                                widen(b)};
@@ -443,9 +426,10 @@ TEST_CASE("backend GRU (reset after, PyTorch's layout) matches the host model",
     model.T = T, model.B = B, model.I = I, model.H = H;
     model.resetAfter = true;
     model.timeSteps = lengths;
-    // In the order the layer runs the steps (reverseRows); back to the caller's order below.
+    // In the order the layer runs the steps (rnnref::reverseRowSteps); back to the caller's
+    // order below.
     const auto runOrder = [&](const std::vector<double> &v) {
-      return reverse ? reverseRows(v, T, B, lengths) : v;
+      return reverse ? rnnref::reverseRowSteps(v, lengths, T, B) : v;
     };
     const gruref::GruData data{runOrder(widen(x)), widen(h0), widen(wi), widen(wo), widen(b), {}};
     gruref::GruForward fwd = gruref::forward(model, data);
@@ -635,7 +619,7 @@ void checkStack(const StackCase &k) {
     return k.direction == ASPEN_RNN_REVERSE || i % D == 1;
   };
   const auto runOrder = [&](std::size_t i, const std::vector<double> &v) {
-    return reversed(i) ? reverseRows(v, T, B, k.lengths) : v;
+    return reversed(i) ? rnnref::reverseRowSteps(v, k.lengths, T, B) : v;
   };
   std::vector<double> input = widen(x), wantHn, wantCn;
   for (std::size_t l = 0; l < k.L; ++l) {

@@ -5,6 +5,9 @@
 // documented ones.
 #include "test_nn_harness.hpp"
 
+// The layer drivers' double-precision reference library (its host step reversal).
+#include "../../tools/rnn_common/RnnReference.hpp"
+
 #include <aspen/nn/Gru.hpp>
 
 #include <sstream>
@@ -34,8 +37,8 @@ struct Case {
   bool augru = false;
   bool separateWU = false; // gruBwd + gruWU instead of gruBwdWithWU
   // The sequences (in, dy, att) are written and the results (out, dx, datt) read with each row's
-  // steps reversed on the host (reverseRowSteps): with the option direction reverse, the
-  // forward layer's run.
+  // steps reversed on the host (rnnref::reverseRowSteps, the drivers' model's): with the option
+  // direction reverse, the forward layer's run.
   bool reverseOnHost = false;
   // The engine runs `runs` times, each after writing every input again: run r's data is data
   // set firstData + r (seeds 40 + 1000 (firstData + r) on). The last run's results return.
@@ -130,7 +133,7 @@ GruRun trainingStep(const Case &c) {
     const bool rows = name == "att" || name == "datt";
     if (!c.reverseOnHost || !(sequence || rows) || v.empty())
       return v;
-    return reverseRowSteps(v, T, B, rowLengths, rows);
+    return rnnref::reverseRowSteps(v, rowLengths, T, B, rows);
   };
   for (unsigned run = 0; run < c.runs; ++run) {
     unsigned seed = 40 + 1000 * (c.firstData + run);

@@ -6,6 +6,9 @@
 // documented ones.
 #include "test_nn_harness.hpp"
 
+// The layer drivers' double-precision reference library (its host step reversal).
+#include "../../tools/rnn_common/RnnReference.hpp"
+
 #include <aspen/linalg/MatMul.hpp>
 #include <aspen/nn/Lstm.hpp>
 #include <aspen/nn/NonLinearity.hpp>
@@ -187,7 +190,7 @@ struct TrainingCase {
   unsigned runs = 1, firstData = 0;
   bool reverseWorkers = false; // aspen.cpu.workerOrder reverse (workers, and block fibers)
   // in and dy written, out and dx read with each row's steps reversed on the host
-  // (reverseRowSteps): with the option direction reverse, the forward layer's run.
+  // (rnnref::reverseRowSteps): with the option direction reverse, the forward layer's run.
   bool reverseOnHost = false;
   bool separateWU = false; // lstmBwd + lstmWU instead of lstmBwdWithWU
 };
@@ -240,7 +243,7 @@ LstmRun trainingRun(const TrainingCase &c) {
   e.load(aspen::test::deviceFor(h.graph.getTarget()));
   const auto hostOrder = [&](const std::string &name, const Values &v) {
     const bool sequence = name == "in" || name == "dy" || name == "out" || name == "dx";
-    return c.reverseOnHost && sequence ? reverseRowSteps(v, c.T, c.B, c.lengths) : v;
+    return c.reverseOnHost && sequence ? rnnref::reverseRowSteps(v, c.lengths, c.T, c.B) : v;
   };
   for (unsigned run = 0; run < c.runs; ++run) {
     unsigned seed = c.seed + 1000 * (c.firstData + run);

@@ -146,28 +146,6 @@ private:
 };
 
 // Identical bit for bit (NaN equal to NaN).
-// v [steps, B, F] with each row's first L_b steps in reverse order (L_b = lengths[b], capped
-// at steps; steps when lengths is empty) and the rest in place: what a reverse recurrent layer
-// runs, and its own inverse. rowMajor: v is [B, steps] instead (an attention).
-inline Values reverseRowSteps(const Values &v, std::size_t steps, std::size_t B,
-                              const std::vector<unsigned> &lengths, bool rowMajor = false) {
-  const std::size_t F = v.size() / (steps * B);
-  Values out(v.size());
-  for (std::size_t b = 0; b < B; ++b) {
-    const std::size_t n = lengths.empty() ? steps : std::min<std::size_t>(lengths[b], steps);
-    for (std::size_t t = 0; t < steps; ++t) {
-      const std::size_t from = t < n ? n - 1 - t : t;
-      for (std::size_t f = 0; f < F; ++f) {
-        if (rowMajor)
-          out[b * steps + t] = v[b * steps + from];
-        else
-          out[(t * B + b) * F + f] = v[(from * B + b) * F + f];
-      }
-    }
-  }
-  return out;
-}
-
 inline bool sameValues(const Values &a, const Values &b) {
   if (a.size() != b.size())
     return false;
