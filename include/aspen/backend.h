@@ -184,14 +184,22 @@ typedef enum aspen_rnn_direction {
  * `layer` describes layer 0 (cell, dtype, T, B, I, H, lengths, cell order, options, weights
  * layout); its options must not set "direction".
  * struct_size is sizeof(aspen_rnn_stack_desc) as the caller was compiled
- * (aspen_rnn_stack_desc_init() sets it): the backend reads the fields that lie within it and takes the
- * others as zero, so a caller built against an older header keeps working when fields are
- * added at the end. num_layers 0 reads as 1. */
+ * (aspen_rnn_stack_desc_init() sets it): the backend reads the fields that lie within it and
+ * takes the others as zero, so a caller built against an older header keeps working when
+ * fields are added at the end. num_layers 0 reads as 1. */
 typedef struct aspen_rnn_stack_desc {
   size_t struct_size;
   aspen_rnn_desc layer;
   size_t num_layers;
   aspen_rnn_direction direction;
+  /* Dropout between layers, in a training forward (reserve given) only: each element of layer
+   * l's output, l < num_layers - 1, is zeroed with probability `dropout` and the others scaled
+   * by 1 / (1 - dropout) before layer l + 1 takes it, as torch.nn's dropout between layers; the
+   * backward applies the same mask. The mask is a function of dropout_seed, l and the element's
+   * index in [T,B,D*H] (docs/backend.md gives it): the same on every device, thread count and
+   * run. In [0, 1); 0: none. */
+  double dropout;
+  uint64_t dropout_seed;
 } aspen_rnn_stack_desc;
 
 /* A descriptor with every field zero and struct_size set: where a caller starts. */

@@ -11,8 +11,12 @@
 
 #include <fmt/format.h>
 
+#include <aspen/HalfFloat.hpp>
+
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -25,6 +29,23 @@ namespace {
 constexpr std::size_t kAlign = 64;
 std::size_t aligned(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
+// The dropout mask between layers (aspen_rnn_stack_desc::dropout; docs/backend.md states it so
+// that others can reproduce it): element i of layer l's output is kept when
+//   u = (mix(mix(seed ^ (l + 1) * 0xD1B54A32D192ED03) + i) >> 11) * 2^-53  >=  dropout,
+// mix being SplitMix64's step (add the golden gamma, then its two xor-shift-multiply rounds).
+// A counter-based generator: any element's draw is computed alone, on any device or thread.
+std::uint64_t mix(std::uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+bool keeps(std::uint64_t layerKey, std::size_t i, double dropout) {
+  const double u = double(mix(layerKey + i) >> 11) * 0x1.0p-53;
+  return u >= dropout;
+}
+
 const char *directionName(std::size_t d, bool reverseOnly) {
   return d == 1 || reverseOnly ? "reverse" : "forward";
 }
@@ -35,6 +56,17 @@ struct Stack {
   RnnConfig base; // layer 0 in the forward direction
   std::size_t L = 1, D = 1;
   bool reverseOnly = false;
+  double dropout = 0.0;
+  std::uint64_t seed = 0;
+
+  // Whether layer l's output is dropped before the next layer takes it (training only).
+  bool drops(std::size_t l) const { return dropout > 0.0 && l + 1 < L; }
+  // Whether a training forward keeps direction d of layer l's own output apart from the layer's
+  // output: to interleave two directions, or to keep it whole while the layer's output drops.
+  bool separateOutput(std::size_t l) const { return D == 2 || drops(l); }
+  std::uint64_t layerKey(std::size_t l) const {
+    return mix(seed ^ ((l + 1) * 0xD1B54A32D192ED03ull));
+  }
 
   std::size_t es() const { return base.elementBytes(); }
   std::size_t steps() const { return base.T * base.B; } // rows of a sequence
@@ -89,7 +121,7 @@ ReserveLayout reserveLayout(aspen_backend *backend, const Stack &s) {
     r.layerAt.push_back(r.bytes);
     r.bytes += aligned(rnnLayer(backend, s.config(i / s.D, i % s.D), true)->reserveBytes);
     r.yAt.push_back(r.bytes);
-    if (s.D == 2)
+    if (s.separateOutput(i / s.D))
       r.bytes += s.sequenceBytes(s.base.H);
   }
   for (std::size_t l = 0; l + 1 < s.L; ++l) {
@@ -129,6 +161,10 @@ Stack readStack(const aspen_rnn_stack_desc *desc) {
   s.L = d.num_layers == 0 ? 1 : d.num_layers;
   s.D = d.direction == ASPEN_RNN_BIDIRECTIONAL ? 2 : 1;
   s.reverseOnly = d.direction == ASPEN_RNN_REVERSE;
+  need(d.dropout >= 0.0 && d.dropout < 1.0,
+       fmt::format("desc->dropout {} is not in [0, 1)", d.dropout));
+  s.dropout = d.dropout;
+  s.seed = d.dropout_seed;
   product({s.L, s.D, s.base.B, s.base.H, 8}, "the stack's states");
   product({s.base.T, s.base.B, s.D * s.base.H, 8}, "the stack's output");
   return s;
@@ -218,12 +254,39 @@ void *layerOutput(const Stack &s, const StackForward &a, const ReserveLayout *r,
   return r ? at(a.reserve, r->outAt[l]) : at(a.workspace, s.outAt(l % 2));
 }
 
-// Direction d of layer l's own output [T,B,H]: the layer's output when there is one direction.
+// Direction d of layer l's own output [T,B,H]: the layer's output when that is the same.
 void *directionOutput(const Stack &s, const StackForward &a, const ReserveLayout *r,
                       std::size_t l, std::size_t d) {
-  if (s.D == 1)
-    return layerOutput(s, a, r, l);
-  return r ? at(a.reserve, r->yAt[l * s.D + d]) : at(a.workspace, s.dirAt(d));
+  if (r)
+    return s.separateOutput(l) ? at(a.reserve, r->yAt[l * s.D + d]) : layerOutput(s, a, r, l);
+  return s.D == 1 ? layerOutput(s, a, r, l) : at(a.workspace, s.dirAt(d));
+}
+
+// buffer [T,B,D*H] of layer l's output (or its gradient) times the dropout mask and scale, in
+// the backend's memory (through the host on a GPU).
+void applyDropout(const Stack &s, const Memory &memory, void *buffer, std::size_t l) {
+  const std::size_t n = s.steps() * s.D * s.base.H, bytes = n * s.es();
+  std::vector<std::uint8_t> copy;
+  const std::uint8_t *from = memory.onHost(buffer, bytes, copy);
+  std::vector<std::uint8_t> result(from, from + bytes);
+  const std::uint64_t key = s.layerKey(l);
+  const auto scale = static_cast<float>(1.0 / (1.0 - s.dropout));
+  for (std::size_t i = 0; i < n; ++i) {
+    const float factor = keeps(key, i, s.dropout) ? scale : 0.0f;
+    if (s.base.type == aspen::FLOAT) {
+      float v;
+      std::memcpy(&v, result.data() + 4 * i, 4);
+      v *= factor;
+      std::memcpy(result.data() + 4 * i, &v, 4);
+    } else {
+      std::uint16_t bits;
+      std::memcpy(&bits, result.data() + 2 * i, 2);
+      bits = static_cast<std::uint16_t>(aspen::detail::floatToHalfBits(
+          aspen::detail::halfBitsToFloat(bits) * factor));
+      std::memcpy(result.data() + 2 * i, &bits, 2);
+    }
+  }
+  memory.copy(buffer, result.data(), bytes);
 }
 
 aspen::backend::RnnForwardCall layerCall(const Stack &s, const StackForward &a,
@@ -241,16 +304,20 @@ void runStackForward(aspen_backend *backend, const Stack &s, const StackForward 
   const ReserveLayout layout = training ? reserveLayout(backend, s) : ReserveLayout{};
   const ReserveLayout *r = training ? &layout : nullptr;
   const std::size_t rowBytes = s.base.H * s.es();
-  for (std::size_t l = 0; l < s.L; ++l)
+  for (std::size_t l = 0; l < s.L; ++l) {
     for (std::size_t d = 0; d < s.D; ++d) {
       const std::size_t i = l * s.D + d;
       const RnnConfig c = s.config(l, d);
       const auto layer = rnnLayer(backend, c, training);
       aspen::backend::runRnnForward(*layer, c, layerCall(s, a, r, i), memory);
-      if (s.D == 2) // this direction's half of every step of the layer's output
-        memory.copyRows(at(layerOutput(s, a, r, l), d * rowBytes), s.D * rowBytes,
-                        directionOutput(s, a, r, l, d), rowBytes, rowBytes, s.steps());
+      void *own = directionOutput(s, a, r, l, d), *out = layerOutput(s, a, r, l);
+      if (own != out) // this direction's part of every step of the layer's output
+        memory.copyRows(at(out, d * rowBytes), s.D * rowBytes, own, rowBytes, rowBytes,
+                        s.steps());
     }
+    if (training && s.drops(l))
+      applyDropout(s, memory, layerOutput(s, a, r, l), l);
+  }
 }
 
 struct StackGradients {
@@ -265,6 +332,8 @@ void runStackBackward(aspen_backend *backend, const Stack &s, const StackForward
   const std::size_t rowBytes = s.base.H * s.es();
   const void *dyLayer = g.dy; // the gradient of layer l's output [T,B,D*H]; NULL: zero
   for (std::size_t l = s.L; l-- > 0;) {
+    if (s.drops(l)) // dyLayer is the next layer's input gradient, in the workspace
+      applyDropout(s, memory, const_cast<void *>(dyLayer), l);
     // Layer l's input gradient, the next layer down's dy (the caller's dx for layer 0).
     void *dxLayer = l > 0 ? at(a.workspace, s.outAt(l % 2)) : g.dx;
     for (std::size_t d = 0; d < s.D; ++d) {

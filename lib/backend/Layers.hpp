@@ -43,7 +43,8 @@ struct RnnConfig {
   // The caller's weights, biases and their gradients in PyTorch's layout (aspen/backend.h's
   // ASPEN_WEIGHTS_PYTORCH), converted on the host; not part of the key (the engine is the same).
   bool torchLayout = false;
-  // options' direction is reverse: each row's final state is its output at step 0 (docs/recurrent.md).
+  // options' direction is reverse: each row's final state is its output at step 0
+  // (docs/recurrent.md).
   bool reverse = false;
   // LSTM: the options' cellClipMin, cellClipMax and cellClipNan (LstmParams::cellClip), taken
   // out of `options` (the layer's options do not have them); part of the key through

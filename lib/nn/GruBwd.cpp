@@ -586,7 +586,8 @@ Tensor gruBwd(Graph &graph, const GruParams &params, Sequence &prog, const Tenso
               const Tensor &realTimeSteps, const Tensor &output, const Tensor &outputGrad,
               Tensor *inputGrad, Tensor *bwdIntermediates, const DebugContext &debug,
               const OptionFlags &options, linalg::PlanningCache *cache) {
-  return gruBwd(graph, detail::withRealTimeSteps(params, realTimeSteps, options, "gru::gruBwd"), prog,
+  return gruBwd(graph,
+                detail::withRealTimeSteps(params, realTimeSteps, options, "gru::gruBwd"), prog,
                 fwdOutputInit, fwdIntermediates, weights, input, output, outputGrad, inputGrad,
                 bwdIntermediates, debug, options, cache);
 }
@@ -613,7 +614,9 @@ Tensor auGruBwd(Graph &graph, const GruParams &params, Sequence &prog,
                 Tensor *bwdIntermediates, const Tensor &attention, Tensor *attentionGrad,
                 const DebugContext &debug, const OptionFlags &options,
                 linalg::PlanningCache *cache) {
-  return auGruBwd(graph, detail::withRealTimeSteps(params, realTimeSteps, options, "gru::auGruBwd"), prog,
+  return auGruBwd(graph,
+                  detail::withRealTimeSteps(params, realTimeSteps, options, "gru::auGruBwd"),
+                  prog,
                   fwdOutputInit, fwdIntermediates, weights, input, output, outputGrad, inputGrad,
                   bwdIntermediates, attention, attentionGrad, debug, options, cache);
 }
@@ -657,7 +660,8 @@ Tensor gruBwdWithWU(Graph &graph, const GruParams &params, Sequence &prog,
                     GruWeights &weightsGrad, const DebugContext &debug,
                     const OptionFlags &options, linalg::PlanningCache *cache) {
   return gruBwdWithWU(graph,
-                      detail::withRealTimeSteps(params, realTimeSteps, options, "gru::gruBwdWithWU"),
+                      detail::withRealTimeSteps(params, realTimeSteps, options,
+                                                "gru::gruBwdWithWU"),
                       prog, fwdOutputInit, fwdIntermediates, weights, input, output, outputGrad,
                       inputGrad, weightsGrad, debug, options, cache);
 }

@@ -565,7 +565,27 @@ struct StackCase {
   aspen_rnn_direction direction;
   std::vector<unsigned> lengths;
   bool torchLayout;
+  double dropout = 0.0;
+  std::uint64_t seed = 0;
 };
+
+// docs/backend.md's dropout mask, written here from that text: whether element i of layer l's
+// output is kept.
+std::uint64_t splitMix(std::uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+bool documentedKeep(std::uint64_t seed, std::size_t l, std::size_t i, double dropout) {
+  const std::uint64_t key = splitMix(seed ^ ((l + 1) * 0xD1B54A32D192ED03ull));
+  return double(splitMix(key + i) >> 11) * 0x1.0p-53 >= dropout;
+}
+// v (layer l's output or its gradient) times the mask and 1 / (1 - dropout).
+void dropLikeDocs(std::vector<double> &v, std::uint64_t seed, std::size_t l, double dropout) {
+  for (std::size_t i = 0; i < v.size(); ++i)
+    v[i] = documentedKeep(seed, l, i, dropout) ? v[i] / (1.0 - dropout) : 0.0;
+}
 
 // A stack through aspen_rnn_stack_* against the double reference composed layer by layer
 // (reverse directions on each row's steps reversed on the host, the directions' outputs
@@ -590,6 +610,8 @@ void checkStack(const StackCase &k) {
   desc.layer.weights_layout = k.torchLayout ? ASPEN_WEIGHTS_PYTORCH : ASPEN_WEIGHTS_ASPEN;
   desc.num_layers = k.L;
   desc.direction = k.direction;
+  desc.dropout = k.dropout;
+  desc.dropout_seed = k.seed;
   const std::size_t biasElements = k.lstm ? G * H : G * 2 * H;
   std::mt19937 rng(21);
   const double ws = 1.0 / std::sqrt(double(H));
@@ -621,39 +643,52 @@ void checkStack(const StackCase &k) {
   const auto runOrder = [&](std::size_t i, const std::vector<double> &v) {
     return reversed(i) ? rnnref::reverseRowSteps(v, k.lengths, T, B) : v;
   };
-  std::vector<double> input = widen(x), wantHn, wantCn;
-  for (std::size_t l = 0; l < k.L; ++l) {
-    std::vector<double> out(T * B * D * H);
-    for (std::size_t d = 0; d < D; ++d) {
-      const std::size_t i = l * D + d, in = l == 0 ? I : D * H;
-      std::unique_ptr<RefLayer> layer;
-      if (k.lstm) {
-        auto ref = std::make_unique<LstmRef>();
-        ref->model = torchOrderModel(T, B, in, H);
-        ref->model.timeSteps = k.lengths;
-        ref->data = {{}, widen(part(h0, i, B * H)), widen(part(c0, i, B * H)), widen(wi[i]), widen(wo[i]),
-                     widen(b[i])};
-        layer = std::move(ref);
-      } else {
-        auto ref = std::make_unique<GruRef>();
-        ref->model.T = T, ref->model.B = B, ref->model.I = in, ref->model.H = H;
-        ref->model.resetAfter = true;
-        ref->model.timeSteps = k.lengths;
-        ref->data = {{}, widen(part(h0, i, B * H)), widen(wi[i]), widen(wo[i]), widen(b[i]), {}};
-        layer = std::move(ref);
+  std::vector<double> input, wantHn, wantCn;
+  // The forward, dropping between layers at `dropout` (0 in inference); it leaves the layers'
+  // references ready for the backward, and the last layer's output in `input`.
+  const auto referenceForward = [&](double dropout) {
+    layers.clear();
+    wantHn.clear();
+    wantCn.clear();
+    input = widen(x);
+    for (std::size_t l = 0; l < k.L; ++l) {
+      std::vector<double> out(T * B * D * H);
+      for (std::size_t d = 0; d < D; ++d) {
+        const std::size_t i = l * D + d, in = l == 0 ? I : D * H;
+        std::unique_ptr<RefLayer> layer;
+        if (k.lstm) {
+          auto ref = std::make_unique<LstmRef>();
+          ref->model = torchOrderModel(T, B, in, H);
+          ref->model.timeSteps = k.lengths;
+          ref->data = {{},           widen(part(h0, i, B * H)), widen(part(c0, i, B * H)),
+                       widen(wi[i]), widen(wo[i]),              widen(b[i])};
+          layer = std::move(ref);
+        } else {
+          auto ref = std::make_unique<GruRef>();
+          ref->model.T = T, ref->model.B = B, ref->model.I = in, ref->model.H = H;
+          ref->model.resetAfter = true;
+          ref->model.timeSteps = k.lengths;
+          ref->data = {{}, widen(part(h0, i, B * H)), widen(wi[i]), widen(wo[i]), widen(b[i]), {}};
+          layer = std::move(ref);
+        }
+        const RefLayerResult r = layer->forward(runOrder(i, input));
+        setDirection(out, runOrder(i, r.y), D, d, H);
+        wantHn.insert(wantHn.end(), r.hn.begin(), r.hn.end());
+        wantCn.insert(wantCn.end(), r.cn.begin(), r.cn.end());
+        layers.push_back(std::move(layer));
       }
-      const RefLayerResult r = layer->forward(runOrder(i, input));
-      setDirection(out, runOrder(i, r.y), D, d, H);
-      wantHn.insert(wantHn.end(), r.hn.begin(), r.hn.end());
-      wantCn.insert(wantCn.end(), r.cn.begin(), r.cn.end());
-      layers.push_back(std::move(layer));
+      if (dropout > 0 && l + 1 < k.L)
+        dropLikeDocs(out, k.seed, l, dropout);
+      input = out;
     }
-    input = out;
-  }
+  };
+  referenceForward(k.dropout);
   const std::vector<double> wantY = input;
   std::vector<RefLayerGrads> wantGrads(count);
   std::vector<double> dyLayer = widen(dy);
   for (std::size_t l = k.L; l-- > 0;) {
+    if (k.dropout > 0 && l + 1 < k.L)
+      dropLikeDocs(dyLayer, k.seed, l, k.dropout);
     std::vector<double> dxSum(T * B * (l == 0 ? I : D * H), 0.0);
     for (std::size_t d = 0; d < D; ++d) {
       const std::size_t i = l * D + d;
@@ -683,19 +718,19 @@ void checkStack(const StackCase &k) {
   }
   std::vector<float> y(T * B * D * H), hn(count * B * H), cn(count * B * H);
   const std::uint32_t *lens = variable ? k.lengths.data() : nullptr;
-  const auto forward = [&](void *res) {
+  const auto forward = [&](void *res, const std::vector<double> &want) {
     const aspen_status status = aspen_rnn_stack_forward(
         backend.handle, &desc, x.data(), h0.data(), k.lstm ? c0.data() : nullptr, wiP.data(),
         woP.data(), bP.data(), lens, y.data(), hn.data(), k.lstm ? cn.data() : nullptr,
         workspace.empty() ? nullptr : workspace.data(), res, nullptr);
     INFO(aspen_last_error());
     REQUIRE(status == ASPEN_OK);
-    requireClose("y", y, wantY);
+    requireClose("y", y, want);
     requireClose("hn", hn, wantHn);
     if (k.lstm)
       requireClose("cn", cn, wantCn);
   };
-  forward(reserve.data());
+  forward(reserve.data(), wantY);
   std::vector<float> dx(T * B * I), dh0(count * B * H), dc0(count * B * H);
   std::vector<std::vector<float>> dwi, dwo, db;
   std::vector<void *> dwiP, dwoP, dbP;
@@ -731,7 +766,10 @@ void checkStack(const StackCase &k) {
     else
       requireClose("db", db[i], k.lstm ? concat(g.db, g.db) : torchGruBiases(g.db, G, H));
   }
-  forward(nullptr); // inference: the same outputs
+  // Inference: the same outputs, without dropout.
+  referenceForward(0.0);
+  const std::vector<double> wantInference = input;
+  forward(nullptr, wantInference);
 }
 
 } // namespace
@@ -750,6 +788,33 @@ TEST_CASE("backend stacks of LSTM and GRU layers in either or both directions ma
   checkStack({false, 2, ASPEN_RNN_BIDIRECTIONAL, {5, 0, 1}, true});
   checkStack({false, 2, ASPEN_RNN_FORWARD, {}, false});
   checkStack({false, 1, ASPEN_RNN_REVERSE, {3, 5, 0}, true});
+}
+
+TEST_CASE("backend stacks drop between layers in training with the documented mask",
+          "[correctness][backend]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
+  checkStack({true, 3, ASPEN_RNN_BIDIRECTIONAL, {5, 0, 1}, true, 0.3, 12345});
+  checkStack({true, 2, ASPEN_RNN_FORWARD, {}, false, 0.5, 7});
+  checkStack({false, 2, ASPEN_RNN_REVERSE, {2, 5, 3}, true, 0.25, 99});
+  // The mask itself: about `dropout` of the elements dropped, and other seeds and layers draw
+  // other masks.
+  const std::size_t n = 200000;
+  for (const double p : {0.1, 0.5, 0.9}) {
+    std::size_t dropped = 0, sameAsOtherSeed = 0, sameAsOtherLayer = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const bool keep = documentedKeep(1, 0, i, p);
+      dropped += !keep;
+      sameAsOtherSeed += keep == documentedKeep(2, 0, i, p);
+      sameAsOtherLayer += keep == documentedKeep(1, 1, i, p);
+    }
+    const double sigma = std::sqrt(n * p * (1 - p));
+    CHECK(std::abs(double(dropped) - p * n) < 5 * sigma);
+    // Independent masks agree on a fraction p^2 + (1 - p)^2 of the elements.
+    const double agree = (p * p + (1 - p) * (1 - p)) * n;
+    CHECK(std::abs(double(sameAsOtherSeed) - agree) < 5 * std::sqrt(n * 0.25));
+    CHECK(std::abs(double(sameAsOtherLayer) - agree) < 5 * std::sqrt(n * 0.25));
+  }
 }
 
 TEST_CASE("backend matmul and non-linearities match host models", "[correctness][backend]") {
@@ -1054,6 +1119,13 @@ TEST_CASE("backend stack calls refuse bad descriptors and buffers by name, and r
   direction.direction = static_cast<aspen_rnn_direction>(3);
   CHECK(sizes(direction) == ASPEN_ERROR_INVALID_ARGUMENT);
   CHECK_THAT(aspen_last_error(), Catch::Contains("desc->direction 3 is not"));
+  for (const double dropout : {1.0, -0.5, double(NAN)}) {
+    aspen_rnn_stack_desc drop = desc;
+    drop.dropout = dropout;
+    CHECK(sizes(drop) == ASPEN_ERROR_INVALID_ARGUMENT);
+    CHECK_THAT(aspen_last_error(), Catch::Contains("desc->dropout") &&
+                                       Catch::Contains("is not in [0, 1)"));
+  }
   aspen_rnn_stack_desc options = desc;
   options.layer.options = R"({"direction": "reverse"})";
   CHECK(sizes(options) == ASPEN_ERROR_INVALID_ARGUMENT);

@@ -431,10 +431,14 @@ TEST_CASE("LSTM cell clip: a NaN cell state stays NaN or becomes the lower bound
       const Tensor h0 = h.input(FLOAT, {B, H}, "h0", randomValues(B * H, -1.0, 1.0, 4));
       const Tensor c0 = h.input(FLOAT, {B, H}, "c0", randomValues(B * H, -1.0, 1.0, 5));
       lstm::LstmWeights w = lstm::createWeights(h.graph, params, "w", options);
-      h.prog.add(program::Copy(h.input(FLOAT, {4, I, H}, "wi", randomValues(4 * I * H, -0.5, 0.5, 6)),
-                               w.inputWeights));
-      h.prog.add(program::Copy(h.input(FLOAT, {4, H, H}, "wo", randomValues(4 * H * H, -0.5, 0.5, 7)),
-                               w.outputWeights));
+      const auto weights = [&](const char *name, Shape shape, unsigned seed) {
+        std::size_t n = 1;
+        for (std::size_t d : shape)
+          n *= d;
+        return h.input(FLOAT, shape, name, randomValues(n, -0.5, 0.5, seed));
+      };
+      h.prog.add(program::Copy(weights("wi", {4, I, H}, 6), w.inputWeights));
+      h.prog.add(program::Copy(weights("wo", {4, H, H}, 7), w.outputWeights));
       h.prog.add(program::Copy(h.input(FLOAT, {4, H}, "b", randomValues(4 * H, -0.5, 0.5, 8)),
                                w.biases));
       auto [out, cell] = lstm::lstmFwd(h.graph, params, {h0, c0}, in, w, nullptr, h.prog, "fwd",
