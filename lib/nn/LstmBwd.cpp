@@ -133,153 +133,170 @@ Tensor transposeOnce(Graph &graph, const Tensor &m, Sequence &prog, const DebugC
   return mt;
 }
 
-LstmState backward(Graph &graph, const LstmParams &params, const LstmOptions &opts,
-                   Sequence &prog, const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
-                   const LstmWeights &weights, const Tensor &input, const Tensor &output,
-                   const Tensor &outputGrad, const BwdRequest &req, const DebugContext &debug,
-                   linalg::PlanningCache *cache) {
-  const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
-  const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
-  const Type t = params.rnn.dataType;
-  const bool full = params.outputFullSequence;
-  const auto layout = interLayout(params, opts.recomputation);
-
-  // The saved gates [T, 4, B, H] and the cell values [T, 2, B, H] the cell reads.
+// What the backward cell reads of the forward: the gates [T, 4, B, H], the cell values
+// [T, 2, B, H] (phi(c_t) or, rawCell, c_t; then c_{t-1}) and h_t for every step.
+struct SavedForward {
   Tensor gates, cellSeq, hSeq;
-  bool rawCell = rawCandidate(params);
+  bool rawCell = false;
+};
+
+// cellAndTanh: c_t and c_{t-1} rebuilt from the saved gates, forwards in time ([T, 2, B, H]).
+Tensor recomputeCells(Graph &graph, const LstmParams &params, const LstmOptions &opts,
+                      const Tensor &gates, const Tensor &c0, Sequence &prog,
+                      const DebugContext &debug) {
+  Tensor cOut = rnn::createOutputTensor(graph, params.rnn, opts.numShards, {debug, "cOut"});
+  Tensor cPrev = rnn::createOutputTensor(graph, params.rnn, opts.numShards, {debug, "cPrev"});
+  auto body = [&](Graph &g, const rnn::TimeStepState &, const rnn::RnnBatchwiseFlags &flags,
+                  std::vector<Tensor> &state, const rnn::RnnSlice &slice, std::vector<Tensor> &,
+                  Sequence *, const DebugContext &dbg) {
+    ComputeSet cs = g.addComputeSet({dbg, "recomputeCell"});
+    addCellRecompute(g, params, cs, slice.inputs[0], state[0], slice.outputs[1],
+                     slice.outputs[0], flags.mask);
+    return Sequence{Execute(cs)};
+  };
+  OptionFlags rnnOptions{{"codeReuse", opts.codeReuse ? "true" : "false"}};
+  rnn::Rnn(graph, params.rnn, false, {c0}, {}, {gates}, nullptr, nullptr, {cOut, cPrev}, {},
+           prog, body, opts.numShards, rnnOptions, {debug, "recomputeCell"});
+  return concat({cOut.expand({1}), cPrev.expand({1})}, 1);
+}
+
+SavedForward savedForward(Graph &graph, const LstmParams &params, const LstmOptions &opts,
+                          Sequence &prog, const LstmState &fwdStateInit,
+                          const Tensor &fwdIntermediates, const LstmWeights &weights,
+                          const Tensor &input, const Tensor &output, const DebugContext &debug,
+                          linalg::PlanningCache *cache) {
+  const auto layout = interLayout(params, opts.recomputation);
+  SavedForward saved;
+  saved.rawCell = rawCandidate(params);
   if (opts.recomputation == Recomputation::Full) {
     // Run the forward pass again, keeping everything, before going backwards.
     Tensor inter;
     const InterLayout keepAll{2, false};
     auto fwd = forward(graph, params, opts, fwdStateInit, weights, input, keepAll, &inter, true,
                        prog, {debug, "recompute"}, cache);
-    gates = inter.slice(0, 4, 1);
-    cellSeq = inter.slice(4, 6, 1);
-    hSeq = fwd.first;
-  } else {
-    gates = fwdIntermediates.slice(0, 4, 1);
-    if (layout.saveMode == 2) {
-      cellSeq = fwdIntermediates.slice(4, 6, 1);
-    } else {
-      // cellAndTanh: rebuild c_t and c_{t-1} from the saved gates, forwards in time.
-      rawCell = true;
-      Tensor cOut = rnn::createOutputTensor(graph, params.rnn, opts.numShards, {debug, "cOut"});
-      Tensor cPrev = rnn::createOutputTensor(graph, params.rnn, opts.numShards, {debug, "cPrev"});
-      auto body = [&](Graph &g, const rnn::TimeStepState &, const rnn::RnnBatchwiseFlags &flags,
-                      std::vector<Tensor> &state, const rnn::RnnSlice &slice,
-                      std::vector<Tensor> &, Sequence *, const DebugContext &dbg) {
-        ComputeSet cs = g.addComputeSet({dbg, "recomputeCell"});
-        addCellRecompute(g, params, cs, slice.inputs[0], state[0], slice.outputs[1],
-                         slice.outputs[0], flags.mask);
-        return Sequence{Execute(cs)};
-      };
-      OptionFlags rnnOptions{{"codeReuse", opts.codeReuse ? "true" : "false"}};
-      rnn::Rnn(graph, params.rnn, false, {fwdStateInit.cellState}, {}, {gates}, nullptr, nullptr,
-               {cOut, cPrev}, {}, prog, body, opts.numShards, rnnOptions,
-               {debug, "recomputeCell"});
-      cellSeq = concat({cOut.expand({1}), cPrev.expand({1})}, 1);
-    }
-    if (full)
-      hSeq = output;
-    else
-      hSeq = fwdIntermediates.slice(layout.count() - 1, layout.count(), 1).squeeze({1});
+    saved.gates = inter.slice(0, 4, 1);
+    saved.cellSeq = inter.slice(4, 6, 1);
+    saved.hSeq = fwd.first;
+    return saved;
   }
+  saved.gates = fwdIntermediates.slice(0, 4, 1);
+  if (layout.saveMode == 2) {
+    saved.cellSeq = fwdIntermediates.slice(4, 6, 1);
+  } else {
+    saved.rawCell = true;
+    saved.cellSeq =
+        recomputeCells(graph, params, opts, saved.gates, fwdStateInit.cellState, prog, debug);
+  }
+  saved.hSeq = params.outputFullSequence
+                   ? output
+                   : fwdIntermediates.slice(layout.count() - 1, layout.count(), 1).squeeze({1});
+  return saved;
+}
 
-  // Initial state gradients.
+// The backward loop's state {dhCarry, dc, dhMM} at the last step: the final-state gradients
+// given, dy folded in when only the final output is.
+std::vector<Tensor> initialGradients(Graph &graph, const LstmParams &params,
+                                     const Tensor &outputGrad, const BwdRequest &req,
+                                     Sequence &prog, const DebugContext &debug) {
+  const std::size_t B = params.rnn.batchSize, H = params.rnn.layerSizes[1];
   auto zeros = [&](const char *what) {
-    Tensor z = rnn::detail::addStep(graph, t, B, H, {debug, what});
+    Tensor z = rnn::detail::addStep(graph, params.rnn.dataType, B, H, {debug, what});
     ops::zero(graph, z, prog, {debug, what});
     return z;
   };
   Tensor dhCarry = zeros("dhInit");
   if (req.lastOutputGrad)
     prog.add(Copy(*req.lastOutputGrad, dhCarry));
-  if (!full)
+  if (!params.outputFullSequence)
     ops::addInPlace(graph, dhCarry, outputGrad, prog, {debug, "outputGrad"});
   Tensor dc = zeros("dcInit");
   if (req.lastCellGrad)
     prog.add(Copy(*req.lastCellGrad, dc));
   Tensor dhMM = zeros("dhMMInit");
+  return {dhCarry, dc, dhMM};
+}
 
-  const bool wantInputGrad = req.inputGrad != nullptr;
-  const bool weighInput = params.doInputWeightCalc;
-  Tensor inputGradSeq;
-  if (wantInputGrad)
-    inputGradSeq = rnn::createInputTensor(graph, params.rnn, opts.numShards, {debug, "inputGrad"});
+// How the backward runs, and the tensors its phases share.
+struct BwdPlan {
+  bool wantInputGrad = false, weighInput = false, doWU = false, interleaved = false;
+  unsigned k = 0; // the weight update's cadence (0: after the loop)
+  bool productWithInput = false, inputGradAfterLoop = false, inputGradInLoop = false;
+  PersistentChoice persistent;
+  Tensor inputGradSeq, acc, hPrevSeq, deltaRowsSeq, wT;
+  OptionFlags mmOptions;
+};
+
+BwdPlan planBackward(Graph &graph, const LstmParams &params, const LstmOptions &opts,
+                     const BwdRequest &req, const SavedForward &saved,
+                     const LstmState &fwdStateInit, const LstmWeights &weights, Sequence &prog,
+                     const DebugContext &debug) {
+  const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
+  const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
+  const Type t = params.rnn.dataType;
+  BwdPlan p;
+  p.wantInputGrad = req.inputGrad != nullptr;
+  p.weighInput = params.doInputWeightCalc;
+  if (p.wantInputGrad)
+    p.inputGradSeq =
+        rnn::createInputTensor(graph, params.rnn, opts.numShards, {debug, "inputGrad"});
 
   // The weight update's cadence and its accumulator.
-  const bool doWU = req.weightsGrad != nullptr;
-  const unsigned k = doWU ? chooseStepsPerWU(graph, params, opts) : 0;
-  Tensor acc, hPrevSeq;
-  if (doWU) {
-    acc = graph.addVariable(opts.accumulatorsType, {I + H + 1, 4 * H}, {debug, "weightGrads"});
-    util::mapTensorLinearly(graph, acc);
-    ops::zero(graph, acc, prog, {debug, "zeroWeightGrads"});
-    hPrevSeq = rnn::shiftRnnTensor(graph, params.rnn, hSeq, fwdStateInit.output, prog,
-                                   opts.numShards, {debug, "hPrev"});
+  p.doWU = req.weightsGrad != nullptr;
+  p.k = p.doWU ? chooseStepsPerWU(graph, params, opts) : 0;
+  if (p.doWU) {
+    p.acc = graph.addVariable(opts.accumulatorsType, {I + H + 1, 4 * H}, {debug, "weightGrads"});
+    util::mapTensorLinearly(graph, p.acc);
+    ops::zero(graph, p.acc, prog, {debug, "zeroWeightGrads"});
+    p.hPrevSeq = rnn::shiftRnnTensor(graph, params.rnn, saved.hSeq, fwdStateInit.output, prog,
+                                     opts.numShards, {debug, "hPrev"});
   }
-  const bool interleaved = doWU && k != 0;
+  p.interleaved = p.doWU && p.k != 0;
   // The persistent backward keeps every step's gate gradients (they are its exchange) and
   // leaves the weight update to the products after it.
-  const PersistentChoice persistent = persistentChoice(graph, params, opts, "lstm", true);
-  if (persistent.use && interleaved)
+  p.persistent = persistentChoice(graph, params, opts, "lstm", true);
+  if (p.persistent.use && p.interleaved)
     throw invalid_option(fmt::format(
         "lstm: rnnPersistentKernel is true, but the weight update is interleaved with the "
         "backward loop every {} steps (rnnStepsPerWU); the persistent backward needs it after "
         "the loop: rnnStepsPerWU 0",
-        k));
+        p.k));
   // The gate gradients of all steps, kept as [T, B, 4H] (a step is the rows of the product
   // delta . W^T) and handed out as the [T, 4, B, H] view docs/recurrent.md gives them.
-  Tensor deltaRowsSeq;
-  if (persistent.use) // one variable: the kernel's exchange, read in place
-    deltaRowsSeq = graph.addVariable(t, {T, B, 4 * H}, {debug, "delta"});
-  if (persistent.use)
-    util::mapTensorLinearly(graph, deltaRowsSeq);
-  else if (req.bwdIntermediates || (doWU && !interleaved))
-    deltaRowsSeq = rnn::detail::addSequence(graph, t, T, B, 4 * H, opts.numShards,
-                                            {debug, "delta"});
-  auto asGates = [&](const Tensor &rows) { // [n, B, 4H] -> [n, 4, B, H]
-    return rows.reshape({rows.dim(0), B, 4, H}).dimShuffle({0, 2, 1, 3});
-  };
+  if (p.persistent.use) { // one variable: the kernel's exchange, read in place
+    p.deltaRowsSeq = graph.addVariable(t, {T, B, 4 * H}, {debug, "delta"});
+    util::mapTensorLinearly(graph, p.deltaRowsSeq);
+  } else if (req.bwdIntermediates || (p.doWU && !p.interleaved)) {
+    p.deltaRowsSeq = rnn::detail::addSequence(graph, t, T, B, 4 * H, opts.numShards,
+                                              {debug, "delta"});
+  }
 
-  const OptionFlags mmOptions = matMulOptions(opts, "TRAINING_BWD");
-  const bool productWithInput = wantInputGrad && weighInput;
+  p.mmOptions = matMulOptions(opts, "TRAINING_BWD");
+  p.productWithInput = p.wantInputGrad && p.weighInput;
   // With the gate gradients of every step kept, the input gradient is one product after the
   // loop ([T*B, 4H] x [4H, I]) and each step multiplies by Wo^T only; otherwise each step's
   // product covers [Wi; Wo]^T.
-  const bool inputGradAfterLoop = productWithInput && deltaRowsSeq.valid();
-  const bool inputGradInLoop = productWithInput && !inputGradAfterLoop;
+  p.inputGradAfterLoop = p.productWithInput && p.deltaRowsSeq.valid();
+  p.inputGradInLoop = p.productWithInput && !p.inputGradAfterLoop;
   // The products read the weights transposed: transpose them once before the loop so that every
   // step reads rows in place instead of gathering columns.
-  const Tensor wT = transposeOnce(graph,
-                                  inputGradInLoop ? concat(asMatrix(weights.inputWeights),
-                                                           asMatrix(weights.outputWeights), 0)
-                                                  : asMatrix(weights.outputWeights),
-                                  prog, {debug, "weightsTransposed"});
+  p.wT = transposeOnce(graph,
+                       p.inputGradInLoop ? concat(asMatrix(weights.inputWeights),
+                                                  asMatrix(weights.outputWeights), 0)
+                                         : asMatrix(weights.outputWeights),
+                       prog, {debug, "weightsTransposed"});
+  return p;
+}
 
-  // The fused loop (LstmFusedBwd: the product delta_{t+1} . Wo^T fused with the cell, one
-  // compute set a step) where the forward's would fuse, the gate gradients of every step are
-  // kept (they are the next step's product input) and each step multiplies by Wo^T alone.
-  std::vector<Tensor> finalState;
-  if (persistent.use) {
-    persistentBackward(graph, params, persistent, weights, gates, cellSeq,
-                       full ? outputGrad : Tensor(), rawCell,
-                       opts.hardSigmoidGradient == NonLinearityGradient::Popnn, dhCarry, dc,
-                       deltaRowsSeq, prog, {debug, "persistent"});
-    // The last product, delta_0 . Wo^T: the gradient reaching the initial output.
-    linalg::matMulWithOutput(graph, deltaRowsSeq[0], wT, dhMM, prog, {debug, "initialStateGrad"},
-                             mmOptions, cache);
-    finalState = {dhCarry, dc, dhMM};
-  } else if (usesFusedStep(graph, params, opts, "lstm") && deltaRowsSeq.valid() && !interleaved &&
-      !inputGradInLoop) {
-    fusedBackward(graph, params, opts, wT, gates, cellSeq, full ? outputGrad : Tensor(), rawCell,
-                  dhCarry, dc, deltaRowsSeq, prog, {debug, "fused"});
-    // The last product, delta_0 . Wo^T: the gradient reaching the initial output.
-    linalg::matMulWithOutput(graph, deltaRowsSeq[0], wT, dhMM, prog, {debug, "initialStateGrad"},
-                             mmOptions, cache);
-    finalState = {dhCarry, dc, dhMM};
-  }
-
+// The per-step loop (rnn::detail::runLoop, the gather form when the weight update is
+// interleaved): each step the backward cell, then delta . W^T. Returns the final state.
+std::vector<Tensor> stepLoop(Graph &graph, const LstmParams &params, const LstmOptions &opts,
+                             const BwdPlan &p, const SavedForward &saved, const Tensor &input,
+                             const Tensor &outputGrad, const std::vector<Tensor> &init,
+                             Sequence &prog, const DebugContext &debug,
+                             linalg::PlanningCache *cache) {
+  const std::size_t B = params.rnn.batchSize, H = params.rnn.layerSizes[1];
+  const Type t = params.rnn.dataType;
+  const bool full = params.outputFullSequence;
   auto body = [&](Graph &g, const rnn::TimeStepState &, const rnn::RnnBatchwiseFlags &flags,
                   std::vector<Tensor> &state, const rnn::RnnSlice &slice, std::vector<Tensor> &,
                   Sequence *, const DebugContext &dbg) {
@@ -287,7 +304,7 @@ LstmState backward(Graph &graph, const LstmParams &params, const LstmOptions &op
     const Tensor &carry = state[0], &dcState = state[1], &mm = state[2];
     // delta: the step's gate gradients as [B, 4H] rows, or the gather form's [4, B, H] temporary.
     Tensor deltaRows, deltaGates;
-    if (interleaved) {
+    if (p.interleaved) {
       deltaGates = slice.interimOut;
       deltaRows = deltaGates.dimShuffle({1, 0, 2}).reshape({B, 4 * H});
     } else {
@@ -296,45 +313,45 @@ LstmState backward(Graph &graph, const LstmParams &params, const LstmOptions &op
       deltaGates = deltaRows.reshape({B, 4, H}).dimShuffle({1, 0, 2});
     }
     ComputeSet cs = g.addComputeSet({dbg, "cellGrad"});
-    addCellBwd(g, params, opts, cs, slice.inputs[0], slice.inputs[1], rawCell,
+    addCellBwd(g, params, opts, cs, slice.inputs[0], slice.inputs[1], saved.rawCell,
                full ? slice.inputs[2] : Tensor(), mm, carry, dcState, deltaGates, flags.mask);
     step.add(Execute(cs));
-    linalg::matMulWithOutput(g, deltaRows, wT,
-                             inputGradInLoop ? concat(slice.outputs[0], mm, 1) : mm, step,
-                             {dbg, "stateGrad"}, mmOptions, cache);
-    if (interleaved && deltaRowsSeq.valid())
+    linalg::matMulWithOutput(g, deltaRows, p.wT,
+                             p.inputGradInLoop ? concat(slice.outputs[0], mm, 1) : mm, step,
+                             {dbg, "stateGrad"}, p.mmOptions, cache);
+    if (p.interleaved && p.deltaRowsSeq.valid())
       step.add(Copy(deltaRows, slice.outputs.back()));
     return step;
   };
 
-  std::vector<Tensor> inputs{gates, cellSeq};
+  std::vector<Tensor> inputs{saved.gates, saved.cellSeq};
   if (full)
     inputs.push_back(outputGrad);
-
   rnn::detail::LoopSpec spec{params.rnn};
   spec.reverse = true;
-  spec.initState = {dhCarry, dc, dhMM};
+  spec.initState = init;
   spec.inputs = inputs;
-  if (inputGradInLoop)
-    spec.outputs.push_back(inputGradSeq);
+  if (p.inputGradInLoop)
+    spec.outputs.push_back(p.inputGradSeq);
   spec.loopFn = body;
   spec.numShards = opts.numShards;
   spec.codeReuse = opts.codeReuse;
-  if (interleaved) {
+  Tensor deltaRowsSeq = p.deltaRowsSeq; // runLoop fills it (the spec points at it)
+  if (p.interleaved) {
     spec.numTemps = 4;
-    spec.stepsPerGather = k;
-    if (weighInput)
-      spec.gatherInputs = {hPrevSeq, input};
+    spec.stepsPerGather = p.k;
+    if (p.weighInput)
+      spec.gatherInputs = {p.hPrevSeq, input};
     else
-      spec.gatherInputs = {hPrevSeq};
+      spec.gatherInputs = {p.hPrevSeq};
     spec.gatherFn = [&](Graph &g, const rnn::RnnSlice &slice, unsigned, Sequence *,
                         const DebugContext &dbg) {
       Sequence s;
       const Tensor window = slice.interimOut; // [k, 4, B, H]
-      accumulateWeightGrads(g, params, opts, weighInput ? slice.inputs[1] : Tensor(),
+      accumulateWeightGrads(g, params, opts, p.weighInput ? slice.inputs[1] : Tensor(),
                             slice.inputs[0],
                             window.dimShuffle({0, 2, 1, 3}).reshape({window.dim(0) * B, 4 * H}),
-                            acc, s, dbg, cache);
+                            p.acc, s, dbg, cache);
       return s;
     };
     if (deltaRowsSeq.valid())
@@ -342,47 +359,91 @@ LstmState backward(Graph &graph, const LstmParams &params, const LstmOptions &op
   } else if (deltaRowsSeq.valid()) {
     spec.interimOut = &deltaRowsSeq;
   }
-  if (finalState.empty())
-    finalState = rnn::detail::runLoop(graph, spec, prog, {debug, "loop"});
+  return rnn::detail::runLoop(graph, spec, prog, {debug, "loop"});
+}
 
-  if (wantInputGrad) {
-    if (inputGradAfterLoop) {
+// After the loop: the input gradient, the kept gate gradients and the weight update's results.
+void finishBackward(Graph &graph, const LstmParams &params, const LstmOptions &opts,
+                    const BwdPlan &p, const BwdRequest &req, const LstmWeights &weights,
+                    const Tensor &input, Sequence &prog, const DebugContext &debug,
+                    linalg::PlanningCache *cache) {
+  const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
+  const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
+  const Type t = params.rnn.dataType;
+  if (p.wantInputGrad) {
+    if (p.inputGradAfterLoop) {
       const Tensor wiT = transposeOnce(graph, asMatrix(weights.inputWeights), prog,
                                        {debug, "inputWeightsTransposed"});
-      linalg::matMulWithOutput(graph, deltaRowsSeq.reshape({T * B, 4 * H}), wiT,
-                               inputGradSeq.reshape({T * B, I}), prog, {debug, "inputGrad"},
-                               mmOptions, cache);
-    } else if (!productWithInput) {
-      ops::zero(graph, inputGradSeq, prog, {debug, "inputGrad"}); // x did not contribute
+      linalg::matMulWithOutput(graph, p.deltaRowsSeq.reshape({T * B, 4 * H}), wiT,
+                               p.inputGradSeq.reshape({T * B, I}), prog, {debug, "inputGrad"},
+                               p.mmOptions, cache);
+    } else if (!p.productWithInput) {
+      ops::zero(graph, p.inputGradSeq, prog, {debug, "inputGrad"}); // x did not contribute
     }
-    *req.inputGrad = inputGradSeq;
+    *req.inputGrad = p.inputGradSeq;
   }
-  if (req.bwdIntermediates)
-    *req.bwdIntermediates = asGates(deltaRowsSeq);
+  if (req.bwdIntermediates) // [T, B, 4H] -> [T, 4, B, H]
+    *req.bwdIntermediates = p.deltaRowsSeq.reshape({T, B, 4, H}).dimShuffle({0, 2, 1, 3});
+  if (!p.doWU)
+    return;
+  if (!p.interleaved)
+    accumulateWeightGrads(graph, params, opts, p.weighInput ? input : Tensor(), p.hPrevSeq,
+                          p.deltaRowsSeq.reshape({T * B, 4 * H}), p.acc, prog, {debug, "wu"},
+                          cache);
+  auto result = [&](const Tensor &rowsOfAcc, std::vector<std::size_t> shape, const char *what) {
+    Tensor out = graph.addVariable(t, shape, {debug, what});
+    util::mapTensorLinearly(graph, out);
+    const Tensor view = shape.size() == 3 ? fromMatrix(rowsOfAcc) : rowsOfAcc.reshape({4, H});
+    if (p.acc.elementType() == t)
+      prog.add(Copy(view, out));
+    else
+      ops::castWithOutput(graph, view, out, prog, {debug, what});
+    return out;
+  };
+  req.weightsGrad->inputWeights = result(p.acc.slice(0, I, 0), {4, I, H}, "inputWeightsGrad");
+  req.weightsGrad->outputWeights =
+      result(p.acc.slice(I, I + H, 0), {4, H, H}, "outputWeightsGrad");
+  req.weightsGrad->biases = result(p.acc.slice(I + H, I + H + 1, 0), {4, H}, "biasesGrad");
+}
 
-  if (doWU) {
-    if (!interleaved)
-      accumulateWeightGrads(graph, params, opts, weighInput ? input : Tensor(), hPrevSeq,
-                            deltaRowsSeq.reshape({T * B, 4 * H}), acc, prog, {debug, "wu"}, cache);
-    auto result = [&](const Tensor &rowsOfAcc, std::vector<std::size_t> shape, const char *what) {
-      Tensor out = graph.addVariable(t, shape, {debug, what});
-      util::mapTensorLinearly(graph, out);
-      const Tensor view = shape.size() == 3 ? fromMatrix(rowsOfAcc) : rowsOfAcc.reshape({4, H});
-      if (acc.elementType() == t)
-        prog.add(Copy(view, out));
-      else
-        ops::castWithOutput(graph, view, out, prog, {debug, what});
-      return out;
-    };
-    req.weightsGrad->inputWeights = result(acc.slice(0, I, 0), {4, I, H}, "inputWeightsGrad");
-    req.weightsGrad->outputWeights =
-        result(acc.slice(I, I + H, 0), {4, H, H}, "outputWeightsGrad");
-    req.weightsGrad->biases = result(acc.slice(I + H, I + H + 1, 0), {4, H}, "biasesGrad");
+LstmState backward(Graph &graph, const LstmParams &params, const LstmOptions &opts,
+                   Sequence &prog, const LstmState &fwdStateInit, const Tensor &fwdIntermediates,
+                   const LstmWeights &weights, const Tensor &input, const Tensor &output,
+                   const Tensor &outputGrad, const BwdRequest &req, const DebugContext &debug,
+                   linalg::PlanningCache *cache) {
+  const bool full = params.outputFullSequence;
+  const SavedForward saved = savedForward(graph, params, opts, prog, fwdStateInit,
+                                          fwdIntermediates, weights, input, output, debug, cache);
+  std::vector<Tensor> state = initialGradients(graph, params, outputGrad, req, prog, debug);
+  const BwdPlan p =
+      planBackward(graph, params, opts, req, saved, fwdStateInit, weights, prog, debug);
+  const Tensor &dhCarry = state[0], &dc = state[1], &dhMM = state[2];
+  const bool fused = !p.persistent.use && usesFusedStep(graph, params, opts, "lstm") &&
+                     p.deltaRowsSeq.valid() && !p.interleaved && !p.inputGradInLoop;
+  if (p.persistent.use || fused) {
+    // One launch for the whole loop (LstmPersistentBwd), or the fused loop (LstmFusedBwd: the
+    // product delta_{t+1} . Wo^T fused with the cell, one compute set a step) where the
+    // forward's would fuse, the gate gradients of every step are kept (they are the next
+    // step's product input) and each step multiplies by Wo^T alone.
+    if (p.persistent.use)
+      persistentBackward(graph, params, p.persistent, weights, saved.gates, saved.cellSeq,
+                         full ? outputGrad : Tensor(), saved.rawCell,
+                         opts.hardSigmoidGradient == NonLinearityGradient::Popnn, dhCarry, dc,
+                         p.deltaRowsSeq, prog, {debug, "persistent"});
+    else
+      fusedBackward(graph, params, opts, p.wT, saved.gates, saved.cellSeq,
+                    full ? outputGrad : Tensor(), saved.rawCell, dhCarry, dc, p.deltaRowsSeq,
+                    prog, {debug, "fused"});
+    // The last product, delta_0 . Wo^T: the gradient reaching the initial output.
+    linalg::matMulWithOutput(graph, p.deltaRowsSeq[0], p.wT, dhMM, prog,
+                             {debug, "initialStateGrad"}, p.mmOptions, cache);
+  } else {
+    state = stepLoop(graph, params, opts, p, saved, input, outputGrad, state, prog, debug, cache);
   }
-
+  finishBackward(graph, params, opts, p, req, weights, input, prog, debug, cache);
   Tensor initialOutputGrad =
-      ops::add(graph, finalState[2], finalState[0], prog, {debug, "initialOutputGrad"});
-  return {initialOutputGrad, finalState[1]};
+      ops::add(graph, state[2], state[0], prog, {debug, "initialOutputGrad"});
+  return {initialOutputGrad, state[1]};
 }
 
 LstmState bwdEntry(Graph &graph, const LstmParams &params, Sequence &prog,
