@@ -170,200 +170,260 @@ GruWeights weightUpdate(Graph &graph, const GruParams &params, const GruOptions 
 }
 
 
-Tensor backward(Graph &graph, const GruParams &params, const GruOptions &opts, Sequence &prog,
-                const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
-                const GruWeights &weights, const Tensor &input, const Tensor &output,
-                const Tensor &outputGrad, const BwdRequest &req, const DebugContext &debug,
-                linalg::PlanningCache *cache) {
-  const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
-  const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
-  const Type t = params.rnn.dataType;
-  const bool full = params.outputFullSequence;
-  const InterLayout layout = interLayout(params);
-  const OptionFlags mmOptions = matMulOptions(opts, "TRAINING_BWD");
+// How the backward runs, and the tensors its phases share.
+struct BwdPlan {
+  Tensor hPrev, woT; // h_{t-1} for every step; Wo^T [3H, H] (canonical rows)
+  OptionFlags mmOptions;
+  unsigned k = 0; // the weight update's cadence (0: after the loop)
+  bool interleaved = false, popnnHardSigmoidGrad = false;
+  PersistentChoice persistent;
+  Tensor deltaX, deltaH; // every step's gate gradients [T, B, 3H], when kept
+  WuAcc acc;
+  Tensor wiT, inputGradSeq;  // the interleaved form's step-by-step input gradient
+  Tensor attSeq, attGradSeq; // the AUGRU's attention and its gradient, [T, B]
+};
 
-  const Tensor hPrev = previousOutputs(graph, params, opts, fwdOutputInit, fwdIntermediates,
-                                       output, prog, debug);
-  // The products read the recurrent weights transposed ([3H, H], canonical rows).
-  const Tensor woT = canonicalMatrix(graph, params, weights.outputWeights, true, prog,
-                                     {debug, "outputWeightsTransposed"});
+// The backward loop's state {dhCarry, dhMM} at the last step, dy folded in when only the final
+// output is.
+std::vector<Tensor> initialGradients(Graph &graph, const GruParams &params,
+                                     const Tensor &outputGrad, Sequence &prog,
+                                     const DebugContext &debug) {
+  const std::size_t B = params.rnn.batchSize, H = params.rnn.layerSizes[1];
   auto zeros = [&](const char *what) {
-    Tensor z = addStep(graph, t, B, H, {debug, what});
+    Tensor z = addStep(graph, params.rnn.dataType, B, H, {debug, what});
     ops::zero(graph, z, prog, {debug, what});
     return z;
   };
   Tensor dhCarry = zeros("dhInit");
-  if (!full)
+  if (!params.outputFullSequence)
     ops::addInPlace(graph, dhCarry, outputGrad, prog, {debug, "outputGrad"});
   Tensor dhMM = zeros("dhMMInit");
+  return {dhCarry, dhMM};
+}
 
+// The loop's cadence, its kept gate gradients, the interleaved weight update's accumulators and
+// the attention as sequences, into p.
+void planLoop(Graph &graph, const GruParams &params, const GruOptions &opts,
+              const GruWeights &weights, const BwdRequest &req, BwdPlan &p, Sequence &prog,
+              const DebugContext &debug) {
+  const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
+  const std::size_t H = params.rnn.layerSizes[1];
+  const Type t = params.rnn.dataType;
   // The weight update: one pass after the loop over the kept gate gradients, or every k steps
   // inside it (the gather form of the loop: then only k steps of gate gradients are kept, and the
   // input gradient is taken step by step).
   const bool doWU = req.weightsGrad != nullptr;
-  const unsigned k = doWU && !req.bwdIntermediates ? chooseStepsPerWU(graph, params, opts) : 0;
-  const bool interleaved = k != 0;
-  const bool popnnHardSigmoidGrad = opts.hardSigmoidGradient == NonLinearityGradient::Popnn;
+  p.k = doWU && !req.bwdIntermediates ? chooseStepsPerWU(graph, params, opts) : 0;
+  p.interleaved = p.k != 0;
+  p.popnnHardSigmoidGrad = opts.hardSigmoidGradient == NonLinearityGradient::Popnn;
   // The persistent backward keeps every step's gate gradients (they are its exchange) and
   // leaves the weight update to the products after it.
-  const PersistentChoice persistent = persistentChoice(graph, params, opts, "gru", true);
-  if (persistent.use && interleaved)
+  p.persistent = persistentChoice(graph, params, opts, "gru", true);
+  if (p.persistent.use && p.interleaved)
     throw invalid_option(fmt::format(
         "gru: rnnPersistentKernel is true, but the weight update is interleaved with the "
         "backward loop every {} steps (rnnStepsPerWU); the persistent backward needs it after "
         "the loop: rnnStepsPerWU 0",
-        k));
-  Tensor deltaX, deltaH;
-  if (persistent.use) { // one variable each: read in place by the kernel
-    deltaX = graph.addVariable(t, {T, B, 3 * H}, {debug, "deltaX"});
-    util::mapTensorLinearly(graph, deltaX);
+        p.k));
+  if (p.persistent.use) { // one variable each: read in place by the kernel
+    p.deltaX = graph.addVariable(t, {T, B, 3 * H}, {debug, "deltaX"});
+    util::mapTensorLinearly(graph, p.deltaX);
     if (params.resetAfter) {
-      deltaH = graph.addVariable(t, {T, B, 3 * H}, {debug, "deltaH"});
-      util::mapTensorLinearly(graph, deltaH);
+      p.deltaH = graph.addVariable(t, {T, B, 3 * H}, {debug, "deltaH"});
+      util::mapTensorLinearly(graph, p.deltaH);
     }
-  } else if (!interleaved) {
-    deltaX = rnn::detail::addSequence(graph, t, T, B, 3 * H, opts.numShards, {debug, "deltaX"});
+  } else if (!p.interleaved) {
+    p.deltaX = rnn::detail::addSequence(graph, t, T, B, 3 * H, opts.numShards, {debug, "deltaX"});
     if (params.resetAfter)
-      deltaH = rnn::detail::addSequence(graph, t, T, B, 3 * H, opts.numShards,
-                                        {debug, "deltaH"});
+      p.deltaH = rnn::detail::addSequence(graph, t, T, B, 3 * H, opts.numShards,
+                                          {debug, "deltaH"});
   }
-  WuAcc acc;
-  Tensor wiT, inputGradSeq;
-  if (interleaved) {
-    acc = zeroAccumulators(graph, params, prog, {debug, "wu"});
+  if (p.interleaved) {
+    p.acc = zeroAccumulators(graph, params, prog, {debug, "wu"});
     if (req.inputGrad) {
-      wiT = canonicalMatrix(graph, params, weights.inputWeights, true, prog,
-                            {debug, "inputWeightsTransposed"});
-      inputGradSeq = rnn::createInputTensor(graph, params.rnn, opts.numShards,
-                                            {debug, "inputGrad"});
+      p.wiT = canonicalMatrix(graph, params, weights.inputWeights, true, prog,
+                              {debug, "inputWeightsTransposed"});
+      p.inputGradSeq = rnn::createInputTensor(graph, params.rnn, opts.numShards,
+                                              {debug, "inputGrad"});
     }
   }
-  Tensor attSeq, attGradSeq;
-  std::vector<Tensor> inputs{fwdIntermediates, hPrev};
+  if (req.attention) {
+    p.attSeq = graph.addVariable(t, {T, B}, {debug, "attention"});
+    rnn::detail::mapSequence(graph, p.attSeq.reshape({T, 1, B}), opts.numShards);
+    prog.add(Copy(req.attention->transpose(), p.attSeq));
+    p.attGradSeq = graph.addVariable(t, {T, B}, {debug, "attentionGrad"});
+    rnn::detail::mapSequence(graph, p.attGradSeq.reshape({T, 1, B}), opts.numShards);
+  }
+}
+
+// One step's gate gradients: [B, 3H] rows (dX, and dH with resetAfter) and their [3, B, H]
+// canonical gates, in the step's outputs or the gather form's temporaries.
+struct StepDeltas {
+  Tensor dX, dH, dGates, dHGates;
+};
+
+StepDeltas stepDeltas(const GruParams &params, const BwdPlan &p, const rnn::RnnSlice &slice) {
+  const std::size_t B = params.rnn.batchSize, H = params.rnn.layerSizes[1];
+  StepDeltas d;
+  if (p.interleaved) {
+    const Tensor temps = slice.interimOut; // [3 or 6, B, H]
+    d.dGates = temps.slice(0, 3, 0);
+    d.dX = d.dGates.dimShuffle({1, 0, 2}).reshape({B, 3 * H});
+    if (params.resetAfter) {
+      d.dHGates = temps.slice(3, 6, 0);
+      d.dH = d.dHGates.dimShuffle({1, 0, 2}).reshape({B, 3 * H});
+    }
+  } else {
+    d.dX = slice.outputs[0];
+    d.dGates = gatesOf(d.dX);
+    if (params.resetAfter) {
+      d.dH = slice.outputs[1];
+      d.dHGates = gatesOf(d.dH);
+    }
+  }
+  return d;
+}
+
+// The fields the backward cells share: mask, attention and its gradient, the activations and
+// the flags.
+struct CellCommon {
+  const GruParams &params;
+  const BwdPlan &p;
+  bool attention, full;
+  Tensor mask, att, attGrad;
+  void operator()(Graph &g, VertexRef v, const std::vector<Interval> &rows) const {
+    g.connect(v["mask"], nn::work::rowElements(mask, rows));
+    g.connect(v["attention"], nn::work::rowElements(att, rows));
+    g.connect(v["attGrad"], nn::work::rowElements(attGrad, rows));
+    g.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
+    g.setInitialValue(v["recurrentActivation"],
+                      static_cast<unsigned>(params.recurrentActivation));
+    g.setInitialValue(v["hasAttention"], attention);
+    g.setInitialValue(v["hasOutGrad"], full);
+    g.setInitialValue(v["rawCandidate"], rawCandidate(params));
+    g.setInitialValue(v["popnnHardSigmoidGrad"], p.popnnHardSigmoidGrad);
+  }
+};
+
+// A reset-before step: GruBwdA, the product of the candidate's gradient by its Wo rows (r*h's
+// gradient), GruBwdB, then dhMM = [dr | du] . [Wo_r | Wo_u]^T.
+void resetBeforeStep(Graph &g, const GruParams &params, const BwdPlan &p, const StepDeltas &d,
+                     const CellCommon &common, const Tensor &fwd, const Tensor &hp,
+                     const Tensor &dy, const Tensor &carry, const Tensor &mm, Sequence &step,
+                     const DebugContext &dbg, linalg::PlanningCache *cache) {
+  const std::size_t H = params.rnn.layerSizes[1];
+  const Type t = params.rnn.dataType;
+  ComputeSet csA = g.addComputeSet({dbg, "gradA"});
+  addCellVertices(g, csA, util::templateVertex("aspen::nn::GruBwdA", t), carry,
+                  [&](VertexRef v, const std::vector<Interval> &rows) {
+                    g.connect(v["fwd"], nn::work::gateSegments(fwd, rows, {0, 1, 2}));
+                    g.connect(v["hPrev"], nn::work::rowList(hp, rows));
+                    g.connect(v["outGrad"], nn::work::rowList(dy, rows));
+                    g.connect(v["dhMM"], nn::work::rowList(mm, rows));
+                    g.connect(v["dhCarry"], nn::work::rowList(carry, rows));
+                    g.connect(v["delta"], nn::work::gateSegments(d.dGates, rows, {0, 1, 2}));
+                    common(g, v, rows);
+                  });
+  step.add(Execute(csA));
+  const Tensor drh = linalg::matMul(g, d.dX.slice(2 * H, 3 * H, 1),
+                                    p.woT.slice(2 * H, 3 * H, 0), step, {dbg, "drh"},
+                                    p.mmOptions, cache);
+  ComputeSet csB = g.addComputeSet({dbg, "gradB"});
+  addCellVertices(g, csB, util::templateVertex("aspen::nn::GruBwdB", t), carry,
+                  [&](VertexRef v, const std::vector<Interval> &rows) {
+                    g.connect(v["reset"], nn::work::gateSegments(fwd, rows, {0}));
+                    g.connect(v["hPrev"], nn::work::rowList(hp, rows));
+                    g.connect(v["drh"], nn::work::rowList(drh, rows));
+                    g.connect(v["mask"], nn::work::rowElements(common.mask, rows));
+                    g.connect(v["dhCarry"], nn::work::rowList(carry, rows));
+                    g.connect(v["delta"], nn::work::gateSegments(d.dGates, rows, {0}));
+                    g.setInitialValue(v["recurrentActivation"],
+                                      static_cast<unsigned>(params.recurrentActivation));
+                    g.setInitialValue(v["popnnHardSigmoidGrad"], p.popnnHardSigmoidGrad);
+                  });
+  step.add(Execute(csB));
+  linalg::matMulWithOutput(g, d.dX.slice(0, 2 * H, 1), p.woT.slice(0, 2 * H, 0), mm, step,
+                           {dbg, "dhMM"}, p.mmOptions, cache);
+}
+
+// A reset-after step: GruBwdResetAfter, then dhMM = dH . Wo^T.
+void resetAfterStep(Graph &g, const GruParams &params, const BwdPlan &p, const StepDeltas &d,
+                    const CellCommon &common, const Tensor &fwd, const Tensor &hp,
+                    const Tensor &dy, const Tensor &carry, const Tensor &mm, Sequence &step,
+                    const DebugContext &dbg, linalg::PlanningCache *cache) {
+  const InterLayout layout = interLayout(params);
+  ComputeSet cs = g.addComputeSet({dbg, "grad"});
+  addCellVertices(g, cs, util::templateVertex("aspen::nn::GruBwdResetAfter", params.rnn.dataType),
+                  carry, [&](VertexRef v, const std::vector<Interval> &rows) {
+                    g.connect(v["fwd"],
+                              nn::work::gateSegments(fwd, rows, {0, 1, 2, layout.nSlot()}));
+                    g.connect(v["hPrev"], nn::work::rowList(hp, rows));
+                    g.connect(v["outGrad"], nn::work::rowList(dy, rows));
+                    g.connect(v["dhMM"], nn::work::rowList(mm, rows));
+                    g.connect(v["dhCarry"], nn::work::rowList(carry, rows));
+                    g.connect(v["deltaX"], nn::work::gateSegments(d.dGates, rows, {0, 1, 2}));
+                    g.connect(v["deltaH"], nn::work::gateSegments(d.dHGates, rows, {0, 1, 2}));
+                    common(g, v, rows);
+                  });
+  step.add(Execute(cs));
+  linalg::matMulWithOutput(g, d.dH, p.woT, mm, step, {dbg, "dhMM"}, p.mmOptions, cache);
+}
+
+// The per-step loop (rnn::detail::runLoop, the gather form when the weight update is
+// interleaved). Returns its final state.
+std::vector<Tensor> stepLoop(Graph &graph, const GruParams &params, const GruOptions &opts,
+                             const BwdPlan &p, const BwdRequest &req, const Tensor &input,
+                             const Tensor &fwdIntermediates, const Tensor &outputGrad,
+                             const std::vector<Tensor> &init, Sequence &prog,
+                             const DebugContext &debug, linalg::PlanningCache *cache) {
+  const std::size_t B = params.rnn.batchSize;
+  const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
+  const bool full = params.outputFullSequence;
+  std::vector<Tensor> inputs{fwdIntermediates, p.hPrev};
   if (full)
     inputs.push_back(outputGrad);
-  if (req.attention) {
-    attSeq = graph.addVariable(t, {T, B}, {debug, "attention"});
-    rnn::detail::mapSequence(graph, attSeq.reshape({T, 1, B}), opts.numShards);
-    prog.add(Copy(req.attention->transpose(), attSeq));
-    inputs.push_back(attSeq);
-    attGradSeq = graph.addVariable(t, {T, B}, {debug, "attentionGrad"});
-    rnn::detail::mapSequence(graph, attGradSeq.reshape({T, 1, B}), opts.numShards);
-  }
+  if (req.attention)
+    inputs.push_back(p.attSeq);
   std::vector<Tensor> outputs;
-  if (deltaX.valid())
-    outputs.push_back(deltaX);
-  if (deltaH.valid())
-    outputs.push_back(deltaH);
-  if (inputGradSeq.valid())
-    outputs.push_back(inputGradSeq);
-  if (attGradSeq.valid())
-    outputs.push_back(attGradSeq);
-
+  for (const Tensor *t : {&p.deltaX, &p.deltaH, &p.inputGradSeq, &p.attGradSeq})
+    if (t->valid())
+      outputs.push_back(*t);
   auto body = [&](Graph &g, const rnn::TimeStepState &, const rnn::RnnBatchwiseFlags &flags,
                   std::vector<Tensor> &state, const rnn::RnnSlice &slice, std::vector<Tensor> &,
                   Sequence *, const DebugContext &dbg) {
     Sequence step;
     const Tensor &carry = state[0], &mm = state[1];
-    const Tensor fwd = slice.inputs[0]; // [n, B, H]
-    const Tensor hp = slice.inputs[1];
+    const Tensor fwd = slice.inputs[0], hp = slice.inputs[1]; // [n, B, H], [B, H]
     const Tensor dy = full ? slice.inputs[2] : carry;
-    const Tensor att = req.attention ? slice.inputs.back() : flags.mask;
-    // The step's gate gradients as [B, 3H] rows (dX, dH) and [3, B, H] gates (canonical).
-    Tensor dX, dH, dGates, dHGates;
-    if (interleaved) {
-      const Tensor temps = slice.interimOut; // [3 or 6, B, H]
-      dGates = temps.slice(0, 3, 0);
-      dX = dGates.dimShuffle({1, 0, 2}).reshape({B, 3 * H});
-      if (params.resetAfter) {
-        dHGates = temps.slice(3, 6, 0);
-        dH = dHGates.dimShuffle({1, 0, 2}).reshape({B, 3 * H});
-      }
-    } else {
-      dX = slice.outputs[0];
-      dGates = gatesOf(dX);
-      if (params.resetAfter) {
-        dH = slice.outputs[1];
-        dHGates = gatesOf(dH);
-      }
-    }
-    const Tensor attGrad = req.attention ? slice.outputs.back() : flags.inverse;
-    const auto common = [&](VertexRef v, const std::vector<Interval> &rows) {
-      g.connect(v["mask"], nn::work::rowElements(flags.mask, rows));
-      g.connect(v["attention"], nn::work::rowElements(att, rows));
-      g.connect(v["attGrad"], nn::work::rowElements(attGrad, rows));
-      g.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
-      g.setInitialValue(v["recurrentActivation"],
-                        static_cast<unsigned>(params.recurrentActivation));
-      g.setInitialValue(v["hasAttention"], req.attention != nullptr);
-      g.setInitialValue(v["hasOutGrad"], full);
-      g.setInitialValue(v["rawCandidate"], rawCandidate(params));
-      g.setInitialValue(v["popnnHardSigmoidGrad"], popnnHardSigmoidGrad);
-    };
-    if (!params.resetAfter) {
-      ComputeSet csA = g.addComputeSet({dbg, "gradA"});
-      addCellVertices(g, csA, util::templateVertex("aspen::nn::GruBwdA", t), carry,
-                      [&](VertexRef v, const std::vector<Interval> &rows) {
-                        g.connect(v["fwd"], nn::work::gateSegments(fwd, rows, {0, 1, 2}));
-                        g.connect(v["hPrev"], nn::work::rowList(hp, rows));
-                        g.connect(v["outGrad"], nn::work::rowList(dy, rows));
-                        g.connect(v["dhMM"], nn::work::rowList(mm, rows));
-                        g.connect(v["dhCarry"], nn::work::rowList(carry, rows));
-                        g.connect(v["delta"], nn::work::gateSegments(dGates, rows, {0, 1, 2}));
-                        common(v, rows);
-                      });
-      step.add(Execute(csA));
-      const Tensor drh = linalg::matMul(g, dX.slice(2 * H, 3 * H, 1), woT.slice(2 * H, 3 * H, 0),
-                                        step, {dbg, "drh"}, mmOptions, cache);
-      ComputeSet csB = g.addComputeSet({dbg, "gradB"});
-      addCellVertices(g, csB, util::templateVertex("aspen::nn::GruBwdB", t), carry,
-                      [&](VertexRef v, const std::vector<Interval> &rows) {
-                        g.connect(v["reset"], nn::work::gateSegments(fwd, rows, {0}));
-                        g.connect(v["hPrev"], nn::work::rowList(hp, rows));
-                        g.connect(v["drh"], nn::work::rowList(drh, rows));
-                        g.connect(v["mask"], nn::work::rowElements(flags.mask, rows));
-                        g.connect(v["dhCarry"], nn::work::rowList(carry, rows));
-                        g.connect(v["delta"], nn::work::gateSegments(dGates, rows, {0}));
-                        g.setInitialValue(v["recurrentActivation"],
-                                          static_cast<unsigned>(params.recurrentActivation));
-                        g.setInitialValue(v["popnnHardSigmoidGrad"], popnnHardSigmoidGrad);
-                      });
-      step.add(Execute(csB));
-      linalg::matMulWithOutput(g, dX.slice(0, 2 * H, 1), woT.slice(0, 2 * H, 0), mm, step,
-                               {dbg, "dhMM"}, mmOptions, cache);
-    } else {
-      ComputeSet cs = g.addComputeSet({dbg, "grad"});
-      addCellVertices(g, cs, util::templateVertex("aspen::nn::GruBwdResetAfter", t), carry,
-                      [&](VertexRef v, const std::vector<Interval> &rows) {
-                        g.connect(v["fwd"], nn::work::gateSegments(fwd, rows, {0, 1, 2, layout.nSlot()}));
-                        g.connect(v["hPrev"], nn::work::rowList(hp, rows));
-                        g.connect(v["outGrad"], nn::work::rowList(dy, rows));
-                        g.connect(v["dhMM"], nn::work::rowList(mm, rows));
-                        g.connect(v["dhCarry"], nn::work::rowList(carry, rows));
-                        g.connect(v["deltaX"], nn::work::gateSegments(dGates, rows, {0, 1, 2}));
-                        g.connect(v["deltaH"], nn::work::gateSegments(dHGates, rows, {0, 1, 2}));
-                        common(v, rows);
-                      });
-      step.add(Execute(cs));
-      linalg::matMulWithOutput(g, dH, woT, mm, step, {dbg, "dhMM"}, mmOptions, cache);
-    }
-    if (inputGradSeq.valid()) // the input gradient step by step (interleaved WU)
-      linalg::matMulWithOutput(g, dX, wiT, slice.outputs[deltaX.valid() ? 1 : 0], step,
-                               {dbg, "inputGrad"}, mmOptions, cache);
+    const StepDeltas d = stepDeltas(params, p, slice);
+    const CellCommon common{params,
+                            p,
+                            req.attention != nullptr,
+                            full,
+                            flags.mask,
+                            req.attention ? slice.inputs.back() : flags.mask,
+                            req.attention ? slice.outputs.back() : flags.inverse};
+    if (!params.resetAfter)
+      resetBeforeStep(g, params, p, d, common, fwd, hp, dy, carry, mm, step, dbg, cache);
+    else
+      resetAfterStep(g, params, p, d, common, fwd, hp, dy, carry, mm, step, dbg, cache);
+    if (p.inputGradSeq.valid()) // the input gradient step by step (interleaved WU)
+      linalg::matMulWithOutput(g, d.dX, p.wiT, slice.outputs[p.deltaX.valid() ? 1 : 0], step,
+                               {dbg, "inputGrad"}, p.mmOptions, cache);
     return step;
   };
   rnn::detail::LoopSpec spec{params.rnn};
   spec.reverse = true;
-  spec.initState = {dhCarry, dhMM};
+  spec.initState = init;
   spec.inputs = inputs;
   spec.outputs = outputs;
   spec.loopFn = body;
   spec.numShards = opts.numShards;
   spec.codeReuse = opts.codeReuse;
-  if (interleaved) {
+  if (p.interleaved) {
     spec.numTemps = params.resetAfter ? 6 : 3;
-    spec.stepsPerGather = k;
-    spec.gatherInputs = {input, hPrev};
+    spec.stepsPerGather = p.k;
+    spec.gatherInputs = {input, p.hPrev};
     if (!params.resetAfter)
       spec.gatherInputs.push_back(fwdIntermediates.slice(0, 1, 1).squeeze({1})); // r
     spec.gatherFn = [&](Graph &g, const rnn::RnnSlice &slice, unsigned steps, Sequence *,
@@ -374,78 +434,104 @@ Tensor backward(Graph &graph, const GruParams &params, const GruOptions &opts, S
       auto gateRows = [&](unsigned first) {
         return win.slice(first, first + 3, 1).dimShuffle({0, 2, 1, 3}).reshape({rows, 3 * H});
       };
-      accumulate(g, params, opts, acc, slice.inputs[0].reshape({rows, I}),
+      accumulate(g, params, opts, p.acc, slice.inputs[0].reshape({rows, I}),
                  slice.inputs[1].reshape({rows, H}),
                  params.resetAfter ? Tensor() : slice.inputs[2].reshape({rows, H}), gateRows(0),
                  params.resetAfter ? gateRows(3) : Tensor(), s, dbg, cache);
       return s;
     };
   }
-  std::vector<Tensor> finalState;
-  if (persistent.use) {
-    persistentBackward(graph, params, opts, persistent, weights, fwdIntermediates, hPrev,
-                       full ? outputGrad : Tensor(), attSeq, attGradSeq, dhCarry, deltaX, deltaH,
-                       prog, {debug, "persistent"});
-    if (params.resetAfter)
-      linalg::matMulWithOutput(graph, deltaH[0], woT, dhMM, prog, {debug, "initialStateGrad"},
-                               mmOptions, cache);
-    else
-      linalg::matMulWithOutput(graph, deltaX[0].slice(0, 2 * H, 1), woT.slice(0, 2 * H, 0),
-                               dhMM, prog, {debug, "initialStateGrad"}, mmOptions, cache);
-    finalState = {dhCarry, dhMM};
-  } else if (!interleaved && usesFusedStep(graph, params, opts, "gru")) {
-    // The fused loop (the recurrent products fused with the cells: one compute set a step with
-    // resetAfter, two without); then the product of step 0's gate gradients, the gradient
-    // reaching the initial output.
-    fusedBackward(graph, params, opts, woT, fwdIntermediates, hPrev, full ? outputGrad : Tensor(),
-                  attSeq, attGradSeq, dhCarry, deltaX, deltaH, prog, {debug, "fused"});
-    if (params.resetAfter)
-      linalg::matMulWithOutput(graph, deltaH[0], woT, dhMM, prog, {debug, "initialStateGrad"},
-                               mmOptions, cache);
-    else
-      linalg::matMulWithOutput(graph, deltaX[0].slice(0, 2 * H, 1), woT.slice(0, 2 * H, 0),
-                               dhMM, prog, {debug, "initialStateGrad"}, mmOptions, cache);
-    finalState = {dhCarry, dhMM};
-  } else {
-    finalState = rnn::detail::runLoop(graph, spec, prog, {debug, "loop"});
-  }
+  return rnn::detail::runLoop(graph, spec, prog, {debug, "loop"});
+}
 
-  if (interleaved) {
-    if (req.inputGrad)
-      *req.inputGrad = inputGradSeq;
-    *req.weightsGrad = finish(graph, params, acc, prog, {debug, "wu"});
-    if (req.attentionGrad) {
-      Tensor grad = graph.addVariable(t, {B, T}, {debug, "attentionGradient"});
-      util::mapTensorLinearly(graph, grad);
-      prog.add(Copy(attGradSeq.transpose(), grad));
-      *req.attentionGrad = grad;
-    }
-    return ops::add(graph, finalState[1], finalState[0], prog, {debug, "initialOutputGrad"});
-  }
-  const Tensor deltaRows = deltaX.reshape({T * B, 3 * H});
+// The attention's gradient [B, T] from its sequence.
+Tensor attentionGradient(Graph &graph, const GruParams &params, const BwdPlan &p,
+                         Sequence &prog, const DebugContext &debug) {
+  Tensor grad = graph.addVariable(params.rnn.dataType,
+                                  {params.rnn.batchSize, params.rnn.maxTimeSteps},
+                                  {debug, "attentionGradient"});
+  util::mapTensorLinearly(graph, grad);
+  prog.add(Copy(p.attGradSeq.transpose(), grad));
+  return grad;
+}
+
+// After a loop that kept every step's gate gradients: the input gradient, the kept gradients,
+// the attention's and the weight update.
+void finishBackward(Graph &graph, const GruParams &params, const GruOptions &opts,
+                    const BwdPlan &p, const BwdRequest &req, const GruWeights &weights,
+                    const Tensor &input, const Tensor &fwdIntermediates, Sequence &prog,
+                    const DebugContext &debug, linalg::PlanningCache *cache) {
+  const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
+  const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
+  const Tensor deltaRows = p.deltaX.reshape({T * B, 3 * H});
   if (req.inputGrad) {
     const Tensor wiT = canonicalMatrix(graph, params, weights.inputWeights, true, prog,
                                        {debug, "inputWeightsTransposed"});
     Tensor dx = rnn::createInputTensor(graph, params.rnn, opts.numShards, {debug, "inputGrad"});
     linalg::matMulWithOutput(graph, deltaRows, wiT, dx.reshape({T * B, I}), prog,
-                             {debug, "inputGrad"}, mmOptions, cache);
+                             {debug, "inputGrad"}, p.mmOptions, cache);
     *req.inputGrad = dx;
   }
   if (req.bwdIntermediates) // [T, 3, B, H] in slot order
     *req.bwdIntermediates = slotGates(
-        params, deltaX.reshape({T, B, 3, H}).dimShuffle({2, 0, 1, 3})).dimShuffle({1, 0, 2, 3});
-  if (req.attentionGrad) {
-    Tensor grad = graph.addVariable(t, {B, T}, {debug, "attentionGradient"});
-    util::mapTensorLinearly(graph, grad);
-    prog.add(Copy(attGradSeq.transpose(), grad));
-    *req.attentionGrad = grad;
-  }
+        params, p.deltaX.reshape({T, B, 3, H}).dimShuffle({2, 0, 1, 3})).dimShuffle({1, 0, 2, 3});
+  if (req.attentionGrad)
+    *req.attentionGrad = attentionGradient(graph, params, p, prog, debug);
   if (req.weightsGrad)
-    *req.weightsGrad = weightUpdate(graph, params, opts, input, hPrev, fwdIntermediates,
+    *req.weightsGrad = weightUpdate(graph, params, opts, input, p.hPrev, fwdIntermediates,
                                     deltaRows,
-                                    deltaH.valid() ? deltaH.reshape({T * B, 3 * H}) : Tensor(),
+                                    p.deltaH.valid() ? p.deltaH.reshape({T * B, 3 * H}) : Tensor(),
                                     prog, {debug, "wu"}, cache);
-  return ops::add(graph, finalState[1], finalState[0], prog, {debug, "initialOutputGrad"});
+}
+
+Tensor backward(Graph &graph, const GruParams &params, const GruOptions &opts, Sequence &prog,
+                const Tensor &fwdOutputInit, const Tensor &fwdIntermediates,
+                const GruWeights &weights, const Tensor &input, const Tensor &output,
+                const Tensor &outputGrad, const BwdRequest &req, const DebugContext &debug,
+                linalg::PlanningCache *cache) {
+  const std::size_t H = params.rnn.layerSizes[1];
+  const bool full = params.outputFullSequence;
+  BwdPlan p;
+  p.mmOptions = matMulOptions(opts, "TRAINING_BWD");
+  p.hPrev = previousOutputs(graph, params, opts, fwdOutputInit, fwdIntermediates, output, prog,
+                            debug);
+  p.woT = canonicalMatrix(graph, params, weights.outputWeights, true, prog,
+                          {debug, "outputWeightsTransposed"});
+  std::vector<Tensor> state = initialGradients(graph, params, outputGrad, prog, debug);
+  planLoop(graph, params, opts, weights, req, p, prog, debug);
+  if (p.persistent.use || (!p.interleaved && usesFusedStep(graph, params, opts, "gru"))) {
+    // One launch for the whole loop, or the fused loop (the recurrent products fused with the
+    // cells: one compute set a step with resetAfter, two without); then the product of step
+    // 0's gate gradients, the gradient reaching the initial output.
+    if (p.persistent.use)
+      persistentBackward(graph, params, opts, p.persistent, weights, fwdIntermediates, p.hPrev,
+                         full ? outputGrad : Tensor(), p.attSeq, p.attGradSeq, state[0],
+                         p.deltaX, p.deltaH, prog, {debug, "persistent"});
+    else
+      fusedBackward(graph, params, opts, p.woT, fwdIntermediates, p.hPrev,
+                    full ? outputGrad : Tensor(), p.attSeq, p.attGradSeq, state[0], p.deltaX,
+                    p.deltaH, prog, {debug, "fused"});
+    if (params.resetAfter)
+      linalg::matMulWithOutput(graph, p.deltaH[0], p.woT, state[1], prog,
+                               {debug, "initialStateGrad"}, p.mmOptions, cache);
+    else
+      linalg::matMulWithOutput(graph, p.deltaX[0].slice(0, 2 * H, 1), p.woT.slice(0, 2 * H, 0),
+                               state[1], prog, {debug, "initialStateGrad"}, p.mmOptions, cache);
+  } else {
+    state = stepLoop(graph, params, opts, p, req, input, fwdIntermediates, outputGrad, state, prog,
+                     debug, cache);
+  }
+  if (p.interleaved) {
+    if (req.inputGrad)
+      *req.inputGrad = p.inputGradSeq;
+    *req.weightsGrad = finish(graph, params, p.acc, prog, {debug, "wu"});
+    if (req.attentionGrad)
+      *req.attentionGrad = attentionGradient(graph, params, p, prog, debug);
+  } else {
+    finishBackward(graph, params, opts, p, req, weights, input, fwdIntermediates, prog, debug,
+                   cache);
+  }
+  return ops::add(graph, state[1], state[0], prog, {debug, "initialOutputGrad"});
 }
 
 void checkBwd(const GruParams &params, const GruOptions &opts, const Tensor &fwdOutputInit,
