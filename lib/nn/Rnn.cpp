@@ -321,216 +321,251 @@ Tensor stepLike(Graph &graph, const Tensor &seq, const DebugContext &debug) {
   return graph.clone(seq[0], debug);
 }
 
-} // namespace
+// runLoop's parts: the loop-carried state and gather windows it prepares, the step loop over
+// a shard or window, and the shards played one by one or through one shared body.
+class LoopBuilder {
+public:
+  LoopBuilder(Graph &graph, const LoopSpec &spec, Sequence &prog, const DebugContext &debug)
+      : graph_(graph), spec_(spec), params_(spec.params), prog_(prog), debug_(debug),
+        T_(params_.maxTimeSteps), shardSize_((T_ + spec.numShards - 1) / spec.numShards),
+        gatherForm_(static_cast<bool>(spec.gatherFn)),
+        gatherWindow_(gatherForm_ ? (spec.stepsPerGather == 0 ? T_ : spec.stepsPerGather) : 0),
+        variable_(params_.varTimeSteps.valid()), created_(spec.created) {}
 
-std::vector<Tensor> runLoop(Graph &graph, const LoopSpec &spec, Sequence &prog,
-                            const DebugContext &debug) {
-  const RnnParams &params = spec.params;
-  const std::size_t T = params.maxTimeSteps;
-  const unsigned numShards = spec.numShards;
-  const std::size_t shardSize = (T + numShards - 1) / numShards;
-  const bool gatherForm = static_cast<bool>(spec.gatherFn);
-  const std::size_t gatherWindow =
-      gatherForm ? (spec.stepsPerGather == 0 ? T : spec.stepsPerGather) : 0;
-  const bool variable = params.varTimeSteps.valid();
-
-  // The loop-carried state.
-  std::vector<Tensor> state;
-  for (std::size_t i = 0; i < spec.initState.size(); ++i) {
-    Tensor s = graph.clone(spec.initState[i], {debug, fmt::format("state{}", i)});
-    prog.add(Copy(spec.initState[i], s));
-    state.push_back(s);
+  std::vector<Tensor> run() {
+    prepare();
+    std::vector<unsigned> order(spec_.numShards);
+    for (unsigned s = 0; s < spec_.numShards; ++s)
+      order[s] = spec_.reverse ? spec_.numShards - 1 - s : s;
+    if (!spec_.codeReuse || spec_.numShards == 1)
+      shardByShard(order);
+    else
+      sharedBody(order);
+    if (gatherForm_ && spec_.stepsPerGather == 0)
+      prog_.add(gatherProgram_);
+    std::vector<Tensor> result = state_;
+    result.insert(result.end(), created_.begin(), created_.end());
+    return result;
   }
-  std::vector<Tensor> outSequences = spec.outputs;
-  if (spec.interimOut)
-    outSequences.push_back(*spec.interimOut);
-  if (spec.stateSequence.output.valid())
-    outSequences.push_back(spec.stateSequence.output);
-  if (variable)
-    for (const Tensor &t : outSequences)
-      ops::zero(graph, t, prog, {debug, "zeroOutputs"});
 
-  // Gather windows: [k, ...] of each gather input and of the body's temporaries.
-  std::vector<Tensor> gatherWindows;
-  Tensor tempWindow;
-  if (gatherForm) {
-    for (std::size_t i = 0; i < spec.gatherInputs.size(); ++i) {
-      const Tensor &g = spec.gatherInputs[i];
+private:
+  // The loop-carried state (copies of the initial state), the outputs zeroed when rows have
+  // lengths, and the gather windows: [k, ...] of each gather input and of the temporaries.
+  void prepare() {
+    for (std::size_t i = 0; i < spec_.initState.size(); ++i) {
+      Tensor s = graph_.clone(spec_.initState[i], {debug_, fmt::format("state{}", i)});
+      prog_.add(Copy(spec_.initState[i], s));
+      state_.push_back(s);
+    }
+    std::vector<Tensor> outSequences = spec_.outputs;
+    if (spec_.interimOut)
+      outSequences.push_back(*spec_.interimOut);
+    if (spec_.stateSequence.output.valid())
+      outSequences.push_back(spec_.stateSequence.output);
+    if (variable_)
+      for (const Tensor &t : outSequences)
+        ops::zero(graph_, t, prog_, {debug_, "zeroOutputs"});
+    if (!gatherForm_)
+      return;
+    for (std::size_t i = 0; i < spec_.gatherInputs.size(); ++i) {
+      const Tensor &g = spec_.gatherInputs[i];
       std::vector<std::size_t> shape = g.shape();
-      shape[0] = gatherWindow;
-      Tensor w = graph.addVariable(g.elementType(), shape, {debug, fmt::format("gatherIn{}", i)});
-      mapSequence(graph, w.reshape({gatherWindow, g.dim(1), g.numElements() / T / g.dim(1)}), 1);
-      ops::zero(graph, w, prog, {debug, "zeroGatherWindow"});
-      gatherWindows.push_back(w);
+      shape[0] = gatherWindow_;
+      Tensor w =
+          graph_.addVariable(g.elementType(), shape, {debug_, fmt::format("gatherIn{}", i)});
+      mapSequence(graph_, w.reshape({gatherWindow_, g.dim(1), g.numElements() / T_ / g.dim(1)}),
+                  1);
+      ops::zero(graph_, w, prog_, {debug_, "zeroGatherWindow"});
+      gatherWindows_.push_back(w);
     }
-    tempWindow = addSequence(graph, params.dataType, gatherWindow * spec.numTemps,
-                             params.batchSize, layerSize(params, 1), 1, {debug, "tempWindow"})
-                     .reshape({gatherWindow, spec.numTemps, params.batchSize,
-                               layerSize(params, 1)});
-    ops::zero(graph, tempWindow, prog, {debug, "zeroTempWindow"});
+    const std::size_t B = params_.batchSize, H = layerSize(params_, 1);
+    tempWindow_ = addSequence(graph_, params_.dataType, gatherWindow_ * spec_.numTemps, B, H, 1,
+                              {debug_, "tempWindow"})
+                      .reshape({gatherWindow_, spec_.numTemps, B, H});
+    ops::zero(graph_, tempWindow_, prog_, {debug_, "zeroTempWindow"});
   }
 
-  std::vector<Tensor> created = spec.created;
-  Sequence gatherProgram;
-  bool gatherBuilt = false;
-
-  // Builds the step loop over `window` steps of the sequences `chunks` (views or windows whose
-  // dim 0 is the shard's steps), for shard start `begin`.
-  auto buildLoop = [&](const Tensor &begin, std::size_t window, const std::vector<Tensor> &inputs,
-                       const Tensor *interimIn, const std::vector<Tensor> &outputs,
-                       const Tensor *interimOut, const Tensor *stateOut,
-                       const std::vector<Tensor> &gatherInputs, const DebugContext &dbg) {
-    Sequence loop;
-    Control c = addControl(graph, params, begin, window, spec.stepsPerGather,
-                           static_cast<unsigned>(gatherWindow), spec.reverse, dbg);
-    Sequence body;
-    RnnSlice slice;
-    for (std::size_t i = 0; i < inputs.size(); ++i)
-      slice.inputs.push_back(sliceStep(graph, inputs[i], c.offset, body, {dbg, "sliceIn"}));
-    if (interimIn)
-      slice.interimIn = sliceStep(graph, *interimIn, c.offset, body, {dbg, "sliceInterim"});
-    for (std::size_t i = 0; i < outputs.size(); ++i)
-      slice.outputs.push_back(stepLike(graph, outputs[i], {dbg, "outStep"}));
-    if (interimOut)
-      slice.interimOut = stepLike(graph, *interimOut, {dbg, "interimStep"});
-    if (gatherForm)
-      slice.interimOut = addSequence(graph, params.dataType, spec.numTemps, params.batchSize,
-                                     layerSize(params, 1), 1, {dbg, "temps"});
-    TimeStepState time{begin, c.time, c.active};
-    RnnBatchwiseFlags flags{c.mask, c.inverse};
-    Sequence initProg;
-    body.add(spec.loopFn(graph, time, flags, state, slice, created, &initProg, dbg));
-    for (std::size_t i = 0; i < outputs.size(); ++i)
-      storeStep(graph, outputs[i], slice.outputs[i], c.offset, body, {dbg, "storeOut"});
-    if (interimOut)
-      storeStep(graph, *interimOut, slice.interimOut, c.offset, body, {dbg, "storeInterim"});
-    if (stateOut)
-      storeStep(graph, *stateOut, state[spec.stateSequence.stateIndex], c.offset, body,
-                {dbg, "storeState"});
-    if (gatherForm) {
-      storeStep(graph, tempWindow, slice.interimOut, c.slot, body, {dbg, "storeTemps"});
-      for (std::size_t i = 0; i < gatherInputs.size(); ++i) {
-        Tensor step = sliceStep(graph, gatherInputs[i], c.offset, body, {dbg, "sliceGatherIn"});
-        storeStep(graph, gatherWindows[i], step, c.slot, body, {dbg, "storeGatherIn"});
-      }
-      if (!gatherBuilt) {
-        RnnSlice gatherSlice;
-        gatherSlice.inputs = gatherWindows;
-        gatherSlice.interimOut = tempWindow;
-        Sequence gatherInit;
-        gatherProgram = spec.gatherFn(graph, gatherSlice, static_cast<unsigned>(gatherWindow),
-                                      &gatherInit, {debug, "gather"});
-        prog.add(gatherInit);
-        gatherBuilt = true;
-      }
-      if (spec.stepsPerGather != 0)
-        body.add(If(c.gather, gatherProgram, Sequence{}));
-    }
-    prog.add(initProg);
-    Tensor zero = unsignedConstant(graph, 0, {dbg, "zero"});
-    loop.add(Copy(zero, c.step));
-    loop.add(Repeat(static_cast<unsigned>(window),
-                    Sequence{Execute(c.cs), If(c.active, body, Sequence{})}));
-    return loop;
+  // The sequences one step loop works on: views of a shard, or the shared body's windows.
+  struct Chunks {
+    std::vector<Tensor> inputs, outputs, gatherInputs;
+    Tensor interimIn, interimOut, stateOut; // invalid when the spec has none
   };
 
-  auto chunksOf = [&](const std::vector<Tensor> &seqs, std::size_t b, std::size_t e) {
+  // The step loop over `window` steps of `c` (dim 0: the shard's steps), for shard start `begin`.
+  Sequence buildLoop(const Tensor &begin, std::size_t window, const Chunks &c,
+                     const DebugContext &dbg) {
+    Control ctl = addControl(graph_, params_, begin, window, spec_.stepsPerGather,
+                             static_cast<unsigned>(gatherWindow_), spec_.reverse, dbg);
+    Sequence body;
+    RnnSlice slice;
+    for (const Tensor &in : c.inputs)
+      slice.inputs.push_back(sliceStep(graph_, in, ctl.offset, body, {dbg, "sliceIn"}));
+    if (c.interimIn.valid())
+      slice.interimIn = sliceStep(graph_, c.interimIn, ctl.offset, body, {dbg, "sliceInterim"});
+    for (const Tensor &out : c.outputs)
+      slice.outputs.push_back(stepLike(graph_, out, {dbg, "outStep"}));
+    if (c.interimOut.valid())
+      slice.interimOut = stepLike(graph_, c.interimOut, {dbg, "interimStep"});
+    if (gatherForm_)
+      slice.interimOut = addSequence(graph_, params_.dataType, spec_.numTemps, params_.batchSize,
+                                     layerSize(params_, 1), 1, {dbg, "temps"});
+    TimeStepState time{begin, ctl.time, ctl.active};
+    RnnBatchwiseFlags flags{ctl.mask, ctl.inverse};
+    Sequence initProg;
+    body.add(spec_.loopFn(graph_, time, flags, state_, slice, created_, &initProg, dbg));
+    for (std::size_t i = 0; i < c.outputs.size(); ++i)
+      storeStep(graph_, c.outputs[i], slice.outputs[i], ctl.offset, body, {dbg, "storeOut"});
+    if (c.interimOut.valid())
+      storeStep(graph_, c.interimOut, slice.interimOut, ctl.offset, body, {dbg, "storeInterim"});
+    if (c.stateOut.valid())
+      storeStep(graph_, c.stateOut, state_[spec_.stateSequence.stateIndex], ctl.offset, body,
+                {dbg, "storeState"});
+    if (gatherForm_)
+      addGather(ctl, slice, c.gatherInputs, body, dbg);
+    prog_.add(initProg);
+    Sequence loop;
+    Tensor zero = unsignedConstant(graph_, 0, {dbg, "zero"});
+    loop.add(Copy(zero, ctl.step));
+    loop.add(Repeat(static_cast<unsigned>(window),
+                    Sequence{Execute(ctl.cs), If(ctl.active, body, Sequence{})}));
+    return loop;
+  }
+
+  // The gather form's part of a step: its temporaries and gather inputs into the windows, and
+  // the gather body (built once) every stepsPerGather steps.
+  void addGather(const Control &ctl, const RnnSlice &slice,
+                 const std::vector<Tensor> &gatherInputs, Sequence &body,
+                 const DebugContext &dbg) {
+    storeStep(graph_, tempWindow_, slice.interimOut, ctl.slot, body, {dbg, "storeTemps"});
+    for (std::size_t i = 0; i < gatherInputs.size(); ++i) {
+      Tensor step = sliceStep(graph_, gatherInputs[i], ctl.offset, body, {dbg, "sliceGatherIn"});
+      storeStep(graph_, gatherWindows_[i], step, ctl.slot, body, {dbg, "storeGatherIn"});
+    }
+    if (!gatherBuilt_) {
+      RnnSlice gatherSlice;
+      gatherSlice.inputs = gatherWindows_;
+      gatherSlice.interimOut = tempWindow_;
+      Sequence gatherInit;
+      gatherProgram_ = spec_.gatherFn(graph_, gatherSlice, static_cast<unsigned>(gatherWindow_),
+                                      &gatherInit, {debug_, "gather"});
+      prog_.add(gatherInit);
+      gatherBuilt_ = true;
+    }
+    if (spec_.stepsPerGather != 0)
+      body.add(If(ctl.gather, gatherProgram_, Sequence{}));
+  }
+
+  static std::vector<Tensor> chunksOf(const std::vector<Tensor> &seqs, std::size_t b,
+                                      std::size_t e) {
     std::vector<Tensor> out;
     for (const Tensor &t : seqs)
       out.push_back(t.slice(b, e, 0));
     return out;
-  };
+  }
 
-  std::vector<unsigned> order(numShards);
-  for (unsigned s = 0; s < numShards; ++s)
-    order[s] = spec.reverse ? numShards - 1 - s : s;
-
-  if (!spec.codeReuse || numShards == 1) {
+  // Each shard its own loop over views of its steps.
+  void shardByShard(const std::vector<unsigned> &order) {
     for (unsigned s : order) {
-      const std::size_t b = s * shardSize, e = std::min(T, b + shardSize);
+      const std::size_t b = s * shardSize_, e = std::min(T_, b + shardSize_);
       if (b >= e)
         continue;
-      const DebugContext dbg{debug, fmt::format("shard{}", s)};
-      const Tensor begin = unsignedConstant(graph, static_cast<unsigned>(b), {dbg, "begin"});
-      const std::vector<Tensor> ins = chunksOf(spec.inputs, b, e);
-      const std::vector<Tensor> outs = chunksOf(spec.outputs, b, e);
-      const std::vector<Tensor> gins = chunksOf(spec.gatherInputs, b, e);
-      Tensor interimInChunk, interimOutChunk, stateChunk;
-      if (spec.interimIn)
-        interimInChunk = spec.interimIn->slice(b, e, 0);
-      if (spec.interimOut)
-        interimOutChunk = spec.interimOut->slice(b, e, 0);
-      if (spec.stateSequence.output.valid())
-        stateChunk = spec.stateSequence.output.slice(b, e, 0);
-      prog.add(buildLoop(begin, e - b, ins, spec.interimIn ? &interimInChunk : nullptr, outs,
-                         spec.interimOut ? &interimOutChunk : nullptr,
-                         stateChunk.valid() ? &stateChunk : nullptr, gins, dbg));
-    }
-  } else {
-    // One body over windows of shardSize steps, called once per shard.
-    auto windowOf = [&](const Tensor &seq, const char *what) {
-      std::vector<std::size_t> shape = seq.shape();
-      shape[0] = shardSize;
-      Tensor w = graph.addVariable(seq.elementType(), shape, {debug, what});
-      const std::size_t rows = seq.rank() >= 2 ? seq.dim(1) : 1;
-      mapSequence(graph, w.reshape({shardSize, rows, w.numElements() / shardSize / rows}), 1);
-      return w;
-    };
-    std::vector<Tensor> inWindows, outWindows, gatherInWindows;
-    for (const Tensor &t : spec.inputs)
-      inWindows.push_back(windowOf(t, "inWindow"));
-    for (const Tensor &t : spec.outputs)
-      outWindows.push_back(windowOf(t, "outWindow"));
-    for (const Tensor &t : spec.gatherInputs)
-      gatherInWindows.push_back(windowOf(t, "gatherInWindow"));
-    Tensor interimInWindow, interimOutWindow, stateWindow;
-    if (spec.interimIn)
-      interimInWindow = windowOf(*spec.interimIn, "interimInWindow");
-    if (spec.interimOut)
-      interimOutWindow = windowOf(*spec.interimOut, "interimOutWindow");
-    if (spec.stateSequence.output.valid())
-      stateWindow = windowOf(spec.stateSequence.output, "stateWindow");
-    Tensor begin = graph.addVariable(UNSIGNED_INT, {1}, {debug, "shardBegin"});
-    graph.setTileMapping(begin, 0);
-    Function body = graph.addFunction(buildLoop(
-        begin, shardSize, inWindows, spec.interimIn ? &interimInWindow : nullptr, outWindows,
-        spec.interimOut ? &interimOutWindow : nullptr,
-        stateWindow.valid() ? &stateWindow : nullptr, gatherInWindows, debug));
-    std::vector<Tensor> outWindowsAll = outWindows;
-    if (interimOutWindow.valid())
-      outWindowsAll.push_back(interimOutWindow);
-    if (stateWindow.valid())
-      outWindowsAll.push_back(stateWindow);
-    for (unsigned s : order) {
-      const std::size_t b = s * shardSize, e = std::min(T, b + shardSize);
-      if (b >= e)
-        continue;
-      const DebugContext dbg{debug, fmt::format("shard{}", s)};
-      prog.add(Copy(unsignedConstant(graph, static_cast<unsigned>(b), {dbg, "begin"}), begin));
-      for (std::size_t i = 0; i < spec.inputs.size(); ++i)
-        prog.add(Copy(spec.inputs[i].slice(b, e, 0), inWindows[i].slice(0, e - b, 0)));
-      for (std::size_t i = 0; i < spec.gatherInputs.size(); ++i)
-        prog.add(Copy(spec.gatherInputs[i].slice(b, e, 0), gatherInWindows[i].slice(0, e - b, 0)));
-      if (spec.interimIn)
-        prog.add(Copy(spec.interimIn->slice(b, e, 0), interimInWindow.slice(0, e - b, 0)));
-      if (variable)
-        for (const Tensor &w : outWindowsAll)
-          ops::zero(graph, w, prog, {dbg, "zeroWindow"});
-      prog.add(program::Call(body));
-      for (std::size_t i = 0; i < spec.outputs.size(); ++i)
-        prog.add(Copy(outWindows[i].slice(0, e - b, 0), spec.outputs[i].slice(b, e, 0)));
-      if (spec.interimOut)
-        prog.add(Copy(interimOutWindow.slice(0, e - b, 0), spec.interimOut->slice(b, e, 0)));
-      if (spec.stateSequence.output.valid())
-        prog.add(Copy(stateWindow.slice(0, e - b, 0), spec.stateSequence.output.slice(b, e, 0)));
+      const DebugContext dbg{debug_, fmt::format("shard{}", s)};
+      const Tensor begin = unsignedConstant(graph_, static_cast<unsigned>(b), {dbg, "begin"});
+      Chunks c{chunksOf(spec_.inputs, b, e), chunksOf(spec_.outputs, b, e),
+               chunksOf(spec_.gatherInputs, b, e), {}, {}, {}};
+      if (spec_.interimIn)
+        c.interimIn = spec_.interimIn->slice(b, e, 0);
+      if (spec_.interimOut)
+        c.interimOut = spec_.interimOut->slice(b, e, 0);
+      if (spec_.stateSequence.output.valid())
+        c.stateOut = spec_.stateSequence.output.slice(b, e, 0);
+      prog_.add(buildLoop(begin, e - b, c, dbg));
     }
   }
-  if (gatherForm && spec.stepsPerGather == 0)
-    prog.add(gatherProgram);
 
-  std::vector<Tensor> result = state;
-  result.insert(result.end(), created.begin(), created.end());
-  return result;
+  // A window of shardSize steps of seq, laid out as one shard.
+  Tensor windowOf(const Tensor &seq, const char *what) {
+    std::vector<std::size_t> shape = seq.shape();
+    shape[0] = shardSize_;
+    Tensor w = graph_.addVariable(seq.elementType(), shape, {debug_, what});
+    const std::size_t rows = seq.rank() >= 2 ? seq.dim(1) : 1;
+    mapSequence(graph_, w.reshape({shardSize_, rows, w.numElements() / shardSize_ / rows}), 1);
+    return w;
+  }
+
+  // One body over windows of shardSize steps, called once per shard between copies.
+  void sharedBody(const std::vector<unsigned> &order) {
+    Chunks w;
+    for (const Tensor &t : spec_.inputs)
+      w.inputs.push_back(windowOf(t, "inWindow"));
+    for (const Tensor &t : spec_.outputs)
+      w.outputs.push_back(windowOf(t, "outWindow"));
+    for (const Tensor &t : spec_.gatherInputs)
+      w.gatherInputs.push_back(windowOf(t, "gatherInWindow"));
+    if (spec_.interimIn)
+      w.interimIn = windowOf(*spec_.interimIn, "interimInWindow");
+    if (spec_.interimOut)
+      w.interimOut = windowOf(*spec_.interimOut, "interimOutWindow");
+    if (spec_.stateSequence.output.valid())
+      w.stateOut = windowOf(spec_.stateSequence.output, "stateWindow");
+    Tensor begin = graph_.addVariable(UNSIGNED_INT, {1}, {debug_, "shardBegin"});
+    graph_.setTileMapping(begin, 0);
+    Function body = graph_.addFunction(buildLoop(begin, shardSize_, w, debug_));
+    std::vector<Tensor> outWindowsAll = w.outputs;
+    for (const Tensor *t : {&w.interimOut, &w.stateOut})
+      if (t->valid())
+        outWindowsAll.push_back(*t);
+    for (unsigned s : order) {
+      const std::size_t b = s * shardSize_, e = std::min(T_, b + shardSize_);
+      if (b >= e)
+        continue;
+      const DebugContext dbg{debug_, fmt::format("shard{}", s)};
+      prog_.add(Copy(unsignedConstant(graph_, static_cast<unsigned>(b), {dbg, "begin"}), begin));
+      const auto in = [&](const Tensor &seq, const Tensor &window) {
+        prog_.add(Copy(seq.slice(b, e, 0), window.slice(0, e - b, 0)));
+      };
+      const auto out = [&](const Tensor &window, const Tensor &seq) {
+        prog_.add(Copy(window.slice(0, e - b, 0), seq.slice(b, e, 0)));
+      };
+      for (std::size_t i = 0; i < spec_.inputs.size(); ++i)
+        in(spec_.inputs[i], w.inputs[i]);
+      for (std::size_t i = 0; i < spec_.gatherInputs.size(); ++i)
+        in(spec_.gatherInputs[i], w.gatherInputs[i]);
+      if (spec_.interimIn)
+        in(*spec_.interimIn, w.interimIn);
+      if (variable_)
+        for (const Tensor &window : outWindowsAll)
+          ops::zero(graph_, window, prog_, {dbg, "zeroWindow"});
+      prog_.add(program::Call(body));
+      for (std::size_t i = 0; i < spec_.outputs.size(); ++i)
+        out(w.outputs[i], spec_.outputs[i]);
+      if (spec_.interimOut)
+        out(w.interimOut, *spec_.interimOut);
+      if (spec_.stateSequence.output.valid())
+        out(w.stateOut, spec_.stateSequence.output);
+    }
+  }
+
+  Graph &graph_;
+  const LoopSpec &spec_;
+  const RnnParams &params_;
+  Sequence &prog_;
+  const DebugContext &debug_;
+  const std::size_t T_, shardSize_;
+  const bool gatherForm_;
+  const std::size_t gatherWindow_;
+  const bool variable_;
+  std::vector<Tensor> state_, created_, gatherWindows_;
+  Tensor tempWindow_;
+  Sequence gatherProgram_;
+  bool gatherBuilt_ = false;
+};
+
+} // namespace
+
+std::vector<Tensor> runLoop(Graph &graph, const LoopSpec &spec, Sequence &prog,
+                            const DebugContext &debug) {
+  return LoopBuilder(graph, spec, prog, debug).run();
 }
 
 bool parseCodeReuse(const OptionFlags &options, const std::string &what) {
