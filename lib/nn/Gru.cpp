@@ -339,160 +339,208 @@ struct ForwardResult {
   Tensor finalState;   // [B, H]
 };
 
-ForwardResult forward(Graph &graph, const GruParams &params, const GruOptions &opts,
-                      const Tensor &stateInit, const Tensor &in, const GruWeights &weights,
-                      Tensor *intermediates, const Tensor *attention, Sequence &prog,
-                      const DebugContext &debug, linalg::PlanningCache *cache) {
+// What the forward's step forms share: the input weighed for every step, the biases in
+// canonical order, the attention as a sequence, the output and the intermediates.
+struct FwdPlan {
+  OptionFlags mmOptions;
+  InterLayout layout;
+  Tensor xw;       // [T, B, 3H]: X . Wi, canonical columns
+  Tensor bias;     // [3, H], or [6, H] with resetAfter (input r, u, c, recurrent r, u, c)
+  Tensor attSeq;   // [T, B] (AUGRU), else invalid
+  Tensor outSeq;   // [T, B, H] with outputFullSequence
+  Tensor interSeq; // [T, n, B, H] when the intermediates are kept
+};
+
+FwdPlan prepareForward(Graph &graph, const GruParams &params, const GruOptions &opts,
+                       const Tensor &in, const GruWeights &weights, Tensor *intermediates,
+                       const Tensor *attention, Sequence &prog, const DebugContext &debug,
+                       linalg::PlanningCache *cache) {
   const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
   const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
   const Type t = params.rnn.dataType;
-  const OptionFlags mmOptions = matMulOptions(opts, "TRAINING_FWD");
-  const InterLayout layout = interLayout(params);
-  const bool full = params.outputFullSequence;
-
-  // XW = X . Wi for every step, canonical columns.
+  FwdPlan p;
+  p.mmOptions = matMulOptions(opts, "TRAINING_FWD");
+  p.layout = interLayout(params);
   const Tensor wi = canonicalMatrix(graph, params, weights.inputWeights, false, prog,
                                     {debug, "inputWeights"});
-  Tensor xw = rnn::detail::addSequence(graph, t, T, B, 3 * H, opts.numShards, {debug, "xw"});
-  linalg::matMulWithOutput(graph, in.reshape({T * B, I}), wi, xw.reshape({T * B, 3 * H}), prog,
-                           {debug, "weighInput"}, mmOptions, cache);
-  // Biases in canonical order: [3, H] or, with resetAfter, [6, H] (input r, u, c, recurrent r,
-  // u, c).
+  p.xw = rnn::detail::addSequence(graph, t, T, B, 3 * H, opts.numShards, {debug, "xw"});
+  linalg::matMulWithOutput(graph, in.reshape({T * B, I}), wi, p.xw.reshape({T * B, 3 * H}), prog,
+                           {debug, "weighInput"}, p.mmOptions, cache);
   const Tensor canonBias = canonicalGates(params, weights.biases);
-  const Tensor bias = params.resetAfter
-                          ? concat(canonBias.dimShuffle({1, 0, 2})[0],
-                                   canonBias.dimShuffle({1, 0, 2})[1], 0)
-                          : canonBias;
-  // The attention as a [T, B] sequence.
-  std::vector<Tensor> inputs;
+  p.bias = params.resetAfter ? concat(canonBias.dimShuffle({1, 0, 2})[0],
+                                      canonBias.dimShuffle({1, 0, 2})[1], 0)
+                             : canonBias;
   if (attention) {
-    Tensor attSeq = graph.addVariable(t, {T, B}, {debug, "attention"});
-    rnn::detail::mapSequence(graph, attSeq.reshape({T, 1, B}), opts.numShards);
-    prog.add(Copy(attention->transpose(), attSeq));
-    inputs.push_back(attSeq);
+    p.attSeq = graph.addVariable(t, {T, B}, {debug, "attention"});
+    rnn::detail::mapSequence(graph, p.attSeq.reshape({T, 1, B}), opts.numShards);
+    prog.add(Copy(attention->transpose(), p.attSeq));
   }
+  if (params.outputFullSequence)
+    p.outSeq = rnn::createOutputTensor(graph, params.rnn, opts.numShards, {debug, "output"});
+  if (intermediates) { // kept for the backward pass; an inference pass keeps one step only
+    p.interSeq = rnn::detail::addSequence(graph, t, T * p.layout.count(), B, H, opts.numShards,
+                                          {debug, "intermediates"})
+                     .reshape({T, p.layout.count(), B, H});
+    *intermediates = p.interSeq;
+  }
+  return p;
+}
 
-  Tensor outSeq;
-  if (full)
-    outSeq = rnn::createOutputTensor(graph, params.rnn, opts.numShards, {debug, "output"});
-  Tensor interSeq; // kept for the backward pass; an inference pass keeps one step only
-  if (intermediates)
-    interSeq = rnn::detail::addSequence(graph, t, T * layout.count(), B, H, opts.numShards,
-                                        {debug, "intermediates"})
-                   .reshape({T, layout.count(), B, H});
-  if (intermediates)
-    *intermediates = interSeq;
-  if (const PersistentChoice persistent = persistentChoice(graph, params, opts, "gru");
-      persistent.use) {
-    const Tensor out = persistentForward(graph, params, persistent, stateInit, weights, xw, bias,
-                                         attention ? inputs[0] : Tensor(), outSeq, interSeq,
-                                         layout, prog, debug);
-    return {out, full ? Tensor() : out};
-  }
-  if (usesFusedStep(graph, params, opts, "gru")) {
-    const Tensor out = fusedForward(graph, params, opts, stateInit, weights, xw, bias,
-                                    attention ? inputs[0] : Tensor(), outSeq, interSeq, layout,
-                                    prog, debug);
-    return {out, full ? Tensor() : out};
-  }
+// The tensors one forward step's cells read and write.
+struct FwdStep {
+  Tensor h, xwGates, inter, out, att, mask; // h [B, H] in place; xwGates [3, B, H]; inter [n, B, H]
+};
+
+// A reset-before step: h . [Wo_r | Wo_u], GruCellA (r, u and r*h), (r*h) . Wo_c, GruCellB.
+void resetBeforeStep(Graph &g, const GruParams &params, const FwdPlan &p, const Tensor &wo,
+                     const FwdStep &s, Sequence &step, const DebugContext &dbg,
+                     linalg::PlanningCache *cache) {
+  const std::size_t B = params.rnn.batchSize, H = params.rnn.layerSizes[1];
+  const Type t = params.rnn.dataType;
+  const Tensor hwRU = linalg::matMul(g, s.h, wo.slice(0, 2 * H, 1), step, {dbg, "hwRU"},
+                                     p.mmOptions, cache);
+  const Tensor hwGates = hwRU.reshape({B, 2, H}).dimShuffle({1, 0, 2});
+  Tensor rh = addStep(g, t, B, H, {dbg, "rh"});
+  ComputeSet csA = g.addComputeSet({dbg, "gates"});
+  addCellVertices(g, csA, util::templateVertex("aspen::nn::GruCellA", t), s.h,
+                  [&](VertexRef v, const std::vector<Interval> &rows) {
+                    g.connect(v["xw"], nn::work::gateSegments(s.xwGates, rows, {0, 1, 2}));
+                    g.connect(v["hw"], nn::work::gateSegments(hwGates, rows, {0, 1}));
+                    g.connect(v["bias"], std::vector<Tensor>{p.bias[0], p.bias[1], p.bias[2]});
+                    g.connect(v["h"], nn::work::rowList(s.h, rows));
+                    g.connect(v["attention"], nn::work::rowElements(s.att, rows));
+                    g.connect(v["gates"], nn::work::gateSegments(s.inter, rows, {0, 1}));
+                    g.connect(v["rh"], nn::work::rowList(rh, rows));
+                    g.setInitialValue(v["recurrentActivation"],
+                                      static_cast<unsigned>(params.recurrentActivation));
+                    g.setInitialValue(v["hasAttention"], p.attSeq.valid());
+                    g.connect(v["mask"], nn::work::rowElements(s.mask, rows));
+                    g.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
+                  });
+  step.add(Execute(csA));
+  const Tensor chw = linalg::matMul(g, rh, wo.slice(2 * H, 3 * H, 1), step, {dbg, "hwC"},
+                                    p.mmOptions, cache);
+  ComputeSet csB = g.addComputeSet({dbg, "state"});
+  const InterLayout &layout = p.layout;
+  addCellVertices(g, csB, util::templateVertex("aspen::nn::GruCellB", t), s.h,
+                  [&](VertexRef v, const std::vector<Interval> &rows) {
+                    g.connect(v["xw"], nn::work::gateSegments(s.xwGates, rows, {2}));
+                    g.connect(v["chw"], nn::work::rowList(chw, rows));
+                    g.connect(v["bias"], std::vector<Tensor>{p.bias[2]});
+                    g.connect(v["u"], nn::work::gateSegments(s.inter, rows, {1}));
+                    g.connect(v["h"], nn::work::rowList(s.h, rows));
+                    g.connect(v["c"], nn::work::gateSegments(s.inter, rows, {2}));
+                    g.connect(v["out"], nn::work::rowList(s.out, rows));
+                    g.connect(v["hSave"],
+                              layout.saveH
+                                  ? nn::work::gateSegments(s.inter, rows, {layout.hSlot()})
+                                  : std::vector<Tensor>{});
+                    g.setInitialValue(v["rawCandidate"], rawCandidate(params));
+                    g.setInitialValue(v["saveH"], layout.saveH);
+                    g.connect(v["mask"], nn::work::rowElements(s.mask, rows));
+                    g.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
+                  });
+  step.add(Execute(csB));
+}
+
+// A reset-after step: h . Wo, then GruCellResetAfter.
+void resetAfterStep(Graph &g, const GruParams &params, const FwdPlan &p, const Tensor &wo,
+                    const FwdStep &s, Sequence &step, const DebugContext &dbg,
+                    linalg::PlanningCache *cache) {
+  const Type t = params.rnn.dataType;
+  const Tensor hw = linalg::matMul(g, s.h, wo, step, {dbg, "hw"}, p.mmOptions, cache);
+  const Tensor hwGates = gatesOf(hw);
+  const InterLayout &layout = p.layout;
+  ComputeSet cs = g.addComputeSet({dbg, "cell"});
+  addCellVertices(g, cs, util::templateVertex("aspen::nn::GruCellResetAfter", t), s.h,
+                  [&](VertexRef v, const std::vector<Interval> &rows) {
+                    g.connect(v["xw"], nn::work::gateSegments(s.xwGates, rows, {0, 1, 2}));
+                    g.connect(v["hw"], nn::work::gateSegments(hwGates, rows, {0, 1, 2}));
+                    g.connect(v["bias"], std::vector<Tensor>{p.bias[0], p.bias[1], p.bias[2],
+                                                             p.bias[3], p.bias[4], p.bias[5]});
+                    g.connect(v["h"], nn::work::rowList(s.h, rows));
+                    g.connect(v["attention"], nn::work::rowElements(s.att, rows));
+                    std::vector<unsigned> slots(layout.count());
+                    for (unsigned j = 0; j < layout.count(); ++j)
+                      slots[j] = j;
+                    g.connect(v["inter"], nn::work::gateSegments(s.inter, rows, slots));
+                    g.connect(v["out"], nn::work::rowList(s.out, rows));
+                    g.setInitialValue(v["recurrentActivation"],
+                                      static_cast<unsigned>(params.recurrentActivation));
+                    g.setInitialValue(v["hasAttention"], p.attSeq.valid());
+                    g.setInitialValue(v["rawCandidate"], rawCandidate(params));
+                    g.setInitialValue(v["saveH"], layout.saveH);
+                    g.connect(v["mask"], nn::work::rowElements(s.mask, rows));
+                    g.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
+                  });
+  step.add(Execute(cs));
+}
+
+// The per-step loop (rnn::Rnn) with the products of the library and the cells' compute sets.
+ForwardResult stepLoop(Graph &graph, const GruParams &params, const GruOptions &opts,
+                       const FwdPlan &p, const Tensor &stateInit, const GruWeights &weights,
+                       Tensor *intermediates, Sequence &prog, const DebugContext &debug,
+                       linalg::PlanningCache *cache) {
+  const std::size_t B = params.rnn.batchSize, H = params.rnn.layerSizes[1];
+  const Type t = params.rnn.dataType;
+  const bool full = params.outputFullSequence;
   // The unfused step multiplies by a canonical copy of Wo (the fused loop packs it instead).
   const Tensor wo = canonicalMatrix(graph, params, weights.outputWeights, false, prog,
                                     {debug, "outputWeights"});
   Tensor scratchOut;
   if (!full)
     scratchOut = addStep(graph, t, B, H, {debug, "stepOutput"});
-
   auto body = [&](Graph &g, const rnn::TimeStepState &, const rnn::RnnBatchwiseFlags &flags,
                   std::vector<Tensor> &state, const rnn::RnnSlice &slice, std::vector<Tensor> &,
                   Sequence *, const DebugContext &dbg) {
     Sequence step;
-    const Tensor &h = state[0];
-    const Tensor xwGates = gatesOf(slice.interimIn); // [3, B, H]
-    const Tensor inter = slice.interimOut.valid() // [n, B, H]
-                             ? slice.interimOut
-                             : rnn::detail::addSequence(g, t, layout.count(), B, H, 1,
-                                                        {dbg, "intermediates"});
-    const Tensor out = full ? slice.outputs[0] : scratchOut;
-    const Tensor att = attention ? slice.inputs[0] : flags.mask;
-    const auto common = [&](VertexRef v, const std::vector<Interval> &rows) {
-      g.connect(v["mask"], nn::work::rowElements(flags.mask, rows));
-      g.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
-    };
-    if (!params.resetAfter) {
-      const Tensor woRU = wo.slice(0, 2 * H, 1);
-      const Tensor woC = wo.slice(2 * H, 3 * H, 1);
-      const Tensor hwRU = linalg::matMul(g, h, woRU, step, {dbg, "hwRU"}, mmOptions, cache);
-      const Tensor hwGates = hwRU.reshape({B, 2, H}).dimShuffle({1, 0, 2});
-      Tensor rh = addStep(g, t, B, H, {dbg, "rh"});
-      ComputeSet csA = g.addComputeSet({dbg, "gates"});
-      addCellVertices(g, csA, util::templateVertex("aspen::nn::GruCellA", t), h,
-                      [&](VertexRef v, const std::vector<Interval> &rows) {
-                        g.connect(v["xw"], nn::work::gateSegments(xwGates, rows, {0, 1, 2}));
-                        g.connect(v["hw"], nn::work::gateSegments(hwGates, rows, {0, 1}));
-                        g.connect(v["bias"], std::vector<Tensor>{bias[0], bias[1], bias[2]});
-                        g.connect(v["h"], nn::work::rowList(h, rows));
-                        g.connect(v["attention"], nn::work::rowElements(att, rows));
-                        g.connect(v["gates"], nn::work::gateSegments(inter, rows, {0, 1}));
-                        g.connect(v["rh"], nn::work::rowList(rh, rows));
-                        g.setInitialValue(v["recurrentActivation"],
-                                          static_cast<unsigned>(params.recurrentActivation));
-                        g.setInitialValue(v["hasAttention"], attention != nullptr);
-                        common(v, rows);
-                      });
-      step.add(Execute(csA));
-      const Tensor chw = linalg::matMul(g, rh, woC, step, {dbg, "hwC"}, mmOptions, cache);
-      ComputeSet csB = g.addComputeSet({dbg, "state"});
-      addCellVertices(g, csB, util::templateVertex("aspen::nn::GruCellB", t), h,
-                      [&](VertexRef v, const std::vector<Interval> &rows) {
-                        g.connect(v["xw"], nn::work::gateSegments(xwGates, rows, {2}));
-                        g.connect(v["chw"], nn::work::rowList(chw, rows));
-                        g.connect(v["bias"], std::vector<Tensor>{bias[2]});
-                        g.connect(v["u"], nn::work::gateSegments(inter, rows, {1}));
-                        g.connect(v["h"], nn::work::rowList(h, rows));
-                        g.connect(v["c"], nn::work::gateSegments(inter, rows, {2}));
-                        g.connect(v["out"], nn::work::rowList(out, rows));
-                        g.connect(v["hSave"], layout.saveH
-                                                  ? nn::work::gateSegments(inter, rows, {layout.hSlot()})
-                                                  : std::vector<Tensor>{});
-                        g.setInitialValue(v["rawCandidate"], rawCandidate(params));
-                        g.setInitialValue(v["saveH"], layout.saveH);
-                        common(v, rows);
-                      });
-      step.add(Execute(csB));
-    } else {
-      const Tensor hw = linalg::matMul(g, h, wo, step, {dbg, "hw"}, mmOptions, cache);
-      const Tensor hwGates = gatesOf(hw);
-      ComputeSet cs = g.addComputeSet({dbg, "cell"});
-      addCellVertices(g, cs, util::templateVertex("aspen::nn::GruCellResetAfter", t), h,
-                      [&](VertexRef v, const std::vector<Interval> &rows) {
-                        g.connect(v["xw"], nn::work::gateSegments(xwGates, rows, {0, 1, 2}));
-                        g.connect(v["hw"], nn::work::gateSegments(hwGates, rows, {0, 1, 2}));
-                        g.connect(v["bias"], std::vector<Tensor>{bias[0], bias[1], bias[2],
-                                                                 bias[3], bias[4], bias[5]});
-                        g.connect(v["h"], nn::work::rowList(h, rows));
-                        g.connect(v["attention"], nn::work::rowElements(att, rows));
-                        std::vector<unsigned> slots(layout.count());
-                        for (unsigned j = 0; j < layout.count(); ++j)
-                          slots[j] = j;
-                        g.connect(v["inter"], nn::work::gateSegments(inter, rows, slots));
-                        g.connect(v["out"], nn::work::rowList(out, rows));
-                        g.setInitialValue(v["recurrentActivation"],
-                                          static_cast<unsigned>(params.recurrentActivation));
-                        g.setInitialValue(v["hasAttention"], attention != nullptr);
-                        g.setInitialValue(v["rawCandidate"], rawCandidate(params));
-                        g.setInitialValue(v["saveH"], layout.saveH);
-                        common(v, rows);
-                      });
-      step.add(Execute(cs));
-    }
+    const FwdStep s{state[0],
+                    gatesOf(slice.interimIn),
+                    slice.interimOut.valid()
+                        ? slice.interimOut
+                        : rnn::detail::addSequence(g, t, p.layout.count(), B, H, 1,
+                                                   {dbg, "intermediates"}),
+                    full ? slice.outputs[0] : scratchOut,
+                    p.attSeq.valid() ? slice.inputs[0] : flags.mask,
+                    flags.mask};
+    if (!params.resetAfter)
+      resetBeforeStep(g, params, p, wo, s, step, dbg, cache);
+    else
+      resetAfterStep(g, params, p, wo, s, step, dbg, cache);
     return step;
   };
+  std::vector<Tensor> inputs;
+  if (p.attSeq.valid())
+    inputs.push_back(p.attSeq);
   OptionFlags rnnOptions{{"codeReuse", opts.codeReuse ? "true" : "false"}};
-  const auto finalState = rnn::Rnn(graph, params.rnn, false, {stateInit}, {}, inputs, &xw,
-                                   intermediates ? &interSeq : nullptr, full ? std::vector<Tensor>{outSeq}
-                                                   : std::vector<Tensor>{},
-                                   {}, prog, body, opts.numShards, rnnOptions, debug);
-  return {full ? outSeq : finalState[0], finalState[0]};
+  Tensor interSeq = p.interSeq, xw = p.xw;
+  const auto finalState = rnn::Rnn(
+      graph, params.rnn, false, {stateInit}, {}, inputs, &xw, intermediates ? &interSeq : nullptr,
+      full ? std::vector<Tensor>{p.outSeq} : std::vector<Tensor>{}, {}, prog, body,
+      opts.numShards, rnnOptions, debug);
+  return {full ? p.outSeq : finalState[0], finalState[0]};
+}
+
+ForwardResult forward(Graph &graph, const GruParams &params, const GruOptions &opts,
+                      const Tensor &stateInit, const Tensor &in, const GruWeights &weights,
+                      Tensor *intermediates, const Tensor *attention, Sequence &prog,
+                      const DebugContext &debug, linalg::PlanningCache *cache) {
+  const bool full = params.outputFullSequence;
+  const FwdPlan p = prepareForward(graph, params, opts, in, weights, intermediates, attention,
+                                   prog, debug, cache);
+  if (const PersistentChoice persistent = persistentChoice(graph, params, opts, "gru");
+      persistent.use) {
+    const Tensor out = persistentForward(graph, params, persistent, stateInit, weights, p.xw,
+                                         p.bias, p.attSeq, p.outSeq, p.interSeq, p.layout, prog,
+                                         debug);
+    return {out, full ? Tensor() : out};
+  }
+  if (usesFusedStep(graph, params, opts, "gru")) {
+    const Tensor out = fusedForward(graph, params, opts, stateInit, weights, p.xw, p.bias,
+                                    p.attSeq, p.outSeq, p.interSeq, p.layout, prog, debug);
+    return {out, full ? Tensor() : out};
+  }
+  return stepLoop(graph, params, opts, p, stateInit, weights, intermediates, prog, debug, cache);
 }
 
 } // namespace detail
