@@ -179,6 +179,96 @@ Tensor fusedForward(Graph &graph, const GruParams &params, const GruOptions &opt
   return h;
 }
 
+namespace {
+
+// What every GruFusedBwd vertex of the fused backward loop reads: the packed Wo^T blocks, the
+// saved values and gradients, and the attention's partial sums.
+struct FusedBwdLoop {
+  const GruParams &params;
+  const GruOptions &opts;
+  std::vector<rnn::detail::PackedUnitBlock> blocks;
+  std::vector<std::size_t> firstBlock; // each vertex's first 16-unit block
+  std::vector<unsigned> slots;         // the saved r, u, c (and n with resetAfter)
+  std::string type;
+  Tensor fwdIntermediates, hPrev, outGrad, attention, dhCarry, deltaX, deltaH;
+  Tensor productIn; // the product's input, read whole by every vertex
+  Tensor partial;   // with attention: [T, B, blocks] partial sums of d(a)
+};
+
+// The sequences' parts vertex bi reads and writes: [T][B] of its units.
+struct BlockParts {
+  std::vector<Tensor> fwd, hp, dy, carry, dx, dh, att;
+};
+
+BlockParts blockParts(const FusedBwdLoop &l, std::size_t bi, bool withAttention) {
+  const std::size_t T = l.params.rnn.maxTimeSteps, B = l.params.rnn.batchSize;
+  const std::size_t H = l.params.rnn.layerSizes[1];
+  const auto &block = l.blocks[bi];
+  const std::size_t u0 = block.units.firstUnit, u1 = u0 + block.units.numUnits;
+  const std::size_t b0 = l.firstBlock[bi],
+                    b1 = b0 + (block.units.numUnits + kUnitPanelUnits - 1) / kUnitPanelUnits;
+  BlockParts parts;
+  for (std::size_t t = 0; t < T; ++t)
+    for (std::size_t r = 0; r < B; ++r) {
+      if (withAttention)
+        parts.att.push_back(l.partial[t][r].slice(b0, b1));
+      for (unsigned slot : l.slots)
+        parts.fwd.push_back(l.fwdIntermediates[t][slot][r].slice(u0, u1));
+      for (unsigned g = 0; g < 3; ++g) {
+        parts.dx.push_back(l.deltaX[t][r].slice(g * H + u0, g * H + u1));
+        if (l.params.resetAfter)
+          parts.dh.push_back(l.deltaH[t][r].slice(g * H + u0, g * H + u1));
+      }
+      parts.hp.push_back(l.hPrev[t][r].slice(u0, u1));
+      if (l.outGrad.valid())
+        parts.dy.push_back(l.outGrad[t][r].slice(u0, u1));
+    }
+  for (std::size_t r = 0; r < B; ++r)
+    parts.carry.push_back(l.dhCarry[r].slice(u0, u1));
+  return parts;
+}
+
+// One phase of a step (0: resetAfter's single one; 1 and 2: the gates, then the reset) on
+// clock parity p: a vertex per block of units.
+void addBwdPhase(Graph &graph, const FusedBwdLoop &l, ComputeSet cs,
+                 const rnn::detail::FusedClock &clock, unsigned p, unsigned phase) {
+  const GruParams &params = l.params;
+  const bool withAttention = l.attention.valid() && phase != 2;
+  for (std::size_t bi = 0; bi < l.blocks.size(); ++bi) {
+    const BlockParts parts = blockParts(l, bi, withAttention);
+    VertexRef v = graph.addVertex(cs, l.type);
+    graph.setTileMapping(v, l.blocks[bi].units.tile);
+    graph.connect(v["time"], clock.time.slice(p, p + 1));
+    graph.connect(v["lengths"], clock.lengths);
+    graph.connect(v["next"], l.productIn.flatten());
+    graph.connect(v["packed"], l.blocks[bi].packed);
+    graph.connect(v["fwd"], parts.fwd);
+    graph.connect(v["hPrev"], parts.hp);
+    graph.connect(v["outGrad"], parts.dy);
+    graph.connect(v["dhCarry"], parts.carry);
+    graph.connect(v["deltaX"], parts.dx);
+    graph.connect(v["deltaH"], parts.dh);
+    // (one element of h_{t-1} where the phase never reads it)
+    graph.connect(v["attention"],
+                  withAttention ? l.attention.flatten() : l.hPrev.flatten().slice(0, 1));
+    graph.connect(v["attPartial"], parts.att);
+    graph.setInitialValue(v["hasAttention"], withAttention);
+    graph.setInitialValue(v["phase"], phase);
+    graph.setInitialValue(v["H"], static_cast<unsigned>(params.rnn.layerSizes[1]));
+    graph.setInitialValue(v["numUnits"], l.blocks[bi].units.numUnits);
+    graph.setInitialValue(v["steps"], static_cast<unsigned>(params.rnn.maxTimeSteps));
+    graph.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
+    graph.setInitialValue(v["recurrentActivation"],
+                          static_cast<unsigned>(params.recurrentActivation));
+    graph.setInitialValue(v["hasOutGrad"], l.outGrad.valid());
+    graph.setInitialValue(v["rawCandidate"], rawCandidate(params));
+    graph.setInitialValue(v["popnnHardSigmoidGrad"],
+                          l.opts.hardSigmoidGradient == NonLinearityGradient::Popnn);
+  }
+}
+
+} // namespace
+
 void fusedBackward(Graph &graph, const GruParams &params, const GruOptions &opts,
                    const Tensor &woT, const Tensor &fwdIntermediates, const Tensor &hPrev,
                    const Tensor &outGrad, const Tensor &attention, const Tensor &attentionGrad,
@@ -186,101 +276,43 @@ void fusedBackward(Graph &graph, const GruParams &params, const GruOptions &opts
                    program::Sequence &prog, const DebugContext &debug) {
   const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
   const std::size_t H = params.rnn.layerSizes[1];
-  const InterLayout layout = interLayout(params);
   std::vector<Tensor> rows; // row k of Wo^T (canonical gate columns), over the units
   for (std::size_t k = 0; k < 3 * H; ++k)
     rows.push_back(woT[k]);
-  const auto blocks =
-      rnn::detail::packUnitPanels(graph, params.dataType, rows, 3 * H, 1, H, prog, debug);
-  // The saved r, u, c (and n with resetAfter).
-  std::vector<unsigned> slots = {0, 1, 2};
+  FusedBwdLoop l{params, opts,
+                 rnn::detail::packUnitPanels(graph, params.dataType, rows, 3 * H, 1, H, prog,
+                                             debug),
+                 {}, {0, 1, 2},
+                 util::templateVertex("aspen::nn::GruFusedBwd", params.dataType),
+                 fwdIntermediates, hPrev, outGrad, attention, dhCarry, deltaX, deltaH,
+                 // Read whole by every vertex (row t + 1 a step, and without resetAfter row
+                 // t's candidate gradients in phase 2) while they write their units of row t:
+                 // the loop's own contiguous sequence, so read in place.
+                 params.resetAfter ? deltaH : deltaX, {}};
   if (params.resetAfter)
-    slots.push_back(layout.nSlot());
-  const std::string type = util::templateVertex("aspen::nn::GruFusedBwd", params.dataType);
-  // The product's input, read whole by every vertex (row t + 1 a step, and without resetAfter
-  // row t's candidate gradients in phase 2) while they write their units of row t: the loop's
-  // own contiguous sequence, so read in place.
-  const Tensor productIn = params.resetAfter ? deltaH : deltaX;
+    l.slots.push_back(interLayout(params).nSlot());
   // With attention: each block's sum of d(a) for every step and row, [T, B, 16-unit blocks],
   // each vertex's blocks on its tile; summed over the blocks after the loop.
-  std::vector<std::size_t> firstBlock;
   std::size_t numBlocks = 0;
-  for (const auto &block : blocks) {
-    firstBlock.push_back(numBlocks);
+  for (const auto &block : l.blocks) {
+    l.firstBlock.push_back(numBlocks);
     numBlocks += (block.units.numUnits + kUnitPanelUnits - 1) / kUnitPanelUnits;
   }
-  Tensor partial;
   if (attention.valid()) {
-    partial = graph.addVariable(FLOAT, {T, B, numBlocks}, {debug, "attentionPartials"});
-    for (std::size_t v = 0; v < blocks.size(); ++v) {
-      const std::size_t n = (blocks[v].units.numUnits + kUnitPanelUnits - 1) / kUnitPanelUnits;
-      graph.setTileMapping(partial.slice(firstBlock[v], firstBlock[v] + n, 2),
-                           blocks[v].units.tile);
+    l.partial = graph.addVariable(FLOAT, {T, B, numBlocks}, {debug, "attentionPartials"});
+    for (std::size_t v = 0; v < l.blocks.size(); ++v) {
+      const std::size_t n = (l.blocks[v].units.numUnits + kUnitPanelUnits - 1) / kUnitPanelUnits;
+      graph.setTileMapping(l.partial.slice(l.firstBlock[v], l.firstBlock[v] + n, 2),
+                           l.blocks[v].units.tile);
     }
   }
-  auto addPhase = [&](ComputeSet cs, const rnn::detail::FusedClock &clock, unsigned p,
-                      unsigned phase) {
-    const bool withAttention = attention.valid() && phase != 2;
-    for (std::size_t bi = 0; bi < blocks.size(); ++bi) {
-      const auto &block = blocks[bi];
-      const std::size_t u0 = block.units.firstUnit, u1 = u0 + block.units.numUnits;
-      const std::size_t b0 = firstBlock[bi],
-                        b1 = b0 + (block.units.numUnits + kUnitPanelUnits - 1) / kUnitPanelUnits;
-      std::vector<Tensor> fwd, hp, dy, carry, dx, dh, att;
-      for (std::size_t t = 0; t < T; ++t)
-        for (std::size_t r = 0; r < B; ++r) {
-          if (withAttention)
-            att.push_back(partial[t][r].slice(b0, b1));
-          for (unsigned slot : slots)
-            fwd.push_back(fwdIntermediates[t][slot][r].slice(u0, u1));
-          for (unsigned g = 0; g < 3; ++g) {
-            dx.push_back(deltaX[t][r].slice(g * H + u0, g * H + u1));
-            if (params.resetAfter)
-              dh.push_back(deltaH[t][r].slice(g * H + u0, g * H + u1));
-          }
-          hp.push_back(hPrev[t][r].slice(u0, u1));
-          if (outGrad.valid())
-            dy.push_back(outGrad[t][r].slice(u0, u1));
-        }
-      for (std::size_t r = 0; r < B; ++r)
-        carry.push_back(dhCarry[r].slice(u0, u1));
-      VertexRef v = graph.addVertex(cs, type);
-      graph.setTileMapping(v, block.units.tile);
-      graph.connect(v["time"], clock.time.slice(p, p + 1));
-      graph.connect(v["lengths"], clock.lengths);
-      graph.connect(v["next"], productIn.flatten());
-      graph.connect(v["packed"], block.packed);
-      graph.connect(v["fwd"], fwd);
-      graph.connect(v["hPrev"], hp);
-      graph.connect(v["outGrad"], dy);
-      graph.connect(v["dhCarry"], carry);
-      graph.connect(v["deltaX"], dx);
-      graph.connect(v["deltaH"], dh);
-      // (one element of h_{t-1} where the phase never reads it)
-      graph.connect(v["attention"],
-                    withAttention ? attention.flatten() : hPrev.flatten().slice(0, 1));
-      graph.connect(v["attPartial"], att);
-      graph.setInitialValue(v["hasAttention"], withAttention);
-      graph.setInitialValue(v["phase"], phase);
-      graph.setInitialValue(v["H"], static_cast<unsigned>(H));
-      graph.setInitialValue(v["numUnits"], block.units.numUnits);
-      graph.setInitialValue(v["steps"], static_cast<unsigned>(T));
-      graph.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
-      graph.setInitialValue(v["recurrentActivation"],
-                            static_cast<unsigned>(params.recurrentActivation));
-      graph.setInitialValue(v["hasOutGrad"], outGrad.valid());
-      graph.setInitialValue(v["rawCandidate"], rawCandidate(params));
-      graph.setInitialValue(v["popnnHardSigmoidGrad"],
-                            opts.hardSigmoidGradient == NonLinearityGradient::Popnn);
-    }
-  };
   auto step = [&](const rnn::detail::FusedClock &clock, const rnn::detail::FusedShard &,
                   unsigned p) {
     const std::string at = p ? "oddStep" : "evenStep";
     program::Sequence s;
     if (params.resetAfter) {
       ComputeSet cs = graph.addComputeSet({debug, at});
-      addPhase(cs, clock, p, 0);
+      addBwdPhase(graph, l, cs, clock, p, 0);
       rnn::detail::addClockVertex(graph, cs, clock, p);
       s.add(program::Execute(cs));
       return s;
@@ -288,9 +320,9 @@ void fusedBackward(Graph &graph, const GruParams &params, const GruOptions &opts
     // Without resetAfter the reset's gradient needs d(r*h) = delta_c . Wo_c^T of every unit
     // first: two compute sets, the clock advancing in the second.
     ComputeSet gates = graph.addComputeSet({debug, at + "Gates"});
-    addPhase(gates, clock, p, 1);
+    addBwdPhase(graph, l, gates, clock, p, 1);
     ComputeSet reset = graph.addComputeSet({debug, at + "Reset"});
-    addPhase(reset, clock, p, 2);
+    addBwdPhase(graph, l, reset, clock, p, 2);
     rnn::detail::addClockVertex(graph, reset, clock, p);
     s.add(program::Execute(gates));
     s.add(program::Execute(reset));
@@ -298,7 +330,7 @@ void fusedBackward(Graph &graph, const GruParams &params, const GruOptions &opts
   };
   rnn::detail::fusedLoop(graph, params.rnn, 1, step, prog, {debug, "loop"});
   if (attention.valid())
-    ops::reduceWithOutput(graph, partial, attentionGrad, {2}, {ops::Operation::ADD}, prog,
+    ops::reduceWithOutput(graph, l.partial, attentionGrad, {2}, {ops::Operation::ADD}, prog,
                           {debug, "attentionGrad"});
 }
 
