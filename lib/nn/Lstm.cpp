@@ -206,6 +206,30 @@ void checkInput(const LstmParams &params, const Tensor &in, const std::string &w
              params.rnn.dataType, what);
 }
 
+namespace {
+
+// A product-then-cell step's products: {pre, preIn} for the cell, pre = h . Wo with the
+// step's pre-weighted input as preIn (preCalc), else [x_t | h] . [Wi; Wo] (or h . Wo without
+// input weights) and no preIn.
+std::pair<Tensor, Tensor> stepProducts(Graph &g, const LstmParams &params, bool preCalc,
+                                       const Tensor &h, const rnn::RnnSlice &slice,
+                                       const Tensor &w, const Tensor &wo,
+                                       const OptionFlags &mmOptions, Sequence &step,
+                                       const DebugContext &dbg, linalg::PlanningCache *cache) {
+  const std::size_t B = params.rnn.batchSize, I = inputSize(params), H = outputSize(params);
+  if (preCalc) // the cell adds the step's pre-weighted input to h . Wo
+    return {linalg::matMul(g, h, wo, step, {dbg, "recurrent"}, mmOptions, cache),
+            slice.interimIn};
+  if (!params.doInputWeightCalc)
+    return {linalg::matMul(g, h, wo, step, {dbg, "gates"}, mmOptions, cache), Tensor()};
+  Tensor xh = rnn::detail::addStep(g, params.rnn.dataType, B, I + H, {dbg, "xh"});
+  step.add(Copy(slice.inputs[0], xh.slice(0, I, 1)));
+  step.add(Copy(h, xh.slice(I, I + H, 1)));
+  return {linalg::matMul(g, xh, w, step, {dbg, "gates"}, mmOptions, cache), Tensor()};
+}
+
+} // namespace
+
 std::pair<Tensor, Tensor> forward(Graph &graph, const LstmParams &params, const LstmOptions &opts,
                                   const LstmState &stateInit, const LstmWeights &weights,
                                   const Tensor &in, const InterLayout &layout, Tensor *inter,
@@ -264,19 +288,8 @@ std::pair<Tensor, Tensor> forward(Graph &graph, const LstmParams &params, const 
     const Tensor &h = state[0], &c = state[1];
     const Tensor &stepOut = fullSequence ? slice.outputs[0] : scratchOut;
     const Tensor stepInter = layout.count() > 0 && inter ? slice.interimOut : Tensor();
-    Tensor pre, preIn;
-    if (preCalc) {
-      // The cell adds the step's pre-weighted input to h . Wo.
-      preIn = slice.interimIn;
-      pre = linalg::matMul(g, h, wo, step, {dbg, "recurrent"}, mmOptions, cache);
-    } else if (weighInput) {
-      Tensor xh = rnn::detail::addStep(g, t, B, I + H, {dbg, "xh"});
-      step.add(Copy(slice.inputs[0], xh.slice(0, I, 1)));
-      step.add(Copy(h, xh.slice(I, I + H, 1)));
-      pre = linalg::matMul(g, xh, w, step, {dbg, "gates"}, mmOptions, cache);
-    } else {
-      pre = linalg::matMul(g, h, wo, step, {dbg, "gates"}, mmOptions, cache);
-    }
+    const auto [pre, preIn] =
+        stepProducts(g, params, preCalc, h, slice, w, wo, mmOptions, step, dbg, cache);
     ComputeSet cs = g.addComputeSet({dbg, "cell"});
     addCellFwd(g, params, cs, pre, preIn, weights.biases, c, h, stepOut, stepInter,
                inter ? layout : InterLayout{}, flags.mask);

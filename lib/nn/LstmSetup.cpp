@@ -107,6 +107,38 @@ void checkParams(const LstmParams &params, const std::string &what) {
                                      what));
 }
 
+namespace {
+
+// The options given or, for those not given, the layer's choices: shards from the memory the
+// sequences need, code reuse with more than one shard, the input weighed before the loop when
+// its [T, B, 4H] result fits the budget.
+void chooseDefaults(const Graph &graph, const LstmParams &params,
+                    std::optional<unsigned> numShards, std::optional<bool> codeReuse,
+                    std::optional<bool> preCalcWeights, LstmOptions &o) {
+  if (numShards) {
+    o.numShards = *numShards;
+  } else {
+    const std::size_t H = params.rnn.layerSizes[1];
+    o.numShards = rnn::detail::estimateShards(graph, params.rnn, params.rnn.layerSizes[0] + 8 * H,
+                                              o.availableMemoryProportion);
+  }
+  o.codeReuse = codeReuse ? *codeReuse : o.numShards > 1;
+  if (preCalcWeights) {
+    o.preCalcWeights = *preCalcWeights;
+    return;
+  }
+  // Weigh the whole input sequence in one product when its result, [T, B, 4H], fits the memory
+  // budget: each step then multiplies by Wo alone, half the weights a step reads.
+  const Target &target = graph.getTarget();
+  const double weighted = double(params.rnn.maxTimeSteps) * params.rnn.batchSize * 4 *
+                          params.rnn.layerSizes[1] * target.getTypeSize(params.dataType);
+  const double budget =
+      double(target.getNumTiles()) * target.getBytesPerTile() * o.availableMemoryProportion;
+  o.preCalcWeights = params.doInputWeightCalc && weighted <= budget;
+}
+
+} // namespace
+
 LstmOptions parseOptions(const Graph &graph, const LstmParams &params, const OptionFlags &options,
                          const std::string &what) {
   checkParams(params, what);
@@ -175,26 +207,7 @@ LstmOptions parseOptions(const Graph &graph, const LstmParams &params, const Opt
   if (o.partialsType == HALF && params.dataType == FLOAT)
     throw invalid_option(fmt::format("{}: partialsType half needs half data, but dataType is float",
                                      what));
-  if (numShards) {
-    o.numShards = *numShards;
-  } else {
-    const std::size_t H = params.rnn.layerSizes[1];
-    o.numShards = rnn::detail::estimateShards(graph, params.rnn, params.rnn.layerSizes[0] + 8 * H,
-                                              o.availableMemoryProportion);
-  }
-  o.codeReuse = codeReuse ? *codeReuse : o.numShards > 1;
-  if (preCalcWeights) {
-    o.preCalcWeights = *preCalcWeights;
-  } else {
-    // Weigh the whole input sequence in one product when its result, [T, B, 4H], fits the memory
-    // budget: each step then multiplies by Wo alone, half the weights a step reads.
-    const Target &target = graph.getTarget();
-    const double weighted = double(params.rnn.maxTimeSteps) * params.rnn.batchSize * 4 *
-                            params.rnn.layerSizes[1] * target.getTypeSize(params.dataType);
-    const double budget =
-        double(target.getNumTiles()) * target.getBytesPerTile() * o.availableMemoryProportion;
-    o.preCalcWeights = params.doInputWeightCalc && weighted <= budget;
-  }
+  chooseDefaults(graph, params, numShards, codeReuse, preCalcWeights, o);
   usesFusedStep(graph, params, o, what); // stepMethod fused where it does not apply: refused
   // rnnPersistentKernel true where the forward cannot run persistently: refused (the backward
   // functions check their loop's own limits).
