@@ -1,7 +1,8 @@
 """aspen_torch's LSTM, GRU and CNN modules on CUDA tensors (Aspen's GPU device through the layer
 backend, ordered with torch's current stream) against torch.nn.LSTM and torch.nn.GRU on the same
 device (cuDNN, TF32 off so that both compute in float32): forward outputs, final states and every
-gradient within 1e-4 relative, over 1 and 2 layers, packed or not, hx given or not; a training
+gradient within 1e-4 relative, over 1 and 2 layers, one direction or both, packed or not, hx
+given or not; a training
 step's parameters moved on by SGD the same way; and a tensor on another device refused. Skipped
 without CUDA (torch.cuda.is_available()): scripts/gpu-check.sh runs it on a GPU machine.
 Run: PYTHONPATH=<build>/python python3 -m unittest discover -s python/tests -p 'test_*cuda*'
@@ -24,15 +25,17 @@ class OnCuda(unittest.TestCase):
         torch.backends.cudnn.allow_tf32 = False
         torch.backends.cuda.matmul.allow_tf32 = False
 
-    def compare(self, kind, layers, packed, hx):
+    def compare(self, kind, layers, packed, hx, bidirectional=False):
         torch.manual_seed(99)
         lstm = kind == "lstm"
-        reference = (torch.nn.LSTM if lstm else torch.nn.GRU)(I, H, num_layers=layers).cuda()
-        mine = (aspen_torch.LSTM if lstm else aspen_torch.GRU)(I, H, num_layers=layers).cuda()
+        stack = {"num_layers": layers, "bidirectional": bidirectional}
+        reference = (torch.nn.LSTM if lstm else torch.nn.GRU)(I, H, **stack).cuda()
+        mine = (aspen_torch.LSTM if lstm else aspen_torch.GRU)(I, H, **stack).cuda()
         mine.load_state_dict(reference.state_dict())
         x = torch.randn(T, B, I, device="cuda")
-        h0 = torch.randn(layers, B, H, device="cuda")
-        c0 = torch.randn(layers, B, H, device="cuda")
+        states = layers * (2 if bidirectional else 1)
+        h0 = torch.randn(states, B, H, device="cuda")
+        c0 = torch.randn(states, B, H, device="cuda")
 
         def run(module):
             xs = x.clone().requires_grad_()
@@ -75,10 +78,11 @@ class OnCuda(unittest.TestCase):
                                            msg=lambda m: f"{reference} result {i}: {m}")
 
     def test_against_torch_on_cuda(self):
-        for kind, layers, packed, hx in itertools.product(("lstm", "gru"), (1, 2),
-                                                          (False, True), (False, True)):
-            with self.subTest(kind=kind, layers=layers, packed=packed, hx=hx):
-                self.compare(kind, layers, packed, hx)
+        for kind, layers, packed, hx, both in itertools.product(
+                ("lstm", "gru"), (1, 2), (False, True), (False, True), (False, True)):
+            with self.subTest(kind=kind, layers=layers, packed=packed, hx=hx,
+                              bidirectional=both):
+                self.compare(kind, layers, packed, hx, both)
 
     def test_training_steps_on_a_side_stream(self):
         torch.manual_seed(5)
