@@ -91,8 +91,7 @@ struct Stack {
 
   // Workspace: two [T,B,D*H] (layer outputs in inference; the summed input gradient of a layer
   // in the backward), then per direction a [T,B,H] (its output or its share of dy) and a
-  // [T,B,max(I, D*H)] (its input gradient). Only bidirectional stacks and inference stacks of
-  // more than one layer use any.
+  // [T,B,max(I, D*H)] (its input gradient). A single layer in one direction uses none.
   std::size_t sequenceBytes(std::size_t width) const {
     return aligned(product({steps(), width, es()}, "a stack's sequences"));
   }
