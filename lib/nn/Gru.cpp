@@ -563,23 +563,15 @@ Tensor fwdEntry(Graph &graph, const GruParams &params, const Tensor &stateInit, 
   if (opts.inferenceOnly && intermediates)
     throw invalid_option(what + ": intermediates were asked for, but the option inferenceOnly is "
                                 "true (an inference pass keeps none)");
-  if (!opts.reverse)
-    return detail::forward(graph, params, opts, stateInit, in, weights, intermediates, attention,
-                           prog, debug, cache)
-        .output;
-  // The reverse direction: the forward machinery on each row's steps in reverse order.
-  const Tensor reversedIn = rnn::detail::reverseSteps(graph, params.rnn, in, prog, {debug, "in"});
-  Tensor reversedAttention;
-  if (attention)
-    reversedAttention =
-        rnn::detail::reverseRowSteps(graph, params.rnn, *attention, prog, {debug, "attention"});
-  const Tensor out = detail::forward(graph, params, opts, stateInit, reversedIn, weights,
-                                     intermediates, attention ? &reversedAttention : nullptr,
-                                     prog, debug, cache)
+  // The reverse direction is the forward machinery on each row's steps in reverse order.
+  const rnn::detail::RunOrder order{graph, params.rnn, opts.reverse, prog, debug};
+  const Tensor runIn = order(in, "in");
+  const Tensor runAttention = attention ? order.rows(*attention, "attention") : Tensor();
+  const Tensor out = detail::forward(graph, params, opts, stateInit, runIn, weights,
+                                     intermediates, attention ? &runAttention : nullptr, prog,
+                                     debug, cache)
                          .output;
-  return params.outputFullSequence
-             ? rnn::detail::reverseSteps(graph, params.rnn, out, prog, {debug, "out"})
-             : out;
+  return order.output(out, params.outputFullSequence, "out");
 }
 
 } // namespace

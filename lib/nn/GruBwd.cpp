@@ -571,30 +571,22 @@ Tensor bwdEntry(Graph &graph, const GruParams &params, Sequence &prog,
   persistentChoice(graph, params, opts, what, true); // true where it cannot run: refused
   checkBwd(params, opts, fwdOutputInit, fwdIntermediates, weights, input, output, &outputGrad,
            req, what);
-  if (!opts.reverse)
-    return backward(graph, params, opts, prog, fwdOutputInit, fwdIntermediates, weights, input,
-                    output, outputGrad, req, debug, cache);
-  // The reverse direction: the sequences in the order its forward ran them (RnnLoop.hpp).
-  const auto reversed = [&](const Tensor &t, const char *name) {
-    return rnn::detail::reverseSteps(graph, params.rnn, t, prog, {debug, name});
-  };
+  // The sequences in the order the forward ran them (reverse: RnnLoop.hpp).
+  const rnn::detail::RunOrder order{graph, params.rnn, opts.reverse, prog, debug};
   const bool full = params.outputFullSequence;
   Tensor attention;
   BwdRequest inner = req;
   if (req.attention) {
-    attention = rnn::detail::reverseRowSteps(graph, params.rnn, *req.attention, prog,
-                                             {debug, "attention"});
+    attention = order.rows(*req.attention, "attention");
     inner.attention = &attention;
   }
-  const Tensor grad = backward(
-      graph, params, opts, prog, fwdOutputInit, fwdIntermediates, weights, reversed(input, "in"),
-      full ? reversed(output, "out") : output, full ? reversed(outputGrad, "outGrad") : outputGrad,
-      inner, debug, cache);
+  const Tensor grad = backward(graph, params, opts, prog, fwdOutputInit, fwdIntermediates,
+                               weights, order(input, "in"), order.output(output, full, "out"),
+                               order.output(outputGrad, full, "outGrad"), inner, debug, cache);
   if (req.inputGrad && req.inputGrad->valid())
-    *req.inputGrad = reversed(*req.inputGrad, "inGrad");
+    *req.inputGrad = order(*req.inputGrad, "inGrad");
   if (req.attentionGrad && req.attentionGrad->valid())
-    *req.attentionGrad = rnn::detail::reverseRowSteps(graph, params.rnn, *req.attentionGrad, prog,
-                                                      {debug, "attentionGrad"});
+    *req.attentionGrad = order.rows(*req.attentionGrad, "attentionGrad");
   return grad;
 }
 
@@ -611,12 +603,9 @@ GruWeights wuEntry(Graph &graph, const GruParams &params, Sequence &prog,
   const std::size_t H = params.rnn.layerSizes[1];
   checkTensor(bwdIntermediates, {T, 3, B, H}, params.rnn.dataType, what + ": bwdIntermediates");
   // A reverse layer's sequences in the order its forward ran them (RnnLoop.hpp).
-  const auto inRunOrder = [&](const Tensor &t, const char *name) {
-    return opts.reverse ? rnn::detail::reverseSteps(graph, params.rnn, t, prog, {debug, name}) : t;
-  };
+  const rnn::detail::RunOrder order{graph, params.rnn, opts.reverse, prog, debug};
   const Tensor hPrev = previousOutputs(graph, params, opts, fwdOutputInit, fwdIntermediates,
-                                       params.outputFullSequence ? inRunOrder(output, "out")
-                                                                 : output,
+                                       order.output(output, params.outputFullSequence, "out"),
                                        prog, debug);
   // [T, 3, B, H] slot order -> [T*B, 3H] canonical rows.
   const Tensor canon = canonicalGates(params, bwdIntermediates.dimShuffle({1, 0, 2, 3}));
@@ -630,7 +619,7 @@ GruWeights wuEntry(Graph &graph, const GruParams &params, Sequence &prog,
                  .dimShuffle({1, 2, 0, 3})
                  .reshape({T * B, 3 * H});
   }
-  return weightUpdate(graph, params, opts, inRunOrder(input, "in"), hPrev, fwdIntermediates,
+  return weightUpdate(graph, params, opts, order(input, "in"), hPrev, fwdIntermediates,
                       deltaX, deltaH, prog, debug, cache);
 }
 

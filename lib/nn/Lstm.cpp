@@ -322,16 +322,11 @@ std::pair<Tensor, Tensor> lstmFwd(Graph &graph, const LstmParams &params,
     throw invalid_option(what + ": intermediates were asked for, but the option inferenceOnly is "
                                 "true (an inference pass keeps none)");
   const auto layout = detail::interLayout(params, opts.recomputation);
-  if (!opts.reverse)
-    return detail::forward(graph, params, opts, stateInit, weights, in, layout, intermediates,
-                           params.outputFullSequence, prog, debug, cache);
-  // The reverse direction: the forward machinery on each row's steps in reverse order.
-  const Tensor reversedIn = rnn::detail::reverseSteps(graph, params.rnn, in, prog, {debug, "in"});
-  auto result = detail::forward(graph, params, opts, stateInit, weights, reversedIn, layout,
+  // The reverse direction is the forward machinery on each row's steps in reverse order.
+  const rnn::detail::RunOrder order{graph, params.rnn, opts.reverse, prog, debug};
+  auto result = detail::forward(graph, params, opts, stateInit, weights, order(in, "in"), layout,
                                 intermediates, params.outputFullSequence, prog, debug, cache);
-  if (params.outputFullSequence)
-    result.first = rnn::detail::reverseSteps(graph, params.rnn, result.first, prog,
-                                             {debug, "out"});
+  result.first = order.output(result.first, params.outputFullSequence, "out");
   return result;
 }
 

@@ -459,20 +459,15 @@ LstmState bwdEntry(Graph &graph, const LstmParams &params, Sequence &prog,
   persistentChoice(graph, params, opts, what, true); // true where it cannot run: refused
   checkBwdArguments(params, opts, fwdStateInit, fwdIntermediates, weights, input, output,
                     &outputGrad, req, what);
-  if (!opts.reverse)
-    return backward(graph, params, opts, prog, fwdStateInit, fwdIntermediates, weights, input,
-                    output, outputGrad, req, debug, cache);
-  // The reverse direction: the sequences in the order its forward ran them (RnnLoop.hpp).
-  const auto reversed = [&](const Tensor &t, const char *name) {
-    return rnn::detail::reverseSteps(graph, params.rnn, t, prog, {debug, name});
-  };
+  // The sequences in the order the forward ran them (reverse: RnnLoop.hpp).
+  const rnn::detail::RunOrder order{graph, params.rnn, opts.reverse, prog, debug};
   const bool full = params.outputFullSequence;
-  const LstmState grads = backward(
-      graph, params, opts, prog, fwdStateInit, fwdIntermediates, weights, reversed(input, "in"),
-      full ? reversed(output, "out") : output, full ? reversed(outputGrad, "outGrad") : outputGrad,
-      req, debug, cache);
+  const LstmState grads =
+      backward(graph, params, opts, prog, fwdStateInit, fwdIntermediates, weights,
+               order(input, "in"), order.output(output, full, "out"),
+               order.output(outputGrad, full, "outGrad"), req, debug, cache);
   if (req.inputGrad && req.inputGrad->valid())
-    *req.inputGrad = reversed(*req.inputGrad, "inGrad");
+    *req.inputGrad = order(*req.inputGrad, "inGrad");
   return grads;
 }
 
@@ -572,21 +567,17 @@ LstmWeights lstmWU(Graph &graph, const LstmParams &params, Sequence &prog,
                                   bwdIntermediates.valid() ? bwdIntermediates.shapeToString()
                                                            : "an invalid tensor"));
   const auto layout = detail::interLayout(params, opts.recomputation);
+  const rnn::detail::RunOrder order{graph, params.rnn, opts.reverse, prog, debug};
   const Tensor hSeq =
       params.outputFullSequence
-          ? (opts.reverse ? rnn::detail::reverseSteps(graph, params.rnn, output, prog,
-                                                      {debug, "out"})
-                          : output)
+          ? order(output, "out")
           : fwdIntermediates.slice(layout.count() - 1, layout.count(), 1).squeeze({1});
   const Tensor hPrev = rnn::shiftRnnTensor(graph, params.rnn, hSeq, fwdStateInit.output, prog,
                                            opts.numShards, {debug, "hPrev"});
   Tensor acc = graph.addVariable(opts.accumulatorsType, {I + H + 1, 4 * H}, {debug, "acc"});
   util::mapTensorLinearly(graph, acc);
   ops::zero(graph, acc, prog, {debug, "zero"});
-  const Tensor x = !params.doInputWeightCalc ? Tensor()
-                   : opts.reverse ? rnn::detail::reverseSteps(graph, params.rnn, input, prog,
-                                                              {debug, "in"})
-                                  : input;
+  const Tensor x = params.doInputWeightCalc ? order(input, "in") : Tensor();
   detail::accumulateWeightGrads(graph, params, opts, x,
                                 hPrev,
                                 bwdIntermediates.dimShuffle({0, 2, 1, 3}).reshape({T * B, 4 * H}),

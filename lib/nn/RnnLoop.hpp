@@ -106,6 +106,28 @@ Tensor reverseSteps(Graph &graph, const RnnParams &params, const Tensor &seq,
 // The same for a [B, T] tensor (the AUGRU's attention), as a [B, T] view.
 Tensor reverseRowSteps(Graph &graph, const RnnParams &params, const Tensor &rows,
                        program::Sequence &prog, const DebugContext &debug);
+// A layer's sequences in the order its steps run, and back (the same reordering): themselves
+// forward, reversed (reverseSteps, in prog) in reverse. What every builder's entry wraps.
+struct RunOrder {
+  Graph &graph;
+  const RnnParams &params;
+  bool reverse;
+  program::Sequence &prog;
+  const DebugContext &debug;
+  // seq [T, B, ...].
+  Tensor operator()(const Tensor &seq, const char *name) const {
+    return reverse ? reverseSteps(graph, params, seq, prog, {debug, name}) : seq;
+  }
+  // The layer's output or its gradient: a sequence with outputFullSequence, else the final
+  // output [B, H], which has no steps to reorder.
+  Tensor output(const Tensor &t, bool fullSequence, const char *name) const {
+    return fullSequence ? (*this)(t, name) : t;
+  }
+  // rows [B, T] (the AUGRU's attention).
+  Tensor rows(const Tensor &bt, const char *name) const {
+    return reverse ? reverseRowSteps(graph, params, bt, prog, {debug, name}) : bt;
+  }
+};
 
 // How a forward step computes (the stepMethod option of the LSTM and the GRU): the library
 // products then the cells' compute sets, or fused steps on weights packed once (program::Cached)
