@@ -160,9 +160,6 @@ RnnConfig rnnConfig(const aspen_rnn_desc *desc) {
     if (c.options.contains("inferenceOnly"))
       throw aspen::invalid_option("desc->options: inferenceOnly is chosen by the call (a "
                                   "forward without reserve is inference)");
-    // Any other value is refused, with the layer's message, when the layer is built.
-    const std::string *direction = c.options.find("direction");
-    c.reverse = direction && *direction == "reverse";
     readCellClip(c);
   }
   return c;

@@ -81,7 +81,6 @@ struct Stack {
     if (reverseOnly || d == 1) {
       c.options.set("direction", "reverse");
       c.optionsText += "|direction=reverse";
-      c.reverse = true;
     }
     return c;
   }
@@ -189,17 +188,29 @@ void *at(void *p, std::size_t offset) {
   return p ? static_cast<std::uint8_t *>(p) + offset : nullptr;
 }
 
-// dst = a + b, n elements of the stack's type, in the backend's memory (through the host on a
-// GPU, like the single-layer calls' host steps).
+// edit(bytes) on buffer as host memory: in place for a host buffer, through a copy each way for
+// a device one (like the single-layer calls' host steps).
+template <class Edit>
+void editOnHost(const Memory &memory, void *buffer, std::size_t bytes, Edit edit) {
+  if (!memory.onDevice()) {
+    edit(static_cast<std::uint8_t *>(buffer));
+    return;
+  }
+  std::vector<std::uint8_t> copy(bytes);
+  memory.copy(copy.data(), buffer, bytes);
+  edit(copy.data());
+  memory.copy(buffer, copy.data(), bytes);
+}
+
+// dst = a + b, n elements of the stack's type, in the backend's memory.
 void addSequences(const Memory &memory, const RnnConfig &c, void *dst, const void *a,
                   const void *b, std::size_t n) {
   const std::size_t bytes = n * c.elementBytes();
-  std::vector<std::uint8_t> aCopy, bCopy;
-  const std::uint8_t *aHost = memory.onHost(a, bytes, aCopy);
+  memory.copy(dst, a, bytes);
+  std::vector<std::uint8_t> bCopy;
   const std::uint8_t *bHost = memory.onHost(b, bytes, bCopy);
-  std::vector<std::uint8_t> sum(aHost, aHost + bytes);
-  aspen::backend::addElements(c, sum.data(), bHost, n);
-  memory.copy(dst, sum.data(), bytes);
+  editOnHost(memory, dst, bytes,
+             [&](std::uint8_t *sum) { aspen::backend::addElements(c, sum, bHost, n); });
 }
 
 struct StackForward {
@@ -264,28 +275,26 @@ void *directionOutput(const Stack &s, const StackForward &a, const ReserveLayout
 // buffer [T,B,D*H] of layer l's output (or its gradient) times the dropout mask and scale, in
 // the backend's memory (through the host on a GPU).
 void applyDropout(const Stack &s, const Memory &memory, void *buffer, std::size_t l) {
-  const std::size_t n = s.steps() * s.D * s.base.H, bytes = n * s.es();
-  std::vector<std::uint8_t> copy;
-  const std::uint8_t *from = memory.onHost(buffer, bytes, copy);
-  std::vector<std::uint8_t> result(from, from + bytes);
+  const std::size_t n = s.steps() * s.D * s.base.H;
   const std::uint64_t key = s.layerKey(l);
   const auto scale = static_cast<float>(1.0 / (1.0 - s.dropout));
-  for (std::size_t i = 0; i < n; ++i) {
-    const float factor = keeps(key, i, s.dropout) ? scale : 0.0f;
-    if (s.base.type == aspen::FLOAT) {
-      float v;
-      std::memcpy(&v, result.data() + 4 * i, 4);
-      v *= factor;
-      std::memcpy(result.data() + 4 * i, &v, 4);
-    } else {
-      std::uint16_t bits;
-      std::memcpy(&bits, result.data() + 2 * i, 2);
-      bits = static_cast<std::uint16_t>(aspen::detail::floatToHalfBits(
-          aspen::detail::halfBitsToFloat(bits) * factor));
-      std::memcpy(result.data() + 2 * i, &bits, 2);
+  editOnHost(memory, buffer, n * s.es(), [&](std::uint8_t *values) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const float factor = keeps(key, i, s.dropout) ? scale : 0.0f;
+      if (s.base.type == aspen::FLOAT) {
+        float v;
+        std::memcpy(&v, values + 4 * i, 4);
+        v *= factor;
+        std::memcpy(values + 4 * i, &v, 4);
+      } else {
+        std::uint16_t bits;
+        std::memcpy(&bits, values + 2 * i, 2);
+        bits = static_cast<std::uint16_t>(aspen::detail::floatToHalfBits(
+            aspen::detail::halfBitsToFloat(bits) * factor));
+        std::memcpy(values + 2 * i, &bits, 2);
+      }
     }
-  }
-  memory.copy(buffer, result.data(), bytes);
+  });
 }
 
 aspen::backend::RnnForwardCall layerCall(const Stack &s, const StackForward &a,

@@ -210,7 +210,7 @@ std::vector<std::size_t> rowLengths(const RnnConfig &c, const std::uint32_t *len
 // The step of y whose row b is that row's final output (hn): its last step forward, step 0 in
 // reverse. Only for a row with steps.
 std::size_t finalStep(const RnnConfig &c, std::size_t rowLength) {
-  return c.reverse ? 0 : rowLength - 1;
+  return c.reverse() ? 0 : rowLength - 1;
 }
 
 } // namespace

@@ -43,15 +43,18 @@ struct RnnConfig {
   // The caller's weights, biases and their gradients in PyTorch's layout (aspen/backend.h's
   // ASPEN_WEIGHTS_PYTORCH), converted on the host; not part of the key (the engine is the same).
   bool torchLayout = false;
-  // options' direction is reverse: each row's final state is its output at step 0
-  // (docs/recurrent.md).
-  bool reverse = false;
   // LSTM: the options' cellClipMin, cellClipMax and cellClipNan (LstmParams::cellClip), taken
   // out of `options` (the layer's options do not have them); part of the key through
   // optionsText.
   nn::lstm::LstmParams::CellClip cellClip;
 
   std::size_t gates() const { return lstm ? 4 : 3; }
+  // options' direction is reverse: each row's final state is its output at step 0
+  // (docs/recurrent.md). Any other value is the layer's to refuse.
+  bool reverse() const {
+    const std::string *direction = options.find("direction");
+    return direction && *direction == "reverse";
+  }
   // [G, H], or [G, 2, H] for a GRU with resetAfter (input and recurrent biases).
   std::size_t biasElements() const { return gates() * (!lstm && resetAfter ? 2 : 1) * H; }
   // The caller's biases: biasElements(), or [2, G*H] in PyTorch's layout.
