@@ -289,6 +289,18 @@ LstmRun trainingStep(const Config &config, bool variableLengths, NonLinearityTyp
   return trainingRun(c);
 }
 
+// Every result of a training step, bit for bit.
+void requireSameBits(const LstmRun &got, const LstmRun &want) {
+  CHECK(sameValues(got.output, want.output));
+  CHECK(sameValues(got.finalCell, want.finalCell));
+  CHECK(sameValues(got.inputGrad, want.inputGrad));
+  CHECK(sameValues(got.outputGrad0, want.outputGrad0));
+  CHECK(sameValues(got.cellGrad0, want.cellGrad0));
+  CHECK(sameValues(got.wiGrad, want.wiGrad));
+  CHECK(sameValues(got.woGrad, want.woGrad));
+  CHECK(sameValues(got.bGrad, want.bGrad));
+}
+
 void requireWithin(const Values &got, const Values &want, const std::string &what) {
   requireClose(got, want, 1e-6, 1e-5, what);
 }
@@ -321,14 +333,7 @@ TEST_CASE("LSTM results do not depend on shards, code reuse, recomputation or th
     for (const auto &[k, v] : c.fwd)
       name += k + "=" + v + " ";
     INFO(name);
-    const LstmRun r = trainingStep(c, variable, activation);
-    CHECK(sameValues(r.output, base.output));
-    CHECK(sameValues(r.finalCell, base.finalCell));
-    CHECK(sameValues(r.inputGrad, base.inputGrad));
-    CHECK(sameValues(r.outputGrad0, base.outputGrad0));
-    CHECK(sameValues(r.cellGrad0, base.cellGrad0));
-    CHECK(sameValues(r.wiGrad, base.wiGrad));
-    CHECK(sameValues(r.bGrad, base.bGrad));
+    requireSameBits(trainingStep(c, variable, activation), base);
   }
   // The weight update summed in other groups of steps: equal within rounding.
   for (const char *k : {"1", "2", "3"}) {
@@ -393,14 +398,7 @@ TEST_CASE("a reverse LSTM is the forward LSTM on each row's steps reversed, bit 
     reverse.reverseOnHost = true;
     const LstmRun a = trainingRun(forward), b = trainingRun(reverse);
     CHECK(a.output != Values(a.output.size(), 0.0)); // the layer ran
-    CHECK(sameValues(b.output, a.output));
-    CHECK(sameValues(b.finalCell, a.finalCell));
-    CHECK(sameValues(b.inputGrad, a.inputGrad));
-    CHECK(sameValues(b.outputGrad0, a.outputGrad0));
-    CHECK(sameValues(b.cellGrad0, a.cellGrad0));
-    CHECK(sameValues(b.wiGrad, a.wiGrad));
-    CHECK(sameValues(b.woGrad, a.woGrad));
-    CHECK(sameValues(b.bGrad, a.bGrad));
+    requireSameBits(b, a);
   }
   Harness h(Target::createGeneric(2));
   lstm::LstmParams params(FLOAT, 2, 3, {2, 2});
