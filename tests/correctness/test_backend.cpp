@@ -390,96 +390,6 @@ TEST_CASE("backend LSTM in float16 matches the host model", "[correctness][backe
   requireClose("cn", fromHalf(cn), fwd.finalCellState, 1e-2, 4e-3);
 }
 
-TEST_CASE("backend GRU (reset after, PyTorch's layout) matches the host model",
-          "[correctness][backend]") {
-  if (aspen::test::skipOnGpuRun())
-    return;
-  const std::size_t T = 4, B = 3, I = 5, H = 4;
-  for (const std::vector<unsigned> &lengths :
-       {std::vector<unsigned>{}, std::vector<unsigned>{2, 4, 0}})
-  for (const bool torchLayout : {false, true})
-  for (const bool reverse : {false, true}) {
-    const bool variable = !lengths.empty();
-    INFO("variable lengths: " << variable << ", PyTorch's weight layout: " << torchLayout
-                              << ", reverse: " << reverse);
-    Backend backend;
-    aspen_rnn_desc desc{};
-    desc.cell = ASPEN_RNN_GRU;
-    desc.dtype = ASPEN_DTYPE_FLOAT32;
-    desc.seq_len = T, desc.batch = B, desc.input_size = I, desc.hidden_size = H;
-    desc.variable_lengths = variable;
-    desc.gru_reset_after = 1;
-    desc.cell_order = "reset,update,cell";
-    desc.options = reverse ? R"({"availableMemoryProportion": 0.5, "direction": "reverse"})"
-                           : R"({"availableMemoryProportion": 0.5})";
-    desc.weights_layout = torchLayout ? ASPEN_WEIGHTS_PYTORCH : ASPEN_WEIGHTS_ASPEN;
-    std::mt19937 rng(11);
-    const double ws = 1.0 / std::sqrt(double(H));
-    const auto x = randomFloats(rng, T * B * I, 1), h0 = randomFloats(rng, B * H, 1),
-               wi = randomFloats(rng, 3 * I * H, ws), wo = randomFloats(rng, 3 * H * H, ws),
-               b = randomFloats(rng, 3 * 2 * H, 1), dy = randomFloats(rng, T * B * H, 1),
-               dhn = randomFloats(rng, B * H, 1);
-    const std::vector<float> callerWi = torchLayout ? torchWeights(wi, 3, I, H) : wi;
-    const std::vector<float> callerWo = torchLayout ? torchWeights(wo, 3, H, H) : wo;
-    const std::vector<float> callerB = torchLayout ? torchGruBiases(b, 3, H) : b;
-    gruref::GruModel model;
-    model.T = T, model.B = B, model.I = I, model.H = H;
-    model.resetAfter = true;
-    model.timeSteps = lengths;
-    // In the order the layer runs the steps (rnnref::reverseRowSteps); back to the caller's
-    // order below.
-    const auto runOrder = [&](const std::vector<double> &v) {
-      return reverse ? rnnref::reverseRowSteps(v, lengths, T, B) : v;
-    };
-    const gruref::GruData data{runOrder(widen(x)), widen(h0), widen(wi), widen(wo), widen(b), {}};
-    gruref::GruForward fwd = gruref::forward(model, data);
-    // hn is each row's output at its last step run: its gradient joins dy there (or h0's).
-    std::vector<double> outputGrad = runOrder(widen(dy));
-    std::vector<double> directToH0(B * H, 0.0);
-    for (std::size_t r = 0; r < B; ++r) {
-      const std::size_t length = variable ? lengths[r] : T;
-      for (std::size_t h = 0; h < H; ++h)
-        (length ? outputGrad[((length - 1) * B + r) * H + h] : directToH0[r * H + h]) +=
-            dhn[r * H + h];
-    }
-    gruref::GruGrads grads = gruref::backward(model, data, fwd, outputGrad);
-    for (std::size_t i = 0; i < B * H; ++i)
-      grads.initialOutputGrad[i] += directToH0[i];
-    fwd.output = runOrder(fwd.output);
-    grads.inputGrad = runOrder(grads.inputGrad);
-
-    std::size_t bytes = 0;
-    REQUIRE(aspen_rnn_reserve_bytes(backend.handle, &desc, &bytes) == ASPEN_OK);
-    std::vector<std::uint8_t> reserve(bytes);
-    std::vector<float> y(T * B * H), hn(B * H);
-    const std::uint32_t *lens = variable ? lengths.data() : nullptr;
-    REQUIRE(aspen_rnn_forward(backend.handle, &desc, x.data(), h0.data(), nullptr,
-                              callerWi.data(), callerWo.data(), callerB.data(), lens, y.data(),
-                              hn.data(), nullptr,
-                              reserve.data(), nullptr) == ASPEN_OK);
-    requireClose("y", y, fwd.output);
-    requireClose("hn", hn, fwd.finalOutput);
-    std::vector<float> dx(T * B * I), dh0(B * H), dwi(3 * I * H), dwo(3 * H * H), db(3 * 2 * H);
-    const aspen_status status = aspen_rnn_backward(
-        backend.handle, &desc, x.data(), h0.data(), nullptr, callerWi.data(), callerWo.data(),
-        callerB.data(), lens, y.data(), reserve.data(), dy.data(), dhn.data(), nullptr,
-        dx.data(), dh0.data(), nullptr, dwi.data(), dwo.data(), db.data(), nullptr);
-    INFO(aspen_last_error());
-    REQUIRE(status == ASPEN_OK);
-    requireClose("dx", dx, grads.inputGrad);
-    requireClose("dh0", dh0, grads.initialOutputGrad);
-    if (torchLayout) {
-      requireClose("dWi", dwi, torchWeights(grads.inputWeightsGrad, 3, I, H));
-      requireClose("dWo", dwo, torchWeights(grads.outputWeightsGrad, 3, H, H));
-      requireClose("db", db, torchGruBiases(grads.biasesGrad, 3, H));
-    } else {
-      requireClose("dWi", dwi, grads.inputWeightsGrad);
-      requireClose("dWo", dwo, grads.outputWeightsGrad);
-      requireClose("db", db, grads.biasesGrad);
-    }
-  }
-}
-
 namespace {
 
 // One layer in one direction of a stack's double reference, in the order it runs its steps:
@@ -540,6 +450,89 @@ struct GruRef : RefLayer {
             g.biasesGrad};
   }
 };
+
+} // namespace
+
+TEST_CASE("backend GRU (reset after, PyTorch's layout) matches the host model",
+          "[correctness][backend]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
+  const std::size_t T = 4, B = 3, I = 5, H = 4;
+  for (const std::vector<unsigned> &lengths :
+       {std::vector<unsigned>{}, std::vector<unsigned>{2, 4, 0}})
+  for (const bool torchLayout : {false, true})
+  for (const bool reverse : {false, true}) {
+    const bool variable = !lengths.empty();
+    INFO("variable lengths: " << variable << ", PyTorch's weight layout: " << torchLayout
+                              << ", reverse: " << reverse);
+    Backend backend;
+    aspen_rnn_desc desc{};
+    desc.cell = ASPEN_RNN_GRU;
+    desc.dtype = ASPEN_DTYPE_FLOAT32;
+    desc.seq_len = T, desc.batch = B, desc.input_size = I, desc.hidden_size = H;
+    desc.variable_lengths = variable;
+    desc.gru_reset_after = 1;
+    desc.cell_order = "reset,update,cell";
+    desc.options = reverse ? R"({"availableMemoryProportion": 0.5, "direction": "reverse"})"
+                           : R"({"availableMemoryProportion": 0.5})";
+    desc.weights_layout = torchLayout ? ASPEN_WEIGHTS_PYTORCH : ASPEN_WEIGHTS_ASPEN;
+    std::mt19937 rng(11);
+    const double ws = 1.0 / std::sqrt(double(H));
+    const auto x = randomFloats(rng, T * B * I, 1), h0 = randomFloats(rng, B * H, 1),
+               wi = randomFloats(rng, 3 * I * H, ws), wo = randomFloats(rng, 3 * H * H, ws),
+               b = randomFloats(rng, 3 * 2 * H, 1), dy = randomFloats(rng, T * B * H, 1),
+               dhn = randomFloats(rng, B * H, 1);
+    const std::vector<float> callerWi = torchLayout ? torchWeights(wi, 3, I, H) : wi;
+    const std::vector<float> callerWo = torchLayout ? torchWeights(wo, 3, H, H) : wo;
+    const std::vector<float> callerB = torchLayout ? torchGruBiases(b, 3, H) : b;
+    GruRef ref;
+    ref.model.T = T, ref.model.B = B, ref.model.I = I, ref.model.H = H;
+    ref.model.resetAfter = true;
+    ref.model.timeSteps = lengths;
+    ref.data = {{}, widen(h0), widen(wi), widen(wo), widen(b), {}};
+    // In the order the layer runs the steps (rnnref::reverseRowSteps); back to the caller's
+    // order.
+    const auto runOrder = [&](const std::vector<double> &v) {
+      return reverse ? rnnref::reverseRowSteps(v, lengths, T, B) : v;
+    };
+    const RefLayerResult fwd = ref.forward(runOrder(widen(x)));
+    RefLayerGrads grads = ref.backward(runOrder(widen(dy)), widen(dhn), {});
+    const std::vector<double> wantY = runOrder(fwd.y);
+    grads.dx = runOrder(grads.dx);
+
+    std::size_t bytes = 0;
+    REQUIRE(aspen_rnn_reserve_bytes(backend.handle, &desc, &bytes) == ASPEN_OK);
+    std::vector<std::uint8_t> reserve(bytes);
+    std::vector<float> y(T * B * H), hn(B * H);
+    const std::uint32_t *lens = variable ? lengths.data() : nullptr;
+    REQUIRE(aspen_rnn_forward(backend.handle, &desc, x.data(), h0.data(), nullptr,
+                              callerWi.data(), callerWo.data(), callerB.data(), lens, y.data(),
+                              hn.data(), nullptr,
+                              reserve.data(), nullptr) == ASPEN_OK);
+    requireClose("y", y, wantY);
+    requireClose("hn", hn, fwd.hn);
+    std::vector<float> dx(T * B * I), dh0(B * H), dwi(3 * I * H), dwo(3 * H * H), db(3 * 2 * H);
+    const aspen_status status = aspen_rnn_backward(
+        backend.handle, &desc, x.data(), h0.data(), nullptr, callerWi.data(), callerWo.data(),
+        callerB.data(), lens, y.data(), reserve.data(), dy.data(), dhn.data(), nullptr,
+        dx.data(), dh0.data(), nullptr, dwi.data(), dwo.data(), db.data(), nullptr);
+    INFO(aspen_last_error());
+    REQUIRE(status == ASPEN_OK);
+    requireClose("dx", dx, grads.dx);
+    requireClose("dh0", dh0, grads.dh0);
+    if (torchLayout) {
+      requireClose("dWi", dwi, torchWeights(grads.dwi, 3, I, H));
+      requireClose("dWo", dwo, torchWeights(grads.dwo, 3, H, H));
+      requireClose("db", db, torchGruBiases(grads.db, 3, H));
+    } else {
+      requireClose("dWi", dwi, grads.dwi);
+      requireClose("dWo", dwo, grads.dwo);
+      requireClose("db", db, grads.db);
+    }
+  }
+}
+
+namespace {
 
 // Columns [d*H, (d+1)*H) of every row of a [rows, D*H] sequence, and back.
 std::vector<double> directionOf(const std::vector<double> &v, std::size_t D, std::size_t d,
