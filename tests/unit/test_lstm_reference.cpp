@@ -33,8 +33,10 @@ LstmData randomData(const LstmModel &m, unsigned seed, double biasScale = 1.0) {
     return v;
   };
   const double w = 1.0 / std::sqrt(double(m.H));
-  return {fill(m.T * m.B * m.I, 1.0), fill(m.B * m.H, 1.0),   fill(m.B * m.H, 1.0),
-          fill(4 * m.I * m.H, w),     fill(4 * m.H * m.H, w), fill(4 * m.H, biasScale)};
+  LstmData d{fill(m.T * m.B * m.I, 1.0), fill(m.B * m.R(), 1.0),   fill(m.B * m.H, 1.0),
+             fill(4 * m.I * m.H, w),     fill(4 * m.R() * m.H, w), fill(4 * m.H, biasScale)};
+  d.projection = fill(m.H * m.P, w);
+  return d;
 }
 
 std::vector<double> randomVector(std::size_t n, unsigned seed) {
@@ -79,7 +81,8 @@ std::size_t checkGradients(const LstmModel &model, const LstmData &d,
                 {"initialCellState", &LstmData::initialCellState, g.initialCellStateGrad},
                 {"inputWeights", &LstmData::inputWeights, g.inputWeightsGrad},
                 {"outputWeights", &LstmData::outputWeights, g.outputWeightsGrad},
-                {"biases", &LstmData::biases, g.biasesGrad}};
+                {"biases", &LstmData::biases, g.biasesGrad},
+                {"projection", &LstmData::projection, g.projectionGrad}};
   constexpr double h = 1e-6, relTol = 1e-6;
   std::size_t checked = 0;
   for (const auto &p : params) {
@@ -283,6 +286,38 @@ TEST_CASE("LSTM reference: gradients match finite differences, layer options", "
     m.outputFullSequence = false;
     m.timeSteps = {2, 4, 0};
     checkGradients(m, randomData(m, 11), stateGrad);
+  }
+  SECTION("a projection, P < H") {
+    LstmModel m = base;
+    m.P = 2;
+    const LstmStateGrad projected{randomVector(m.B * m.P, 23), stateGrad.cellState};
+    CHECK(checkGradients(m, randomData(m, 13), projected) ==
+          m.T * m.B * m.I + m.B * (m.P + m.H) + 4 * m.H * (m.I + m.P + 1) + m.H * m.P);
+    m.timeSteps = {3, 0, 6};
+    m.outputFullSequence = false;
+    checkGradients(m, randomData(m, 14), projected);
+    // Without a projection the model is the plain layer: P = 0 leaves it unchanged, and a
+    // projection by the identity's first P columns keeps those columns of m_t.
+    LstmModel plain = base;
+    const LstmData d = randomData(plain, 15);
+    LstmModel ident = base;
+    ident.P = 3;
+    LstmData di = d;
+    di.initialOutput.assign(base.B * 3, 0.0);
+    di.outputWeights.assign(4 * 3 * base.H, 0.0);
+    di.projection.assign(base.H * 3, 0.0);
+    for (std::size_t j = 0; j < 3; ++j)
+      di.projection[j * 3 + j] = 1.0;
+    plain.I = base.I;
+    LstmData dp = d;
+    dp.initialOutput.assign(base.B * base.H, 0.0);
+    dp.outputWeights.assign(4 * base.H * base.H, 0.0);
+    const LstmForward fp = forward(plain, dp), fi = forward(ident, di);
+    for (std::size_t t = 0; t < base.T; ++t)
+      for (std::size_t b = 0; b < base.B; ++b)
+        for (std::size_t j = 0; j < 3; ++j)
+          CHECK(fi.output[(t * base.B + b) * 3 + j] ==
+                fp.output[(t * base.B + b) * base.H + j]);
   }
   SECTION("no input weight calculation") {
     LstmModel m = base;

@@ -16,6 +16,9 @@
 //   outputWeights    [4, H, H]   gradients); slot s holds gate cellOrder[s]
 //   biases           [4, H]
 //   output           [T, B, H] (outputFullSequence) or [B, H] (each row's final h)
+// With a projection (P = projSize > 0, P < H) h is [P] wide: initialOutput [B, P],
+// outputWeights [4, P, H], projection [H, P], output [T, B, P] or [B, P], and per step
+// h_t = m_t . Wp with m_t = o*phi(c_t) (PyTorch's proj_size: h_t = W_hr m_t).
 //
 // Per step, with rho = recAct and phi = act applied to a [H] row at a time (softmax is over that
 // row; every other kind is element-wise):
@@ -40,6 +43,7 @@ enum Gate { kForget = 0, kInput = 1, kCandidate = 2, kOutput = 3 };
 
 struct LstmModel {
   std::size_t T = 1, B = 1, I = 1, H = 1;
+  std::size_t P = 0; // the projection's size; 0: none (h_t = m_t)
   std::array<int, 4> cellOrder{kForget, kInput, kCandidate, kOutput}; // gate id of each slot
   rnnref::Activation act = rnnref::Activation::tanh;
   rnnref::Activation recAct = rnnref::Activation::sigmoid;
@@ -57,44 +61,49 @@ struct LstmModel {
   std::size_t length(std::size_t b) const { return rnnref::sequenceLength(timeSteps, T, b); }
   // The slot holding gate `gate`.
   std::size_t slotOf(int gate) const { return rnnref::slotOf(cellOrder, gate); }
-  std::size_t outputSize() const { return (outputFullSequence ? T : 1) * B * H; }
+  // The width of h: P with a projection, else H.
+  std::size_t R() const { return P ? P : H; }
+  std::size_t outputSize() const { return (outputFullSequence ? T : 1) * B * R(); }
 };
 
 struct LstmData {
   std::vector<double> input;            // [T, B, I]
-  std::vector<double> initialOutput;    // [B, H]
+  std::vector<double> initialOutput;    // [B, R]
   std::vector<double> initialCellState; // [B, H]
   std::vector<double> inputWeights;     // [4, I, H], slot order
-  std::vector<double> outputWeights;    // [4, H, H], slot order
+  std::vector<double> outputWeights;    // [4, R, H], slot order
   std::vector<double> biases;           // [4, H], slot order
+  std::vector<double> projection = {};  // [H, P]; empty without a projection
 };
 
 struct LstmForward {
-  std::vector<double> output;         // [T, B, H] or [B, H]
-  std::vector<double> finalOutput;    // [B, H]
+  std::vector<double> output;         // [T, B, R] or [B, R]
+  std::vector<double> finalOutput;    // [B, R]
   std::vector<double> finalCellState; // [B, H]
   // What backward needs, every step computed for every row (masked rows included):
   std::vector<double> preActivations;  // [T, 4, B, H] a_u, gate ids (canonical order)
   std::vector<double> gates;           // [T, 4, B, H] f, i, g, o
   std::vector<double> newCellState;    // [T, B, H] f*c_{t-1} + i*g before masking
   std::vector<double> phiNewCellState; // [T, B, H] phi of it
-  std::vector<double> outputState;     // [T + 1, B, H] h_{t-1} at index t (h_{-1} at 0)
+  std::vector<double> cellOutput;      // [T, B, H] m_t = o*phi(c_t) before masking
+  std::vector<double> outputState;     // [T + 1, B, R] h_{t-1} at index t (h_{-1} at 0)
   std::vector<double> cellState;       // [T + 1, B, H] c_{t-1} at index t
 };
 
 // Incoming gradients of the final state; an empty member means none.
 struct LstmStateGrad {
-  std::vector<double> output;    // [B, H]
+  std::vector<double> output;    // [B, R]
   std::vector<double> cellState; // [B, H]
 };
 
 struct LstmGrads {
   std::vector<double> inputGrad;            // [T, B, I]
-  std::vector<double> initialOutputGrad;    // [B, H]
+  std::vector<double> initialOutputGrad;    // [B, R]
   std::vector<double> initialCellStateGrad; // [B, H]
   std::vector<double> inputWeightsGrad;     // [4, I, H]
-  std::vector<double> outputWeightsGrad;    // [4, H, H]
+  std::vector<double> outputWeightsGrad;    // [4, R, H]
   std::vector<double> biasesGrad;           // [4, H]
+  std::vector<double> projectionGrad;       // [H, P]; empty without a projection
 };
 
 namespace detail {
@@ -107,32 +116,36 @@ inline void validate(const LstmModel &m, const LstmData &d) {
   rnnref::requirePermutation("lstmref", m.cellOrder, "four gates");
   rnnref::requireTimeSteps("lstmref", m.timeSteps, m.B);
   requireSize("input", d.input, m.T * m.B * m.I);
-  requireSize("initialOutput", d.initialOutput, m.B * m.H);
+  if (m.P >= m.H && m.P != 0)
+    throw std::invalid_argument("lstmref: the projection's size P must be less than H");
+  requireSize("initialOutput", d.initialOutput, m.B * m.R());
   requireSize("initialCellState", d.initialCellState, m.B * m.H);
   requireSize("inputWeights", d.inputWeights, 4 * m.I * m.H);
-  requireSize("outputWeights", d.outputWeights, 4 * m.H * m.H);
+  requireSize("outputWeights", d.outputWeights, 4 * m.R() * m.H);
   requireSize("biases", d.biases, 4 * m.H);
+  requireSize("projection", d.projection, m.H * m.P);
 }
 
 } // namespace detail
 
 inline LstmForward forward(const LstmModel &m, const LstmData &d) {
   detail::validate(m, d);
-  const std::size_t T = m.T, B = m.B, I = m.I, H = m.H, BH = B * H;
+  const std::size_t T = m.T, B = m.B, I = m.I, H = m.H, BH = B * H, R = m.R(), BR = B * R;
   LstmForward r;
   r.output.assign(m.outputSize(), 0.0);
   r.preActivations.assign(T * 4 * BH, 0.0);
   r.gates.assign(T * 4 * BH, 0.0);
   r.newCellState.assign(T * BH, 0.0);
   r.phiNewCellState.assign(T * BH, 0.0);
-  r.outputState.assign((T + 1) * BH, 0.0);
+  r.cellOutput.assign(T * BH, 0.0);
+  r.outputState.assign((T + 1) * BR, 0.0);
   r.cellState.assign((T + 1) * BH, 0.0);
   std::copy(d.initialOutput.begin(), d.initialOutput.end(), r.outputState.begin());
   std::copy(d.initialCellState.begin(), d.initialCellState.end(), r.cellState.begin());
   for (std::size_t t = 0; t < T; ++t) {
     for (std::size_t b = 0; b < B; ++b) {
       const double *x = &d.input[(t * B + b) * I];
-      const double *hPrev = &r.outputState[t * BH + b * H];
+      const double *hPrev = &r.outputState[t * BR + b * R];
       const double *cPrev = &r.cellState[t * BH + b * H];
       auto at = [&](std::vector<double> &v, int gate) { return &v[((t * 4 + gate) * B + b) * H]; };
       for (int gate = 0; gate < 4; ++gate) {
@@ -143,8 +156,8 @@ inline LstmForward forward(const LstmModel &m, const LstmData &d) {
           if (m.doInputWeightCalc)
             for (std::size_t k = 0; k < I; ++k)
               sum += x[k] * d.inputWeights[(s * I + k) * H + j];
-          for (std::size_t k = 0; k < H; ++k)
-            sum += hPrev[k] * d.outputWeights[(s * H + k) * H + j];
+          for (std::size_t k = 0; k < R; ++k)
+            sum += hPrev[k] * d.outputWeights[(s * R + k) * H + j];
           a[j] = sum;
         }
         rnnref::forwardRow(gate == kCandidate ? m.act : m.recAct, a, at(r.gates, gate), H);
@@ -160,18 +173,25 @@ inline LstmForward forward(const LstmModel &m, const LstmData &d) {
       }
       rnnref::forwardRow(m.act, c, phiC, H);
       const bool active = t < m.length(b);
-      double *hNext = &r.outputState[(t + 1) * BH + b * H];
+      double *mOut = &r.cellOutput[t * BH + b * H];
+      for (std::size_t j = 0; j < H; ++j)
+        mOut[j] = o[j] * phiC[j];
+      double *hNext = &r.outputState[(t + 1) * BR + b * R];
       double *cNext = &r.cellState[(t + 1) * BH + b * H];
-      for (std::size_t j = 0; j < H; ++j) {
-        const double h = o[j] * phiC[j];
-        hNext[j] = active ? h : hPrev[j];
+      for (std::size_t j = 0; j < H; ++j)
         cNext[j] = active ? c[j] : cPrev[j];
+      for (std::size_t k = 0; k < R; ++k) {
+        double h = m.P ? 0.0 : mOut[k];
+        if (m.P)
+          for (std::size_t j = 0; j < H; ++j)
+            h += mOut[j] * d.projection[j * R + k];
+        hNext[k] = active ? h : hPrev[k];
         if (m.outputFullSequence)
-          r.output[t * BH + b * H + j] = active ? h : 0.0;
+          r.output[t * BR + b * R + k] = active ? h : 0.0;
       }
     }
   }
-  r.finalOutput.assign(r.outputState.begin() + T * BH, r.outputState.end());
+  r.finalOutput.assign(r.outputState.begin() + T * BR, r.outputState.end());
   r.finalCellState.assign(r.cellState.begin() + T * BH, r.cellState.end());
   if (!m.outputFullSequence)
     r.output = r.finalOutput;
@@ -185,27 +205,28 @@ inline LstmGrads backward(const LstmModel &m, const LstmData &d, const LstmForwa
                           const std::vector<double> &outputGrad,
                           const LstmStateGrad &stateGrad = {}) {
   detail::validate(m, d);
-  const std::size_t T = m.T, B = m.B, I = m.I, H = m.H, BH = B * H;
+  const std::size_t T = m.T, B = m.B, I = m.I, H = m.H, BH = B * H, R = m.R(), BR = B * R;
   detail::requireSize("outputGrad", outputGrad, m.outputSize());
   if (!stateGrad.output.empty())
-    detail::requireSize("lastStepStateGrad.output", stateGrad.output, BH);
+    detail::requireSize("lastStepStateGrad.output", stateGrad.output, BR);
   if (!stateGrad.cellState.empty())
     detail::requireSize("lastStepStateGrad.cellState", stateGrad.cellState, BH);
   LstmGrads r;
   r.inputGrad.assign(T * B * I, 0.0);
   r.inputWeightsGrad.assign(4 * I * H, 0.0);
-  r.outputWeightsGrad.assign(4 * H * H, 0.0);
+  r.outputWeightsGrad.assign(4 * R * H, 0.0);
   r.biasesGrad.assign(4 * H, 0.0);
+  r.projectionGrad.assign(H * m.P, 0.0);
   // The gradients flowing into h_t and c_t of the state, carried from step t+1 down to t.
-  std::vector<double> dh(BH, 0.0), dc(BH, 0.0);
+  std::vector<double> dh(BR, 0.0), dc(BH, 0.0);
   if (!stateGrad.output.empty())
     dh = stateGrad.output;
   if (!stateGrad.cellState.empty())
     dc = stateGrad.cellState;
   if (!m.outputFullSequence) // output is finalOutput
-    for (std::size_t k = 0; k < BH; ++k)
+    for (std::size_t k = 0; k < BR; ++k)
       dh[k] += outputGrad[k];
-  std::vector<double> dhTotal(H), dPhiC(H), dcNew(H), dGate(H);
+  std::vector<double> dhTotal(R), dm(H), dPhiC(H), dcNew(H), dGate(H);
   std::array<std::vector<double>, 4> delta; // d loss / d a_u for one row, gate ids
   delta.fill(std::vector<double>(H));
   for (std::size_t t = T; t-- > 0;) {
@@ -220,13 +241,22 @@ inline LstmGrads backward(const LstmModel &m, const LstmData &d, const LstmForwa
       const double *c = &fwd.newCellState[t * BH + b * H];
       const double *phiC = &fwd.phiNewCellState[t * BH + b * H];
       const double *cPrev = &fwd.cellState[t * BH + b * H];
-      const double *hPrev = &fwd.outputState[t * BH + b * H];
+      const double *hPrev = &fwd.outputState[t * BR + b * R];
+      const double *mOut = &fwd.cellOutput[t * BH + b * H];
       const double *x = &d.input[(t * B + b) * I];
-      double *dhRow = &dh[b * H], *dcRow = &dc[b * H];
+      double *dhRow = &dh[b * R], *dcRow = &dc[b * H];
+      for (std::size_t k = 0; k < R; ++k)
+        dhTotal[k] = dhRow[k] + (m.outputFullSequence ? outputGrad[t * BR + b * R + k] : 0.0);
+      for (std::size_t j = 0; j < H; ++j) { // dm = dh . Wp^T, dWp += m^T dh
+        dm[j] = m.P ? 0.0 : dhTotal[j];
+        for (std::size_t k = 0; k < m.P; ++k) {
+          dm[j] += dhTotal[k] * d.projection[j * m.P + k];
+          r.projectionGrad[j * m.P + k] += mOut[j] * dhTotal[k];
+        }
+      }
       for (std::size_t j = 0; j < H; ++j) {
-        dhTotal[j] = dhRow[j] + (m.outputFullSequence ? outputGrad[t * BH + b * H + j] : 0.0);
-        dGate[j] = dhTotal[j] * phiC[j]; // d o
-        dPhiC[j] = dhTotal[j] * o[j];
+        dGate[j] = dm[j] * phiC[j]; // d o
+        dPhiC[j] = dm[j] * o[j];
       }
       rnnref::backwardRow(m.recAct, at(fwd.preActivations, kOutput), o, dGate.data(),
                           delta[kOutput].data(), H, m.hardSigmoidGradient);
@@ -247,18 +277,18 @@ inline LstmGrads backward(const LstmModel &m, const LstmData &d, const LstmForwa
       gateBackward(kInput, m.recAct, g);
       gateBackward(kCandidate, m.act, i);
       gateBackward(kForget, m.recAct, cPrev);
-      for (std::size_t j = 0; j < H; ++j) {
+      for (std::size_t j = 0; j < H; ++j)
         dcRow[j] = dcNew[j] * f[j];
-        dhRow[j] = 0.0;
-      }
+      for (std::size_t k = 0; k < R; ++k)
+        dhRow[k] = 0.0;
       for (int gate = 0; gate < 4; ++gate) {
         const std::size_t s = m.slotOf(gate);
         const double *du = delta[gate].data();
         for (std::size_t j = 0; j < H; ++j) {
           r.biasesGrad[s * H + j] += du[j];
-          for (std::size_t k = 0; k < H; ++k) {
-            dhRow[k] += du[j] * d.outputWeights[(s * H + k) * H + j];
-            r.outputWeightsGrad[(s * H + k) * H + j] += hPrev[k] * du[j];
+          for (std::size_t k = 0; k < R; ++k) {
+            dhRow[k] += du[j] * d.outputWeights[(s * R + k) * H + j];
+            r.outputWeightsGrad[(s * R + k) * H + j] += hPrev[k] * du[j];
           }
           if (m.doInputWeightCalc)
             for (std::size_t k = 0; k < I; ++k) {
