@@ -436,6 +436,55 @@ public:
   }
 };
 
+// The projected LSTM's forward step after its product hNew = m_t . Wp: rows whose mask is
+// non-zero take `from` into `to` (the state h); the others keep their state (a row past its
+// length).
+template <class T> class RnnMaskedRows : public MultiVertex {
+public:
+  Vector<Input<Vector<T>>> from;
+  Vector<InOut<Vector<T>>> to;
+  Input<Vector<T>> mask;
+
+  bool compute(unsigned workerId) {
+    for (unsigned r = workerId; r < to.size(); r += numWorkers())
+      if (float(mask[r]) != 0.0f)
+        for (unsigned k = 0; k < to[r].size(); ++k)
+          to[r][k] = from[r][k];
+    return true;
+  }
+};
+
+// The projected LSTM's backward step before its product dm = dh . Wp^T: the gradient reaching
+// h_t, dh = dhMM + dhCarry (+ outGrad when hasOutGrad), summed in float and written to `dh`,
+// with dhCarry = 0. Rows whose mask is 0 write dh = 0 and carry dhCarry = dhMM + dhCarry, as
+// LstmCellBwd does for the layer without a projection.
+template <class T> class LstmProjectionGrad : public MultiVertex {
+public:
+  Vector<Input<Vector<T>>> outGrad;
+  Vector<Input<Vector<T>>> dhMM;
+  Vector<InOut<Vector<T>>> dhCarry;
+  Vector<Output<Vector<T>>> dh;
+  Input<Vector<T>> mask;
+  bool hasOutGrad;
+
+  bool compute(unsigned workerId) {
+    for (unsigned r = workerId; r < dh.size(); r += numWorkers()) {
+      const bool active = float(mask[r]) != 0.0f;
+      for (unsigned k = 0; k < dh[r].size(); ++k) {
+        const float carried = float(dhMM[r][k]) + float(dhCarry[r][k]);
+        if (!active) {
+          dh[r][k] = T(0.0f);
+          dhCarry[r][k] = T(carried);
+          continue;
+        }
+        dh[r][k] = T(carried + (hasOutGrad ? float(outGrad[r][k]) : 0.0f));
+        dhCarry[r][k] = T(0.0f);
+      }
+    }
+    return true;
+  }
+};
+
 // Rebuilds c_t from the saved gates for recomputationMode cellAndTanh: c_t = f c_{t-1} + i g,
 // cState holding c_{t-1} on entry and c_t on exit, cPrev receiving c_{t-1} and cOut c_t (the
 // sequences the backward pass reads). Rows whose mask is 0 keep cState and write zeros.
@@ -1072,5 +1121,9 @@ template class LstmCellBwd<float>;
 template class LstmCellBwd<half>;
 template class LstmCellRecompute<float>;
 template class LstmCellRecompute<half>;
+template class RnnMaskedRows<float>;
+template class RnnMaskedRows<half>;
+template class LstmProjectionGrad<float>;
+template class LstmProjectionGrad<half>;
 
 } // namespace aspen::nn

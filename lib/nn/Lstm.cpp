@@ -26,27 +26,38 @@ namespace {
 
 std::size_t inputSize(const LstmParams &p) { return p.rnn.layerSizes[0]; }
 std::size_t outputSize(const LstmParams &p) { return p.rnn.layerSizes[1]; }
+// The width of h (the projection's size, or H).
+std::size_t hSize(const LstmParams &p) { return detail::recurrentSize(p); }
+// params.rnn with h's width as the layer's output size: the sequences and states of h.
+rnn::RnnParams hParams(const LstmParams &p) {
+  rnn::RnnParams r = p.rnn;
+  r.layerSizes[1] = hSize(p);
+  return r;
+}
 
 } // namespace
 
 std::uint64_t getBasicLstmCellFwdFlops(const LstmParams &params) {
   const std::uint64_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
   const std::uint64_t I = params.rnn.layerSizes.at(0), H = params.rnn.layerSizes.at(1);
-  const std::uint64_t products = 2 * 4 * H * ((params.doInputWeightCalc ? I : 0) + H);
-  return T * B * (products + 4 * H + 3 * H + H);
+  const std::uint64_t R = hSize(params), P = params.projSize;
+  const std::uint64_t products = 2 * 4 * H * ((params.doInputWeightCalc ? I : 0) + R);
+  return T * B * (products + 4 * H + 3 * H + H + 2 * H * P);
 }
 
 std::uint64_t getBasicLstmCellBwdFlops(const LstmParams &params) {
   const std::uint64_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
   const std::uint64_t I = params.rnn.layerSizes.at(0), H = params.rnn.layerSizes.at(1);
-  const std::uint64_t products = 2 * 4 * H * (H + (params.calcInputGradients ? I : 0));
-  return T * B * (products + 10 * H);
+  const std::uint64_t R = hSize(params), P = params.projSize;
+  const std::uint64_t products = 2 * 4 * H * (R + (params.calcInputGradients ? I : 0));
+  return T * B * (products + 10 * H + 2 * H * P);
 }
 
 std::uint64_t getBasicLstmCellWuFlops(const LstmParams &params) {
   const std::uint64_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
   const std::uint64_t I = params.rnn.layerSizes.at(0), H = params.rnn.layerSizes.at(1);
-  return T * B * (2 * 4 * H * (I + H) + 4 * H);
+  const std::uint64_t R = hSize(params), P = params.projSize;
+  return T * B * (2 * 4 * H * (I + R) + 4 * H + 2 * H * P);
 }
 
 std::vector<std::pair<linalg::MatMulParams, OptionFlags>>
@@ -54,7 +65,7 @@ getMatMulPrePlanParameters(LstmParams params, OptionFlags options) {
   detail::checkParams(params, "lstm::getMatMulPrePlanParameters");
   const Type t = params.rnn.dataType;
   const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
-  const std::size_t I = inputSize(params), H = outputSize(params);
+  const std::size_t I = inputSize(params), H = outputSize(params), R = hSize(params);
   bool inferenceOnly = false;
   std::optional<bool> preCalc; // when not given the layer chooses (by memory): list both forms
   std::string partials = "float";
@@ -79,20 +90,26 @@ getMatMulPrePlanParameters(LstmParams params, OptionFlags options) {
   std::vector<std::pair<linalg::MatMulParams, OptionFlags>> out;
   const std::size_t weighed = params.doInputWeightCalc ? I : 0;
   if (!preCalc || !*preCalc)
-    out.push_back(mm({B, weighed + H}, {weighed + H, 4 * H}, "TRAINING_FWD"));
+    out.push_back(mm({B, weighed + R}, {weighed + R, 4 * H}, "TRAINING_FWD"));
   if ((!preCalc || *preCalc) && params.doInputWeightCalc) {
     out.push_back(mm({T * B, I}, {I, 4 * H}, "TRAINING_FWD"));
-    out.push_back(mm({B, H}, {H, 4 * H}, "TRAINING_FWD"));
+    out.push_back(mm({B, R}, {R, 4 * H}, "TRAINING_FWD"));
   }
+  if (params.projSize) // h_t = m_t . Wp
+    out.push_back(mm({B, H}, {H, R}, "TRAINING_FWD"));
   if (!inferenceOnly) {
     // Each backward step: delta . Wo^T (and Wi^T when the input gradient is taken in the loop);
     // the input gradient of all steps at once; the weight update over all steps.
-    out.push_back(mm({B, 4 * H}, {4 * H, H}, "TRAINING_BWD"));
+    out.push_back(mm({B, 4 * H}, {4 * H, R}, "TRAINING_BWD"));
     if (params.calcInputGradients) {
-      out.push_back(mm({B, 4 * H}, {4 * H, I + H}, "TRAINING_BWD"));
+      out.push_back(mm({B, 4 * H}, {4 * H, I + R}, "TRAINING_BWD"));
       out.push_back(mm({T * B, 4 * H}, {4 * H, I}, "TRAINING_BWD"));
     }
-    out.push_back(mm({I + H + 1, T * B}, {T * B, 4 * H}, "TRAINING_WU"));
+    out.push_back(mm({I + R + 1, T * B}, {T * B, 4 * H}, "TRAINING_WU"));
+    if (params.projSize) { // dm = dh . Wp^T a step; dWp = M^T . dH after the loop
+      out.push_back(mm({B, R}, {R, H}, "TRAINING_BWD"));
+      out.push_back(mm({H, T * B}, {T * B, R}, "TRAINING_WU"));
+    }
   }
   return out;
 }
@@ -115,7 +132,7 @@ Tensor createInput(Graph &graph, const LstmParams &params, const DebugContext &d
 Tensor createInitialOutput(Graph &graph, const LstmParams &params, const DebugContext &debug,
                            const OptionFlags &options, linalg::PlanningCache *) {
   const auto opts = creationOptions(graph, params, options, "lstm::createInitialOutput");
-  return rnn::createInitialState(graph, params.rnn, true, 1, opts.numShards, debug)[0];
+  return rnn::createInitialState(graph, hParams(params), true, 1, opts.numShards, debug)[0];
 }
 
 Tensor createInitialCellState(Graph &graph, const LstmParams &params, const DebugContext &debug,
@@ -141,18 +158,30 @@ std::pair<Tensor, Tensor> createWeightsKernel(Graph &graph, const LstmParams &pa
                                               const OptionFlags &options,
                                               linalg::PlanningCache *) {
   const auto opts = creationOptions(graph, params, options, "lstm::createWeightsKernel");
-  const std::size_t I = inputSize(params), H = outputSize(params);
+  const std::size_t I = inputSize(params), H = outputSize(params), R = hSize(params);
   const Type t = params.rnn.dataType;
   if (opts.preCalcWeights) {
     Tensor wi = graph.addVariable(t, {I, 4 * H}, {debug, "inputWeights"});
-    Tensor wo = graph.addVariable(t, {H, 4 * H}, {debug, "outputWeights"});
+    Tensor wo = graph.addVariable(t, {R, 4 * H}, {debug, "outputWeights"});
     util::mapTensorLinearly(graph, wi);
     util::mapTensorLinearly(graph, wo);
     return {detail::fromMatrix(wi), detail::fromMatrix(wo)};
   }
-  Tensor w = graph.addVariable(t, {I + H, 4 * H}, {debug, "weights"});
+  Tensor w = graph.addVariable(t, {I + R, 4 * H}, {debug, "weights"});
   util::mapTensorLinearly(graph, w);
-  return {detail::fromMatrix(w.slice(0, I, 0)), detail::fromMatrix(w.slice(I, I + H, 0))};
+  return {detail::fromMatrix(w.slice(0, I, 0)), detail::fromMatrix(w.slice(I, I + R, 0))};
+}
+
+Tensor createWeightsProjection(Graph &graph, const LstmParams &params, const DebugContext &debug,
+                               const OptionFlags &options, linalg::PlanningCache *) {
+  creationOptions(graph, params, options, "lstm::createWeightsProjection");
+  if (params.projSize == 0)
+    throw invalid_option("lstm::createWeightsProjection: params.projSize is 0, so the layer has "
+                         "no projection");
+  Tensor p = graph.addVariable(params.rnn.dataType, {outputSize(params), params.projSize},
+                               {debug, "projection"});
+  util::mapTensorLinearly(graph, p);
+  return p;
 }
 
 Tensor createWeightsBiases(Graph &graph, const LstmParams &params, const DebugContext &debug,
@@ -166,7 +195,10 @@ Tensor createWeightsBiases(Graph &graph, const LstmParams &params, const DebugCo
 LstmWeights createWeights(Graph &graph, const LstmParams &params, const DebugContext &debug,
                           const OptionFlags &options, linalg::PlanningCache *cache) {
   auto [wi, wo] = createWeightsKernel(graph, params, debug, options, cache);
-  return {wi, wo, createWeightsBiases(graph, params, debug, options, cache)};
+  LstmWeights w{wi, wo, createWeightsBiases(graph, params, debug, options, cache), Tensor()};
+  if (params.projSize)
+    w.projection = createWeightsProjection(graph, params, debug, options, cache);
+  return w;
 }
 
 namespace detail {
@@ -191,13 +223,18 @@ void checkWeights(const LstmParams &params, const LstmWeights &w, const std::str
   const std::size_t I = inputSize(params), H = outputSize(params);
   const Type t = params.rnn.dataType;
   checkShape(w.inputWeights, {4, I, H}, t, what + ": weights.inputWeights");
-  checkShape(w.outputWeights, {4, H, H}, t, what + ": weights.outputWeights");
+  checkShape(w.outputWeights, {4, hSize(params), H}, t, what + ": weights.outputWeights");
   checkShape(w.biases, {4, H}, t, what + ": weights.biases");
+  if (params.projSize)
+    checkShape(w.projection, {H, params.projSize}, t, what + ": weights.projection");
+  else if (w.projection.valid())
+    throw invalid_option(what + ": weights.projection is given, but params.projSize is 0 (no "
+                                "projection)");
 }
 
 void checkState(const LstmParams &params, const LstmState &s, const std::string &what) {
   const std::size_t B = params.rnn.batchSize, H = outputSize(params);
-  checkShape(s.output, {B, H}, params.rnn.dataType, what + ".output");
+  checkShape(s.output, {B, hSize(params)}, params.rnn.dataType, what + ".output");
   checkShape(s.cellState, {B, H}, params.rnn.dataType, what + ".cellState");
 }
 
@@ -216,7 +253,7 @@ std::pair<Tensor, Tensor> stepProducts(Graph &g, const LstmParams &params, bool 
                                        const Tensor &w, const Tensor &wo,
                                        const OptionFlags &mmOptions, Sequence &step,
                                        const DebugContext &dbg, linalg::PlanningCache *cache) {
-  const std::size_t B = params.rnn.batchSize, I = inputSize(params), H = outputSize(params);
+  const std::size_t B = params.rnn.batchSize, I = inputSize(params), H = hSize(params);
   if (preCalc) // the cell adds the step's pre-weighted input to h . Wo
     return {linalg::matMul(g, h, wo, step, {dbg, "recurrent"}, mmOptions, cache),
             slice.interimIn};
@@ -252,11 +289,11 @@ std::pair<Tensor, Tensor> forward(Graph &graph, const LstmParams &params, const 
     linalg::matMulWithOutput(graph, in.reshape({T * B, I}), wi, weighted.reshape({T * B, 4 * H}),
                              prog, {debug, "weighInput"}, mmOptions, cache);
   }
-  const Tensor w = concat(wi, wo, 0); // [I+H, 4H]
+  const Tensor w = concat(wi, wo, 0); // [I+R, 4H]
 
   Tensor outSeq;
   if (fullSequence)
-    outSeq = rnn::createOutputTensor(graph, params.rnn, opts.numShards, {debug, "output"});
+    outSeq = rnn::createOutputTensor(graph, hParams(params), opts.numShards, {debug, "output"});
   Tensor interSeq;
   if (inter && layout.count() > 0) {
     interSeq = rnn::detail::addSequence(graph, t, T * layout.count(), B, H, opts.numShards,
@@ -274,9 +311,18 @@ std::pair<Tensor, Tensor> forward(Graph &graph, const LstmParams &params, const 
     return fusedForward(graph, params, opts, stateInit, weights,
                         weighInput && !preCalc ? in : Tensor(), preCalc ? weighted : Tensor(),
                         outSeq, interSeq, inter ? layout : InterLayout{}, prog, debug);
-  Tensor scratchOut; // the cell's per-step output when the sequence is not kept
+  Tensor scratchOut; // the step's output h_t when the sequence is not kept
   if (!fullSequence)
-    scratchOut = rnn::detail::addStep(graph, t, B, H, {debug, "stepOutput"});
+    scratchOut = rnn::detail::addStep(graph, t, B, hSize(params), {debug, "stepOutput"});
+  // A projected step: the cell writes m_t (mState, and mOut, zero past a row's length), then
+  // h_t = mOut . Wp, taken into the state h by the rows still running.
+  const bool projected = params.projSize != 0;
+  Tensor mState, mOut;
+  if (projected) {
+    mState = rnn::detail::addStep(graph, t, B, H, {debug, "cellOutputState"});
+    mOut = rnn::detail::addStep(graph, t, B, H, {debug, "cellOutput"});
+  }
+  const InterLayout saved = inter ? layout : InterLayout{};
 
   std::vector<Tensor> inputs;
   if (weighInput && !preCalc)
@@ -291,9 +337,21 @@ std::pair<Tensor, Tensor> forward(Graph &graph, const LstmParams &params, const 
     const auto [pre, preIn] =
         stepProducts(g, params, preCalc, h, slice, w, wo, mmOptions, step, dbg, cache);
     ComputeSet cs = g.addComputeSet({dbg, "cell"});
-    addCellFwd(g, params, cs, pre, preIn, weights.biases, c, h, stepOut, stepInter,
-               inter ? layout : InterLayout{}, flags.mask);
+    const InterLayout cellPart = saved.cellPart();
+    addCellFwd(g, params, cs, pre, preIn, weights.biases, c, projected ? mState : h,
+               projected ? mOut : stepOut,
+               stepInter.valid() ? stepInter.slice(0, cellPart.count(), 0) : stepInter, cellPart,
+               flags.mask);
     step.add(Execute(cs));
+    if (!projected)
+      return step;
+    linalg::matMulWithOutput(g, mOut, weights.projection, stepOut, step, {dbg, "projection"},
+                             mmOptions, cache);
+    ComputeSet keep = g.addComputeSet({dbg, "projectedState"});
+    addMaskedRows(g, params, keep, stepOut, h, flags.mask);
+    step.add(Execute(keep));
+    if (stepInter.valid() && saved.saveH) // h_t in the first P columns of its slot
+      step.add(Copy(stepOut, stepInter[saved.count() - 1].slice(0, params.projSize, 1)));
     return step;
   };
   OptionFlags rnnOptions{{"codeReuse", opts.codeReuse ? "true" : "false"}};

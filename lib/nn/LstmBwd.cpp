@@ -34,7 +34,7 @@ void accumulateWeightGrads(Graph &graph, const LstmParams &params, const LstmOpt
                            const Tensor &acc, Sequence &prog, const DebugContext &debug,
                            linalg::PlanningCache *cache) {
   const std::size_t B = params.rnn.batchSize, n = deltaRows.dim(0) / B;
-  const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
+  const std::size_t I = params.rnn.layerSizes[0], R = recurrentSize(params);
   const Type t = params.rnn.dataType;
   const std::size_t rows = n * B;
   auto constant = [&](float value, std::size_t cols, const char *what) {
@@ -43,7 +43,7 @@ void accumulateWeightGrads(Graph &graph, const LstmParams &params, const LstmOpt
     return c.broadcast(static_cast<unsigned>(rows), 0).broadcast(static_cast<unsigned>(cols), 1);
   };
   const Tensor xPart = x.valid() ? x.reshape({rows, I}) : constant(0.0f, I, "noInput");
-  const Tensor a = concat({xPart, hPrev.reshape({rows, H}), constant(1.0f, 1, "ones")}, 1);
+  const Tensor a = concat({xPart, hPrev.reshape({rows, R}), constant(1.0f, 1, "ones")}, 1);
   linalg::matMulAcc(graph, acc, 1.0f, a.transpose(), deltaRows, prog, {debug, "weightUpdate"},
                     matMulOptions(opts, "TRAINING_WU"), cache);
 }
@@ -64,12 +64,13 @@ void checkBwdArguments(const LstmParams &params, const LstmOptions &opts,
                        const LstmWeights &weights, const Tensor &input, const Tensor &output,
                        const Tensor *outputGrad, const BwdRequest &req, const std::string &what) {
   const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
-  const std::size_t H = params.rnn.layerSizes[1];
+  const std::size_t H = params.rnn.layerSizes[1], R = recurrentSize(params);
   checkState(params, fwdStateInit, what + ": fwdStateInit");
   checkWeights(params, weights, what);
   checkInput(params, input, what + ": input");
-  const std::vector<std::size_t> outShape =
-      params.outputFullSequence ? std::vector<std::size_t>{T, B, H} : std::vector<std::size_t>{B, H};
+  const std::vector<std::size_t> outShape = params.outputFullSequence
+                                               ? std::vector<std::size_t>{T, B, R}
+                                               : std::vector<std::size_t>{B, R};
   auto checkLike = [&](const Tensor &t, const std::vector<std::size_t> &shape,
                        const std::string &name) {
     if (!t.valid() || t.shape() != shape || t.elementType() != params.rnn.dataType)
@@ -100,7 +101,7 @@ void checkBwdArguments(const LstmParams &params, const LstmOptions &opts,
     throw invalid_option(what + ": inputGrad was asked for, but params.calcInputGradients is "
                                 "false");
   if (req.lastOutputGrad)
-    checkLike(*req.lastOutputGrad, {B, H}, "lastStepStateGrad.output");
+    checkLike(*req.lastOutputGrad, {B, R}, "lastStepStateGrad.output");
   if (req.lastCellGrad)
     checkLike(*req.lastCellGrad, {B, H}, "the last cell state's gradient");
 }
@@ -133,10 +134,19 @@ Tensor transposeOnce(Graph &graph, const Tensor &m, Sequence &prog, const DebugC
   return mt;
 }
 
+// h_t of every step from the intermediates of a layer that keeps only its last output: their
+// last slot ([T, B, H]; its first P columns with a projection).
+Tensor savedOutputs(const LstmParams &params, const InterLayout &layout, const Tensor &inter) {
+  return inter.slice(layout.count() - 1, layout.count(), 1)
+      .squeeze({1})
+      .slice(0, recurrentSize(params), 2);
+}
+
 // What the backward cell reads of the forward: the gates [T, 4, B, H], the cell values
 // [T, 2, B, H] (phi(c_t) or, rawCell, c_t; then c_{t-1}) and h_t for every step.
 struct SavedForward {
   Tensor gates, cellSeq, hSeq;
+  Tensor mSeq; // [T, B, H]: m_t = o*phi(c_t), with a projection
   bool rawCell = false;
 };
 
@@ -171,14 +181,18 @@ SavedForward savedForward(Graph &graph, const LstmParams &params, const LstmOpti
   if (opts.recomputation == Recomputation::Full) {
     // Run the forward pass again, keeping everything, before going backwards.
     Tensor inter;
-    const InterLayout keepAll{2, false};
+    const InterLayout keepAll{2, params.projSize != 0, false};
     auto fwd = forward(graph, params, opts, fwdStateInit, weights, input, keepAll, &inter, true,
                        prog, {debug, "recompute"}, cache);
     saved.gates = inter.slice(0, 4, 1);
     saved.cellSeq = inter.slice(4, 6, 1);
+    if (keepAll.saveM)
+      saved.mSeq = inter.slice(6, 7, 1).squeeze({1});
     saved.hSeq = fwd.first;
     return saved;
   }
+  if (layout.saveM)
+    saved.mSeq = fwdIntermediates.slice(layout.cellSlots(), layout.cellSlots() + 1, 1).squeeze({1});
   saved.gates = fwdIntermediates.slice(0, 4, 1);
   if (layout.saveMode == 2) {
     saved.cellSeq = fwdIntermediates.slice(4, 6, 1);
@@ -187,9 +201,7 @@ SavedForward savedForward(Graph &graph, const LstmParams &params, const LstmOpti
     saved.cellSeq =
         recomputeCells(graph, params, opts, saved.gates, fwdStateInit.cellState, prog, debug);
   }
-  saved.hSeq = params.outputFullSequence
-                   ? output
-                   : fwdIntermediates.slice(layout.count() - 1, layout.count(), 1).squeeze({1});
+  saved.hSeq = params.outputFullSequence ? output : savedOutputs(params, layout, fwdIntermediates);
   return saved;
 }
 
@@ -199,21 +211,26 @@ std::vector<Tensor> initialGradients(Graph &graph, const LstmParams &params,
                                      const Tensor &outputGrad, const BwdRequest &req,
                                      Sequence &prog, const DebugContext &debug) {
   const std::size_t B = params.rnn.batchSize, H = params.rnn.layerSizes[1];
-  auto zeros = [&](const char *what) {
-    Tensor z = rnn::detail::addStep(graph, params.rnn.dataType, B, H, {debug, what});
+  const std::size_t R = recurrentSize(params);
+  auto zeros = [&](const char *what, std::size_t size) {
+    Tensor z = rnn::detail::addStep(graph, params.rnn.dataType, B, size, {debug, what});
     ops::zero(graph, z, prog, {debug, what});
     return z;
   };
-  Tensor dhCarry = zeros("dhInit");
+  Tensor dhCarry = zeros("dhInit", R);
   if (req.lastOutputGrad)
     prog.add(Copy(*req.lastOutputGrad, dhCarry));
   if (!params.outputFullSequence)
     ops::addInPlace(graph, dhCarry, outputGrad, prog, {debug, "outputGrad"});
-  Tensor dc = zeros("dcInit");
+  Tensor dc = zeros("dcInit", H);
   if (req.lastCellGrad)
     prog.add(Copy(*req.lastCellGrad, dc));
-  Tensor dhMM = zeros("dhMMInit");
-  return {dhCarry, dc, dhMM};
+  Tensor dhMM = zeros("dhMMInit", R);
+  if (params.projSize == 0)
+    return {dhCarry, dc, dhMM};
+  // A projected layer's cell takes dm = dh . Wp^T as its dhMM and this as its dhCarry, which
+  // stays zero (LstmProjectionGrad carries dh past a row's length instead).
+  return {dhCarry, dc, dhMM, zeros("dmCarry", H)};
 }
 
 // How the backward runs, and the tensors its phases share.
@@ -223,6 +240,9 @@ struct BwdPlan {
   bool productWithInput = false, inputGradAfterLoop = false, inputGradInLoop = false;
   PersistentChoice persistent;
   Tensor inputGradSeq, acc, hPrevSeq, deltaRowsSeq, wT;
+  // A projected layer: Wp^T [P, H], every step's dh_t [T, B, P] when it is kept (for dWp or
+  // bwdIntermediates), and the step's dm = dh . Wp^T.
+  Tensor projT, dhSeq, dm;
   OptionFlags mmOptions;
 };
 
@@ -232,6 +252,7 @@ BwdPlan planBackward(Graph &graph, const LstmParams &params, const LstmOptions &
                      const DebugContext &debug) {
   const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
   const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
+  const std::size_t R = recurrentSize(params);
   const Type t = params.rnn.dataType;
   BwdPlan p;
   p.wantInputGrad = req.inputGrad != nullptr;
@@ -244,7 +265,7 @@ BwdPlan planBackward(Graph &graph, const LstmParams &params, const LstmOptions &
   p.doWU = req.weightsGrad != nullptr;
   p.k = p.doWU ? chooseStepsPerWU(graph, params, opts) : 0;
   if (p.doWU) {
-    p.acc = graph.addVariable(opts.accumulatorsType, {I + H + 1, 4 * H}, {debug, "weightGrads"});
+    p.acc = graph.addVariable(opts.accumulatorsType, {I + R + 1, 4 * H}, {debug, "weightGrads"});
     util::mapTensorLinearly(graph, p.acc);
     ops::zero(graph, p.acc, prog, {debug, "zeroWeightGrads"});
     p.hPrevSeq = rnn::shiftRnnTensor(graph, params.rnn, saved.hSeq, fwdStateInit.output, prog,
@@ -284,6 +305,12 @@ BwdPlan planBackward(Graph &graph, const LstmParams &params, const LstmOptions &
                                                   asMatrix(weights.outputWeights), 0)
                                          : asMatrix(weights.outputWeights),
                        prog, {debug, "weightsTransposed"});
+  if (params.projSize) {
+    p.projT = transposeOnce(graph, weights.projection, prog, {debug, "projectionTransposed"});
+    p.dm = rnn::detail::addStep(graph, t, B, H, {debug, "dm"});
+    if (p.doWU || req.bwdIntermediates)
+      p.dhSeq = rnn::detail::addSequence(graph, t, T, B, R, opts.numShards, {debug, "dh"});
+  }
   return p;
 }
 
@@ -297,6 +324,7 @@ std::vector<Tensor> stepLoop(Graph &graph, const LstmParams &params, const LstmO
   const std::size_t B = params.rnn.batchSize, H = params.rnn.layerSizes[1];
   const Type t = params.rnn.dataType;
   const bool full = params.outputFullSequence;
+  const bool projected = params.projSize != 0;
   auto body = [&](Graph &g, const rnn::TimeStepState &, const rnn::RnnBatchwiseFlags &flags,
                   std::vector<Tensor> &state, const rnn::RnnSlice &slice, std::vector<Tensor> &,
                   Sequence *, const DebugContext &dbg) {
@@ -312,9 +340,25 @@ std::vector<Tensor> stepLoop(Graph &graph, const LstmParams &params, const LstmO
                                            : rnn::detail::addStep(g, t, B, 4 * H, {dbg, "delta"});
       deltaGates = deltaRows.reshape({B, 4, H}).dimShuffle({1, 0, 2});
     }
+    // The cell's incoming gradient: dh (outGrad + dhMM + dhCarry), or with a projection
+    // dm = dh . Wp^T, dh formed (and kept) first.
+    Tensor cellOutGrad = full ? slice.inputs[2] : Tensor(), cellMM = mm, cellCarry = carry;
+    if (projected) {
+      const Tensor dh = p.dhSeq.valid() ? slice.outputs.back()
+                                        : rnn::detail::addStep(g, t, B, params.projSize,
+                                                               {dbg, "dh"});
+      ComputeSet dhCs = g.addComputeSet({dbg, "projectionGrad"});
+      addProjectionGrad(g, params, dhCs, cellOutGrad, mm, carry, dh, flags.mask);
+      step.add(Execute(dhCs));
+      linalg::matMulWithOutput(g, dh, p.projT, p.dm, step, {dbg, "cellOutputGrad"}, p.mmOptions,
+                               cache);
+      cellOutGrad = Tensor();
+      cellMM = p.dm;
+      cellCarry = state[3];
+    }
     ComputeSet cs = g.addComputeSet({dbg, "cellGrad"});
-    addCellBwd(g, params, opts, cs, slice.inputs[0], slice.inputs[1], saved.rawCell,
-               full ? slice.inputs[2] : Tensor(), mm, carry, dcState, deltaGates, flags.mask);
+    addCellBwd(g, params, opts, cs, slice.inputs[0], slice.inputs[1], saved.rawCell, cellOutGrad,
+               cellMM, cellCarry, dcState, deltaGates, flags.mask);
     step.add(Execute(cs));
     linalg::matMulWithOutput(g, deltaRows, p.wT,
                              p.inputGradInLoop ? concat(slice.outputs[0], mm, 1) : mm, step,
@@ -359,16 +403,52 @@ std::vector<Tensor> stepLoop(Graph &graph, const LstmParams &params, const LstmO
   } else if (deltaRowsSeq.valid()) {
     spec.interimOut = &deltaRowsSeq;
   }
+  if (p.dhSeq.valid())
+    spec.outputs.push_back(p.dhSeq); // the last output: the body writes dh_t there
   return rnn::detail::runLoop(graph, spec, prog, {debug, "loop"});
+}
+
+// A projected layer's bwdIntermediates slot 4, [T, 1, B, H]: dh_t [T, B, P] in the first P
+// columns, zeros after.
+Tensor projectedGradSlot(Graph &graph, const LstmParams &params, const Tensor &dhSeq,
+                         const DebugContext &debug) {
+  const std::size_t T = dhSeq.dim(0), B = dhSeq.dim(1), H = params.rnn.layerSizes[1];
+  Tensor zero = graph.addConstant<float>(params.rnn.dataType, {1, 1, 1, 1}, 0.0f,
+                                         {debug, "projectedGradPadding"});
+  graph.setTileMapping(zero, 0);
+  const Tensor padding = zero.broadcast(static_cast<unsigned>(T), 0)
+                             .broadcast(static_cast<unsigned>(B), 2)
+                             .broadcast(static_cast<unsigned>(H - params.projSize), 3);
+  return concat(dhSeq.expand({1}), padding, 3);
+}
+
+// dWp = sum_t m_t^T dh_t [H, P], accumulated in the weight accumulators' type: mSeq [T, B, H],
+// dhSeq [T, B, P] (zero past each row's length).
+Tensor projectionGrad(Graph &graph, const LstmParams &params, const LstmOptions &opts,
+                      const Tensor &mSeq, const Tensor &dhSeq, Sequence &prog,
+                      const DebugContext &debug, linalg::PlanningCache *cache) {
+  const std::size_t rows = mSeq.dim(0) * mSeq.dim(1), H = params.rnn.layerSizes[1];
+  const std::size_t P = params.projSize;
+  const Type t = params.rnn.dataType;
+  Tensor acc = graph.addVariable(opts.accumulatorsType, {H, P}, {debug, "projectionGradAcc"});
+  util::mapTensorLinearly(graph, acc);
+  ops::zero(graph, acc, prog, {debug, "projectionGradAcc"});
+  linalg::matMulAcc(graph, acc, 1.0f, mSeq.reshape({rows, H}).transpose(),
+                    dhSeq.reshape({rows, P}), prog, {debug, "projectionGrad"},
+                    matMulOptions(opts, "TRAINING_WU"), cache);
+  if (acc.elementType() == t)
+    return acc;
+  return ops::cast(graph, acc, t, prog, {debug, "projectionGrad"});
 }
 
 // After the loop: the input gradient, the kept gate gradients and the weight update's results.
 void finishBackward(Graph &graph, const LstmParams &params, const LstmOptions &opts,
-                    const BwdPlan &p, const BwdRequest &req, const LstmWeights &weights,
-                    const Tensor &input, Sequence &prog, const DebugContext &debug,
-                    linalg::PlanningCache *cache) {
+                    const BwdPlan &p, const BwdRequest &req, const SavedForward &saved,
+                    const LstmWeights &weights, const Tensor &input, Sequence &prog,
+                    const DebugContext &debug, linalg::PlanningCache *cache) {
   const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
   const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
+  const std::size_t R = recurrentSize(params);
   const Type t = params.rnn.dataType;
   if (p.wantInputGrad) {
     if (p.inputGradAfterLoop) {
@@ -382,8 +462,11 @@ void finishBackward(Graph &graph, const LstmParams &params, const LstmOptions &o
     }
     *req.inputGrad = p.inputGradSeq;
   }
-  if (req.bwdIntermediates) // [T, B, 4H] -> [T, 4, B, H]
+  if (req.bwdIntermediates) // [T, B, 4H] -> [T, 4, B, H] (and dh_t: projectedGradSlot)
     *req.bwdIntermediates = p.deltaRowsSeq.reshape({T, B, 4, H}).dimShuffle({0, 2, 1, 3});
+  if (req.bwdIntermediates && params.projSize)
+    *req.bwdIntermediates =
+        concat(*req.bwdIntermediates, projectedGradSlot(graph, params, p.dhSeq, debug), 1);
   if (!p.doWU)
     return;
   if (!p.interleaved)
@@ -402,8 +485,11 @@ void finishBackward(Graph &graph, const LstmParams &params, const LstmOptions &o
   };
   req.weightsGrad->inputWeights = result(p.acc.slice(0, I, 0), {4, I, H}, "inputWeightsGrad");
   req.weightsGrad->outputWeights =
-      result(p.acc.slice(I, I + H, 0), {4, H, H}, "outputWeightsGrad");
-  req.weightsGrad->biases = result(p.acc.slice(I + H, I + H + 1, 0), {4, H}, "biasesGrad");
+      result(p.acc.slice(I, I + R, 0), {4, R, H}, "outputWeightsGrad");
+  req.weightsGrad->biases = result(p.acc.slice(I + R, I + R + 1, 0), {4, H}, "biasesGrad");
+  if (params.projSize)
+    req.weightsGrad->projection =
+        projectionGrad(graph, params, opts, saved.mSeq, p.dhSeq, prog, debug, cache);
 }
 
 LstmState backward(Graph &graph, const LstmParams &params, const LstmOptions &opts,
@@ -440,7 +526,7 @@ LstmState backward(Graph &graph, const LstmParams &params, const LstmOptions &op
   } else {
     state = stepLoop(graph, params, opts, p, saved, input, outputGrad, state, prog, debug, cache);
   }
-  finishBackward(graph, params, opts, p, req, weights, input, prog, debug, cache);
+  finishBackward(graph, params, opts, p, req, saved, weights, input, prog, debug, cache);
   Tensor initialOutputGrad =
       ops::add(graph, state[2], state[0], prog, {debug, "initialOutputGrad"});
   return {initialOutputGrad, state[1]};
@@ -489,6 +575,8 @@ BwdRequest lastStateRequest(const LstmState *lastStepStateGrad) {
 unsigned chooseStepsPerWU(const Graph &graph, const LstmParams &params, const LstmOptions &opts) {
   const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
   const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
+  if (params.projSize != 0) // a projected layer's weight update runs after the loop
+    return 0;
   if (opts.stepsPerWU) {
     const unsigned k = rnn::detail::stepsPerWUWithin(*opts.stepsPerWU, T);
     if (opts.disableWUPartialInterleaving && k > 1)
@@ -561,26 +649,29 @@ LstmWeights lstmWU(Graph &graph, const LstmParams &params, Sequence &prog,
                             nullptr, {}, what);
   const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
   const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
-  if (!bwdIntermediates.valid() || bwdIntermediates.shape() != std::vector<std::size_t>{T, 4, B, H})
-    throw shape_error(fmt::format("{}: bwdIntermediates must have shape {{{},4,{},{}}}, not {}",
-                                  what, T, B, H,
+  const std::size_t R = detail::recurrentSize(params), slots = params.projSize ? 5 : 4;
+  if (!bwdIntermediates.valid() ||
+      bwdIntermediates.shape() != std::vector<std::size_t>{T, slots, B, H})
+    throw shape_error(fmt::format("{}: bwdIntermediates must have shape {{{},{},{},{}}}{}, not {}",
+                                  what, T, slots, B, H,
+                                  params.projSize ? " (a projected layer's)" : "",
                                   bwdIntermediates.valid() ? bwdIntermediates.shapeToString()
                                                            : "an invalid tensor"));
   const auto layout = detail::interLayout(params, opts.recomputation);
   const rnn::detail::RunOrder order{graph, params.rnn, opts.reverse, prog, debug};
-  const Tensor hSeq =
-      params.outputFullSequence
-          ? order(output, "out")
-          : fwdIntermediates.slice(layout.count() - 1, layout.count(), 1).squeeze({1});
+  const Tensor hSeq = params.outputFullSequence
+                          ? order(output, "out")
+                          : detail::savedOutputs(params, layout, fwdIntermediates);
   const Tensor hPrev = rnn::shiftRnnTensor(graph, params.rnn, hSeq, fwdStateInit.output, prog,
                                            opts.numShards, {debug, "hPrev"});
-  Tensor acc = graph.addVariable(opts.accumulatorsType, {I + H + 1, 4 * H}, {debug, "acc"});
+  Tensor acc = graph.addVariable(opts.accumulatorsType, {I + R + 1, 4 * H}, {debug, "acc"});
   util::mapTensorLinearly(graph, acc);
   ops::zero(graph, acc, prog, {debug, "zero"});
   const Tensor x = params.doInputWeightCalc ? order(input, "in") : Tensor();
   detail::accumulateWeightGrads(graph, params, opts, x,
                                 hPrev,
-                                bwdIntermediates.dimShuffle({0, 2, 1, 3}).reshape({T * B, 4 * H}),
+                                bwdIntermediates.slice(0, 4, 1).dimShuffle({0, 2, 1, 3})
+                                    .reshape({T * B, 4 * H}),
                                 acc, prog, debug, cache);
   LstmWeights grads;
   auto result = [&](const Tensor &view, std::vector<std::size_t> shape, const char *name) {
@@ -594,8 +685,15 @@ LstmWeights lstmWU(Graph &graph, const LstmParams &params, Sequence &prog,
   };
   grads.inputWeights = result(detail::fromMatrix(acc.slice(0, I, 0)), {4, I, H}, "inputWeightsGrad");
   grads.outputWeights =
-      result(detail::fromMatrix(acc.slice(I, I + H, 0)), {4, H, H}, "outputWeightsGrad");
-  grads.biases = result(acc.slice(I + H, I + H + 1, 0).reshape({4, H}), {4, H}, "biasesGrad");
+      result(detail::fromMatrix(acc.slice(I, I + R, 0)), {4, R, H}, "outputWeightsGrad");
+  grads.biases = result(acc.slice(I + R, I + R + 1, 0).reshape({4, H}), {4, H}, "biasesGrad");
+  if (params.projSize) {
+    const std::size_t m = layout.cellSlots();
+    grads.projection = detail::projectionGrad(
+        graph, params, opts, fwdIntermediates.slice(m, m + 1, 1).squeeze({1}),
+        bwdIntermediates.slice(4, 5, 1).squeeze({1}).slice(0, params.projSize, 2), prog, debug,
+        cache);
+  }
   return grads;
 }
 

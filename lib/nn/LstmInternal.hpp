@@ -55,11 +55,20 @@ OptionFlags matMulOptions(const LstmOptions &opts, const char *pass);
 // slotOf[gate] = the slot (dim 0 index of the weights) holding canonical gate `gate`.
 std::array<unsigned, 4> slotsOf(const LstmParams &params);
 
+// The width of h: params.projSize with a projection, else H.
+inline std::size_t recurrentSize(const LstmParams &params) {
+  return params.projSize ? params.projSize : params.rnn.layerSizes[1];
+}
+
 // Saved forward intermediates per step: the layout of docs/recurrent.md.
 struct InterLayout {
   unsigned saveMode = 0; // 0 none, 1 gates, 2 gates + phi(c_t), c_{t-1}
-  bool saveH = false;
-  unsigned count() const { return (saveMode == 0 ? 0u : saveMode == 1 ? 4u : 6u) + (saveH ? 1u : 0u); }
+  bool saveM = false;    // m_t = o*phi(c_t) (a projected layer), after the saveMode slots
+  bool saveH = false;    // h_t, the last slot (its first P columns with a projection)
+  unsigned cellSlots() const { return saveMode == 0 ? 0u : saveMode == 1 ? 4u : 6u; }
+  unsigned count() const { return cellSlots() + (saveM ? 1u : 0u) + (saveH ? 1u : 0u); }
+  // What the cell vertex writes: its own output (m_t with a projection) as its "h" slot.
+  InterLayout cellPart() const { return saveM ? InterLayout{saveMode, false, true} : *this; }
 };
 InterLayout interLayout(const LstmParams &params, Recomputation mode);
 // True when the activation's gradient needs its input: the candidate slot then holds the
@@ -87,12 +96,21 @@ void addCellBwd(Graph &graph, const LstmParams &params, const LstmOptions &opts,
                 const Tensor &fwd, const Tensor &cell, bool rawCell, const Tensor &outGrad, const Tensor &dhMM,
                 const Tensor &dhCarry, const Tensor &dcState, const Tensor &delta,
                 const Tensor &mask);
+// The projected layer's steps: h = hNew in the rows whose mask is non-zero (RnnMaskedRows),
+// and the gradient reaching h_t from dhMM, dhCarry and outGrad (LstmProjectionGrad; outGrad may
+// be invalid), dhCarry updated as LstmCellBwd would.
+void addMaskedRows(Graph &graph, const LstmParams &params, ComputeSet cs, const Tensor &from,
+                   const Tensor &to, const Tensor &mask);
+void addProjectionGrad(Graph &graph, const LstmParams &params, ComputeSet cs,
+                       const Tensor &outGrad, const Tensor &dhMM, const Tensor &dhCarry,
+                       const Tensor &dh, const Tensor &mask);
 void addCellRecompute(Graph &graph, const LstmParams &params, ComputeSet cs, const Tensor &fwd,
                       const Tensor &cState, const Tensor &cPrev, const Tensor &cOut,
                       const Tensor &mask);
 
-// acc [I+H+1, 4H] += [x | hPrev | 1]^T . delta over n steps: x [n, B, I] (invalid when the
-// input is not weighted), hPrev [n, B, H], deltaRows [n*B, 4H] (column block s = slot s).
+// acc [I+R+1, 4H] += [x | hPrev | 1]^T . delta over n steps: x [n, B, I] (invalid when the
+// input is not weighted), hPrev [n, B, R] (R = recurrentSize), deltaRows [n*B, 4H] (column
+// block s = slot s).
 void accumulateWeightGrads(Graph &graph, const LstmParams &params, const LstmOptions &opts,
                            const Tensor &x, const Tensor &hPrev, const Tensor &deltaRows,
                            const Tensor &acc, program::Sequence &prog, const DebugContext &debug,

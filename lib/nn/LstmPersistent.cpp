@@ -24,6 +24,12 @@ namespace aspen::nn::lstm::detail {
 PersistentChoice persistentChoice(const Graph &graph, const LstmParams &params,
                                   const LstmOptions &opts, const std::string &what,
                                   bool backward) {
+  if (params.projSize != 0) { // parseOptions refuses rnnPersistentKernel true for it
+    PersistentChoice none;
+    none.refusal = fmt::format("a projected layer (projSize {}) runs products then cells",
+                               params.projSize);
+    return none;
+  }
   const std::size_t B = params.rnn.batchSize, H = params.rnn.layerSizes[1];
   // Forward: h_(t-1) staged; backward: delta_(t+1), 4H a row.
   return rnn::detail::choosePersistent(

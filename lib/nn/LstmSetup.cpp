@@ -99,6 +99,11 @@ void checkParams(const LstmParams &params, const std::string &what) {
   if (clip.enabled && (isSoftmaxKind(params.activation) || isSoftmaxKind(rec)))
     throw invalid_option(fmt::format("{}: cellClip needs element-wise activations, not {} and {}",
                                      what, nn::asString(params.activation), nn::asString(rec)));
+  const std::size_t H = params.rnn.layerSizes.size() > 1 ? params.rnn.layerSizes[1] : 0;
+  if (params.projSize != 0 && params.projSize >= H)
+    throw invalid_option(fmt::format("{}: projSize ({}) must be less than the hidden size H ({}); "
+                                     "0 for no projection",
+                                     what, params.projSize, H));
   if (params.dataType != params.rnn.dataType || params.batchSize != params.rnn.batchSize ||
       params.timeSteps != params.rnn.maxTimeSteps || params.layerSizes != params.rnn.layerSizes)
     throw invalid_option(fmt::format("{}: LstmParams' deprecated fields (dataType, batchSize, "
@@ -208,6 +213,15 @@ LstmOptions parseOptions(const Graph &graph, const LstmParams &params, const Opt
     throw invalid_option(fmt::format("{}: partialsType half needs half data, but dataType is float",
                                      what));
   chooseDefaults(graph, params, numShards, codeReuse, preCalcWeights, o);
+  if (params.projSize != 0 && o.stepMethod == StepMethod::Fused)
+    throw invalid_option(fmt::format("{}: stepMethod fused does not apply to a projected layer "
+                                     "(projSize {}): its steps are products then cells",
+                                     what, params.projSize));
+  if (params.projSize != 0 &&
+      o.persistent.mode == rnn::detail::PersistentOptions::Mode::On)
+    throw invalid_option(fmt::format("{}: rnnPersistentKernel true does not apply to a projected "
+                                     "layer (projSize {}): its steps are products then cells",
+                                     what, params.projSize));
   usesFusedStep(graph, params, o, what); // stepMethod fused where it does not apply: refused
   // rnnPersistentKernel true where the forward cannot run persistently: refused (the backward
   // functions check their loop's own limits).
@@ -231,6 +245,7 @@ std::array<unsigned, 4> slotsOf(const LstmParams &params) {
 InterLayout interLayout(const LstmParams &params, Recomputation mode) {
   InterLayout l;
   l.saveMode = mode == Recomputation::None ? 2 : mode == Recomputation::CellAndTanh ? 1 : 0;
+  l.saveM = params.projSize != 0; // the projection's gradient needs m_t
   l.saveH = !params.outputFullSequence;
   return l;
 }
@@ -345,6 +360,33 @@ void addCellBwd(Graph &graph, const LstmParams &params, const LstmOptions &opts,
     graph.setInitialValue(v["popnnHardSigmoidGrad"],
                           opts.hardSigmoidGradient == NonLinearityGradient::Popnn);
   });
+}
+
+void addMaskedRows(Graph &graph, const LstmParams &params, ComputeSet cs, const Tensor &from,
+                   const Tensor &to, const Tensor &mask) {
+  const std::string type = util::templateVertex("aspen::nn::RnnMaskedRows", params.dataType);
+  nn::work::addRowVertices(graph, cs, type, cellRows(graph, to),
+                           [&](VertexRef v, const std::vector<Interval> &rows) {
+                             graph.connect(v["from"], nn::work::rowList(from, rows));
+                             graph.connect(v["to"], nn::work::rowList(to, rows));
+                             graph.connect(v["mask"], nn::work::rowElements(mask, rows));
+                           });
+}
+
+void addProjectionGrad(Graph &graph, const LstmParams &params, ComputeSet cs,
+                       const Tensor &outGrad, const Tensor &dhMM, const Tensor &dhCarry,
+                       const Tensor &dh, const Tensor &mask) {
+  const std::string type = util::templateVertex("aspen::nn::LstmProjectionGrad", params.dataType);
+  const auto tiles = cellRows(graph, dhCarry);
+  nn::work::addRowVertices(
+      graph, cs, type, tiles, [&](VertexRef v, const std::vector<Interval> &rows) {
+        graph.connect(v["outGrad"], nn::work::rowList(outGrad.valid() ? outGrad : dhMM, rows));
+        graph.connect(v["dhMM"], nn::work::rowList(dhMM, rows));
+        graph.connect(v["dhCarry"], nn::work::rowList(dhCarry, rows));
+        graph.connect(v["dh"], nn::work::rowList(dh, rows));
+        graph.connect(v["mask"], nn::work::rowElements(mask, rows));
+        graph.setInitialValue(v["hasOutGrad"], outGrad.valid());
+      });
 }
 
 void addCellRecompute(Graph &graph, const LstmParams &params, ComputeSet cs, const Tensor &fwd,

@@ -6,7 +6,9 @@
 // documented ones.
 #include "test_nn_harness.hpp"
 
-// The layer drivers' double-precision reference library (its host step reversal).
+// The layer drivers' double-precision reference library (its host step reversal) and the
+// LSTM's double model (the projected layer's reference).
+#include "../../tools/lstm_layer/LstmReference.hpp"
 #include "../../tools/rnn_common/RnnReference.hpp"
 
 #include <aspen/linalg/MatMul.hpp>
@@ -174,6 +176,7 @@ struct Config {
 
 struct LstmRun {
   Values output, finalCell, inputGrad, outputGrad0, cellGrad0, wiGrad, woGrad, bGrad;
+  Values projGrad; // empty without a projection
 };
 
 // A training step (lstmFwd + lstmBwdWithWU) with fixed data: the shape, type, target and
@@ -193,6 +196,8 @@ struct TrainingCase {
   // (rnnref::reverseRowSteps): with the option direction reverse, the forward layer's run.
   bool reverseOnHost = false;
   bool separateWU = false; // lstmBwd + lstmWU instead of lstmBwdWithWU
+  bool fullSequence = true; // params.outputFullSequence
+  std::size_t projSize = 0; // params.projSize
 };
 
 LstmRun trainingRun(const TrainingCase &c) {
@@ -207,6 +212,8 @@ LstmRun trainingRun(const TrainingCase &c) {
                                 ? lstm::LstmParams(c.type, c.B, c.T, lengths, {c.I, c.H})
                                 : lstm::LstmParams(c.type, c.B, c.T, {c.I, c.H});
   params.activation = c.activation;
+  params.outputFullSequence = c.fullSequence;
+  params.projSize = c.projSize;
   Tensor in = lstm::createInput(h.graph, params, "in", c.fwd);
   lstm::LstmState init = lstm::createInitialState(h.graph, params, "init", c.fwd);
   lstm::LstmWeights w = lstm::createWeights(h.graph, params, "w", c.fwd);
@@ -225,14 +232,19 @@ LstmRun trainingRun(const TrainingCase &c) {
     d0 = lstm::lstmBwdWithWU(h.graph, params, h.prog, init, inter, w, in, out, dy, nullptr, &dx,
                              dw, "bwd", c.bwd);
   }
-  const std::pair<const char *, Tensor> writes[] = {
+  // Written in this order, each from the next seed (referenceRun draws the same values).
+  std::vector<std::pair<const char *, Tensor>> writes = {
       {"in", in}, {"h0", init.output}, {"c0", init.cellState}, {"wi", w.inputWeights},
       {"wo", w.outputWeights}, {"b", w.biases}, {"dy", dy}};
+  if (c.projSize)
+    writes.emplace_back("wp", w.projection);
   for (const auto &[name, t] : writes)
     h.graph.createHostWrite(name, t);
-  const std::pair<const char *, Tensor> reads[] = {
+  std::vector<std::pair<const char *, Tensor>> reads = {
       {"out", out}, {"c", cell}, {"dx", dx}, {"dh0", d0.output}, {"dc0", d0.cellState},
       {"dwi", dw.inputWeights}, {"dwo", dw.outputWeights}, {"db", dw.biases}};
+  if (c.projSize)
+    reads.emplace_back("dwp", dw.projection);
   for (const auto &[name, t] : reads)
     h.graph.createHostRead(name, t);
   OptionFlags engineOptions{{"aspen.cpu.threads", std::to_string(c.threads)},
@@ -242,7 +254,8 @@ LstmRun trainingRun(const TrainingCase &c) {
   Engine e(h.graph, h.prog, engineOptions);
   e.load(aspen::test::deviceFor(h.graph.getTarget()));
   const auto hostOrder = [&](const std::string &name, const Values &v) {
-    const bool sequence = name == "in" || name == "dy" || name == "out" || name == "dx";
+    const bool sequence = name == "in" || name == "dx" ||
+                          (c.fullSequence && (name == "dy" || name == "out"));
     return c.reverseOnHost && sequence ? rnnref::reverseRowSteps(v, c.lengths, c.T, c.B) : v;
   };
   for (unsigned run = 0; run < c.runs; ++run) {
@@ -274,7 +287,37 @@ LstmRun trainingRun(const TrainingCase &c) {
   return {read("out", out),       read("c", cell),
           read("dx", dx),         read("dh0", d0.output),
           read("dc0", d0.cellState), read("dwi", dw.inputWeights),
-          read("dwo", dw.outputWeights), read("db", dw.biases)};
+          read("dwo", dw.outputWeights), read("db", dw.biases),
+          c.projSize ? read("dwp", dw.projection) : Values()};
+}
+
+// The training step trainingRun(c) computes (one run, tanh), from the same data rounded to the
+// type, through the double-precision model (tools/lstm_layer/LstmReference.hpp).
+LstmRun referenceRun(const TrainingCase &c) {
+  lstmref::LstmModel m;
+  m.T = c.T, m.B = c.B, m.I = c.I, m.H = c.H, m.P = c.projSize;
+  m.timeSteps = c.lengths;
+  m.outputFullSequence = c.fullSequence;
+  const std::size_t R = m.R();
+  unsigned seed = c.seed + 1000 * c.firstData;
+  auto next = [&](std::size_t n) {
+    const Values v = randomValues(n, -1.0, 1.0, seed++);
+    return c.type == HALF ? widen(convert<half>(v)) : widen(convert<float>(v));
+  };
+  lstmref::LstmData d;
+  d.input = next(c.T * c.B * c.I);
+  d.initialOutput = next(c.B * R);
+  d.initialCellState = next(c.B * c.H);
+  d.inputWeights = next(4 * c.I * c.H);
+  d.outputWeights = next(4 * R * c.H);
+  d.biases = next(4 * c.H);
+  const Values dy = next(m.outputSize());
+  d.projection = next(c.H * c.projSize);
+  const lstmref::LstmForward f = lstmref::forward(m, d);
+  const lstmref::LstmGrads g = lstmref::backward(m, d, f, dy);
+  return {f.output,           f.finalCellState,       g.inputGrad,
+          g.initialOutputGrad, g.initialCellStateGrad, g.inputWeightsGrad,
+          g.outputWeightsGrad, g.biasesGrad,           g.projectionGrad};
 }
 
 // The step of the shard/reuse/recomputation test: T = 5, B = 3, I = 3, H = 4 on 4 tiles and 3
@@ -299,6 +342,7 @@ void requireSameBits(const LstmRun &got, const LstmRun &want) {
   CHECK(sameValues(got.wiGrad, want.wiGrad));
   CHECK(sameValues(got.woGrad, want.woGrad));
   CHECK(sameValues(got.bGrad, want.bGrad));
+  CHECK(sameValues(got.projGrad, want.projGrad));
 }
 
 void requireWithin(const Values &got, const Values &want, const std::string &what) {
@@ -1314,4 +1358,94 @@ TEST_CASE("rnnPersistentKernel: auto keeps the per-step path, true where the ker
                                         &dx, dw, "bwd",
                                         {{"rnnPersistentKernel", "true"}, {"rnnStepsPerWU", "1"}}),
                     Catch::Contains("the persistent backward needs it after the loop"));
+}
+
+namespace {
+
+// Every result of a projected training step within tolerance of the double model's.
+void requireReference(const TrainingCase &c, double atol, double rtol) {
+  const LstmRun got = trainingRun(c), want = referenceRun(c);
+  const std::pair<const char *, const Values LstmRun::*> fields[] = {
+      {"output", &LstmRun::output},       {"final cell state", &LstmRun::finalCell},
+      {"dx", &LstmRun::inputGrad},        {"dh0", &LstmRun::outputGrad0},
+      {"dc0", &LstmRun::cellGrad0},       {"dWi", &LstmRun::wiGrad},
+      {"dWo", &LstmRun::woGrad},          {"db", &LstmRun::bGrad},
+      {"dWp", &LstmRun::projGrad}};
+  for (const auto &[name, field] : fields) {
+    REQUIRE((got.*field).size() == (want.*field).size());
+    requireClose(got.*field, want.*field, atol, rtol, name);
+  }
+}
+
+} // namespace
+
+TEST_CASE("a projected LSTM (projSize) matches the double-precision model in every loop form",
+          "[correctness][lstm][projection]") {
+  struct Form {
+    const char *name;
+    OptionFlags options;
+    std::vector<unsigned> lengths;
+    bool fullSequence = true, reverse = false, separateWU = false;
+  };
+  const std::vector<unsigned> ragged{4, 0, 5};
+  const Form forms[] = {
+      {"defaults", {}, {}},
+      {"no preCalcWeights", {{"preCalcWeights", "false"}}, {}},
+      {"preCalcWeights", {{"preCalcWeights", "true"}}, ragged},
+      {"3 shards, code reuse", {{"numShards", "3"}, {"rnnCodeReuse", "true"}}, ragged},
+      {"cellAndTanh", {{"recomputationMode", "cellAndTanh"}}, ragged},
+      {"full recomputation", {{"recomputationMode", "full"}}, ragged},
+      {"rnnStepsPerWU 1 (one pass after the loop)", {{"rnnStepsPerWU", "1"}}, ragged},
+      {"the last output only", {}, ragged, false},
+      {"the last output only, full recomputation", {{"recomputationMode", "full"}}, ragged,
+       false},
+      {"reverse", {{"direction", "reverse"}}, ragged, true, true},
+      {"lstmBwd + lstmWU", {}, ragged, true, false, true},
+      {"lstmBwd + lstmWU, the last output only, cellAndTanh",
+       {{"recomputationMode", "cellAndTanh"}}, ragged, false, false, true},
+  };
+  for (const Form &form : forms) {
+    for (std::size_t P : {1, 3}) {
+      INFO(form.name << ", P = " << P);
+      TrainingCase c;
+      c.projSize = P;
+      c.fwd = c.bwd = form.options;
+      c.lengths = form.lengths;
+      c.fullSequence = form.fullSequence;
+      c.reverseOnHost = form.reverse;
+      c.separateWU = form.separateWU;
+      requireReference(c, 1e-5, 1e-4);
+    }
+  }
+  SECTION("half, with float partials and accumulators") {
+    TrainingCase c;
+    c.type = HALF;
+    c.projSize = 2;
+    c.lengths = ragged;
+    c.fwd = c.bwd = {{"weightAccumulatorsType", "float"}};
+    requireReference(c, 2e-2, 2e-2);
+  }
+  SECTION("a larger layer: H = 24, P = 8, B = 5 over 6 tiles") {
+    TrainingCase c;
+    c.T = 7, c.B = 5, c.I = 6, c.H = 24, c.projSize = 8, c.tiles = 6;
+    c.lengths = {7, 1, 0, 3, 6};
+    requireReference(c, 1e-5, 1e-4);
+  }
+}
+
+TEST_CASE("a projected LSTM's results do not depend on shards, code reuse or recomputation",
+          "[correctness][lstm][projection]") {
+  TrainingCase base;
+  base.projSize = 2;
+  base.lengths = {4, 0, 5};
+  const LstmRun want = trainingRun(base);
+  for (const OptionFlags &options :
+       {OptionFlags{{"numShards", "2"}}, OptionFlags{{"numShards", "5"}, {"rnnCodeReuse", "true"}},
+        OptionFlags{{"recomputationMode", "cellAndTanh"}},
+        OptionFlags{{"recomputationMode", "full"}}}) {
+    INFO(options.begin()->first << " " << options.begin()->second);
+    TrainingCase c = base;
+    c.fwd = c.bwd = options;
+    requireSameBits(trainingRun(c), want);
+  }
 }

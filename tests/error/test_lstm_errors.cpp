@@ -232,3 +232,72 @@ TEST_CASE("rnn::Rnn misuse", "[error][lstm][rnn]") {
   e.load(Device::createModelDevice(g.getTarget()));
   e.run();
 }
+
+TEST_CASE("LSTM projection misuse", "[error][lstm][projection]") {
+  Layer l; // I = 4, H = 5, B = 2, T = 3, no projection
+  auto params = l.params;
+  for (std::size_t P : {5, 9}) { // P must be less than H
+    params.projSize = P;
+    REQUIRE_THROWS_AS(lstm::createInput(l.graph, params, "x"), invalid_option);
+    REQUIRE_THROWS_WITH(lstm::createWeights(l.graph, params, "x"),
+                        Contains("projSize (" + std::to_string(P) + ")") &&
+                            Contains("less than the hidden size H (5)"));
+  }
+  REQUIRE_THROWS_WITH(lstm::createWeightsProjection(l.graph, l.params, "x"),
+                      Contains("createWeightsProjection") && Contains("projSize is 0"));
+  // A projection given to a layer without one.
+  lstm::LstmWeights extra = l.weights;
+  extra.projection = variable(l.graph, FLOAT, {5, 2}, "extra");
+  REQUIRE_THROWS_WITH(lstm::lstmFwd(l.graph, l.params, l.prog, l.init, extra, l.in, nullptr),
+                      Contains("weights.projection is given") && Contains("projSize is 0"));
+
+  params = l.params;
+  params.projSize = 2;
+  const lstm::LstmWeights w = lstm::createWeights(l.graph, params, "projected");
+  REQUIRE(w.outputWeights.shape() == std::vector<std::size_t>{4, 2, 5});
+  REQUIRE(w.projection.shape() == std::vector<std::size_t>{5, 2});
+  const lstm::LstmState init = lstm::createInitialState(l.graph, params, "projectedInit");
+  REQUIRE(init.output.shape() == std::vector<std::size_t>{2, 2});
+  REQUIRE(init.cellState.shape() == std::vector<std::size_t>{2, 5});
+  // The unprojected layer's weights and state do not fit a projected one.
+  REQUIRE_THROWS_AS(lstm::lstmFwd(l.graph, params, l.prog, l.init, w, l.in, nullptr), shape_error);
+  REQUIRE_THROWS_WITH(lstm::lstmFwd(l.graph, params, l.prog, l.init, w, l.in, nullptr),
+                      Contains("stateInit.output must have shape {2,2}"));
+  REQUIRE_THROWS_WITH(lstm::lstmFwd(l.graph, params, l.prog, init, l.weights, l.in, nullptr),
+                      Contains("weights.outputWeights must have shape {4,2,5}"));
+  lstm::LstmWeights noProjection = w;
+  noProjection.projection = Tensor();
+  REQUIRE_THROWS_WITH(lstm::lstmFwd(l.graph, params, l.prog, init, noProjection, l.in, nullptr),
+                      Contains("weights.projection is not a valid tensor"));
+  lstm::LstmWeights wrongProjection = w;
+  wrongProjection.projection = variable(l.graph, FLOAT, {2, 5}, "transposed");
+  REQUIRE_THROWS_WITH(lstm::lstmFwd(l.graph, params, l.prog, init, wrongProjection, l.in, nullptr),
+                      Contains("weights.projection must have shape {5,2}"));
+  // Step forms that do not apply to a projected layer.
+  REQUIRE_THROWS_WITH(lstm::lstmFwd(l.graph, params, l.prog, init, w, l.in, nullptr, "x",
+                                    {{"stepMethod", "fused"}}),
+                      Contains("stepMethod fused does not apply to a projected layer"));
+  REQUIRE_THROWS_WITH(lstm::lstmFwd(l.graph, params, l.prog, init, w, l.in, nullptr, "x",
+                                    {{"rnnPersistentKernel", "true"}}),
+                      Contains("rnnPersistentKernel true does not apply to a projected layer"));
+  // The backward's shapes: gradients are P wide, the weight update reads dh_t's slot.
+  Tensor inter;
+  const Tensor out = lstm::lstmFwd(l.graph, params, l.prog, init, w, l.in, &inter, "fwd");
+  REQUIRE(out.shape() == std::vector<std::size_t>{3, 2, 2});
+  REQUIRE(inter.shape() == std::vector<std::size_t>{3, 7, 2, 5});
+  REQUIRE_THROWS_WITH(lstm::lstmBwd(l.graph, params, l.prog, init, inter, w, l.in, out, l.dy,
+                                    nullptr, nullptr, nullptr),
+                      Contains("outputGrad must be a float tensor of shape {3,2,2}"));
+  const Tensor dy = l.graph.clone(out, "projectedDy");
+  Tensor bwdInter;
+  lstm::lstmBwd(l.graph, params, l.prog, init, inter, w, l.in, out, dy, nullptr, nullptr,
+                &bwdInter);
+  REQUIRE(bwdInter.shape() == std::vector<std::size_t>{3, 5, 2, 5});
+  REQUIRE_THROWS_WITH(lstm::lstmWU(l.graph, params, l.prog, init, inter, bwdInter.slice(0, 4, 1),
+                                   w, l.in, out),
+                      Contains("bwdIntermediates must have shape {3,5,2,5} (a projected layer's)"));
+  const lstm::LstmWeights dw =
+      lstm::lstmWU(l.graph, params, l.prog, init, inter, bwdInter, w, l.in, out);
+  REQUIRE(dw.projection.shape() == std::vector<std::size_t>{5, 2});
+  l.stillUsable();
+}

@@ -19,6 +19,18 @@
 //   bwdIntermediates [T, 4, B, H]: the gate gradients, dimension 1 in cellOrder.
 // All tensors of params.dataType (FLOAT or HALF); timeSteps UNSIGNED_INT [1] or [B].
 //
+// Projection (params.projSize = P > 0, an Aspen extension: PyTorch's proj_size, TensorFlow's
+// num_proj): the cell's output m_t = o*phi(c_t) [B, H] is projected, h_t = m_t . Wp, so h is P
+// wide (0 < P < H). Then the state's output is [B, P], weights.outputWeights [4, P, H],
+// weights.projection [H, P] (invalid without a projection), the output [T, B, P] or [B, P],
+// fwdIntermediates gain m_t (one more H slot, after the others; h_t's slot, kept when
+// outputFullSequence is false, holds h_t in its first P columns) and bwdIntermediates are
+// [T, 5, B, H], slot 4's first P columns holding dh_t, the gradient reaching h_t (zero past a
+// row's length), which the projection's gradient dWp = sum_t m_t^T dh_t needs. A projected
+// layer's steps are products then cells (stepMethod fused and rnnPersistentKernel true are
+// refused) and its weight update runs in one pass after the backward loop (rnnStepsPerWU is
+// not used).
+//
 // Functions:
 //   lstmFwd(graph, params, prog, stateInit, weights, in, intermediates*, debug, options, cache)
 //     -> output. Also lstmFwd(graph, params, stateInit, in, weights, intermediates*, prog, ...)
@@ -129,6 +141,8 @@ struct ASPEN_API LstmParams {
     double min = 0.0, max = 0.0;
     bool propagateNan = true;
   } cellClip;
+  // The projection's size P (0 < P < H), 0 for none: see the top of this header.
+  std::size_t projSize = 0;
 
   LstmParams(Type dataType, std::size_t batchSize, std::size_t timeSteps,
              std::vector<std::size_t> layerSizes,
@@ -151,12 +165,15 @@ struct LstmWeights {
   Tensor inputWeights;
   Tensor outputWeights;
   Tensor biases;
+  Tensor projection; // [H, P] with params.projSize, else invalid
 };
 
 // Multiply-adds count two FLOPs; non-linearities are not counted (popnn's convention).
 //   fwd: T*B*(2*4H*(I*[doInputWeightCalc] + H) + 4H (biases) + 3H (cell: 2 mul, 1 add) + H (out))
 //   bwd: T*B*(2*4H*(H + I*[calcInputGradients]) + 10H (gate gradients))
 //   wu:  T*B*(2*4H*(I + H) + 4H (bias sums))
+// With a projection the recurrent products are P rather than H wide (the H in each term that
+// multiplies by h), plus T*B*2HP for the projection in fwd (m . Wp), bwd (dh . Wp^T) and wu.
 ASPEN_API std::uint64_t getBasicLstmCellFwdFlops(const LstmParams &params);
 ASPEN_API std::uint64_t getBasicLstmCellBwdFlops(const LstmParams &params);
 ASPEN_API std::uint64_t getBasicLstmCellWuFlops(const LstmParams &params);
@@ -185,6 +202,11 @@ ASPEN_API std::pair<Tensor, Tensor> createWeightsKernel(Graph &graph, const Lstm
                                                         const DebugContext &debug,
                                                         const OptionFlags &options = {},
                                                         linalg::PlanningCache *cache = nullptr);
+// [H, P] (params.projSize must be non-zero)
+ASPEN_API Tensor createWeightsProjection(Graph &graph, const LstmParams &params,
+                                         const DebugContext &debug,
+                                         const OptionFlags &options = {},
+                                         linalg::PlanningCache *cache = nullptr);
 // [4, H]
 ASPEN_API Tensor createWeightsBiases(Graph &graph, const LstmParams &params,
                                      const DebugContext &debug, const OptionFlags &options = {},
