@@ -26,6 +26,9 @@ struct Config : CommonConfig {
   std::vector<lstm::BasicLstmCellUnit> cellOrder;
   bool lastStepStateGrad = false, preWeightInput = false, ignoreFinalCellState = false;
   lstm::LstmParams::CellClip cellClip; // --cell-clip, --cell-clip-nan
+  std::size_t projSize = 0;            // --proj-size
+  // The width of h: the projection's size, or H.
+  std::size_t hiddenOutputSize() const { return projSize ? projSize : outputSize; }
 };
 
 // --ignore-final-cell-state and --ignore-final-state (PopLibs' older name).
@@ -79,6 +82,10 @@ inline std::vector<Flag<Config>> layerFlagTable() {
          c.cellClip.propagateNan = parseChoice(f, v, {"propagate", "min"}) == "propagate";
        },
        FlagKind::Value, "propagate"},
+      {"proj-size", "0",
+       "P < H: h_t = m_t . Wp projected to P (LstmParams::projSize, PyTorch's proj_size; "
+       "Aspen's); 0 = none",
+       [](Config &c, auto &f, auto &v) { c.projSize = parseNumber<std::size_t>(f, v); }},
       {"last-step-state-grad", "0", "0 | 1: also feed gradients of the final h and c",
        [](Config &c, auto &f, auto &v) { c.lastStepStateGrad = parseBool(f, v); }},
       {"ignore-final-cell-state", "0",
@@ -134,6 +141,7 @@ inline BuiltLayer build(aspen::Graph &graph, const Config &c, aspen::linalg::Pla
   params.outputFullSequence = c.outputAllSequence;
   params.calcInputGradients = !c.ignoreInputGradient;
   params.cellClip = c.cellClip;
+  params.projSize = c.projSize;
 
   BuiltLayer layer;
   program::Sequence &prog = layer.program;
@@ -150,6 +158,8 @@ inline BuiltLayer build(aspen::Graph &graph, const Config &c, aspen::linalg::Pla
                   {"inputWeights", weights.inputWeights},
                   {"outputWeights", weights.outputWeights},
                   {"biases", weights.biases}};
+  if (c.projSize)
+    layer.inputs.push_back({"projection", weights.projection});
   Tensor fwdIntermediates;
   Tensor *const intermediates = backward ? &fwdIntermediates : nullptr;
   Tensor output, finalCellState;
@@ -202,6 +212,8 @@ inline BuiltLayer build(aspen::Graph &graph, const Config &c, aspen::linalg::Pla
     layer.results.push_back({"inputWeightsGrad", weightsGrad.inputWeights});
     layer.results.push_back({"outputWeightsGrad", weightsGrad.outputWeights});
     layer.results.push_back({"biasesGrad", weightsGrad.biases});
+    if (c.projSize)
+      layer.results.push_back({"projectionGrad", weightsGrad.projection});
   }
   addHostHandles(graph, layer);
   return layer;

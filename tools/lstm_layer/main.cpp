@@ -55,6 +55,7 @@ Config parseArguments(int argc, char **argv) {
 
 int run(const Config &c) {
   const std::size_t T = c.sequenceSize, B = c.batchSize, I = c.inputSize, H = c.outputSize;
+  const std::size_t R = c.hiddenOutputSize(), P = c.projSize;
   const bool backward = c.backward();
   const Type type = c.dataType;
   std::string order;
@@ -62,9 +63,9 @@ int run(const Config &c) {
     order += (order.empty() ? "" : ",") + name;
 
   Device device = makeDevice(c);
-  fmt::print("lstm_layer: T={} B={} I={} H={} {} phase={} cellOrder={{{}}} activation={} "
+  fmt::print("lstm_layer: T={} B={} I={} H={}{} {} phase={} cellOrder={{{}}} activation={} "
              "recurrentActivation={} on {}\n",
-             T, B, I, H, c.dataTypeName, c.phase, order, c.activation->name,
+             T, B, I, H, P ? fmt::format(" P={}", P) : "", c.dataTypeName, c.phase, order, c.activation->name,
              c.recurrentActivation->name, device.describe());
 
   Graph graph(device.getTarget());
@@ -86,8 +87,9 @@ int run(const Config &c) {
   // Inputs, drawn in a fixed order and rounded to the data type.
   std::mt19937 rng(c.seed);
   const double weightScale = 1.0 / std::sqrt(double(H));
-  const Shape seq = {T, B, H}, state = {B, H};
+  const Shape seq = {T, B, R}, state = {B, R}, cellState = {B, H};
   const Shape outputShape = c.outputAllSequence ? seq : state;
+  const std::string h = P ? "P" : "H"; // h's width in the descriptions
   std::vector<NamedTensor> saved = {
       {"input",
        {T, B, I},
@@ -96,13 +98,13 @@ int run(const Config &c) {
        {}},
       {"initialOutput",
        state,
-       "initial output h_{-1} [B,H]",
+       "initial output h_{-1} [B," + h + "]",
        randomValues(rng, state, c.inputRange, type),
        {}},
       {"initialCellState",
-       state,
+       cellState,
        "initial cell state c_{-1} [B,H]",
-       randomValues(rng, state, c.inputRange, type),
+       randomValues(rng, cellState, c.inputRange, type),
        {}},
       {"inputWeights",
        {4, I, H},
@@ -110,19 +112,25 @@ int run(const Config &c) {
        randomValues(rng, {4, I, H}, weightScale, type),
        {}},
       {"outputWeights",
-       {4, H, H},
-       "recurrent weights Wo [4,H,H], dim 0 in cellOrder",
-       randomValues(rng, {4, H, H}, weightScale, type),
+       {4, R, H},
+       "recurrent weights Wo [4," + h + ",H], dim 0 in cellOrder",
+       randomValues(rng, {4, R, H}, weightScale, type),
        {}},
       {"biases",
        {4, H},
        "biases [4,H], dim 0 in cellOrder",
        randomValues(rng, {4, H}, 1.0, type),
        {}}};
+  if (P)
+    saved.push_back({"projection",
+                     {H, P},
+                     "projection Wp [H,P]: h_t = m_t . Wp",
+                     randomValues(rng, {H, P}, weightScale, type),
+                     {}});
   for (const NamedTensor &t : saved)
     writeValues(*engine, t.name, type, t.values);
   lstmref::LstmModel model;
-  model.T = T, model.B = B, model.I = I, model.H = H;
+  model.T = T, model.B = B, model.I = I, model.H = H, model.P = P;
   for (std::size_t s = 0; s < 4; ++s)
     model.cellOrder[s] = int(c.cellOrder[s]);
   model.act = c.activation->reference;
@@ -138,8 +146,10 @@ int run(const Config &c) {
   const auto runOrder = [&](const std::vector<double> &v) {
     return c.reverse ? rnnref::reverseRowSteps(v, c.variableTimeSteps, T, B) : v;
   };
-  const lstmref::LstmData data{runOrder(saved[0].values), saved[1].values, saved[2].values,
-                               saved[3].values,           saved[4].values, saved[5].values};
+  lstmref::LstmData data{runOrder(saved[0].values), saved[1].values, saved[2].values,
+                         saved[3].values,           saved[4].values, saved[5].values};
+  if (P)
+    data.projection = saved[6].values;
   lstmref::LstmForward fwd = lstmref::forward(model, data);
   lstmref::LstmGrads grads;
   if (backward) {
@@ -151,7 +161,7 @@ int run(const Config &c) {
     writeValues(*engine, dy.name, type, dy.values);
     lstmref::LstmStateGrad lastRef;
     if (c.lastStepStateGrad) {
-      lastRef = {randomValues(rng, state, 1.0, type), randomValues(rng, state, 1.0, type)};
+      lastRef = {randomValues(rng, state, 1.0, type), randomValues(rng, cellState, 1.0, type)};
       writeValues(*engine, "lastStepStateGrad.output", type, lastRef.output);
       writeValues(*engine, "lastStepStateGrad.cellState", type, lastRef.cellState);
     }
@@ -162,11 +172,11 @@ int run(const Config &c) {
     if (c.lastStepStateGrad) {
       saved.push_back({"lastStepStateGrad.output",
                        state,
-                       "gradient of the final output [B,H]",
+                       "gradient of the final output [B," + h + "]",
                        lastRef.output,
                        {}});
       saved.push_back({"lastStepStateGrad.cellState",
-                       state,
+                       cellState,
                        "gradient of the final cell state [B,H]",
                        lastRef.cellState,
                        {}});
@@ -181,21 +191,24 @@ int run(const Config &c) {
   const auto expected = [&](const std::string &name) -> Expected {
     if (name == "output")
       return {outputShape,
-              c.outputAllSequence ? "output h_t [T,B,H], zero past a row's length"
-                                  : "each row's final output [B,H]",
+              c.outputAllSequence ? "output h_t [T,B," + h + "], zero past a row's length"
+                                  : "each row's final output [B," + h + "]",
               &fwd.output};
     if (name == "finalCellState")
-      return {state, "each row's final cell state [B,H]", &fwd.finalCellState};
+      return {cellState, "each row's final cell state [B,H]", &fwd.finalCellState};
     if (name == "inputGrad")
       return {{T, B, I}, "gradient of the input [T,B,I]", &grads.inputGrad};
     if (name == "initialOutputGrad")
-      return {state, "gradient of the initial output [B,H]", &grads.initialOutputGrad};
+      return {state, "gradient of the initial output [B," + h + "]", &grads.initialOutputGrad};
     if (name == "initialCellStateGrad")
-      return {state, "gradient of the initial cell state [B,H]", &grads.initialCellStateGrad};
+      return {cellState, "gradient of the initial cell state [B,H]",
+              &grads.initialCellStateGrad};
     if (name == "inputWeightsGrad")
       return {{4, I, H}, "gradient of inputWeights [4,I,H]", &grads.inputWeightsGrad};
     if (name == "outputWeightsGrad")
-      return {{4, H, H}, "gradient of outputWeights [4,H,H]", &grads.outputWeightsGrad};
+      return {{4, R, H}, "gradient of outputWeights [4," + h + ",H]", &grads.outputWeightsGrad};
+    if (name == "projectionGrad")
+      return {{H, P}, "gradient of the projection [H,P]", &grads.projectionGrad};
     return {{4, H}, "gradient of biases [4,H]", &grads.biasesGrad};
   };
   const int status = checkResults(kTool, *engine, c, results, expected, saved);
