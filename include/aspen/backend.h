@@ -120,7 +120,12 @@ typedef enum aspen_rnn_cell { ASPEN_RNN_LSTM = 0, ASPEN_RNN_GRU = 1 } aspen_rnn_
  *     (weight_ih_l0), output_weights [G*H,H] (weight_hh_l0), biases [2,G*H] (bias_ih_l0 then
  *     bias_hh_l0). The two biases are added where the cell adds them (both, except a
  *     reset-after GRU's candidate), so d_biases has both rows equal there. The backend converts
- *     on the host while writing the layer's inputs (and back for the gradients). */
+ *     on the host while writing the layer's inputs (and back for the gradients).
+ * An LSTM with a projection (desc->options {"projSize": P}, 0 < P < H: h_t = m_t . Wp is P
+ * wide, PyTorch's proj_size) has h0, hn, dhn, dh0 [B,P] and y, dy [T,B,P] (c0, cn and their
+ * gradients stay [B,H]), and its output_weights (and d_output_weights) hold two matrices one
+ * after the other: Aspen's [G,P,H] then Wp [H,P]; PyTorch's weight_hh_l0 [G*H,P] then
+ * weight_hr_l0 [P,H]. */
 typedef enum aspen_weights_layout {
   ASPEN_WEIGHTS_ASPEN = 0,
   ASPEN_WEIGHTS_PYTORCH = 1
@@ -181,6 +186,8 @@ typedef enum aspen_rnn_direction {
 /* A stack of num_layers layers, each in `direction` (D = 2 directions for bidirectional, else 1):
  * layer 0 takes x [T,B,I], layer l > 0 the output of layer l - 1 [T,B,D*H], and y [T,B,D*H] is
  * the last layer's output, each step's directions concatenated (PyTorch's and cuDNN's layout).
+ * With a projection (layer.options {"projSize": P}, every layer's) read P for H in the widths
+ * of x for l > 0, y, h0, hn and their gradients; c0, cn and theirs stay [.., B, H].
  * `layer` describes layer 0 (cell, dtype, T, B, I, H, lengths, cell order, options, weights
  * layout); its options must not set "direction".
  * struct_size is sizeof(aspen_rnn_stack_desc) as the caller was compiled

@@ -124,6 +124,29 @@ void readCellClip(RnnConfig &c) {
     c.options.remove(key);
 }
 
+// desc->options' projSize as the LSTM's projection (LstmParams::projSize: a whole number below
+// hidden_size; 0 is none), taken out of the layer's options.
+void readProjection(RnnConfig &c) {
+  const std::string *size = c.options.find("projSize");
+  if (!size)
+    return;
+  if (!c.lstm)
+    throw aspen::invalid_option("desc->options: projSize is the LSTM's (PyTorch's proj_size); a "
+                                "GRU has no projection");
+  const bool digits = !size->empty() && size->size() <= 18 &&
+                      std::all_of(size->begin(), size->end(),
+                                  [](char ch) { return ch >= '0' && ch <= '9'; });
+  if (!digits)
+    throw aspen::invalid_option(
+        fmt::format("desc->options: projSize '{}' is not a whole number", *size));
+  c.P = std::stoull(*size);
+  if (c.P >= c.H)
+    throw aspen::invalid_option(fmt::format("desc->options: projSize {} must be less than "
+                                            "hidden_size {} (0: no projection)",
+                                            c.P, c.H));
+  c.options.remove("projSize");
+}
+
 } // namespace
 
 RnnConfig rnnConfig(const aspen_rnn_desc *desc) {
@@ -161,6 +184,7 @@ RnnConfig rnnConfig(const aspen_rnn_desc *desc) {
       throw aspen::invalid_option("desc->options: inferenceOnly is chosen by the call (a "
                                   "forward without reserve is inference)");
     readCellClip(c);
+    readProjection(c);
   }
   return c;
 }

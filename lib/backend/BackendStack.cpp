@@ -70,8 +70,11 @@ struct Stack {
 
   std::size_t es() const { return base.elementBytes(); }
   std::size_t steps() const { return base.T * base.B; } // rows of a sequence
-  std::size_t stateBytes() const { return base.B * base.H * es(); }
-  std::size_t inputSize(std::size_t l) const { return l == 0 ? base.I : D * base.H; }
+  // W: the width of h and of each direction's output (the projection's size, or H).
+  std::size_t W() const { return base.hWidth(); }
+  std::size_t stateBytes() const { return base.B * W() * es(); }         // h0, hn: one entry
+  std::size_t cellStateBytes() const { return base.B * base.H * es(); }  // c0, cn: one entry
+  std::size_t inputSize(std::size_t l) const { return l == 0 ? base.I : D * W(); }
   std::size_t count() const { return L * D; } // layers x directions: states, weight sets
 
   // Layer l in direction d: its input size, and the direction option when it runs in reverse.
@@ -88,18 +91,18 @@ struct Stack {
     return fmt::format("layer {}, {}", i / D, directionName(i % D, reverseOnly));
   }
 
-  // Workspace: two [T,B,D*H] (layer outputs in inference; the summed input gradient of a layer
-  // in the backward), then per direction a [T,B,H] (its output or its share of dy) and a
-  // [T,B,max(I, D*H)] (its input gradient). A single layer in one direction uses none.
+  // Workspace: two [T,B,D*W] (layer outputs in inference; the summed input gradient of a layer
+  // in the backward), then per direction a [T,B,W] (its output or its share of dy) and a
+  // [T,B,max(I, D*W)] (its input gradient). A single layer in one direction uses none.
   std::size_t sequenceBytes(std::size_t width) const {
     return aligned(product({steps(), width, es()}, "a stack's sequences"));
   }
-  std::size_t outAt(std::size_t k) const { return k * sequenceBytes(D * base.H); }
+  std::size_t outAt(std::size_t k) const { return k * sequenceBytes(D * W()); }
   std::size_t dirAt(std::size_t d) const {
-    return 2 * sequenceBytes(D * base.H) + d * sequenceBytes(base.H);
+    return 2 * sequenceBytes(D * W()) + d * sequenceBytes(W());
   }
   std::size_t dxAt(std::size_t d) const {
-    return dirAt(D) + d * sequenceBytes(std::max(base.I, D * base.H));
+    return dirAt(D) + d * sequenceBytes(std::max(base.I, D * W()));
   }
   std::size_t workspaceBytes() const {
     return D == 1 && L == 1 ? 0 : D == 1 ? dirAt(0) : dxAt(D);
@@ -107,7 +110,7 @@ struct Stack {
 };
 
 // The reserve: per layer and direction its layer's reserve and, bidirectional, its output
-// [T,B,H]; per layer but the last its output [T,B,D*H] (the next layer's input).
+// [T,B,W]; per layer but the last its output [T,B,D*W] (the next layer's input).
 struct ReserveLayout {
   std::vector<std::size_t> layerAt, yAt, outAt;
   std::size_t bytes = 0;
@@ -120,11 +123,11 @@ ReserveLayout reserveLayout(aspen_backend *backend, const Stack &s) {
     r.bytes += aligned(rnnLayer(backend, s.config(i / s.D, i % s.D), true)->reserveBytes);
     r.yAt.push_back(r.bytes);
     if (s.separateOutput(i / s.D))
-      r.bytes += s.sequenceBytes(s.base.H);
+      r.bytes += s.sequenceBytes(s.W());
   }
   for (std::size_t l = 0; l + 1 < s.L; ++l) {
     r.outAt.push_back(r.bytes);
-    r.bytes += s.sequenceBytes(s.D * s.base.H);
+    r.bytes += s.sequenceBytes(s.D * s.W());
   }
   return r;
 }
@@ -164,7 +167,7 @@ Stack readStack(const aspen_rnn_stack_desc *desc) {
   s.dropout = d.dropout;
   s.seed = d.dropout_seed;
   product({s.L, s.D, s.base.B, s.base.H, 8}, "the stack's states");
-  product({s.base.T, s.base.B, s.D * s.base.H, 8}, "the stack's output");
+  product({s.base.T, s.base.B, s.D * s.W(), 8}, "the stack's output");
   return s;
 }
 
@@ -257,14 +260,14 @@ const void *layerInput(const Stack &s, const StackForward &a, const ReserveLayou
   return r ? at(a.reserve, r->outAt[l - 1]) : at(a.workspace, s.outAt((l - 1) % 2));
 }
 
-// Layer l's output [T,B,D*H]: y for the last layer, else in the reserve or workspace.
+// Layer l's output [T,B,D*W]: y for the last layer, else in the reserve or workspace.
 void *layerOutput(const Stack &s, const StackForward &a, const ReserveLayout *r, std::size_t l) {
   if (l + 1 == s.L)
     return a.y;
   return r ? at(a.reserve, r->outAt[l]) : at(a.workspace, s.outAt(l % 2));
 }
 
-// Direction d of layer l's own output [T,B,H]: the layer's output when that is the same.
+// Direction d of layer l's own output [T,B,W]: the layer's output when that is the same.
 void *directionOutput(const Stack &s, const StackForward &a, const ReserveLayout *r,
                       std::size_t l, std::size_t d) {
   if (r)
@@ -272,10 +275,10 @@ void *directionOutput(const Stack &s, const StackForward &a, const ReserveLayout
   return s.D == 1 ? layerOutput(s, a, r, l) : at(a.workspace, s.dirAt(d));
 }
 
-// buffer [T,B,D*H] of layer l's output (or its gradient) times the dropout mask and scale, in
+// buffer [T,B,D*W] of layer l's output (or its gradient) times the dropout mask and scale, in
 // the backend's memory (through the host on a GPU).
 void applyDropout(const Stack &s, const Memory &memory, void *buffer, std::size_t l) {
-  const std::size_t n = s.steps() * s.D * s.base.H;
+  const std::size_t n = s.steps() * s.D * s.W();
   const std::uint64_t key = s.layerKey(l);
   const auto scale = static_cast<float>(1.0 / (1.0 - s.dropout));
   editOnHost(memory, buffer, n * s.es(), [&](std::uint8_t *values) {
@@ -300,9 +303,10 @@ void applyDropout(const Stack &s, const Memory &memory, void *buffer, std::size_
 aspen::backend::RnnForwardCall layerCall(const Stack &s, const StackForward &a,
                                          const ReserveLayout *r, std::size_t i) {
   const std::size_t l = i / s.D, d = i % s.D, state = i * s.stateBytes();
-  return {layerInput(s, a, r, l), at(a.h0, state), at(a.c0, state),
+  const std::size_t cell = i * s.cellStateBytes();
+  return {layerInput(s, a, r, l), at(a.h0, state), at(a.c0, cell),
           a.inputWeights[i], a.outputWeights[i], a.biases[i], a.lengths,
-          directionOutput(s, a, r, l, d), at(a.hn, state), at(a.cn, state),
+          directionOutput(s, a, r, l, d), at(a.hn, state), at(a.cn, cell),
           r ? at(a.reserve, r->layerAt[i]) : nullptr};
 }
 
@@ -311,7 +315,7 @@ void runStackForward(aspen_backend *backend, const Stack &s, const StackForward 
   const bool training = a.reserve != nullptr;
   const ReserveLayout layout = training ? reserveLayout(backend, s) : ReserveLayout{};
   const ReserveLayout *r = training ? &layout : nullptr;
-  const std::size_t rowBytes = s.base.H * s.es();
+  const std::size_t rowBytes = s.W() * s.es();
   for (std::size_t l = 0; l < s.L; ++l) {
     for (std::size_t d = 0; d < s.D; ++d) {
       const std::size_t i = l * s.D + d;
@@ -337,8 +341,8 @@ struct StackGradients {
 void runStackBackward(aspen_backend *backend, const Stack &s, const StackForward &a,
                       const StackGradients &g, const Memory &memory) {
   const ReserveLayout r = reserveLayout(backend, s);
-  const std::size_t rowBytes = s.base.H * s.es();
-  const void *dyLayer = g.dy; // the gradient of layer l's output [T,B,D*H]; NULL: zero
+  const std::size_t rowBytes = s.W() * s.es();
+  const void *dyLayer = g.dy; // the gradient of layer l's output [T,B,D*W]; NULL: zero
   for (std::size_t l = s.L; l-- > 0;) {
     if (s.drops(l)) // dyLayer is the next layer's input gradient, in the workspace
       applyDropout(s, memory, const_cast<void *>(dyLayer), l);
@@ -346,6 +350,7 @@ void runStackBackward(aspen_backend *backend, const Stack &s, const StackForward
     void *dxLayer = l > 0 ? at(a.workspace, s.outAt(l % 2)) : g.dx;
     for (std::size_t d = 0; d < s.D; ++d) {
       const std::size_t i = l * s.D + d, state = i * s.stateBytes();
+      const std::size_t cell = i * s.cellStateBytes();
       const RnnConfig c = s.config(l, d);
       const void *dy = dyLayer;
       if (s.D == 2 && dyLayer) { // this direction's half of every step
@@ -358,8 +363,8 @@ void runStackBackward(aspen_backend *backend, const Stack &s, const StackForward
       const auto layer = rnnLayer(backend, c, true);
       aspen::backend::runRnnBackward(
           *layer, c,
-          {layerCall(s, a, &r, i), dy, at(g.dhn, state), at(g.dcn, state), dx,
-           at(g.dh0, state), at(g.dc0, state), weights ? g.dInputWeights[i] : nullptr,
+          {layerCall(s, a, &r, i), dy, at(g.dhn, state), at(g.dcn, cell), dx,
+           at(g.dh0, state), at(g.dc0, cell), weights ? g.dInputWeights[i] : nullptr,
            weights ? g.dOutputWeights[i] : nullptr, weights ? g.dBiases[i] : nullptr},
           memory);
     }

@@ -82,19 +82,21 @@ std::vector<Unit> cellOrderOf(const RnnConfig &c, Unit (*parse)(const std::strin
 
 // The tensors both cells share, for the host handles.
 struct RnnTensors {
-  Tensor x, h0, c0, inputWeights, outputWeights, biases, y, cn, reserve;
-  Tensor dy, dcn, dx, dh0, dc0, dInputWeights, dOutputWeights, dBiases;
+  Tensor x, h0, c0, inputWeights, outputWeights, biases, projection, y, cn, reserve;
+  Tensor dy, dcn, dx, dh0, dc0, dInputWeights, dOutputWeights, dBiases, dProjection;
 };
 
 void addHandles(Graph &graph, const RnnTensors &t, bool training) {
   const std::pair<const char *, const Tensor *> writes[] = {
       {"x", &t.x}, {"h0", &t.h0}, {"c0", &t.c0}, {"inputWeights", &t.inputWeights},
-      {"outputWeights", &t.outputWeights}, {"biases", &t.biases}, {"y-in", &t.y},
+      {"outputWeights", &t.outputWeights}, {"biases", &t.biases},
+      {"projection", &t.projection}, {"y-in", &t.y},
       {"reserve-in", &t.reserve}, {"dy", &t.dy}, {"dcn", &t.dcn}};
   const std::pair<const char *, const Tensor *> reads[] = {
       {"y", &t.y}, {"cn", &t.cn}, {"reserve", &t.reserve}, {"dx", &t.dx}, {"dh0", &t.dh0},
       {"dc0", &t.dc0}, {"dInputWeights", &t.dInputWeights},
-      {"dOutputWeights", &t.dOutputWeights}, {"dBiases", &t.dBiases}};
+      {"dOutputWeights", &t.dOutputWeights}, {"dBiases", &t.dBiases},
+      {"dProjection", &t.dProjection}};
   for (const auto &[name, tensor] : writes)
     if (tensor->valid() && (training || std::string(name).find("-in") == std::string::npos))
       graph.createHostWrite(name, *tensor);
@@ -135,6 +137,7 @@ std::shared_ptr<RnnLayer> buildLstm(const Device &device, const RnnConfig &c, bo
   params.cellOrder = cellOrderOf(c, &lstm::parseBasicLstmCellUnit,
                                  lstm::getDefaultBasicLstmCellOrder());
   params.cellClip = c.cellClip;
+  params.projSize = c.P;
   OptionFlags options = layerOptions(c, training);
 
   RnnTensors t;
@@ -143,7 +146,7 @@ std::shared_ptr<RnnLayer> buildLstm(const Device &device, const RnnConfig &c, bo
   const lstm::LstmWeights weights = lstm::createWeights(graph, params, "weights", options, &cache);
   t.h0 = init.output, t.c0 = init.cellState;
   t.inputWeights = weights.inputWeights, t.outputWeights = weights.outputWeights,
-  t.biases = weights.biases;
+  t.biases = weights.biases, t.projection = weights.projection;
   Sequence fwd, bwd;
   std::tie(t.y, t.cn) = lstm::lstmFwd(graph, params, init, t.x, weights,
                                       training ? &t.reserve : nullptr, fwd, "fwd", options, &cache);
@@ -159,7 +162,7 @@ std::shared_ptr<RnnLayer> buildLstm(const Device &device, const RnnConfig &c, bo
         options, &cache);
     t.dh0 = initGrad.output, t.dc0 = initGrad.cellState;
     t.dInputWeights = grads.inputWeights, t.dOutputWeights = grads.outputWeights,
-    t.dBiases = grads.biases;
+    t.dBiases = grads.biases, t.dProjection = grads.projection;
     programs.push_back(bwd);
   }
   return finishLayer(graph, t, programs, device, c, training);
@@ -334,13 +337,17 @@ void writeInputs(RnnLayer &layer, const RnnConfig &c, const RnnForwardCall &call
   Engine &engine = layer.engine;
   const std::size_t es = c.elementBytes(), G = c.gates();
   write(engine, "x", call.x, c.T * c.B * c.I * es);
-  write(engine, "h0", call.h0, c.B * c.H * es);
+  write(engine, "h0", call.h0, c.B * c.hWidth() * es);
   if (c.lstm)
     write(engine, "c0", call.c0, c.B * c.H * es);
   if (!c.torchLayout) {
     write(engine, "inputWeights", call.inputWeights, c.inputWeightBytes());
-    write(engine, "outputWeights", call.outputWeights, c.outputWeightBytes());
+    write(engine, "outputWeights", call.outputWeights, c.recurrentWeightBytes());
     write(engine, "biases", call.biases, c.biasBytes());
+    if (c.P)
+      write(engine, "projection",
+            static_cast<const std::uint8_t *>(call.outputWeights) + c.recurrentWeightBytes(),
+            c.projectionBytes());
   } else {
     // Converted on the host (device buffers come over first), unless they are bit for bit the
     // host weights the engine holds already.
@@ -353,10 +360,14 @@ void writeInputs(RnnLayer &layer, const RnnConfig &c, const RnnForwardCall &call
       transposeEach(c, stage, memory.onHost(call.inputWeights, c.inputWeightBytes(), callerCopy),
                     G, c.H, c.I);
       write(engine, "inputWeights", stage, c.inputWeightBytes());
-      transposeEach(c, stage,
-                    memory.onHost(call.outputWeights, c.outputWeightBytes(), callerCopy), G, c.H,
-                    c.H);
-      write(engine, "outputWeights", stage, c.outputWeightBytes());
+      const std::uint8_t *outputWeights =
+          memory.onHost(call.outputWeights, c.outputWeightBytes(), callerCopy);
+      transposeEach(c, stage, outputWeights, G, c.H, c.hWidth());
+      write(engine, "outputWeights", stage, c.recurrentWeightBytes());
+      if (c.P) { // weight_hr [P, H] -> Wp [H, P]
+        transposeEach(c, stage, outputWeights + c.recurrentWeightBytes(), 1, c.P, c.H);
+        write(engine, "projection", stage, c.projectionBytes());
+      }
       biasesFromTorch(c, stage, memory.onHost(call.biases, c.callerBiasBytes(), callerCopy));
       write(engine, "biases", stage, c.biasBytes());
       if (keep)
@@ -374,8 +385,12 @@ void readWeightGradients(RnnLayer &layer, const RnnConfig &c, const RnnBackwardC
   const std::size_t G = c.gates();
   if (!c.torchLayout) {
     read(engine, "dInputWeights", call.dInputWeights, c.inputWeightBytes());
-    read(engine, "dOutputWeights", call.dOutputWeights, c.outputWeightBytes());
+    read(engine, "dOutputWeights", call.dOutputWeights, c.recurrentWeightBytes());
     read(engine, "dBiases", call.dBiases, c.biasBytes());
+    if (c.P)
+      read(engine, "dProjection",
+           static_cast<std::uint8_t *>(call.dOutputWeights) + c.recurrentWeightBytes(),
+           c.projectionBytes());
     return;
   }
   // Converted on the host, straight into host buffers, through `converted` into device ones.
@@ -394,8 +409,14 @@ void readWeightGradients(RnnLayer &layer, const RnnConfig &c, const RnnBackwardC
   read(engine, "dInputWeights", stage, c.inputWeightBytes());
   transposeEach(c, target(call.dInputWeights, c.inputWeightBytes()), stage, G, c.I, c.H);
   deliver(call.dInputWeights, c.inputWeightBytes());
-  read(engine, "dOutputWeights", stage, c.outputWeightBytes());
-  transposeEach(c, target(call.dOutputWeights, c.outputWeightBytes()), stage, G, c.H, c.H);
+  read(engine, "dOutputWeights", stage, c.recurrentWeightBytes());
+  auto *dOutputWeights = static_cast<std::uint8_t *>(target(call.dOutputWeights,
+                                                            c.outputWeightBytes()));
+  transposeEach(c, dOutputWeights, stage, G, c.hWidth(), c.H);
+  if (c.P) { // dWp [H, P] -> weight_hr's [P, H]
+    read(engine, "dProjection", stage, c.projectionBytes());
+    transposeEach(c, dOutputWeights + c.recurrentWeightBytes(), stage, 1, c.H, c.P);
+  }
   deliver(call.dOutputWeights, c.outputWeightBytes());
   read(engine, "dBiases", stage, c.biasBytes());
   biasesToTorch(c, static_cast<std::uint8_t *>(target(call.dBiases, c.callerBiasBytes())),
@@ -412,14 +433,14 @@ std::shared_ptr<RnnLayer> buildRnnLayer(const Device &device, const RnnConfig &c
 
 void runRnnForward(RnnLayer &layer, const RnnConfig &c, const RnnForwardCall &call,
                    const Memory &memory) {
-  const std::size_t es = c.elementBytes(), rowBytes = c.H * es;
+  const std::size_t es = c.elementBytes(), rowBytes = c.hWidth() * es;
   std::lock_guard<std::mutex> lock(layer.mutex);
   memory.waitForCaller();
   writeInputs(layer, c, call, memory);
   layer.engine.run(0);
   read(layer.engine, "y", call.y, c.T * c.B * rowBytes);
   if (c.lstm)
-    read(layer.engine, "cn", call.cn, c.B * rowBytes);
+    read(layer.engine, "cn", call.cn, c.B * c.H * es);
   if (call.reserve)
     read(layer.engine, "reserve", call.reserve, layer.reserveBytes);
   // hn: each row's output at its final step (finalStep; the initial state when it has none).
@@ -440,7 +461,9 @@ void runRnnForward(RnnLayer &layer, const RnnConfig &c, const RnnForwardCall &ca
 
 void runRnnBackward(RnnLayer &layer, const RnnConfig &c, const RnnBackwardCall &call,
                     const Memory &memory) {
-  const std::size_t es = c.elementBytes(), rowBytes = c.H * es, dyBytes = c.T * c.B * rowBytes;
+  // rowBytes: a row of h (and y, dy, dhn, dh0); a cell row (dcn, dc0) is H wide.
+  const std::size_t es = c.elementBytes(), rowBytes = c.hWidth() * es;
+  const std::size_t cellBytes = c.B * c.H * es, dyBytes = c.T * c.B * rowBytes;
   const std::vector<std::size_t> rows = rowLengths(c, call.forward.lengths);
   std::lock_guard<std::mutex> lock(layer.mutex);
   memory.waitForCaller();
@@ -462,19 +485,19 @@ void runRnnBackward(RnnLayer &layer, const RnnConfig &c, const RnnBackwardCall &
     for (std::size_t b = 0; b < c.B && dhn; ++b)
       if (rows[b] > 0)
         addElements(c, dy.data() + (finalStep(c, rows[b]) * c.B + b) * rowBytes,
-                    dhn + b * rowBytes, c.H);
+                    dhn + b * rowBytes, c.hWidth());
     write(engine, "dy", dy.data(), dy.size());
   }
   if (c.lstm) {
-    const std::vector<std::uint8_t> zeros(call.dcn ? 0 : c.B * rowBytes, 0);
-    write(engine, "dcn", call.dcn ? call.dcn : zeros.data(), c.B * rowBytes);
+    const std::vector<std::uint8_t> zeros(call.dcn ? 0 : cellBytes, 0);
+    write(engine, "dcn", call.dcn ? call.dcn : zeros.data(), cellBytes);
   }
   engine.run(1);
   if (call.dx)
     read(engine, "dx", call.dx, c.T * c.B * c.I * es);
   read(engine, "dh0", call.dh0, c.B * rowBytes);
   if (c.lstm)
-    read(engine, "dc0", call.dc0, c.B * rowBytes);
+    read(engine, "dc0", call.dc0, cellBytes);
   if (call.dInputWeights)
     readWeightGradients(layer, c, call, memory);
   // A row without steps has hn = h0: dhn passes straight through (the layer carries dcn).
@@ -485,7 +508,7 @@ void runRnnBackward(RnnLayer &layer, const RnnConfig &c, const RnnBackwardCall &
     std::vector<std::uint8_t> rowCopy;
     const std::uint8_t *current = memory.onHost(dh0, rowBytes, rowCopy);
     std::vector<std::uint8_t> sum(current, current + rowBytes);
-    addElements(c, sum.data(), dhn + b * rowBytes, c.H);
+    addElements(c, sum.data(), dhn + b * rowBytes, c.hWidth());
     memory.copy(dh0, sum.data(), rowBytes);
   }
 }

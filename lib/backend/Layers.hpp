@@ -47,8 +47,14 @@ struct RnnConfig {
   // out of `options` (the layer's options do not have them); part of the key through
   // optionsText.
   nn::lstm::LstmParams::CellClip cellClip;
+  // LSTM: the options' projSize (LstmParams::projSize, 0 < P < H; 0: none), taken out of
+  // `options` like the cell clip. The caller's output_weights then hold the recurrent weights
+  // followed by the projection (aspen/backend.h).
+  std::size_t P = 0;
 
   std::size_t gates() const { return lstm ? 4 : 3; }
+  // The width of h (h0, y, hn and their gradients): P with a projection, else H.
+  std::size_t hWidth() const { return P ? P : H; }
   // options' direction is reverse: each row's final state is its output at step 0
   // (docs/recurrent.md). Any other value is the layer's to refuse.
   bool reverse() const {
@@ -62,7 +68,11 @@ struct RnnConfig {
   // Bytes of the input and recurrent weights (either layout), the layer's biases and the
   // caller's.
   std::size_t inputWeightBytes() const { return gates() * I * H * elementBytes(); }
-  std::size_t outputWeightBytes() const { return gates() * H * H * elementBytes(); }
+  // output_weights: the recurrent weights [G, hWidth, H] (PyTorch: [G*H, hWidth]), then with a
+  // projection Wp [H, P] (PyTorch's weight_hr: [P, H]).
+  std::size_t recurrentWeightBytes() const { return gates() * hWidth() * H * elementBytes(); }
+  std::size_t projectionBytes() const { return H * P * elementBytes(); }
+  std::size_t outputWeightBytes() const { return recurrentWeightBytes() + projectionBytes(); }
   std::size_t biasBytes() const { return biasElements() * elementBytes(); }
   std::size_t callerBiasBytes() const { return callerBiasElements() * elementBytes(); }
   // The largest of the layer's weight and bias tensors, in bytes (a conversion's staging).

@@ -117,10 +117,12 @@ aspen_rnn_desc lstmDesc(std::size_t T, std::size_t B, std::size_t I, std::size_t
 // reverse: options has "direction": "reverse"; the model runs each row's steps reversed on the
 // host (rnnref::reverseRowSteps), from its last step back to its first.
 // clip: options set cellClipMin -0.25 and cellClipMax 0.5, which the model applies too.
+// P: options set projSize P, which the model applies too: h is P wide, output_weights hold the
+// recurrent weights then the projection (weight_hh then weight_hr in PyTorch's layout).
 void checkLstm(const std::vector<unsigned> &lengths, bool torchLayout = false,
                const char *device = "cpu", const char *options = nullptr,
-               bool reverse = false, bool clip = false) {
-  const std::size_t T = 5, B = 3, I = 4, H = 6;
+               bool reverse = false, bool clip = false, std::size_t P = 0) {
+  const std::size_t T = 5, B = 3, I = 4, H = 6, W = P ? P : H;
   const bool variable = !lengths.empty();
   INFO("PyTorch's layout: " << torchLayout << ", device " << device << ", options "
                              << (options ? options : "none") << ", reverse " << reverse);
@@ -130,30 +132,35 @@ void checkLstm(const std::vector<unsigned> &lengths, bool torchLayout = false,
   desc.options = options;
   std::mt19937 rng(7);
   const double ws = 1.0 / std::sqrt(double(H));
-  const auto x = randomFloats(rng, T * B * I, 1), h0 = randomFloats(rng, B * H, 1),
+  const auto x = randomFloats(rng, T * B * I, 1), h0 = randomFloats(rng, B * W, 1),
              c0 = randomFloats(rng, B * H, 1), wi = randomFloats(rng, 4 * I * H, ws),
-             wo = randomFloats(rng, 4 * H * H, ws), bIh = randomFloats(rng, 4 * H, 0.5),
-             bHh = randomFloats(rng, 4 * H, 0.5), dy = randomFloats(rng, T * B * H, 1),
-             dhn = randomFloats(rng, B * H, 1);
+             wo = randomFloats(rng, 4 * W * H, ws), bIh = randomFloats(rng, 4 * H, 0.5),
+             bHh = randomFloats(rng, 4 * H, 0.5), dy = randomFloats(rng, T * B * W, 1),
+             dhn = randomFloats(rng, B * W, 1);
   const std::vector<float> dcn = randomFloats(rng, B * H, 1);
+  const std::vector<float> wp = randomFloats(rng, H * P, ws); // [H, P]
   std::vector<float> b(4 * H);
   for (std::size_t i = 0; i < b.size(); ++i)
     b[i] = bIh[i] + bHh[i];
   // What the caller passes.
   const std::vector<float> callerWi = torchLayout ? torchWeights(wi, 4, I, H) : wi;
-  const std::vector<float> callerWo = torchLayout ? torchWeights(wo, 4, H, H) : wo;
+  // weight_hh [4H, W] (then weight_hr [P, H]), or Aspen's [4, W, H] (then Wp [H, P]).
+  const std::vector<float> callerWo =
+      torchLayout ? concat(torchWeights(wo, 4, W, H), torchWeights(wp, 1, H, P)) : concat(wo, wp);
   const std::vector<float> callerB = torchLayout ? concat(bIh, bHh) : b;
 
   lstmref::LstmModel model = torchOrderModel(T, B, I, H);
   model.timeSteps = lengths;
   model.cellClip = clip;
   model.cellClipMin = -0.25, model.cellClipMax = 0.5;
+  model.P = P;
   // In the order the layer runs the steps; the sequences come back to the caller's order below.
   const auto runOrder = [&](const std::vector<double> &v) {
     return reverse ? rnnref::reverseRowSteps(v, lengths, T, B) : v;
   };
-  const lstmref::LstmData data{runOrder(widen(x)), widen(h0), widen(c0), widen(wi), widen(wo),
-                               widen(b)};
+  lstmref::LstmData data{runOrder(widen(x)), widen(h0), widen(c0), widen(wi), widen(wo),
+                         widen(b)};
+  data.projection = widen(wp);
   lstmref::LstmForward fwd = lstmref::forward(model, data);
   lstmref::LstmGrads grads =
       lstmref::backward(model, data, fwd, runOrder(widen(dy)), {widen(dhn), widen(dcn)});
@@ -164,7 +171,7 @@ void checkLstm(const std::vector<unsigned> &lengths, bool torchLayout = false,
   REQUIRE(aspen_rnn_reserve_bytes(backend.handle, &desc, &reserveBytes) == ASPEN_OK);
   REQUIRE(reserveBytes > 0);
   std::vector<std::uint8_t> reserve(reserveBytes);
-  std::vector<float> y(T * B * H), hn(B * H), cn(B * H);
+  std::vector<float> y(T * B * W), hn(B * W), cn(B * H);
   const std::uint32_t *lens = variable ? lengths.data() : nullptr;
   REQUIRE(aspen_rnn_forward(backend.handle, &desc, x.data(), h0.data(), c0.data(), callerWi.data(),
                             callerWo.data(), callerB.data(), lens, y.data(), hn.data(), cn.data(),
@@ -173,7 +180,7 @@ void checkLstm(const std::vector<unsigned> &lengths, bool torchLayout = false,
   requireClose("hn", hn, fwd.finalOutput);
   requireClose("cn", cn, fwd.finalCellState);
 
-  std::vector<float> dx(T * B * I), dh0(B * H), dc0(B * H), dwi(4 * I * H), dwo(4 * H * H),
+  std::vector<float> dx(T * B * I), dh0(B * W), dc0(B * H), dwi(4 * I * H), dwo(callerWo.size()),
       db(callerB.size());
   const aspen_status status = aspen_rnn_backward(
       backend.handle, &desc, x.data(), h0.data(), c0.data(), callerWi.data(), callerWo.data(),
@@ -186,16 +193,18 @@ void checkLstm(const std::vector<unsigned> &lengths, bool torchLayout = false,
   requireClose("dc0", dc0, grads.initialCellStateGrad);
   if (torchLayout) {
     requireClose("dWi", dwi, torchWeights(grads.inputWeightsGrad, 4, I, H));
-    requireClose("dWo", dwo, torchWeights(grads.outputWeightsGrad, 4, H, H));
+    requireClose("dWo", dwo,
+                 concat(torchWeights(grads.outputWeightsGrad, 4, W, H),
+                        torchWeights(grads.projectionGrad, 1, H, P)));
     requireClose("db", db, concat(grads.biasesGrad, grads.biasesGrad));
   } else {
     requireClose("dWi", dwi, grads.inputWeightsGrad);
-    requireClose("dWo", dwo, grads.outputWeightsGrad);
+    requireClose("dWo", dwo, concat(grads.outputWeightsGrad, grads.projectionGrad));
     requireClose("db", db, grads.biasesGrad);
   }
 
   // Inference: the same outputs from the inference engine.
-  std::vector<float> yi(T * B * H), hni(B * H), cni(B * H);
+  std::vector<float> yi(T * B * W), hni(B * W), cni(B * H);
   REQUIRE(aspen_rnn_forward(backend.handle, &desc, x.data(), h0.data(), c0.data(), callerWi.data(),
                             callerWo.data(), callerB.data(), lens, yi.data(), hni.data(),
                             cni.data(), nullptr, nullptr) == ASPEN_OK);
@@ -265,6 +274,39 @@ TEST_CASE("backend LSTM clips its cell state when its options ask, and refuses b
   desc.options = R"({"cellClipMin": 0, "cellClipMax": 1})";
   CHECK(aspen_rnn_reserve_bytes(backend.handle, &desc, &bytes) == ASPEN_ERROR_INVALID_OPTION);
   CHECK_THAT(aspen_last_error(), Catch::Contains("a GRU has no cell state"));
+}
+
+TEST_CASE("backend LSTM projects its output when its options set projSize, and refuses bad "
+          "sizes",
+          "[correctness][backend][projection]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
+  checkLstm({}, false, "cpu", R"({"projSize": 2})", false, false, 2);
+  checkLstm({5, 0, 3}, true, "cpu", R"({"projSize": "5"})", false, false, 5);
+  checkLstm({5, 0, 3}, true, "cpu:3", R"({"projSize": 1, "direction": "reverse"})", true, false,
+            1);
+  checkLstm({2, 5, 0}, false, "cpu",
+            R"({"projSize": 3, "cellClipMin": -0.25, "cellClipMax": 0.5,
+                "recomputationMode": "cellAndTanh"})",
+            false, true, 3);
+  Backend backend;
+  aspen_rnn_desc desc = lstmDesc(2, 1, 2, 4, false);
+  std::size_t bytes = 0;
+  for (const auto &[options, message] :
+       {std::pair{R"({"projSize": 4})", "projSize 4 must be less than hidden_size 4"},
+        {R"({"projSize": -1})", "projSize '-1' is not a whole number"},
+        {R"({"projSize": 1.5})", "projSize '1.5' is not a whole number"},
+        {R"({"projSize": 2, "stepMethod": "fused"})",
+         "stepMethod fused does not apply to a projected layer"}}) {
+    desc.options = options;
+    CHECK(aspen_rnn_reserve_bytes(backend.handle, &desc, &bytes) == ASPEN_ERROR_INVALID_OPTION);
+    CHECK_THAT(aspen_last_error(), Catch::Contains(message));
+  }
+  desc.cell = ASPEN_RNN_GRU;
+  desc.cell_order = nullptr;
+  desc.options = R"({"projSize": 2})";
+  CHECK(aspen_rnn_reserve_bytes(backend.handle, &desc, &bytes) == ASPEN_ERROR_INVALID_OPTION);
+  CHECK_THAT(aspen_last_error(), Catch::Contains("a GRU has no projection"));
 }
 
 TEST_CASE("backend LSTM in reverse runs each row from its own last step",
@@ -399,6 +441,7 @@ struct RefLayerResult {
 };
 struct RefLayerGrads {
   std::vector<double> dx, dh0, dc0, dwi, dwo, db;
+  std::vector<double> dwp = {}; // an LSTM's projection
 };
 struct RefLayer {
   virtual ~RefLayer() = default;
@@ -419,8 +462,9 @@ struct LstmRef : RefLayer {
   RefLayerGrads backward(const std::vector<double> &dy, const std::vector<double> &dhn,
                          const std::vector<double> &dcn) override {
     const lstmref::LstmGrads g = lstmref::backward(model, data, fwd, dy, {dhn, dcn});
-    return {g.inputGrad, g.initialOutputGrad, g.initialCellStateGrad, g.inputWeightsGrad,
-            g.outputWeightsGrad, g.biasesGrad};
+    return {g.inputGrad,        g.initialOutputGrad, g.initialCellStateGrad,
+            g.inputWeightsGrad, g.outputWeightsGrad, g.biasesGrad,
+            g.projectionGrad};
   }
 };
 
@@ -560,6 +604,7 @@ struct StackCase {
   bool torchLayout;
   double dropout = 0.0;
   std::uint64_t seed = 0;
+  std::size_t P = 0; // an LSTM's projection (layer.options projSize)
 };
 
 // docs/backend.md's dropout mask, written here from that text: whether element i of layer l's
@@ -586,11 +631,12 @@ void dropLikeDocs(std::vector<double> &v, std::uint64_t seed, std::size_t l, dou
 // both added): training forward, backward with every gradient, and inference.
 void checkStack(const StackCase &k) {
   const std::size_t T = 5, B = 3, I = 4, H = 6, G = k.lstm ? 4 : 3;
+  const std::size_t W = k.P ? k.P : H; // the width of h
   const std::size_t D = k.direction == ASPEN_RNN_BIDIRECTIONAL ? 2 : 1, count = k.L * D;
   const bool variable = !k.lengths.empty();
   INFO((k.lstm ? "LSTM" : "GRU") << ", " << k.L << " layers, direction " << k.direction
                                  << ", variable lengths " << variable << ", PyTorch's layout "
-                                 << k.torchLayout);
+                                 << k.torchLayout << ", projection " << k.P);
   Backend backend;
   aspen_rnn_stack_desc desc = aspen_rnn_stack_desc_init();
   desc.layer.cell = k.lstm ? ASPEN_RNN_LSTM : ASPEN_RNN_GRU;
@@ -605,21 +651,26 @@ void checkStack(const StackCase &k) {
   desc.direction = k.direction;
   desc.dropout = k.dropout;
   desc.dropout_seed = k.seed;
+  const std::string projection = "{\"projSize\": " + std::to_string(k.P) + "}";
+  desc.layer.options = k.P ? projection.c_str() : nullptr;
   const std::size_t biasElements = k.lstm ? G * H : G * 2 * H;
   std::mt19937 rng(21);
   const double ws = 1.0 / std::sqrt(double(H));
-  const auto x = randomFloats(rng, T * B * I, 1), h0 = randomFloats(rng, count * B * H, 1),
+  const auto x = randomFloats(rng, T * B * I, 1), h0 = randomFloats(rng, count * B * W, 1),
              c0 = randomFloats(rng, count * B * H, 1),
-             dy = randomFloats(rng, T * B * D * H, 1),
-             dhn = randomFloats(rng, count * B * H, 1), dcn = randomFloats(rng, count * B * H, 1);
-  std::vector<std::vector<float>> wi, wo, b, callerWi, callerWo, callerB;
+             dy = randomFloats(rng, T * B * D * W, 1),
+             dhn = randomFloats(rng, count * B * W, 1), dcn = randomFloats(rng, count * B * H, 1);
+  std::vector<std::vector<float>> wi, wo, wp, b, callerWi, callerWo, callerB;
   for (std::size_t i = 0; i < count; ++i) {
-    const std::size_t in = i < D ? I : D * H;
+    const std::size_t in = i < D ? I : D * W;
     wi.push_back(randomFloats(rng, G * in * H, ws));
-    wo.push_back(randomFloats(rng, G * H * H, ws));
+    wo.push_back(randomFloats(rng, G * W * H, ws));
     b.push_back(randomFloats(rng, biasElements, 0.5));
+    wp.push_back(randomFloats(rng, H * k.P, ws)); // [H, P]; none without a projection
     callerWi.push_back(k.torchLayout ? torchWeights(wi[i], G, in, H) : wi[i]);
-    callerWo.push_back(k.torchLayout ? torchWeights(wo[i], G, H, H) : wo[i]);
+    callerWo.push_back(k.torchLayout
+                           ? concat(torchWeights(wo[i], G, W, H), torchWeights(wp[i], 1, H, k.P))
+                           : concat(wo[i], wp[i]));
     std::vector<float> bias = b[i];
     if (k.torchLayout && k.lstm) // [2, 4H] whose rows add up to the model's bias
       bias = concat(std::vector<float>(b[i].size(), 0.0f), b[i]);
@@ -645,16 +696,18 @@ void checkStack(const StackCase &k) {
     wantCn.clear();
     input = widen(x);
     for (std::size_t l = 0; l < k.L; ++l) {
-      std::vector<double> out(T * B * D * H);
+      std::vector<double> out(T * B * D * W);
       for (std::size_t d = 0; d < D; ++d) {
-        const std::size_t i = l * D + d, in = l == 0 ? I : D * H;
+        const std::size_t i = l * D + d, in = l == 0 ? I : D * W;
         std::unique_ptr<RefLayer> layer;
         if (k.lstm) {
           auto ref = std::make_unique<LstmRef>();
           ref->model = torchOrderModel(T, B, in, H);
           ref->model.timeSteps = k.lengths;
-          ref->data = {{},           widen(part(h0, i, B * H)), widen(part(c0, i, B * H)),
-                       widen(wi[i]), widen(wo[i]),              widen(b[i])};
+          ref->model.P = k.P;
+          ref->data = {{},           widen(part(h0, i, B * W)), widen(part(c0, i, B * H)),
+                       widen(wi[i]), widen(wo[i]),              widen(b[i]),
+                       widen(wp[i])};
           layer = std::move(ref);
         } else {
           auto ref = std::make_unique<GruRef>();
@@ -665,7 +718,7 @@ void checkStack(const StackCase &k) {
           layer = std::move(ref);
         }
         const RefLayerResult r = layer->forward(runOrder(i, input));
-        setDirection(out, runOrder(i, r.y), D, d, H);
+        setDirection(out, runOrder(i, r.y), D, d, W);
         wantHn.insert(wantHn.end(), r.hn.begin(), r.hn.end());
         wantCn.insert(wantCn.end(), r.cn.begin(), r.cn.end());
         layers.push_back(std::move(layer));
@@ -682,11 +735,11 @@ void checkStack(const StackCase &k) {
   for (std::size_t l = k.L; l-- > 0;) {
     if (k.dropout > 0 && l + 1 < k.L)
       dropLikeDocs(dyLayer, k.seed, l, k.dropout);
-    std::vector<double> dxSum(T * B * (l == 0 ? I : D * H), 0.0);
+    std::vector<double> dxSum(T * B * (l == 0 ? I : D * W), 0.0);
     for (std::size_t d = 0; d < D; ++d) {
       const std::size_t i = l * D + d;
-      RefLayerGrads g = layers[i]->backward(runOrder(i, directionOf(dyLayer, D, d, H)),
-                                            widen(part(dhn, i, B * H)),
+      RefLayerGrads g = layers[i]->backward(runOrder(i, directionOf(dyLayer, D, d, W)),
+                                            widen(part(dhn, i, B * W)),
                                             k.lstm ? widen(part(dcn, i, B * H))
                                                    : std::vector<double>{});
       g.dx = runOrder(i, g.dx);
@@ -709,7 +762,7 @@ void checkStack(const StackCase &k) {
     woP.push_back(callerWo[i].data());
     bP.push_back(callerB[i].data());
   }
-  std::vector<float> y(T * B * D * H), hn(count * B * H), cn(count * B * H);
+  std::vector<float> y(T * B * D * W), hn(count * B * W), cn(count * B * H);
   const std::uint32_t *lens = variable ? k.lengths.data() : nullptr;
   const auto forward = [&](void *res, const std::vector<double> &want) {
     const aspen_status status = aspen_rnn_stack_forward(
@@ -724,12 +777,12 @@ void checkStack(const StackCase &k) {
       requireClose("cn", cn, wantCn);
   };
   forward(reserve.data(), wantY);
-  std::vector<float> dx(T * B * I), dh0(count * B * H), dc0(count * B * H);
+  std::vector<float> dx(T * B * I), dh0(count * B * W), dc0(count * B * H);
   std::vector<std::vector<float>> dwi, dwo, db;
   std::vector<void *> dwiP, dwoP, dbP;
   for (std::size_t i = 0; i < count; ++i) {
     dwi.emplace_back(wi[i].size());
-    dwo.emplace_back(wo[i].size());
+    dwo.emplace_back(callerWo[i].size());
     db.emplace_back(callerB[i].size());
   }
   for (std::size_t i = 0; i < count; ++i) {
@@ -748,12 +801,14 @@ void checkStack(const StackCase &k) {
   for (std::size_t i = 0; i < count; ++i) {
     INFO("layer " << i / D << ", direction " << i % D);
     const RefLayerGrads &g = wantGrads[i];
-    const std::size_t in = i < D ? I : D * H;
-    requireClose("dh0", part(dh0, i, B * H), g.dh0);
+    const std::size_t in = i < D ? I : D * W;
+    requireClose("dh0", part(dh0, i, B * W), g.dh0);
     if (k.lstm)
       requireClose("dc0", part(dc0, i, B * H), g.dc0);
     requireClose("dWi", dwi[i], k.torchLayout ? torchWeights(g.dwi, G, in, H) : g.dwi);
-    requireClose("dWo", dwo[i], k.torchLayout ? torchWeights(g.dwo, G, H, H) : g.dwo);
+    const std::vector<double> torchDwo =
+        concat(torchWeights(g.dwo, G, W, H), torchWeights(g.dwp, 1, H, k.P));
+    requireClose("dWo", dwo[i], k.torchLayout ? torchDwo : concat(g.dwo, g.dwp));
     if (!k.torchLayout)
       requireClose("db", db[i], g.db);
     else
@@ -781,6 +836,16 @@ TEST_CASE("backend stacks of LSTM and GRU layers in either or both directions ma
   checkStack({false, 2, ASPEN_RNN_BIDIRECTIONAL, {5, 0, 1}, true});
   checkStack({false, 2, ASPEN_RNN_FORWARD, {}, false});
   checkStack({false, 1, ASPEN_RNN_REVERSE, {3, 5, 0}, true});
+}
+
+TEST_CASE("backend stacks of projected LSTM layers (projSize) match the composed host model",
+          "[correctness][backend][projection]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
+  checkStack({true, 2, ASPEN_RNN_BIDIRECTIONAL, {5, 0, 1}, true, 0.0, 0, 3});
+  checkStack({true, 3, ASPEN_RNN_FORWARD, {}, false, 0.0, 0, 2});
+  checkStack({true, 2, ASPEN_RNN_REVERSE, {2, 5, 3}, true, 0.5, 11, 1});
+  checkStack({true, 2, ASPEN_RNN_BIDIRECTIONAL, {}, false, 0.25, 7, 5});
 }
 
 TEST_CASE("backend stacks drop between layers in training with the documented mask",
