@@ -13,8 +13,9 @@ Runs on CPU tensors (Aspen's CPU executor) and CUDA tensors (Aspen's GPU device,
 torch's current stream), float32 or float16 (which torch.nn.LSTM does not run on the CPU).
 bidirectional=True runs each layer's reverse direction as an Aspen layer with the option
 direction "reverse" (each row from its own last step, as torch runs a packed sequence), and
-concatenates the two outputs per step as torch does. Not supported yet (a clear error):
-proj_size, other dtypes or devices.
+concatenates the two outputs per step as torch does. proj_size > 0 (LSTM) gives each layer
+Aspen's projection (option projSize; weight_hr_l<k> goes to the backend after weight_hh_l<k>
+in one buffer). Not supported (a clear error): other dtypes or devices.
 """
 import json
 import math
@@ -62,27 +63,32 @@ def _ptr(t):
 
 
 class _RnnLayerFunction(torch.autograd.Function):
-    """One layer over a time-major batch: y [T,B,H], hn [B,H] and, for an LSTM, cn [B,H], from
-    x [T,B,I], h0, c0 (None for a GRU), lengths (int32 [B] or None) and torch's parameters
-    (biases None without bias). Every gradient returned is a tensor of its own: autograd may
-    keep an incoming gradient as a parameter's .grad, so two parameters must never share one."""
+    """One layer over a time-major batch: y [T,B,W], hn [B,W] and, for an LSTM, cn [B,H], from
+    x [T,B,I], h0 [B,W], c0 (None for a GRU), lengths (int32 [B] or None) and torch's parameters
+    (biases None without bias; w_hr None without a projection; W = proj_size or H).
+    Every gradient returned is a tensor of its own: autograd may keep an incoming gradient as a
+    parameter's .grad, so two parameters must never share one."""
 
     @staticmethod
-    def forward(ctx, backend, desc, lengths, training, x, h0, c0, w_ih, w_hh, b_ih, b_hh):
+    def forward(ctx, backend, desc, lengths, training, x, h0, c0, w_ih, w_hh, b_ih, b_hh,
+                w_hr):
         # training: gradients will be asked for (decided by the caller: grad mode is off here).
         # The backend takes torch's layouts (desc's weights_layout "pytorch"): the parameters
-        # go in as they are, the two biases as one [2, G*H] (zeros without bias).
+        # go in as they are, the two biases as one [2, G*H] (zeros without bias), weight_hr
+        # after weight_hh in one buffer.
         lstm = c0 is not None
         T, B, _ = x.shape
-        H = h0.shape[-1]
-        w_ih, w_hh = w_ih.contiguous(), w_hh.contiguous()
+        W = h0.shape[-1]
+        w_ih = w_ih.contiguous()
+        w_hh = w_hh.contiguous() if w_hr is None else torch.cat((w_hh.reshape(-1),
+                                                                 w_hr.reshape(-1)))
         if b_ih is None:
             b = x.new_zeros((2, w_ih.shape[0]))
         else:
             b = torch.stack((b_ih, b_hh))
-        y = x.new_empty((T, B, H))
-        hn = x.new_empty((B, H))
-        cn = x.new_empty((B, H)) if lstm else None
+        y = x.new_empty((T, B, W))
+        hn = x.new_empty((B, W))
+        cn = x.new_empty(c0.shape) if lstm else None
         reserve = None
         if training:
             reserve = torch.empty(backend.reserve_bytes(desc), dtype=torch.uint8,
@@ -90,6 +96,7 @@ class _RnnLayerFunction(torch.autograd.Function):
         backend.forward(desc, _ptr(x), _ptr(h0), _ptr(c0), _ptr(w_ih), _ptr(w_hh), _ptr(b),
                         _ptr(lengths), _ptr(y), _ptr(hn), _ptr(cn), _ptr(reserve), _stream(x))
         ctx.backend, ctx.desc, ctx.lstm, ctx.has_bias = backend, desc, lstm, b_ih is not None
+        ctx.hr_shape = None if w_hr is None else tuple(w_hr.shape)  # [P, H]
         ctx.save_for_backward(lengths, x, h0, c0, w_ih, w_hh, b, y, reserve)
         return (y, hn, cn) if lstm else (y, hn)
 
@@ -103,7 +110,7 @@ class _RnnLayerFunction(torch.autograd.Function):
         dx = torch.empty_like(x) if ctx.needs_input_grad[4] else None
         dh0 = torch.empty_like(h0)
         dc0 = torch.empty_like(c0) if ctx.lstm else None
-        need_weights = any(ctx.needs_input_grad[7:11])
+        need_weights = any(ctx.needs_input_grad[7:12])
         dw_ih = torch.empty_like(w_ih) if need_weights else None
         dw_hh = torch.empty_like(w_hh) if need_weights else None
         db = torch.empty_like(b) if need_weights else None
@@ -111,10 +118,14 @@ class _RnnLayerFunction(torch.autograd.Function):
                              _ptr(b), _ptr(lengths), _ptr(y), _ptr(reserve), _ptr(dy),
                              _ptr(dhn), _ptr(dcn), _ptr(dx), _ptr(dh0), _ptr(dc0), _ptr(dw_ih),
                              _ptr(dw_hh), _ptr(db), _stream(x))
-        db_ih = db_hh = None
+        db_ih = db_hh = dw_hr = None
         if need_weights and ctx.has_bias:  # rows of their own: never one tensor for both
             db_ih, db_hh = db[0].clone(), db[1].clone()
-        return None, None, None, None, dx, dh0, dc0, dw_ih, dw_hh, db_ih, db_hh
+        if need_weights and ctx.hr_shape is not None:  # weight_hh's [G*H, P], weight_hr's
+            P, H = ctx.hr_shape
+            n = dw_hh.numel() - P * H
+            dw_hh, dw_hr = dw_hh[:n].view(n // P, P).clone(), dw_hh[n:].view(P, H).clone()
+        return None, None, None, None, dx, dh0, dc0, dw_ih, dw_hh, db_ih, db_hh, dw_hr
 
 
 class _AspenRNNBase(torch.nn.Module):
@@ -133,8 +144,15 @@ class _AspenRNNBase(torch.nn.Module):
         if options is not None and "direction" in json.loads(options):
             raise ValueError(f"aspen_torch.{name}: options must not set direction (the module "
                              "sets it: bidirectional=True runs both)")
-        if proj_size:
-            raise NotImplementedError(f"aspen_torch.{name}: proj_size is not supported yet")
+        if not isinstance(proj_size, int) or isinstance(proj_size, bool) or proj_size < 0:
+            raise ValueError(f"aspen_torch.{name}: proj_size should be a positive integer or "
+                             f"zero to disable projections, not {proj_size!r}")
+        if proj_size and self._cell != "lstm":
+            raise ValueError(f"aspen_torch.{name}: proj_size argument is only supported for "
+                             "LSTM, not RNN or GRU")
+        if proj_size and isinstance(hidden_size, int) and proj_size >= hidden_size:
+            raise ValueError(f"aspen_torch.{name}: proj_size has to be smaller than "
+                             f"hidden_size ({proj_size} >= {hidden_size})")
         if not isinstance(dropout, (int, float)) or not 0 <= dropout <= 1 or \
                 isinstance(dropout, bool):
             raise ValueError(f"aspen_torch.{name}: dropout should be a number in [0, 1], "
@@ -153,28 +171,38 @@ class _AspenRNNBase(torch.nn.Module):
                                       "(cpu, cuda)")
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
-        self.bidirectional, self.proj_size = bidirectional, 0
+        self.bidirectional, self.proj_size = bidirectional, proj_size
         self._backend = backend
-        self._options = options  # a JSON object of popnn options, or None
-        # The reverse direction's options: the caller's with direction "reverse".
-        self._reverse_options = json.dumps(dict(json.loads(options or "{}"),
-                                                direction="reverse"))
+        if options is not None and "projSize" in json.loads(options):
+            raise ValueError(f"aspen_torch.{name}: options must not set projSize (the module "
+                             "sets it from proj_size)")
+        # The options of each direction: the caller's, with the projection and, for the
+        # reverse direction, direction "reverse".
+        base = dict(json.loads(options or "{}"))
+        if proj_size:
+            base["projSize"] = proj_size
+        self._options = json.dumps(base) if base else None
+        self._reverse_options = json.dumps(dict(base, direction="reverse"))
         G, H = self._gates, hidden_size
+        W = proj_size or hidden_size  # the width of h
         D = 2 if bidirectional else 1
         kinds = {"dtype": dtype, "device": device}
         # Registered in torch.nn.LSTM's order, so the same seed gives the same values.
         for layer in range(num_layers):
-            layer_input = input_size if layer == 0 else D * hidden_size
+            layer_input = input_size if layer == 0 else D * W
             for suffix in ("", "_reverse")[:D]:
                 setattr(self, f"weight_ih_l{layer}{suffix}",
                         torch.nn.Parameter(torch.empty(G * H, layer_input, **kinds)))
                 setattr(self, f"weight_hh_l{layer}{suffix}",
-                        torch.nn.Parameter(torch.empty(G * H, H, **kinds)))
+                        torch.nn.Parameter(torch.empty(G * H, W, **kinds)))
                 if bias:
                     setattr(self, f"bias_ih_l{layer}{suffix}",
                             torch.nn.Parameter(torch.empty(G * H, **kinds)))
                     setattr(self, f"bias_hh_l{layer}{suffix}",
                             torch.nn.Parameter(torch.empty(G * H, **kinds)))
+                if proj_size:
+                    setattr(self, f"weight_hr_l{layer}{suffix}",
+                            torch.nn.Parameter(torch.empty(proj_size, H, **kinds)))
         self.reset_parameters()
 
     def reset_parameters(self):
@@ -194,6 +222,8 @@ class _AspenRNNBase(torch.nn.Module):
             s += f", dropout={self.dropout}"
         if self.bidirectional:
             s += ", bidirectional=True"
+        if self.proj_size:
+            s += f", proj_size={self.proj_size}"
         return s
 
     def _dtype(self):
@@ -242,6 +272,7 @@ class _AspenRNNBase(torch.nn.Module):
         x = x.contiguous()
         T, B, _ = x.shape
         H, D = self.hidden_size, 2 if self.bidirectional else 1
+        W = self.proj_size or H  # the width of h
         L = self.num_layers * D  # initial and final states: one per layer and direction
         h0 = c0 = None
         if hx is not None:
@@ -249,12 +280,12 @@ class _AspenRNNBase(torch.nn.Module):
             if unbatched:
                 h0 = h0.unsqueeze(1)
                 c0 = c0.unsqueeze(1) if c0 is not None else None
-            for what, t in (("h0", h0), ("c0", c0)):
-                if t is not None and tuple(t.shape) != (L, B, H):
-                    raise RuntimeError(f"Expected hidden size {(L, B, H)}, got "
+            for what, t, width in (("h0", h0, W), ("c0", c0, H)):
+                if t is not None and tuple(t.shape) != (L, B, width):
+                    raise RuntimeError(f"Expected hidden size {(L, B, width)}, got "
                                        f"{list(t.shape)}")
         if h0 is None:
-            h0 = x.new_zeros((L, B, H))
+            h0 = x.new_zeros((L, B, W))
         if lstm and c0 is None:
             c0 = x.new_zeros((L, B, H))
 
@@ -306,6 +337,7 @@ class _AspenRNNBase(torch.nn.Module):
         w_hh = getattr(self, f"weight_hh_{names}")
         b_ih = getattr(self, f"bias_ih_{names}") if self.bias else None
         b_hh = getattr(self, f"bias_hh_{names}") if self.bias else None
+        w_hr = getattr(self, f"weight_hr_{names}") if self.proj_size else None
         T, B, I = layer_input.shape
         desc = _backend.Desc(self._cell, _DTYPES[layer_input.dtype], T, B, I, self.hidden_size,
                              variable_lengths=lengths is not None,
@@ -315,9 +347,9 @@ class _AspenRNNBase(torch.nn.Module):
         c0 = c0.contiguous() if lstm else None
         training = torch.is_grad_enabled() and any(
             t is not None and t.requires_grad
-            for t in (layer_input, h0, c0, w_ih, w_hh, b_ih, b_hh))
+            for t in (layer_input, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr))
         return _RnnLayerFunction.apply(backend, desc, lengths, training, layer_input, h0, c0,
-                                       w_ih, w_hh, b_ih, b_hh)
+                                       w_ih, w_hh, b_ih, b_hh, w_hr)
 
 
 class LSTM(_AspenRNNBase):

@@ -2,7 +2,8 @@
 reference): forward outputs, final states and every gradient within 1e-5 relative (float32),
 over batch_first both ways, 1 and 2 layers, with and without bias, PackedSequence inputs
 (variable lengths) and hx given or not; bidirectional stacks of 1 to 3 layers over the same
-combinations against torch in float64; state_dict round trips; the same seed giving the same
+combinations against torch in float64; LSTM projections (proj_size) over those combinations
+against torch in float64; state_dict round trips; the same seed giving the same
 parameters; the layer cache reusing compiled layers; and clear errors for what is not supported.
 Run: PYTHONPATH=<build>/python /usr/bin/python3 -m unittest discover -s python/tests
 """
@@ -26,25 +27,27 @@ def assert_close(got, want, what, rtol=1e-5, atol=1e-6):
 
 class AgainstTorch(unittest.TestCase):
     def compare(self, kind, *, layers, bias, batch_first, packed, hx, bidirectional=False,
-                float64=False):
+                float64=False, proj_size=0):
         # float64: the reference runs in float64 on the same (float32) inputs and parameters.
         torch.manual_seed(1234)
         lstm = kind == "lstm"
+        projection = {"proj_size": proj_size} if proj_size else {}
         reference = (torch.nn.LSTM if lstm else torch.nn.GRU)(
             I, H, num_layers=layers, bias=bias, batch_first=batch_first,
-            bidirectional=bidirectional)
+            bidirectional=bidirectional, **projection)
         mine = (aspen_torch.LSTM if lstm else aspen_torch.GRU)(
             I, H, num_layers=layers, bias=bias, batch_first=batch_first,
-            bidirectional=bidirectional)
+            bidirectional=bidirectional, **projection)
         mine.load_state_dict(reference.state_dict())
         if float64:
             reference.double()
         D = 2 if bidirectional else 1
+        W = proj_size or H  # the width of h
         x = torch.randn((B, T, I) if batch_first else (T, B, I))
-        h0 = torch.randn(layers * D, B, H)
+        h0 = torch.randn(layers * D, B, W)
         c0 = torch.randn(layers * D, B, H)
-        out_weight = torch.randn((B, T, D * H) if batch_first else (T, B, D * H))
-        hn_weight, cn_weight = torch.randn(layers * D, B, H), torch.randn(layers * D, B, H)
+        out_weight = torch.randn((B, T, D * W) if batch_first else (T, B, D * W))
+        hn_weight, cn_weight = torch.randn(layers * D, B, W), torch.randn(layers * D, B, H)
         tolerance = {"rtol": 2e-5, "atol": 2e-6} if float64 else {}
 
         def run(module):
@@ -108,6 +111,32 @@ class AgainstTorch(unittest.TestCase):
                               packed=packed, hx=hx):
                 self.compare(kind, layers=layers, bias=bias, batch_first=batch_first,
                              packed=packed, hx=hx, bidirectional=True, float64=True)
+
+    def test_projected_lstm_against_float64(self):
+        # proj_size: h_t = W_hr (o * tanh(c_t)), P wide, in every layer and direction; the
+        # weight_hr gradients included (compare checks every named parameter's).
+        for layers, bidirectional, bias, batch_first, packed, hx in itertools.product(
+                (1, 2, 3), (False, True), (True, False), (False, True), (False, True),
+                (True, False)):
+            for proj_size in ((1, 3) if layers == 1 and not bidirectional else (3,)):
+                with self.subTest(layers=layers, bidirectional=bidirectional, bias=bias,
+                                  batch_first=batch_first, packed=packed, hx=hx,
+                                  proj_size=proj_size):
+                    self.compare("lstm", layers=layers, bias=bias, batch_first=batch_first,
+                                 packed=packed, hx=hx, bidirectional=bidirectional,
+                                 float64=True, proj_size=proj_size)
+
+    def test_projected_lstm_parameters_match_torchs(self):
+        torch.manual_seed(5)
+        reference = torch.nn.LSTM(I, H, num_layers=2, bidirectional=True, proj_size=3)
+        torch.manual_seed(5)
+        mine = aspen_torch.LSTM(I, H, num_layers=2, bidirectional=True, proj_size=3)
+        want = dict(reference.named_parameters())
+        got = dict(mine.named_parameters())
+        self.assertEqual(list(got), list(want))  # names and registration order
+        for name in want:
+            self.assertTrue(torch.equal(got[name], want[name]), name)
+        self.assertIn("proj_size=3", repr(mine))
 
     def test_gradients_accumulate_like_torch(self):
         # Two backward passes, then zero_grad and a third: every .grad must be torch's (a
@@ -308,8 +337,17 @@ class Backend(unittest.TestCase):
             aspen_torch.LSTM(I, H, options='{"direction": "reverse"}')
         with self.assertRaisesRegex(ValueError, "bidirectional should be True or False"):
             aspen_torch.GRU(I, H, bidirectional=1)
-        with self.assertRaisesRegex(NotImplementedError, "proj_size"):
-            aspen_torch.LSTM(I, H, proj_size=2)
+        with self.assertRaisesRegex(ValueError, "proj_size has to be smaller than hidden_size"):
+            aspen_torch.LSTM(I, H, proj_size=H)
+        with self.assertRaisesRegex(ValueError, "proj_size should be a positive integer"):
+            aspen_torch.LSTM(I, H, proj_size=-1)
+        with self.assertRaisesRegex(ValueError, "only supported for LSTM"):
+            aspen_torch.GRU(I, H, proj_size=2)
+        with self.assertRaisesRegex(ValueError, "options must not set projSize"):
+            aspen_torch.LSTM(I, H, options='{"projSize": 2}')
+        with self.assertRaisesRegex(RuntimeError, "Expected hidden size"):
+            aspen_torch.LSTM(I, H, proj_size=2)(torch.randn(T, B, I),
+                                                (torch.randn(1, B, H), torch.randn(1, B, H)))
         with self.assertRaisesRegex(ValueError, "hidden_size"):
             aspen_torch.GRU(I, 0)
         with self.assertRaisesRegex(TypeError, "float64"):

@@ -25,16 +25,18 @@ class OnCuda(unittest.TestCase):
         torch.backends.cudnn.allow_tf32 = False
         torch.backends.cuda.matmul.allow_tf32 = False
 
-    def compare(self, kind, layers, packed, hx, bidirectional=False):
+    def compare(self, kind, layers, packed, hx, bidirectional=False, proj_size=0):
         torch.manual_seed(99)
         lstm = kind == "lstm"
         stack = {"num_layers": layers, "bidirectional": bidirectional}
+        if proj_size:
+            stack["proj_size"] = proj_size
         reference = (torch.nn.LSTM if lstm else torch.nn.GRU)(I, H, **stack).cuda()
         mine = (aspen_torch.LSTM if lstm else aspen_torch.GRU)(I, H, **stack).cuda()
         mine.load_state_dict(reference.state_dict())
         x = torch.randn(T, B, I, device="cuda")
         states = layers * (2 if bidirectional else 1)
-        h0 = torch.randn(states, B, H, device="cuda")
+        h0 = torch.randn(states, B, proj_size or H, device="cuda")
         c0 = torch.randn(states, B, H, device="cuda")
 
         def run(module):
@@ -83,6 +85,11 @@ class OnCuda(unittest.TestCase):
             with self.subTest(kind=kind, layers=layers, packed=packed, hx=hx,
                               bidirectional=both):
                 self.compare(kind, layers, packed, hx, both)
+
+    def test_projected_lstm_against_torch_on_cuda(self):
+        for layers, packed, both in itertools.product((1, 2), (False, True), (False, True)):
+            with self.subTest(layers=layers, packed=packed, bidirectional=both):
+                self.compare("lstm", layers, packed, True, both, proj_size=2)
 
     def test_training_steps_on_a_side_stream(self):
         torch.manual_seed(5)
