@@ -63,7 +63,8 @@ TEST_CASE("ThreadPool gives each thread its own block first and steals from the 
   // caller holds iteration 0 until the worker has run both of its own, so the worker runs 2
   // and 3 in order and then takes 1 from the end of the caller's block (the caller, busy in 0,
   // takes nothing else). Handing iterations to whichever thread asks first gives the worker 1,
-  // 2 and 3.
+  // 2 and 3. A caller descheduled before it starts (a loaded machine) finds its block taken:
+  // the worker then runs 2, 3, 1 and 0, still stealing from the far end first.
   ThreadPool pool(2);
   pool.setRunning(true);
   for (int round = 0; round < 20; ++round) {
@@ -89,8 +90,12 @@ TEST_CASE("ThreadPool gives each thread its own block first and steals from the 
         workerDone.fetch_add(1);
     });
     REQUIRE(waited);
-    CHECK(callerRan == std::vector<std::size_t>{0});
-    CHECK(workerRan == std::vector<std::size_t>{2, 3, 1});
+    if (callerRan.empty()) {
+      CHECK(workerRan == std::vector<std::size_t>{2, 3, 1, 0});
+    } else {
+      CHECK(callerRan == std::vector<std::size_t>{0});
+      CHECK(workerRan == std::vector<std::size_t>{2, 3, 1});
+    }
   }
   pool.setRunning(false);
 }
