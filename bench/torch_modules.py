@@ -18,10 +18,12 @@ above 1, Aspen is faster.
 Usage: PYTHONPATH=<build>/python /usr/bin/python3 bench/torch_modules.py [--quick]
        [--max-h N] [--hidden H,...] [--batches B,...] [--steps T,...] [--kinds lstm,gru]
        [--modes inference,training] [--reps N] [--settle S] [--device cpu|cpu:N] [--cuda]
-       [--layers L] [--bidirectional]
+       [--layers L] [--bidirectional] [--proj-size P]
 --quick: H 256, B {1, 16}, T 25. scripts/bench.sh runs it with --max-h 256 by default.
 --layers, --bidirectional: a stack of L layers, each in both directions (the layer column
 reads e.g. lstm2b); --bidirectional --layers 2 are the configurations people use most.
+--proj-size P: LSTM projections (proj_size, the column reads e.g. lstm3p256); the speech
+models' shape is --layers 3 --hidden 1024 --proj-size 256.
 --cuda: both modules on the GPU (scripts/gpu-check.sh runs it there with --quick); each time
 then ends with torch.cuda.synchronize().
 """
@@ -87,6 +89,8 @@ def main():
     parser.add_argument("--batches", default=None, help="e.g. 1,16 (default: 1,4,16,64)")
     parser.add_argument("--steps", default=None, help="e.g. 25 (default: 25,50,100)")
     parser.add_argument("--layers", type=int, default=1, help="layers in the stack (1)")
+    parser.add_argument("--proj-size", type=int, default=0,
+                        help="LSTM proj_size (0: none)")
     parser.add_argument("--bidirectional", action="store_true",
                         help="every layer in both directions")
     parser.add_argument("--settle", type=float, default=0.15,
@@ -114,16 +118,23 @@ def main():
     print(f"# aspen_torch vs torch.nn {torch.__version__} on {cores} cores, OPENBLAS_NUM_THREADS="
           f"{os.environ['OPENBLAS_NUM_THREADS']}, aspen device {args.device} (fastest of "
           f"{args.reps}; ratio = torch / aspen, above 1: Aspen faster)")
-    print(f"{'layer':6} {'mode':9} {'H':>5} {'B':>3} {'T':>4} {'compile s':>9} "
+    print(f"{'layer':9} {'mode':9} {'H':>5} {'B':>3} {'T':>4} {'compile s':>9} "
           f"{'aspen ms':>9} {'torch ms':>9} {'ratio':>6}")
     status = 0
     stack = {"num_layers": args.layers, "bidirectional": args.bidirectional}
+    if args.proj_size:
+        stack["proj_size"] = args.proj_size
     for cell in args.kinds.split(","):
         ours, theirs = {"lstm": (aspen_torch.LSTM, torch.nn.LSTM),
                         "gru": (aspen_torch.GRU, torch.nn.GRU)}[cell]
+        if args.proj_size and cell != "lstm":
+            print(f"# {cell}: no projection (proj_size is the LSTM's)", file=sys.stderr)
+            continue
         kind = cell
-        if args.layers != 1 or args.bidirectional:
+        if args.layers != 1 or args.bidirectional or args.proj_size:
             kind += f"{args.layers}{'b' if args.bidirectional else ''}"
+        if args.proj_size:
+            kind += f"p{args.proj_size}"
         for H in hs:
             torch.manual_seed(0)
             reference = theirs(H, H, **stack).to(device)
@@ -157,7 +168,7 @@ def main():
                             [lambda: step(mine), lambda: step(reference)], args.reps,
                             args.settle)
                         ratio = torch_ms / aspen_ms
-                        print(f"{kind:6} {mode:9} {H:5} {B:3} {T:4} {compile_s:9.2f} "
+                        print(f"{kind:9} {mode:9} {H:5} {B:3} {T:4} {compile_s:9.2f} "
                               f"{aspen_ms:9.2f} {torch_ms:9.2f} {ratio:6.2f}", flush=True)
                         print(f"RESULT torch_modules layer={kind} mode={mode} H={H} B={B} T={T} "
                               f"aspen_ms={aspen_ms:.3f} torch_ms={torch_ms:.3f} "
