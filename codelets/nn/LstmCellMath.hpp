@@ -24,9 +24,11 @@ namespace lstm_cell {
 using namespace ::aspen::nn::cell;
 
 // Elements [lo, hi) of row r of the forward cell, element-wise activations rho (gates) and phi.
+// act: ONNX's clip of the activations' inputs; with it the gate slots of `inter` hold the four
+// (clipped) pre-activations rather than the gates, and phi takes c_t clipped.
 template <class T, class V, class Rho, class Phi>
 ASPEN_HD inline void fwdElements(V &v, unsigned r, unsigned lo, unsigned hi, Rho rho, Phi phi,
-                                 const CellClip &clip) {
+                                 const CellClip &clip, const ActClip act = ActClip{0.0f}) {
   const unsigned n = v.numInter();
   T *out = v.out[r].data();
   if (float(v.mask[r]) == 0.0f) {
@@ -47,31 +49,38 @@ ASPEN_HD inline void fwdElements(V &v, unsigned r, unsigned lo, unsigned hi, Rho
           *bo = v.bias[O].data();
   T *c = v.cState[r].data(), *h = v.hState[r].data();
   const bool gates = v.saveMode != 0, cell = v.saveMode == 2, raw = v.rawCandidate;
-  const bool in = v.hasGatesIn;
+  const bool in = v.hasGatesIn, rawGates = act.t > 0.0f;
   for (unsigned k0 = lo; k0 < hi; k0 += kChunk) {
     const unsigned m = hi - k0 < kChunk ? hi - k0 : kChunk;
-    float f[kChunk], i[kChunk], g[kChunk], o[kChunk], preG[kChunk], cPrev[kChunk],
-        cNew[kChunk], phiC[kChunk], hNew[kChunk];
+    float f[kChunk], i[kChunk], g[kChunk], o[kChunk], preF[kChunk], preI[kChunk], preG[kChunk],
+        preO[kChunk], cPrev[kChunk], cNew[kChunk], phiC[kChunk], hNew[kChunk];
     for (unsigned j = 0; j < m; ++j) {
       const unsigned k = k0 + j;
-      f[j] = v.preActivation(af[k], xf[k], in) + float(bf[k]);
-      i[j] = v.preActivation(ai[k], xi[k], in) + float(bi[k]);
+      preF[j] = v.preActivation(af[k], xf[k], in) + float(bf[k]);
+      preI[j] = v.preActivation(ai[k], xi[k], in) + float(bi[k]);
       preG[j] = v.preActivation(ag[k], xg[k], in) + float(bg[k]);
-      o[j] = v.preActivation(ao[k], xo[k], in) + float(bo[k]);
+      preO[j] = v.preActivation(ao[k], xo[k], in) + float(bo[k]);
       cPrev[j] = float(c[k]);
     }
+    if (rawGates)
+      for (unsigned j = 0; j < m; ++j) {
+        preF[j] = act.apply(preF[j]);
+        preI[j] = act.apply(preI[j]);
+        preG[j] = act.apply(preG[j]);
+        preO[j] = act.apply(preO[j]);
+      }
     for (unsigned j = 0; j < m; ++j) {
-      f[j] = rho.forward(f[j]);
-      i[j] = rho.forward(i[j]);
+      f[j] = rho.forward(preF[j]);
+      i[j] = rho.forward(preI[j]);
       g[j] = phi.forward(preG[j]);
-      o[j] = rho.forward(o[j]);
+      o[j] = rho.forward(preO[j]);
       cNew[j] = f[j] * cPrev[j] + i[j] * g[j];
     }
     if (clip.mode != 0)
       for (unsigned j = 0; j < m; ++j)
         cNew[j] = clip.apply(cNew[j]);
     for (unsigned j = 0; j < m; ++j) {
-      phiC[j] = phi.forward(cNew[j]);
+      phiC[j] = phi.forward(rawGates ? act.apply(cNew[j]) : cNew[j]);
       hNew[j] = o[j] * phiC[j];
     }
     for (unsigned j = 0; j < m; ++j) {
@@ -85,10 +94,10 @@ ASPEN_HD inline void fwdElements(V &v, unsigned r, unsigned lo, unsigned hi, Rho
       T *sg = v.inter[n * r + G].data(), *so = v.inter[n * r + O].data();
       for (unsigned j = 0; j < m; ++j) {
         const unsigned k = k0 + j;
-        sf[k] = T(f[j]);
-        si[k] = T(i[j]);
+        sf[k] = T(rawGates ? preF[j] : f[j]);
+        si[k] = T(rawGates ? preI[j] : i[j]);
         sg[k] = T(raw ? preG[j] : g[j]);
-        so[k] = T(o[j]);
+        so[k] = T(rawGates ? preO[j] : o[j]);
       }
     }
     if (cell) {
@@ -108,10 +117,12 @@ ASPEN_HD inline void fwdElements(V &v, unsigned r, unsigned lo, unsigned hi, Rho
 
 // Elements [lo, hi) of row r of the backward cell (element-wise activations).
 // clip: the forward's cell clip; the cell segment then holds c_t (rawCell, as the builders
-// arrange), at a bound where it was clipped.
+// arrange), at a bound where it was clipped. act: the forward's clip of the activations' inputs;
+// the gate segments then hold the clipped pre-activations (and the cell segment c_t), and the
+// gradient stops where an input was clipped.
 template <class T, class V, class Rho, class Phi>
 ASPEN_HD inline void bwdElements(V &v, unsigned r, unsigned lo, unsigned hi, Rho rho, Phi phi,
-                                 const CellClip &clip) {
+                                 const CellClip &clip, const ActClip act = ActClip{0.0f}) {
   T *dF = v.delta[4 * r + F].data(), *dI = v.delta[4 * r + I].data();
   T *dG = v.delta[4 * r + G].data(), *dO = v.delta[4 * r + O].data();
   T *carry = v.dhCarry[r].data(), *dc = v.dcState[r].data();
@@ -128,7 +139,7 @@ ASPEN_HD inline void bwdElements(V &v, unsigned r, unsigned lo, unsigned hi, Rho
   const T *sc = v.cell[2 * r].data(), *sp = v.cell[2 * r + 1].data();
   const T *dy = v.outGrad[r].data();
   const bool rawCell = v.rawCell, rawCand = v.rawCandidate, hasOutGrad = v.hasOutGrad;
-  const bool phiTakesInput = phi.takesInput();
+  const bool phiTakesInput = phi.takesInput(), rawGates = act.t > 0.0f;
   for (unsigned k0 = lo; k0 < hi; k0 += kChunk) {
     const unsigned m = hi - k0 < kChunk ? hi - k0 : kChunk;
     float f[kChunk], i[kChunk], gs[kChunk], o[kChunk], cs[kChunk], cPrev[kChunk], dh[kChunk],
@@ -145,16 +156,22 @@ ASPEN_HD inline void bwdElements(V &v, unsigned r, unsigned lo, unsigned hi, Rho
       dcIn[j] = float(dc[k]);
     }
     for (unsigned j = 0; j < m; ++j) {
+      const float fv = rawGates ? rho.forward(f[j]) : f[j];
+      const float iv = rawGates ? rho.forward(i[j]) : i[j];
+      const float ov = rawGates ? rho.forward(o[j]) : o[j];
       const float g = rawCand ? phi.forward(gs[j]) : gs[j];
-      const float phiC = rawCell ? phi.forward(cs[j]) : cs[j];
-      const float cAct = rawCell && phiTakesInput ? cs[j] : phiC;
-      rO[j] = rho.gradient(o[j], dh[j] * phiC);
-      const float dCellOut = phi.gradient(cAct, dh[j] * o[j]) + dcIn[j];
+      const float phiIn = rawGates ? act.apply(cs[j]) : cs[j];
+      const float phiC = rawCell ? phi.forward(phiIn) : cs[j];
+      const float cAct = rawCell && phiTakesInput ? phiIn : phiC;
+      rO[j] = act.passes(o[j]) ? rho.gradient(ov, dh[j] * phiC) : 0.0f;
+      const float dPhi = act.passes(cs[j]) ? phi.gradient(cAct, dh[j] * ov) : 0.0f;
+      const float dCellOut = dPhi + dcIn[j];
       const float dCell = clip.passes(cs[j]) ? dCellOut : 0.0f;
-      rI[j] = rho.gradient(i[j], dCell * g);
-      rG[j] = phi.gradient(rawCand && phiTakesInput ? gs[j] : g, dCell * i[j]);
-      rF[j] = rho.gradient(f[j], dCell * cPrev[j]);
-      rC[j] = dCell * f[j];
+      rI[j] = act.passes(i[j]) ? rho.gradient(iv, dCell * g) : 0.0f;
+      rG[j] = act.passes(gs[j]) ? phi.gradient(rawCand && phiTakesInput ? gs[j] : g, dCell * iv)
+                                : 0.0f;
+      rF[j] = act.passes(f[j]) ? rho.gradient(fv, dCell * cPrev[j]) : 0.0f;
+      rC[j] = dCell * fv;
     }
     for (unsigned j = 0; j < m; ++j) {
       const unsigned k = k0 + j;

@@ -54,6 +54,19 @@ struct CellClip {
   ASPEN_HD bool passes(float c) const { return mode == 0 || (c > lo && c < hi); }
 };
 
+// ONNX's clip of an activation's input (LstmParams::activationClip, the vertices' field
+// activationClip: t > 0, or 0 for none): x clipped to [-t, t], a NaN kept; and whether the
+// gradient passes it, strictly inside (at a bound the derivative is taken as 0).
+struct ActClip {
+  float t;
+  ASPEN_HD float apply(float x) const {
+    if (t <= 0.0f)
+      return x;
+    return x < -t ? -t : (x > t ? t : x);
+  }
+  ASPEN_HD bool passes(float x) const { return t <= 0.0f || (x > -t && x < t); }
+};
+
 // Elements are processed in chunks through local arrays: the loops over a chunk touch no
 // memory that could alias, so the host compiler vectorises them (one element per chunk on the
 // GPU, where a thread's arrays would live in slow local memory).

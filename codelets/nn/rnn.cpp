@@ -211,6 +211,9 @@ public:
   float cellClipMin;
   float cellClipMax;
   cell::CellClip cellClip() const { return {cellClipMode, cellClipMin, cellClipMax}; }
+  // ONNX's clip of the activations' inputs (cell::ActClip), 0 for none: element-wise
+  // activations only; the gate slots of `inter` then hold the clipped pre-activations.
+  float activationClip;
 
   // The product's pre-activation plus, with hasGatesIn, the pre-weighted input's (x.Wi summed
   // before the loop): added in float, rounded to T once, as a product accumulating into it would.
@@ -275,7 +278,8 @@ public:
     if (!rowWise) {
       forElementShare(out, workerId, numWorkers(), recurrentActivation, activation,
                       [&](unsigned r, unsigned lo, unsigned hi, auto rho, auto phi) {
-                        fwdElements<T>(*this, r, lo, hi, rho, phi, cellClip());
+                        fwdElements<T>(*this, r, lo, hi, rho, phi, cellClip(),
+                                       cell::ActClip{activationClip});
                       });
       return true;
     }
@@ -336,6 +340,7 @@ public:
   float cellClipMin;
   float cellClipMax;
   cell::CellClip cellClip() const { return {cellClipMode, cellClipMin, cellClipMax}; }
+  float activationClip; // as LstmCellFwd's: fwd's gate slots hold clipped pre-activations
   bool hasOutGrad;
   bool popnnHardSigmoidGrad; // HARD_SIGMOID's gradient by popnn's rule (RnnCellMath.hpp)
 
@@ -413,7 +418,8 @@ public:
       forElementShare(
           dcState, workerId, numWorkers(), recurrentActivation, activation,
           [&](unsigned r, unsigned lo, unsigned hi, auto rho, auto phi) {
-            bwdElements<T>(*this, r, lo, hi, rho, phi, cellClip());
+            bwdElements<T>(*this, r, lo, hi, rho, phi, cellClip(),
+                           cell::ActClip{activationClip});
           },
           popnnHardSigmoidGrad);
       return true;
@@ -496,11 +502,13 @@ public:
   Vector<Output<Vector<T>>> cOut;
   Input<Vector<T>> mask;
   unsigned activation;
+  unsigned recurrentActivation;
   bool rawCandidate;
   unsigned cellClipMode; // the cell clip (cell::CellClip): 0 none
   float cellClipMin;
   float cellClipMax;
   cell::CellClip cellClip() const { return {cellClipMode, cellClipMin, cellClipMax}; }
+  float activationClip; // as LstmCellFwd's: the gate slots hold clipped pre-activations
   bool compute(unsigned workerId) {
     nnForWorkerShare(cState, workerId, numWorkers(), [&](unsigned r, unsigned k) {
       const float previous = float(cState[r][k]);
@@ -509,10 +517,13 @@ public:
         cOut[r][k] = T(0.0f);
         return;
       }
+      const auto gate = [&](unsigned u) {
+        const float s = float(fwd[4 * r + u][k]);
+        return activationClip > 0.0f ? nnForwardOf(NonLinearityType(recurrentActivation), s) : s;
+      };
       const float gs = float(fwd[4 * r + 2][k]);
       const float g = rawCandidate ? nnForwardOf(NonLinearityType(activation), gs) : gs;
-      const float c = cellClip().apply(float(fwd[4 * r + 0][k]) * previous +
-                                       float(fwd[4 * r + 1][k]) * g);
+      const float c = cellClip().apply(gate(0) * previous + gate(1) * g);
       cPrev[r][k] = T(previous);
       cOut[r][k] = T(c);
       cState[r][k] = T(c);

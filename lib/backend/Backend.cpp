@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <new>
@@ -124,6 +125,24 @@ void readCellClip(RnnConfig &c) {
     c.options.remove(key);
 }
 
+// desc->options' activationClip (a number above 0) as the LSTM's clip of its activations'
+// inputs (ONNX's clip), taken out of the layer's options.
+void readActivationClip(RnnConfig &c) {
+  const std::string *text = c.options.find("activationClip");
+  if (!text)
+    return;
+  if (!c.lstm)
+    throw aspen::invalid_option("desc->options: activationClip is the LSTM's (ONNX's clip); the "
+                                "GRU has none yet");
+  char *end = nullptr;
+  const double t = std::strtod(text->c_str(), &end);
+  if (text->empty() || *end != '\0' || !(t > 0) || !std::isfinite(t))
+    throw aspen::invalid_option(fmt::format(
+        "desc->options: activationClip '{}' is not a finite number above 0", *text));
+  c.activationClip = t;
+  c.options.remove("activationClip");
+}
+
 // desc->options' projSize as the LSTM's projection (LstmParams::projSize: a whole number below
 // hidden_size; 0 is none), taken out of the layer's options.
 void readProjection(RnnConfig &c) {
@@ -185,6 +204,7 @@ RnnConfig rnnConfig(const aspen_rnn_desc *desc) {
                                   "forward without reserve is inference)");
     readCellClip(c);
     readProjection(c);
+    readActivationClip(c);
   }
   return c;
 }

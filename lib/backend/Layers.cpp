@@ -138,6 +138,7 @@ std::shared_ptr<RnnLayer> buildLstm(const Device &device, const RnnConfig &c, bo
                                  lstm::getDefaultBasicLstmCellOrder());
   params.cellClip = c.cellClip;
   params.projSize = c.P;
+  params.activationClip = {c.activationClip > 0, c.activationClip};
   OptionFlags options = layerOptions(c, training);
 
   RnnTensors t;

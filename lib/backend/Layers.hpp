@@ -51,6 +51,9 @@ struct RnnConfig {
   // `options` like the cell clip. The caller's output_weights then hold the recurrent weights
   // followed by the projection (aspen/backend.h).
   std::size_t P = 0;
+  // LSTM: the options' activationClip (LstmParams::activationClip's threshold; 0: none), taken
+  // out of `options` like the cell clip.
+  double activationClip = 0.0;
 
   std::size_t gates() const { return lstm ? 4 : 3; }
   // The width of h (h0, y, hn and their gradients): P with a projection, else H.

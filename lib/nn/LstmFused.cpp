@@ -48,7 +48,7 @@ void setSlots(Graph &graph, VertexRef v, const LstmParams &params) {
 
 bool usesFusedStep(const Graph &graph, const LstmParams &params, const LstmOptions &opts,
                    const std::string &what) {
-  if (params.projSize != 0) // parseOptions refuses stepMethod fused for a projected layer
+  if (!perStepOnly(params).empty()) // parseOptions refuses stepMethod fused for it
     return false;
   return rnn::detail::chooseFusedStep(
       graph, opts.stepMethod, params.activation, params.recurrentActivation, what, [&] {

@@ -77,6 +77,9 @@ bool rawCandidate(const LstmParams &params);
 // A cell vertex's rawCandidate and cell-clip fields (cellClipMode, cellClipMin, cellClipMax)
 // from params; a clip saves c_t raw (rawCandidate), which its gradient reads.
 void setRawAndClip(Graph &graph, const VertexRef &v, const LstmParams &params);
+// Why the layer's steps can only be products then cells (a projection, ONNX's activation clip),
+// for messages; empty when the fused and persistent forms apply.
+std::string perStepOnly(const LstmParams &params);
 
 // Weights as matrices: inputWeights [4,I,H] -> [I, 4H], outputWeights -> [H, 4H] (column block
 // s = slot s), biases [4, H].

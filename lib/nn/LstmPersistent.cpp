@@ -24,10 +24,9 @@ namespace aspen::nn::lstm::detail {
 PersistentChoice persistentChoice(const Graph &graph, const LstmParams &params,
                                   const LstmOptions &opts, const std::string &what,
                                   bool backward) {
-  if (params.projSize != 0) { // parseOptions refuses rnnPersistentKernel true for it
-    PersistentChoice none;
-    none.refusal = fmt::format("a projected layer (projSize {}) runs products then cells",
-                               params.projSize);
+  if (const std::string why = perStepOnly(params); !why.empty()) {
+    PersistentChoice none; // parseOptions refuses rnnPersistentKernel true for it
+    none.refusal = why + " runs products then cells";
     return none;
   }
   const std::size_t B = params.rnn.batchSize, H = params.rnn.layerSizes[1];

@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include <algorithm>
 #include <istream>
 #include <ostream>
@@ -98,6 +100,15 @@ void checkParams(const LstmParams &params, const std::string &what) {
                                      what, clip.min, clip.max));
   if (clip.enabled && (isSoftmaxKind(params.activation) || isSoftmaxKind(rec)))
     throw invalid_option(fmt::format("{}: cellClip needs element-wise activations, not {} and {}",
+                                     what, nn::asString(params.activation), nn::asString(rec)));
+  const LstmParams::ActivationClip &act = params.activationClip;
+  if (act.enabled && !(act.threshold > 0 && std::isfinite(act.threshold)))
+    throw invalid_option(fmt::format("{}: activationClip's threshold must be a finite number "
+                                     "above 0, not {}",
+                                     what, act.threshold));
+  if (act.enabled && (isSoftmaxKind(params.activation) || isSoftmaxKind(rec)))
+    throw invalid_option(fmt::format("{}: activationClip needs element-wise activations, not {} "
+                                     "and {}",
                                      what, nn::asString(params.activation), nn::asString(rec)));
   const std::size_t H = params.rnn.layerSizes.size() > 1 ? params.rnn.layerSizes[1] : 0;
   if (params.projSize != 0 && params.projSize >= H)
@@ -213,15 +224,15 @@ LstmOptions parseOptions(const Graph &graph, const LstmParams &params, const Opt
     throw invalid_option(fmt::format("{}: partialsType half needs half data, but dataType is float",
                                      what));
   chooseDefaults(graph, params, numShards, codeReuse, preCalcWeights, o);
-  if (params.projSize != 0 && o.stepMethod == StepMethod::Fused)
-    throw invalid_option(fmt::format("{}: stepMethod fused does not apply to a projected layer "
-                                     "(projSize {}): its steps are products then cells",
-                                     what, params.projSize));
-  if (params.projSize != 0 &&
-      o.persistent.mode == rnn::detail::PersistentOptions::Mode::On)
-    throw invalid_option(fmt::format("{}: rnnPersistentKernel true does not apply to a projected "
-                                     "layer (projSize {}): its steps are products then cells",
-                                     what, params.projSize));
+  const std::string perStep = perStepOnly(params);
+  if (!perStep.empty() && o.stepMethod == StepMethod::Fused)
+    throw invalid_option(fmt::format("{}: stepMethod fused does not apply to {}: its steps are "
+                                     "products then cells",
+                                     what, perStep));
+  if (!perStep.empty() && o.persistent.mode == rnn::detail::PersistentOptions::Mode::On)
+    throw invalid_option(fmt::format("{}: rnnPersistentKernel true does not apply to {}: its "
+                                     "steps are products then cells",
+                                     what, perStep));
   usesFusedStep(graph, params, o, what); // stepMethod fused where it does not apply: refused
   // rnnPersistentKernel true where the forward cannot run persistently: refused (the backward
   // functions check their loop's own limits).
@@ -251,7 +262,16 @@ InterLayout interLayout(const LstmParams &params, Recomputation mode) {
 }
 
 bool rawCandidate(const LstmParams &params) {
-  return gradientTakesInput(params.activation) || params.cellClip.enabled;
+  return gradientTakesInput(params.activation) || params.cellClip.enabled ||
+         params.activationClip.enabled;
+}
+
+std::string perStepOnly(const LstmParams &params) {
+  if (params.projSize != 0)
+    return fmt::format("a projected layer (projSize {})", params.projSize);
+  if (params.activationClip.enabled)
+    return "a layer with activationClip";
+  return {};
 }
 
 namespace {
@@ -272,6 +292,17 @@ void setRawAndClip(Graph &graph, const VertexRef &v, const LstmParams &params) {
   graph.setInitialValue(v["cellClipMin"], clip.enabled ? inType(type, clip.min) : 0.0f);
   graph.setInitialValue(v["cellClipMax"], clip.enabled ? inType(type, clip.max) : 0.0f);
 }
+
+namespace {
+
+// The activationClip field of the cell vertices (LstmCellFwd, Bwd, Recompute): 0 for none.
+void setActivationClip(Graph &graph, const VertexRef &v, const LstmParams &params) {
+  const LstmParams::ActivationClip &act = params.activationClip;
+  graph.setInitialValue(v["activationClip"],
+                        act.enabled ? inType(params.rnn.dataType, act.threshold) : 0.0f);
+}
+
+} // namespace
 
 Tensor asMatrix(const Tensor &weights) {
   return weights.dimShuffle({1, 0, 2}).reshape({weights.dim(1), 4 * weights.dim(2)});
@@ -331,6 +362,7 @@ void addCellFwd(Graph &graph, const LstmParams &params, ComputeSet cs, const Ten
     graph.setInitialValue(v["saveMode"], layout.saveMode);
     graph.setInitialValue(v["saveH"], layout.saveH);
     setRawAndClip(graph, v, params);
+    setActivationClip(graph, v, params);
   });
 }
 
@@ -356,6 +388,7 @@ void addCellBwd(Graph &graph, const LstmParams &params, const LstmOptions &opts,
                           static_cast<unsigned>(params.recurrentActivation));
     graph.setInitialValue(v["rawCell"], rawCell);
     setRawAndClip(graph, v, params);
+    setActivationClip(graph, v, params);
     graph.setInitialValue(v["hasOutGrad"], outGrad.valid());
     graph.setInitialValue(v["popnnHardSigmoidGrad"],
                           opts.hardSigmoidGradient == NonLinearityGradient::Popnn);
@@ -401,7 +434,10 @@ void addCellRecompute(Graph &graph, const LstmParams &params, ComputeSet cs, con
     graph.connect(v["cOut"], nn::work::rowList(cOut, rows));
     graph.connect(v["mask"], nn::work::rowElements(mask, rows));
     graph.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
+    graph.setInitialValue(v["recurrentActivation"],
+                          static_cast<unsigned>(params.recurrentActivation));
     setRawAndClip(graph, v, params);
+    setActivationClip(graph, v, params);
   });
 }
 

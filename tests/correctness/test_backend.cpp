@@ -119,9 +119,11 @@ aspen_rnn_desc lstmDesc(std::size_t T, std::size_t B, std::size_t I, std::size_t
 // clip: options set cellClipMin -0.25 and cellClipMax 0.5, which the model applies too.
 // P: options set projSize P, which the model applies too: h is P wide, output_weights hold the
 // recurrent weights then the projection (weight_hh then weight_hr in PyTorch's layout).
+// activationClip: options set activationClip to it, which the model applies too.
 void checkLstm(const std::vector<unsigned> &lengths, bool torchLayout = false,
                const char *device = "cpu", const char *options = nullptr,
-               bool reverse = false, bool clip = false, std::size_t P = 0) {
+               bool reverse = false, bool clip = false, std::size_t P = 0,
+               double activationClip = 0.0) {
   const std::size_t T = 5, B = 3, I = 4, H = 6, W = P ? P : H;
   const bool variable = !lengths.empty();
   INFO("PyTorch's layout: " << torchLayout << ", device " << device << ", options "
@@ -154,6 +156,7 @@ void checkLstm(const std::vector<unsigned> &lengths, bool torchLayout = false,
   model.cellClip = clip;
   model.cellClipMin = -0.25, model.cellClipMax = 0.5;
   model.P = P;
+  model.activationClip = activationClip;
   // In the order the layer runs the steps; the sequences come back to the caller's order below.
   const auto runOrder = [&](const std::vector<double> &v) {
     return reverse ? rnnref::reverseRowSteps(v, lengths, T, B) : v;
@@ -307,6 +310,34 @@ TEST_CASE("backend LSTM projects its output when its options set projSize, and r
   desc.options = R"({"projSize": 2})";
   CHECK(aspen_rnn_reserve_bytes(backend.handle, &desc, &bytes) == ASPEN_ERROR_INVALID_OPTION);
   CHECK_THAT(aspen_last_error(), Catch::Contains("a GRU has no projection"));
+}
+
+TEST_CASE("backend LSTM clips its activations' inputs when its options set activationClip",
+          "[correctness][backend][clip]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
+  checkLstm({}, false, "cpu", R"({"activationClip": 0.5})", false, false, 0, 0.5);
+  checkLstm({5, 0, 3}, true, "cpu:3",
+            R"({"activationClip": "0.5", "direction": "reverse", "projSize": 2,
+                "recomputationMode": "cellAndTanh"})",
+            true, false, 2, 0.5);
+  Backend backend;
+  aspen_rnn_desc desc = lstmDesc(2, 1, 2, 4, false);
+  std::size_t bytes = 0;
+  for (const char *options : {R"({"activationClip": 0})", R"({"activationClip": -2})",
+                              R"({"activationClip": "wide"})"}) {
+    desc.options = options;
+    CHECK(aspen_rnn_reserve_bytes(backend.handle, &desc, &bytes) == ASPEN_ERROR_INVALID_OPTION);
+    CHECK_THAT(aspen_last_error(), Catch::Contains("is not a finite number above 0"));
+  }
+  desc.options = R"({"activationClip": 1, "rnnPersistentKernel": "true"})";
+  CHECK(aspen_rnn_reserve_bytes(backend.handle, &desc, &bytes) == ASPEN_ERROR_INVALID_OPTION);
+  CHECK_THAT(aspen_last_error(), Catch::Contains("does not apply to a layer with activationClip"));
+  desc.cell = ASPEN_RNN_GRU;
+  desc.cell_order = nullptr;
+  desc.options = R"({"activationClip": 1})";
+  CHECK(aspen_rnn_reserve_bytes(backend.handle, &desc, &bytes) == ASPEN_ERROR_INVALID_OPTION);
+  CHECK_THAT(aspen_last_error(), Catch::Contains("the GRU has none yet"));
 }
 
 TEST_CASE("backend LSTM in reverse runs each row from its own last step",

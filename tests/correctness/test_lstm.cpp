@@ -198,6 +198,8 @@ struct TrainingCase {
   bool separateWU = false; // lstmBwd + lstmWU instead of lstmBwdWithWU
   bool fullSequence = true; // params.outputFullSequence
   std::size_t projSize = 0; // params.projSize
+  double activationClip = 0; // params.activationClip's threshold (0: none)
+  bool cellClip = false;     // params.cellClip [-0.8, 0.7]
 };
 
 LstmRun trainingRun(const TrainingCase &c) {
@@ -214,6 +216,8 @@ LstmRun trainingRun(const TrainingCase &c) {
   params.activation = c.activation;
   params.outputFullSequence = c.fullSequence;
   params.projSize = c.projSize;
+  params.activationClip = {c.activationClip > 0, c.activationClip};
+  params.cellClip = {c.cellClip, -0.8, 0.7, true};
   Tensor in = lstm::createInput(h.graph, params, "in", c.fwd);
   lstm::LstmState init = lstm::createInitialState(h.graph, params, "init", c.fwd);
   lstm::LstmWeights w = lstm::createWeights(h.graph, params, "w", c.fwd);
@@ -298,6 +302,8 @@ LstmRun referenceRun(const TrainingCase &c) {
   m.T = c.T, m.B = c.B, m.I = c.I, m.H = c.H, m.P = c.projSize;
   m.timeSteps = c.lengths;
   m.outputFullSequence = c.fullSequence;
+  m.activationClip = c.activationClip;
+  m.cellClip = c.cellClip, m.cellClipMin = -0.8, m.cellClipMax = 0.7;
   const std::size_t R = m.R();
   unsigned seed = c.seed + 1000 * c.firstData;
   auto next = [&](std::size_t n) {
@@ -1447,5 +1453,66 @@ TEST_CASE("a projected LSTM's results do not depend on shards, code reuse or rec
     TrainingCase c = base;
     c.fwd = c.bwd = options;
     requireSameBits(trainingRun(c), want);
+  }
+}
+
+TEST_CASE("ONNX's activation clip (activationClip) matches the double-precision model in every "
+          "loop form",
+          "[correctness][lstm][clip]") {
+  struct Form {
+    const char *name;
+    OptionFlags options;
+    bool fullSequence = true, reverse = false, separateWU = false;
+    std::size_t projSize = 0;
+    bool cellClip = false;
+  };
+  const Form forms[] = {
+      {"defaults", {}},
+      {"no preCalcWeights", {{"preCalcWeights", "false"}}},
+      {"3 shards, code reuse", {{"numShards", "3"}, {"rnnCodeReuse", "true"}}},
+      {"cellAndTanh", {{"recomputationMode", "cellAndTanh"}}},
+      {"full recomputation", {{"recomputationMode", "full"}}},
+      {"rnnStepsPerWU 2", {{"rnnStepsPerWU", "2"}}},
+      {"the last output only", {}, false},
+      {"reverse", {{"direction", "reverse"}}, true, true},
+      {"lstmBwd + lstmWU, cellAndTanh", {{"recomputationMode", "cellAndTanh"}}, true, false,
+       true},
+      {"with the cell clip", {}, true, false, false, 0, true},
+      {"with a projection and the cell clip, cellAndTanh", {{"recomputationMode", "cellAndTanh"}},
+       true, false, false, 2, true},
+  };
+  // 0.5 clips about half of the pre-activations of this data (weights in [-1, 1]), and some
+  // cell states.
+  for (const Form &form : forms) {
+    INFO(form.name);
+    TrainingCase c;
+    c.activationClip = 0.5;
+    c.lengths = {4, 0, 5};
+    c.fwd = c.bwd = form.options;
+    c.fullSequence = form.fullSequence;
+    c.reverseOnHost = form.reverse;
+    c.separateWU = form.separateWU;
+    c.projSize = form.projSize;
+    c.cellClip = form.cellClip;
+    requireReference(c, 1e-5, 1e-4);
+  }
+  SECTION("half") {
+    TrainingCase c;
+    c.type = HALF;
+    c.activationClip = 0.5;
+    c.lengths = {4, 0, 5};
+    c.fwd = c.bwd = {{"weightAccumulatorsType", "float"}};
+    requireReference(c, 2e-2, 2e-2);
+  }
+  SECTION("a threshold beyond every input changes nothing, bit for bit") {
+    TrainingCase plain;
+    plain.lengths = {4, 0, 5};
+    TrainingCase wide = plain;
+    wide.activationClip = 1e6;
+    const LstmRun a = trainingRun(plain), b = trainingRun(wide);
+    CHECK(sameValues(a.output, b.output));
+    CHECK(sameValues(a.finalCell, b.finalCell));
+    CHECK(sameValues(a.inputGrad, b.inputGrad));
+    CHECK(sameValues(a.woGrad, b.woGrad));
   }
 }

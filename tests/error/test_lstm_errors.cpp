@@ -9,6 +9,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 using namespace aspen;
 using Catch::Matchers::Contains;
 namespace lstm = aspen::nn::lstm;
@@ -299,5 +301,33 @@ TEST_CASE("LSTM projection misuse", "[error][lstm][projection]") {
   const lstm::LstmWeights dw =
       lstm::lstmWU(l.graph, params, l.prog, init, inter, bwdInter, w, l.in, out);
   REQUIRE(dw.projection.shape() == std::vector<std::size_t>{5, 2});
+  l.stillUsable();
+}
+
+TEST_CASE("LSTM activation clip misuse", "[error][lstm][clip]") {
+  Layer l;
+  auto params = l.params;
+  for (double threshold : {0.0, -1.0, std::numeric_limits<double>::infinity(),
+                           std::numeric_limits<double>::quiet_NaN()}) {
+    params.activationClip = {true, threshold};
+    REQUIRE_THROWS_AS(lstm::createInput(l.graph, params, "x"), invalid_option);
+    REQUIRE_THROWS_WITH(lstm::createInput(l.graph, params, "x"),
+                        Contains("activationClip's threshold must be a finite number above 0"));
+  }
+  params.activationClip = {true, 2.0};
+  params.activation = NonLinearityType::SOFTMAX;
+  REQUIRE_THROWS_WITH(lstm::createInput(l.graph, params, "x"),
+                      Contains("activationClip needs element-wise activations"));
+  params.activation = NonLinearityType::TANH;
+  REQUIRE_THROWS_WITH(lstm::lstmFwd(l.graph, params, l.prog, l.init, l.weights, l.in, nullptr,
+                                    "x", {{"stepMethod", "fused"}}),
+                      Contains("stepMethod fused does not apply to a layer with activationClip"));
+  REQUIRE_THROWS_WITH(lstm::lstmFwd(l.graph, params, l.prog, l.init, l.weights, l.in, nullptr,
+                                    "x", {{"rnnPersistentKernel", "true"}}),
+                      Contains("rnnPersistentKernel true does not apply to a layer with "
+                               "activationClip"));
+  // Disabled, the threshold is not read.
+  params.activationClip = {false, -1.0};
+  lstm::createInput(l.graph, params, "unclipped");
   l.stillUsable();
 }

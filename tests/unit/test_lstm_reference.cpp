@@ -319,6 +319,28 @@ TEST_CASE("LSTM reference: gradients match finite differences, layer options", "
           CHECK(fi.output[(t * base.B + b) * 3 + j] ==
                 fp.output[(t * base.B + b) * base.H + j]);
   }
+  SECTION("ONNX's activation clip, alone and with the cell clip and a projection") {
+    LstmModel m = base;
+    m.activationClip = 0.45;
+    const LstmData d = randomData(m, 16);
+    const LstmForward f = forward(m, d);
+    // Clipped inputs are there to test: pre-activations at the bound, and cell states beyond it.
+    std::size_t atBound = 0, cellsBeyond = 0;
+    for (double a : f.preActivations) {
+      CHECK(std::abs(a) <= 0.45);
+      atBound += std::abs(a) == 0.45;
+    }
+    for (double c : f.newCellState)
+      cellsBeyond += std::abs(c) > 0.45;
+    CHECK(atBound > 10);
+    CHECK(cellsBeyond > 2);
+    checkGradients(m, d, stateGrad);
+    m.cellClip = true, m.cellClipMin = -0.8, m.cellClipMax = 0.7;
+    checkGradients(m, randomData(m, 17), stateGrad);
+    m.P = 2;
+    m.timeSteps = {3, 0, 6};
+    checkGradients(m, randomData(m, 18));
+  }
   SECTION("no input weight calculation") {
     LstmModel m = base;
     m.doInputWeightCalc = false;

@@ -27,6 +27,7 @@ struct Config : CommonConfig {
   bool lastStepStateGrad = false, preWeightInput = false, ignoreFinalCellState = false;
   lstm::LstmParams::CellClip cellClip; // --cell-clip, --cell-clip-nan
   std::size_t projSize = 0;            // --proj-size
+  double activationClip = 0;           // --activation-clip (0: none)
   // The width of h: the projection's size, or H.
   std::size_t hiddenOutputSize() const { return projSize ? projSize : outputSize; }
 };
@@ -77,6 +78,15 @@ inline std::vector<Flag<Config>> layerFlagTable() {
          c.cellClip.max = parseNumber<double>(f, bounds[1]);
        },
        FlagKind::List, "no clip"},
+      {"activation-clip", nullptr,
+       "t > 0: every activation's input clipped to [-t, t] (ONNX's clip; "
+       "LstmParams::activationClip, Aspen's)",
+       [](Config &c, auto &f, auto &v) {
+         c.activationClip = parseNumber<double>(f, v);
+         if (!(c.activationClip > 0))
+           throw UsageError(fmt::format("--{}: {} is not above 0", f, v));
+       },
+       FlagKind::Value, "no clip"},
       {"cell-clip-nan", nullptr, "propagate | min: what the cell clip makes of a NaN",
        [](Config &c, auto &f, auto &v) {
          c.cellClip.propagateNan = parseChoice(f, v, {"propagate", "min"}) == "propagate";
@@ -142,6 +152,7 @@ inline BuiltLayer build(aspen::Graph &graph, const Config &c, aspen::linalg::Pla
   params.calcInputGradients = !c.ignoreInputGradient;
   params.cellClip = c.cellClip;
   params.projSize = c.projSize;
+  params.activationClip = {c.activationClip > 0, c.activationClip};
 
   BuiltLayer layer;
   program::Sequence &prog = layer.program;

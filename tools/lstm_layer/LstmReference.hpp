@@ -34,6 +34,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <vector>
 
@@ -56,6 +57,14 @@ struct LstmModel {
   // 1 strictly inside the bounds and 0 elsewhere.
   bool cellClip = false;
   double cellClipMin = 0.0, cellClipMax = 0.0;
+  // ONNX's clip (activationClip t > 0; 0: none): every activation's input clipped to [-t, t],
+  // the four gates' pre-activations and the c_t that h_t = o*phi(.) takes (c_t itself, carried
+  // to the next step, is not changed); the gradient does not pass a clipped input (|x| >= t).
+  double activationClip = 0.0;
+  double clipInput(double x) const {
+    return activationClip > 0 ? std::clamp(x, -activationClip, activationClip) : x;
+  }
+  bool passes(double x) const { return activationClip <= 0 || std::abs(x) < activationClip; }
 
   // Row b's length, capped at T.
   std::size_t length(std::size_t b) const { return rnnref::sequenceLength(timeSteps, T, b); }
@@ -81,7 +90,7 @@ struct LstmForward {
   std::vector<double> finalOutput;    // [B, R]
   std::vector<double> finalCellState; // [B, H]
   // What backward needs, every step computed for every row (masked rows included):
-  std::vector<double> preActivations;  // [T, 4, B, H] a_u, gate ids (canonical order)
+  std::vector<double> preActivations;  // [T, 4, B, H] a_u (clipped), gate ids (canonical order)
   std::vector<double> gates;           // [T, 4, B, H] f, i, g, o
   std::vector<double> newCellState;    // [T, B, H] f*c_{t-1} + i*g before masking
   std::vector<double> phiNewCellState; // [T, B, H] phi of it
@@ -158,7 +167,7 @@ inline LstmForward forward(const LstmModel &m, const LstmData &d) {
               sum += x[k] * d.inputWeights[(s * I + k) * H + j];
           for (std::size_t k = 0; k < R; ++k)
             sum += hPrev[k] * d.outputWeights[(s * R + k) * H + j];
-          a[j] = sum;
+          a[j] = m.clipInput(sum);
         }
         rnnref::forwardRow(gate == kCandidate ? m.act : m.recAct, a, at(r.gates, gate), H);
       }
@@ -171,7 +180,10 @@ inline LstmForward forward(const LstmModel &m, const LstmData &d) {
         if (m.cellClip)
           c[j] = std::min(std::max(c[j], m.cellClipMin), m.cellClipMax);
       }
-      rnnref::forwardRow(m.act, c, phiC, H);
+      std::vector<double> phiIn(c, c + H);
+      for (double &x : phiIn)
+        x = m.clipInput(x);
+      rnnref::forwardRow(m.act, phiIn.data(), phiC, H);
       const bool active = t < m.length(b);
       double *mOut = &r.cellOutput[t * BH + b * H];
       for (std::size_t j = 0; j < H; ++j)
@@ -260,9 +272,16 @@ inline LstmGrads backward(const LstmModel &m, const LstmData &d, const LstmForwa
       }
       rnnref::backwardRow(m.recAct, at(fwd.preActivations, kOutput), o, dGate.data(),
                           delta[kOutput].data(), H, m.hardSigmoidGradient);
-      rnnref::backwardRow(m.act, c, phiC, dPhiC.data(), dcNew.data(), H,
+      std::vector<double> phiIn(c, c + H);
+      for (double &x : phiIn)
+        x = m.clipInput(x);
+      rnnref::backwardRow(m.act, phiIn.data(), phiC, dPhiC.data(), dcNew.data(), H,
                           m.hardSigmoidGradient);
       for (std::size_t j = 0; j < H; ++j) {
+        if (!m.passes(c[j])) // phi took the clipped c_t
+          dcNew[j] = 0.0;
+        if (!m.passes(at(fwd.preActivations, kOutput)[j]))
+          delta[kOutput][j] = 0.0;
         dcNew[j] += dcRow[j];
         const double unclipped = f[j] * cPrev[j] + i[j] * g[j];
         if (m.cellClip && !(unclipped > m.cellClipMin && unclipped < m.cellClipMax))
@@ -273,6 +292,9 @@ inline LstmGrads backward(const LstmModel &m, const LstmData &d, const LstmForwa
           dGate[j] = dcNew[j] * factor[j];
         rnnref::backwardRow(a, at(fwd.preActivations, gate), at(fwd.gates, gate), dGate.data(),
                             delta[gate].data(), H, m.hardSigmoidGradient);
+        for (std::size_t j = 0; j < H; ++j)
+          if (!m.passes(at(fwd.preActivations, gate)[j]))
+            delta[gate][j] = 0.0;
       };
       gateBackward(kInput, m.recAct, g);
       gateBackward(kCandidate, m.act, i);

@@ -140,6 +140,8 @@ int run(const Config &c) {
   model.timeSteps = c.variableTimeSteps;
   model.cellClip = c.cellClip.enabled;
   model.cellClipMin = c.cellClip.min, model.cellClipMax = c.cellClip.max;
+  // The model clips at the threshold the layer uses: rounded to the data type.
+  model.activationClip = c.activationClip > 0 ? roundTo(type, c.activationClip) : 0.0;
   writeTimeSteps(*engine, c, saved);
   // --direction reverse: the model runs each row's steps reversed (rnnref::reverseRowSteps); the
   // sequence results come back to the caller's order below.

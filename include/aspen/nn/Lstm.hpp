@@ -132,8 +132,8 @@ struct ASPEN_API LstmParams {
   NonLinearityType recurrentActivation = NonLinearityType::SIGMOID;
   // An Aspen extension: the cell state clipped after each step, c_t = min(max(f c_{t-1} + i g,
   // min), max), before h_t = o phi(c_t) and the next step use it (cuDNN's CUDNN_RNN_CLIP_MINMAX;
-  // TensorFlow's cell_clip c is [-c, c]; ONNX's LSTM clip is another thing, on the gates'
-  // inputs). The gradient does not pass a clipped element. The bounds are rounded to dataType;
+  // TensorFlow's cell_clip c is [-c, c]; ONNX's LSTM clip is activationClip below, on the
+  // activations' inputs). The gradient does not pass a clipped element. The bounds are rounded to dataType;
   // min < max, and both activations element-wise (not a softmax). A NaN stays NaN, or with
   // propagateNan false becomes min.
   struct CellClip {
@@ -141,6 +141,17 @@ struct ASPEN_API LstmParams {
     double min = 0.0, max = 0.0;
     bool propagateNan = true;
   } cellClip;
+  // An Aspen extension: ONNX's LSTM clip, the inputs of every activation clipped to
+  // [-threshold, threshold]: the four gates' pre-activations, and c_t where h_t = o phi(c_t)
+  // takes it (c_t itself, carried to the next step, is not changed; cellClip is the clip of
+  // c_t). The gradient does not pass a clipped input. threshold > 0, rounded to dataType; both
+  // activations element-wise. With it fwdIntermediates' gate slots hold the (clipped)
+  // pre-activations rather than the gates, and the steps are products then cells (stepMethod
+  // fused and rnnPersistentKernel true are refused).
+  struct ActivationClip {
+    bool enabled = false;
+    double threshold = 0.0;
+  } activationClip;
   // The projection's size P (0 < P < H), 0 for none: see the top of this header.
   std::size_t projSize = 0;
 
