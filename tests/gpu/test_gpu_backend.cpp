@@ -220,10 +220,13 @@ TEST_CASE("backend on a GPU: device buffers and a stream give the CPU backend's 
 }
 
 // A bidirectional 2-layer stack (aspen_rnn_stack_*: 2-D copies between the directions, the
-// input gradients added through the host), training and backward, on `device`.
+// input gradients added through the host), training and backward, on `device`. P: an LSTM's
+// projection (options projSize; its output_weights then hold weight_hh and weight_hr), with
+// ONNX's activation clip at 0.8.
 RnnResults runStack(const char *device, bool lstm, const std::vector<std::uint32_t> &lengths,
-                    cudaStream_t stream) {
+                    cudaStream_t stream, std::size_t P = 0) {
   const std::size_t T = 5, B = 3, I = 4, H = 8, G = lstm ? 4 : 3, L = 2, D = 2, n = L * D;
+  const std::size_t W = P ? P : H; // the width of h
   const bool gpu = std::string(device).rfind("gpu", 0) == 0;
   aspen_rnn_stack_desc d = aspen_rnn_stack_desc_init();
   d.layer.cell = lstm ? ASPEN_RNN_LSTM : ASPEN_RNN_GRU;
@@ -234,15 +237,18 @@ RnnResults runStack(const char *device, bool lstm, const std::vector<std::uint32
   d.layer.weights_layout = ASPEN_WEIGHTS_PYTORCH;
   d.num_layers = L;
   d.direction = ASPEN_RNN_BIDIRECTIONAL;
+  const std::string options =
+      "{\"projSize\": " + std::to_string(P) + ", \"activationClip\": 0.8}";
+  d.layer.options = P ? options.c_str() : nullptr;
   Backend backend(device);
   std::mt19937 rng(5);
-  const auto x = randomFloats(rng, T * B * I, 1), h0 = randomFloats(rng, n * B * H, 1),
-             c0 = randomFloats(rng, n * B * H, 1), dy = randomFloats(rng, T * B * D * H, 1),
-             dhn = randomFloats(rng, n * B * H, 1);
+  const auto x = randomFloats(rng, T * B * I, 1), h0 = randomFloats(rng, n * B * W, 1),
+             c0 = randomFloats(rng, n * B * H, 1), dy = randomFloats(rng, T * B * D * W, 1),
+             dhn = randomFloats(rng, n * B * W, 1);
   std::vector<std::vector<float>> wi, wo, b;
   for (std::size_t i = 0; i < n; ++i) {
-    wi.push_back(randomFloats(rng, G * H * (i < D ? I : D * H), 0.3));
-    wo.push_back(randomFloats(rng, G * H * H, 0.3));
+    wi.push_back(randomFloats(rng, G * H * (i < D ? I : D * W), 0.3));
+    wo.push_back(randomFloats(rng, G * H * W + H * P, 0.3));
     b.push_back(randomFloats(rng, 2 * G * H, 0.3));
   }
   std::size_t wsBytes = 0, resBytes = 0;
@@ -278,12 +284,12 @@ RnnResults runStack(const char *device, bool lstm, const std::vector<std::uint32
     dbP.push_back(place(std::vector<float>(b[i].size())));
   }
   void *gx = place(x), *gh0 = place(h0), *gc0 = lstm ? place(c0) : nullptr;
-  void *gy = place(std::vector<float>(T * B * D * H)), *ghn = place(std::vector<float>(n * B * H));
+  void *gy = place(std::vector<float>(T * B * D * W)), *ghn = place(std::vector<float>(n * B * W));
   void *gcn = lstm ? place(std::vector<float>(n * B * H)) : nullptr;
   void *ws = place(std::vector<float>(wsBytes / 4 + 1));
   void *res = place(std::vector<float>(resBytes / 4 + 1));
   void *gdy = place(dy), *gdhn = place(dhn), *gdx = place(std::vector<float>(T * B * I));
-  void *gdh0 = place(std::vector<float>(n * B * H));
+  void *gdh0 = place(std::vector<float>(n * B * W));
   void *gdc0 = lstm ? place(std::vector<float>(n * B * H)) : nullptr;
   const std::uint32_t *lens = lengths.empty() ? nullptr : lengths.data();
   aspen_status status = aspen_rnn_stack_forward(backend.handle, &d, gx, gh0, gc0, wiP.data(),
@@ -297,10 +303,10 @@ RnnResults runStack(const char *device, bool lstm, const std::vector<std::uint32
                                     gpu ? stream : nullptr);
   REQUIRE(status == ASPEN_OK);
   RnnResults r;
-  r.y = fetch(gy, T * B * D * H);
-  r.hn = fetch(ghn, n * B * H);
+  r.y = fetch(gy, T * B * D * W);
+  r.hn = fetch(ghn, n * B * W);
   r.dx = fetch(gdx, T * B * I);
-  r.dh0 = fetch(gdh0, n * B * H);
+  r.dh0 = fetch(gdh0, n * B * W);
   for (std::size_t i = 0; i < n; ++i) {
     const auto w = fetch(dwiP[i], wi[i].size()), u = fetch(dwoP[i], wo[i].size()),
                c = fetch(dbP[i], b[i].size());
@@ -328,6 +334,11 @@ TEST_CASE("backend on a GPU: a bidirectional stack gives the CPU backend's resul
     const RnnResults got = runStack("gpu", lstm, lengths, stream);
     requireSameResults(got, want, lstm);
   }
+  // A projected LSTM stack (projSize 3) with the activation clip.
+  const std::vector<std::uint32_t> lengths{2, 5, 0};
+  const RnnResults want = runStack("cpu", true, lengths, nullptr, 3);
+  const RnnResults got = runStack("gpu", true, lengths, stream, 3);
+  requireSameResults(got, want, true);
   cudaStreamDestroy(stream);
 }
 
