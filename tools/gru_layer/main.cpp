@@ -11,9 +11,6 @@
 #include "gru_layer/GruLayer.hpp"
 #include "gru_layer/GruReference.hpp"
 
-#include <aspen/linalg/Codelets.hpp>
-#include <aspen/nn/Codelets.hpp>
-#include <aspen/ops/Codelets.hpp>
 
 #include <fmt/format.h>
 
@@ -58,50 +55,18 @@ Config parseArguments(int argc, char **argv) {
 
 // --- The layer -------------------------------------------------------------------------------
 
-int run(const Config &c) {
+// The inputs, drawn in a fixed order, rounded to the data type and written (appended to
+// `saved`), and the host model's results.
+ExpectedOf model(const Config &c, Engine &engine, std::vector<NamedTensor> &saved) {
   const std::size_t T = c.sequenceSize, B = c.batchSize, I = c.inputSize, H = c.outputSize;
   const bool backward = c.backward();
   const Type type = c.dataType;
-  std::string order;
-  for (const std::string &name : cellOrderNames(c))
-    order += (order.empty() ? "" : ",") + name;
-
-  Device device = makeDevice(c);
-  fmt::print("gru_layer: T={} B={} I={} H={} {} phase={} cellOrder={{{}}} activation={} "
-             "recurrentActivation={} resetAfter={} {}{} on {}\n",
-             T, B, I, H, c.dataTypeName, c.phase, order, c.activation->name,
-             c.recurrentActivation->name, int(c.resetAfter), c.withAttention ? "AUGRU" : "GRU",
-             c.withRealTimeSteps ? " realTimeSteps" : "", device.describe());
-  if (!c.variableTimeSteps.empty()) {
-    std::string lengths;
-    for (unsigned l : c.variableTimeSteps)
-      lengths += (lengths.empty() ? "" : ",") + std::to_string(l);
-    fmt::print("gru_layer: sequence lengths {{{}}}\n", lengths);
-  }
-
-  Graph graph(device.getTarget());
-  ops::addCodelets(graph);
-  linalg::addCodelets(graph);
-  nn::addCodelets(graph);
-  linalg::PlanningCache cache;
-  const BuiltLayer layer = build(graph, c, cache);
-  const auto &results = layer.results;
-
-  double compileSeconds = 0;
-  std::optional<Engine> engine = compileAndLoad(kTool, c, graph, layer.program, device,
-                                                 compileSeconds);
-  if (!engine)
-    return 0;
-  if (c.ignoreData)
-    return runUnchecked(kTool, *engine, c, compileSeconds);
-
-  // Inputs, drawn in a fixed order and rounded to the data type.
   std::mt19937 rng(c.seed);
   const double weightScale = 1.0 / std::sqrt(double(H));
   const Shape seq = {T, B, H}, state = {B, H};
   const Shape outputShape = c.outputAllSequence ? seq : state;
   const Shape biasesShape = c.resetAfter ? Shape{3, 2, H} : Shape{3, H};
-  std::vector<NamedTensor> saved = {
+  saved = {
       {"input",
        {T, B, I},
        "input x_t [T,B,I]",
@@ -135,7 +100,7 @@ int run(const Config &c) {
                      randomValues(rng, {B, T}, 0.5, type, 0.5),
                      {}});
   for (const NamedTensor &t : saved)
-    writeValues(*engine, t.name, type, t.values);
+    writeValues(engine, t.name, type, t.values);
   gruref::GruModel model;
   model.T = T, model.B = B, model.I = I, model.H = H;
   for (std::size_t s = 0; s < gruref::kNumGates; ++s)
@@ -158,7 +123,7 @@ int run(const Config &c) {
                              saved[4].values,
                              c.withAttention ? runOrder(saved[5].values, true)
                                              : std::vector<double>()};
-  writeTimeSteps(*engine, c, saved);
+  writeTimeSteps(engine, c, saved);
   gruref::GruForward fwd = gruref::forward(model, data);
   gruref::GruGrads grads;
   if (backward) {
@@ -167,7 +132,7 @@ int run(const Config &c) {
                    "gradient of the output (output's shape)",
                    randomValues(rng, outputShape, 1.0, type),
                    {}};
-    writeValues(*engine, dy.name, type, dy.values);
+    writeValues(engine, dy.name, type, dy.values);
     grads = gruref::backward(model, data, fwd,
                              c.outputAllSequence ? runOrder(dy.values) : dy.values);
     saved.push_back(std::move(dy));
@@ -178,9 +143,7 @@ int run(const Config &c) {
   if (c.outputAllSequence)
     fwd.output = runOrder(fwd.output);
 
-  runTimed(kTool, *engine, c, compileSeconds);
-
-  const auto expected = [&](const std::string &name) -> Expected {
+  return [=](const std::string &name) -> Expected {
     if (name == "output")
       return {outputShape,
               c.outputAllSequence ? "output h_t [T,B,H], zero past a row's length"
@@ -198,15 +161,37 @@ int run(const Config &c) {
       return {{3, H, H}, "gradient of outputWeights [3,H,H]", &grads.outputWeightsGrad};
     return {biasesShape, "gradient of biases (biases' shape)", &grads.biasesGrad};
   };
-  const int status = checkResults(kTool, *engine, c, results, expected, saved);
-  if (!c.saveTensors.empty()) {
-    auto params = commonManifestParams("gru", c, cellOrderNames(c));
-    params.push_back({"resetAfter", jsonBool(c.resetAfter)});
-    params.push_back({"phase", jsonString(c.phase)});
-    params.push_back({"dataType", jsonString(c.dataTypeName)});
-    saveTensors(kTool, c.saveTensors, params, saved);
-  }
-  return printVerdict(kTool, c, status, results.size());
+}
+
+int run(const Config &c) {
+  const auto header = [&](const Device &device) {
+    std::string order;
+    for (const std::string &name : cellOrderNames(c))
+      order += (order.empty() ? "" : ",") + name;
+    fmt::print("gru_layer: T={} B={} I={} H={} {} phase={} cellOrder={{{}}} activation={} "
+               "recurrentActivation={} resetAfter={} {}{} on {}\n",
+               c.sequenceSize, c.batchSize, c.inputSize, c.outputSize, c.dataTypeName, c.phase,
+               order, c.activation->name, c.recurrentActivation->name, int(c.resetAfter),
+               c.withAttention ? "AUGRU" : "GRU", c.withRealTimeSteps ? " realTimeSteps" : "",
+               device.describe());
+    if (!c.variableTimeSteps.empty()) {
+      std::string lengths;
+      for (unsigned l : c.variableTimeSteps)
+        lengths += (lengths.empty() ? "" : ",") + std::to_string(l);
+      fmt::print("gru_layer: sequence lengths {{{}}}\n", lengths);
+    }
+  };
+  return runLayerDriver<Config>(
+      kTool, c, header,
+      [&](Graph &graph, linalg::PlanningCache &cache) { return build(graph, c, cache); },
+      [&](Engine &engine, std::vector<NamedTensor> &saved) { return model(c, engine, saved); },
+      [&] {
+        auto params = commonManifestParams("gru", c, cellOrderNames(c));
+        params.push_back({"resetAfter", jsonBool(c.resetAfter)});
+        params.push_back({"phase", jsonString(c.phase)});
+        params.push_back({"dataType", jsonString(c.dataTypeName)});
+        return params;
+      });
 }
 
 } // namespace

@@ -7,9 +7,6 @@
 #include "lstm_layer/LstmLayer.hpp"
 #include "lstm_layer/LstmReference.hpp"
 
-#include <aspen/linalg/Codelets.hpp>
-#include <aspen/nn/Codelets.hpp>
-#include <aspen/ops/Codelets.hpp>
 
 #include <fmt/format.h>
 
@@ -53,44 +50,19 @@ Config parseArguments(int argc, char **argv) {
 
 // --- The layer -------------------------------------------------------------------------------
 
-int run(const Config &c) {
+// The inputs, drawn in a fixed order, rounded to the data type and written (appended to
+// `saved`), and the host model's results.
+ExpectedOf model(const Config &c, Engine &engine, std::vector<NamedTensor> &saved) {
   const std::size_t T = c.sequenceSize, B = c.batchSize, I = c.inputSize, H = c.outputSize;
   const std::size_t R = c.hiddenOutputSize(), P = c.projSize;
   const bool backward = c.backward();
   const Type type = c.dataType;
-  std::string order;
-  for (const std::string &name : cellOrderNames(c))
-    order += (order.empty() ? "" : ",") + name;
-
-  Device device = makeDevice(c);
-  fmt::print("lstm_layer: T={} B={} I={} H={}{} {} phase={} cellOrder={{{}}} activation={} "
-             "recurrentActivation={} on {}\n",
-             T, B, I, H, P ? fmt::format(" P={}", P) : "", c.dataTypeName, c.phase, order, c.activation->name,
-             c.recurrentActivation->name, device.describe());
-
-  Graph graph(device.getTarget());
-  ops::addCodelets(graph);
-  linalg::addCodelets(graph);
-  nn::addCodelets(graph);
-  linalg::PlanningCache cache;
-  const BuiltLayer layer = build(graph, c, cache);
-  const auto &results = layer.results;
-
-  double compileSeconds = 0;
-  std::optional<Engine> engine =
-      compileAndLoad(kTool, c, graph, layer.program, device, compileSeconds);
-  if (!engine)
-    return 0;
-  if (c.ignoreData)
-    return runUnchecked(kTool, *engine, c, compileSeconds);
-
-  // Inputs, drawn in a fixed order and rounded to the data type.
   std::mt19937 rng(c.seed);
   const double weightScale = 1.0 / std::sqrt(double(H));
   const Shape seq = {T, B, R}, state = {B, R}, cellState = {B, H};
   const Shape outputShape = c.outputAllSequence ? seq : state;
   const std::string h = P ? "P" : "H"; // h's width in the descriptions
-  std::vector<NamedTensor> saved = {
+  saved = {
       {"input",
        {T, B, I},
        "input x_t [T,B,I]",
@@ -128,7 +100,7 @@ int run(const Config &c) {
                      randomValues(rng, {H, P}, weightScale, type),
                      {}});
   for (const NamedTensor &t : saved)
-    writeValues(*engine, t.name, type, t.values);
+    writeValues(engine, t.name, type, t.values);
   lstmref::LstmModel model;
   model.T = T, model.B = B, model.I = I, model.H = H, model.P = P;
   for (std::size_t s = 0; s < 4; ++s)
@@ -142,7 +114,7 @@ int run(const Config &c) {
   model.cellClipMin = c.cellClip.min, model.cellClipMax = c.cellClip.max;
   // The model clips at the threshold the layer uses: rounded to the data type.
   model.activationClip = c.activationClip > 0 ? roundTo(type, c.activationClip) : 0.0;
-  writeTimeSteps(*engine, c, saved);
+  writeTimeSteps(engine, c, saved);
   // --direction reverse: the model runs each row's steps reversed (rnnref::reverseRowSteps); the
   // sequence results come back to the caller's order below.
   const auto runOrder = [&](const std::vector<double> &v) {
@@ -160,12 +132,12 @@ int run(const Config &c) {
                    "gradient of the output (output's shape)",
                    randomValues(rng, outputShape, 1.0, type),
                    {}};
-    writeValues(*engine, dy.name, type, dy.values);
+    writeValues(engine, dy.name, type, dy.values);
     lstmref::LstmStateGrad lastRef;
     if (c.lastStepStateGrad) {
       lastRef = {randomValues(rng, state, 1.0, type), randomValues(rng, cellState, 1.0, type)};
-      writeValues(*engine, "lastStepStateGrad.output", type, lastRef.output);
-      writeValues(*engine, "lastStepStateGrad.cellState", type, lastRef.cellState);
+      writeValues(engine, "lastStepStateGrad.output", type, lastRef.output);
+      writeValues(engine, "lastStepStateGrad.cellState", type, lastRef.cellState);
     }
     grads = lstmref::backward(model, data, fwd,
                               c.outputAllSequence ? runOrder(dy.values) : dy.values, lastRef);
@@ -188,9 +160,7 @@ int run(const Config &c) {
   if (c.outputAllSequence)
     fwd.output = runOrder(fwd.output);
 
-  runTimed(kTool, *engine, c, compileSeconds);
-
-  const auto expected = [&](const std::string &name) -> Expected {
+  return [=](const std::string &name) -> Expected {
     if (name == "output")
       return {outputShape,
               c.outputAllSequence ? "output h_t [T,B," + h + "], zero past a row's length"
@@ -213,14 +183,29 @@ int run(const Config &c) {
       return {{H, P}, "gradient of the projection [H,P]", &grads.projectionGrad};
     return {{4, H}, "gradient of biases [4,H]", &grads.biasesGrad};
   };
-  const int status = checkResults(kTool, *engine, c, results, expected, saved);
-  if (!c.saveTensors.empty()) {
-    auto params = commonManifestParams("lstm", c, cellOrderNames(c));
-    params.push_back({"phase", jsonString(c.phase)});
-    params.push_back({"dataType", jsonString(c.dataTypeName)});
-    saveTensors(kTool, c.saveTensors, params, saved);
-  }
-  return printVerdict(kTool, c, status, results.size());
+}
+
+int run(const Config &c) {
+  const auto header = [&](const Device &device) {
+    std::string order;
+    for (const std::string &name : cellOrderNames(c))
+      order += (order.empty() ? "" : ",") + name;
+    fmt::print("lstm_layer: T={} B={} I={} H={}{} {} phase={} cellOrder={{{}}} activation={} "
+               "recurrentActivation={} on {}\n",
+               c.sequenceSize, c.batchSize, c.inputSize, c.outputSize,
+               c.projSize ? fmt::format(" P={}", c.projSize) : "", c.dataTypeName, c.phase, order,
+               c.activation->name, c.recurrentActivation->name, device.describe());
+  };
+  return runLayerDriver<Config>(
+      kTool, c, header,
+      [&](Graph &graph, linalg::PlanningCache &cache) { return build(graph, c, cache); },
+      [&](Engine &engine, std::vector<NamedTensor> &saved) { return model(c, engine, saved); },
+      [&] {
+        auto params = commonManifestParams("lstm", c, cellOrderNames(c));
+        params.push_back({"phase", jsonString(c.phase)});
+        params.push_back({"dataType", jsonString(c.dataTypeName)});
+        return params;
+      });
 }
 
 } // namespace

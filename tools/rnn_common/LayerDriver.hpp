@@ -1,7 +1,8 @@
-// What the recurrent-layer drivers (lstm_layer, gru_layer) share: the flag parser and the flags
-// every layer has, seeded random inputs, the device, compiling and timing the program, the
-// comparison with the host model and --save-tensors. Each driver adds its layer's flags, builds
-// its layer and runs its reference (LstmReference.hpp, GruReference.hpp).
+// What the recurrent-layer drivers (lstm_layer, gru_layer, rnn_layer) share: the flag parser and
+// the flags every layer has, seeded random inputs, the device, compiling and timing the program,
+// the comparison with the host model, --save-tensors and the run itself (runLayerDriver) and
+// main (driverMain). Each driver adds its layer's flags, builds its layer and runs its reference
+// (LstmReference.hpp, GruReference.hpp, RnnLayerReference.hpp).
 //
 // Inputs are uniform in [-1, 1] (weights scaled by 1/sqrt(H)) from std::mt19937(--seed) and
 // rounded to the data type before both Aspen and the model see them. A result element passes
@@ -29,7 +30,11 @@
 #include <aspen/OptionFlags.hpp>
 #include <aspen/Program.hpp>
 #include <aspen/Target.hpp>
+#include <aspen/linalg/Codelets.hpp>
+#include <aspen/linalg/MatMul.hpp>
+#include <aspen/nn/Codelets.hpp>
 #include <aspen/nn/NonLinearityDef.hpp>
+#include <aspen/ops/Codelets.hpp>
 #include <aspen/nn/RecurrentPlan.hpp>
 
 #include <fmt/format.h>
@@ -820,6 +825,49 @@ commonManifestParams(const std::string &layer, const CommonConfig &c,
           {"activation", jsonString(c.activation->name)},
           {"recurrentActivation", jsonString(c.recurrentActivation->name)},
           {"outputFullSequence", jsonBool(c.outputAllSequence)}};
+}
+
+// --- The run --------------------------------------------------------------------------------
+
+// What a driver's model gives the run: the expected value of each result, by name.
+using ExpectedOf = std::function<Expected(const std::string &)>;
+using ManifestParams = std::vector<std::pair<std::string, std::string>>;
+
+// The run every layer driver makes. The device (header(device) prints what runs, on what); the
+// layer's graph (build, the ops, linalg and nn codelets added); compiling and loading it; then,
+// unless --ignore-data, the inputs and the host model: model(engine, saved) draws the inputs,
+// writes them, appends them to `saved` and returns the expected results; the timed runs; the
+// comparison; with --save-tensors every tensor and the manifest (manifest() gives its params);
+// and the verdict, whose exit status it returns.
+template <typename Config>
+int runLayerDriver(
+    const std::string &tool, const Config &c,
+    const std::function<void(const aspen::Device &)> &header,
+    const std::function<BuiltLayer(aspen::Graph &, aspen::linalg::PlanningCache &)> &build,
+    const std::function<ExpectedOf(aspen::Engine &, std::vector<NamedTensor> &)> &model,
+    const std::function<ManifestParams()> &manifest) {
+  aspen::Device device = makeDevice(c);
+  header(device);
+  aspen::Graph graph(device.getTarget());
+  aspen::ops::addCodelets(graph);
+  aspen::linalg::addCodelets(graph);
+  aspen::nn::addCodelets(graph);
+  aspen::linalg::PlanningCache cache;
+  const BuiltLayer layer = build(graph, cache);
+  double compileSeconds = 0;
+  std::optional<aspen::Engine> engine =
+      compileAndLoad(tool, c, graph, layer.program, device, compileSeconds);
+  if (!engine)
+    return 0;
+  if (c.ignoreData)
+    return runUnchecked(tool, *engine, c, compileSeconds);
+  std::vector<NamedTensor> saved;
+  const ExpectedOf expected = model(*engine, saved);
+  runTimed(tool, *engine, c, compileSeconds);
+  const int status = checkResults(tool, *engine, c, layer.results, expected, saved);
+  if (!c.saveTensors.empty())
+    saveTensors(tool, c.saveTensors, manifest(), saved);
+  return printVerdict(tool, c, status, layer.results.size());
 }
 
 // --- main ------------------------------------------------------------------------------------

@@ -11,10 +11,7 @@
 #include "rnn_layer/RnnLayer.hpp"
 #include "rnn_layer/RnnLayerReference.hpp"
 
-#include <aspen/linalg/Codelets.hpp>
-#include <aspen/nn/Codelets.hpp>
 #include <aspen/nn/Recurrent.hpp>
-#include <aspen/ops/Codelets.hpp>
 
 #include <fmt/format.h>
 
@@ -53,39 +50,16 @@ void printUsage() {
 
 Config parseArguments(int argc, char **argv) { return parseCommandLine(argc, argv, flags()); }
 
-int run(const Config &c) {
+// The inputs, drawn in a fixed order, rounded to the data type and written (appended to
+// `saved`), and the host model's results.
+ExpectedOf model(const Config &c, Engine &engine, std::vector<NamedTensor> &saved) {
   const std::size_t T = c.sequenceSize, B = c.batchSize, I = c.inputSize, H = c.outputSize;
   const bool backward = c.backward();
-  const Type type = c.dataType, partials = c.partialsType;
-
-  Device device = makeDevice(c);
-  fmt::print("rnn_layer: T={} B={} I={} H={} {} (partials {}) phase={} nonlinearity={} "
-             "applyFeedforwardWeights={} on {}\n",
-             T, B, I, H, c.dataTypeName, partials == HALF ? "half" : "float", c.phase,
-             c.activation->name, int(c.applyFeedforwardWeights), device.describe());
-
-  Graph graph(device.getTarget());
-  ops::addCodelets(graph);
-  linalg::addCodelets(graph);
-  nn::addCodelets(graph);
-  linalg::PlanningCache cache;
-
-  const BuiltLayer layer = build(graph, c, cache);
-  const auto &results = layer.results;
-
-  double compileSeconds = 0;
-  std::optional<Engine> engine = compileAndLoad(kTool, c, graph, layer.program, device,
-                                                 compileSeconds);
-  if (!engine)
-    return 0;
-  if (c.ignoreData)
-    return runUnchecked(kTool, *engine, c, compileSeconds);
-
-  // Inputs, drawn in a fixed order and rounded to the data type.
+  const Type type = c.dataType;
   std::mt19937 rng(c.seed);
   const double weightScale = 1.0 / std::sqrt(double(H));
   const Shape seq = {T, B, H};
-  std::vector<NamedTensor> saved = {
+  saved = {
       {"input",
        {T, B, I},
        "input x_t [T,B,I]",
@@ -108,7 +82,7 @@ int run(const Config &c) {
        {}},
       {"biases", {H}, "biases b [H]", randomValues(rng, {H}, 1.0, type), {}}};
   for (const NamedTensor &tensor : saved)
-    writeValues(*engine, tensor.name, type, tensor.values);
+    writeValues(engine, tensor.name, type, tensor.values);
   rnnlayerref::RnnModel model;
   model.T = T, model.B = B, model.I = I, model.H = H;
   model.nl = c.activation->reference;
@@ -119,14 +93,12 @@ int run(const Config &c) {
   if (backward) {
     NamedTensor dy{"outputGrad", seq, "gradient of the output [T,B,H]",
                    randomValues(rng, seq, 1.0, type), {}};
-    writeValues(*engine, dy.name, type, dy.values);
+    writeValues(engine, dy.name, type, dy.values);
     grads = rnnlayerref::backward(model, data, fwd, dy.values);
     saved.push_back(std::move(dy));
   }
 
-  runTimed(kTool, *engine, c, compileSeconds);
-
-  const auto expected = [&](const std::string &name) -> Expected {
+  return [=](const std::string &name) -> Expected {
     if (name == "output")
       return {seq, "output y_t [T,B,H]", &fwd.output};
     if (name == "inputGrad")
@@ -137,21 +109,31 @@ int run(const Config &c) {
       return {{H, H}, "gradient of outputWeights [H,H]", &grads.outputWeightsGrad};
     return {{H}, "gradient of biases [H]", &grads.biasesGrad};
   };
-  const int status = checkResults(kTool, *engine, c, results, expected, saved);
-  if (!c.saveTensors.empty()) {
-    const std::vector<std::pair<std::string, std::string>> params = {
-        {"layer", jsonString("rnn")},
-        {"sequenceSize", std::to_string(T)},
-        {"batchSize", std::to_string(B)},
-        {"inputSize", std::to_string(I)},
-        {"outputSize", std::to_string(H)},
-        {"activation", jsonString(c.activation->name)},
-        {"outputFullSequence", jsonBool(true)},
-        {"phase", jsonString(c.phase)},
-        {"dataType", jsonString(c.dataTypeName)}};
-    saveTensors(kTool, c.saveTensors, params, saved);
-  }
-  return printVerdict(kTool, c, status, results.size());
+}
+
+int run(const Config &c) {
+  const auto header = [&](const Device &device) {
+    fmt::print("rnn_layer: T={} B={} I={} H={} {} (partials {}) phase={} nonlinearity={} "
+               "applyFeedforwardWeights={} on {}\n",
+               c.sequenceSize, c.batchSize, c.inputSize, c.outputSize, c.dataTypeName,
+               c.partialsType == HALF ? "half" : "float", c.phase, c.activation->name,
+               int(c.applyFeedforwardWeights), device.describe());
+  };
+  return runLayerDriver<Config>(
+      kTool, c, header,
+      [&](Graph &graph, linalg::PlanningCache &cache) { return build(graph, c, cache); },
+      [&](Engine &engine, std::vector<NamedTensor> &saved) { return model(c, engine, saved); },
+      [&]() -> ManifestParams {
+        return {{"layer", jsonString("rnn")},
+                {"sequenceSize", std::to_string(c.sequenceSize)},
+                {"batchSize", std::to_string(c.batchSize)},
+                {"inputSize", std::to_string(c.inputSize)},
+                {"outputSize", std::to_string(c.outputSize)},
+                {"activation", jsonString(c.activation->name)},
+                {"outputFullSequence", jsonBool(true)},
+                {"phase", jsonString(c.phase)},
+                {"dataType", jsonString(c.dataTypeName)}};
+      });
 }
 
 } // namespace
