@@ -35,21 +35,24 @@ namespace gru_cell {
 
 // The common part of the backward cells for one chunk: from r, u (after attention), c (or its
 // pre-activation), h_{t-1} and dh, the candidate's and update's pre-activation gradients, the
-// attention's gradient contribution and dh * u.
+// attention's gradient contribution and dh * u. act: ONNX's clip of the activations' inputs
+// (the candidate's pre-activation cs is then saved raw, clipped); preU: the update gate's
+// clipped pre-activation, read only with it.
 template <class Rho, class Phi> struct BwdCommon {
   Rho rho;
   Phi phi;
   bool rawCandidate;
   float keep; // 1 - a (1 without attention)
+  ActClip act = ActClip{0.0f};
   ASPEN_HD void operator()(float u, float cs, float hPrev, float dh, float &dCand, float &dUpd,
-                           float &dAtt, float &dhU) const {
+                           float &dAtt, float &dhU, float preU = 0.0f) const {
     const float c = rawCandidate ? phi.forward(cs) : cs;
     const float cAct = rawCandidate && phi.takesInput() ? cs : c;
-    dCand = phi.gradient(cAct, dh * (1.0f - u));
+    dCand = act.passes(cs) ? phi.gradient(cAct, dh * (1.0f - u)) : 0.0f;
     const float du = dh * (hPrev - c);
     // u = keep * ut, ut = rho(.): d(ut) = du * keep, and d(a) = -du * ut.
     const float ut = keep != 0.0f ? u / keep : 0.0f;
-    dUpd = rho.gradient(ut, du * keep);
+    dUpd = act.passes(preU) ? rho.gradient(ut, du * keep) : 0.0f;
     dAtt = -du * ut;
     dhU = dh * u;
   }
@@ -61,6 +64,7 @@ template <class Rho, class Phi> struct BwdCommon {
 template <class T> struct BwdARow {
   const T *su, *sc, *hp, *dy, *mm;
   T *carry, *dU, *dC;
+  const T *pu = nullptr; // the update's clipped pre-activation (with the activation clip)
 };
 
 // Elements [lo, hi) of an active row of phase A; returns their sum of d(attention) in
@@ -73,7 +77,8 @@ ASPEN_HD inline float bwdAElements(const BwdARow<T> &v, unsigned lo, unsigned hi
     const float dh =
         float(v.mm[k]) + float(v.carry[k]) + (hasOutGrad ? float(v.dy[k]) : 0.0f);
     float dCand, dUpd, dAtt, dhU;
-    common(float(v.su[k]), float(v.sc[k]), float(v.hp[k]), dh, dCand, dUpd, dAtt, dhU);
+    common(float(v.su[k]), float(v.sc[k]), float(v.hp[k]), dh, dCand, dUpd, dAtt, dhU,
+           v.pu ? float(v.pu[k]) : 0.0f);
     v.dC[k] = T(dCand);
     v.dU[k] = T(dUpd);
     v.carry[k] = T(dhU);
@@ -83,13 +88,16 @@ ASPEN_HD inline float bwdAElements(const BwdARow<T> &v, unsigned lo, unsigned hi
 }
 
 // Elements [lo, hi) of an active row of phase B (resetAfter false): from r, h_{t-1} and
-// g = d(r*h), the reset's gradient dR, and dhCarry += g * r.
+// g = d(r*h), the reset's gradient dR, and dhCarry += g * r. pr: the reset's clipped
+// pre-activation with the activation clip act (nullptr without).
 template <class T, class Rho>
 ASPEN_HD inline void bwdBElements(const T *sr, const T *hp, const T *g, T *dR, T *carry,
-                                  unsigned lo, unsigned hi, const Rho &rho) {
+                                  unsigned lo, unsigned hi, const Rho &rho,
+                                  const T *pr = nullptr, ActClip act = ActClip{0.0f}) {
   for (unsigned k = lo; k < hi; ++k) {
     const float rr = float(sr[k]), gg = float(g[k]);
-    dR[k] = T(rho.gradient(rr, gg * float(hp[k])));
+    const bool passes = pr == nullptr || act.passes(float(pr[k]));
+    dR[k] = T(passes ? rho.gradient(rr, gg * float(hp[k])) : 0.0f);
     carry[k] = T(float(carry[k]) + gg * rr);
   }
 }
@@ -105,6 +113,7 @@ namespace gru_cell {
 template <class T> struct BwdResetAfterRow {
   const T *sr, *su, *sc, *sn, *hp, *dy, *mm;
   T *carry, *xR, *xU, *xC, *hR, *hU, *hN;
+  const T *pr = nullptr, *pu = nullptr; // clipped pre-activations (with the activation clip)
 };
 
 // Elements [lo, hi) of an active row; returns their sum of d(attention) in increasing k.
@@ -116,9 +125,12 @@ ASPEN_HD inline float bwdResetAfterElements(const BwdResetAfterRow<T> &v, unsign
     const float dh =
         float(v.mm[k]) + float(v.carry[k]) + (hasOutGrad ? float(v.dy[k]) : 0.0f);
     float dCand, dUpd, dAtt, dhU;
-    common(float(v.su[k]), float(v.sc[k]), float(v.hp[k]), dh, dCand, dUpd, dAtt, dhU);
+    common(float(v.su[k]), float(v.sc[k]), float(v.hp[k]), dh, dCand, dUpd, dAtt, dhU,
+           v.pu ? float(v.pu[k]) : 0.0f);
     const float rr = float(v.sr[k]);
-    const float dReset = common.rho.gradient(rr, dCand * float(v.sn[k]));
+    const float dReset = v.pr == nullptr || common.act.passes(float(v.pr[k]))
+                             ? common.rho.gradient(rr, dCand * float(v.sn[k]))
+                             : 0.0f;
     v.xR[k] = v.hR[k] = T(dReset);
     v.xU[k] = v.hU[k] = T(dUpd);
     v.xC[k] = T(dCand);

@@ -34,16 +34,24 @@ public:
   Input<Vector<T>> mask;
   Vector<Output<Vector<T>>> gates;
   Vector<Output<Vector<T>>> rh;
+  // With the activation clip (activationClip > 0, ONNX's clip, element-wise activations only):
+  // the clipped pre-activations of r and u, 2 segments a row (empty without).
+  Vector<Output<Vector<T>>> pre;
   unsigned activation;
   unsigned recurrentActivation;
   bool hasAttention;
+  float activationClip;
   bool compute(unsigned workerId) {
     using namespace gru_cell;
+    const ActClip act{activationClip};
+    const bool clipped = activationClip > 0.0f;
     for (unsigned r = workerId; r < h.size(); r += numWorkers()) {
       const unsigned n = h[r].size();
       T *outR = gates[2 * r].data(), *outU = gates[2 * r + 1].data(), *outRh = rh[r].data();
       if (float(mask[r]) == 0.0f) {
         zero(outR, n), zero(outU, n), zero(outRh, n);
+        if (clipped)
+          zero(pre[2 * r].data(), n), zero(pre[2 * r + 1].data(), n);
         continue;
       }
       const float keep = hasAttention ? 1.0f - float(attention[r]) : 1.0f;
@@ -73,6 +81,13 @@ public:
             vu[j] = float(xu[k]) + float(hu[k]) + float(bu[k]);
             vh[j] = float(hp[k]);
           }
+          if (clipped)
+            for (unsigned j = 0; j < m; ++j) {
+              vr[j] = act.apply(vr[j]);
+              vu[j] = act.apply(vu[j]);
+              pre[2 * r][k0 + j] = T(vr[j]);
+              pre[2 * r + 1][k0 + j] = T(vu[j]);
+            }
           for (unsigned j = 0; j < m; ++j) {
             vr[j] = rho.forward(vr[j]);
             vu[j] = rho.forward(vu[j]) * keep;
@@ -107,8 +122,10 @@ public:
   unsigned activation;
   bool rawCandidate;
   bool saveH;
+  float activationClip; // ONNX's clip of the candidate's pre-activation (rawCandidate then)
   bool compute(unsigned workerId) {
     using namespace gru_cell;
+    const ActClip act{activationClip};
     for (unsigned r = workerId; r < h.size(); r += numWorkers()) {
       const unsigned n = h[r].size();
       T *outC = c[r].data(), *outY = out[r].data(), *state = h[r].data();
@@ -138,7 +155,7 @@ public:
           float pre[kChunk], vc[kChunk], vh[kChunk];
           for (unsigned j = 0; j < m; ++j) {
             const unsigned k = k0 + j;
-            pre[j] = float(xc[k]) + float(hc[k]) + float(bc[k]);
+            pre[j] = act.apply(float(xc[k]) + float(hc[k]) + float(bc[k]));
           }
           for (unsigned j = 0; j < m; ++j) {
             const unsigned k = k0 + j;
@@ -173,13 +190,17 @@ public:
   Input<Vector<T>> mask;
   Vector<Output<Vector<T>>> inter;
   Vector<Output<Vector<T>>> out;
+  Vector<Output<Vector<T>>> pre; // as GruCellA's
   unsigned activation;
   unsigned recurrentActivation;
   bool hasAttention;
   bool rawCandidate;
   bool saveH;
+  float activationClip; // as GruCellA's, and the candidate's pre-activation (rawCandidate)
   bool compute(unsigned workerId) {
     using namespace gru_cell;
+    const ActClip act{activationClip};
+    const bool clipped = activationClip > 0.0f;
     const unsigned ni = saveH ? 5u : 4u;
     for (unsigned r = workerId; r < h.size(); r += numWorkers()) {
       const unsigned n = h[r].size();
@@ -189,6 +210,8 @@ public:
       T *state = h[r].data(), *outY = out[r].data();
       if (float(mask[r]) == 0.0f) {
         zero(sr, n), zero(su, n), zero(sc, n), zero(sh, n), zero(sn, n), zero(outY, n);
+        if (clipped)
+          zero(pre[2 * r].data(), n), zero(pre[2 * r + 1].data(), n);
         continue;
       }
       const float keep = hasAttention ? 1.0f - float(attention[r]) : 1.0f;
@@ -238,11 +261,18 @@ public:
             vn[j] = float(hc[k]) + float(bhc[k]);
             pre[j] = float(xc[k]) + float(bxc[k]);
           }
+          if (clipped)
+            for (unsigned j = 0; j < m; ++j) {
+              vr[j] = act.apply(vr[j]);
+              vu[j] = act.apply(vu[j]);
+              this->pre[2 * r][k0 + j] = T(vr[j]);
+              this->pre[2 * r + 1][k0 + j] = T(vu[j]);
+            }
           for (unsigned j = 0; j < m; ++j) {
             const unsigned k = k0 + j;
             vr[j] = rho.forward(vr[j]);
             vu[j] = rho.forward(vu[j]) * keep;
-            pre[j] = pre[j] + vr[j] * vn[j];
+            pre[j] = act.apply(pre[j] + vr[j] * vn[j]);
             vc[j] = phi.forward(pre[j]);
             vh[j] = vu[j] * float(state[k]) + (1.0f - vu[j]) * vc[j];
           }
@@ -279,12 +309,16 @@ public:
   Input<Vector<T>> mask;
   Vector<Output<Vector<T>>> delta;
   Output<Vector<T>> attGrad;
+  // With the activation clip: the update's clipped pre-activation, 1 segment a row (the
+  // candidate's is fwd's c, raw).
+  Vector<Input<Vector<T>>> pre;
   unsigned activation;
   unsigned recurrentActivation;
   bool hasAttention;
   bool hasOutGrad;
   bool rawCandidate;
   bool popnnHardSigmoidGrad; // HARD_SIGMOID's gradient by popnn's rule (RnnCellMath.hpp)
+  float activationClip;
   bool compute(unsigned workerId) {
     using namespace gru_cell;
     for (unsigned r = workerId; r < dhCarry.size(); r += numWorkers()) {
@@ -329,9 +363,11 @@ public:
       }
       withActivations(recurrentActivation, activation, [&](auto rho, auto phi) {
         const BwdCommon<decltype(rho), decltype(phi)> common{
-            rho, phi, rawCandidate, hasAttention ? 1.0f - float(attention[r]) : 1.0f};
-        dAttSum = bwdAElements(BwdARow<T>{su, sc, hp, dy, mm, carry, dU, dC}, 0, n, hasOutGrad,
-                               common);
+            rho, phi, rawCandidate, hasAttention ? 1.0f - float(attention[r]) : 1.0f,
+            ActClip{activationClip}};
+        const T *pu = activationClip > 0.0f ? pre[r].data() : nullptr;
+        dAttSum = bwdAElements(BwdARow<T>{su, sc, hp, dy, mm, carry, dU, dC, pu}, 0, n,
+                               hasOutGrad, common);
       }, popnnHardSigmoidGrad);
       if (hasAttention)
         attGrad[r] = T(dAttSum);
@@ -350,8 +386,10 @@ public:
   Input<Vector<T>> mask;
   Vector<InOut<Vector<T>>> dhCarry;
   Vector<Output<Vector<T>>> delta;
+  Vector<Input<Vector<T>>> pre; // the reset's clipped pre-activation, with the activation clip
   unsigned recurrentActivation;
   bool popnnHardSigmoidGrad; // HARD_SIGMOID's gradient by popnn's rule (RnnCellMath.hpp)
+  float activationClip;
   bool compute(unsigned workerId) {
     using namespace gru_cell;
     for (unsigned r = workerId; r < dhCarry.size(); r += numWorkers()) {
@@ -375,7 +413,11 @@ public:
         continue;
       }
       withActivations(recurrentActivation, unsigned(NonLinearityType::TANH),
-                      [&](auto rho, auto) { bwdBElements(sr, hp, g, dR, carry, 0, n, rho); },
+                      [&](auto rho, auto) {
+                        bwdBElements(sr, hp, g, dR, carry, 0, n, rho,
+                                     activationClip > 0.0f ? pre[r].data() : nullptr,
+                                     ActClip{activationClip});
+                      },
                       popnnHardSigmoidGrad);
     }
     return true;
@@ -397,12 +439,14 @@ public:
   Vector<Output<Vector<T>>> deltaX;
   Vector<Output<Vector<T>>> deltaH;
   Output<Vector<T>> attGrad;
+  Vector<Input<Vector<T>>> pre; // with the activation clip: r's and u's, 2 segments a row
   unsigned activation;
   unsigned recurrentActivation;
   bool hasAttention;
   bool hasOutGrad;
   bool rawCandidate;
   bool popnnHardSigmoidGrad; // HARD_SIGMOID's gradient by popnn's rule (RnnCellMath.hpp)
+  float activationClip;
   bool compute(unsigned workerId) {
     using namespace gru_cell;
     for (unsigned r = workerId; r < dhCarry.size(); r += numWorkers()) {
@@ -463,8 +507,12 @@ public:
       }
       withActivations(recurrentActivation, activation, [&](auto rho, auto phi) {
         const BwdCommon<decltype(rho), decltype(phi)> common{
-            rho, phi, rawCandidate, hasAttention ? 1.0f - float(attention[r]) : 1.0f};
-        const BwdResetAfterRow<T> row{sr, su, sc, sn, hp, dy, mm, carry, xR, xU, xC, hR, hU, hN};
+            rho, phi, rawCandidate, hasAttention ? 1.0f - float(attention[r]) : 1.0f,
+            ActClip{activationClip}};
+        const bool clipped = activationClip > 0.0f;
+        const BwdResetAfterRow<T> row{sr, su, sc, sn, hp, dy, mm, carry, xR, xU, xC, hR, hU, hN,
+                                      clipped ? pre[2 * r].data() : nullptr,
+                                      clipped ? pre[2 * r + 1].data() : nullptr};
         dAttSum = bwdResetAfterElements(row, 0, n, hasOutGrad, common);
       }, popnnHardSigmoidGrad);
       if (hasAttention)

@@ -125,15 +125,12 @@ void readCellClip(RnnConfig &c) {
     c.options.remove(key);
 }
 
-// desc->options' activationClip (a number above 0) as the LSTM's clip of its activations'
+// desc->options' activationClip (a number above 0) as the layer's clip of its activations'
 // inputs (ONNX's clip), taken out of the layer's options.
 void readActivationClip(RnnConfig &c) {
   const std::string *text = c.options.find("activationClip");
   if (!text)
     return;
-  if (!c.lstm)
-    throw aspen::invalid_option("desc->options: activationClip is the LSTM's (ONNX's clip); the "
-                                "GRU has none yet");
   char *end = nullptr;
   const double t = std::strtod(text->c_str(), &end);
   if (text->empty() || *end != '\0' || !(t > 0) || !std::isfinite(t))

@@ -178,6 +178,7 @@ std::shared_ptr<RnnLayer> buildGru(const Device &device, const RnnConfig &c, boo
   params.cellOrder = cellOrderOf(c, &gru::parseBasicGruCellUnit,
                                  gru::getDefaultBasicGruCellOrder());
   params.resetAfter = c.resetAfter;
+  params.activationClip = {c.activationClip > 0, c.activationClip};
   OptionFlags options = layerOptions(c, training);
 
   RnnTensors t;

@@ -51,8 +51,8 @@ struct RnnConfig {
   // `options` like the cell clip. The caller's output_weights then hold the recurrent weights
   // followed by the projection (aspen/backend.h).
   std::size_t P = 0;
-  // LSTM: the options' activationClip (LstmParams::activationClip's threshold; 0: none), taken
-  // out of `options` like the cell clip.
+  // The options' activationClip (LstmParams' or GruParams' activationClip threshold; 0: none),
+  // taken out of `options` like the cell clip.
   double activationClip = 0.0;
 
   std::size_t gates() const { return lstm ? 4 : 3; }

@@ -18,8 +18,12 @@
 #include <aspen/util/TileMapping.hpp>
 #include <aspen/util/VertexTemplates.hpp>
 
+#include <aspen/HalfFloat.hpp>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include <cmath>
 
 #include <functional>
 #include <istream>
@@ -93,6 +97,15 @@ void checkParams(const GruParams &params, const std::string &what) {
     throw invalid_option(fmt::format("{}: activation SOFTMAX_SCALED is not allowed (its outputs are "
                                      "scaled); use SOFTMAX or SOFTMAX_STABLE",
                                      what));
+  const GruParams::ActivationClip &act = params.activationClip;
+  if (act.enabled && !(act.threshold > 0 && std::isfinite(act.threshold)))
+    throw invalid_option(fmt::format("{}: activationClip's threshold must be a finite number "
+                                     "above 0, not {}",
+                                     what, act.threshold));
+  if (act.enabled && (isSoftmax(params.activation) || isSoftmax(rec)))
+    throw invalid_option(fmt::format("{}: activationClip needs element-wise activations, not {} "
+                                     "and {}",
+                                     what, nn::asString(params.activation), nn::asString(rec)));
   if (params.dataType != params.rnn.dataType || params.batchSize != params.rnn.batchSize ||
       params.timeSteps != params.rnn.maxTimeSteps || params.layerSizes != params.rnn.layerSizes)
     throw invalid_option(fmt::format("{}: GruParams' deprecated fields (dataType, batchSize, "
@@ -146,6 +159,15 @@ GruOptions parseOptions(const Graph &graph, const GruParams &params, const Optio
                           : rnn::detail::estimateShards(graph, params.rnn, I + 8 * H,
                                                         o.availableMemoryProportion);
   o.codeReuse = codeReuse ? *codeReuse : o.numShards > 1;
+  if (params.activationClip.enabled && o.stepMethod == StepMethod::Fused)
+    throw invalid_option(fmt::format("{}: stepMethod fused does not apply to a layer with "
+                                     "activationClip: its steps are products then cells",
+                                     what));
+  if (params.activationClip.enabled &&
+      o.persistent.mode == rnn::detail::PersistentOptions::Mode::On)
+    throw invalid_option(fmt::format("{}: rnnPersistentKernel true does not apply to a layer "
+                                     "with activationClip: its steps are products then cells",
+                                     what));
   usesFusedStep(graph, params, o, what); // stepMethod fused where it does not apply: refused
   persistentChoice(graph, params, o, what); // rnnPersistentKernel true where it cannot: refused
   return o;
@@ -210,10 +232,21 @@ Tensor canonicalMatrix(Graph &graph, const GruParams &params, const Tensor &weig
 }
 
 InterLayout interLayout(const GruParams &params) {
-  return {!params.outputFullSequence, params.resetAfter};
+  return {!params.outputFullSequence, params.resetAfter, params.activationClip.enabled};
 }
 
-bool rawCandidate(const GruParams &params) { return gradientTakesInput(params.activation); }
+bool rawCandidate(const GruParams &params) {
+  return gradientTakesInput(params.activation) || params.activationClip.enabled;
+}
+
+float activationClipOf(const GruParams &params) {
+  if (!params.activationClip.enabled)
+    return 0.0f;
+  const auto t = static_cast<float>(params.activationClip.threshold);
+  return params.rnn.dataType == HALF
+             ? aspen::detail::halfBitsToFloat(aspen::detail::floatToHalfBits(t))
+             : t;
+}
 
 void checkTensor(const Tensor &t, const std::vector<std::size_t> &shape, Type type,
                  const std::string &what) {
@@ -391,6 +424,15 @@ struct FwdStep {
   Tensor h, xwGates, inter, out, att, mask; // h [B, H] in place; xwGates [3, B, H]; inter [n, B, H]
 };
 
+// A forward cell's `pre` field: the slots of a_r and a_u with the activation clip, else none.
+void connectPre(Graph &g, VertexRef v, const InterLayout &layout, const Tensor &inter,
+                const std::vector<Interval> &rows) {
+  g.connect(v["pre"], layout.savePre
+                          ? nn::work::gateSegments(inter, rows,
+                                                   {layout.preSlot(), layout.preSlot() + 1})
+                          : std::vector<Tensor>{});
+}
+
 // A reset-before step: h . [Wo_r | Wo_u], GruCellA (r, u and r*h), (r*h) . Wo_c, GruCellB.
 void resetBeforeStep(Graph &g, const GruParams &params, const FwdPlan &p, const Tensor &wo,
                      const FwdStep &s, Sequence &step, const DebugContext &dbg,
@@ -411,6 +453,8 @@ void resetBeforeStep(Graph &g, const GruParams &params, const FwdPlan &p, const 
                     g.connect(v["attention"], nn::work::rowElements(s.att, rows));
                     g.connect(v["gates"], nn::work::gateSegments(s.inter, rows, {0, 1}));
                     g.connect(v["rh"], nn::work::rowList(rh, rows));
+                    connectPre(g, v, p.layout, s.inter, rows);
+                    g.setInitialValue(v["activationClip"], activationClipOf(params));
                     g.setInitialValue(v["recurrentActivation"],
                                       static_cast<unsigned>(params.recurrentActivation));
                     g.setInitialValue(v["hasAttention"], p.attSeq.valid());
@@ -437,6 +481,7 @@ void resetBeforeStep(Graph &g, const GruParams &params, const FwdPlan &p, const 
                                   : std::vector<Tensor>{});
                     g.setInitialValue(v["rawCandidate"], rawCandidate(params));
                     g.setInitialValue(v["saveH"], layout.saveH);
+                    g.setInitialValue(v["activationClip"], activationClipOf(params));
                     g.connect(v["mask"], nn::work::rowElements(s.mask, rows));
                     g.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
                   });
@@ -460,11 +505,13 @@ void resetAfterStep(Graph &g, const GruParams &params, const FwdPlan &p, const T
                                                              p.bias[3], p.bias[4], p.bias[5]});
                     g.connect(v["h"], nn::work::rowList(s.h, rows));
                     g.connect(v["attention"], nn::work::rowElements(s.att, rows));
-                    std::vector<unsigned> slots(layout.count());
-                    for (unsigned j = 0; j < layout.count(); ++j)
+                    std::vector<unsigned> slots(layout.preSlot()); // all but a_r, a_u
+                    for (unsigned j = 0; j < layout.preSlot(); ++j)
                       slots[j] = j;
                     g.connect(v["inter"], nn::work::gateSegments(s.inter, rows, slots));
                     g.connect(v["out"], nn::work::rowList(s.out, rows));
+                    connectPre(g, v, layout, s.inter, rows);
+                    g.setInitialValue(v["activationClip"], activationClipOf(params));
                     g.setInitialValue(v["recurrentActivation"],
                                       static_cast<unsigned>(params.recurrentActivation));
                     g.setInitialValue(v["hasAttention"], p.attSeq.valid());

@@ -302,8 +302,20 @@ struct CellCommon {
     g.setInitialValue(v["hasOutGrad"], full);
     g.setInitialValue(v["rawCandidate"], rawCandidate(params));
     g.setInitialValue(v["popnnHardSigmoidGrad"], p.popnnHardSigmoidGrad);
+    g.setInitialValue(v["activationClip"], activationClipOf(params));
   }
 };
+
+// A backward cell's `pre` field: the given slots (a_r = 0, a_u = 1 after the layout's preSlot)
+// with the activation clip, else none.
+void connectPre(Graph &g, VertexRef v, const GruParams &params, const Tensor &fwd,
+                const std::vector<Interval> &rows, std::vector<unsigned> which) {
+  const InterLayout layout = interLayout(params);
+  for (unsigned &slot : which)
+    slot += layout.preSlot();
+  g.connect(v["pre"], layout.savePre ? nn::work::gateSegments(fwd, rows, which)
+                                     : std::vector<Tensor>{});
+}
 
 // A reset-before step: GruBwdA, the product of the candidate's gradient by its Wo rows (r*h's
 // gradient), GruBwdB, then dhMM = [dr | du] . [Wo_r | Wo_u]^T.
@@ -322,6 +334,7 @@ void resetBeforeStep(Graph &g, const GruParams &params, const BwdPlan &p, const 
                     g.connect(v["dhMM"], nn::work::rowList(mm, rows));
                     g.connect(v["dhCarry"], nn::work::rowList(carry, rows));
                     g.connect(v["delta"], nn::work::gateSegments(d.dGates, rows, {0, 1, 2}));
+                    connectPre(g, v, params, fwd, rows, {1});
                     common(g, v, rows);
                   });
   step.add(Execute(csA));
@@ -340,6 +353,8 @@ void resetBeforeStep(Graph &g, const GruParams &params, const BwdPlan &p, const 
                     g.setInitialValue(v["recurrentActivation"],
                                       static_cast<unsigned>(params.recurrentActivation));
                     g.setInitialValue(v["popnnHardSigmoidGrad"], p.popnnHardSigmoidGrad);
+                    g.setInitialValue(v["activationClip"], activationClipOf(params));
+                    connectPre(g, v, params, fwd, rows, {0});
                   });
   step.add(Execute(csB));
   linalg::matMulWithOutput(g, d.dX.slice(0, 2 * H, 1), p.woT.slice(0, 2 * H, 0), mm, step,
@@ -363,6 +378,7 @@ void resetAfterStep(Graph &g, const GruParams &params, const BwdPlan &p, const S
                     g.connect(v["dhCarry"], nn::work::rowList(carry, rows));
                     g.connect(v["deltaX"], nn::work::gateSegments(d.dGates, rows, {0, 1, 2}));
                     g.connect(v["deltaH"], nn::work::gateSegments(d.dHGates, rows, {0, 1, 2}));
+                    connectPre(g, v, params, fwd, rows, {0, 1});
                     common(g, v, rows);
                   });
   step.add(Execute(cs));

@@ -56,16 +56,21 @@ Tensor slotGates(const GruParams &params, const Tensor &t);
 Tensor canonicalMatrix(Graph &graph, const GruParams &params, const Tensor &weights,
                        bool transposed, program::Sequence &prog, const DebugContext &debug);
 
-// Saved intermediates: [r, u, c, (h), (n)].
+// Saved intermediates: [r, u, c, (h), (n), (a_r, a_u)]; the last two, the clipped
+// pre-activations of r and u, with the activation clip.
 struct InterLayout {
   bool saveH = false;
   bool saveN = false;
-  unsigned count() const { return 3 + (saveH ? 1u : 0u) + (saveN ? 1u : 0u); }
+  bool savePre = false;
+  unsigned count() const { return preSlot() + (savePre ? 2u : 0u); }
   unsigned hSlot() const { return 3; }
   unsigned nSlot() const { return 3 + (saveH ? 1u : 0u); }
+  unsigned preSlot() const { return 3 + (saveH ? 1u : 0u) + (saveN ? 1u : 0u); }
 };
 InterLayout interLayout(const GruParams &params);
 bool rawCandidate(const GruParams &params);
+// The activationClip field of the cell vertices: the threshold rounded to the data type, or 0.
+float activationClipOf(const GruParams &params);
 
 // One cell vertex per tile owning rows of `state` ([B, H]); connect(v, the tile's rows).
 void addCellVertices(Graph &graph, ComputeSet cs, const std::string &type, const Tensor &state,

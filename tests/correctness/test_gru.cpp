@@ -5,7 +5,9 @@
 // documented ones.
 #include "test_nn_harness.hpp"
 
-// The layer drivers' double-precision reference library (its host step reversal).
+// The layer drivers' double-precision reference library (its host step reversal) and the GRU's
+// double model (the activation clip's reference).
+#include "../../tools/gru_layer/GruReference.hpp"
 #include "../../tools/rnn_common/RnnReference.hpp"
 
 #include <aspen/nn/Gru.hpp>
@@ -43,6 +45,7 @@ struct Case {
   // The engine runs `runs` times, each after writing every input again: run r's data is data
   // set firstData + r (seeds 40 + 1000 (firstData + r) on). The last run's results return.
   unsigned runs = 1, firstData = 0;
+  double activationClip = 0; // params.activationClip's threshold (0: none)
 };
 
 GruRun trainingStep(const Case &c) {
@@ -59,6 +62,7 @@ GruRun trainingStep(const Case &c) {
                               : gru::GruParams(c.type, B, T, {I, H});
   params.resetAfter = c.resetAfter;
   params.activation = c.activation;
+  params.activationClip = {c.activationClip > 0, c.activationClip};
   params.cellOrder = {gru::BASIC_GRU_CELL_CANDIDATE, gru::BASIC_GRU_CELL_RESET_GATE,
                       gru::BASIC_GRU_CELL_UPDATE_GATE};
   const bool real = c.lengths == Lengths::RealTimeSteps;
@@ -169,6 +173,37 @@ GruRun trainingStep(const Case &c) {
     }
   }
   return {r["out"], r["dx"], r["dh0"], r["dwi"], r["dwo"], r["db"], r["datt"]};
+}
+
+// The training step trainingStep(c) computes (one run, tanh, lengths none or in params), from
+// the same data rounded to the type, through the double-precision model
+// (tools/gru_layer/GruReference.hpp).
+GruRun referenceStep(const Case &c) {
+  gruref::GruModel m;
+  m.T = c.T, m.B = c.B, m.I = c.I, m.H = c.H;
+  m.cellOrder = {gruref::kCandidate, gruref::kReset, gruref::kUpdate}; // trainingStep's order
+  m.resetAfter = c.resetAfter;
+  m.activationClip = c.activationClip;
+  if (c.lengths != Lengths::None)
+    m.timeSteps = {4, 0, 5};
+  unsigned seed = 40 + 1000 * c.firstData;
+  const auto next = [&](std::size_t n, double lo) {
+    const Values v = randomValues(n, lo, 1.0, seed++);
+    return c.type == HALF ? widen(convert<half>(v)) : widen(convert<float>(v));
+  };
+  gruref::GruData d;
+  d.input = next(c.T * c.B * c.I, -1.0);
+  d.initialOutput = next(c.B * c.H, -1.0);
+  d.inputWeights = next(3 * c.I * c.H, -1.0);
+  d.outputWeights = next(3 * c.H * c.H, -1.0);
+  d.biases = next(m.biasesSize(), -1.0);
+  const Values dy = next(m.outputSize(), -1.0);
+  if (c.augru)
+    d.attention = c.randomAttention ? next(c.B * c.T, 0.0) : Values(c.B * c.T, 0.0);
+  const gruref::GruForward f = gruref::forward(m, d);
+  const gruref::GruGrads g = gruref::backward(m, d, f, dy);
+  return {f.output,           g.inputGrad,        g.initialOutputGrad, g.inputWeightsGrad,
+          g.outputWeightsGrad, g.biasesGrad,       g.attentionGrad};
 }
 
 void requireSame(const GruRun &a, const GruRun &b) {
@@ -571,4 +606,61 @@ TEST_CASE("GRU FLOP counts are the documented ones", "[correctness][gru]") {
   p.calcInputGradients = false;
   CHECK(gru::getBasicGruCellWuFlops(p) == 6u * (2 * 21 * 12 + 42));
   CHECK(gru::getBasicGruCellBwdFlops(p) == 6u * (2 * 21 * 7 + 70));
+}
+
+TEST_CASE("ONNX's activation clip on the GRU and AUGRU (activationClip) matches the "
+          "double-precision model",
+          "[correctness][gru][clip]") {
+  for (bool resetAfter : {false, true})
+    for (bool augru : {false, true})
+      for (const OptionFlags &options :
+           {OptionFlags{}, OptionFlags{{"numShards", "3"}, {"rnnCodeReuse", "true"}},
+            OptionFlags{{"rnnStepsPerWU", "2"}}}) {
+        for (bool separateWU : {false, true}) {
+          INFO("resetAfter " << resetAfter << ", AUGRU " << augru << ", separate WU "
+                             << separateWU << ", options " << options.size());
+          Case c;
+          c.resetAfter = resetAfter;
+          c.augru = augru;
+          c.randomAttention = augru;
+          c.separateWU = separateWU;
+          c.lengths = Lengths::InParams;
+          c.options = options;
+          c.activationClip = 0.4; // clips about half of this data's pre-activations
+          const GruRun got = trainingStep(c), want = referenceStep(c);
+          requireClose(got.output, want.output, 1e-5, 1e-4, "output");
+          requireClose(got.inputGrad, want.inputGrad, 1e-5, 1e-4, "dx");
+          requireClose(got.stateGrad, want.stateGrad, 1e-5, 1e-4, "dh0");
+          requireClose(got.wiGrad, want.wiGrad, 1e-5, 1e-4, "dWi");
+          requireClose(got.woGrad, want.woGrad, 1e-5, 1e-4, "dWo");
+          requireClose(got.bGrad, want.bGrad, 1e-5, 1e-4, "db");
+          if (augru && !separateWU)
+            requireClose(got.attGrad, want.attGrad, 1e-5, 1e-4, "d(attention)");
+        }
+      }
+  SECTION("reverse, half") {
+    Case c;
+    c.resetAfter = true;
+    c.lengths = Lengths::InParams;
+    c.activationClip = 0.4;
+    c.type = HALF;
+    const GruRun got = trainingStep(c), want = referenceStep(c);
+    requireClose(got.output, want.output, 2e-2, 2e-2, "output");
+    requireClose(got.woGrad, want.woGrad, 2e-2, 2e-2, "dWo");
+    Case r = c;
+    r.type = FLOAT;
+    r.options = {{"direction", "reverse"}};
+    r.reverseOnHost = true;
+    const GruRun gotR = trainingStep(r), wantR = referenceStep(r);
+    requireClose(gotR.output, wantR.output, 1e-5, 1e-4, "output (reverse)");
+    requireClose(gotR.inputGrad, wantR.inputGrad, 1e-5, 1e-4, "dx (reverse)");
+    requireClose(gotR.woGrad, wantR.woGrad, 1e-5, 1e-4, "dWo (reverse)");
+  }
+  SECTION("a threshold beyond every input changes nothing, bit for bit") {
+    Case plain;
+    plain.lengths = Lengths::InParams;
+    Case wide = plain;
+    wide.activationClip = 1e6;
+    requireSame(trainingStep(wide), trainingStep(plain));
+  }
 }

@@ -9,6 +9,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 using namespace aspen;
 using Catch::Matchers::Contains;
 namespace gru = aspen::nn::gru;
@@ -100,6 +102,42 @@ TEST_CASE("GRU misuse", "[error][gru]") {
                       Contains("bwdIntermediates"));
   // Still usable.
   gru::gruBwd(g, params, prog, init, inter, w, in, out, dy, &dx, nullptr);
+  Engine e(g, prog);
+  e.load(Device::createModelDevice(g.getTarget()));
+  e.run();
+}
+
+TEST_CASE("GRU activation clip misuse", "[error][gru][clip]") {
+  Graph g(Target::createGeneric(4));
+  nn::addCodelets(g);
+  program::Sequence prog;
+  gru::GruParams params(FLOAT, 2, 3, {4, 5});
+  Tensor in = gru::createInput(g, params, "in");
+  Tensor init = gru::createInitialState(g, params, "init");
+  gru::GruWeights w = gru::createWeights(g, params, "w");
+  auto p = params;
+  for (double threshold : {0.0, -2.0, std::numeric_limits<double>::infinity()}) {
+    p.activationClip = {true, threshold};
+    REQUIRE_THROWS_AS(gru::gruFwd(g, p, init, in, w, nullptr, prog), invalid_option);
+    REQUIRE_THROWS_WITH(gru::gruFwd(g, p, init, in, w, nullptr, prog),
+                        Contains("activationClip's threshold must be a finite number above 0"));
+  }
+  p.activationClip = {true, 1.5};
+  p.recurrentActivation = NonLinearityType::SOFTMAX;
+  REQUIRE_THROWS_WITH(gru::gruFwd(g, p, init, in, w, nullptr, prog),
+                      Contains("activationClip needs element-wise activations"));
+  p.recurrentActivation = NonLinearityType::SIGMOID;
+  REQUIRE_THROWS_WITH(gru::gruFwd(g, p, init, in, w, nullptr, prog, "x", {{"stepMethod", "fused"}}),
+                      Contains("stepMethod fused does not apply to a layer with activationClip"));
+  REQUIRE_THROWS_WITH(
+      gru::gruFwd(g, p, init, in, w, nullptr, prog, "x", {{"rnnPersistentKernel", "true"}}),
+      Contains("rnnPersistentKernel true does not apply to a layer with activationClip"));
+  // With the clip the intermediates gain the two pre-activation slots; the layer still builds,
+  // compiles and runs.
+  Tensor inter;
+  const Tensor out = gru::gruFwd(g, p, init, in, w, &inter, prog, "clipped");
+  REQUIRE(inter.shape() == std::vector<std::size_t>{3, 5, 2, 5});
+  gru::gruBwd(g, p, prog, init, inter, w, in, out, g.clone(out, "dy"), nullptr, nullptr, "bwd");
   Engine e(g, prog);
   e.load(Device::createModelDevice(g.getTarget()));
   e.run();

@@ -291,6 +291,20 @@ TEST_CASE("GRU reference: gradients match finite differences, layer options", "[
       m.act = Activation::softmax;
       checkGradients(m, randomData(m, 7));
     }
+    SECTION(std::string("ONNX's activation clip") + (resetAfter ? ", reset after" : "")) {
+      GruModel m = base;
+      m.activationClip = 0.4;
+      const GruData d = randomData(m, 12);
+      std::size_t atBound = 0;
+      for (double a : forward(m, d).preActivations) {
+        CHECK(std::abs(a) <= 0.4);
+        atBound += std::abs(a) == 0.4;
+      }
+      CHECK(atBound > 10); // clipped inputs are there to test
+      checkGradients(m, d);
+      m.timeSteps = {3, 0, 6};
+      checkGradients(m, randomData(m, 13, true)); // AUGRU
+    }
     SECTION(std::string("AUGRU") + (resetAfter ? ", reset after" : "")) {
       GruModel m = base;
       CHECK(checkGradients(m, randomData(m, 8, true)) > 0);

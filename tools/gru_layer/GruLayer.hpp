@@ -30,12 +30,22 @@ namespace program = aspen::program;
 struct Config : CommonConfig {
   std::vector<gru::BasicGruCellUnit> cellOrder;
   bool resetAfter = false, withAttention = false, withRealTimeSteps = false;
+  double activationClip = 0; // --activation-clip (0: none)
 };
 
 // The flags that describe the layer: the common ones and the GRU's own.
 inline std::vector<Flag<Config>> layerFlagTable() {
   std::vector<Flag<Config>> t = layerFlags<Config>("gru");
   const std::vector<Flag<Config>> gruFlags = {
+        {"activation-clip", nullptr,
+         "t > 0: the gates' pre-activations clipped to [-t, t] (ONNX's clip; "
+         "GruParams::activationClip, Aspen's)",
+         [](Config &c, auto &f, auto &v) {
+           c.activationClip = parseNumber<double>(f, v);
+           if (!(c.activationClip > 0))
+             throw UsageError(fmt::format("--{}: {} is not above 0", f, v));
+         },
+         FlagKind::Value, "no clip"},
         {"cell-order", "{reset,update,cell}", "the gate of each weight slot, all three once",
          [](Config &c, auto &f, auto &v) {
            c.cellOrder = parseCellOrder(f, v, gru::parseBasicGruCellUnit,
@@ -172,6 +182,7 @@ inline BuiltLayer build(aspen::Graph &graph, const Config &c, aspen::linalg::Pla
   params.outputFullSequence = c.outputAllSequence;
   params.calcInputGradients = !c.ignoreInputGradient;
   params.resetAfter = c.resetAfter;
+  params.activationClip = {c.activationClip > 0, c.activationClip};
 
   BuiltLayer layer;
   program::Sequence &prog = layer.program;

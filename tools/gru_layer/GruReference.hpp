@@ -36,6 +36,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <vector>
 
@@ -54,6 +55,19 @@ struct GruModel {
   bool resetAfter = false;
   bool outputFullSequence = true;
   std::vector<unsigned> timeSteps; // empty (all T), one length for all rows, or one per row
+  // ONNX's clip (activationClip t > 0; 0: none): the three gates' pre-activations clipped to
+  // [-t, t] before their activations; the gradient does not pass a clipped one (|a| >= t).
+  double activationClip = 0.0;
+  double clipInput(double x) const {
+    return activationClip > 0 ? std::clamp(x, -activationClip, activationClip) : x;
+  }
+  bool passes(double x) const { return activationClip <= 0 || std::abs(x) < activationClip; }
+  // Zero dx where a (the clipped pre-activation) was clipped.
+  void stopClipped(const double *a, double *dx, std::size_t n) const {
+    for (std::size_t j = 0; j < n; ++j)
+      if (!passes(a[j]))
+        dx[j] = 0.0;
+  }
 
   // Row b's length, capped at T.
   std::size_t length(std::size_t b) const { return rnnref::sequenceLength(timeSteps, T, b); }
@@ -159,6 +173,8 @@ inline GruForward forward(const GruModel &m, const GruData &d) {
           a[j] = bias(s, 0)[j] + (m.resetAfter ? bias(s, 1)[j] : 0.0);
         detail::addProduct(x, d.inputWeights, s, I, H, a);
         detail::addProduct(hPrev, d.outputWeights, s, H, H, a);
+        for (std::size_t j = 0; j < H; ++j)
+          a[j] = m.clipInput(a[j]);
         rnnref::forwardRow(m.recAct, a, at(r.gates, gate), H);
       }
       const double *reset = at(r.gates, kReset), *updateGate = at(r.gates, kUpdate);
@@ -183,6 +199,8 @@ inline GruForward forward(const GruModel &m, const GruData &d) {
         detail::addProduct(resetState.data(), d.outputWeights, sc, H, H, ac);
       }
       const double *c = at(r.gates, kCandidate);
+      for (std::size_t j = 0; j < H; ++j)
+        ac[j] = m.clipInput(ac[j]);
       rnnref::forwardRow(m.act, ac, at(r.gates, kCandidate), H);
 
       const bool active = t < m.length(b);
@@ -256,6 +274,8 @@ inline GruGrads backward(const GruModel &m, const GruData &d, const GruForward &
                           delta[kUpdate].data(), H, m.hardSigmoidGradient);
       rnnref::backwardRow(m.act, at(fwd.preActivations, kCandidate), c, dCandidate.data(),
                           delta[kCandidate].data(), H, m.hardSigmoidGradient);
+      m.stopClipped(at(fwd.preActivations, kUpdate), delta[kUpdate].data(), H);
+      m.stopClipped(at(fwd.preActivations, kCandidate), delta[kCandidate].data(), H);
 
       const std::size_t sc = m.slotOf(kCandidate);
       const double *dc = delta[kCandidate].data();
@@ -284,6 +304,7 @@ inline GruGrads backward(const GruModel &m, const GruData &d, const GruForward &
       }
       rnnref::backwardRow(m.recAct, at(fwd.preActivations, kReset), reset, dReset.data(),
                           delta[kReset].data(), H, m.hardSigmoidGradient);
+      m.stopClipped(at(fwd.preActivations, kReset), delta[kReset].data(), H);
 
       for (int gate : {kReset, kUpdate}) {
         const std::size_t s = m.slotOf(gate);

@@ -109,6 +109,8 @@ ExpectedOf model(const Config &c, Engine &engine, std::vector<NamedTensor> &save
   model.recAct = c.recurrentActivation->reference;
   model.hardSigmoidGradient = c.hardSigmoidGradient;
   model.resetAfter = c.resetAfter;
+  // The model clips at the threshold the layer uses: rounded to the data type.
+  model.activationClip = c.activationClip > 0 ? roundTo(type, c.activationClip) : 0.0;
   model.outputFullSequence = c.outputAllSequence;
   model.timeSteps = c.variableTimeSteps;
   // --direction reverse: the model runs each row's steps reversed (rnnref::reverseRowSteps); the

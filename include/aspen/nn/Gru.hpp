@@ -106,6 +106,17 @@ struct ASPEN_API GruParams {
   bool resetAfter = false;
   NonLinearityType activation = NonLinearityType::TANH;
   NonLinearityType recurrentActivation = NonLinearityType::SIGMOID;
+  // An Aspen extension: ONNX's GRU clip, the three gates' pre-activations clipped to
+  // [-threshold, threshold] before their activations (the candidate's after r*n or with r*h's
+  // product, as ONNX and onnxruntime take it); the gradient does not pass a clipped one.
+  // threshold > 0, rounded to dataType; both activations element-wise. With it
+  // fwdIntermediates gain two slots, the last, holding the clipped pre-activations of r and u
+  // (the candidate's slot holds its clipped pre-activation), and the steps are products then
+  // cells (stepMethod fused and rnnPersistentKernel true are refused).
+  struct ActivationClip {
+    bool enabled = false;
+    double threshold = 0.0;
+  } activationClip;
 
   GruParams(Type dataType, std::size_t batchSize, std::size_t timeSteps,
             std::vector<std::size_t> layerSizes,
