@@ -21,7 +21,9 @@
 //   fwdIntermediates [T, n, B, H]: [r, u, c] (u after attention), then h_t when
 //                    outputFullSequence is false, then n when resetAfter. Canonical order for any
 //                    cellOrder. When the activation's gradient needs its input (gelu, gelu_erf,
-//                    swish) slot 2 holds the candidate's pre-activation instead of c.
+//                    swish) or with activationClip, slot 2 holds the candidate's pre-activation
+//                    instead of c; with activationClip the clipped pre-activations of r and u
+//                    follow, the last two slots.
 //   bwdIntermediates [T, 3, B, H]: the gradients of the gates' pre-activations, dimension 1 in
 //                    cellOrder (as the weights).
 // All tensors of params.dataType (FLOAT or HALF); timeSteps (or realTimeSteps) UNSIGNED_INT [1]
