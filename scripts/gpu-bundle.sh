@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes the GPU bundle: one relocatable folder (at most 54 MiB) holding everything
+# Makes the GPU bundle: one relocatable folder (at most 55 MiB) holding everything
 # scripts/gpu-check.sh needs to check Aspen on a bare GPU machine, where nothing is built and no
 # package is installed (it needs only the CUDA toolkit, the driver and python3 there):
 #   bin/        lstm_layer, gru_layer, rnn_layer, aspen-cc (installed), aspen_correctness_tests,
@@ -31,7 +31,11 @@ set -euo pipefail
 
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$script_dir/.." && pwd)
-max_kib=$((54 * 1024)) # under the 56 MiB a bundle may take, and with the tracked tree (4.4 MiB) well under the 64 MiB a device run carries; the cache's NVRTC copies of the library families (PTX and cubin) are most of it: dropping those the fatbins already hold is the next saving
+# Under the 56 MiB a bundle may take, and with the tracked tree (4.4 MiB) under the 64 MiB a
+# device run carries. 54 MiB until the LSTM projection and the activation clips (2026-12-07) made
+# it 54.1 MiB. The cache's NVRTC copies of the library families (PTX and cubin) are most of it:
+# dropping those the fatbins already hold is the next saving.
+max_kib=$((55 * 1024))
 started=$SECONDS
 
 usage() {
@@ -468,4 +472,4 @@ echo "== total: $(size "$dir") ($kib KiB; limit $max_kib KiB), made in $((SECOND
 for w in "${warnings[@]}"; do
   echo "gpu-bundle: warning: $w" >&2
 done
-[ "$kib" -le "$max_kib" ] || die "the bundle is over 54 MiB"
+[ "$kib" -le "$max_kib" ] || die "the bundle is over 55 MiB"
