@@ -124,27 +124,8 @@ GruOptions parseOptions(const Graph &graph, const GruParams &params, const Optio
   aspen::detail::OptionSpec spec(what);
   spec.boolean("inferenceOnly", o.inferenceOnly)
       .enumeration("partialsType", o.partialsType, {{"float", FLOAT}, {"half", HALF}})
-      .number("availableMemoryProportion", o.availableMemoryProportion, 1e-9, 1.0)
-      .add("numShards", fmt::format("an integer from 1 to {}", maxShards),
-           [&](const std::string &v) {
-             try {
-               std::size_t used = 0;
-               const unsigned long parsed = std::stoul(v, &used);
-               if (used != v.size() || parsed == 0 || parsed > maxShards)
-                 return false;
-               numShards = static_cast<unsigned>(parsed);
-             } catch (const std::exception &) {
-               return false;
-             }
-             return true;
-           })
-      .add("rnnCodeReuse", "true or false",
-           [&](const std::string &v) {
-             if (v != "true" && v != "false" && v != "1" && v != "0")
-               return false;
-             codeReuse = v == "true" || v == "1";
-             return true;
-           });
+      .number("availableMemoryProportion", o.availableMemoryProportion, 1e-9, 1.0);
+  rnn::detail::addShardOptions(spec, maxShards, numShards, codeReuse);
   rnn::detail::addStepsPerWUOption(spec, o.stepsPerWU);
   rnn::detail::addHardSigmoidGradientOption(spec, o.hardSigmoidGradient);
   rnn::detail::addStepMethodOption(spec, o.stepMethod);

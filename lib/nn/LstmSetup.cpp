@@ -191,29 +191,8 @@ LstmOptions parseOptions(const Graph &graph, const LstmParams &params, const Opt
                     {"cellAndTanh", Recomputation::CellAndTanh},
                     {"full", Recomputation::Full}})
       .number("availableMemoryProportion", o.availableMemoryProportion, 1e-9, 1.0)
-      .add("numShards", fmt::format("an integer from 1 to {}", maxShards),
-           [&](const std::string &v) {
-             unsigned n = 0;
-             try {
-               std::size_t used = 0;
-               const unsigned long parsed = std::stoul(v, &used);
-               if (used != v.size() || parsed == 0 || parsed > maxShards)
-                 return false;
-               n = static_cast<unsigned>(parsed);
-             } catch (const std::exception &) {
-               return false;
-             }
-             numShards = n;
-             return true;
-           })
-      .add("rnnCodeReuse", "true or false",
-           [&](const std::string &v) {
-             if (v != "true" && v != "false" && v != "1" && v != "0")
-               return false;
-             codeReuse = v == "true" || v == "1";
-             return true;
-           })
       .boolean("disableWUPartialInterleaving", o.disableWUPartialInterleaving);
+  rnn::detail::addShardOptions(spec, maxShards, numShards, codeReuse);
   rnn::detail::addStepMethodOption(spec, o.stepMethod);
   rnn::detail::addPersistentOptions(spec, o.persistent);
   rnn::detail::addDirectionOption(spec, o.reverse);

@@ -184,6 +184,29 @@ unsigned estimateShards(const Graph &graph, const RnnParams &params, std::size_t
   return static_cast<unsigned>(std::clamp(wanted, 1.0, double(params.getMaxShards(graph))));
 }
 
+void addShardOptions(aspen::detail::OptionSpec &spec, unsigned maxShards,
+                     std::optional<unsigned> &numShards, std::optional<bool> &codeReuse) {
+  spec.add("numShards", fmt::format("an integer from 1 to {}", maxShards),
+           [&numShards, maxShards](const std::string &v) {
+             try {
+               std::size_t used = 0;
+               const unsigned long parsed = std::stoul(v, &used);
+               if (used != v.size() || parsed == 0 || parsed > maxShards)
+                 return false;
+               numShards = static_cast<unsigned>(parsed);
+             } catch (const std::exception &) {
+               return false;
+             }
+             return true;
+           })
+      .add("rnnCodeReuse", "true or false", [&codeReuse](const std::string &v) {
+        if (v != "true" && v != "false" && v != "1" && v != "0")
+          return false;
+        codeReuse = v == "true" || v == "1";
+        return true;
+      });
+}
+
 void addStepsPerWUOption(aspen::detail::OptionSpec &spec, std::optional<unsigned> &target) {
   spec.add("rnnStepsPerWU",
            "an unsigned integer (0, or the sequence length or more: one weight-update pass)",

@@ -33,6 +33,10 @@ namespace aspen::nn::rnn::detail {
 //                        wherever the output is in [0, 1], saturated outputs included; "exact":
 //                        the true derivative, 0.2 inside (-2.5, 2.5) and 0 outside.
 void addStepsPerWUOption(aspen::detail::OptionSpec &spec, std::optional<unsigned> &target);
+// numShards (1 to maxShards) and rnnCodeReuse (true or false), each left empty when not given
+// (the layer then chooses).
+void addShardOptions(aspen::detail::OptionSpec &spec, unsigned maxShards,
+                     std::optional<unsigned> &numShards, std::optional<bool> &codeReuse);
 void addHardSigmoidGradientOption(aspen::detail::OptionSpec &spec, NonLinearityGradient &target);
 // k = rnnStepsPerWU as the loops take it: 0 (one pass after the loop) for k >= T.
 inline unsigned stepsPerWUWithin(unsigned k, std::size_t T) { return k >= T ? 0u : k; }
