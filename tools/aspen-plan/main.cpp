@@ -559,6 +559,17 @@ int main(int argc, char **argv) {
                        LayerSetup setup{"", layerJson("lstm", c), {}, {},
                                         lstmlayer::build(graph, c, cache), {}};
                        recurrentRows(setup, c, true);
+                       // A stack's plan rows are its first layer's; the rest is the stack's.
+                       if (c.numLayers > 1) {
+                         setup.summary += fmt::format(" layers={}", c.numLayers);
+                         setup.layer.set("numLayers",
+                                         json::Value::number(std::uint64_t(c.numLayers)));
+                       }
+                       if (c.projSize) {
+                         setup.summary += fmt::format(" P={}", c.projSize);
+                         setup.layer.set("projSize",
+                                         json::Value::number(std::uint64_t(c.projSize)));
+                       }
                        return setup;
                      });
   if (kind == "gru")

@@ -28,6 +28,7 @@ struct Config : CommonConfig {
   lstm::LstmParams::CellClip cellClip; // --cell-clip, --cell-clip-nan
   std::size_t projSize = 0;            // --proj-size
   double activationClip = 0;           // --activation-clip (0: none)
+  std::size_t numLayers = 1;           // --num-layers: a stack, each layer on the one below
   // The width of h: the projection's size, or H.
   std::size_t hiddenOutputSize() const { return projSize ? projSize : outputSize; }
 };
@@ -96,6 +97,10 @@ inline std::vector<Flag<Config>> layerFlagTable() {
        "P < H: h_t = m_t . Wp projected to P (LstmParams::projSize, PyTorch's proj_size; "
        "Aspen's); 0 = none",
        [](Config &c, auto &f, auto &v) { c.projSize = parseNumber<std::size_t>(f, v); }},
+      {"num-layers", "1",
+       "L >= 1: a stack of L layers, layer l > 0 taking layer l - 1's output sequence (in the "
+       "direction given; Aspen's)",
+       [](Config &c, auto &f, auto &v) { c.numLayers = parsePositive(f, v); }},
       {"last-step-state-grad", "0", "0 | 1: also feed gradients of the final h and c",
        [](Config &c, auto &f, auto &v) { c.lastStepStateGrad = parseBool(f, v); }},
       {"ignore-final-cell-state", "0",
@@ -131,16 +136,17 @@ inline std::vector<std::string> cellOrderNames(const Config &c) {
   return unitNames(c.cellOrder, [](lstm::BasicLstmCellUnit u) { return lstm::asString(u); });
 }
 
-// The layer's graph for c's phase, with its host handles (inputs: input, initialOutput,
-// initialCellState, inputWeights, outputWeights, biases, then outputGrad and
-// lastStepStateGrad.{output,cellState} when used; the timeSteps handle is addTimeSteps's).
-inline BuiltLayer build(aspen::Graph &graph, const Config &c, aspen::linalg::PlanningCache &cache) {
-  using namespace aspen;
-  const std::size_t T = c.sequenceSize, B = c.batchSize, I = c.inputSize, H = c.outputSize;
-  const bool backward = c.backward(), weightUpdate = c.weightUpdate();
-  const OptionFlags &options = c.layerOptions;
+// The name of layer l's tensors: the base name for layer 0, NAME.l<l> for the layers above it.
+inline std::string layerName(const std::string &name, std::size_t l) {
+  return l == 0 ? name : name + ".l" + std::to_string(l);
+}
 
-  const Tensor timeSteps = addTimeSteps(graph, c);
+// Layer l's parameters: layer 0 takes the input, the layers above it the output below (the
+// whole sequence, P or H wide), and the last gives the output --output-all-sequence asks for.
+inline lstm::LstmParams layerParams(const Config &c, const aspen::Tensor &timeSteps,
+                                    std::size_t l) {
+  const std::size_t T = c.sequenceSize, B = c.batchSize, H = c.outputSize;
+  const std::size_t I = l == 0 ? c.inputSize : c.hiddenOutputSize();
   lstm::LstmParams params =
       timeSteps.valid()
           ? lstm::LstmParams(c.dataType, B, T, timeSteps, {I, H}, c.activation->aspen,
@@ -148,83 +154,120 @@ inline BuiltLayer build(aspen::Graph &graph, const Config &c, aspen::linalg::Pla
           : lstm::LstmParams(c.dataType, B, T, {I, H}, c.activation->aspen,
                              c.recurrentActivation->aspen);
   params.cellOrder = c.cellOrder;
-  params.outputFullSequence = c.outputAllSequence;
-  params.calcInputGradients = !c.ignoreInputGradient;
+  params.outputFullSequence = c.outputAllSequence || l + 1 < c.numLayers;
+  params.calcInputGradients = !c.ignoreInputGradient || l > 0;
   params.cellClip = c.cellClip;
   params.projSize = c.projSize;
   params.activationClip = {c.activationClip > 0, c.activationClip};
+  return params;
+}
+
+// The layer's graph for c's phase, with its host handles (inputs: input, initialOutput,
+// initialCellState, inputWeights, outputWeights, biases (projection), then outputGrad and
+// lastStepStateGrad.{output,cellState} when used; the timeSteps handle is addTimeSteps's). With
+// --num-layers L a stack, layer l > 0 taking layer l - 1's output: its tensors are named as
+// layer 0's with ".l<l>" (layerName), the output and the input gradient are the stack's.
+inline BuiltLayer build(aspen::Graph &graph, const Config &c, aspen::linalg::PlanningCache &cache) {
+  using namespace aspen;
+  const std::size_t L = c.numLayers;
+  const bool backward = c.backward(), weightUpdate = c.weightUpdate();
+  const OptionFlags &options = c.layerOptions;
+
+  const Tensor timeSteps = addTimeSteps(graph, c);
+  std::vector<lstm::LstmParams> params;
+  for (std::size_t l = 0; l < L; ++l)
+    params.push_back(layerParams(c, timeSteps, l));
 
   BuiltLayer layer;
   program::Sequence &prog = layer.program;
-  layer.plan = lstm::getPlan(graph, params, options);
-  layer.flops = lstm::getBasicLstmCellFwdFlops(params) +
-                (backward ? lstm::getBasicLstmCellBwdFlops(params) : 0) +
-                (weightUpdate ? lstm::getBasicLstmCellWuFlops(params) : 0);
-  const Tensor input = lstm::createInput(graph, params, "input", options, &cache);
-  const lstm::LstmState init = lstm::createInitialState(graph, params, "init", options, &cache);
-  const lstm::LstmWeights weights = lstm::createWeights(graph, params, "weights", options, &cache);
-  layer.inputs = {{"input", input},
-                  {"initialOutput", init.output},
-                  {"initialCellState", init.cellState},
-                  {"inputWeights", weights.inputWeights},
-                  {"outputWeights", weights.outputWeights},
-                  {"biases", weights.biases}};
-  if (c.projSize)
-    layer.inputs.push_back({"projection", weights.projection});
-  Tensor fwdIntermediates;
-  Tensor *const intermediates = backward ? &fwdIntermediates : nullptr;
-  Tensor output, finalCellState;
-  if (c.ignoreFinalCellState)
-    output = lstm::lstmFwd(graph, params, prog, init, weights, input, intermediates, "fwd",
-                           options, &cache);
-  else
-    std::tie(output, finalCellState) = lstm::lstmFwd(graph, params, init, input, weights,
-                                                     intermediates, prog, "fwd", options, &cache);
+  layer.plan = lstm::getPlan(graph, params[0], options);
+  for (const lstm::LstmParams &p : params)
+    layer.flops += lstm::getBasicLstmCellFwdFlops(p) +
+                   (backward ? lstm::getBasicLstmCellBwdFlops(p) : 0) +
+                   (weightUpdate ? lstm::getBasicLstmCellWuFlops(p) : 0);
+  std::vector<Tensor> inputs(L), outputs(L), finalCellStates(L), fwdIntermediates(L);
+  std::vector<lstm::LstmState> inits(L);
+  std::vector<lstm::LstmWeights> weights(L);
+  for (std::size_t l = 0; l < L; ++l) {
+    const auto name = [&](const char *base) { return layerName(base, l); };
+    inputs[l] = l == 0 ? lstm::createInput(graph, params[l], "input", options, &cache)
+                       : outputs[l - 1];
+    inits[l] = lstm::createInitialState(graph, params[l], name("init"), options, &cache);
+    weights[l] = lstm::createWeights(graph, params[l], name("weights"), options, &cache);
+    if (l == 0)
+      layer.inputs.push_back({"input", inputs[0]});
+    layer.inputs.push_back({name("initialOutput"), inits[l].output});
+    layer.inputs.push_back({name("initialCellState"), inits[l].cellState});
+    layer.inputs.push_back({name("inputWeights"), weights[l].inputWeights});
+    layer.inputs.push_back({name("outputWeights"), weights[l].outputWeights});
+    layer.inputs.push_back({name("biases"), weights[l].biases});
+    if (c.projSize)
+      layer.inputs.push_back({name("projection"), weights[l].projection});
+    Tensor *const intermediates = backward ? &fwdIntermediates[l] : nullptr;
+    if (c.ignoreFinalCellState)
+      outputs[l] = lstm::lstmFwd(graph, params[l], prog, inits[l], weights[l], inputs[l],
+                                 intermediates, name("fwd"), options, &cache);
+    else
+      std::tie(outputs[l], finalCellStates[l]) =
+          lstm::lstmFwd(graph, params[l], inits[l], inputs[l], weights[l], intermediates, prog,
+                        name("fwd"), options, &cache);
+  }
 
   // Results, in the order they are reported and saved.
-  layer.results = {{"output", output}};
-  if (!c.ignoreFinalCellState)
-    layer.results.push_back({"finalCellState", finalCellState});
+  layer.results = {{"output", outputs[L - 1]}};
+  for (std::size_t l = 0; l < L && !c.ignoreFinalCellState; ++l)
+    layer.results.push_back({layerName("finalCellState", l), finalCellStates[l]});
   if (!backward) {
     addHostHandles(graph, layer);
     return layer;
   }
-  const Tensor outputGrad = graph.clone(output, "outputGrad");
+  const Tensor outputGrad = graph.clone(outputs[L - 1], "outputGrad");
   layer.inputs.push_back({"outputGrad", outputGrad});
-  lstm::LstmState lastGrad;
-  if (c.lastStepStateGrad) {
-    lastGrad = lstm::createInitialState(graph, params, "lastStepStateGrad", options, &cache);
-    layer.inputs.push_back({"lastStepStateGrad.output", lastGrad.output});
-    layer.inputs.push_back({"lastStepStateGrad.cellState", lastGrad.cellState});
+  std::vector<lstm::LstmState> lastGrads(L);
+  for (std::size_t l = 0; l < L && c.lastStepStateGrad; ++l) {
+    lastGrads[l] = lstm::createInitialState(graph, params[l], layerName("lastStepStateGrad", l),
+                                            options, &cache);
+    layer.inputs.push_back({layerName("lastStepStateGrad.output", l), lastGrads[l].output});
+    layer.inputs.push_back({layerName("lastStepStateGrad.cellState", l), lastGrads[l].cellState});
   }
-  const lstm::LstmState *lastGradPtr = c.lastStepStateGrad ? &lastGrad : nullptr;
-  Tensor inputGrad;
-  Tensor *inputGradPtr = c.ignoreInputGradient ? nullptr : &inputGrad;
-  lstm::LstmState initGrad;
-  lstm::LstmWeights weightsGrad;
-  if (c.phase == "all") {
-    initGrad = lstm::lstmBwdWithWU(graph, params, prog, init, fwdIntermediates, weights, input,
-                                   output, outputGrad, lastGradPtr, inputGradPtr, weightsGrad,
-                                   "bwd", options, &cache);
-  } else {
+  // From the top down: layer l's output gradient is the input gradient of the layer above.
+  std::vector<Tensor> inputGrads(L);
+  std::vector<lstm::LstmState> initGrads(L);
+  std::vector<lstm::LstmWeights> weightsGrads(L);
+  for (std::size_t l = L; l-- > 0;) {
+    const auto name = [&](const char *base) { return layerName(base, l); };
+    const Tensor &dy = l + 1 == L ? outputGrad : inputGrads[l + 1];
+    const lstm::LstmState *lastGrad = c.lastStepStateGrad ? &lastGrads[l] : nullptr;
+    Tensor *inputGrad = params[l].calcInputGradients ? &inputGrads[l] : nullptr;
+    if (c.phase == "all") {
+      initGrads[l] = lstm::lstmBwdWithWU(graph, params[l], prog, inits[l], fwdIntermediates[l],
+                                         weights[l], inputs[l], outputs[l], dy, lastGrad,
+                                         inputGrad, weightsGrads[l], name("bwd"), options, &cache);
+      continue;
+    }
     Tensor bwdIntermediates;
-    initGrad = lstm::lstmBwd(graph, params, prog, init, fwdIntermediates, weights, input, output,
-                             outputGrad, lastGradPtr, inputGradPtr,
-                             weightUpdate ? &bwdIntermediates : nullptr, "bwd", options, &cache);
+    initGrads[l] = lstm::lstmBwd(graph, params[l], prog, inits[l], fwdIntermediates[l],
+                                 weights[l], inputs[l], outputs[l], dy, lastGrad, inputGrad,
+                                 weightUpdate ? &bwdIntermediates : nullptr, name("bwd"),
+                                 options, &cache);
     if (weightUpdate)
-      weightsGrad = lstm::lstmWU(graph, params, prog, init, fwdIntermediates, bwdIntermediates,
-                                 weights, input, output, "wu", options, &cache);
+      weightsGrads[l] = lstm::lstmWU(graph, params[l], prog, inits[l], fwdIntermediates[l],
+                                     bwdIntermediates, weights[l], inputs[l], outputs[l],
+                                     name("wu"), options, &cache);
   }
   if (!c.ignoreInputGradient)
-    layer.results.push_back({"inputGrad", inputGrad});
-  layer.results.push_back({"initialOutputGrad", initGrad.output});
-  layer.results.push_back({"initialCellStateGrad", initGrad.cellState});
-  if (weightUpdate) {
-    layer.results.push_back({"inputWeightsGrad", weightsGrad.inputWeights});
-    layer.results.push_back({"outputWeightsGrad", weightsGrad.outputWeights});
-    layer.results.push_back({"biasesGrad", weightsGrad.biases});
+    layer.results.push_back({"inputGrad", inputGrads[0]});
+  for (std::size_t l = 0; l < L; ++l) {
+    const auto name = [&](const char *base) { return layerName(base, l); };
+    layer.results.push_back({name("initialOutputGrad"), initGrads[l].output});
+    layer.results.push_back({name("initialCellStateGrad"), initGrads[l].cellState});
+    if (!weightUpdate)
+      continue;
+    layer.results.push_back({name("inputWeightsGrad"), weightsGrads[l].inputWeights});
+    layer.results.push_back({name("outputWeightsGrad"), weightsGrads[l].outputWeights});
+    layer.results.push_back({name("biasesGrad"), weightsGrads[l].biases});
     if (c.projSize)
-      layer.results.push_back({"projectionGrad", weightsGrad.projection});
+      layer.results.push_back({name("projectionGrad"), weightsGrads[l].projection});
   }
   addHostHandles(graph, layer);
   return layer;

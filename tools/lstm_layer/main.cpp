@@ -51,10 +51,12 @@ Config parseArguments(int argc, char **argv) {
 // --- The layer -------------------------------------------------------------------------------
 
 // The inputs, drawn in a fixed order, rounded to the data type and written (appended to
-// `saved`), and the host model's results.
+// `saved`), and the host model's results. A stack (--num-layers) draws layer 0's tensors first,
+// as a single layer does, then each layer's above; the model composes the layers as the stack
+// does, each in the run's direction.
 ExpectedOf model(const Config &c, Engine &engine, std::vector<NamedTensor> &saved) {
   const std::size_t T = c.sequenceSize, B = c.batchSize, I = c.inputSize, H = c.outputSize;
-  const std::size_t R = c.hiddenOutputSize(), P = c.projSize;
+  const std::size_t R = c.hiddenOutputSize(), P = c.projSize, L = c.numLayers;
   const bool backward = c.backward();
   const Type type = c.dataType;
   std::mt19937 rng(c.seed);
@@ -62,126 +64,128 @@ ExpectedOf model(const Config &c, Engine &engine, std::vector<NamedTensor> &save
   const Shape seq = {T, B, R}, state = {B, R}, cellState = {B, H};
   const Shape outputShape = c.outputAllSequence ? seq : state;
   const std::string h = P ? "P" : "H"; // h's width in the descriptions
-  saved = {
-      {"input",
-       {T, B, I},
-       "input x_t [T,B,I]",
-       randomValues(rng, {T, B, I}, c.inputRange, type),
-       {}},
-      {"initialOutput",
-       state,
-       "initial output h_{-1} [B," + h + "]",
-       randomValues(rng, state, c.inputRange, type),
-       {}},
-      {"initialCellState",
-       cellState,
-       "initial cell state c_{-1} [B,H]",
-       randomValues(rng, cellState, c.inputRange, type),
-       {}},
-      {"inputWeights",
-       {4, I, H},
-       "input weights Wi [4,I,H], dim 0 in cellOrder",
-       randomValues(rng, {4, I, H}, weightScale, type),
-       {}},
-      {"outputWeights",
-       {4, R, H},
-       "recurrent weights Wo [4," + h + ",H], dim 0 in cellOrder",
-       randomValues(rng, {4, R, H}, weightScale, type),
-       {}},
-      {"biases",
-       {4, H},
-       "biases [4,H], dim 0 in cellOrder",
-       randomValues(rng, {4, H}, 1.0, type),
-       {}}};
-  if (P)
-    saved.push_back({"projection",
-                     {H, P},
-                     "projection Wp [H,P]: h_t = m_t . Wp",
-                     randomValues(rng, {H, P}, weightScale, type),
-                     {}});
+  const auto inputSize = [I, R](std::size_t l) { return l == 0 ? I : R; };
+  const auto draw = [&](const std::string &name, const Shape &shape, const std::string &meaning,
+                        double scale) {
+    saved.push_back({name, shape, meaning, randomValues(rng, shape, scale, type), {}});
+  };
+  draw("input", {T, B, I}, "input x_t [T,B,I]", c.inputRange);
+  for (std::size_t l = 0; l < L; ++l) {
+    const auto name = [&](const char *base) { return layerName(base, l); };
+    const std::size_t In = inputSize(l);
+    const std::string in = l == 0 ? "I" : h;
+    draw(name("initialOutput"), state, "initial output h_{-1} [B," + h + "]", c.inputRange);
+    draw(name("initialCellState"), cellState, "initial cell state c_{-1} [B,H]", c.inputRange);
+    draw(name("inputWeights"), {4, In, H},
+         "input weights Wi [4," + in + ",H], dim 0 in cellOrder", weightScale);
+    draw(name("outputWeights"), {4, R, H},
+         "recurrent weights Wo [4," + h + ",H], dim 0 in cellOrder", weightScale);
+    draw(name("biases"), {4, H}, "biases [4,H], dim 0 in cellOrder", 1.0);
+    if (P)
+      draw(name("projection"), {H, P}, "projection Wp [H,P]: h_t = m_t . Wp", weightScale);
+  }
   for (const NamedTensor &t : saved)
     writeValues(engine, t.name, type, t.values);
-  lstmref::LstmModel model;
-  model.T = T, model.B = B, model.I = I, model.H = H, model.P = P;
-  for (std::size_t s = 0; s < 4; ++s)
-    model.cellOrder[s] = int(c.cellOrder[s]);
-  model.act = c.activation->reference;
-  model.recAct = c.recurrentActivation->reference;
-  model.hardSigmoidGradient = c.hardSigmoidGradient;
-  model.outputFullSequence = c.outputAllSequence;
-  model.timeSteps = c.variableTimeSteps;
-  model.cellClip = c.cellClip.enabled;
-  model.cellClipMin = c.cellClip.min, model.cellClipMax = c.cellClip.max;
-  // The model clips at the threshold the layer uses: rounded to the data type.
-  model.activationClip = c.activationClip > 0 ? roundTo(type, c.activationClip) : 0.0;
+  const auto values = [&](const std::string &name) -> const std::vector<double> & {
+    for (const NamedTensor &t : saved)
+      if (t.name == name)
+        return t.values;
+    throw std::logic_error("lstm_layer: no input " + name);
+  };
+  std::vector<lstmref::LstmModel> models(L);
+  for (std::size_t l = 0; l < L; ++l) {
+    lstmref::LstmModel &model = models[l];
+    model.T = T, model.B = B, model.I = inputSize(l), model.H = H, model.P = P;
+    for (std::size_t s = 0; s < 4; ++s)
+      model.cellOrder[s] = int(c.cellOrder[s]);
+    model.act = c.activation->reference;
+    model.recAct = c.recurrentActivation->reference;
+    model.hardSigmoidGradient = c.hardSigmoidGradient;
+    model.outputFullSequence = c.outputAllSequence || l + 1 < L;
+    model.timeSteps = c.variableTimeSteps;
+    model.cellClip = c.cellClip.enabled;
+    model.cellClipMin = c.cellClip.min, model.cellClipMax = c.cellClip.max;
+    // The model clips at the threshold the layer uses: rounded to the data type.
+    model.activationClip = c.activationClip > 0 ? roundTo(type, c.activationClip) : 0.0;
+  }
   writeTimeSteps(engine, c, saved);
   // --direction reverse: the model runs each row's steps reversed (rnnref::reverseRowSteps); the
-  // sequence results come back to the caller's order below.
+  // sequences go between layers, and come back, in the caller's order.
   const auto runOrder = [&](const std::vector<double> &v) {
     return c.reverse ? rnnref::reverseRowSteps(v, c.variableTimeSteps, T, B) : v;
   };
-  lstmref::LstmData data{runOrder(saved[0].values), saved[1].values, saved[2].values,
-                         saved[3].values,           saved[4].values, saved[5].values};
-  if (P)
-    data.projection = saved[6].values;
-  lstmref::LstmForward fwd = lstmref::forward(model, data);
-  lstmref::LstmGrads grads;
+  std::vector<lstmref::LstmData> data(L);
+  std::vector<lstmref::LstmForward> fwd(L);
+  std::vector<std::vector<double>> outputs(L); // each layer's output in the caller's order
+  for (std::size_t l = 0; l < L; ++l) {
+    const auto name = [&](const char *base) { return layerName(base, l); };
+    data[l] = {runOrder(l == 0 ? values("input") : outputs[l - 1]),
+               values(name("initialOutput")),
+               values(name("initialCellState")),
+               values(name("inputWeights")),
+               values(name("outputWeights")),
+               values(name("biases"))};
+    if (P)
+      data[l].projection = values(name("projection"));
+    fwd[l] = lstmref::forward(models[l], data[l]);
+    outputs[l] = models[l].outputFullSequence ? runOrder(fwd[l].output) : fwd[l].output;
+  }
+  std::vector<lstmref::LstmGrads> grads(L);
   if (backward) {
-    NamedTensor dy{"outputGrad",
-                   outputShape,
-                   "gradient of the output (output's shape)",
-                   randomValues(rng, outputShape, 1.0, type),
-                   {}};
-    writeValues(engine, dy.name, type, dy.values);
-    lstmref::LstmStateGrad lastRef;
-    if (c.lastStepStateGrad) {
-      lastRef = {randomValues(rng, state, 1.0, type), randomValues(rng, cellState, 1.0, type)};
-      writeValues(engine, "lastStepStateGrad.output", type, lastRef.output);
-      writeValues(engine, "lastStepStateGrad.cellState", type, lastRef.cellState);
+    draw("outputGrad", outputShape, "gradient of the output (output's shape)", 1.0);
+    writeValues(engine, "outputGrad", type, saved.back().values);
+    std::vector<lstmref::LstmStateGrad> lastRef(L);
+    for (std::size_t l = 0; l < L && c.lastStepStateGrad; ++l) {
+      draw(layerName("lastStepStateGrad.output", l), state,
+           "gradient of the final output [B," + h + "]", 1.0);
+      lastRef[l].output = saved.back().values;
+      draw(layerName("lastStepStateGrad.cellState", l), cellState,
+           "gradient of the final cell state [B,H]", 1.0);
+      lastRef[l].cellState = saved.back().values;
+      writeValues(engine, layerName("lastStepStateGrad.output", l), type, lastRef[l].output);
+      writeValues(engine, layerName("lastStepStateGrad.cellState", l), type, lastRef[l].cellState);
     }
-    grads = lstmref::backward(model, data, fwd,
-                              c.outputAllSequence ? runOrder(dy.values) : dy.values, lastRef);
-    grads.inputGrad = runOrder(grads.inputGrad);
-    saved.push_back(std::move(dy));
-    if (c.lastStepStateGrad) {
-      saved.push_back({"lastStepStateGrad.output",
-                       state,
-                       "gradient of the final output [B," + h + "]",
-                       lastRef.output,
-                       {}});
-      saved.push_back({"lastStepStateGrad.cellState",
-                       cellState,
-                       "gradient of the final cell state [B,H]",
-                       lastRef.cellState,
-                       {}});
+    for (std::size_t l = L; l-- > 0;) {
+      const std::vector<double> &dy = l + 1 == L ? values("outputGrad") : grads[l + 1].inputGrad;
+      grads[l] = lstmref::backward(models[l], data[l], fwd[l],
+                                   models[l].outputFullSequence ? runOrder(dy) : dy, lastRef[l]);
+      grads[l].inputGrad = runOrder(grads[l].inputGrad);
     }
   }
 
-  if (c.outputAllSequence)
-    fwd.output = runOrder(fwd.output);
-
-  return [=](const std::string &name) -> Expected {
+  return [=](const std::string &result) -> Expected {
+    // NAME or NAME.l<l>: layer l's.
+    std::string name = result;
+    std::size_t l = 0;
+    if (const std::size_t at = result.rfind(".l"); at != std::string::npos) {
+      name = result.substr(0, at);
+      l = std::stoul(result.substr(at + 2));
+    }
+    const std::string in = l == 0 ? "I" : h;
     if (name == "output")
       return {outputShape,
               c.outputAllSequence ? "output h_t [T,B," + h + "], zero past a row's length"
                                   : "each row's final output [B," + h + "]",
-              &fwd.output};
+              &outputs[L - 1]};
     if (name == "finalCellState")
-      return {cellState, "each row's final cell state [B,H]", &fwd.finalCellState};
+      return {cellState, "each row's final cell state [B,H]", &fwd[l].finalCellState};
     if (name == "inputGrad")
-      return {{T, B, I}, "gradient of the input [T,B,I]", &grads.inputGrad};
+      return {{T, B, I}, "gradient of the input [T,B,I]", &grads[0].inputGrad};
     if (name == "initialOutputGrad")
-      return {state, "gradient of the initial output [B," + h + "]", &grads.initialOutputGrad};
+      return {state, "gradient of the initial output [B," + h + "]",
+              &grads[l].initialOutputGrad};
     if (name == "initialCellStateGrad")
       return {cellState, "gradient of the initial cell state [B,H]",
-              &grads.initialCellStateGrad};
+              &grads[l].initialCellStateGrad};
     if (name == "inputWeightsGrad")
-      return {{4, I, H}, "gradient of inputWeights [4,I,H]", &grads.inputWeightsGrad};
+      return {{4, inputSize(l), H}, "gradient of inputWeights [4," + in + ",H]",
+              &grads[l].inputWeightsGrad};
     if (name == "outputWeightsGrad")
-      return {{4, R, H}, "gradient of outputWeights [4," + h + ",H]", &grads.outputWeightsGrad};
+      return {{4, R, H}, "gradient of outputWeights [4," + h + ",H]",
+              &grads[l].outputWeightsGrad};
     if (name == "projectionGrad")
-      return {{H, P}, "gradient of the projection [H,P]", &grads.projectionGrad};
-    return {{4, H}, "gradient of biases [4,H]", &grads.biasesGrad};
+      return {{H, P}, "gradient of the projection [H,P]", &grads[l].projectionGrad};
+    return {{4, H}, "gradient of biases [4,H]", &grads[l].biasesGrad};
   };
 }
 
@@ -190,11 +194,13 @@ int run(const Config &c) {
     std::string order;
     for (const std::string &name : cellOrderNames(c))
       order += (order.empty() ? "" : ",") + name;
-    fmt::print("lstm_layer: T={} B={} I={} H={}{} {} phase={} cellOrder={{{}}} activation={} "
+    fmt::print("lstm_layer: T={} B={} I={} H={}{}{} {} phase={} cellOrder={{{}}} activation={} "
                "recurrentActivation={} on {}\n",
                c.sequenceSize, c.batchSize, c.inputSize, c.outputSize,
-               c.projSize ? fmt::format(" P={}", c.projSize) : "", c.dataTypeName, c.phase, order,
-               c.activation->name, c.recurrentActivation->name, device.describe());
+               c.projSize ? fmt::format(" P={}", c.projSize) : "",
+               c.numLayers > 1 ? fmt::format(" layers={}", c.numLayers) : "", c.dataTypeName,
+               c.phase, order, c.activation->name, c.recurrentActivation->name,
+               device.describe());
   };
   return runLayerDriver<Config>(
       kTool, c, header,
