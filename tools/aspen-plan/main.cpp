@@ -580,6 +580,11 @@ int main(int argc, char **argv) {
                        LayerSetup setup{"", layerJson(c.withAttention ? "augru" : "gru", c), {},
                                         {}, grulayer::build(graph, c, cache), {}};
                        recurrentRows(setup, c, false);
+                       if (c.numLayers > 1) { // the plan rows are its first layer's
+                         setup.summary += fmt::format(" layers={}", c.numLayers);
+                         setup.layer.set("numLayers",
+                                         json::Value::number(std::uint64_t(c.numLayers)));
+                       }
                        return setup;
                      });
   if (kind == "rnn")

@@ -31,12 +31,17 @@ struct Config : CommonConfig {
   std::vector<gru::BasicGruCellUnit> cellOrder;
   bool resetAfter = false, withAttention = false, withRealTimeSteps = false;
   double activationClip = 0; // --activation-clip (0: none)
+  std::size_t numLayers = 1; // --num-layers: a stack, each layer on the one below
 };
 
 // The flags that describe the layer: the common ones and the GRU's own.
 inline std::vector<Flag<Config>> layerFlagTable() {
   std::vector<Flag<Config>> t = layerFlags<Config>("gru");
   const std::vector<Flag<Config>> gruFlags = {
+        {"num-layers", "1",
+         "L >= 1: a stack of L layers, layer l > 0 taking layer l - 1's output sequence (in the "
+         "direction given; not with --with-attention or --with-real-time-steps; Aspen's)",
+         [](Config &c, auto &f, auto &v) { c.numLayers = parsePositive(f, v); }},
         {"activation-clip", nullptr,
          "t > 0: the gates' pre-activations clipped to [-t, t] (ONNX's clip; "
          "GruParams::activationClip, Aspen's)",
@@ -81,6 +86,14 @@ inline void drawRealTimeSteps(Config &c) {
 inline void checkConfig(const Config &c) {
   if (c.withRealTimeSteps && c.variableTimeSteps.empty())
     throw UsageError("--with-real-time-steps needs the lengths it passes (--variable-time-steps)");
+  if (c.numLayers > 1 && (c.withAttention || c.withRealTimeSteps))
+    throw UsageError("--num-layers above 1 builds a stack of GRUs: not with --with-attention or "
+                     "--with-real-time-steps");
+}
+
+// The name of layer l's tensors: the base name for layer 0, NAME.l<l> for the layers above it.
+inline std::string layerName(const std::string &name, std::size_t l) {
+  return l == 0 ? name : name + ".l" + std::to_string(l);
 }
 
 inline std::vector<std::string> cellOrderNames(const Config &c) {
@@ -162,88 +175,118 @@ struct GruLayer {
   }
 };
 
+// Layer l's parameters: layer 0 takes the input, the layers above it the output below (the
+// whole sequence), and the last gives the output --output-all-sequence asks for.
+inline gru::GruParams layerParams(const Config &c, const aspen::Tensor &timeSteps,
+                                  std::size_t l) {
+  const std::size_t T = c.sequenceSize, B = c.batchSize, H = c.outputSize;
+  const std::size_t I = l == 0 ? c.inputSize : H;
+  gru::GruParams params =
+      timeSteps.valid() && !c.withRealTimeSteps
+          ? gru::GruParams(c.dataType, B, T, timeSteps, {I, H}, c.activation->aspen,
+                           c.recurrentActivation->aspen)
+          : gru::GruParams(c.dataType, B, T, {I, H}, c.activation->aspen,
+                           c.recurrentActivation->aspen);
+  params.cellOrder = c.cellOrder;
+  params.outputFullSequence = c.outputAllSequence || l + 1 < c.numLayers;
+  params.calcInputGradients = !c.ignoreInputGradient || l > 0;
+  params.resetAfter = c.resetAfter;
+  params.activationClip = {c.activationClip > 0, c.activationClip};
+  return params;
+}
+
 // The layer's graph for c's phase, with its host handles (inputs: input, initialOutput,
 // inputWeights, outputWeights, biases, then attention and outputGrad when used; the timeSteps
-// handle is addTimeSteps's).
+// handle is addTimeSteps's). With --num-layers L a stack, layer l > 0 taking layer l - 1's
+// output: its tensors are named as layer 0's with ".l<l>" (layerName).
 inline BuiltLayer build(aspen::Graph &graph, const Config &c, aspen::linalg::PlanningCache &cache) {
   using namespace aspen;
-  const std::size_t T = c.sequenceSize, B = c.batchSize, I = c.inputSize, H = c.outputSize;
+  const std::size_t L = c.numLayers;
   const bool backward = c.backward(), weightUpdate = c.weightUpdate();
-  const Type type = c.dataType;
   const OptionFlags &options = c.layerOptions;
 
   const Tensor timeSteps = addTimeSteps(graph, c);
-  gru::GruParams params =
-      timeSteps.valid() && !c.withRealTimeSteps
-          ? gru::GruParams(type, B, T, timeSteps, {I, H}, c.activation->aspen,
-                           c.recurrentActivation->aspen)
-          : gru::GruParams(type, B, T, {I, H}, c.activation->aspen, c.recurrentActivation->aspen);
-  params.cellOrder = c.cellOrder;
-  params.outputFullSequence = c.outputAllSequence;
-  params.calcInputGradients = !c.ignoreInputGradient;
-  params.resetAfter = c.resetAfter;
-  params.activationClip = {c.activationClip > 0, c.activationClip};
+  std::vector<gru::GruParams> params;
+  for (std::size_t l = 0; l < L; ++l)
+    params.push_back(layerParams(c, timeSteps, l));
 
   BuiltLayer layer;
   program::Sequence &prog = layer.program;
-  layer.plan = gru::getPlan(graph, params, options);
-  layer.flops = gru::getBasicGruCellFwdFlops(params) +
-                (backward ? gru::getBasicGruCellBwdFlops(params) : 0) +
-                (weightUpdate ? gru::getBasicGruCellWuFlops(params) : 0);
-  const Tensor input = gru::createInput(graph, params, "input", options, &cache);
-  const Tensor init = gru::createInitialState(graph, params, "init", options, &cache);
-  const gru::GruWeights weights = gru::createWeights(graph, params, "weights", options, &cache);
+  layer.plan = gru::getPlan(graph, params[0], options);
+  for (const gru::GruParams &p : params)
+    layer.flops += gru::getBasicGruCellFwdFlops(p) +
+                   (backward ? gru::getBasicGruCellBwdFlops(p) : 0) +
+                   (weightUpdate ? gru::getBasicGruCellWuFlops(p) : 0);
+  const Tensor input = gru::createInput(graph, params[0], "input", options, &cache);
   const Tensor attention =
-      c.withAttention ? gru::createAttention(graph, params, "attention", options) : Tensor();
-  const GruLayer gruLayer{
-      graph, params, options, &cache, c.withRealTimeSteps ? timeSteps : Tensor(), attention};
-  Tensor fwdIntermediates;
-  const Tensor output =
-      gruLayer.fwd(init, input, weights, backward ? &fwdIntermediates : nullptr, prog);
+      c.withAttention ? gru::createAttention(graph, params[0], "attention", options) : Tensor();
+  std::vector<GruLayer> layers;
+  std::vector<Tensor> inputs(L), outputs(L), inits(L), fwdIntermediates(L);
+  std::vector<gru::GruWeights> weights(L);
+  for (std::size_t l = 0; l < L; ++l) {
+    layers.push_back(GruLayer{graph, params[l], options, &cache,
+                              c.withRealTimeSteps ? timeSteps : Tensor(), attention});
+    inputs[l] = l == 0 ? input : outputs[l - 1];
+    inits[l] = gru::createInitialState(graph, params[l], layerName("init", l), options, &cache);
+    weights[l] = gru::createWeights(graph, params[l], layerName("weights", l), options, &cache);
+    outputs[l] =
+        layers[l].fwd(inits[l], inputs[l], weights[l], backward ? &fwdIntermediates[l] : nullptr,
+                      prog);
+  }
 
   // Results, in the order they are reported and saved.
   std::vector<std::pair<std::string, Tensor>> &results = layer.results;
-  results = {{"output", output}};
-  Tensor outputGrad, inputGrad, attentionGrad;
+  results = {{"output", outputs[L - 1]}};
+  Tensor outputGrad;
   if (backward) {
-    outputGrad = graph.clone(output, "outputGrad");
-    Tensor *inputGradPtr = c.ignoreInputGradient ? nullptr : &inputGrad;
-    Tensor initGrad;
-    gru::GruWeights weightsGrad;
-    if (c.phase == "all") {
-      initGrad = gruLayer.bwdWithWU(prog, init, fwdIntermediates, weights, input, output, outputGrad,
-                                 inputGradPtr, weightsGrad, attentionGrad);
-    } else {
+    outputGrad = graph.clone(outputs[L - 1], "outputGrad");
+    // From the top down: layer l's output gradient is the input gradient of the layer above.
+    std::vector<Tensor> inputGrads(L), initGrads(L);
+    std::vector<gru::GruWeights> weightsGrads(L);
+    Tensor attentionGrad;
+    for (std::size_t l = L; l-- > 0;) {
+      const Tensor &dy = l + 1 == L ? outputGrad : inputGrads[l + 1];
+      Tensor *inputGrad = params[l].calcInputGradients ? &inputGrads[l] : nullptr;
+      if (c.phase == "all") {
+        initGrads[l] = layers[l].bwdWithWU(prog, inits[l], fwdIntermediates[l], weights[l],
+                                           inputs[l], outputs[l], dy, inputGrad, weightsGrads[l],
+                                           attentionGrad);
+        continue;
+      }
       Tensor bwdIntermediates;
-      initGrad = gruLayer.bwd(prog, init, fwdIntermediates, weights, input, output, outputGrad,
-                           inputGradPtr, weightUpdate ? &bwdIntermediates : nullptr, attentionGrad);
+      initGrads[l] = layers[l].bwd(prog, inits[l], fwdIntermediates[l], weights[l], inputs[l],
+                                   outputs[l], dy, inputGrad,
+                                   weightUpdate ? &bwdIntermediates : nullptr, attentionGrad);
       if (weightUpdate)
-        weightsGrad =
-            gruLayer.wu(prog, init, fwdIntermediates, bwdIntermediates, weights, input, output);
+        weightsGrads[l] = layers[l].wu(prog, inits[l], fwdIntermediates[l], bwdIntermediates,
+                                       weights[l], inputs[l], outputs[l]);
     }
     if (!c.ignoreInputGradient)
-      results.push_back({"inputGrad", inputGrad});
-    results.push_back({"initialOutputGrad", initGrad});
-    if (c.withAttention)
-      results.push_back({"attentionGrad", attentionGrad});
-    if (weightUpdate) {
-      results.push_back({"inputWeightsGrad", weightsGrad.inputWeights});
-      results.push_back({"outputWeightsGrad", weightsGrad.outputWeights});
-      results.push_back({"biasesGrad", weightsGrad.biases});
+      results.push_back({"inputGrad", inputGrads[0]});
+    for (std::size_t l = 0; l < L; ++l) {
+      results.push_back({layerName("initialOutputGrad", l), initGrads[l]});
+      if (c.withAttention)
+        results.push_back({"attentionGrad", attentionGrad});
+      if (!weightUpdate)
+        continue;
+      results.push_back({layerName("inputWeightsGrad", l), weightsGrads[l].inputWeights});
+      results.push_back({layerName("outputWeightsGrad", l), weightsGrads[l].outputWeights});
+      results.push_back({layerName("biasesGrad", l), weightsGrads[l].biases});
     }
   }
-  layer.inputs = {{"input", input},
-                  {"initialOutput", init},
-                  {"inputWeights", weights.inputWeights},
-                  {"outputWeights", weights.outputWeights},
-                  {"biases", weights.biases}};
+  layer.inputs = {{"input", input}};
+  for (std::size_t l = 0; l < L; ++l) {
+    layer.inputs.push_back({layerName("initialOutput", l), inits[l]});
+    layer.inputs.push_back({layerName("inputWeights", l), weights[l].inputWeights});
+    layer.inputs.push_back({layerName("outputWeights", l), weights[l].outputWeights});
+    layer.inputs.push_back({layerName("biases", l), weights[l].biases});
+  }
   if (c.withAttention)
     layer.inputs.push_back({"attention", attention});
   if (backward)
     layer.inputs.push_back({"outputGrad", outputGrad});
   addHostHandles(graph, layer);
   return layer;
-
 }
 
 } // namespace grulayer

@@ -56,9 +56,12 @@ Config parseArguments(int argc, char **argv) {
 // --- The layer -------------------------------------------------------------------------------
 
 // The inputs, drawn in a fixed order, rounded to the data type and written (appended to
-// `saved`), and the host model's results.
+// `saved`), and the host model's results. A stack (--num-layers) draws layer 0's tensors first,
+// as a single layer does (its attention after them), then each layer's above; the model composes
+// the layers as the stack does, each in the run's direction.
 ExpectedOf model(const Config &c, Engine &engine, std::vector<NamedTensor> &saved) {
   const std::size_t T = c.sequenceSize, B = c.batchSize, I = c.inputSize, H = c.outputSize;
+  const std::size_t L = c.numLayers;
   const bool backward = c.backward();
   const Type type = c.dataType;
   std::mt19937 rng(c.seed);
@@ -66,102 +69,111 @@ ExpectedOf model(const Config &c, Engine &engine, std::vector<NamedTensor> &save
   const Shape seq = {T, B, H}, state = {B, H};
   const Shape outputShape = c.outputAllSequence ? seq : state;
   const Shape biasesShape = c.resetAfter ? Shape{3, 2, H} : Shape{3, H};
-  saved = {
-      {"input",
-       {T, B, I},
-       "input x_t [T,B,I]",
-       randomValues(rng, {T, B, I}, c.inputRange, type),
-       {}},
-      {"initialOutput",
-       state,
-       "initial output h_{-1} [B,H]",
-       randomValues(rng, state, c.inputRange, type),
-       {}},
-      {"inputWeights",
-       {3, I, H},
-       "input weights Wi [3,I,H], dim 0 in cellOrder",
-       randomValues(rng, {3, I, H}, weightScale, type),
-       {}},
-      {"outputWeights",
-       {3, H, H},
-       "recurrent weights Wo [3,H,H], dim 0 in cellOrder",
-       randomValues(rng, {3, H, H}, weightScale, type),
-       {}},
-      {"biases",
-       biasesShape,
-       c.resetAfter ? "biases [3,2,H] ([g][0] input, [g][1] recurrent), dim 0 in cellOrder"
-                    : "biases [3,H], dim 0 in cellOrder",
-       randomValues(rng, biasesShape, 1.0, type),
-       {}}};
+  const auto inputSize = [I, H](std::size_t l) { return l == 0 ? I : H; };
+  const auto draw = [&](const std::string &name, const Shape &shape, const std::string &meaning,
+                        double scale, double offset = 0.0) {
+    saved.push_back({name, shape, meaning, randomValues(rng, shape, scale, type, offset), {}});
+  };
+  const auto drawLayer = [&](std::size_t l) {
+    const std::string in = l == 0 ? "I" : "H";
+    draw(layerName("initialOutput", l), state, "initial output h_{-1} [B,H]", c.inputRange);
+    draw(layerName("inputWeights", l), {3, inputSize(l), H},
+         "input weights Wi [3," + in + ",H], dim 0 in cellOrder", weightScale);
+    draw(layerName("outputWeights", l), {3, H, H},
+         "recurrent weights Wo [3,H,H], dim 0 in cellOrder", weightScale);
+    draw(layerName("biases", l), biasesShape,
+         c.resetAfter ? "biases [3,2,H] ([g][0] input, [g][1] recurrent), dim 0 in cellOrder"
+                      : "biases [3,H], dim 0 in cellOrder",
+         1.0);
+  };
+  draw("input", {T, B, I}, "input x_t [T,B,I]", c.inputRange);
+  drawLayer(0);
   if (c.withAttention)
-    saved.push_back({"attention",
-                     {B, T},
-                     "AUGRU attention [B,T] in [0,1]: u <- (1 - a) * u",
-                     randomValues(rng, {B, T}, 0.5, type, 0.5),
-                     {}});
+    draw("attention", {B, T}, "AUGRU attention [B,T] in [0,1]: u <- (1 - a) * u", 0.5, 0.5);
+  for (std::size_t l = 1; l < L; ++l)
+    drawLayer(l);
   for (const NamedTensor &t : saved)
     writeValues(engine, t.name, type, t.values);
-  gruref::GruModel model;
-  model.T = T, model.B = B, model.I = I, model.H = H;
-  for (std::size_t s = 0; s < gruref::kNumGates; ++s)
-    model.cellOrder[s] = int(c.cellOrder[s]);
-  model.act = c.activation->reference;
-  model.recAct = c.recurrentActivation->reference;
-  model.hardSigmoidGradient = c.hardSigmoidGradient;
-  model.resetAfter = c.resetAfter;
-  // The model clips at the threshold the layer uses: rounded to the data type.
-  model.activationClip = c.activationClip > 0 ? roundTo(type, c.activationClip) : 0.0;
-  model.outputFullSequence = c.outputAllSequence;
-  model.timeSteps = c.variableTimeSteps;
+  const auto values = [&](const std::string &name) -> const std::vector<double> & {
+    for (const NamedTensor &t : saved)
+      if (t.name == name)
+        return t.values;
+    throw std::logic_error("gru_layer: no input " + name);
+  };
+  std::vector<gruref::GruModel> models(L);
+  for (std::size_t l = 0; l < L; ++l) {
+    gruref::GruModel &model = models[l];
+    model.T = T, model.B = B, model.I = inputSize(l), model.H = H;
+    for (std::size_t s = 0; s < gruref::kNumGates; ++s)
+      model.cellOrder[s] = int(c.cellOrder[s]);
+    model.act = c.activation->reference;
+    model.recAct = c.recurrentActivation->reference;
+    model.hardSigmoidGradient = c.hardSigmoidGradient;
+    model.resetAfter = c.resetAfter;
+    // The model clips at the threshold the layer uses: rounded to the data type.
+    model.activationClip = c.activationClip > 0 ? roundTo(type, c.activationClip) : 0.0;
+    model.outputFullSequence = c.outputAllSequence || l + 1 < L;
+    model.timeSteps = c.variableTimeSteps;
+  }
   // --direction reverse: the model runs each row's steps reversed (rnnref::reverseRowSteps); the
-  // sequence results come back to the caller's order below.
+  // sequences go between layers, and come back, in the caller's order.
   const auto runOrder = [&](const std::vector<double> &v, bool rowMajor = false) {
     return c.reverse ? rnnref::reverseRowSteps(v, c.variableTimeSteps, T, B, rowMajor) : v;
   };
-  const gruref::GruData data{runOrder(saved[0].values),
-                             saved[1].values,
-                             saved[2].values,
-                             saved[3].values,
-                             saved[4].values,
-                             c.withAttention ? runOrder(saved[5].values, true)
-                                             : std::vector<double>()};
   writeTimeSteps(engine, c, saved);
-  gruref::GruForward fwd = gruref::forward(model, data);
-  gruref::GruGrads grads;
-  if (backward) {
-    NamedTensor dy{"outputGrad",
-                   outputShape,
-                   "gradient of the output (output's shape)",
-                   randomValues(rng, outputShape, 1.0, type),
-                   {}};
-    writeValues(engine, dy.name, type, dy.values);
-    grads = gruref::backward(model, data, fwd,
-                             c.outputAllSequence ? runOrder(dy.values) : dy.values);
-    saved.push_back(std::move(dy));
-    grads.inputGrad = runOrder(grads.inputGrad);
-    if (c.withAttention)
-      grads.attentionGrad = runOrder(grads.attentionGrad, true);
+  std::vector<gruref::GruData> data(L);
+  std::vector<gruref::GruForward> fwd(L);
+  std::vector<std::vector<double>> outputs(L); // each layer's output in the caller's order
+  for (std::size_t l = 0; l < L; ++l) {
+    data[l] = {runOrder(l == 0 ? values("input") : outputs[l - 1]),
+               values(layerName("initialOutput", l)),
+               values(layerName("inputWeights", l)),
+               values(layerName("outputWeights", l)),
+               values(layerName("biases", l)),
+               c.withAttention ? runOrder(values("attention"), true) : std::vector<double>()};
+    fwd[l] = gruref::forward(models[l], data[l]);
+    outputs[l] = models[l].outputFullSequence ? runOrder(fwd[l].output) : fwd[l].output;
   }
-  if (c.outputAllSequence)
-    fwd.output = runOrder(fwd.output);
+  std::vector<gruref::GruGrads> grads(L);
+  if (backward) {
+    draw("outputGrad", outputShape, "gradient of the output (output's shape)", 1.0);
+    writeValues(engine, "outputGrad", type, saved.back().values);
+    for (std::size_t l = L; l-- > 0;) {
+      const std::vector<double> &dy = l + 1 == L ? values("outputGrad") : grads[l + 1].inputGrad;
+      grads[l] = gruref::backward(models[l], data[l], fwd[l],
+                                  models[l].outputFullSequence ? runOrder(dy) : dy);
+      grads[l].inputGrad = runOrder(grads[l].inputGrad);
+      if (c.withAttention)
+        grads[l].attentionGrad = runOrder(grads[l].attentionGrad, true);
+    }
+  }
 
-  return [=](const std::string &name) -> Expected {
+  return [=](const std::string &result) -> Expected {
+    // NAME or NAME.l<l>: layer l's.
+    std::string name = result;
+    std::size_t l = 0;
+    if (const std::size_t at = result.rfind(".l"); at != std::string::npos) {
+      name = result.substr(0, at);
+      l = std::stoul(result.substr(at + 2));
+    }
+    const std::string in = l == 0 ? "I" : "H";
     if (name == "output")
       return {outputShape,
               c.outputAllSequence ? "output h_t [T,B,H], zero past a row's length"
                                   : "each row's final output [B,H]",
-              &fwd.output};
+              &outputs[L - 1]};
     if (name == "inputGrad")
-      return {{T, B, I}, "gradient of the input [T,B,I]", &grads.inputGrad};
+      return {{T, B, I}, "gradient of the input [T,B,I]", &grads[0].inputGrad};
     if (name == "initialOutputGrad")
-      return {state, "gradient of the initial output [B,H]", &grads.initialOutputGrad};
+      return {state, "gradient of the initial output [B,H]", &grads[l].initialOutputGrad};
     if (name == "attentionGrad")
-      return {{B, T}, "gradient of the attention [B,T]", &grads.attentionGrad};
+      return {{B, T}, "gradient of the attention [B,T]", &grads[l].attentionGrad};
     if (name == "inputWeightsGrad")
-      return {{3, I, H}, "gradient of inputWeights [3,I,H]", &grads.inputWeightsGrad};
+      return {{3, inputSize(l), H}, "gradient of inputWeights [3," + in + ",H]",
+              &grads[l].inputWeightsGrad};
     if (name == "outputWeightsGrad")
-      return {{3, H, H}, "gradient of outputWeights [3,H,H]", &grads.outputWeightsGrad};
-    return {biasesShape, "gradient of biases (biases' shape)", &grads.biasesGrad};
+      return {{3, H, H}, "gradient of outputWeights [3,H,H]", &grads[l].outputWeightsGrad};
+    return {biasesShape, "gradient of biases (biases' shape)", &grads[l].biasesGrad};
   };
 }
 
@@ -176,6 +188,8 @@ int run(const Config &c) {
                order, c.activation->name, c.recurrentActivation->name, int(c.resetAfter),
                c.withAttention ? "AUGRU" : "GRU", c.withRealTimeSteps ? " realTimeSteps" : "",
                device.describe());
+    if (c.numLayers > 1)
+      fmt::print("gru_layer: a stack of {} layers\n", c.numLayers);
     if (!c.variableTimeSteps.empty()) {
       std::string lengths;
       for (unsigned l : c.variableTimeSteps)
