@@ -97,15 +97,8 @@ void checkParams(const GruParams &params, const std::string &what) {
     throw invalid_option(fmt::format("{}: activation SOFTMAX_SCALED is not allowed (its outputs are "
                                      "scaled); use SOFTMAX or SOFTMAX_STABLE",
                                      what));
-  const GruParams::ActivationClip &act = params.activationClip;
-  if (act.enabled && !(act.threshold > 0 && std::isfinite(act.threshold)))
-    throw invalid_option(fmt::format("{}: activationClip's threshold must be a finite number "
-                                     "above 0, not {}",
-                                     what, act.threshold));
-  if (act.enabled && (isSoftmax(params.activation) || isSoftmax(rec)))
-    throw invalid_option(fmt::format("{}: activationClip needs element-wise activations, not {} "
-                                     "and {}",
-                                     what, nn::asString(params.activation), nn::asString(rec)));
+  rnn::detail::checkActivationClip(params.activationClip.enabled,
+                                   params.activationClip.threshold, params.activation, rec, what);
   if (params.dataType != params.rnn.dataType || params.batchSize != params.rnn.batchSize ||
       params.timeSteps != params.rnn.maxTimeSteps || params.layerSizes != params.rnn.layerSizes)
     throw invalid_option(fmt::format("{}: GruParams' deprecated fields (dataType, batchSize, "

@@ -101,15 +101,8 @@ void checkParams(const LstmParams &params, const std::string &what) {
   if (clip.enabled && (isSoftmaxKind(params.activation) || isSoftmaxKind(rec)))
     throw invalid_option(fmt::format("{}: cellClip needs element-wise activations, not {} and {}",
                                      what, nn::asString(params.activation), nn::asString(rec)));
-  const LstmParams::ActivationClip &act = params.activationClip;
-  if (act.enabled && !(act.threshold > 0 && std::isfinite(act.threshold)))
-    throw invalid_option(fmt::format("{}: activationClip's threshold must be a finite number "
-                                     "above 0, not {}",
-                                     what, act.threshold));
-  if (act.enabled && (isSoftmaxKind(params.activation) || isSoftmaxKind(rec)))
-    throw invalid_option(fmt::format("{}: activationClip needs element-wise activations, not {} "
-                                     "and {}",
-                                     what, nn::asString(params.activation), nn::asString(rec)));
+  rnn::detail::checkActivationClip(params.activationClip.enabled,
+                                   params.activationClip.threshold, params.activation, rec, what);
   const std::size_t H = params.rnn.layerSizes.size() > 1 ? params.rnn.layerSizes[1] : 0;
   if (params.projSize != 0 && params.projSize >= H)
     throw invalid_option(fmt::format("{}: projSize ({}) must be less than the hidden size H ({}); "

@@ -140,6 +140,21 @@ Tensor addStep(Graph &graph, Type type, std::size_t rows, std::size_t size,
   return t[0];
 }
 
+void checkActivationClip(bool enabled, double threshold, NonLinearityType activation,
+                         NonLinearityType recurrentActivation, const std::string &what) {
+  if (!enabled)
+    return;
+  if (!(threshold > 0 && std::isfinite(threshold)))
+    throw invalid_option(fmt::format("{}: activationClip's threshold must be a finite number "
+                                     "above 0, not {}",
+                                     what, threshold));
+  if (isSoftmax(activation) || isSoftmax(recurrentActivation))
+    throw invalid_option(fmt::format("{}: activationClip needs element-wise activations, not {} "
+                                     "and {}",
+                                     what, nn::asString(activation),
+                                     nn::asString(recurrentActivation)));
+}
+
 void checkParams(const RnnParams &params, const std::string &what) {
   if (params.dataType != FLOAT && params.dataType != HALF)
     throw type_error(fmt::format("{}: dataType must be float or half, not {}", what,

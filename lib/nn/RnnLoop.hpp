@@ -64,6 +64,10 @@ unsigned estimateShards(const Graph &graph, const RnnParams &params, std::size_t
 
 // Raise the Rnn errors (type_error, shape_error, invalid_option) naming `what`.
 void checkParams(const RnnParams &params, const std::string &what);
+// ONNX's activation clip of the LSTM and the GRU (their params' activationClip), when enabled:
+// a finite threshold above 0 and element-wise activations; invalid_option naming `what`.
+void checkActivationClip(bool enabled, double threshold, NonLinearityType activation,
+                         NonLinearityType recurrentActivation, const std::string &what);
 unsigned checkShards(const RnnParams &params, unsigned numShards, const std::string &what);
 void checkSequence(const RnnParams &params, const Tensor &t, const std::string &what);
 
