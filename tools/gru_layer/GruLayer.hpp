@@ -38,19 +38,8 @@ struct Config : CommonConfig {
 inline std::vector<Flag<Config>> layerFlagTable() {
   std::vector<Flag<Config>> t = layerFlags<Config>("gru");
   const std::vector<Flag<Config>> gruFlags = {
-        {"num-layers", "1",
-         "L >= 1: a stack of L layers, layer l > 0 taking layer l - 1's output sequence (in the "
-         "direction given; not with --with-attention or --with-real-time-steps; Aspen's)",
-         [](Config &c, auto &f, auto &v) { c.numLayers = parsePositive(f, v); }},
-        {"activation-clip", nullptr,
-         "t > 0: the gates' pre-activations clipped to [-t, t] (ONNX's clip; "
-         "GruParams::activationClip, Aspen's)",
-         [](Config &c, auto &f, auto &v) {
-           c.activationClip = parseNumber<double>(f, v);
-           if (!(c.activationClip > 0))
-             throw UsageError(fmt::format("--{}: {} is not above 0", f, v));
-         },
-         FlagKind::Value, "no clip"},
+        numLayersFlag<Config>("; not with --with-attention or --with-real-time-steps"),
+        activationClipFlag<Config>("GruParams"),
         {"cell-order", "{reset,update,cell}", "the gate of each weight slot, all three once",
          [](Config &c, auto &f, auto &v) {
            c.cellOrder = parseCellOrder(f, v, gru::parseBasicGruCellUnit,
@@ -91,10 +80,6 @@ inline void checkConfig(const Config &c) {
                      "--with-real-time-steps");
 }
 
-// The name of layer l's tensors: the base name for layer 0, NAME.l<l> for the layers above it.
-inline std::string layerName(const std::string &name, std::size_t l) {
-  return l == 0 ? name : name + ".l" + std::to_string(l);
-}
 
 inline std::vector<std::string> cellOrderNames(const Config &c) {
   return unitNames(c.cellOrder, [](gru::BasicGruCellUnit u) { return gru::asString(u); });

@@ -95,10 +95,7 @@ ExpectedOf model(const Config &c, Engine &engine, std::vector<NamedTensor> &save
   for (const NamedTensor &t : saved)
     writeValues(engine, t.name, type, t.values);
   const auto values = [&](const std::string &name) -> const std::vector<double> & {
-    for (const NamedTensor &t : saved)
-      if (t.name == name)
-        return t.values;
-    throw std::logic_error("gru_layer: no input " + name);
+    return valuesOf(saved, name);
   };
   std::vector<gruref::GruModel> models(L);
   for (std::size_t l = 0; l < L; ++l) {
@@ -149,13 +146,7 @@ ExpectedOf model(const Config &c, Engine &engine, std::vector<NamedTensor> &save
   }
 
   return [=](const std::string &result) -> Expected {
-    // NAME or NAME.l<l>: layer l's.
-    std::string name = result;
-    std::size_t l = 0;
-    if (const std::size_t at = result.rfind(".l"); at != std::string::npos) {
-      name = result.substr(0, at);
-      l = std::stoul(result.substr(at + 2));
-    }
+    const auto [name, l] = splitLayerName(result); // NAME or NAME.l<l>: layer l's
     const std::string in = l == 0 ? "I" : "H";
     if (name == "output")
       return {outputShape,

@@ -79,15 +79,7 @@ inline std::vector<Flag<Config>> layerFlagTable() {
          c.cellClip.max = parseNumber<double>(f, bounds[1]);
        },
        FlagKind::List, "no clip"},
-      {"activation-clip", nullptr,
-       "t > 0: every activation's input clipped to [-t, t] (ONNX's clip; "
-       "LstmParams::activationClip, Aspen's)",
-       [](Config &c, auto &f, auto &v) {
-         c.activationClip = parseNumber<double>(f, v);
-         if (!(c.activationClip > 0))
-           throw UsageError(fmt::format("--{}: {} is not above 0", f, v));
-       },
-       FlagKind::Value, "no clip"},
+      activationClipFlag<Config>("LstmParams"),
       {"cell-clip-nan", nullptr, "propagate | min: what the cell clip makes of a NaN",
        [](Config &c, auto &f, auto &v) {
          c.cellClip.propagateNan = parseChoice(f, v, {"propagate", "min"}) == "propagate";
@@ -97,10 +89,7 @@ inline std::vector<Flag<Config>> layerFlagTable() {
        "P < H: h_t = m_t . Wp projected to P (LstmParams::projSize, PyTorch's proj_size; "
        "Aspen's); 0 = none",
        [](Config &c, auto &f, auto &v) { c.projSize = parseNumber<std::size_t>(f, v); }},
-      {"num-layers", "1",
-       "L >= 1: a stack of L layers, layer l > 0 taking layer l - 1's output sequence (in the "
-       "direction given; Aspen's)",
-       [](Config &c, auto &f, auto &v) { c.numLayers = parsePositive(f, v); }},
+      numLayersFlag<Config>(""),
       {"last-step-state-grad", "0", "0 | 1: also feed gradients of the final h and c",
        [](Config &c, auto &f, auto &v) { c.lastStepStateGrad = parseBool(f, v); }},
       {"ignore-final-cell-state", "0",
@@ -134,11 +123,6 @@ inline void checkConfig(const Config &c) {
 
 inline std::vector<std::string> cellOrderNames(const Config &c) {
   return unitNames(c.cellOrder, [](lstm::BasicLstmCellUnit u) { return lstm::asString(u); });
-}
-
-// The name of layer l's tensors: the base name for layer 0, NAME.l<l> for the layers above it.
-inline std::string layerName(const std::string &name, std::size_t l) {
-  return l == 0 ? name : name + ".l" + std::to_string(l);
 }
 
 // Layer l's parameters: layer 0 takes the input, the layers above it the output below (the

@@ -231,6 +231,42 @@ template <typename Config> struct Flag {
   const char *unsetMeaning = "the layer's";
 };
 
+// The flags of the LSTM's and the GRU's own that mean the same (Config has activationClip and
+// numLayers): --activation-clip t (ONNX's clip, the layer's params `params` say which) and
+// --num-layers L (a stack, each layer on the one below).
+template <typename Config> Flag<Config> activationClipFlag(const std::string &params) {
+  return {"activation-clip", nullptr,
+          "t > 0: the activations' inputs clipped to [-t, t] (ONNX's clip; " + params +
+              "::activationClip, Aspen's)",
+          [](Config &c, const std::string &f, const std::string &v) {
+            c.activationClip = parseNumber<double>(f, v);
+            if (!(c.activationClip > 0))
+              throw UsageError(fmt::format("--{}: {} is not above 0", f, v));
+          },
+          FlagKind::Value, "no clip"};
+}
+template <typename Config> Flag<Config> numLayersFlag(const std::string &limits) {
+  return {"num-layers", "1",
+          "L >= 1: a stack of L layers, layer l > 0 taking layer l - 1's output sequence (in "
+          "the direction given" + limits + "; Aspen's)",
+          [](Config &c, const std::string &f, const std::string &v) {
+            c.numLayers = parsePositive(f, v);
+          }};
+}
+
+// The name of a stack's layer l's tensors: the base name for layer 0, NAME.l<l> above it; and
+// back, {NAME, l}.
+inline std::string layerName(const std::string &name, std::size_t l) {
+  return l == 0 ? name : name + ".l" + std::to_string(l);
+}
+inline std::pair<std::string, std::size_t> splitLayerName(const std::string &name) {
+  const std::size_t at = name.rfind(".l");
+  if (at == std::string::npos || at + 2 == name.size() ||
+      name.find_first_not_of("0123456789", at + 2) != std::string::npos)
+    return {name, 0};
+  return {name.substr(0, at), std::stoul(name.substr(at + 2))};
+}
+
 // Sets a layer option from a flag, its value first checked by `check`.
 template <typename Config>
 auto layerOption(const char *key,
@@ -574,6 +610,15 @@ struct NamedTensor {
   std::vector<double> values;
   std::vector<double> reference; // empty for inputs
 };
+
+// The values of the tensor named `name` in `tensors` (a driver's inputs).
+inline const std::vector<double> &valuesOf(const std::vector<NamedTensor> &tensors,
+                                           const std::string &name) {
+  for (const NamedTensor &t : tensors)
+    if (t.name == name)
+      return t.values;
+  throw std::logic_error("no input " + name);
+}
 
 // The timeSteps tensor of --variable-time-steps (an invalid tensor without it), written by
 // writeTimeSteps.
