@@ -287,7 +287,7 @@ void recurrentRows(LayerSetup &setup, const CommonConfig &c, bool hasRecomputati
     setup.planRows.push_back({"input weighed ahead", p.preCalcWeights ? "yes (preCalcWeights)"
                                                                       : "no (preCalcWeights)"});
   const std::string launch =
-      p.persistentBlocks == 0
+      p.persistentBlocks == 0 || p.persistentThreadsPerBlock == 0 // no launch was planned
           ? std::string()
           : fmt::format("{} blocks of {} threads, {} bytes of shared memory a block{}",
                         p.persistentBlocks, p.persistentThreadsPerBlock, p.persistentSharedBytes,

@@ -39,6 +39,11 @@ inline std::vector<Flag<Config>> layerFlagTable() {
   std::vector<Flag<Config>> t = layerFlags<Config>("gru");
   const std::vector<Flag<Config>> gruFlags = {
         numLayersFlag<Config>("; not with --with-attention or --with-real-time-steps"),
+        {"steps-per-wu", nullptr, "0..T, 0 = a WU pass after the loop (option rnnStepsPerWU)",
+         layerOption<Config>("rnnStepsPerWU",
+                             [](auto &f, auto &v) {
+                               return std::to_string(parseNumber<unsigned>(f, v));
+                             })},
         activationClipFlag<Config>("GruParams"),
         {"cell-order", "{reset,update,cell}", "the gate of each weight slot, all three once",
          [](Config &c, auto &f, auto &v) {
