@@ -18,8 +18,6 @@
 #include <aspen/util/TileMapping.hpp>
 #include <aspen/util/VertexTemplates.hpp>
 
-#include <aspen/HalfFloat.hpp>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -133,15 +131,7 @@ GruOptions parseOptions(const Graph &graph, const GruParams &params, const Optio
                           : rnn::detail::estimateShards(graph, params.rnn, I + 8 * H,
                                                         o.availableMemoryProportion);
   o.codeReuse = codeReuse ? *codeReuse : o.numShards > 1;
-  if (params.activationClip.enabled && o.stepMethod == StepMethod::Fused)
-    throw invalid_option(fmt::format("{}: stepMethod fused does not apply to a layer with "
-                                     "activationClip: its steps are products then cells",
-                                     what));
-  if (params.activationClip.enabled &&
-      o.persistent.mode == rnn::detail::PersistentOptions::Mode::On)
-    throw invalid_option(fmt::format("{}: rnnPersistentKernel true does not apply to a layer "
-                                     "with activationClip: its steps are products then cells",
-                                     what));
+  rnn::detail::refuseFusedForms(perStepOnly(params), o.stepMethod, o.persistent, what);
   usesFusedStep(graph, params, o, what); // stepMethod fused where it does not apply: refused
   persistentChoice(graph, params, o, what); // rnnPersistentKernel true where it cannot: refused
   return o;
@@ -213,13 +203,14 @@ bool rawCandidate(const GruParams &params) {
   return gradientTakesInput(params.activation) || params.activationClip.enabled;
 }
 
+std::string perStepOnly(const GruParams &params) {
+  return params.activationClip.enabled ? "a layer with activationClip" : "";
+}
+
 float activationClipOf(const GruParams &params) {
-  if (!params.activationClip.enabled)
-    return 0.0f;
-  const auto t = static_cast<float>(params.activationClip.threshold);
-  return params.rnn.dataType == HALF
-             ? aspen::detail::halfBitsToFloat(aspen::detail::floatToHalfBits(t))
-             : t;
+  return params.activationClip.enabled
+             ? rnn::detail::roundedTo(params.rnn.dataType, params.activationClip.threshold)
+             : 0.0f;
 }
 
 void checkTensor(const Tensor &t, const std::vector<std::size_t> &shape, Type type,

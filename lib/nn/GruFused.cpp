@@ -113,7 +113,7 @@ void addPhase(Graph &graph, const GruParams &params, ComputeSet cs, unsigned pha
 bool usesFusedStep(const Graph &graph, const GruParams &params, const GruOptions &opts,
                    const std::string &what) {
   const std::size_t H = params.rnn.layerSizes[1];
-  if (params.activationClip.enabled) // parseOptions refuses stepMethod fused for it
+  if (!perStepOnly(params).empty()) // parseOptions refuses stepMethod fused for it
     return false;
   return rnn::detail::chooseFusedStep(
       graph, opts.stepMethod, params.activation, params.recurrentActivation, what, [&] {

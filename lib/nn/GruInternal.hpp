@@ -69,6 +69,9 @@ struct InterLayout {
 };
 InterLayout interLayout(const GruParams &params);
 bool rawCandidate(const GruParams &params);
+// Why the layer's steps can only be products then cells (ONNX's activation clip), for
+// messages; empty when the fused and persistent forms apply.
+std::string perStepOnly(const GruParams &params);
 // The activationClip field of the cell vertices: the threshold rounded to the data type, or 0.
 float activationClipOf(const GruParams &params);
 

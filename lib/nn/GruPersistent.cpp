@@ -16,9 +16,9 @@ PersistentChoice persistentChoice(const Graph &graph, const GruParams &params,
                                   const GruOptions &opts, const std::string &what,
                                   bool backward) {
   const std::size_t B = params.rnn.batchSize, H = params.rnn.layerSizes[1];
-  if (params.activationClip.enabled) { // parseOptions refuses rnnPersistentKernel true for it
-    PersistentChoice none;
-    none.refusal = "a layer with activationClip runs products then cells";
+  if (const std::string why = perStepOnly(params); !why.empty()) {
+    PersistentChoice none; // parseOptions refuses rnnPersistentKernel true for it
+    none.refusal = why + " runs products then cells";
     return none;
   }
   if (backward) // the staged gate gradients: 3H a row with resetAfter, else 2H then H

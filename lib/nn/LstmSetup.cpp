@@ -5,7 +5,6 @@
 #include "support/OptionParsing.hpp"
 
 #include <aspen/Error.hpp>
-#include <aspen/HalfFloat.hpp>
 #include <aspen/util/VertexTemplates.hpp>
 
 #include <fmt/format.h>
@@ -196,15 +195,7 @@ LstmOptions parseOptions(const Graph &graph, const LstmParams &params, const Opt
     throw invalid_option(fmt::format("{}: partialsType half needs half data, but dataType is float",
                                      what));
   chooseDefaults(graph, params, numShards, codeReuse, preCalcWeights, o);
-  const std::string perStep = perStepOnly(params);
-  if (!perStep.empty() && o.stepMethod == StepMethod::Fused)
-    throw invalid_option(fmt::format("{}: stepMethod fused does not apply to {}: its steps are "
-                                     "products then cells",
-                                     what, perStep));
-  if (!perStep.empty() && o.persistent.mode == rnn::detail::PersistentOptions::Mode::On)
-    throw invalid_option(fmt::format("{}: rnnPersistentKernel true does not apply to {}: its "
-                                     "steps are products then cells",
-                                     what, perStep));
+  rnn::detail::refuseFusedForms(perStepOnly(params), o.stepMethod, o.persistent, what);
   usesFusedStep(graph, params, o, what); // stepMethod fused where it does not apply: refused
   // rnnPersistentKernel true where the forward cannot run persistently: refused (the backward
   // functions check their loop's own limits).
@@ -246,23 +237,15 @@ std::string perStepOnly(const LstmParams &params) {
   return {};
 }
 
-namespace {
-
-// v rounded to the data type, as a float.
-float inType(Type type, double v) {
-  const auto f = static_cast<float>(v);
-  return type == HALF ? aspen::detail::halfBitsToFloat(aspen::detail::floatToHalfBits(f)) : f;
-}
-
-} // namespace
-
 void setRawAndClip(Graph &graph, const VertexRef &v, const LstmParams &params) {
   graph.setInitialValue(v["rawCandidate"], rawCandidate(params));
   const LstmParams::CellClip &clip = params.cellClip;
   const Type type = params.rnn.dataType;
   graph.setInitialValue(v["cellClipMode"], !clip.enabled ? 0u : clip.propagateNan ? 1u : 2u);
-  graph.setInitialValue(v["cellClipMin"], clip.enabled ? inType(type, clip.min) : 0.0f);
-  graph.setInitialValue(v["cellClipMax"], clip.enabled ? inType(type, clip.max) : 0.0f);
+  graph.setInitialValue(v["cellClipMin"], clip.enabled ? rnn::detail::roundedTo(type, clip.min)
+                                                      : 0.0f);
+  graph.setInitialValue(v["cellClipMax"], clip.enabled ? rnn::detail::roundedTo(type, clip.max)
+                                                      : 0.0f);
 }
 
 namespace {
@@ -271,7 +254,8 @@ namespace {
 void setActivationClip(Graph &graph, const VertexRef &v, const LstmParams &params) {
   const LstmParams::ActivationClip &act = params.activationClip;
   graph.setInitialValue(v["activationClip"],
-                        act.enabled ? inType(params.rnn.dataType, act.threshold) : 0.0f);
+                        act.enabled ? rnn::detail::roundedTo(params.rnn.dataType, act.threshold)
+                                    : 0.0f);
 }
 
 } // namespace

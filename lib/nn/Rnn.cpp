@@ -16,6 +16,7 @@
 #include "support/OptionParsing.hpp"
 
 #include <aspen/Error.hpp>
+#include <aspen/HalfFloat.hpp>
 #include <aspen/ops/Zero.hpp>
 #include <aspen/util/TileMapping.hpp>
 #include <aspen/util/VertexTemplates.hpp>
@@ -138,6 +139,25 @@ Tensor addStep(Graph &graph, Type type, std::size_t rows, std::size_t size,
   Tensor t = graph.addVariable(type, {1, rows, size}, debug);
   mapSteps(graph, t, shardTiles(graph.getTarget(), 0, 1));
   return t[0];
+}
+
+float roundedTo(Type type, double v) {
+  const auto f = static_cast<float>(v);
+  return type == HALF ? aspen::detail::halfBitsToFloat(aspen::detail::floatToHalfBits(f)) : f;
+}
+
+void refuseFusedForms(const std::string &why, StepMethod stepMethod,
+                      const PersistentOptions &persistent, const std::string &what) {
+  if (why.empty())
+    return;
+  if (stepMethod == StepMethod::Fused)
+    throw invalid_option(fmt::format("{}: stepMethod fused does not apply to {}: its steps are "
+                                     "products then cells",
+                                     what, why));
+  if (persistent.mode == PersistentOptions::Mode::On)
+    throw invalid_option(fmt::format("{}: rnnPersistentKernel true does not apply to {}: its "
+                                     "steps are products then cells",
+                                     what, why));
 }
 
 void checkActivationClip(bool enabled, double threshold, NonLinearityType activation,

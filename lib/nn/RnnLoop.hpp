@@ -64,6 +64,9 @@ unsigned estimateShards(const Graph &graph, const RnnParams &params, std::size_t
 
 // Raise the Rnn errors (type_error, shape_error, invalid_option) naming `what`.
 void checkParams(const RnnParams &params, const std::string &what);
+// v rounded to `type` (FLOAT or HALF), as a float: a vertex field the layer compares with its
+// data (a clip's bound or threshold).
+float roundedTo(Type type, double v);
 // ONNX's activation clip of the LSTM and the GRU (their params' activationClip), when enabled:
 // a finite threshold above 0 and element-wise activations; invalid_option naming `what`.
 void checkActivationClip(bool enabled, double threshold, NonLinearityType activation,
@@ -150,6 +153,11 @@ struct PersistentOptions {
   unsigned blocks = 0, threadsPerBlock = 0;
 };
 void addPersistentOptions(aspen::detail::OptionSpec &spec, PersistentOptions &target);
+// A layer whose steps can only be products then cells (`why` says what it has, e.g. "a
+// projected layer (projSize 3)"; empty: none): stepMethod fused and rnnPersistentKernel true
+// refused with invalid_option naming `what`.
+void refuseFusedForms(const std::string &why, StepMethod stepMethod,
+                      const PersistentOptions &persistent, const std::string &what);
 // What a layer's persistent loop takes: whether it runs, its launch, whether a block's weights
 // are staged in shared memory, and why the per-step path runs when it does.
 struct PersistentChoice {
