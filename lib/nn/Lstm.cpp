@@ -267,13 +267,42 @@ std::pair<Tensor, Tensor> stepProducts(Graph &g, const LstmParams &params, bool 
 
 } // namespace
 
+ForwardSequences forwardSequences(Graph &graph, const LstmParams &params,
+                                  const LstmOptions &opts, const LstmWeights &weights,
+                                  const Tensor &in, const InterLayout &layout, Tensor *inter, bool fullSequence,
+                                  bool preCalc, Sequence &prog, const DebugContext &debug,
+                                  linalg::PlanningCache *cache) {
+  const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
+  const std::size_t I = inputSize(params), H = outputSize(params);
+  const Type t = params.rnn.dataType;
+  ForwardSequences s;
+  if (preCalc) {
+    s.weighted = rnn::detail::addSequence(graph, t, T, B, 4 * H, opts.numShards,
+                                          {debug, "weightedInput"});
+    linalg::matMulWithOutput(graph, in.reshape({T * B, I}),
+                             asMatrix(weights.inputWeights), s.weighted.reshape({T * B, 4 * H}),
+                             prog, {debug, "weighInput"}, matMulOptions(opts, "TRAINING_FWD"),
+                             cache);
+  }
+  if (fullSequence)
+    s.outSeq = rnn::createOutputTensor(graph, hParams(params), opts.numShards, {debug, "output"});
+  if (inter && layout.count() > 0) {
+    s.interSeq = rnn::detail::addSequence(graph, t, T * layout.count(), B, H, opts.numShards,
+                                          {debug, "intermediates"})
+                     .reshape({T, layout.count(), B, H});
+    *inter = s.interSeq;
+  } else if (inter) {
+    *inter = graph.addVariable(t, {T, 0, B, H}, {debug, "intermediates"});
+  }
+  return s;
+}
+
 std::pair<Tensor, Tensor> forward(Graph &graph, const LstmParams &params, const LstmOptions &opts,
                                   const LstmState &stateInit, const LstmWeights &weights,
                                   const Tensor &in, const InterLayout &layout, Tensor *inter,
                                   bool fullSequence, Sequence &prog, const DebugContext &debug,
                                   linalg::PlanningCache *cache) {
-  const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
-  const std::size_t I = inputSize(params), H = outputSize(params);
+  const std::size_t B = params.rnn.batchSize, H = outputSize(params);
   const Type t = params.rnn.dataType;
   const OptionFlags mmOptions = matMulOptions(opts, "TRAINING_FWD");
   const Tensor wi = asMatrix(weights.inputWeights), wo = asMatrix(weights.outputWeights);
@@ -282,27 +311,11 @@ std::pair<Tensor, Tensor> forward(Graph &graph, const LstmParams &params, const 
   const PersistentChoice persistent = persistentChoice(graph, params, opts, "lstm");
   const bool preCalc = (opts.preCalcWeights || persistent.use) && weighInput;
 
-  Tensor weighted; // [T, B, 4H] with preCalcWeights
-  if (preCalc) {
-    weighted = rnn::detail::addSequence(graph, t, T, B, 4 * H, opts.numShards,
-                                        {debug, "weightedInput"});
-    linalg::matMulWithOutput(graph, in.reshape({T * B, I}), wi, weighted.reshape({T * B, 4 * H}),
-                             prog, {debug, "weighInput"}, mmOptions, cache);
-  }
+  ForwardSequences seqs = forwardSequences(graph, params, opts, weights, in, layout, inter,
+                                           fullSequence, preCalc, prog, debug, cache);
+  const Tensor &weighted = seqs.weighted, &outSeq = seqs.outSeq;
+  Tensor &interSeq = seqs.interSeq;
   const Tensor w = concat(wi, wo, 0); // [I+R, 4H]
-
-  Tensor outSeq;
-  if (fullSequence)
-    outSeq = rnn::createOutputTensor(graph, hParams(params), opts.numShards, {debug, "output"});
-  Tensor interSeq;
-  if (inter && layout.count() > 0) {
-    interSeq = rnn::detail::addSequence(graph, t, T * layout.count(), B, H, opts.numShards,
-                                        {debug, "intermediates"})
-                   .reshape({T, layout.count(), B, H});
-    *inter = interSeq;
-  } else if (inter) {
-    *inter = graph.addVariable(t, {T, 0, B, H}, {debug, "intermediates"});
-  }
   if (persistent.use)
     return persistentForward(graph, params, persistent, stateInit, weights,
                              preCalc ? weighted : Tensor(), outSeq, interSeq,

@@ -106,18 +106,10 @@ std::vector<FusedBlock> packFusedWeights(Graph &graph, const LstmParams &params,
 
 namespace {
 
-// The sequences' part of one shard, [begin, begin + steps), each invalid when not kept.
-struct ShardSequences {
-  Tensor x;       // [steps, B, I]: the input, when the step weighs it
-  Tensor gatesIn; // [steps, B, 4H]
-  Tensor out;     // [steps, B, H]
-  Tensor inter;   // [steps, count, B, H]
-};
-
 // The vertices of one step of `shard` at parity p: h_{t-1} from hBuf[p], h_t to hBuf[1 - p].
 void addFusedStep(Graph &graph, const LstmParams &params, ComputeSet cs,
                   const std::vector<FusedBlock> &blocks, const rnn::detail::FusedClock &clock,
-                  const rnn::detail::FusedShard &shard, const ShardSequences &seqs, unsigned p,
+                  const rnn::detail::FusedShard &shard, const FusedSequences &seqs, unsigned p,
                   const Tensor &hBuf, const Tensor &bias, const Tensor &cState,
                   const InterLayout &layout) {
   const unsigned H = static_cast<unsigned>(params.rnn.layerSizes[1]);
@@ -170,10 +162,41 @@ void addFusedStep(Graph &graph, const LstmParams &params, ComputeSet cs,
     setRawAndClip(graph, v, params);
     graph.setInitialValue(v["hasGatesIn"], seqs.gatesIn.valid());
   }
-  rnn::detail::addClockVertex(graph, cs, clock, p);
 }
 
 } // namespace
+
+void FusedForwardLane::addStep(Graph &graph, ComputeSet cs, const rnn::detail::FusedClock &clock,
+                               unsigned p) const {
+  const rnn::detail::FusedShard whole{0, static_cast<unsigned>(params.rnn.maxTimeSteps)};
+  addFusedStep(graph, params, cs, blocks, clock, whole, seqs, p, hBuf, bias, cState, layout);
+}
+
+FusedForwardLane prepareFusedForward(Graph &graph, const LstmParams &params,
+                                     const LstmOptions &opts, const LstmState &init,
+                                     const LstmWeights &weights, const Tensor &input,
+                                     const Tensor &weighted, const Tensor &outSeq,
+                                     const Tensor &interSeq, const InterLayout &layout,
+                                     program::Sequence &prog, const DebugContext &debug) {
+  using program::Copy;
+  const std::size_t B = params.rnn.batchSize, H = params.rnn.layerSizes[1];
+  FusedForwardLane lane(params);
+  lane.blocks = packFusedWeights(graph, params, opts, weights, prog, {debug, "fused"});
+  if (input.valid())
+    lane.seqs.x = rnn::detail::contiguousOrCopy(graph, input, prog, {debug, "input"});
+  lane.seqs.gatesIn = weighted;
+  lane.seqs.out = outSeq;
+  lane.seqs.inter = interSeq;
+  // h_t in hBuf[t % 2]; c updated in place.
+  lane.hBuf =
+      rnn::detail::addStep(graph, params.dataType, 2 * B, H, {debug, "h"}).reshape({2, B, H});
+  lane.cState = graph.clone(init.cellState, {debug, "cellState"});
+  lane.bias = weights.biases;
+  lane.layout = layout;
+  prog.add(Copy(init.output, lane.hBuf[0]));
+  prog.add(Copy(init.cellState, lane.cState));
+  return lane;
+}
 
 std::pair<Tensor, Tensor> fusedForward(Graph &graph, const LstmParams &params,
                                        const LstmOptions &opts, const LstmState &init,
@@ -181,44 +204,29 @@ std::pair<Tensor, Tensor> fusedForward(Graph &graph, const LstmParams &params,
                                        const Tensor &weighted, const Tensor &outSeq,
                                        const Tensor &interSeq, const InterLayout &layout,
                                        program::Sequence &prog, const DebugContext &debug) {
-  using program::Copy;
-  const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
-  const std::size_t H = params.rnn.layerSizes[1];
-  const std::vector<FusedBlock> blocks =
-      packFusedWeights(graph, params, opts, weights, prog, {debug, "fused"});
-  const Tensor x = input.valid()
-                       ? rnn::detail::contiguousOrCopy(graph, input, prog, {debug, "input"})
-                       : Tensor();
-  // h_t in hBuf[t % 2]; c updated in place.
-  const Tensor hBuf = rnn::detail::addStep(graph, params.dataType, 2 * B, H, {debug, "h"})
-                          .reshape({2, B, H});
-  const Tensor c = graph.clone(init.cellState, {debug, "cellState"});
-  prog.add(Copy(init.output, hBuf[0]));
-  prog.add(Copy(init.cellState, c));
+  const std::size_t T = params.rnn.maxTimeSteps;
+  const FusedForwardLane lane = prepareFusedForward(graph, params, opts, init, weights, input,
+                                                    weighted, outSeq, interSeq, layout, prog,
+                                                    debug);
   auto step = [&](const rnn::detail::FusedClock &clock, const rnn::detail::FusedShard &shard,
                   unsigned p) {
     const std::size_t b = shard.begin, e = b + shard.steps;
-    ShardSequences seqs;
-    if (x.valid())
-      seqs.x = x.slice(b, e, 0);
-    if (weighted.valid())
-      seqs.gatesIn = weighted.slice(b, e, 0);
-    if (outSeq.valid())
-      seqs.out = outSeq.slice(b, e, 0);
-    if (interSeq.valid())
-      seqs.inter = interSeq.slice(b, e, 0);
+    auto part = [&](const Tensor &t) { return t.valid() ? t.slice(b, e, 0) : t; };
+    const FusedSequences seqs{part(lane.seqs.x), part(lane.seqs.gatesIn), part(lane.seqs.out),
+                              part(lane.seqs.inter)};
     ComputeSet cs =
         graph.addComputeSet({debug, fmt::format("step{}{}", b, p ? "Odd" : "Even")});
-    addFusedStep(graph, params, cs, blocks, clock, shard, seqs, p, hBuf, weights.biases, c,
-                 layout);
+    addFusedStep(graph, params, cs, lane.blocks, clock, shard, seqs, p, lane.hBuf, lane.bias,
+                 lane.cState, layout);
+    rnn::detail::addClockVertex(graph, cs, clock, p);
     return program::Sequence{program::Execute(cs)};
   };
   rnn::detail::fusedLoop(graph, params.rnn, opts.numShards, step, prog, {debug, "loop"});
   if (outSeq.valid())
-    return {outSeq, c};
+    return {outSeq, lane.cState};
   const Tensor h = graph.clone(init.output, {debug, "output"});
-  prog.add(Copy(hBuf[T % 2], h));
-  return {h, c};
+  prog.add(program::Copy(lane.hBuf[T % 2], h));
+  return {h, lane.cState};
 }
 
 void fusedBackward(Graph &graph, const LstmParams &params, const LstmOptions &opts,

@@ -119,6 +119,18 @@ void accumulateWeightGrads(Graph &graph, const LstmParams &params, const LstmOpt
                            const Tensor &acc, program::Sequence &prog, const DebugContext &debug,
                            linalg::PlanningCache *cache);
 
+// What the forward pass makes before its loop: with preCalc the pre-weighted input [T, B, 4H]
+// (x . Wi, one product added to prog), with fullSequence the output sequence [T, B, R], and
+// with inter the intermediates [T, count, B, H] (*inter set to them; [T, 0, B, H] when the
+// layout keeps none). Each invalid when not made.
+struct ForwardSequences {
+  Tensor weighted, outSeq, interSeq;
+};
+ForwardSequences forwardSequences(Graph &graph, const LstmParams &params,
+                                  const LstmOptions &opts, const LstmWeights &weights,
+                                  const Tensor &in, const InterLayout &layout, Tensor *inter,
+                                  bool fullSequence, bool preCalc, program::Sequence &prog,
+                                  const DebugContext &debug, linalg::PlanningCache *cache);
 // The forward pass; intermediates (layout) written when inter is non-null. Returns
 // {output sequence [T,B,H] or final output [B,H], final cell state}.
 std::pair<Tensor, Tensor> forward(Graph &graph, const LstmParams &params, const LstmOptions &opts,
@@ -185,6 +197,34 @@ std::pair<Tensor, Tensor> fusedForward(Graph &graph, const LstmParams &params,
                                        const Tensor &weighted, const Tensor &outSeq,
                                        const Tensor &interSeq, const InterLayout &layout,
                                        program::Sequence &prog, const DebugContext &debug);
+
+// The fused forward as a lane of a wave loop (rnn::detail::waveLoop; a stack's layers and
+// directions in one compute set a step): prepareFusedForward does what fusedForward does before
+// its loop (packs the weights, copies the initial state into the lane's h and c buffers),
+// addStep adds one step's vertices (the whole sequence one shard; not the clock's). After the
+// loop cState holds the final cell state and hBuf[T % 2] the final output.
+struct FusedSequences {
+  Tensor x;       // [steps, B, I]: the input, when the step weighs it
+  Tensor gatesIn; // [steps, B, 4H]
+  Tensor out;     // [steps, B, H]
+  Tensor inter;   // [steps, count, B, H]
+};
+struct FusedForwardLane {
+  explicit FusedForwardLane(LstmParams p) : params(std::move(p)) {}
+  LstmParams params;
+  std::vector<FusedBlock> blocks;
+  FusedSequences seqs;
+  Tensor hBuf, cState, bias;
+  InterLayout layout;
+  void addStep(Graph &graph, ComputeSet cs, const rnn::detail::FusedClock &clock,
+               unsigned parity) const;
+};
+FusedForwardLane prepareFusedForward(Graph &graph, const LstmParams &params,
+                                     const LstmOptions &opts, const LstmState &init,
+                                     const LstmWeights &weights, const Tensor &input,
+                                     const Tensor &weighted, const Tensor &outSeq,
+                                     const Tensor &interSeq, const InterLayout &layout,
+                                     program::Sequence &prog, const DebugContext &debug);
 
 // The backward loop with fused steps, in place of the rnn loop of LstmBwd.cpp: Wo^T (wT,
 // [4H, H]) packed (each run: the copy is made each run) into 16-unit panels, then one compute set a step of LstmFusedBwd
