@@ -1132,6 +1132,102 @@ template class LstmCellBwd<float>;
 template class LstmCellBwd<half>;
 template class LstmCellRecompute<float>;
 template class LstmCellRecompute<half>;
+// Dropout between the layers of a stack (rnn::dropoutSequence, docs/recurrent.md): element i of
+// a [T, B, W] sequence, i = (tc * B + b) * W + column, is kept when
+//   (mix(key + i) >> 11) >= threshold   (threshold = ceil(rate * 2^53))
+// mix being SplitMix64's step, and becomes in * scale, else 0 (scale = 1 / (1 - rate), the
+// product in float, rounded once to T). key = keyHi:keyLo, threshold = thresholdHi:thresholdLo.
+// `in` and `out` list, per step and row, this vertex's columns [firstColumn, firstColumn + n)
+// (steps x B segments). With oneStep the vertex takes step t = time[0] alone, else every step.
+// tc is the step's place in the caller's order: t, or for reversed (a sequence held in a
+// reverse layer's run order) len_b - 1 - t while t < len_b (lengths [B], or [1] for every row,
+// capped at the steps). Workers split the rows.
+template <class T> class RnnDropout : public MultiVertex {
+public:
+  Input<Vector<unsigned>> time;
+  Input<Vector<unsigned>> lengths;
+  Vector<Input<Vector<T>>> in;
+  Vector<Output<Vector<T>>> out;
+  unsigned batch;
+  unsigned width;
+  unsigned firstColumn;
+  unsigned keyLo, keyHi;
+  unsigned thresholdLo, thresholdHi;
+  float scale;
+  bool oneStep;
+  bool reversed;
+
+  static unsigned long long mix(unsigned long long z) {
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+
+  bool compute(unsigned workerId) {
+    if (batch == 0 || in.size() != out.size() || out.size() % batch != 0)
+      return false;
+    const unsigned steps = out.size() / batch;
+    const unsigned first = oneStep ? time[0] : 0u, last = oneStep ? first + 1 : steps;
+    if (last > steps)
+      return false;
+    const unsigned long long key = (static_cast<unsigned long long>(keyHi) << 32) | keyLo;
+    const unsigned long long threshold =
+        (static_cast<unsigned long long>(thresholdHi) << 32) | thresholdLo;
+    for (unsigned t = first; t < last; ++t)
+      for (unsigned b = workerId; b < batch; b += numWorkers()) {
+        unsigned length = lengths.size() == 1 ? lengths[0] : lengths[b];
+        length = length < steps ? length : steps;
+        const unsigned tc = reversed && t < length ? length - 1 - t : t;
+        const unsigned long long row =
+            (static_cast<unsigned long long>(tc) * batch + b) * width + firstColumn;
+        const unsigned s = t * batch + b;
+        if (in[s].size() != out[s].size())
+          return false;
+        for (unsigned k = 0; k < out[s].size(); ++k) {
+          const bool keep = (mix(key + row + k) >> 11) >= threshold;
+          out[s][k] = T(float(in[s][k]) * (keep ? scale : 0.0f));
+        }
+      }
+    return true;
+  }
+};
+
+// A recurrent layer's final output state from its output sequence: row b's output at its last
+// step -- step len_b - 1 forward, step 0 for a reverse layer (outputs in the caller's order) --
+// or its initial state when len_b = 0 (lengths [B] or [1], capped at the steps). seq lists the
+// row's steps (one segment each), init and out are the row's [W].
+template <class T> class RnnFinalState : public Vertex {
+public:
+  Input<Vector<unsigned>> lengths;
+  Vector<Input<Vector<T>>> seq;
+  Input<Vector<T>> init;
+  Output<Vector<T>> out;
+  unsigned row;
+  bool reverse;
+  bool compute() {
+    const unsigned steps = seq.size();
+    unsigned length = lengths.size() == 1 ? lengths[0] : lengths[row];
+    length = length < steps ? length : steps;
+    if (init.size() != out.size())
+      return false;
+    const T *src = init.data();
+    if (length > 0) {
+      const unsigned t = reverse ? 0u : length - 1;
+      if (seq[t].size() != out.size())
+        return false;
+      src = seq[t].data();
+    }
+    for (unsigned k = 0; k < out.size(); ++k)
+      out[k] = src[k];
+    return true;
+  }
+};
+
+template class RnnDropout<float>;
+template class RnnDropout<half>;
+template class RnnFinalState<float>;
+template class RnnFinalState<half>;
 template class RnnMaskedRows<float>;
 template class RnnMaskedRows<half>;
 template class LstmProjectionGrad<float>;

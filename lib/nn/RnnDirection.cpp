@@ -14,7 +14,8 @@ namespace aspen::nn::rnn::detail {
 
 void addDirectionOption(aspen::detail::OptionSpec &spec, bool &reverse) {
   spec.add("direction",
-           "forward or reverse (a bidirectional layer is one call of each direction, their "
+           "forward or reverse (bidirectional is lstm::lstmStackFwd's; a single layer is one "
+           "call of each direction, their "
            "outputs concatenated: docs/recurrent.md)",
            [&reverse](const std::string &v) {
              if (v != "forward" && v != "reverse")

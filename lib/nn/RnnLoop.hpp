@@ -12,6 +12,7 @@
 #include <aspen/nn/NonLinearity.hpp>
 #include <aspen/nn/Rnn.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 
@@ -247,5 +248,40 @@ void fusedLoop(Graph &graph, const RnnParams &params, unsigned numShards,
                program::Sequence &prog, const DebugContext &debug);
 // The vertex advancing the clock: time[1 - parity] = time[parity] + 1, in cs.
 void addClockVertex(Graph &graph, ComputeSet cs, const FusedClock &clock, unsigned parity);
+
+// A stack in one call (RnnStack.cpp). The lengths the vertices read: params' varTimeSteps, or
+// a constant [1] = T.
+Tensor lengthsOf(Graph &graph, const RnnParams &params, const DebugContext &debug);
+// Dropout between layers: element i = (t_caller * B + b) * W + column of layer l's [T, B, W]
+// output is kept when (mix(key + i) >> 11) * 2^-53 >= rate, key = dropoutKey(seed, l) =
+// mix(seed ^ (l + 1) * 0xD1B54A32D192ED03), mix SplitMix64's step (the C backend's stacks and
+// docs/recurrent.md state the same mask); kept elements are scaled by 1 / (1 - rate).
+struct Dropout {
+  double rate = 0.0;
+  std::uint64_t key = 0;
+};
+std::uint64_t dropoutKey(std::uint64_t seed, unsigned layer);
+// RnnDropout vertices in cs writing out = dropout(in) (both [T, B, W]): every step, or with
+// `time` valid ([1]) the step it holds. reversed: in and out are in a reverse layer's run order
+// (the mask is still the caller's order's).
+void addDropout(Graph &graph, ComputeSet cs, const RnnParams &params, const Tensor &in,
+                const Tensor &out, const Dropout &dropout, const Tensor &time, bool reversed,
+                const Tensor &lengths);
+// [B, W]: each row's output at its last step (step 0 for a reverse layer, whose seq [T, B, W]
+// is in the caller's order), or init's row when its length is 0.
+Tensor finalOutputState(Graph &graph, const RnnParams &params, const Tensor &seq,
+                        const Tensor &init, bool reverse, program::Sequence &prog,
+                        const DebugContext &debug);
+// Several fused loops as one: lane k's step t runs in wave offset_k + t, and the waves run in
+// order, each one compute set (per segment of waves with the same lanes, an even and an odd
+// one, played as fusedLoop plays a shard). Each lane has its own clock; addStep adds its
+// step's vertices at a parity (numShards 1: the whole sequence is the shard). A lane may read
+// what another wrote in an earlier wave, never in the same one.
+struct WaveLane {
+  std::size_t offset = 0;
+  std::function<void(ComputeSet, const FusedClock &, unsigned parity)> addStep;
+};
+void waveLoop(Graph &graph, const RnnParams &params, const std::vector<WaveLane> &lanes,
+              program::Sequence &prog, const DebugContext &debug);
 
 } // namespace aspen::nn::rnn::detail

@@ -90,7 +90,8 @@
 //   stay in the caller's order, the final state is the state after step 0, and the forward,
 //   backward and weight update of one layer must all be given it (the intermediates are kept
 //   in the order the steps ran). A bidirectional layer is a forward and a reverse call whose
-//   outputs are concatenated (docs/recurrent.md).
+//   outputs are concatenated (docs/recurrent.md), or one lstmStackFwd call (LstmStack.hpp: stacks
+//   and both directions in one call).
 #pragma once
 
 #include <aspen/DebugContext.hpp>

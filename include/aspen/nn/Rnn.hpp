@@ -61,6 +61,7 @@
 #include <aspen/Program.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -148,6 +149,18 @@ using LoopBodyType = std::function<program::Sequence(
 using GatherBodyType =
     std::function<program::Sequence(Graph &graph, const RnnSlice &slice, unsigned stepsPerGather,
                                     program::Sequence *initProg, const DebugContext &debug)>;
+
+// Dropout between the layers of a stack (an Aspen extension; docs/recurrent.md, "Stacks"):
+// a copy of seq [T, B, W] in which element i = (t * B + b) * W + j is kept, times
+// 1 / (1 - rate), when (mix(mix(seed ^ (layer + 1) * 0xD1B54A32D192ED03) + i) >> 11) * 2^-53
+// >= rate, and is 0 otherwise (mix: SplitMix64's step; the product in float, rounded once to
+// the data type). A counter-based mask: the same on every device, thread and tile mapping, and
+// the one the C backend's stacks use. The gradient of the dropped sequence is dropped with the
+// same call. rate in [0, 1) (invalid_option), seq FLOAT or HALF [T, B, W] (type_error,
+// shape_error).
+ASPEN_API Tensor dropoutSequence(Graph &graph, const RnnParams &params, const Tensor &seq,
+                                 double rate, std::uint64_t seed, unsigned layer,
+                                 program::Sequence &prog, const DebugContext &debug = {});
 
 ASPEN_API std::vector<Tensor>
 Rnn(Graph &graph, const RnnParams &params, bool reverse, const std::vector<Tensor> &initState,

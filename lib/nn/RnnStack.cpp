@@ -1,0 +1,208 @@
+// What a stack of recurrent layers in one call is built from (RnnLoop.hpp): the wave loop that
+// runs several fused layers' steps in one compute set a step (layer l at step t beside layer
+// l + 1 at step t - 1; both directions of a layer at the same step), the counter-based dropout
+// between layers, and a layer's final output state taken from its output sequence.
+#include "RnnLoop.hpp"
+
+#include <aspen/Error.hpp>
+#include <aspen/util/VertexTemplates.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace aspen::nn::rnn {
+
+namespace detail {
+
+using program::Copy;
+using program::Repeat;
+using program::Sequence;
+
+namespace {
+
+Tensor unsignedValue(Graph &graph, unsigned value, const DebugContext &debug) {
+  Tensor t = graph.addConstant<unsigned>(UNSIGNED_INT, {1}, value, debug);
+  graph.setTileMapping(t, 0);
+  return t;
+}
+
+std::uint64_t mix(std::uint64_t z) {
+  z += 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// The columns [begin, end) of a [.., W] row one dropout vertex takes: at least 32, at most one
+// chunk a tile.
+std::vector<std::pair<std::size_t, std::size_t>> columnChunks(const Target &target,
+                                                               std::size_t W) {
+  const std::size_t n = std::max<std::size_t>(
+      1, std::min<std::size_t>(target.getNumTiles(), (W + 31) / 32));
+  std::vector<std::pair<std::size_t, std::size_t>> chunks;
+  for (std::size_t j = 0; j < n; ++j)
+    chunks.emplace_back(j * W / n, (j + 1) * W / n);
+  return chunks;
+}
+
+} // namespace
+
+Tensor lengthsOf(Graph &graph, const RnnParams &params, const DebugContext &debug) {
+  return params.varTimeSteps.valid()
+             ? params.varTimeSteps
+             : unsignedValue(graph, static_cast<unsigned>(params.maxTimeSteps), debug);
+}
+
+std::uint64_t dropoutKey(std::uint64_t seed, unsigned layer) {
+  return mix(seed ^ ((std::uint64_t(layer) + 1) * 0xD1B54A32D192ED03ull));
+}
+
+void addDropout(Graph &graph, ComputeSet cs, const RnnParams &params, const Tensor &in,
+                const Tensor &out, const Dropout &dropout, const Tensor &time, bool reversed,
+                const Tensor &lengths) {
+  const std::size_t T = params.maxTimeSteps, B = params.batchSize, W = in.dim(2);
+  // keep <=> (mix(key + i) >> 11) * 2^-53 >= rate <=> (mix(key + i) >> 11) >= ceil(rate 2^53):
+  // rate * 2^53 is exact in a double.
+  const auto threshold = static_cast<std::uint64_t>(std::ceil(dropout.rate * 0x1.0p53));
+  const std::string type = util::templateVertex("aspen::nn::RnnDropout", in.elementType());
+  const auto chunks = columnChunks(graph.getTarget(), W);
+  for (std::size_t j = 0; j < chunks.size(); ++j) {
+    const auto [c0, c1] = chunks[j];
+    std::vector<Tensor> from, to;
+    for (std::size_t t = 0; t < T; ++t)
+      for (std::size_t b = 0; b < B; ++b) {
+        from.push_back(in[t][b].slice(c0, c1));
+        to.push_back(out[t][b].slice(c0, c1));
+      }
+    VertexRef v = graph.addVertex(cs, type);
+    graph.setTileMapping(v, static_cast<unsigned>(j % graph.getTarget().getNumTiles()));
+    graph.connect(v["time"], time.valid() ? time : lengths.slice(0, 1));
+    graph.connect(v["lengths"], lengths);
+    graph.connect(v["in"], from);
+    graph.connect(v["out"], to);
+    graph.setInitialValue(v["batch"], static_cast<unsigned>(B));
+    graph.setInitialValue(v["width"], static_cast<unsigned>(W));
+    graph.setInitialValue(v["firstColumn"], static_cast<unsigned>(c0));
+    graph.setInitialValue(v["keyLo"], static_cast<unsigned>(dropout.key & 0xFFFFFFFFu));
+    graph.setInitialValue(v["keyHi"], static_cast<unsigned>(dropout.key >> 32));
+    graph.setInitialValue(v["thresholdLo"], static_cast<unsigned>(threshold & 0xFFFFFFFFu));
+    graph.setInitialValue(v["thresholdHi"], static_cast<unsigned>(threshold >> 32));
+    graph.setInitialValue(v["scale"], static_cast<float>(1.0 / (1.0 - dropout.rate)));
+    graph.setInitialValue(v["oneStep"], time.valid());
+    graph.setInitialValue(v["reversed"], reversed);
+  }
+}
+
+Tensor finalOutputState(Graph &graph, const RnnParams &params, const Tensor &seq,
+                        const Tensor &init, bool reverse, Sequence &prog,
+                        const DebugContext &debug) {
+  const std::size_t T = params.maxTimeSteps, B = params.batchSize;
+  Tensor out = graph.clone(init, {debug, "finalOutput"});
+  ComputeSet cs = graph.addComputeSet({debug, "finalOutput"});
+  const Tensor lengths = lengthsOf(graph, params, {debug, "lengths"});
+  const std::string type = util::templateVertex("aspen::nn::RnnFinalState", seq.elementType());
+  for (std::size_t b = 0; b < B; ++b) {
+    std::vector<Tensor> steps;
+    for (std::size_t t = 0; t < T; ++t)
+      steps.push_back(seq[t][b]);
+    VertexRef v = graph.addVertex(cs, type);
+    graph.connect(v["lengths"], lengths);
+    graph.connect(v["seq"], steps);
+    graph.connect(v["init"], init[b]);
+    graph.connect(v["out"], out[b]);
+    graph.setInitialValue(v["row"], static_cast<unsigned>(b));
+    graph.setInitialValue(v["reverse"], reverse);
+    graph.setTileMapping(v, static_cast<unsigned>(b % graph.getTarget().getNumTiles()));
+  }
+  prog.add(program::Execute(cs));
+  return out;
+}
+
+void waveLoop(Graph &graph, const RnnParams &params, const std::vector<WaveLane> &lanes,
+              Sequence &prog, const DebugContext &debug) {
+  const std::size_t T = params.maxTimeSteps;
+  const Tensor lengths = lengthsOf(graph, params, {debug, "lengths"});
+  std::vector<FusedClock> clocks;
+  std::set<std::size_t> bounds;
+  for (std::size_t l = 0; l < lanes.size(); ++l) {
+    FusedClock clock;
+    clock.time = graph.addVariable(UNSIGNED_INT, {2}, {debug, fmt::format("time{}", l)});
+    graph.setTileMapping(clock.time, 0);
+    prog.add(Copy(unsignedValue(graph, 0, {debug, "zero"}), clock.time.slice(0, 1)));
+    clock.lengths = lengths;
+    clocks.push_back(clock);
+    bounds.insert(lanes[l].offset);
+    bounds.insert(lanes[l].offset + T);
+  }
+  // Between two consecutive bounds the same lanes run: a segment of waves, played as
+  // fusedLoop plays a shard (pairs of even and odd waves in a Repeat).
+  const std::vector<std::size_t> b(bounds.begin(), bounds.end());
+  for (std::size_t s = 0; s + 1 < b.size(); ++s) {
+    const std::size_t first = b[s], end = b[s + 1];
+    std::vector<std::size_t> active;
+    for (std::size_t l = 0; l < lanes.size(); ++l)
+      if (lanes[l].offset <= first && first < lanes[l].offset + T)
+        active.push_back(l);
+    if (active.empty())
+      continue;
+    auto wave = [&](unsigned q) { // the segment's waves of parity q
+      ComputeSet cs = graph.addComputeSet(
+          {debug, fmt::format("waves{}{}", first, q ? "Odd" : "Even")});
+      // The last lane's vertices first: a lane that read what another writes in the same wave
+      // (a scheduling error) would then read stale values on one thread, not by chance.
+      for (auto it = active.rbegin(); it != active.rend(); ++it) {
+        const std::size_t l = *it;
+        const unsigned p = (q + 2 - lanes[l].offset % 2) % 2; // the parity of the lane's step
+        lanes[l].addStep(cs, clocks[l], p);
+        addClockVertex(graph, cs, clocks[l], p);
+      }
+      return Sequence{program::Execute(cs)};
+    };
+    const Sequence even = wave(0), odd = wave(1);
+    std::size_t w = first;
+    if (w % 2 == 1) {
+      prog.add(odd);
+      ++w;
+    }
+    if (const std::size_t pairs = (end - w) / 2; pairs > 0) {
+      prog.add(Repeat(static_cast<unsigned>(pairs), Sequence{even, odd},
+                      {debug, fmt::format("waves{}", first)}));
+      w += 2 * pairs;
+    }
+    if (w < end)
+      prog.add(even);
+  }
+}
+
+} // namespace detail
+
+Tensor dropoutSequence(Graph &graph, const RnnParams &params, const Tensor &seq, double rate,
+                       std::uint64_t seed, unsigned layer, program::Sequence &prog,
+                       const DebugContext &debug) {
+  const std::string what = "rnn::dropoutSequence";
+  const std::size_t T = params.maxTimeSteps, B = params.batchSize;
+  if (!seq.valid() || seq.rank() != 3 || seq.dim(0) != T || seq.dim(1) != B)
+    throw shape_error(fmt::format("{}: the sequence must have shape {{{},{},W}}, not {}", what, T,
+                                  B, seq.valid() ? seq.shapeToString() : "an invalid tensor"));
+  if (seq.elementType() != FLOAT && seq.elementType() != HALF)
+    throw type_error(fmt::format("{}: the sequence must be FLOAT or HALF, not {}", what,
+                                 seq.elementType().toString()));
+  if (!(rate >= 0.0 && rate < 1.0))
+    throw invalid_option(fmt::format("{}: the rate {} is not in [0, 1)", what, rate));
+  Tensor out = graph.clone(seq, {debug, "dropped"});
+  if (rate == 0.0 || seq.numElements() == 0) {
+    prog.add(program::Copy(seq, out));
+    return out;
+  }
+  ComputeSet cs = graph.addComputeSet({debug, "dropout"});
+  detail::addDropout(graph, cs, params, seq, out, {rate, detail::dropoutKey(seed, layer)},
+                     Tensor(), false, detail::lengthsOf(graph, params, {debug, "lengths"}));
+  prog.add(program::Execute(cs));
+  return out;
+}
+
+} // namespace aspen::nn::rnn
