@@ -16,7 +16,8 @@
 //
 // The layouts: oneDNN's weights are ldigo [1, 1, C, G, H] with the gates in its order (LSTM: i, f,
 // c~, o; LBR GRU: u (update), r (reset), o (the candidate)), Aspen's [G, C, H] in its cellOrder,
-// so ldigo[c][g][h] = aspen[gateSlots[g]][c][h]. oneDNN's biases are ldgo [1, 1, Gb, H]: the
+// so ldigo[c][g][h] = aspen[gateSlots[g]][c][h] (a stack of L layers, bench_lstm_stack: [L, 1,
+// ...], every layer the same weights and biases). oneDNN's biases are ldgo [1, 1, Gb, H]: the
 // LSTM's one a gate; the LBR GRU's four, u and r the sums of Aspen's input and recurrent biases
 // (both are added before the sigmoid), o the candidate's input bias and u' its recurrent bias (the
 // one inside the reset gate's product: o = tanh(W_o x + b_o + r * (U_o h + b_u'))).
@@ -63,6 +64,7 @@ inline const char *primitiveName(Cell cell) { return cell == Cell::Lstm ? "lstm"
 struct Problem {
   Cell cell = Cell::Lstm;
   std::size_t H = 0, B = 0, T = 0;
+  std::size_t layers = 1; // a stack: every layer has these weights and biases
   // For each of oneDNN's gates in its order, the slot of dimension 0 that holds it in Aspen's
   // weights and biases.
   std::vector<std::size_t> gateSlots;
@@ -196,17 +198,24 @@ public:
     const memory::dim biasGates = p.cell == Cell::LbrGru ? gates + 1 : gates;
     const auto f32 = memory::data_type::f32;
     const memory::desc layer({T, B, H}, f32, tag::tnc);
-    const memory::desc plainWeights({1, 1, H, gates, H}, f32, tag::ldigo);
-    const memory::desc bias({1, 1, biasGates, H}, f32, tag::ldgo);
+    const memory::dim L = memory::dim(p.layers);
+    const memory::desc plainWeights({L, 1, H, gates, H}, f32, tag::ldigo);
+    const memory::desc bias({L, 1, biasGates, H}, f32, tag::ldgo);
     const detail::Primitives primitives = detail::makePrimitives(
-        p.cell, training, layer, memory::desc({1, 1, H, gates, H}, f32, tag::any), bias, engine_);
+        p.cell, training, layer, memory::desc({L, 1, H, gates, H}, f32, tag::any), bias, engine_);
+    auto everyLayer = [&](const std::vector<float> &one) {
+      std::vector<float> all;
+      for (memory::dim l = 0; l < L; ++l)
+        all.insert(all.end(), one.begin(), one.end());
+      return all;
+    };
 
     const memory src = filled(layer, p.input);
-    const memory inputWeights =
-        filled(plainWeights, detail::ldigoWeights(p.inputWeights, p.gateSlots, p.H, p.H));
-    const memory outputWeights =
-        filled(plainWeights, detail::ldigoWeights(p.outputWeights, p.gateSlots, p.H, p.H));
-    const memory biases = filled(bias, detail::ldgoBiases(p));
+    const memory inputWeights = filled(
+        plainWeights, everyLayer(detail::ldigoWeights(p.inputWeights, p.gateSlots, p.H, p.H)));
+    const memory outputWeights = filled(
+        plainWeights, everyLayer(detail::ldigoWeights(p.outputWeights, p.gateSlots, p.H, p.H)));
+    const memory biases = filled(bias, everyLayer(detail::ldgoBiases(p)));
     const memory dst(layer, engine_);
     std::unordered_map<int, memory> forwardArgs{
         {DNNL_ARG_SRC_LAYER, src},

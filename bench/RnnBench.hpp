@@ -146,6 +146,8 @@ struct RnnLayer {
   // dimension 0 that holds it in build's weights and biases (OneDnnRnnPeer.hpp maps them).
   onednn::Cell onednnCell = onednn::Cell::Lstm;
   std::vector<std::size_t> onednnGateSlots;
+  // Layers of a stack (bench_lstm_stack): every layer has build's weights, and so do the peers'.
+  std::size_t layers = 1;
 };
 
 // A layer's program built, compiled and loaded on `device` (run `repeats` times a run), its data
@@ -256,6 +258,7 @@ inline onednn::Problem onednnProblem(const RnnLayer &layer, const Shape &s, Mode
   p.H = s.H;
   p.B = s.B;
   p.T = s.T;
+  p.layers = layer.layers;
   p.gateSlots = layer.onednnGateSlots;
   p.input = data(s.T * s.B * s.H, kInput, 1.0);
   p.inputWeights = data(gates * s.H * s.H, kInputWeights, weightScale(s.H));

@@ -6,6 +6,7 @@
 
 #include <aspen/nn/Gru.hpp>
 #include <aspen/nn/Lstm.hpp>
+#include <aspen/nn/LstmStack.hpp>
 
 #include <fmt/core.h>
 
@@ -101,6 +102,74 @@ inline RnnLayer lstmLayer() {
       fmt::arg("woSeed", unsigned(kOutputWeights)), fmt::arg("bSeed", unsigned(kBiases)));
   layer.onednnCell = onednn::Cell::Lstm;
   layer.onednnGateSlots = slotIndices(lstm::LstmParams(FLOAT, 1, 1, {1, 1}).cellOrder, peerOrder);
+  return layer;
+}
+
+// A stack of L LSTM layers in one call (lstm::lstmStackFwd, lstmStackBwdWithWU; option numLayers
+// L added to the given ones) against nn.LSTM(num_layers = L) and oneDNN's lstm with L layers:
+// every layer has lstmLayer()'s weights (I = H, so all layers' shapes agree).
+inline RnnLayer lstmStackLayer(std::size_t L) {
+  namespace lstm = nn::lstm;
+  RnnLayer layer = lstmLayer();
+  layer.name = "lstm_stack";
+  layer.description = fmt::format("LSTM float, {} layers in one call (I = H)", L);
+  layer.torchClass = fmt::format("nn.LSTM(num_layers={})", L);
+  layer.fwd = "lstmStackFwd";
+  layer.bwd = "lstmStackBwdWithWU";
+  layer.layers = L;
+  layer.build = [L](Graph &graph, const Shape &s, Mode mode, const OptionFlags &given) {
+    const lstm::LstmParams params(FLOAT, s.B, s.T, {s.H, s.H});
+    const bool training = mode == Mode::Training;
+    OptionFlags options = given;
+    options.set("numLayers", std::to_string(L));
+    linalg::PlanningCache cache;
+    Tensor in = lstm::createInput(graph, params, "in");
+    lstm::LstmState init = lstm::createStackInitialState(graph, params, "init", options, &cache);
+    const auto weights = lstm::createStackWeights(graph, params, "weights", options, &cache);
+    LayerProgram p;
+    lstm::zeroInitialState(graph, init, p.prog, "zeroState");
+    lstm::LstmStackIntermediates intermediates;
+    Tensor out = lstm::lstmStackFwd(graph, params, init, in, weights,
+                                    training ? &intermediates : nullptr, p.prog, "fwd", options,
+                                    &cache)
+                     .first;
+    graph.createHostWrite("in", in);
+    p.writes.emplace_back("in", data(s.T * s.B * s.H, kInput, 1.0));
+    for (std::size_t l = 0; l < L; ++l) {
+      const std::string n = std::to_string(l);
+      graph.createHostWrite("inputWeights" + n, weights[l].inputWeights);
+      graph.createHostWrite("outputWeights" + n, weights[l].outputWeights);
+      graph.createHostWrite("biases" + n, weights[l].biases);
+      p.writes.emplace_back("inputWeights" + n,
+                            data(4 * s.H * s.H, kInputWeights, weightScale(s.H)));
+      p.writes.emplace_back("outputWeights" + n,
+                            data(4 * s.H * s.H, kOutputWeights, weightScale(s.H)));
+      p.writes.emplace_back("biases" + n, data(4 * s.H, kBiases, kBiasScale));
+    }
+    graph.createHostRead("out", out);
+    if (training) {
+      Tensor outGrad = graph.clone(out, "outGrad");
+      graph.createHostWrite("outGrad", outGrad);
+      p.writes.emplace_back("outGrad", data(s.T * s.B * s.H, kOutputGrad, 1.0));
+      Tensor inGrad;
+      std::vector<lstm::LstmWeights> weightsGrad;
+      lstm::lstmStackBwdWithWU(graph, params, p.prog, init, intermediates, weights, out, outGrad,
+                               nullptr, &inGrad, weightsGrad, "bwd", options, &cache);
+    }
+    p.outputSize = s.T * s.B * s.H;
+    return p;
+  };
+  // lstmLayer()'s module, made L layers deep, each layer given layer 0's weights (no single
+  // quotes: bench::pythonResult quotes the script with them).
+  std::string model = layer.torchModel;
+  const std::string make = "m = torch.nn.LSTM(I, H)\n";
+  model.replace(model.find(make), make.size(),
+                fmt::format("m = torch.nn.LSTM(I, H, num_layers={})\n", L));
+  model += fmt::format("    for k in range(1, {}):\n"
+                       "        for n in (\"weight_ih\", \"weight_hh\", \"bias_ih\", \"bias_hh\"):\n"
+                       "            getattr(m, n + \"_l\" + str(k)).copy_(getattr(m, n + \"_l0\"))\n",
+                       L);
+  layer.torchModel = model;
   return layer;
 }
 

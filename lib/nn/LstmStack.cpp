@@ -24,6 +24,15 @@ namespace {
 
 enum class Schedule { Auto, Wavefront, LayerByLayer };
 
+// The smallest batch stackSchedule auto runs as a wavefront. Above the first layer a wavefront
+// step reads Wi as well as Wo (its input is not known before the loop), where layer by layer
+// weighs the whole input in one product first: at one row that reading cost more than the
+// hand-offs between steps the wavefront saves, from 4 rows on it did not (bench_lstm_stack,
+// 3 layers, 2 cores, 2026-12-07: inference H = 256 T = 50 B = 1 1.8-1.9 ms against 1.4-1.5
+// layer by layer, B = 4 2.3-2.9 against 2.6-3.3, B = 16 T = 25 3.7-4.0 against 4.7-5.5, B = 64
+// 15.5-16.6 against 19.9-22.6; training B = 4 T = 50 12.4-14.3 against 14.0-14.7).
+constexpr std::size_t kWavefrontMinBatch = 4;
+
 // The stack's options, and the layer options every layer takes.
 struct StackOptions {
   unsigned numLayers = 1;
@@ -147,7 +156,9 @@ Stack describe(const Graph &graph, const LstmParams &params, const OptionFlags &
   const std::string refusal = wavefrontRefusal(graph, s);
   if (s.o.schedule == Schedule::Wavefront && !refusal.empty())
     throw invalid_option(what + ": stackSchedule wavefront cannot run: " + refusal);
-  s.wavefront = s.o.schedule != Schedule::LayerByLayer && refusal.empty();
+  s.wavefront = refusal.empty() &&
+                (s.o.schedule == Schedule::Wavefront ||
+                 (s.o.schedule == Schedule::Auto && s.B() >= kWavefrontMinBatch));
   return s;
 }
 
@@ -475,7 +486,9 @@ LstmState lstmStackBwdWithWU(Graph &graph, const LstmParams &params, Sequence &p
     Tensor dx;
     for (std::size_t d = 0; d < s.D; ++d) {
       const std::size_t i = l * s.D + d;
-      const LayerSetup setup = s.layer(graph, l, d, s.wavefront);
+      // The backward takes the layer's options as given: preCalcWeights, which the wavefront
+      // sets false above the first layer, has no part in it.
+      const LayerSetup setup = s.layer(graph, l, d, false);
       LstmState last;
       if (finalStateGrad && finalStateGrad->output.valid())
         last.output = finalStateGrad->output[i];

@@ -31,7 +31,8 @@
 //                 stack. It takes one direction and layers whose steps are fused (stepMethod,
 //                 numShards 1); layers above the first then weigh their input inside the step
 //                 (preCalcWeights false: their input is not known before the loop). auto takes it
-//                 where it applies. layerByLayer runs the layers one after another, a
+//                 where it applies and the batch has 4 rows or more (below, reading the input
+//                 weights every step cost more than the wavefront saved). layerByLayer runs the layers one after another, a
 //                 bidirectional layer's two directions in one compute set a step where both
 //                 fuse their steps. Both give the same bits as lstmFwd called layer by layer
 //                 with the same options (preCalcWeights false above the first layer for the
