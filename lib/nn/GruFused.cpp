@@ -32,22 +32,10 @@ std::vector<FusedBlock> packWeights(Graph &graph, const GruParams &params,
   return rnn::detail::packUnitPanels(graph, params.dataType, rows, H, 3, H, prog, debug);
 }
 
-// What every phase of the loop reads and writes (invalid: not kept).
-struct LoopTensors {
-  Tensor xw;        // [T, B, 3H] canonical
-  Tensor attention; // [T, B]
-  Tensor bias;      // [3 H] or [6 H], canonical (input then recurrent with resetAfter)
-  Tensor hBuf;      // [2, B, H]: h_t in hBuf[t % 2]
-  Tensor rh;        // [B, H]: r*h of the step (resetAfter false)
-  Tensor out;       // [T, B, H]
-  Tensor inter;     // [T, count, B, H], or [1, count, B, H] when not kept (interPerStep false)
-  bool interPerStep = false;
-};
-
 // One phase (GruFusedFwd's) of one step of `shard` at parity p, a vertex a block, in cs.
 void addPhase(Graph &graph, const GruParams &params, ComputeSet cs, unsigned phase,
               const std::vector<FusedBlock> &blocks, const rnn::detail::FusedClock &clock,
-              const rnn::detail::FusedShard &shard, unsigned p, const LoopTensors &l,
+              const rnn::detail::FusedShard &shard, unsigned p, const FusedLoopTensors &l,
               const InterLayout &layout) {
   const std::size_t B = params.rnn.batchSize, H = params.rnn.layerSizes[1];
   const std::size_t b = shard.begin, e = b + shard.steps;
@@ -123,19 +111,19 @@ bool usesFusedStep(const Graph &graph, const GruParams &params, const GruOptions
       });
 }
 
-Tensor fusedForward(Graph &graph, const GruParams &params, const GruOptions &opts,
-                    const Tensor &stateInit, const GruWeights &weights, const Tensor &xw,
-                    const Tensor &bias, const Tensor &attention, const Tensor &outSeq,
-                    const Tensor &interSeq, const InterLayout &layout, program::Sequence &prog,
-                    const DebugContext &debug) {
+GruFusedLane prepareFusedForward(Graph &graph, const GruParams &params, const GruOptions &opts,
+                                 const Tensor &stateInit, const GruWeights &weights,
+                                 const Tensor &xw, const Tensor &bias, const Tensor &attention,
+                                 const Tensor &outSeq, const Tensor &interSeq,
+                                 const InterLayout &layout, program::Sequence &prog,
+                                 const DebugContext &debug) {
   using program::Copy;
-  using program::Execute;
-  const std::size_t T = params.rnn.maxTimeSteps, B = params.rnn.batchSize;
-  const std::size_t H = params.rnn.layerSizes[1];
+  const std::size_t B = params.rnn.batchSize, H = params.rnn.layerSizes[1];
   const Type type = params.rnn.dataType;
-  const std::vector<FusedBlock> blocks =
-      packWeights(graph, params, weights.outputWeights, prog, {debug, "fused"});
-  LoopTensors l;
+  GruFusedLane lane(params);
+  lane.blocks = packWeights(graph, params, weights.outputWeights, prog, {debug, "fused"});
+  lane.layout = layout;
+  FusedLoopTensors &l = lane.tensors;
   l.xw = xw;
   l.attention = attention;
   // The biases copied once a run where every vertex reads them in place (the resetAfter form
@@ -153,31 +141,45 @@ Tensor fusedForward(Graph &graph, const GruParams &params, const GruOptions &opt
                 ? interSeq
                 : rnn::detail::addStep(graph, type, layout.count() * B, H, {debug, "scratch"})
                       .reshape({1, layout.count(), B, H});
+  return lane;
+}
+
+void GruFusedLane::addStep(Graph &graph, ComputeSet cs, unsigned phase,
+                           const rnn::detail::FusedClock &clock,
+                           const rnn::detail::FusedShard &shard, unsigned p) const {
+  // resetAfter: one phase (0); else the gates (1), then the candidate and the state (2).
+  addPhase(graph, params, cs, params.resetAfter ? 0 : phase + 1, blocks, clock, shard, p,
+           tensors, layout);
+}
+
+Tensor fusedForward(Graph &graph, const GruParams &params, const GruOptions &opts,
+                    const Tensor &stateInit, const GruWeights &weights, const Tensor &xw,
+                    const Tensor &bias, const Tensor &attention, const Tensor &outSeq,
+                    const Tensor &interSeq, const InterLayout &layout, program::Sequence &prog,
+                    const DebugContext &debug) {
+  const std::size_t T = params.rnn.maxTimeSteps;
+  const GruFusedLane lane = prepareFusedForward(graph, params, opts, stateInit, weights, xw,
+                                                bias, attention, outSeq, interSeq, layout, prog,
+                                                debug);
   auto step = [&](const rnn::detail::FusedClock &clock, const rnn::detail::FusedShard &shard,
                   unsigned p) {
     const std::string at = fmt::format("step{}{}", shard.begin, p ? "Odd" : "Even");
     program::Sequence s;
-    if (params.resetAfter) {
-      ComputeSet cs = graph.addComputeSet({debug, at});
-      addPhase(graph, params, cs, 0, blocks, clock, shard, p, l, layout);
-      rnn::detail::addClockVertex(graph, cs, clock, p);
-      s.add(Execute(cs));
-      return s;
+    for (unsigned k = 0; k < lane.phases(); ++k) {
+      ComputeSet cs = graph.addComputeSet(
+          {debug, lane.phases() == 1 ? at : at + (k == 0 ? "Gates" : "State")});
+      lane.addStep(graph, cs, k, clock, shard, p);
+      if (k + 1 == lane.phases())
+        rnn::detail::addClockVertex(graph, cs, clock, p);
+      s.add(program::Execute(cs));
     }
-    ComputeSet gates = graph.addComputeSet({debug, at + "Gates"});
-    addPhase(graph, params, gates, 1, blocks, clock, shard, p, l, layout);
-    ComputeSet state = graph.addComputeSet({debug, at + "State"});
-    addPhase(graph, params, state, 2, blocks, clock, shard, p, l, layout);
-    rnn::detail::addClockVertex(graph, state, clock, p);
-    s.add(Execute(gates));
-    s.add(Execute(state));
     return s;
   };
   rnn::detail::fusedLoop(graph, params.rnn, opts.numShards, step, prog, {debug, "loop"});
   if (outSeq.valid())
     return outSeq;
   const Tensor h = graph.clone(stateInit, {debug, "output"});
-  prog.add(Copy(l.hBuf[T % 2], h));
+  prog.add(program::Copy(lane.tensors.hBuf[T % 2], h));
   return h;
 }
 

@@ -100,6 +100,39 @@ Tensor fusedForward(Graph &graph, const GruParams &params, const GruOptions &opt
                     const DebugContext &debug);
 void checkTensor(const Tensor &t, const std::vector<std::size_t> &shape, Type type,
                  const std::string &what);
+// The fused forward as a lane of a wave loop (rnn::detail::waveLoop; a stack's directions in
+// one compute set a step): prepareFusedForward does what fusedForward does before its loop
+// (packs Wo, copies the biases and the initial state), addStep adds one phase of a step's
+// vertices (not the clock's); after the loop tensors.hBuf[T % 2] holds the final output.
+struct FusedLoopTensors { // what every phase of the loop reads and writes (invalid: not kept)
+  Tensor xw;        // [T, B, 3H] canonical
+  Tensor attention; // [T, B]
+  Tensor bias;      // [3 H] or [6 H], canonical (input then recurrent with resetAfter)
+  Tensor hBuf;      // [2, B, H]: h_t in hBuf[t % 2]
+  Tensor rh;        // [B, H]: r*h of the step (resetAfter false)
+  Tensor out;       // [T, B, H]
+  Tensor inter;     // [T, count, B, H], or [1, count, B, H] when not kept (interPerStep false)
+  bool interPerStep = false;
+};
+struct GruFusedLane {
+  explicit GruFusedLane(GruParams p) : params(std::move(p)) {}
+  GruParams params;
+  std::vector<rnn::detail::PackedUnitBlock> blocks;
+  FusedLoopTensors tensors;
+  InterLayout layout;
+  // The compute sets a step takes: 1 with resetAfter, else 2 (the candidate's product needs
+  // r*h of every unit).
+  unsigned phases() const { return params.resetAfter ? 1u : 2u; }
+  void addStep(Graph &graph, ComputeSet cs, unsigned phase, const rnn::detail::FusedClock &clock,
+               const rnn::detail::FusedShard &shard, unsigned parity) const;
+};
+GruFusedLane prepareFusedForward(Graph &graph, const GruParams &params, const GruOptions &opts,
+                                 const Tensor &stateInit, const GruWeights &weights,
+                                 const Tensor &xw, const Tensor &bias, const Tensor &attention,
+                                 const Tensor &outSeq, const Tensor &interSeq,
+                                 const InterLayout &layout, program::Sequence &prog,
+                                 const DebugContext &debug);
+
 
 // The persistent loops (GruPersistent.cpp): the choice (option rnnPersistentKernel, as the
 // LSTM's; backward: the backward loop's), and each loop as one launch, with fusedForward's and

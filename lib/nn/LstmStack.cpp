@@ -227,9 +227,9 @@ DirectionResult addLane(Graph &graph, const LayerSetup &s, const LstmState &init
       graph, s.params, s.opts, init, weights, weighInput && !preCalc ? x : Tensor(),
       preCalc ? seqs.weighted : Tensor(), seqs.outSeq, seqs.interSeq,
       training ? layout : detail::InterLayout{}, prog, debug);
-  lanes.lanes.push_back({lanes.next, [&graph, lane](ComputeSet cs,
-                                                    const rnn::detail::FusedClock &clock,
-                                                    unsigned p) {
+  lanes.lanes.push_back({lanes.next, 1,
+                         [&graph, lane](ComputeSet cs, unsigned,
+                                        const rnn::detail::FusedClock &clock, unsigned p) {
                            lane.addStep(graph, cs, clock, p);
                          }});
   r.runOutput = seqs.outSeq;
@@ -368,8 +368,9 @@ void forwardWavefront(Graph &graph, const Stack &s, const LstmState &init, const
     const rnn::RnnParams rnnParams = s.base.rnn;
     const bool reversed = s.o.reverse;
     lanes.lanes.push_back(
-        {lanes.next, [&graph, rnnParams, produced, dropped, dropout, reversed, lengths](
-                         ComputeSet cs, const rnn::detail::FusedClock &clock, unsigned p) {
+        {lanes.next, 1,
+         [&graph, rnnParams, produced, dropped, dropout, reversed, lengths](
+             ComputeSet cs, unsigned, const rnn::detail::FusedClock &clock, unsigned p) {
            rnn::detail::addDropout(graph, cs, rnnParams, produced, dropped, dropout,
                                    clock.time.slice(p, p + 1), reversed, lengths);
          }});

@@ -273,13 +273,15 @@ Tensor finalOutputState(Graph &graph, const RnnParams &params, const Tensor &seq
                         const Tensor &init, bool reverse, program::Sequence &prog,
                         const DebugContext &debug);
 // Several fused loops as one: lane k's step t runs in wave offset_k + t, and the waves run in
-// order, each one compute set (per segment of waves with the same lanes, an even and an odd
-// one, played as fusedLoop plays a shard). Each lane has its own clock; addStep adds its
-// step's vertices at a parity (numShards 1: the whole sequence is the shard). A lane may read
-// what another wrote in an earlier wave, never in the same one.
+// order, each as many compute sets as its lanes' steps have phases (per segment of waves with
+// the same lanes, an even and an odd wave, played as fusedLoop plays a shard). Each lane has
+// its own clock, advanced in its last phase; addStep adds phase `phase` of its step's vertices
+// at a parity (numShards 1: the whole sequence is the shard). A lane may read what another
+// wrote in an earlier wave, never in the same one.
 struct WaveLane {
   std::size_t offset = 0;
-  std::function<void(ComputeSet, const FusedClock &, unsigned parity)> addStep;
+  unsigned phases = 1;
+  std::function<void(ComputeSet, unsigned phase, const FusedClock &, unsigned parity)> addStep;
 };
 void waveLoop(Graph &graph, const RnnParams &params, const std::vector<WaveLane> &lanes,
               program::Sequence &prog, const DebugContext &debug);

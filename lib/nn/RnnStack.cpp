@@ -149,18 +149,27 @@ void waveLoop(Graph &graph, const RnnParams &params, const std::vector<WaveLane>
         active.push_back(l);
     if (active.empty())
       continue;
+    unsigned phases = 1;
+    for (const std::size_t l : active)
+      phases = std::max(phases, lanes[l].phases);
     auto wave = [&](unsigned q) { // the segment's waves of parity q
-      ComputeSet cs = graph.addComputeSet(
-          {debug, fmt::format("waves{}{}", first, q ? "Odd" : "Even")});
-      // The last lane's vertices first: a lane that read what another writes in the same wave
-      // (a scheduling error) would then read stale values on one thread, not by chance.
-      for (auto it = active.rbegin(); it != active.rend(); ++it) {
-        const std::size_t l = *it;
-        const unsigned p = (q + 2 - lanes[l].offset % 2) % 2; // the parity of the lane's step
-        lanes[l].addStep(cs, clocks[l], p);
-        addClockVertex(graph, cs, clocks[l], p);
+      Sequence s;
+      for (unsigned k = 0; k < phases; ++k) {
+        ComputeSet cs = graph.addComputeSet(
+            {debug, fmt::format("waves{}{}Phase{}", first, q ? "Odd" : "Even", k)});
+        // The last lane's vertices first: a lane that read what another writes in the same
+        // wave (a scheduling error) would then read stale values on one thread, not by chance.
+        for (auto it = active.rbegin(); it != active.rend(); ++it) {
+          const WaveLane &lane = lanes[*it];
+          const unsigned p = (q + 2 - lane.offset % 2) % 2; // the parity of the lane's step
+          if (k < lane.phases)
+            lane.addStep(cs, k, clocks[*it], p);
+          if (k + 1 == lane.phases)
+            addClockVertex(graph, cs, clocks[*it], p);
+        }
+        s.add(program::Execute(cs));
       }
-      return Sequence{program::Execute(cs)};
+      return s;
     };
     const Sequence even = wave(0), odd = wave(1);
     std::size_t w = first;
