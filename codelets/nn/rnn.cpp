@@ -1224,7 +1224,41 @@ public:
   }
 };
 
+// The gradient of a layer's final output state (RnnFinalState's) folded into its output
+// sequence's gradient: `grad` (the row's [W]) is added to the row's step at its last step --
+// len_b - 1, or 0 for a reverse layer (caller's order) -- in `seq` (the row's steps, one segment
+// each), and `rest` receives it when len_b = 0 (the final state is then the initial state),
+// else zeros. Sums in float, rounded once to T.
+template <class T> class RnnLastStepGrad : public Vertex {
+public:
+  Input<Vector<unsigned>> lengths;
+  Vector<InOut<Vector<T>>> seq;
+  Input<Vector<T>> grad;
+  Output<Vector<T>> rest;
+  unsigned row;
+  bool reverse;
+  bool compute() {
+    const unsigned steps = seq.size();
+    unsigned length = lengths.size() == 1 ? lengths[0] : lengths[row];
+    length = length < steps ? length : steps;
+    if (rest.size() != grad.size())
+      return false;
+    for (unsigned k = 0; k < rest.size(); ++k)
+      rest[k] = T(length == 0 ? float(grad[k]) : 0.0f);
+    if (length == 0)
+      return true;
+    const unsigned t = reverse ? 0u : length - 1;
+    if (seq[t].size() != grad.size())
+      return false;
+    for (unsigned k = 0; k < grad.size(); ++k)
+      seq[t][k] = T(float(seq[t][k]) + float(grad[k]));
+    return true;
+  }
+};
+
 template class RnnDropout<float>;
+template class RnnLastStepGrad<float>;
+template class RnnLastStepGrad<half>;
 template class RnnDropout<half>;
 template class RnnFinalState<float>;
 template class RnnFinalState<half>;

@@ -332,23 +332,6 @@ void addCellVertices(Graph &graph, ComputeSet cs, const std::string &type, const
   nn::work::addRowVertices(graph, cs, type, nn::work::rowsByTile(graph, state), connect);
 }
 
-struct ForwardResult {
-  Tensor output;       // [T, B, H] or [B, H]
-  Tensor finalState;   // [B, H]
-};
-
-// What the forward's step forms share: the input weighed for every step, the biases in
-// canonical order, the attention as a sequence, the output and the intermediates.
-struct FwdPlan {
-  OptionFlags mmOptions;
-  InterLayout layout;
-  Tensor xw;       // [T, B, 3H]: X . Wi, canonical columns
-  Tensor bias;     // [3, H], or [6, H] with resetAfter (input r, u, c, recurrent r, u, c)
-  Tensor attSeq;   // [T, B] (AUGRU), else invalid
-  Tensor outSeq;   // [T, B, H] with outputFullSequence
-  Tensor interSeq; // [T, n, B, H] when the intermediates are kept
-};
-
 FwdPlan prepareForward(Graph &graph, const GruParams &params, const GruOptions &opts,
                        const Tensor &in, const GruWeights &weights, Tensor *intermediates,
                        const Tensor *attention, Sequence &prog, const DebugContext &debug,

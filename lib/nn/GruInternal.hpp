@@ -100,6 +100,33 @@ Tensor fusedForward(Graph &graph, const GruParams &params, const GruOptions &opt
                     const DebugContext &debug);
 void checkTensor(const Tensor &t, const std::vector<std::size_t> &shape, Type type,
                  const std::string &what);
+struct ForwardResult {
+  Tensor output;       // [T, B, H] or [B, H]
+  Tensor finalState;   // [B, H]
+};
+
+// What the forward's step forms share: the input weighed for every step, the biases in
+// canonical order, the attention as a sequence, the output and the intermediates.
+struct FwdPlan {
+  OptionFlags mmOptions;
+  InterLayout layout;
+  Tensor xw;       // [T, B, 3H]: X . Wi, canonical columns
+  Tensor bias;     // [3, H], or [6, H] with resetAfter (input r, u, c, recurrent r, u, c)
+  Tensor attSeq;   // [T, B] (AUGRU), else invalid
+  Tensor outSeq;   // [T, B, H] with outputFullSequence
+  Tensor interSeq; // [T, n, B, H] when the intermediates are kept
+};
+
+FwdPlan prepareForward(Graph &graph, const GruParams &params, const GruOptions &opts,
+                       const Tensor &in, const GruWeights &weights, Tensor *intermediates,
+                       const Tensor *attention, program::Sequence &prog,
+                       const DebugContext &debug, linalg::PlanningCache *cache);
+// The forward pass on `in` in run order (the direction applied by the caller).
+ForwardResult forward(Graph &graph, const GruParams &params, const GruOptions &opts,
+                      const Tensor &stateInit, const Tensor &in, const GruWeights &weights,
+                      Tensor *intermediates, const Tensor *attention, program::Sequence &prog,
+                      const DebugContext &debug, linalg::PlanningCache *cache);
+
 // The fused forward as a lane of a wave loop (rnn::detail::waveLoop; a stack's directions in
 // one compute set a step): prepareFusedForward does what fusedForward does before its loop
 // (packs Wo, copies the biases and the initial state), addStep adds one phase of a step's

@@ -2,7 +2,7 @@
 // runs several fused layers' steps in one compute set a step (layer l at step t beside layer
 // l + 1 at step t - 1; both directions of a layer at the same step), the counter-based dropout
 // between layers, and a layer's final output state taken from its output sequence.
-#include "RnnLoop.hpp"
+#include "RnnStackBuilder.hpp"
 
 #include <aspen/Error.hpp>
 #include <aspen/util/VertexTemplates.hpp>
@@ -97,29 +97,64 @@ void addDropout(Graph &graph, ComputeSet cs, const RnnParams &params, const Tens
   }
 }
 
-Tensor finalOutputState(Graph &graph, const RnnParams &params, const Tensor &seq,
-                        const Tensor &init, bool reverse, Sequence &prog,
-                        const DebugContext &debug) {
-  const std::size_t T = params.maxTimeSteps, B = params.batchSize;
-  Tensor out = graph.clone(init, {debug, "finalOutput"});
-  ComputeSet cs = graph.addComputeSet({debug, "finalOutput"});
+namespace {
+
+// A compute set in prog of one `name` vertex a batch row (RnnFinalState, RnnLastStepGrad): the
+// lengths, the row's steps of seq as "seq", its row index and the direction; connect(v, b)
+// adds the rest.
+void addLastStepVertices(Graph &graph, const RnnParams &params, const char *name,
+                         const Tensor &seq, bool reverse,
+                         const std::function<void(VertexRef, std::size_t)> &connect,
+                         Sequence &prog, const DebugContext &debug) {
+  ComputeSet cs = graph.addComputeSet({debug, name});
   const Tensor lengths = lengthsOf(graph, params, {debug, "lengths"});
-  const std::string type = util::templateVertex("aspen::nn::RnnFinalState", seq.elementType());
-  for (std::size_t b = 0; b < B; ++b) {
+  const std::string type =
+      util::templateVertex(std::string("aspen::nn::") + name, seq.elementType());
+  for (std::size_t b = 0; b < params.batchSize; ++b) {
     std::vector<Tensor> steps;
-    for (std::size_t t = 0; t < T; ++t)
+    for (std::size_t t = 0; t < params.maxTimeSteps; ++t)
       steps.push_back(seq[t][b]);
     VertexRef v = graph.addVertex(cs, type);
     graph.connect(v["lengths"], lengths);
     graph.connect(v["seq"], steps);
-    graph.connect(v["init"], init[b]);
-    graph.connect(v["out"], out[b]);
     graph.setInitialValue(v["row"], static_cast<unsigned>(b));
     graph.setInitialValue(v["reverse"], reverse);
     graph.setTileMapping(v, static_cast<unsigned>(b % graph.getTarget().getNumTiles()));
+    connect(v, b);
   }
   prog.add(program::Execute(cs));
+}
+
+} // namespace
+
+Tensor finalOutputState(Graph &graph, const RnnParams &params, const Tensor &seq,
+                        const Tensor &init, bool reverse, Sequence &prog,
+                        const DebugContext &debug) {
+  Tensor out = graph.clone(init, {debug, "finalOutput"});
+  addLastStepVertices(
+      graph, params, "RnnFinalState", seq, reverse,
+      [&](VertexRef v, std::size_t b) {
+        graph.connect(v["init"], init[b]);
+        graph.connect(v["out"], out[b]);
+      },
+      prog, debug);
   return out;
+}
+
+std::pair<Tensor, Tensor> foldFinalStateGrad(Graph &graph, const RnnParams &params,
+                                             const Tensor &dy, const Tensor &grad, bool reverse,
+                                             Sequence &prog, const DebugContext &debug) {
+  Tensor folded = graph.clone(dy, {debug, "outputGrad"});
+  prog.add(Copy(dy, folded));
+  Tensor rest = graph.clone(grad, {debug, "initialStateGrad"});
+  addLastStepVertices(
+      graph, params, "RnnLastStepGrad", folded, reverse,
+      [&](VertexRef v, std::size_t b) {
+        graph.connect(v["grad"], grad[b]);
+        graph.connect(v["rest"], rest[b]);
+      },
+      prog, debug);
+  return {folded, rest};
 }
 
 void waveLoop(Graph &graph, const RnnParams &params, const std::vector<WaveLane> &lanes,
@@ -185,6 +220,76 @@ void waveLoop(Graph &graph, const RnnParams &params, const std::vector<WaveLane>
     if (w < end)
       prog.add(even);
   }
+}
+
+StackOptions parseStackOptions(const OptionFlags &options, const std::string &what) {
+  StackOptions s;
+  aspen::detail::OptionSpec spec(what);
+  spec.unsignedInteger("numLayers", s.numLayers, 1);
+  spec.add("direction", "forward, reverse or bidirectional", [&s](const std::string &v) {
+    s.bidirectional = v == "bidirectional";
+    s.reverse = v == "reverse";
+    return v == "forward" || s.reverse || s.bidirectional;
+  });
+  spec.add("dropout", "a number in [0, 1)", [&s](const std::string &v) {
+    try {
+      std::size_t used = 0;
+      const double x = std::stod(v, &used);
+      s.dropout = x;
+      return used == v.size() && x >= 0.0 && x < 1.0;
+    } catch (const std::exception &) {
+      return false;
+    }
+  });
+  spec.add("dropoutSeed", "an unsigned 64-bit integer", [&s](const std::string &v) {
+    if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos)
+      return false;
+    try {
+      s.seed = std::stoull(v);
+      return true;
+    } catch (const std::exception &) {
+      return false;
+    }
+  });
+  spec.enumeration("stackSchedule", s.schedule,
+                   {{"auto", StackSchedule::Auto},
+                    {"wavefront", StackSchedule::Wavefront},
+                    {"layerByLayer", StackSchedule::LayerByLayer}});
+  OptionFlags own;
+  for (const auto &[key, value] : options)
+    (spec.knows(key) ? own : s.layer).set(key, value);
+  spec.parse(own);
+  return s;
+}
+
+void checkStackTensor(const Tensor &t, const std::vector<std::size_t> &shape, Type type,
+                      const std::string &what) {
+  if (!t.valid() || t.shape() != shape)
+    throw shape_error(fmt::format("{} must have shape {{{}}}, not {}", what,
+                                  fmt::join(shape, ","),
+                                  t.valid() ? t.shapeToString() : "an invalid tensor"));
+  if (t.elementType() != type)
+    throw type_error(fmt::format("{} must be of type {}, not {}", what, type.toString(),
+                                 t.elementType().toString()));
+}
+
+Tensor stackStateTensor(Graph &graph, const RnnParams &params, std::size_t n, std::size_t size,
+                        const DebugContext &debug) {
+  RnnParams p = params;
+  p.layerSizes[1] = size;
+  return createInitialState(graph, p, true, static_cast<unsigned>(n), 1, debug);
+}
+
+void addDropoutLane(Graph &graph, const RnnParams &params, const Tensor &produced,
+                    const Tensor &dropped, const Dropout &dropout, bool reversed,
+                    const Tensor &lengths, StackLanes &lanes) {
+  lanes.lanes.push_back(
+      {lanes.next, 1,
+       [&graph, params, produced, dropped, dropout, reversed, lengths](
+           ComputeSet cs, unsigned, const FusedClock &clock, unsigned p) {
+         addDropout(graph, cs, params, produced, dropped, dropout, clock.time.slice(p, p + 1),
+                    reversed, lengths);
+       }});
 }
 
 } // namespace detail

@@ -57,12 +57,8 @@
 
 namespace aspen::nn::lstm {
 
-// What a training forward keeps for lstmStackBwdWithWU.
-struct LstmStackIntermediates {
-  std::vector<Tensor> layers;  // [L*D]: each layer and direction's fwdIntermediates
-  std::vector<Tensor> inputs;  // [L]: each layer's input, inputs[0] the stack's
-  std::vector<Tensor> outputs; // [L*D]: each layer and direction's own output [T, B, W]
-};
+// What a training forward keeps for lstmStackBwdWithWU (rnn::StackIntermediates).
+using LstmStackIntermediates = rnn::StackIntermediates;
 
 ASPEN_API std::vector<LstmWeights> createStackWeights(Graph &graph, const LstmParams &params,
                                                       const DebugContext &debug,

@@ -150,6 +150,14 @@ using GatherBodyType =
     std::function<program::Sequence(Graph &graph, const RnnSlice &slice, unsigned stepsPerGather,
                                     program::Sequence *initProg, const DebugContext &debug)>;
 
+// What a stack's training forward keeps for its backward (lstm::lstmStackFwd,
+// gru::gruStackFwd; docs/recurrent.md, "Stacks in one call"), L layers in D directions.
+struct StackIntermediates {
+  std::vector<Tensor> layers;  // [L*D]: each layer and direction's fwdIntermediates
+  std::vector<Tensor> inputs;  // [L]: each layer's input, inputs[0] the stack's
+  std::vector<Tensor> outputs; // [L*D]: each layer and direction's own output [T, B, W]
+};
+
 // Dropout between the layers of a stack (an Aspen extension; docs/recurrent.md, "Stacks"):
 // a copy of seq [T, B, W] in which element i = (t * B + b) * W + j is kept, times
 // 1 / (1 - rate), when (mix(mix(seed ^ (layer + 1) * 0xD1B54A32D192ED03) + i) >> 11) * 2^-53
