@@ -71,7 +71,8 @@
 //   AUGRU's attention [B, T] and its gradient stay in the caller's order too. A reverse layer
 //   with lengths takes them in params (the timeSteps constructor), for every call: the
 //   realTimeSteps overloads refuse direction reverse, as gruWU and auGruWU have no
-//   realTimeSteps argument and could not pair each row's steps.
+//   realTimeSteps argument and could not pair each row's steps. Bidirectional layers and stacks
+//   in one call: GruStack.hpp.
 #pragma once
 
 #include <aspen/DebugContext.hpp>
