@@ -268,11 +268,11 @@ void transposeEach(const RnnConfig &c, void *dst, const void *src, std::size_t G
     transposeEach<std::uint16_t>(dst, src, G, rows, cols);
 }
 
-// The layer's staging buffer, at least `bytes` long.
-std::uint8_t *staging(RnnLayer &layer, std::size_t bytes) {
-  if (layer.staging.size() < bytes)
-    layer.staging.resize(bytes);
-  return layer.staging.data();
+// The staging buffer, at least `bytes` long.
+std::uint8_t *staging(std::vector<std::uint8_t> &buffer, std::size_t bytes) {
+  if (buffer.size() < bytes)
+    buffer.resize(bytes);
+  return buffer.data();
 }
 
 // PyTorch's biases [2, G*H] (input, recurrent) as the layer's: [G, 2, H] for a reset-after GRU
@@ -308,10 +308,11 @@ void biasesToTorch(const RnnConfig &c, std::uint8_t *dst, const std::uint8_t *sr
 
 // The caller's weights and biases as they lie in its buffers: (address, bytes) each.
 using WeightBuffers = std::array<std::pair<const void *, std::size_t>, 3>;
-WeightBuffers callerWeights(const RnnConfig &c, const RnnForwardCall &call) {
-  return {{{call.inputWeights, c.inputWeightBytes()},
-           {call.outputWeights, c.outputWeightBytes()},
-           {call.biases, c.callerBiasBytes()}}};
+WeightBuffers callerWeights(const RnnConfig &c, const void *inputWeights,
+                            const void *outputWeights, const void *biases) {
+  return {{{inputWeights, c.inputWeightBytes()},
+           {outputWeights, c.outputWeightBytes()},
+           {biases, c.callerBiasBytes()}}};
 }
 
 // Whether `kept` holds exactly the bytes of `buffers`, one after another.
@@ -334,64 +335,60 @@ void keepBytes(std::vector<std::uint8_t> &kept, const WeightBuffers &buffers) {
   }
 }
 
-void writeInputs(RnnLayer &layer, const RnnConfig &c, const RnnForwardCall &call,
-                 const Memory &memory) {
-  Engine &engine = layer.engine;
-  const std::size_t es = c.elementBytes(), G = c.gates();
-  write(engine, "x", call.x, c.T * c.B * c.I * es);
-  write(engine, "h0", call.h0, c.B * c.hWidth() * es);
-  if (c.lstm)
-    write(engine, "c0", call.c0, c.B * c.H * es);
+} // namespace
+
+void writeWeights(Engine &engine, WeightIo &io, const RnnConfig &c, const std::string &suffix,
+                  const void *inputWeights, const void *outputWeights, const void *biases,
+                  const Memory &memory) {
+  const std::size_t G = c.gates();
+  const auto handle = [&](const char *name) { return std::string(name) + suffix; };
   if (!c.torchLayout) {
-    write(engine, "inputWeights", call.inputWeights, c.inputWeightBytes());
-    write(engine, "outputWeights", call.outputWeights, c.recurrentWeightBytes());
-    write(engine, "biases", call.biases, c.biasBytes());
+    write(engine, handle("inputWeights").c_str(), inputWeights, c.inputWeightBytes());
+    write(engine, handle("outputWeights").c_str(), outputWeights, c.recurrentWeightBytes());
+    write(engine, handle("biases").c_str(), biases, c.biasBytes());
     if (c.P)
-      write(engine, "projection",
-            static_cast<const std::uint8_t *>(call.outputWeights) + c.recurrentWeightBytes(),
+      write(engine, handle("projection").c_str(),
+            static_cast<const std::uint8_t *>(outputWeights) + c.recurrentWeightBytes(),
             c.projectionBytes());
-  } else {
-    // Converted on the host (device buffers come over first), unless they are bit for bit the
-    // host weights the engine holds already.
-    const WeightBuffers weights = callerWeights(c, call);
-    const bool keep = !memory.onDevice();
-    if (!keep || !sameBytes(layer.lastTorchWeights, weights)) {
-      layer.lastTorchWeights.clear(); // until the writes below succeed
-      std::vector<std::uint8_t> callerCopy;
-      std::uint8_t *stage = staging(layer, c.largestWeightBytes());
-      transposeEach(c, stage, memory.onHost(call.inputWeights, c.inputWeightBytes(), callerCopy),
-                    G, c.H, c.I);
-      write(engine, "inputWeights", stage, c.inputWeightBytes());
-      const std::uint8_t *outputWeights =
-          memory.onHost(call.outputWeights, c.outputWeightBytes(), callerCopy);
-      transposeEach(c, stage, outputWeights, G, c.H, c.hWidth());
-      write(engine, "outputWeights", stage, c.recurrentWeightBytes());
-      if (c.P) { // weight_hr [P, H] -> Wp [H, P]
-        transposeEach(c, stage, outputWeights + c.recurrentWeightBytes(), 1, c.P, c.H);
-        write(engine, "projection", stage, c.projectionBytes());
-      }
-      biasesFromTorch(c, stage, memory.onHost(call.biases, c.callerBiasBytes(), callerCopy));
-      write(engine, "biases", stage, c.biasBytes());
-      if (keep)
-        keepBytes(layer.lastTorchWeights, weights);
-    }
+    return;
   }
-  if (c.variableLengths)
-    write(engine, "lengths", call.lengths, c.B * sizeof(std::uint32_t));
+  // Converted on the host (device buffers come over first), unless they are bit for bit the
+  // host weights the engine holds already.
+  const WeightBuffers weights = callerWeights(c, inputWeights, outputWeights, biases);
+  const bool keep = !memory.onDevice();
+  if (keep && sameBytes(io.lastTorchWeights, weights))
+    return;
+  io.lastTorchWeights.clear(); // until the writes below succeed
+  std::vector<std::uint8_t> callerCopy;
+  std::uint8_t *stage = staging(io.staging, c.largestWeightBytes());
+  transposeEach(c, stage, memory.onHost(inputWeights, c.inputWeightBytes(), callerCopy), G, c.H,
+                c.I);
+  write(engine, handle("inputWeights").c_str(), stage, c.inputWeightBytes());
+  const std::uint8_t *caller = memory.onHost(outputWeights, c.outputWeightBytes(), callerCopy);
+  transposeEach(c, stage, caller, G, c.H, c.hWidth());
+  write(engine, handle("outputWeights").c_str(), stage, c.recurrentWeightBytes());
+  if (c.P) { // weight_hr [P, H] -> Wp [H, P]
+    transposeEach(c, stage, caller + c.recurrentWeightBytes(), 1, c.P, c.H);
+    write(engine, handle("projection").c_str(), stage, c.projectionBytes());
+  }
+  biasesFromTorch(c, stage, memory.onHost(biases, c.callerBiasBytes(), callerCopy));
+  write(engine, handle("biases").c_str(), stage, c.biasBytes());
+  if (keep)
+    keepBytes(io.lastTorchWeights, weights);
 }
 
-// The weight gradients into the caller's buffers, in its layout.
-void readWeightGradients(RnnLayer &layer, const RnnConfig &c, const RnnBackwardCall &call,
-                         const Memory &memory) {
-  Engine &engine = layer.engine;
+void readWeightGradients(Engine &engine, WeightIo &io, const RnnConfig &c,
+                         const std::string &suffix, void *dInputWeights, void *dOutputWeights,
+                         void *dBiases, const Memory &memory) {
   const std::size_t G = c.gates();
+  const auto handle = [&](const char *name) { return std::string(name) + suffix; };
   if (!c.torchLayout) {
-    read(engine, "dInputWeights", call.dInputWeights, c.inputWeightBytes());
-    read(engine, "dOutputWeights", call.dOutputWeights, c.recurrentWeightBytes());
-    read(engine, "dBiases", call.dBiases, c.biasBytes());
+    read(engine, handle("dInputWeights").c_str(), dInputWeights, c.inputWeightBytes());
+    read(engine, handle("dOutputWeights").c_str(), dOutputWeights, c.recurrentWeightBytes());
+    read(engine, handle("dBiases").c_str(), dBiases, c.biasBytes());
     if (c.P)
-      read(engine, "dProjection",
-           static_cast<std::uint8_t *>(call.dOutputWeights) + c.recurrentWeightBytes(),
+      read(engine, handle("dProjection").c_str(),
+           static_cast<std::uint8_t *>(dOutputWeights) + c.recurrentWeightBytes(),
            c.projectionBytes());
     return;
   }
@@ -407,23 +404,37 @@ void readWeightGradients(RnnLayer &layer, const RnnConfig &c, const RnnBackwardC
     if (memory.onDevice())
       memory.copy(caller, converted.data(), bytes);
   };
-  std::uint8_t *stage = staging(layer, c.largestWeightBytes());
-  read(engine, "dInputWeights", stage, c.inputWeightBytes());
-  transposeEach(c, target(call.dInputWeights, c.inputWeightBytes()), stage, G, c.I, c.H);
-  deliver(call.dInputWeights, c.inputWeightBytes());
-  read(engine, "dOutputWeights", stage, c.recurrentWeightBytes());
-  auto *dOutputWeights = static_cast<std::uint8_t *>(target(call.dOutputWeights,
-                                                            c.outputWeightBytes()));
-  transposeEach(c, dOutputWeights, stage, G, c.hWidth(), c.H);
+  std::uint8_t *stage = staging(io.staging, c.largestWeightBytes());
+  read(engine, handle("dInputWeights").c_str(), stage, c.inputWeightBytes());
+  transposeEach(c, target(dInputWeights, c.inputWeightBytes()), stage, G, c.I, c.H);
+  deliver(dInputWeights, c.inputWeightBytes());
+  read(engine, handle("dOutputWeights").c_str(), stage, c.recurrentWeightBytes());
+  auto *dOutput = static_cast<std::uint8_t *>(target(dOutputWeights, c.outputWeightBytes()));
+  transposeEach(c, dOutput, stage, G, c.hWidth(), c.H);
   if (c.P) { // dWp [H, P] -> weight_hr's [P, H]
-    read(engine, "dProjection", stage, c.projectionBytes());
-    transposeEach(c, dOutputWeights + c.recurrentWeightBytes(), stage, 1, c.H, c.P);
+    read(engine, handle("dProjection").c_str(), stage, c.projectionBytes());
+    transposeEach(c, dOutput + c.recurrentWeightBytes(), stage, 1, c.H, c.P);
   }
-  deliver(call.dOutputWeights, c.outputWeightBytes());
-  read(engine, "dBiases", stage, c.biasBytes());
-  biasesToTorch(c, static_cast<std::uint8_t *>(target(call.dBiases, c.callerBiasBytes())),
-                stage);
-  deliver(call.dBiases, c.callerBiasBytes());
+  deliver(dOutputWeights, c.outputWeightBytes());
+  read(engine, handle("dBiases").c_str(), stage, c.biasBytes());
+  biasesToTorch(c, static_cast<std::uint8_t *>(target(dBiases, c.callerBiasBytes())), stage);
+  deliver(dBiases, c.callerBiasBytes());
+}
+
+namespace {
+
+void writeInputs(RnnLayer &layer, const RnnConfig &c, const RnnForwardCall &call,
+                 const Memory &memory) {
+  Engine &engine = layer.engine;
+  const std::size_t es = c.elementBytes();
+  write(engine, "x", call.x, c.T * c.B * c.I * es);
+  write(engine, "h0", call.h0, c.B * c.hWidth() * es);
+  if (c.lstm)
+    write(engine, "c0", call.c0, c.B * c.H * es);
+  writeWeights(engine, layer.weightIo, c, "", call.inputWeights, call.outputWeights, call.biases,
+               memory);
+  if (c.variableLengths)
+    write(engine, "lengths", call.lengths, c.B * sizeof(std::uint32_t));
 }
 
 } // namespace
@@ -501,7 +512,8 @@ void runRnnBackward(RnnLayer &layer, const RnnConfig &c, const RnnBackwardCall &
   if (c.lstm)
     read(engine, "dc0", call.dc0, cellBytes);
   if (call.dInputWeights)
-    readWeightGradients(layer, c, call, memory);
+    readWeightGradients(layer.engine, layer.weightIo, c, "", call.dInputWeights,
+                        call.dOutputWeights, call.dBiases, memory);
   // A row without steps has hn = h0: dhn passes straight through (the layer carries dcn).
   for (std::size_t b = 0; b < c.B && dhn; ++b) {
     if (rows[b] != 0)

@@ -86,6 +86,16 @@ struct RnnConfig {
   std::string key(const char *pass) const;
 };
 
+// The state of one layer's weights' host handles (suffix: "" for a layer, ".i" for entry i of a
+// stack).
+struct WeightIo {
+  std::vector<std::uint8_t> staging; // layout conversions (PyTorch's weights), reused
+  // PyTorch's weights and biases (host buffers) as last converted and written to the engine,
+  // which holds them until the next write (no program writes them): a call whose weights are
+  // bit for bit the same skips the conversion and the write. Empty: none yet.
+  std::vector<std::uint8_t> lastTorchWeights;
+};
+
 struct RnnLayer {
   RnnLayer(Engine e, bool training) : engine(std::move(e)), training(training) {}
   std::mutex mutex;
@@ -93,12 +103,22 @@ struct RnnLayer {
   std::atomic<std::uint64_t> hostLoopVersion{0}; // aspen_backend::hostLoopVersion it runs on
   bool training;
   std::size_t reserveBytes = 0; // the forward's intermediates (training)
-  std::vector<std::uint8_t> staging; // layout conversions (PyTorch's weights), reused
-  // PyTorch's weights and biases (host buffers) as last converted and written to the engine,
-  // which holds them until the next write (no program writes them): a call whose weights are
-  // bit for bit the same skips the conversion and the write. Empty: none yet.
-  std::vector<std::uint8_t> lastTorchWeights;
+  WeightIo weightIo;            // a layer's weights
+  // A stack's (buildRnnStack): each layer and direction's weights, and the reserve's parts
+  // (host handles "reserve.k" / "reserve-in.k", one after another at 64-byte offsets).
+  std::vector<WeightIo> stackWeightIo;
+  std::vector<std::size_t> reserveParts; // bytes of part k
 };
+
+// Writes a layer's weights (Aspen's or PyTorch's layout, c.torchLayout) to the handles
+// inputWeights<suffix>, outputWeights<suffix>, biases<suffix> (projection<suffix>), and reads
+// their gradients from dInputWeights<suffix>, ... into the caller's layout.
+void writeWeights(Engine &engine, WeightIo &io, const RnnConfig &c, const std::string &suffix,
+                  const void *inputWeights, const void *outputWeights, const void *biases,
+                  const Memory &memory);
+void readWeightGradients(Engine &engine, WeightIo &io, const RnnConfig &c,
+                         const std::string &suffix, void *dInputWeights, void *dOutputWeights,
+                         void *dBiases, const Memory &memory);
 
 // Compiles and loads the layer: inference (program 0: forward), or training (program 0: the
 // forward that saves its intermediates, program 1: backward with the weight update).
