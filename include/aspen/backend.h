@@ -217,8 +217,9 @@ static inline aspen_rnn_stack_desc aspen_rnn_stack_desc_init(void) {
   return desc;
 }
 
-/* The bytes of the workspace every stack call takes (scratch for the layers' outputs and
- * gradients between layers) and of the reserve a training forward fills for the backward. */
+/* The bytes of the workspace every stack call takes (0 in this version: a stack runs as one
+ * engine, its layers' outputs staying in it; kept so that a later version may ask for scratch)
+ * and of the reserve a training forward fills for the backward. */
 ASPEN_API aspen_status aspen_rnn_stack_sizes(aspen_backend *backend,
                                              const aspen_rnn_stack_desc *desc,
                                              size_t *workspace_bytes, size_t *reserve_bytes);

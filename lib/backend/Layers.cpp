@@ -49,8 +49,6 @@ std::string RnnConfig::key(const char *pass) const {
                      optionsText);
 }
 
-namespace {
-
 void write(Engine &engine, const char *handle, const void *data, std::size_t bytes) {
   const auto *p = static_cast<const std::uint8_t *>(data);
   engine.writeTensor(handle, p, p + bytes);
@@ -69,6 +67,8 @@ Tensor addLengths(Graph &graph, const RnnConfig &c) {
   return lengths;
 }
 
+namespace {
+
 template <class Unit>
 std::vector<Unit> cellOrderOf(const RnnConfig &c, Unit (*parse)(const std::string &),
                               std::vector<Unit> defaults) {
@@ -79,6 +79,32 @@ std::vector<Unit> cellOrderOf(const RnnConfig &c, Unit (*parse)(const std::strin
     order.push_back(parse(name));
   return order;
 }
+
+} // namespace
+
+lstm::LstmParams lstmParams(const RnnConfig &c, const Tensor &lengths) {
+  lstm::LstmParams params =
+      lengths.valid() ? lstm::LstmParams(c.type, c.B, c.T, lengths, {c.I, c.H})
+                      : lstm::LstmParams(c.type, c.B, c.T, {c.I, c.H});
+  params.cellOrder = cellOrderOf(c, &lstm::parseBasicLstmCellUnit,
+                                 lstm::getDefaultBasicLstmCellOrder());
+  params.cellClip = c.cellClip;
+  params.projSize = c.P;
+  params.activationClip = {c.activationClip > 0, c.activationClip};
+  return params;
+}
+
+gru::GruParams gruParams(const RnnConfig &c, const Tensor &lengths) {
+  gru::GruParams params = lengths.valid() ? gru::GruParams(c.type, c.B, c.T, lengths, {c.I, c.H})
+                                          : gru::GruParams(c.type, c.B, c.T, {c.I, c.H});
+  params.cellOrder = cellOrderOf(c, &gru::parseBasicGruCellUnit,
+                                 gru::getDefaultBasicGruCellOrder());
+  params.resetAfter = c.resetAfter;
+  params.activationClip = {c.activationClip > 0, c.activationClip};
+  return params;
+}
+
+namespace {
 
 // The tensors both cells share, for the host handles.
 struct RnnTensors {
@@ -116,8 +142,8 @@ std::shared_ptr<RnnLayer> finishLayer(Graph &graph, const RnnTensors &t,
   return layer;
 }
 
-// The layer's options: the caller's, inferenceOnly for a forward without reserve, and
-// hardSigmoidGradient exact (the true derivative, as frameworks give it) unless the caller chose.
+} // namespace
+
 OptionFlags layerOptions(const RnnConfig &c, bool training) {
   OptionFlags options = c.options;
   if (!training)
@@ -127,18 +153,13 @@ OptionFlags layerOptions(const RnnConfig &c, bool training) {
   return options;
 }
 
+namespace {
+
 std::shared_ptr<RnnLayer> buildLstm(const Device &device, const RnnConfig &c, bool training) {
   Graph graph = makeGraph(device);
   linalg::PlanningCache cache;
   const Tensor lengths = addLengths(graph, c);
-  lstm::LstmParams params =
-      lengths.valid() ? lstm::LstmParams(c.type, c.B, c.T, lengths, {c.I, c.H})
-                      : lstm::LstmParams(c.type, c.B, c.T, {c.I, c.H});
-  params.cellOrder = cellOrderOf(c, &lstm::parseBasicLstmCellUnit,
-                                 lstm::getDefaultBasicLstmCellOrder());
-  params.cellClip = c.cellClip;
-  params.projSize = c.P;
-  params.activationClip = {c.activationClip > 0, c.activationClip};
+  const lstm::LstmParams params = lstmParams(c, lengths);
   OptionFlags options = layerOptions(c, training);
 
   RnnTensors t;
@@ -173,12 +194,7 @@ std::shared_ptr<RnnLayer> buildGru(const Device &device, const RnnConfig &c, boo
   Graph graph = makeGraph(device);
   linalg::PlanningCache cache;
   const Tensor lengths = addLengths(graph, c);
-  gru::GruParams params = lengths.valid() ? gru::GruParams(c.type, c.B, c.T, lengths, {c.I, c.H})
-                                          : gru::GruParams(c.type, c.B, c.T, {c.I, c.H});
-  params.cellOrder = cellOrderOf(c, &gru::parseBasicGruCellUnit,
-                                 gru::getDefaultBasicGruCellOrder());
-  params.resetAfter = c.resetAfter;
-  params.activationClip = {c.activationClip > 0, c.activationClip};
+  const gru::GruParams params = gruParams(c, lengths);
   OptionFlags options = layerOptions(c, training);
 
   RnnTensors t;

@@ -9,6 +9,7 @@
 #include <aspen/Graph.hpp>
 #include <aspen/OptionFlags.hpp>
 #include <aspen/Type.hpp>
+#include <aspen/nn/Gru.hpp>
 #include <aspen/nn/Lstm.hpp>
 #include <aspen/nn/NonLinearityDef.hpp>
 
@@ -96,6 +97,18 @@ struct WeightIo {
   std::vector<std::uint8_t> lastTorchWeights;
 };
 
+// What the layers' builders share (Layers.cpp, StackLayers.cpp): host handle transfers of
+// `bytes` bytes, the lengths variable (host handle "lengths"; invalid without variable lengths),
+// the layer's parameters from its configuration, and its options: the caller's, inferenceOnly
+// for a forward without reserve, and hardSigmoidGradient exact (the true derivative, as
+// frameworks give it) unless the caller chose.
+void write(Engine &engine, const char *handle, const void *data, std::size_t bytes);
+void read(Engine &engine, const char *handle, void *data, std::size_t bytes);
+Tensor addLengths(Graph &graph, const RnnConfig &c);
+nn::lstm::LstmParams lstmParams(const RnnConfig &c, const Tensor &lengths);
+nn::gru::GruParams gruParams(const RnnConfig &c, const Tensor &lengths);
+OptionFlags layerOptions(const RnnConfig &c, bool training);
+
 struct RnnLayer {
   RnnLayer(Engine e, bool training) : engine(std::move(e)), training(training) {}
   std::mutex mutex;
@@ -142,6 +155,50 @@ struct RnnBackwardCall {
 };
 void runRnnBackward(RnnLayer &layer, const RnnConfig &config, const RnnBackwardCall &call,
                     const Memory &memory);
+
+// A stack as aspen_rnn_stack_desc describes it, checked: layer 0's configuration in the forward
+// direction (its options without direction), L layers, D directions (a reverse-only stack has
+// D = 1), dropout between layers in training.
+struct RnnStackConfig {
+  RnnConfig base;
+  std::size_t L = 1, D = 1;
+  bool reverseOnly = false;
+  double dropout = 0.0;
+  std::uint64_t seed = 0;
+
+  std::size_t count() const { return L * D; } // layers x directions: states, weight sets
+  std::size_t W() const { return base.hWidth(); }
+  std::size_t inputSize(std::size_t l) const { return l == 0 ? base.I : D * W(); }
+  // Layer l in direction d as a single layer (its input size and direction): its weights'
+  // sizes and layouts.
+  RnnConfig layer(std::size_t l, std::size_t d) const;
+  std::string name(std::size_t i) const; // "layer l, forward"
+  std::string key(const char *pass) const;
+};
+
+// The stack compiled as one engine (lstm::lstmStackFwd, gru::gruStackFwd and their backward):
+// inference (program 0), or training (program 0 the forward keeping its intermediates, program
+// 1 the backward with the weight update); reserveBytes the intermediates' bytes.
+std::shared_ptr<RnnLayer> buildRnnStack(const Device &device, const RnnStackConfig &config,
+                                        bool training);
+
+struct RnnStackForwardCall {
+  const void *x, *h0, *c0;
+  const void *const *inputWeights, *const *outputWeights, *const *biases;
+  const std::uint32_t *lengths;
+  void *y, *hn, *cn, *reserve;
+};
+void runRnnStackForward(RnnLayer &layer, const RnnStackConfig &config,
+                        const RnnStackForwardCall &call, const Memory &memory);
+
+struct RnnStackBackwardCall {
+  RnnStackForwardCall forward; // reserve is read; y, hn, cn unused
+  const void *dy, *dhn, *dcn;
+  void *dx, *dh0, *dc0;
+  void *const *dInputWeights, *const *dOutputWeights, *const *dBiases;
+};
+void runRnnStackBackward(RnnLayer &layer, const RnnStackConfig &config,
+                         const RnnStackBackwardCall &call, const Memory &memory);
 
 // dst[i] += src[i] for n elements of the config's type (host memory), rounded to the type.
 void addElements(const RnnConfig &c, std::uint8_t *dst, const std::uint8_t *src, std::size_t n);
