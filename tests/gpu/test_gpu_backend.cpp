@@ -219,8 +219,8 @@ TEST_CASE("backend on a GPU: device buffers and a stream give the CPU backend's 
   cudaStreamDestroy(stream);
 }
 
-// A bidirectional 2-layer stack (aspen_rnn_stack_*: 2-D copies between the directions, the
-// input gradients added through the host), training and backward, on `device`. P: an LSTM's
+// A bidirectional 2-layer stack (aspen_rnn_stack_*: one engine, the library's stack),
+// training and backward, on `device`. P: an LSTM's
 // projection (options projSize; its output_weights then hold weight_hh and weight_hr), with
 // ONNX's activation clip at 0.8.
 RnnResults runStack(const char *device, bool lstm, const std::vector<std::uint32_t> &lengths,
