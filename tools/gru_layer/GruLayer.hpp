@@ -12,6 +12,7 @@
 
 #include <aspen/linalg/MatMulPlan.hpp>
 #include <aspen/nn/Gru.hpp>
+#include <aspen/nn/GruStack.hpp>
 #include <aspen/nn/RecurrentPlan.hpp>
 
 #include <random>
@@ -185,12 +186,85 @@ inline gru::GruParams layerParams(const Config &c, const aspen::Tensor &timeStep
   return params;
 }
 
+// Whether the run builds its stack in one call (stackInOneCall; the AUGRU and the
+// realTimeSteps overloads keep the layer-by-layer calls: a stack has neither).
+inline bool usesStackCall(const Config &c) {
+  const bool layerOnly = c.withAttention || c.withRealTimeSteps;
+  if (layerOnly && stackOptionsAsked(c))
+    throw UsageError("--direction bidirectional, --dropout and --stack-schedule build a stack in "
+                     "one call, which has no attention (--with-attention) and takes the lengths "
+                     "in its params (not --with-real-time-steps)");
+  return !layerOnly && stackInOneCall(c);
+}
+
+// The stack in one call: gru::gruStackFwd and, for --phase all, gruStackBwdWithWU. Tensors of
+// layer l's direction d are named stackName(base, l, d); the final output of each is a result
+// too.
+inline BuiltLayer buildStack(aspen::Graph &graph, const Config &c,
+                             aspen::linalg::PlanningCache &cache) {
+  using namespace aspen;
+  const std::size_t L = c.numLayers, D = c.bidirectional ? 2 : 1, H = c.outputSize;
+  const OptionFlags options = stackCallOptions(c);
+  gru::GruParams params = layerParams(c, addTimeSteps(graph, c), 0);
+  params.outputFullSequence = true;
+  BuiltLayer layer;
+  layer.plan = gru::getPlan(graph, params, c.layerOptions);
+  const Tensor in = gru::createInput(graph, params, "input", c.layerOptions, &cache);
+  const Tensor init = gru::createStackInitialState(graph, params, "init", options);
+  const auto weights = gru::createStackWeights(graph, params, "weights", options, &cache);
+  layer.inputs.push_back({"input", in});
+  for (std::size_t i = 0; i < L * D; ++i) {
+    const auto name = [&](const char *base) { return stackName(base, i / D, i % D); };
+    gru::GruParams p = params;
+    p.rnn.layerSizes[0] = i < D ? c.inputSize : D * H;
+    layer.flops += gru::getBasicGruCellFwdFlops(p) +
+                   (c.backward() ? gru::getBasicGruCellBwdFlops(p) +
+                                       gru::getBasicGruCellWuFlops(p)
+                                 : 0);
+    layer.inputs.push_back({name("initialOutput"), init[i]});
+    layer.inputs.push_back({name("inputWeights"), weights[i].inputWeights});
+    layer.inputs.push_back({name("outputWeights"), weights[i].outputWeights});
+    layer.inputs.push_back({name("biases"), weights[i].biases});
+  }
+  gru::GruStackIntermediates inter;
+  const auto [out, final] =
+      gru::gruStackFwd(graph, params, init, in, weights, c.backward() ? &inter : nullptr,
+                       layer.program, "fwd", options, &cache);
+  layer.results = {{"output", out}};
+  for (std::size_t i = 0; i < L * D; ++i)
+    layer.results.push_back({stackName("finalOutput", i / D, i % D), final[i]});
+  if (!c.backward()) {
+    addHostHandles(graph, layer);
+    return layer;
+  }
+  const Tensor outputGrad = graph.clone(out, "outputGrad");
+  layer.inputs.push_back({"outputGrad", outputGrad});
+  Tensor inputGrad;
+  std::vector<gru::GruWeights> grads;
+  const Tensor initGrad = gru::gruStackBwdWithWU(
+      graph, params, layer.program, init, inter, weights, out, outputGrad, nullptr,
+      c.ignoreInputGradient ? nullptr : &inputGrad, grads, "bwd", options, &cache);
+  if (!c.ignoreInputGradient)
+    layer.results.push_back({"inputGrad", inputGrad});
+  for (std::size_t i = 0; i < L * D; ++i) {
+    const auto name = [&](const char *base) { return stackName(base, i / D, i % D); };
+    layer.results.push_back({name("initialOutputGrad"), initGrad[i]});
+    layer.results.push_back({name("inputWeightsGrad"), grads[i].inputWeights});
+    layer.results.push_back({name("outputWeightsGrad"), grads[i].outputWeights});
+    layer.results.push_back({name("biasesGrad"), grads[i].biases});
+  }
+  addHostHandles(graph, layer);
+  return layer;
+}
+
 // The layer's graph for c's phase, with its host handles (inputs: input, initialOutput,
 // inputWeights, outputWeights, biases, then attention and outputGrad when used; the timeSteps
 // handle is addTimeSteps's). With --num-layers L a stack, layer l > 0 taking layer l - 1's
 // output: its tensors are named as layer 0's with ".l<l>" (layerName).
 inline BuiltLayer build(aspen::Graph &graph, const Config &c, aspen::linalg::PlanningCache &cache) {
   using namespace aspen;
+  if (usesStackCall(c))
+    return buildStack(graph, c, cache);
   const std::size_t L = c.numLayers;
   const bool backward = c.backward(), weightUpdate = c.weightUpdate();
   const OptionFlags &options = c.layerOptions;

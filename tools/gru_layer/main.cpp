@@ -10,6 +10,7 @@
 // Inputs, tolerances and exit statuses: rnn_common/LayerDriver.hpp.
 #include "gru_layer/GruLayer.hpp"
 #include "gru_layer/GruReference.hpp"
+#include "rnn_common/StackReference.hpp"
 
 
 #include <fmt/format.h>
@@ -59,7 +60,104 @@ Config parseArguments(int argc, char **argv) {
 // `saved`), and the host model's results. A stack (--num-layers) draws layer 0's tensors first,
 // as a single layer does (its attention after them), then each layer's above; the model composes
 // the layers as the stack does, each in the run's direction.
+// The model of a stack in one call (usesStackCall): L layers in D directions composed from
+// gruref layers by rnnref::stackForward / stackBackward, with the dropout mask between them in
+// a training run; tensors named as buildStack names them, drawn in its order.
+ExpectedOf stackModel(const Config &c, Engine &engine, std::vector<NamedTensor> &saved) {
+  const std::size_t T = c.sequenceSize, B = c.batchSize, I = c.inputSize, H = c.outputSize;
+  const std::size_t L = c.numLayers, D = c.bidirectional ? 2 : 1, n = L * D;
+  const Type type = c.dataType;
+  std::mt19937 rng(c.seed);
+  const double weightScale = 1.0 / std::sqrt(double(H));
+  const Shape state = {B, H};
+  const Shape biasesShape = c.resetAfter ? Shape{3, 2, H} : Shape{3, H};
+  const auto inputSize = [&](std::size_t i) { return i < D ? I : D * H; };
+  const auto draw = [&](const std::string &name, const Shape &shape, const std::string &meaning,
+                        double scale) {
+    saved.push_back({name, shape, meaning, randomValues(rng, shape, scale, type), {}});
+    writeValues(engine, name, type, saved.back().values);
+    return saved.back().values;
+  };
+  rnnref::StackShape shape;
+  shape.T = T, shape.B = B, shape.L = L, shape.D = D, shape.W = H;
+  shape.reverseOnly = c.reverse;
+  shape.timeSteps = c.variableTimeSteps;
+  shape.dropout = c.dropout, shape.seed = c.dropoutSeed, shape.training = c.backward();
+  const std::vector<double> input = draw("input", {T, B, I}, "input x_t [T,B,I]", c.inputRange);
+  std::vector<gruref::GruModel> models(n);
+  std::vector<gruref::GruData> data(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto name = [&](const char *base) { return stackName(base, i / D, i % D); };
+    const std::string in = i < D ? "I" : std::to_string(D) + "H";
+    gruref::GruModel &m = models[i];
+    m.T = T, m.B = B, m.I = inputSize(i), m.H = H;
+    for (std::size_t s = 0; s < gruref::kNumGates; ++s)
+      m.cellOrder[s] = int(c.cellOrder[s]);
+    m.act = c.activation->reference;
+    m.recAct = c.recurrentActivation->reference;
+    m.hardSigmoidGradient = c.hardSigmoidGradient;
+    m.resetAfter = c.resetAfter;
+    m.activationClip = c.activationClip > 0 ? roundTo(type, c.activationClip) : 0.0;
+    m.timeSteps = c.variableTimeSteps;
+    data[i].initialOutput =
+        draw(name("initialOutput"), state, "initial output h_{-1} [B,H]", c.inputRange);
+    data[i].inputWeights = draw(name("inputWeights"), {3, m.I, H},
+                                "input weights Wi [3," + in + ",H], dim 0 in cellOrder",
+                                weightScale);
+    data[i].outputWeights = draw(name("outputWeights"), {3, H, H},
+                                 "recurrent weights Wo [3,H,H], dim 0 in cellOrder", weightScale);
+    data[i].biases = draw(name("biases"), biasesShape,
+                          c.resetAfter ? "biases [3,2,H] ([g][0] input, [g][1] recurrent)"
+                                       : "biases [3,H], dim 0 in cellOrder",
+                          1.0);
+  }
+  writeTimeSteps(engine, c, saved);
+  std::vector<gruref::GruForward> fwd(n);
+  const auto outputs = rnnref::stackForward(shape, input, [&](std::size_t i, std::size_t,
+                                                              const std::vector<double> &x) {
+    data[i].input = x;
+    fwd[i] = gruref::forward(models[i], data[i]);
+    return fwd[i].output;
+  });
+  std::vector<gruref::GruGrads> grads(n);
+  std::vector<double> inputGrad;
+  if (c.backward()) {
+    const std::vector<double> dy = draw("outputGrad", {T, B, D * H},
+                                        "gradient of the output [T,B," + std::to_string(D) +
+                                            "H]",
+                                        1.0);
+    inputGrad = rnnref::stackBackward(shape, dy, [&](std::size_t i, std::size_t,
+                                                     const std::vector<double> &g) {
+      grads[i] = gruref::backward(models[i], data[i], fwd[i], g);
+      return grads[i].inputGrad;
+    });
+  }
+  return [=](const std::string &result) -> Expected {
+    const StackNameParts parts = splitStackName(result);
+    const std::size_t i = parts.l * D + parts.d;
+    const std::string in = i < D ? "I" : std::to_string(D) + "H";
+    const std::string &name = parts.name;
+    if (name == "output")
+      return {{T, B, D * H}, "the stack's output [T,B," + std::to_string(D) + "H]",
+              &outputs.back()};
+    if (name == "finalOutput")
+      return {state, "each row's final output [B,H]", &fwd[i].finalOutput};
+    if (name == "inputGrad")
+      return {{T, B, I}, "gradient of the input [T,B,I]", &inputGrad};
+    if (name == "initialOutputGrad")
+      return {state, "gradient of the initial output [B,H]", &grads[i].initialOutputGrad};
+    if (name == "inputWeightsGrad")
+      return {{3, inputSize(i), H}, "gradient of inputWeights [3," + in + ",H]",
+              &grads[i].inputWeightsGrad};
+    if (name == "outputWeightsGrad")
+      return {{3, H, H}, "gradient of outputWeights [3,H,H]", &grads[i].outputWeightsGrad};
+    return {biasesShape, "gradient of biases (biases' shape)", &grads[i].biasesGrad};
+  };
+}
+
 ExpectedOf model(const Config &c, Engine &engine, std::vector<NamedTensor> &saved) {
+  if (usesStackCall(c))
+    return stackModel(c, engine, saved);
   const std::size_t T = c.sequenceSize, B = c.batchSize, I = c.inputSize, H = c.outputSize;
   const std::size_t L = c.numLayers;
   const bool backward = c.backward();

@@ -10,6 +10,7 @@
 
 #include <aspen/linalg/MatMulPlan.hpp>
 #include <aspen/nn/Lstm.hpp>
+#include <aspen/nn/LstmStack.hpp>
 #include <aspen/nn/RecurrentPlan.hpp>
 
 #include <string>
@@ -146,6 +147,92 @@ inline lstm::LstmParams layerParams(const Config &c, const aspen::Tensor &timeSt
   return params;
 }
 
+// Whether the run builds its stack in one call (stackInOneCall; --ignore-final-cell-state alone
+// keeps the layer-by-layer calls, whose lstmFwd can drop the final cell state).
+inline bool usesStackCall(const Config &c) {
+  return stackInOneCall(c) && (!c.ignoreFinalCellState || stackOptionsAsked(c));
+}
+
+// The stack in one call (stackInOneCall): lstm::lstmStackFwd and, for --phase all,
+// lstmStackBwdWithWU. Tensors of layer l's direction d are named stackName(base, l, d); the
+// final output and cell state of each are results too.
+inline BuiltLayer buildStack(aspen::Graph &graph, const Config &c,
+                             aspen::linalg::PlanningCache &cache) {
+  using namespace aspen;
+  const std::size_t L = c.numLayers, D = c.bidirectional ? 2 : 1;
+  const OptionFlags options = stackCallOptions(c);
+  lstm::LstmParams params = layerParams(c, addTimeSteps(graph, c), 0);
+  params.outputFullSequence = true;
+  BuiltLayer layer;
+  layer.plan = lstm::getPlan(graph, params, c.layerOptions);
+  const Tensor in = lstm::createInput(graph, params, "input", c.layerOptions, &cache);
+  const lstm::LstmState init = lstm::createStackInitialState(graph, params, "init", options);
+  const auto weights = lstm::createStackWeights(graph, params, "weights", options, &cache);
+  layer.inputs.push_back({"input", in});
+  for (std::size_t i = 0; i < L * D; ++i) {
+    const auto name = [&](const char *base) { return stackName(base, i / D, i % D); };
+    lstm::LstmParams p = params;
+    p.rnn.layerSizes[0] = i < D ? c.inputSize : D * c.hiddenOutputSize();
+    layer.flops += lstm::getBasicLstmCellFwdFlops(p) +
+                   (c.backward() ? lstm::getBasicLstmCellBwdFlops(p) +
+                                       lstm::getBasicLstmCellWuFlops(p)
+                                 : 0);
+    layer.inputs.push_back({name("initialOutput"), init.output[i]});
+    layer.inputs.push_back({name("initialCellState"), init.cellState[i]});
+    layer.inputs.push_back({name("inputWeights"), weights[i].inputWeights});
+    layer.inputs.push_back({name("outputWeights"), weights[i].outputWeights});
+    layer.inputs.push_back({name("biases"), weights[i].biases});
+    if (c.projSize)
+      layer.inputs.push_back({name("projection"), weights[i].projection});
+  }
+  lstm::LstmStackIntermediates inter;
+  const auto [out, final] =
+      lstm::lstmStackFwd(graph, params, init, in, weights, c.backward() ? &inter : nullptr,
+                         layer.program, "fwd", options, &cache);
+  layer.results = {{"output", out}};
+  for (std::size_t i = 0; i < L * D; ++i) {
+    layer.results.push_back({stackName("finalOutput", i / D, i % D), final.output[i]});
+    layer.results.push_back({stackName("finalCellState", i / D, i % D), final.cellState[i]});
+  }
+  if (!c.backward()) {
+    addHostHandles(graph, layer);
+    return layer;
+  }
+  const Tensor outputGrad = graph.clone(out, "outputGrad");
+  layer.inputs.push_back({"outputGrad", outputGrad});
+  lstm::LstmState lastGrad;
+  if (c.lastStepStateGrad) {
+    lastGrad = {graph.clone(final.output, "lastStepStateGrad.output"),
+                graph.clone(final.cellState, "lastStepStateGrad.cellState")};
+    for (std::size_t i = 0; i < L * D; ++i) {
+      layer.inputs.push_back(
+          {stackName("lastStepStateGrad.output", i / D, i % D), lastGrad.output[i]});
+      layer.inputs.push_back(
+          {stackName("lastStepStateGrad.cellState", i / D, i % D), lastGrad.cellState[i]});
+    }
+  }
+  Tensor inputGrad;
+  std::vector<lstm::LstmWeights> grads;
+  const lstm::LstmState initGrad = lstm::lstmStackBwdWithWU(
+      graph, params, layer.program, init, inter, weights, out, outputGrad,
+      c.lastStepStateGrad ? &lastGrad : nullptr, c.ignoreInputGradient ? nullptr : &inputGrad,
+      grads, "bwd", options, &cache);
+  if (!c.ignoreInputGradient)
+    layer.results.push_back({"inputGrad", inputGrad});
+  for (std::size_t i = 0; i < L * D; ++i) {
+    const auto name = [&](const char *base) { return stackName(base, i / D, i % D); };
+    layer.results.push_back({name("initialOutputGrad"), initGrad.output[i]});
+    layer.results.push_back({name("initialCellStateGrad"), initGrad.cellState[i]});
+    layer.results.push_back({name("inputWeightsGrad"), grads[i].inputWeights});
+    layer.results.push_back({name("outputWeightsGrad"), grads[i].outputWeights});
+    layer.results.push_back({name("biasesGrad"), grads[i].biases});
+    if (c.projSize)
+      layer.results.push_back({name("projectionGrad"), grads[i].projection});
+  }
+  addHostHandles(graph, layer);
+  return layer;
+}
+
 // The layer's graph for c's phase, with its host handles (inputs: input, initialOutput,
 // initialCellState, inputWeights, outputWeights, biases (projection), then outputGrad and
 // lastStepStateGrad.{output,cellState} when used; the timeSteps handle is addTimeSteps's). With
@@ -153,6 +240,12 @@ inline lstm::LstmParams layerParams(const Config &c, const aspen::Tensor &timeSt
 // layer 0's with ".l<l>" (layerName), the output and the input gradient are the stack's.
 inline BuiltLayer build(aspen::Graph &graph, const Config &c, aspen::linalg::PlanningCache &cache) {
   using namespace aspen;
+  if (usesStackCall(c)) {
+    if (c.ignoreFinalCellState)
+      throw UsageError("--ignore-final-cell-state: a stack in one call always keeps its final "
+                       "states");
+    return buildStack(graph, c, cache);
+  }
   const std::size_t L = c.numLayers;
   const bool backward = c.backward(), weightUpdate = c.weightUpdate();
   const OptionFlags &options = c.layerOptions;

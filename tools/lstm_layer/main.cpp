@@ -6,6 +6,7 @@
 // rnn_common/LayerDriver.hpp.
 #include "lstm_layer/LstmLayer.hpp"
 #include "lstm_layer/LstmReference.hpp"
+#include "rnn_common/StackReference.hpp"
 
 
 #include <fmt/format.h>
@@ -50,11 +51,130 @@ Config parseArguments(int argc, char **argv) {
 
 // --- The layer -------------------------------------------------------------------------------
 
+// The model of a stack in one call (usesStackCall): L layers in D directions composed from
+// lstmref layers by rnnref::stackForward / stackBackward, with the dropout mask between them
+// in a training run; tensors named as buildStack names them, drawn in its order.
+ExpectedOf stackModel(const Config &c, Engine &engine, std::vector<NamedTensor> &saved) {
+  const std::size_t T = c.sequenceSize, B = c.batchSize, I = c.inputSize, H = c.outputSize;
+  const std::size_t R = c.hiddenOutputSize(), P = c.projSize;
+  const std::size_t L = c.numLayers, D = c.bidirectional ? 2 : 1, n = L * D;
+  const Type type = c.dataType;
+  std::mt19937 rng(c.seed);
+  const double weightScale = 1.0 / std::sqrt(double(H));
+  const Shape state = {B, R}, cellState = {B, H};
+  const std::string h = P ? "P" : "H";
+  const auto inputSize = [&](std::size_t i) { return i < D ? I : D * R; };
+  const auto draw = [&](const std::string &name, const Shape &shape, const std::string &meaning,
+                        double scale) {
+    saved.push_back({name, shape, meaning, randomValues(rng, shape, scale, type), {}});
+    writeValues(engine, name, type, saved.back().values);
+    return saved.back().values;
+  };
+  rnnref::StackShape shape;
+  shape.T = T, shape.B = B, shape.L = L, shape.D = D, shape.W = R;
+  shape.reverseOnly = c.reverse;
+  shape.timeSteps = c.variableTimeSteps;
+  shape.dropout = c.dropout, shape.seed = c.dropoutSeed, shape.training = c.backward();
+  const std::vector<double> input = draw("input", {T, B, I}, "input x_t [T,B,I]", c.inputRange);
+  std::vector<lstmref::LstmModel> models(n);
+  std::vector<lstmref::LstmData> data(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto name = [&](const char *base) { return stackName(base, i / D, i % D); };
+    const std::string in = i < D ? "I" : std::to_string(D) + h;
+    lstmref::LstmModel &m = models[i];
+    m.T = T, m.B = B, m.I = inputSize(i), m.H = H, m.P = P;
+    for (std::size_t s = 0; s < 4; ++s)
+      m.cellOrder[s] = int(c.cellOrder[s]);
+    m.act = c.activation->reference;
+    m.recAct = c.recurrentActivation->reference;
+    m.hardSigmoidGradient = c.hardSigmoidGradient;
+    m.timeSteps = c.variableTimeSteps;
+    m.cellClip = c.cellClip.enabled;
+    m.cellClipMin = c.cellClip.min, m.cellClipMax = c.cellClip.max;
+    m.activationClip = c.activationClip > 0 ? roundTo(type, c.activationClip) : 0.0;
+    data[i].initialOutput =
+        draw(name("initialOutput"), state, "initial output h_{-1} [B," + h + "]", c.inputRange);
+    data[i].initialCellState = draw(name("initialCellState"), cellState,
+                                    "initial cell state c_{-1} [B,H]", c.inputRange);
+    data[i].inputWeights = draw(name("inputWeights"), {4, m.I, H},
+                                "input weights Wi [4," + in + ",H], dim 0 in cellOrder",
+                                weightScale);
+    data[i].outputWeights = draw(name("outputWeights"), {4, R, H},
+                                 "recurrent weights Wo [4," + h + ",H], dim 0 in cellOrder",
+                                 weightScale);
+    data[i].biases = draw(name("biases"), {4, H}, "biases [4,H], dim 0 in cellOrder", 1.0);
+    if (P)
+      data[i].projection =
+          draw(name("projection"), {H, P}, "projection Wp [H,P]: h_t = m_t . Wp", weightScale);
+  }
+  writeTimeSteps(engine, c, saved);
+  std::vector<lstmref::LstmForward> fwd(n);
+  const auto outputs = rnnref::stackForward(shape, input, [&](std::size_t i, std::size_t,
+                                                              const std::vector<double> &x) {
+    data[i].input = x;
+    fwd[i] = lstmref::forward(models[i], data[i]);
+    return fwd[i].output;
+  });
+  std::vector<lstmref::LstmGrads> grads(n);
+  std::vector<double> inputGrad;
+  if (c.backward()) {
+    const std::vector<double> dy = draw("outputGrad", {T, B, D * R},
+                                        "gradient of the output [T,B," + std::to_string(D) + h +
+                                            "]",
+                                        1.0);
+    std::vector<lstmref::LstmStateGrad> last(n);
+    for (std::size_t i = 0; i < n && c.lastStepStateGrad; ++i) {
+      last[i].output = draw(stackName("lastStepStateGrad.output", i / D, i % D), state,
+                            "gradient of the final output [B," + h + "]", 1.0);
+      last[i].cellState = draw(stackName("lastStepStateGrad.cellState", i / D, i % D),
+                               cellState, "gradient of the final cell state [B,H]", 1.0);
+    }
+    inputGrad = rnnref::stackBackward(shape, dy, [&](std::size_t i, std::size_t,
+                                                     const std::vector<double> &g) {
+      grads[i] = lstmref::backward(models[i], data[i], fwd[i], g, last[i]);
+      return grads[i].inputGrad;
+    });
+  }
+  return [=](const std::string &result) -> Expected {
+    const StackNameParts parts = splitStackName(result);
+    const std::size_t i = parts.l * D + parts.d;
+    const std::string in = i < D ? "I" : std::to_string(D) + h;
+    const std::string &name = parts.name;
+    if (name == "output")
+      return {{T, B, D * R}, "the stack's output [T,B," + std::to_string(D) + h + "]",
+              &outputs.back()};
+    if (name == "finalOutput")
+      return {state, "each row's final output [B," + h + "]", &fwd[i].finalOutput};
+    if (name == "finalCellState")
+      return {cellState, "each row's final cell state [B,H]", &fwd[i].finalCellState};
+    if (name == "inputGrad")
+      return {{T, B, I}, "gradient of the input [T,B,I]", &inputGrad};
+    if (name == "initialOutputGrad")
+      return {state, "gradient of the initial output [B," + h + "]",
+              &grads[i].initialOutputGrad};
+    if (name == "initialCellStateGrad")
+      return {cellState, "gradient of the initial cell state [B,H]",
+              &grads[i].initialCellStateGrad};
+    if (name == "inputWeightsGrad")
+      return {{4, inputSize(i), H}, "gradient of inputWeights [4," + in + ",H]",
+              &grads[i].inputWeightsGrad};
+    if (name == "outputWeightsGrad")
+      return {{4, R, H}, "gradient of outputWeights [4," + h + ",H]",
+              &grads[i].outputWeightsGrad};
+    if (name == "projectionGrad")
+      return {{H, P}, "gradient of the projection [H,P]", &grads[i].projectionGrad};
+    return {{4, H}, "gradient of biases [4,H]", &grads[i].biasesGrad};
+  };
+}
+
+
 // The inputs, drawn in a fixed order, rounded to the data type and written (appended to
 // `saved`), and the host model's results. A stack (--num-layers) draws layer 0's tensors first,
 // as a single layer does, then each layer's above; the model composes the layers as the stack
 // does, each in the run's direction.
 ExpectedOf model(const Config &c, Engine &engine, std::vector<NamedTensor> &saved) {
+  if (usesStackCall(c))
+    return stackModel(c, engine, saved);
   const std::size_t T = c.sequenceSize, B = c.batchSize, I = c.inputSize, H = c.outputSize;
   const std::size_t R = c.hiddenOutputSize(), P = c.projSize, L = c.numLayers;
   const bool backward = c.backward();

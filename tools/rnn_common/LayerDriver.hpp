@@ -95,7 +95,13 @@ struct CommonConfig {
   const ActivationName *recurrentActivation = nullptr;
   bool ignoreInputGradient = false, outputAllSequence = true, compileOnly = false, profile = false;
   std::vector<unsigned> variableTimeSteps;
-  bool reverse = false; // --direction reverse
+  bool reverse = false;       // --direction reverse
+  bool bidirectional = false; // --direction bidirectional (a stack in one call)
+  // A stack in one call (--num-layers, --direction bidirectional): the dropout between layers
+  // in training (--dropout, --dropout-seed) and the schedule (--stack-schedule; empty: auto).
+  double dropout = 0.0;
+  std::uint64_t dropoutSeed = 0;
+  std::string stackSchedule;
   unsigned runs = 1, seed = 1;
   std::optional<unsigned> tilesPerIpu, ipus;
   std::optional<double> relTolerance, absTolerance;
@@ -254,8 +260,38 @@ template <typename Config> Flag<Config> numLayersFlag(const std::string &limits)
           }};
 }
 
+// Whether the run builds its stack in one call (lstm::lstmStackFwd, gru::gruStackFwd): more
+// than one layer, or both directions, or a stack option, in a phase the stack calls have (fwd,
+// or all: the backward with the weight update) with the whole output sequence. Raises
+// UsageError where a stack option cannot be honoured.
+inline bool stackOptionsAsked(const CommonConfig &c) {
+  return c.bidirectional || c.dropout > 0 || !c.stackSchedule.empty();
+}
+template <typename Config> bool stackInOneCall(const Config &c) {
+  const bool asked = stackOptionsAsked(c);
+  const bool possible = (c.phase == "fwd" || c.phase == "all") && c.outputAllSequence;
+  if (asked && !possible)
+    throw UsageError("--direction bidirectional, --dropout and --stack-schedule build a stack "
+                     "in one call, which has --phase fwd or all and keeps the whole output "
+                     "sequence (--output-all-sequence 1)");
+  return asked || (c.numLayers > 1 && possible);
+}
+
+// The options of a stack in one call: the layer options, numLayers, direction and the rest.
+template <typename Config> aspen::OptionFlags stackCallOptions(const Config &c) {
+  aspen::OptionFlags o = c.layerOptions;
+  o.set("numLayers", std::to_string(c.numLayers));
+  o.set("direction", c.bidirectional ? "bidirectional" : c.reverse ? "reverse" : "forward");
+  o.set("dropout", fmt::format("{}", c.dropout));
+  o.set("dropoutSeed", std::to_string(c.dropoutSeed));
+  if (!c.stackSchedule.empty())
+    o.set("stackSchedule", c.stackSchedule);
+  return o;
+}
+
 // The name of a stack's layer l's tensors: the base name for layer 0, NAME.l<l> above it; and
-// back, {NAME, l}.
+// back, {NAME, l}. With both directions the reverse one's are NAME.rev and NAME.l<l>.rev
+// (stackName; splitStackName gives {NAME, l, d}).
 inline std::string layerName(const std::string &name, std::size_t l) {
   return l == 0 ? name : name + ".l" + std::to_string(l);
 }
@@ -265,6 +301,19 @@ inline std::pair<std::string, std::size_t> splitLayerName(const std::string &nam
       name.find_first_not_of("0123456789", at + 2) != std::string::npos)
     return {name, 0};
   return {name.substr(0, at), std::stoul(name.substr(at + 2))};
+}
+
+inline std::string stackName(const std::string &name, std::size_t l, std::size_t d) {
+  return layerName(name, l) + (d == 1 ? ".rev" : "");
+}
+struct StackNameParts {
+  std::string name;
+  std::size_t l = 0, d = 0;
+};
+inline StackNameParts splitStackName(const std::string &name) {
+  const bool reverse = name.size() > 4 && name.compare(name.size() - 4, 4, ".rev") == 0;
+  const auto [base, l] = splitLayerName(reverse ? name.substr(0, name.size() - 4) : name);
+  return {base, l, reverse ? 1u : 0u};
 }
 
 // Sets a layer option from a flag, its value first checked by `check`.
@@ -332,13 +381,34 @@ template <typename Config> std::vector<Flag<Config>> layerFlags(const std::strin
                               return parseChoice(f, v, {"auto", "true", "false"});
                             })},
       F{"direction", nullptr,
-        "forward | reverse: reverse runs each row from its own last step back to step 0 "
-        "(option direction; Aspen's)",
+        "forward | reverse | bidirectional: reverse runs each row from its own last step back "
+        "to step 0 (option direction; Aspen's); bidirectional both, outputs [T,B,2H] (a stack "
+        "in one call)",
         [](Config &c, auto &f, auto &v) {
-          c.reverse = parseChoice(f, v, {"forward", "reverse"}) == "reverse";
-          c.layerOptions.set("direction", v);
+          const std::string d = parseChoice(f, v, {"forward", "reverse", "bidirectional"});
+          c.reverse = d == "reverse";
+          c.bidirectional = d == "bidirectional";
+          if (!c.bidirectional)
+            c.layerOptions.set("direction", v);
         },
         FlagKind::Value, "forward"},
+      F{"dropout", "0",
+        "[0, 1): a stack's dropout between layers in training, the counter-based mask of "
+        "docs/recurrent.md (option dropout; Aspen's)",
+        [](Config &c, auto &f, auto &v) {
+          c.dropout = parseNumber<double>(f, v);
+          if (!(c.dropout >= 0 && c.dropout < 1))
+            throw UsageError(fmt::format("--{}: {} is not in [0, 1)", f, v));
+        }},
+      F{"dropout-seed", "0", "the dropout mask's seed, an unsigned 64-bit integer",
+        [](Config &c, auto &f, auto &v) { c.dropoutSeed = parseNumber<std::uint64_t>(f, v); }},
+      F{"stack-schedule", nullptr,
+        "auto | wavefront | layerByLayer: how a stack in one call runs its layers (option "
+        "stackSchedule; Aspen's)",
+        [](Config &c, auto &f, auto &v) {
+          c.stackSchedule = parseChoice(f, v, {"auto", "wavefront", "layerByLayer"});
+        },
+        FlagKind::Value, "auto"},
       F{"available-memory-proportion", nullptr, "(0, 1] (option availableMemoryProportion)",
         layerOption<Config>("availableMemoryProportion",
                             [](auto &f, auto &v) {
