@@ -141,6 +141,19 @@ def cli_checks(plan, schema, work):
           "context.layer.options keeps --option")
     check(len(sharded["memory"]["tileBytes"]) == 16, "--tiles 16 gives 16 tiles")
 
+    # A stack in one call: its layers, directions and dropout in the summary and the report.
+    report_path = os.path.join(work, "gru-stack.json")
+    rc, out, err = run([plan, "gru", *small, "--phase", "all", "--num-layers", "2",
+                        "--direction", "bidirectional", "--dropout", "0.25", "--json",
+                        report_path])
+    check(rc == 0, f"bidirectional gru stack exits 0 ({err!r})")
+    check("layers=2 bidirectional dropout=0.25" in out.splitlines()[0],
+          f"the summary names the stack ({out.splitlines()[0]!r})")
+    stack = load(report_path)
+    layer = stack["context"]["layer"]
+    check(layer.get("numLayers") == 2 and layer.get("direction") == "bidirectional"
+          and layer.get("dropout") == 0.25, f"context.layer has the stack ({layer})")
+
     # A run: measured tables beside the estimates, a timeline, and a valid Chrome trace.
     report_path = os.path.join(work, "gru-run.json")
     trace_path = os.path.join(work, "gru-run.trace.json")

@@ -545,6 +545,23 @@ void printUsage() {
 
 } // namespace
 
+// A stack's summary and JSON: its layers, directions and dropout (the plan rows are its first
+// layer's; the rest is the stack's).
+template <typename Config> void stackRows(LayerSetup &setup, const Config &c) {
+  if (c.numLayers > 1) {
+    setup.summary += fmt::format(" layers={}", c.numLayers);
+    setup.layer.set("numLayers", json::Value::number(std::uint64_t(c.numLayers)));
+  }
+  if (c.bidirectional) {
+    setup.summary += " bidirectional";
+    setup.layer.set("direction", json::Value::string("bidirectional"));
+  }
+  if (c.dropout > 0) {
+    setup.summary += fmt::format(" dropout={}", c.dropout);
+    setup.layer.set("dropout", json::Value::number(c.dropout));
+  }
+}
+
 int main(int argc, char **argv) {
   const std::string kind = argc > 1 ? argv[1] : "";
   if (kind == "--help" || kind == "-h" || kind == "help") {
@@ -559,12 +576,7 @@ int main(int argc, char **argv) {
                        LayerSetup setup{"", layerJson("lstm", c), {}, {},
                                         lstmlayer::build(graph, c, cache), {}};
                        recurrentRows(setup, c, true);
-                       // A stack's plan rows are its first layer's; the rest is the stack's.
-                       if (c.numLayers > 1) {
-                         setup.summary += fmt::format(" layers={}", c.numLayers);
-                         setup.layer.set("numLayers",
-                                         json::Value::number(std::uint64_t(c.numLayers)));
-                       }
+                       stackRows(setup, c);
                        if (c.projSize) {
                          setup.summary += fmt::format(" P={}", c.projSize);
                          setup.layer.set("projSize",
@@ -580,11 +592,7 @@ int main(int argc, char **argv) {
                        LayerSetup setup{"", layerJson(c.withAttention ? "augru" : "gru", c), {},
                                         {}, grulayer::build(graph, c, cache), {}};
                        recurrentRows(setup, c, false);
-                       if (c.numLayers > 1) { // the plan rows are its first layer's
-                         setup.summary += fmt::format(" layers={}", c.numLayers);
-                         setup.layer.set("numLayers",
-                                         json::Value::number(std::uint64_t(c.numLayers)));
-                       }
+                       stackRows(setup, c);
                        return setup;
                      });
   if (kind == "rnn")
