@@ -15,6 +15,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace py = pybind11;
 
@@ -78,6 +79,44 @@ struct Desc {
     return d;
   }
 };
+
+// aspen_rnn_stack_desc: a layer's Desc, the number of layers, the direction ("forward",
+// "reverse", "bidirectional") and the dropout between layers.
+struct StackDesc {
+  Desc layer;
+  std::size_t numLayers;
+  std::string direction;
+  double dropout;
+  std::uint64_t seed;
+  aspen_rnn_stack_desc get() const {
+    aspen_rnn_stack_desc d = aspen_rnn_stack_desc_init();
+    d.layer = layer.get();
+    d.num_layers = numLayers;
+    if (direction != "forward" && direction != "reverse" && direction != "bidirectional")
+      throw py::value_error("direction '" + direction +
+                            "' is not 'forward', 'reverse' or 'bidirectional'");
+    d.direction = direction == "forward"   ? ASPEN_RNN_FORWARD
+                  : direction == "reverse" ? ASPEN_RNN_REVERSE
+                                           : ASPEN_RNN_BIDIRECTIONAL;
+    d.dropout = dropout;
+    d.dropout_seed = seed;
+    return d;
+  }
+};
+
+using Pointers = std::vector<std::uintptr_t>;
+std::vector<const void *> ins(const Pointers &p) {
+  std::vector<const void *> v;
+  for (std::uintptr_t a : p)
+    v.push_back(in(a));
+  return v;
+}
+std::vector<void *> outs(const Pointers &p) {
+  std::vector<void *> v;
+  for (std::uintptr_t a : p)
+    v.push_back(out(a));
+  return v;
+}
 
 aspen_dtype dtypeOf(const std::string &dtype) {
   if (dtype == "float32")
@@ -202,6 +241,49 @@ public:
                                 static_cast<const std::uint32_t *>(in(lengths)), in(y),
                                 in(reserve), in(dy), in(dhn), in(dcn), out(dx), out(dh0), out(dc0),
                                 out(dwi), out(dwo), out(db), out(stream));
+    });
+  }
+
+  // A stack in one call (aspen_rnn_stack_*): the weights as lists of addresses, one a layer
+  // and direction; dwi, dwo and db empty for no weight update.
+  std::size_t stackReserveBytes(const StackDesc &desc) {
+    const aspen_rnn_stack_desc d = desc.get();
+    std::size_t bytes = 0;
+    callWithoutGil([&] { return aspen_rnn_stack_sizes(handle_, &d, nullptr, &bytes); });
+    return bytes;
+  }
+
+  void stackForward(const StackDesc &desc, std::uintptr_t x, std::uintptr_t h0,
+                    std::uintptr_t c0, const Pointers &wi, const Pointers &wo, const Pointers &b,
+                    std::uintptr_t lengths, std::uintptr_t y, std::uintptr_t hn,
+                    std::uintptr_t cn, std::uintptr_t reserve, std::uintptr_t stream) {
+    const aspen_rnn_stack_desc d = desc.get();
+    const auto wis = ins(wi), wos = ins(wo), bs = ins(b);
+    callWithoutGil([&] {
+      return aspen_rnn_stack_forward(handle_, &d, in(x), in(h0), in(c0), wis.data(), wos.data(),
+                                     bs.data(), static_cast<const std::uint32_t *>(in(lengths)),
+                                     out(y), out(hn), out(cn), nullptr, out(reserve),
+                                     out(stream));
+    });
+  }
+
+  void stackBackward(const StackDesc &desc, std::uintptr_t x, std::uintptr_t h0,
+                     std::uintptr_t c0, const Pointers &wi, const Pointers &wo,
+                     const Pointers &b, std::uintptr_t lengths, std::uintptr_t y,
+                     std::uintptr_t reserve, std::uintptr_t dy, std::uintptr_t dhn,
+                     std::uintptr_t dcn, std::uintptr_t dx, std::uintptr_t dh0,
+                     std::uintptr_t dc0, const Pointers &dwi, const Pointers &dwo,
+                     const Pointers &db, std::uintptr_t stream) {
+    const aspen_rnn_stack_desc d = desc.get();
+    const auto wis = ins(wi), wos = ins(wo), bs = ins(b);
+    auto dwis = outs(dwi), dwos = outs(dwo), dbs = outs(db);
+    callWithoutGil([&] {
+      return aspen_rnn_stack_backward(
+          handle_, &d, in(x), in(h0), in(c0), wis.data(), wos.data(), bs.data(),
+          static_cast<const std::uint32_t *>(in(lengths)), in(y), nullptr, in(reserve), in(dy),
+          in(dhn), in(dcn), out(dx), out(dh0), out(dc0), dwis.empty() ? nullptr : dwis.data(),
+          dwos.empty() ? nullptr : dwos.data(), dbs.empty() ? nullptr : dbs.data(),
+          out(stream));
     });
   }
 
@@ -333,6 +415,10 @@ PYBIND11_MODULE(_backend, m) {
            py::arg("input_size"), py::arg("hidden_size"), py::arg("variable_lengths") = false,
            py::arg("reset_after") = false, py::arg("cell_order") = py::none(),
            py::arg("options") = py::none(), py::arg("weights_layout") = "aspen");
+  py::class_<StackDesc>(m, "StackDesc")
+      .def(py::init<Desc, std::size_t, std::string, double, std::uint64_t>(), py::arg("layer"),
+           py::arg("num_layers"), py::arg("direction") = "forward", py::arg("dropout") = 0.0,
+           py::arg("seed") = 0);
   py::class_<ConvDesc>(m, "ConvDesc")
       .def(py::init<std::string, std::size_t, std::size_t, std::size_t, std::size_t,
                     std::size_t, Pair, Pair, Pair, Pair, std::size_t,
@@ -371,6 +457,9 @@ PYBIND11_MODULE(_backend, m) {
       .def("reserve_bytes", &Backend::reserveBytes)
       .def("forward", &Backend::forward)
       .def("backward", &Backend::backward)
+      .def("stack_reserve_bytes", &Backend::stackReserveBytes)
+      .def("stack_forward", &Backend::stackForward)
+      .def("stack_backward", &Backend::stackBackward)
       .def("use_openmp", &Backend::useOpenMp, py::arg("on") = true)
       .def("cache_stats", &Backend::cacheStats)
       .def("clear_cache", &Backend::clearCache);

@@ -1,8 +1,12 @@
 """aspen_torch.LSTM and aspen_torch.GRU: torch.nn.LSTM and torch.nn.GRU computed by Aspen.
 
 The modules have torch's constructor arguments, parameter names, shapes and initialisation, so
-a state_dict loads into either module and the same seed gives the same weights. Each layer of
-the stack is one autograd Function over Aspen's layer backend (aspen/backend.h): the forward
+a state_dict loads into either module and the same seed gives the same weights. A stack (more
+than one layer, or bidirectional) is one autograd Function over one call of Aspen's backend
+(aspen/backend.h's aspen_rnn_stack_*: one engine, which runs a small batch's LSTM layers as a
+wavefront and a layer's two directions together); in training with dropout, each layer and
+direction is one Function over the single-layer calls, with torch's dropout between layers, so
+that a seed gives torch.nn's masks (one_call = False runs every stack that way). The forward
 saves Aspen's reserve, the backward runs Aspen's backward and weight update. The parameters go
 to the backend in torch's own layouts (ASPEN_WEIGHTS_PYTORCH: the backend converts them while
 writing the layer's inputs, and the gradients back), so a call runs no torch operation on the
@@ -79,13 +83,8 @@ class _RnnLayerFunction(torch.autograd.Function):
         lstm = c0 is not None
         T, B, _ = x.shape
         W = h0.shape[-1]
-        w_ih = w_ih.contiguous()
-        w_hh = w_hh.contiguous() if w_hr is None else torch.cat((w_hh.reshape(-1),
-                                                                 w_hr.reshape(-1)))
-        if b_ih is None:
-            b = x.new_zeros((2, w_ih.shape[0]))
-        else:
-            b = torch.stack((b_ih, b_hh))
+        has_bias = b_ih is not None
+        w_ih, w_hh, b = _backend_weights(x, w_ih, w_hh, b_ih, b_hh, w_hr)
         y = x.new_empty((T, B, W))
         hn = x.new_empty((B, W))
         cn = x.new_empty(c0.shape) if lstm else None
@@ -95,7 +94,7 @@ class _RnnLayerFunction(torch.autograd.Function):
                                   device=x.device)
         backend.forward(desc, _ptr(x), _ptr(h0), _ptr(c0), _ptr(w_ih), _ptr(w_hh), _ptr(b),
                         _ptr(lengths), _ptr(y), _ptr(hn), _ptr(cn), _ptr(reserve), _stream(x))
-        ctx.backend, ctx.desc, ctx.lstm, ctx.has_bias = backend, desc, lstm, b_ih is not None
+        ctx.backend, ctx.desc, ctx.lstm, ctx.has_bias = backend, desc, lstm, has_bias
         ctx.hr_shape = None if w_hr is None else tuple(w_hr.shape)  # [P, H]
         ctx.save_for_backward(lengths, x, h0, c0, w_ih, w_hh, b, y, reserve)
         return (y, hn, cn) if lstm else (y, hn)
@@ -118,14 +117,92 @@ class _RnnLayerFunction(torch.autograd.Function):
                              _ptr(b), _ptr(lengths), _ptr(y), _ptr(reserve), _ptr(dy),
                              _ptr(dhn), _ptr(dcn), _ptr(dx), _ptr(dh0), _ptr(dc0), _ptr(dw_ih),
                              _ptr(dw_hh), _ptr(db), _stream(x))
-        db_ih = db_hh = dw_hr = None
-        if need_weights and ctx.has_bias:  # rows of their own: never one tensor for both
-            db_ih, db_hh = db[0].clone(), db[1].clone()
-        if need_weights and ctx.hr_shape is not None:  # weight_hh's [G*H, P], weight_hr's
-            P, H = ctx.hr_shape
-            n = dw_hh.numel() - P * H
-            dw_hh, dw_hr = dw_hh[:n].view(n // P, P).clone(), dw_hh[n:].view(P, H).clone()
-        return None, None, None, None, dx, dh0, dc0, dw_ih, dw_hh, db_ih, db_hh, dw_hr
+        return (None, None, None, None, dx, dh0, dc0,
+                *_torch_gradients(dw_ih, dw_hh, db, ctx.has_bias, ctx.hr_shape))
+
+
+def _backend_weights(x, w_ih, w_hh, b_ih, b_hh, w_hr):
+    """One layer's parameters as the backend takes them in torch's layouts: weight_ih, weight_hh
+    (with weight_hr after it in one buffer) and the two biases as one [2, G*H] (zeros without
+    bias)."""
+    w_ih = w_ih.contiguous()
+    w_hh = w_hh.contiguous() if w_hr is None else torch.cat((w_hh.reshape(-1), w_hr.reshape(-1)))
+    b = x.new_zeros((2, w_ih.shape[0])) if b_ih is None else torch.stack((b_ih, b_hh))
+    return w_ih, w_hh, b
+
+
+def _torch_gradients(dw_ih, dw_hh, db, has_bias, hr_shape):
+    """The gradients of one layer's parameters from the backend's (as _backend_weights laid them
+    out): dw_ih, dw_hh, db_ih, db_hh, dw_hr, each a tensor of its own."""
+    db_ih = db_hh = dw_hr = None
+    if db is not None and has_bias:  # rows of their own: never one tensor for both
+        db_ih, db_hh = db[0].clone(), db[1].clone()
+    if dw_hh is not None and hr_shape is not None:  # weight_hh's [G*H, P], weight_hr's
+        P, H = hr_shape
+        n = dw_hh.numel() - P * H
+        dw_hh, dw_hr = dw_hh[:n].view(n // P, P).clone(), dw_hh[n:].view(P, H).clone()
+    return dw_ih, dw_hh, db_ih, db_hh, dw_hr
+
+
+class _RnnStackFunction(torch.autograd.Function):
+    """The whole stack in one backend call (aspen_rnn_stack_*: the library schedules it, a
+    wavefront of fused LSTM layers, both directions of a layer in one compute set): y [T,B,D*W],
+    hn [L*D,B,W] and, for an LSTM, cn [L*D,B,H], from x [T,B,I], h0 [L*D,B,W], c0 (None for a
+    GRU), lengths and the parameters of each layer and direction in torch's order, five an
+    entry (weight_ih, weight_hh, bias_ih, bias_hh, weight_hr; None where absent). Without
+    dropout only: aspen_torch keeps torch's dropout between layers."""
+
+    @staticmethod
+    def forward(ctx, backend, desc, D, lengths, training, x, h0, c0, *params):
+        lstm = c0 is not None
+        T, B, _ = x.shape
+        n = len(params) // 5
+        entries = [params[5 * i:5 * i + 5] for i in range(n)]
+        weights = [_backend_weights(x, *e) for e in entries]
+        W = h0.shape[-1]
+        y = x.new_empty((T, B, D * W))
+        hn = torch.empty_like(h0)
+        cn = torch.empty_like(c0) if lstm else None
+        reserve = None
+        if training:
+            reserve = torch.empty(backend.stack_reserve_bytes(desc), dtype=torch.uint8,
+                                  device=x.device)
+        backend.stack_forward(desc, _ptr(x), _ptr(h0), _ptr(c0), [_ptr(w[0]) for w in weights],
+                              [_ptr(w[1]) for w in weights], [_ptr(w[2]) for w in weights],
+                              _ptr(lengths), _ptr(y), _ptr(hn), _ptr(cn), _ptr(reserve),
+                              _stream(x))
+        ctx.backend, ctx.desc, ctx.lstm, ctx.n = backend, desc, lstm, n
+        ctx.has_bias = entries[0][2] is not None
+        ctx.hr_shape = None if entries[0][4] is None else tuple(entries[0][4].shape)
+        flat = [t for w in weights for t in w]
+        ctx.save_for_backward(lengths, x, h0, c0, y, reserve, *flat)
+        return (y, hn, cn) if lstm else (y, hn)
+
+    @staticmethod
+    def backward(ctx, dy, dhn, dcn=None):
+        lengths, x, h0, c0, y, reserve, *flat = ctx.saved_tensors
+        if reserve is None:
+            raise RuntimeError("aspen_torch: backward of a forward that ran without gradients")
+        contiguous = lambda g: None if g is None else g.contiguous()
+        dy, dhn, dcn = contiguous(dy), contiguous(dhn), contiguous(dcn)
+        weights = [flat[3 * i:3 * i + 3] for i in range(ctx.n)]
+        dx = torch.empty_like(x) if ctx.needs_input_grad[5] else None
+        dh0 = torch.empty_like(h0)
+        dc0 = torch.empty_like(c0) if ctx.lstm else None
+        need_weights = any(ctx.needs_input_grad[8:])
+        grads = [[torch.empty_like(t) for t in w] if need_weights else [None] * 3
+                 for w in weights]
+        ctx.backend.stack_backward(
+            ctx.desc, _ptr(x), _ptr(h0), _ptr(c0), [_ptr(w[0]) for w in weights],
+            [_ptr(w[1]) for w in weights], [_ptr(w[2]) for w in weights], _ptr(lengths), _ptr(y),
+            _ptr(reserve), _ptr(dy), _ptr(dhn), _ptr(dcn), _ptr(dx), _ptr(dh0), _ptr(dc0),
+            [_ptr(g[0]) for g in grads] if need_weights else [],
+            [_ptr(g[1]) for g in grads] if need_weights else [],
+            [_ptr(g[2]) for g in grads] if need_weights else [], _stream(x))
+        out = []
+        for g in grads:
+            out.extend(_torch_gradients(*g, ctx.has_bias, ctx.hr_shape))
+        return (None, None, None, None, None, dx, dh0, dc0, *out)
 
 
 class _AspenRNNBase(torch.nn.Module):
@@ -173,6 +250,9 @@ class _AspenRNNBase(torch.nn.Module):
         self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
         self.bidirectional, self.proj_size = bidirectional, proj_size
         self._backend = backend
+        # A stack (num_layers > 1 or bidirectional) as one backend call where it applies
+        # (_stack_in_one_call); False: layer by layer.
+        self.one_call = True
         if options is not None and "projSize" in json.loads(options):
             raise ValueError(f"aspen_torch.{name}: options must not set projSize (the module "
                              "sets it from proj_size)")
@@ -290,6 +370,70 @@ class _AspenRNNBase(torch.nn.Module):
             c0 = x.new_zeros((L, B, H))
 
         backend = self._backend or default_backend(x.device)
+        run = self._run_stack if self._stack_in_one_call() else self._run_layers
+        output, h_n, c_n = run(backend, x, lengths, h0, c0)
+        if packed:
+            order = input.sorted_indices
+            sorted_y = output if order is None else output.index_select(1, order)
+            sorted_lengths = lengths.to(torch.int64)
+            if order is not None:
+                sorted_lengths = sorted_lengths.index_select(0, order)
+            data = pack_padded_sequence(sorted_y, sorted_lengths.cpu(), enforce_sorted=True).data
+            output = PackedSequence(data, input.batch_sizes, input.sorted_indices,
+                                    input.unsorted_indices)
+        elif unbatched:
+            output = output.squeeze(1)
+            h_n = h_n.squeeze(1)
+            c_n = c_n.squeeze(1) if lstm else None
+        elif self.batch_first:
+            output = output.transpose(0, 1)
+        return (output, (h_n, c_n)) if lstm else (output, h_n)
+
+
+    def _stack_in_one_call(self):
+        """Whether the stack runs as one backend call (aspen_rnn_stack_*): more than one layer
+        or both directions, and no dropout applied (torch's dropout between layers keeps
+        torch.nn's masks for a seed, so a training stack with dropout runs layer by layer).
+        one_call = False always runs layer by layer."""
+        dropping = self.dropout and self.training and self.num_layers > 1
+        return self.one_call and (self.num_layers > 1 or self.bidirectional) and not dropping
+
+    def _stack_parameters(self):
+        """Every layer and direction's parameters, five an entry in _RnnStackFunction's order."""
+        params = []
+        for layer in range(self.num_layers):
+            for suffix in ("", "_reverse")[:2 if self.bidirectional else 1]:
+                names = f"l{layer}{suffix}"
+                params += [getattr(self, f"weight_ih_{names}"),
+                           getattr(self, f"weight_hh_{names}"),
+                           getattr(self, f"bias_ih_{names}") if self.bias else None,
+                           getattr(self, f"bias_hh_{names}") if self.bias else None,
+                           getattr(self, f"weight_hr_{names}") if self.proj_size else None]
+        return params
+
+    def _run_stack(self, backend, x, lengths, h0, c0):
+        """The stack in one backend call: (output, h_n, c_n) (c_n None for a GRU)."""
+        lstm = c0 is not None
+        T, B, I = x.shape
+        D = 2 if self.bidirectional else 1
+        layer = _backend.Desc(self._cell, _DTYPES[x.dtype], T, B, I, self.hidden_size,
+                              variable_lengths=lengths is not None, reset_after=not lstm,
+                              cell_order=self._cell_order, options=self._options,
+                              weights_layout="pytorch")
+        desc = _backend.StackDesc(layer, self.num_layers, "bidirectional" if D == 2 else "forward")
+        params = self._stack_parameters()
+        h0 = h0.contiguous()
+        c0 = c0.contiguous() if lstm else None
+        training = torch.is_grad_enabled() and any(
+            t is not None and t.requires_grad for t in (x, h0, c0, *params))
+        out = _RnnStackFunction.apply(backend, desc, D, lengths, training, x, h0, c0, *params)
+        return out if lstm else (out[0], out[1], None)
+
+    def _run_layers(self, backend, x, lengths, h0, c0):
+        """The stack layer by layer, each direction one backend call, torch's dropout between
+        layers in training: (output, h_n, c_n) (c_n None for a GRU)."""
+        lstm = c0 is not None
+        D = 2 if self.bidirectional else 1
         layer_input = x
         h_n, c_n = [], []
         for layer in range(self.num_layers):
@@ -308,26 +452,7 @@ class _AspenRNNBase(torch.nn.Module):
             if self.dropout and self.training and layer < self.num_layers - 1:
                 y = torch.nn.functional.dropout(y, self.dropout, True)
             layer_input = y
-        h_n = torch.stack(h_n)
-        c_n = torch.stack(c_n) if lstm else None
-        output = layer_input
-        if packed:
-            order = input.sorted_indices
-            sorted_y = output if order is None else output.index_select(1, order)
-            sorted_lengths = lengths.to(torch.int64)
-            if order is not None:
-                sorted_lengths = sorted_lengths.index_select(0, order)
-            data = pack_padded_sequence(sorted_y, sorted_lengths.cpu(), enforce_sorted=True).data
-            output = PackedSequence(data, input.batch_sizes, input.sorted_indices,
-                                    input.unsorted_indices)
-        elif unbatched:
-            output = output.squeeze(1)
-            h_n = h_n.squeeze(1)
-            c_n = c_n.squeeze(1) if lstm else None
-        elif self.batch_first:
-            output = output.transpose(0, 1)
-        return (output, (h_n, c_n)) if lstm else (output, h_n)
-
+        return layer_input, torch.stack(h_n), torch.stack(c_n) if lstm else None
 
     def _run_direction(self, backend, layer_input, lengths, h0, c0, names, options):
         """One layer in one direction (parameters weight_ih_<names>, ...; options with

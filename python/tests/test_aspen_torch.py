@@ -27,7 +27,7 @@ def assert_close(got, want, what, rtol=1e-5, atol=1e-6):
 
 class AgainstTorch(unittest.TestCase):
     def compare(self, kind, *, layers, bias, batch_first, packed, hx, bidirectional=False,
-                float64=False, proj_size=0):
+                float64=False, proj_size=0, one_call=True):
         # float64: the reference runs in float64 on the same (float32) inputs and parameters.
         torch.manual_seed(1234)
         lstm = kind == "lstm"
@@ -39,6 +39,7 @@ class AgainstTorch(unittest.TestCase):
             I, H, num_layers=layers, bias=bias, batch_first=batch_first,
             bidirectional=bidirectional, **projection)
         mine.load_state_dict(reference.state_dict())
+        mine.one_call = one_call
         if float64:
             reference.double()
         D = 2 if bidirectional else 1
@@ -111,6 +112,14 @@ class AgainstTorch(unittest.TestCase):
                               packed=packed, hx=hx):
                 self.compare(kind, layers=layers, bias=bias, batch_first=batch_first,
                              packed=packed, hx=hx, bidirectional=True, float64=True)
+
+    def test_stacks_layer_by_layer_against_float64(self):
+        # one_call False: each layer and direction its own backend call, as a training stack
+        # with dropout runs (the default runs a stack as one call: the tests above).
+        for kind, layers, packed in itertools.product(("lstm", "gru"), (1, 2), (False, True)):
+            with self.subTest(kind=kind, layers=layers, packed=packed):
+                self.compare(kind, layers=layers, bias=True, batch_first=False, packed=packed,
+                             hx=True, bidirectional=True, float64=True, one_call=False)
 
     def test_projected_lstm_against_float64(self):
         # proj_size: h_t = W_hr (o * tanh(c_t)), P wide, in every layer and direction; the
@@ -331,6 +340,27 @@ class Backend(unittest.TestCase):
         with torch.no_grad():
             mine(x)
         self.assertEqual(backend.cache_stats()["compiles"], 2)  # the inference engine
+
+    def test_a_stack_is_one_engine(self):
+        # A 3-layer bidirectional stack without dropout: one backend call, one engine; layer by
+        # layer (one_call False) four more: layer 0 and the layers above it, each direction.
+        backend = aspen_torch.Backend("cpu", 16)
+        torch.manual_seed(13)
+        mine = aspen_torch.LSTM(I, H, num_layers=3, bidirectional=True, backend=backend)
+        x = torch.randn(T, B, I, requires_grad=True)
+        out, (h_n, _) = mine(x)
+        (out.sum() + h_n.sum()).backward()
+        self.assertEqual(backend.cache_stats()["compiles"], 1)
+        mine.one_call = False
+        out2, (h_n2, _) = mine(x)
+        self.assertEqual(backend.cache_stats()["compiles"], 5)
+        assert_close(out2, out, "the output layer by layer")
+        assert_close(h_n2, h_n, "h_n layer by layer")
+        # Training with dropout keeps torch's dropout, so runs layer by layer.
+        mine.one_call, mine.dropout = True, 0.5
+        self.assertFalse(mine._stack_in_one_call())
+        mine.eval()
+        self.assertTrue(mine._stack_in_one_call())
 
     def test_errors_are_clear(self):
         with self.assertRaisesRegex(ValueError, "options must not set direction"):
