@@ -93,6 +93,9 @@ def main():
                         help="LSTM proj_size (0: none)")
     parser.add_argument("--bidirectional", action="store_true",
                         help="every layer in both directions")
+    parser.add_argument("--layer-by-layer", action="store_true",
+                        help="a stack's layers and directions each one backend call (the "
+                             "modules' one_call = False), not the stack in one call")
     parser.add_argument("--settle", type=float, default=0.15,
                         help="seconds between timed calls (see interleaved_times_ms)")
     args = parser.parse_args()
@@ -140,6 +143,7 @@ def main():
             reference = theirs(H, H, **stack).to(device)
             mine = ours(H, H, backend=backend, **stack).to(device)
             mine.load_state_dict(reference.state_dict())
+            mine.one_call = not args.layer_by_layer
             for B in bs:
                 for T in ts:
                     x = torch.randn(T, B, H, device=device)
