@@ -10,7 +10,6 @@
 // Inputs, tolerances and exit statuses: rnn_common/LayerDriver.hpp.
 #include "gru_layer/GruLayer.hpp"
 #include "gru_layer/GruReference.hpp"
-#include "rnn_common/StackReference.hpp"
 
 
 #include <fmt/format.h>
@@ -67,22 +66,12 @@ ExpectedOf stackModel(const Config &c, Engine &engine, std::vector<NamedTensor> 
   const std::size_t T = c.sequenceSize, B = c.batchSize, I = c.inputSize, H = c.outputSize;
   const std::size_t L = c.numLayers, D = c.bidirectional ? 2 : 1, n = L * D;
   const Type type = c.dataType;
-  std::mt19937 rng(c.seed);
+  InputDrawer draw(engine, saved, c.seed, type);
   const double weightScale = 1.0 / std::sqrt(double(H));
   const Shape state = {B, H};
   const Shape biasesShape = c.resetAfter ? Shape{3, 2, H} : Shape{3, H};
   const auto inputSize = [&](std::size_t i) { return i < D ? I : D * H; };
-  const auto draw = [&](const std::string &name, const Shape &shape, const std::string &meaning,
-                        double scale) {
-    saved.push_back({name, shape, meaning, randomValues(rng, shape, scale, type), {}});
-    writeValues(engine, name, type, saved.back().values);
-    return saved.back().values;
-  };
-  rnnref::StackShape shape;
-  shape.T = T, shape.B = B, shape.L = L, shape.D = D, shape.W = H;
-  shape.reverseOnly = c.reverse;
-  shape.timeSteps = c.variableTimeSteps;
-  shape.dropout = c.dropout, shape.seed = c.dropoutSeed, shape.training = c.backward();
+  const rnnref::StackShape shape = stackShapeOf(c, L, H);
   const std::vector<double> input = draw("input", {T, B, I}, "input x_t [T,B,I]", c.inputRange);
   std::vector<gruref::GruModel> models(n);
   std::vector<gruref::GruData> data(n);

@@ -6,7 +6,6 @@
 // rnn_common/LayerDriver.hpp.
 #include "lstm_layer/LstmLayer.hpp"
 #include "lstm_layer/LstmReference.hpp"
-#include "rnn_common/StackReference.hpp"
 
 
 #include <fmt/format.h>
@@ -59,22 +58,12 @@ ExpectedOf stackModel(const Config &c, Engine &engine, std::vector<NamedTensor> 
   const std::size_t R = c.hiddenOutputSize(), P = c.projSize;
   const std::size_t L = c.numLayers, D = c.bidirectional ? 2 : 1, n = L * D;
   const Type type = c.dataType;
-  std::mt19937 rng(c.seed);
+  InputDrawer draw(engine, saved, c.seed, type);
   const double weightScale = 1.0 / std::sqrt(double(H));
   const Shape state = {B, R}, cellState = {B, H};
   const std::string h = P ? "P" : "H";
   const auto inputSize = [&](std::size_t i) { return i < D ? I : D * R; };
-  const auto draw = [&](const std::string &name, const Shape &shape, const std::string &meaning,
-                        double scale) {
-    saved.push_back({name, shape, meaning, randomValues(rng, shape, scale, type), {}});
-    writeValues(engine, name, type, saved.back().values);
-    return saved.back().values;
-  };
-  rnnref::StackShape shape;
-  shape.T = T, shape.B = B, shape.L = L, shape.D = D, shape.W = R;
-  shape.reverseOnly = c.reverse;
-  shape.timeSteps = c.variableTimeSteps;
-  shape.dropout = c.dropout, shape.seed = c.dropoutSeed, shape.training = c.backward();
+  const rnnref::StackShape shape = stackShapeOf(c, L, R);
   const std::vector<double> input = draw("input", {T, B, I}, "input x_t [T,B,I]", c.inputRange);
   std::vector<lstmref::LstmModel> models(n);
   std::vector<lstmref::LstmData> data(n);

@@ -21,6 +21,7 @@
 
 #include "NpyWriter.hpp"
 #include "RnnReference.hpp"
+#include "StackReference.hpp"
 
 #include <aspen/Device.hpp>
 #include <aspen/Engine.hpp>
@@ -275,6 +276,18 @@ template <typename Config> bool stackInOneCall(const Config &c) {
                      "in one call, which has --phase fwd or all and keeps the whole output "
                      "sequence (--output-all-sequence 1)");
   return asked || (c.numLayers > 1 && possible);
+}
+
+// The double model's shape of the stack c asks for, W the width of each direction's output.
+inline rnnref::StackShape stackShapeOf(const CommonConfig &c, std::size_t numLayers,
+                                       std::size_t W) {
+  rnnref::StackShape shape;
+  shape.T = c.sequenceSize, shape.B = c.batchSize, shape.L = numLayers;
+  shape.D = c.bidirectional ? 2 : 1, shape.W = W;
+  shape.reverseOnly = c.reverse;
+  shape.timeSteps = c.variableTimeSteps;
+  shape.dropout = c.dropout, shape.seed = c.dropoutSeed, shape.training = c.backward();
+  return shape;
 }
 
 // The options of a stack in one call: the layer options, numLayers, direction and the rest.
@@ -679,6 +692,27 @@ struct NamedTensor {
   std::string meaning;
   std::vector<double> values;
   std::vector<double> reference; // empty for inputs
+};
+
+// Draws a model's inputs in order from one generator (seed), each rounded to the type, saved
+// (appended to `saved`) and written to the engine at once; returns the values.
+class InputDrawer {
+public:
+  InputDrawer(aspen::Engine &engine, std::vector<NamedTensor> &saved, unsigned seed,
+              aspen::Type type)
+      : engine_(engine), saved_(saved), rng_(seed), type_(type) {}
+  std::vector<double> operator()(const std::string &name, const Shape &shape,
+                                 const std::string &meaning, double scale) {
+    saved_.push_back({name, shape, meaning, randomValues(rng_, shape, scale, type_), {}});
+    writeValues(engine_, name, type_, saved_.back().values);
+    return saved_.back().values;
+  }
+
+private:
+  aspen::Engine &engine_;
+  std::vector<NamedTensor> &saved_;
+  std::mt19937 rng_;
+  aspen::Type type_;
 };
 
 // The values of the tensor named `name` in `tensors` (a driver's inputs).
