@@ -947,6 +947,46 @@ private:
   }
 };
 
+// One step's input product of a fused recurrent loop whose steps weigh their input (the GRU
+// with preCalcWeights false): out = x_t . Wi for the units [firstUnit, firstUnit + numUnits)
+// of each of `gates` gates (packed by PackUnitPanels: [blocks of 16][gates][K][16]), summed in
+// float in increasing k (packed::forBlockPairs) and rounded once to T. t = time[0]; x is the
+// whole [steps][rows][K] sequence, `out` lists per step and row one segment per gate of the
+// vertex's units (steps x rows x gates). A time past the steps fails.
+template <class T> class RnnStepProduct : public MultiVertex {
+public:
+  Input<Vector<unsigned>> time;
+  Input<Vector<T>> x;
+  Input<Vector<float>> packed;
+  Vector<Output<Vector<T>>> out;
+  unsigned K;
+  unsigned rows;
+  unsigned gates;
+  unsigned numUnits;
+  unsigned steps;
+  bool compute(unsigned workerId) {
+    const unsigned t = time[0];
+    if (t >= steps || rows == 0 || gates == 0 || out.size() != steps * rows * gates ||
+        x.size() != steps * rows * K)
+      return false;
+    const unsigned blocks = (numUnits + 15) / 16;
+    unsigned lo, hi; // this worker's (block, gate) panels, q = block * gates + gate
+    ::aspen::detail::workerShare(blocks * gates, workerId, numWorkers(), lo, hi);
+    packed::forBlockPairs(x.data() + (unsigned long long)t * rows * K, K, rows, lo, hi,
+                          packed.data(), (unsigned long long)K * packed::kPanel,
+                          [&](unsigned row, unsigned q, const float *p) {
+                            const unsigned b = q / gates, g = q % gates, k0 = 16 * b;
+                            const unsigned m = numUnits - k0 < 16 ? numUnits - k0 : 16;
+                            T *o = out[(t * rows + row) * gates + g].data() + k0;
+                            for (unsigned j = 0; j < m; ++j)
+                              o[j] = T(p[j]);
+                          });
+    return true;
+  }
+};
+
+template class RnnStepProduct<float>;
+template class RnnStepProduct<half>;
 template class RnnFusedFwd<float>;
 template class RnnFusedFwd<half>;
 

@@ -122,6 +122,7 @@ GruOptions parseOptions(const Graph &graph, const GruParams &params, const Optio
   rnn::detail::addStepMethodOption(spec, o.stepMethod);
   rnn::detail::addPersistentOptions(spec, o.persistent);
   rnn::detail::addDirectionOption(spec, o.reverse);
+  spec.boolean("preCalcWeights", o.preCalcWeights);
   spec.parse(options);
   if (o.partialsType == HALF && params.dataType == FLOAT)
     throw invalid_option(fmt::format("{}: partialsType half needs half data, but dataType is float",
@@ -342,11 +343,15 @@ FwdPlan prepareForward(Graph &graph, const GruParams &params, const GruOptions &
   FwdPlan p;
   p.mmOptions = matMulOptions(opts, "TRAINING_FWD");
   p.layout = interLayout(params);
-  const Tensor wi = canonicalMatrix(graph, params, weights.inputWeights, false, prog,
-                                    {debug, "inputWeights"});
   p.xw = rnn::detail::addSequence(graph, t, T, B, 3 * H, opts.numShards, {debug, "xw"});
-  linalg::matMulWithOutput(graph, in.reshape({T * B, I}), wi, p.xw.reshape({T * B, 3 * H}), prog,
-                           {debug, "weighInput"}, p.mmOptions, cache);
+  if (weighsInStep(graph, params, opts)) { // the fused steps write xw step by step
+    p.stepInput = in;
+  } else {
+    const Tensor wi = canonicalMatrix(graph, params, weights.inputWeights, false, prog,
+                                      {debug, "inputWeights"});
+    linalg::matMulWithOutput(graph, in.reshape({T * B, I}), wi, p.xw.reshape({T * B, 3 * H}),
+                             prog, {debug, "weighInput"}, p.mmOptions, cache);
+  }
   const Tensor canonBias = canonicalGates(params, weights.biases);
   p.bias = params.resetAfter ? concat(canonBias.dimShuffle({1, 0, 2})[0],
                                       canonBias.dimShuffle({1, 0, 2})[1], 0)
@@ -532,7 +537,8 @@ ForwardResult forward(Graph &graph, const GruParams &params, const GruOptions &o
   }
   if (usesFusedStep(graph, params, opts, "gru")) {
     const Tensor out = fusedForward(graph, params, opts, stateInit, weights, p.xw, p.bias,
-                                    p.attSeq, p.outSeq, p.interSeq, p.layout, prog, debug);
+                                    p.attSeq, p.outSeq, p.interSeq, p.layout, prog, debug,
+                                    p.stepInput);
     return {out, full ? Tensor() : out};
   }
   return stepLoop(graph, params, opts, p, stateInit, weights, intermediates, prog, debug, cache);

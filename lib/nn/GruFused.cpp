@@ -100,15 +100,23 @@ void addPhase(Graph &graph, const GruParams &params, ComputeSet cs, unsigned pha
 
 bool usesFusedStep(const Graph &graph, const GruParams &params, const GruOptions &opts,
                    const std::string &what) {
-  const std::size_t H = params.rnn.layerSizes[1];
+  const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
   if (!perStepOnly(params).empty()) // parseOptions refuses stepMethod fused for it
     return false;
+  // Wo packed, and Wi too when the steps weigh their input.
+  const std::size_t packed = rnn::detail::unitPanelBytes(H, 3, H) +
+                             (opts.preCalcWeights ? 0 : rnn::detail::unitPanelBytes(I, 3, H));
   return rnn::detail::chooseFusedStep(
       graph, opts.stepMethod, params.activation, params.recurrentActivation, what, [&] {
         return rnn::detail::fusedStepPays(params.rnn, 3, opts.inferenceOnly) &&
-               rnn::detail::fusedWeightsFit(graph.getTarget(), H, kUnitPanelUnits,
-                                            rnn::detail::unitPanelBytes(H, 3, H));
+               rnn::detail::fusedWeightsFit(graph.getTarget(), H, kUnitPanelUnits, packed);
       });
+}
+
+bool weighsInStep(const Graph &graph, const GruParams &params, const GruOptions &opts) {
+  return !opts.preCalcWeights && opts.numShards == 1 &&
+         usesFusedStep(graph, params, opts, "gru") &&
+         !persistentChoice(graph, params, opts, "gru").use;
 }
 
 GruFusedLane prepareFusedForward(Graph &graph, const GruParams &params, const GruOptions &opts,
@@ -116,12 +124,24 @@ GruFusedLane prepareFusedForward(Graph &graph, const GruParams &params, const Gr
                                  const Tensor &xw, const Tensor &bias, const Tensor &attention,
                                  const Tensor &outSeq, const Tensor &interSeq,
                                  const InterLayout &layout, program::Sequence &prog,
-                                 const DebugContext &debug) {
+                                 const DebugContext &debug, const Tensor &stepInput) {
   using program::Copy;
   const std::size_t B = params.rnn.batchSize, H = params.rnn.layerSizes[1];
   const Type type = params.rnn.dataType;
   GruFusedLane lane(params);
   lane.blocks = packWeights(graph, params, weights.outputWeights, prog, {debug, "fused"});
+  if (stepInput.valid()) { // Wi's rows in canonical gate order, read in place
+    const std::size_t I = params.rnn.layerSizes[0];
+    const Tensor canon = canonicalGates(params, weights.inputWeights); // [3, I, H]
+    std::vector<Tensor> rows;
+    for (unsigned g = 0; g < 3; ++g)
+      for (std::size_t k = 0; k < I; ++k)
+        rows.push_back(canon[g][k]);
+    lane.inputBlocks = rnn::detail::packUnitPanels(graph, params.dataType, rows, I, 3, H, prog,
+                                                   {debug, "fusedInput"});
+    lane.stepInput =
+        rnn::detail::contiguousOrCopy(graph, stepInput, prog, {debug, "stepInput"});
+  }
   lane.layout = layout;
   FusedLoopTensors &l = lane.tensors;
   l.xw = xw;
@@ -147,27 +167,70 @@ GruFusedLane prepareFusedForward(Graph &graph, const GruParams &params, const Gr
 void GruFusedLane::addStep(Graph &graph, ComputeSet cs, unsigned phase,
                            const rnn::detail::FusedClock &clock,
                            const rnn::detail::FusedShard &shard, unsigned p) const {
+  if (stepInput.valid()) {
+    if (phase == 0) {
+      addInputProduct(graph, cs, clock, shard, p);
+      return;
+    }
+    --phase;
+  }
   // resetAfter: one phase (0); else the gates (1), then the candidate and the state (2).
   addPhase(graph, params, cs, params.resetAfter ? 0 : phase + 1, blocks, clock, shard, p,
            tensors, layout);
+}
+
+void GruFusedLane::addInputProduct(Graph &graph, ComputeSet cs,
+                                   const rnn::detail::FusedClock &clock,
+                                   const rnn::detail::FusedShard &shard, unsigned p) const {
+  const std::size_t B = params.rnn.batchSize, H = params.rnn.layerSizes[1];
+  const std::size_t I = params.rnn.layerSizes[0];
+  if (shard.begin != 0 || shard.steps != params.rnn.maxTimeSteps)
+    throw error("gru: internal: a step that weighs its input takes the whole sequence (one "
+                "shard)");
+  const std::string type = util::templateVertex("aspen::nn::RnnStepProduct", params.dataType);
+  for (const rnn::detail::PackedUnitBlock &block : inputBlocks) {
+    const std::size_t u0 = block.units.firstUnit, u1 = u0 + block.units.numUnits;
+    std::vector<Tensor> out; // per step and row, each gate's units
+    for (std::size_t t = 0; t < shard.steps; ++t)
+      for (std::size_t r = 0; r < B; ++r)
+        for (unsigned g = 0; g < 3; ++g)
+          out.push_back(tensors.xw[t][r].slice(g * H + u0, g * H + u1));
+    VertexRef v = graph.addVertex(cs, type);
+    graph.setTileMapping(v, block.units.tile);
+    graph.connect(v["time"], clock.time.slice(p, p + 1));
+    graph.connect(v["x"], stepInput.flatten());
+    graph.connect(v["packed"], block.packed);
+    graph.connect(v["out"], out);
+    graph.setInitialValue(v["K"], static_cast<unsigned>(I));
+    graph.setInitialValue(v["rows"], static_cast<unsigned>(B));
+    graph.setInitialValue(v["gates"], 3u);
+    graph.setInitialValue(v["numUnits"], block.units.numUnits);
+    graph.setInitialValue(v["steps"], shard.steps);
+  }
 }
 
 Tensor fusedForward(Graph &graph, const GruParams &params, const GruOptions &opts,
                     const Tensor &stateInit, const GruWeights &weights, const Tensor &xw,
                     const Tensor &bias, const Tensor &attention, const Tensor &outSeq,
                     const Tensor &interSeq, const InterLayout &layout, program::Sequence &prog,
-                    const DebugContext &debug) {
+                    const DebugContext &debug, const Tensor &stepInput) {
   const std::size_t T = params.rnn.maxTimeSteps;
   const GruFusedLane lane = prepareFusedForward(graph, params, opts, stateInit, weights, xw,
                                                 bias, attention, outSeq, interSeq, layout, prog,
-                                                debug);
+                                                debug, stepInput);
   auto step = [&](const rnn::detail::FusedClock &clock, const rnn::detail::FusedShard &shard,
                   unsigned p) {
     const std::string at = fmt::format("step{}{}", shard.begin, p ? "Odd" : "Even");
     program::Sequence s;
     for (unsigned k = 0; k < lane.phases(); ++k) {
-      ComputeSet cs = graph.addComputeSet(
-          {debug, lane.phases() == 1 ? at : at + (k == 0 ? "Gates" : "State")});
+      // The input product first when the step weighs it, then the gates and the state (one
+      // compute set for both with resetAfter).
+      const unsigned cell = lane.stepInput.valid() ? k - (k > 0 ? 1 : 0) : k;
+      const char *name = lane.stepInput.valid() && k == 0 ? "Input"
+                         : lane.params.resetAfter       ? ""
+                         : cell == 0                    ? "Gates"
+                                                        : "State";
+      ComputeSet cs = graph.addComputeSet({debug, at + name});
       lane.addStep(graph, cs, k, clock, shard, p);
       if (k + 1 == lane.phases())
         rnn::detail::addClockVertex(graph, cs, clock, p);

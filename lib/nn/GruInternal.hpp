@@ -30,6 +30,10 @@ struct GruOptions {
   rnn::detail::StepMethod stepMethod = rnn::detail::StepMethod::Auto;
   rnn::detail::PersistentOptions persistent; // accepted; true is refused (no GRU kernel yet)
   bool reverse = false; // the direction option
+  // preCalcWeights (an Aspen extension for the GRU; default true): x . Wi for every step in one
+  // product before the loop; false: fused steps weigh their input in the step (an
+  // RnnStepProduct phase first), as a stack's wavefront needs; other loops ignore it.
+  bool preCalcWeights = true;
 };
 
 void checkParams(const GruParams &params, const std::string &what);
@@ -88,6 +92,9 @@ void checkWeights(const GruParams &params, const GruWeights &w, const std::strin
 using rnn::detail::StepMethod;
 bool usesFusedStep(const Graph &graph, const GruParams &params, const GruOptions &opts,
                    const std::string &what);
+// Whether the forward's steps weigh their input themselves: preCalcWeights false, fused steps,
+// not the persistent loop.
+bool weighsInStep(const Graph &graph, const GruParams &params, const GruOptions &opts);
 // The whole forward loop with fused steps, in place of rnn::Rnn: packs Wo, then per shard one
 // compute set a step (resetAfter true) or two. xw [T, B, 3H] and bias ([3, H], or [6, H] with
 // resetAfter) in canonical order; attention [T, B] when valid (AUGRU); outSeq [T, B, H] and
@@ -97,7 +104,7 @@ Tensor fusedForward(Graph &graph, const GruParams &params, const GruOptions &opt
                     const Tensor &stateInit, const GruWeights &weights, const Tensor &xw,
                     const Tensor &bias, const Tensor &attention, const Tensor &outSeq,
                     const Tensor &interSeq, const InterLayout &layout, program::Sequence &prog,
-                    const DebugContext &debug);
+                    const DebugContext &debug, const Tensor &stepInput = Tensor());
 void checkTensor(const Tensor &t, const std::vector<std::size_t> &shape, Type type,
                  const std::string &what);
 struct ForwardResult {
@@ -115,6 +122,7 @@ struct FwdPlan {
   Tensor attSeq;   // [T, B] (AUGRU), else invalid
   Tensor outSeq;   // [T, B, H] with outputFullSequence
   Tensor interSeq; // [T, n, B, H] when the intermediates are kept
+  Tensor stepInput; // [T, B, I] when the fused steps weigh it (xw is then written step by step)
 };
 
 FwdPlan prepareForward(Graph &graph, const GruParams &params, const GruOptions &opts,
@@ -147,18 +155,24 @@ struct GruFusedLane {
   std::vector<rnn::detail::PackedUnitBlock> blocks;
   FusedLoopTensors tensors;
   InterLayout layout;
+  // When the steps weigh their input (stepInput valid, [T, B, I] contiguous): Wi packed, the
+  // first phase of a step writing xw's step t (RnnStepProduct).
+  Tensor stepInput;
+  std::vector<rnn::detail::PackedUnitBlock> inputBlocks;
   // The compute sets a step takes: 1 with resetAfter, else 2 (the candidate's product needs
-  // r*h of every unit).
-  unsigned phases() const { return params.resetAfter ? 1u : 2u; }
+  // r*h of every unit), and 1 before them when the step weighs its input.
+  unsigned phases() const { return (params.resetAfter ? 1u : 2u) + (stepInput.valid() ? 1u : 0u); }
   void addStep(Graph &graph, ComputeSet cs, unsigned phase, const rnn::detail::FusedClock &clock,
                const rnn::detail::FusedShard &shard, unsigned parity) const;
+  void addInputProduct(Graph &graph, ComputeSet cs, const rnn::detail::FusedClock &clock,
+                       const rnn::detail::FusedShard &shard, unsigned parity) const;
 };
 GruFusedLane prepareFusedForward(Graph &graph, const GruParams &params, const GruOptions &opts,
                                  const Tensor &stateInit, const GruWeights &weights,
                                  const Tensor &xw, const Tensor &bias, const Tensor &attention,
                                  const Tensor &outSeq, const Tensor &interSeq,
                                  const InterLayout &layout, program::Sequence &prog,
-                                 const DebugContext &debug);
+                                 const DebugContext &debug, const Tensor &stepInput = Tensor());
 
 
 // The persistent loops (GruPersistent.cpp): the choice (option rnnPersistentKernel, as the

@@ -1,7 +1,7 @@
 // A stack of GRU layers in one call (aspen/nn/GruStack.hpp): the GRU as a cell of
 // rnn::detail::StackBuilder (RnnStackBuilder.hpp), each layer and direction set up as gruFwd
-// sets up one layer, its fused steps a lane of a wave loop (a bidirectional layer's two
-// directions; no wavefront across layers yet).
+// sets up one layer, its fused steps a lane of a wave loop (the wavefront's layers above the
+// first weighing their input in the step: preCalcWeights false).
 #include <aspen/nn/GruStack.hpp>
 
 #include "GruInternal.hpp"
@@ -30,10 +30,7 @@ struct GruCell {
     return opts.numShards == 1 && !detail::persistentChoice(graph, p, opts, what).use &&
            detail::usesFusedStep(graph, p, opts, what);
   }
-  static std::string wavefrontRefusal(const Params &) {
-    return "the GRU's fused step takes its input weighed for every step before its loop, so a "
-           "layer cannot start before the one below has finished";
-  }
+  static std::string wavefrontRefusal(const Params &) { return {}; }
   static void checkWeights(const Params &p, const Weights &w, const std::string &what) {
     detail::checkWeights(p, w, what);
   }
@@ -53,7 +50,7 @@ struct GruCell {
     const detail::GruFusedLane lane =
         detail::prepareFusedForward(graph, p, opts, init[0], weights, plan.xw, plan.bias,
                                     plan.attSeq, plan.outSeq, plan.interSeq, plan.layout, prog,
-                                    debug);
+                                    debug, plan.stepInput);
     const rnn::detail::FusedShard whole{0, static_cast<unsigned>(p.rnn.maxTimeSteps)};
     lanes.lanes.push_back({lanes.next, lane.phases(),
                            [&graph, lane, whole](ComputeSet cs, unsigned phase,

@@ -3,7 +3,7 @@
 The modules have torch's constructor arguments, parameter names, shapes and initialisation, so
 a state_dict loads into either module and the same seed gives the same weights. A stack (more
 than one layer, or bidirectional) is one autograd Function over one call of Aspen's backend
-(aspen/backend.h's aspen_rnn_stack_*: one engine, which runs a small batch's LSTM layers as a
+(aspen/backend.h's aspen_rnn_stack_*: one engine, which runs a small batch's layers as a
 wavefront and a layer's two directions together); in training with dropout, each layer and
 direction is one Function over the single-layer calls, with torch's dropout between layers, so
 that a seed gives torch.nn's masks (one_call = False runs every stack that way). The forward

@@ -496,6 +496,17 @@ TEST_CASE("a GRU stack in one call matches the double model layer by layer, ever
     cases.push_back({name, c});
   };
   add("2 layers forward", [](StackCase &c) { c.lengths = {4, 0, 5}; });
+  add("3 layers forward, wavefront, lengths, dropout", [](StackCase &c) {
+    c.L = 3, c.lengths = {1, 0, 5}, c.dropout = 0.3;
+    c.options.set("stackSchedule", "wavefront");
+    c.options.set("stepMethod", "fused");
+  });
+  add("3 layers reverse, resetAfter, wavefront, dropout", [](StackCase &c) {
+    c.L = 3, c.direction = "reverse", c.resetAfter = true, c.lengths = {4, 0, 5};
+    c.dropout = 0.2;
+    c.options.set("stackSchedule", "wavefront");
+    c.options.set("stepMethod", "fused");
+  });
   add("3 layers reverse, resetAfter, dropout", [](StackCase &c) {
     c.L = 3, c.direction = "reverse", c.resetAfter = true, c.lengths = {1, 0, 5};
     c.dropout = 0.3;
@@ -528,75 +539,113 @@ std::map<std::string, Values> stackAgainstCalls(const StackCase &c, bool trainin
   if (!c.lengths.empty())
     lengths = h.input(UNSIGNED_INT, {c.B}, "lengths", Values(c.lengths.begin(), c.lengths.end()),
                       false);
-  const lstm::LstmParams params = stackParams(h.graph, c, lengths);
   const OptionFlags options = stackOptions(c);
   const auto data = drawInputs(c);
+  const std::size_t G = c.gates();
   const Tensor in = h.input(FLOAT, {c.T, c.B, c.I}, "in", data.at("in"));
   const Tensor h0 = h.input(FLOAT, {c.L, c.B, c.H}, "h0", data.at("h0"));
-  const Tensor c0 = h.input(FLOAT, {c.L, c.B, c.H}, "c0", data.at("c0"));
-  std::vector<lstm::LstmWeights> weights;
-  for (std::size_t l = 0; l < c.L; ++l) {
-    auto w = [&](const char *name, std::vector<std::size_t> shape) {
-      const std::string key = fmt::format("{}{}", name, l);
-      return h.input(FLOAT, shape, key, data.at(key));
-    };
-    weights.push_back({w("wi", {4, c.inputSize(l), c.H}), w("wo", {4, c.H, c.H}),
-                       w("b", {4, c.H}), Tensor()});
-  }
-  lstm::LstmStackIntermediates inter;
-  const auto [out, final] = lstm::lstmStackFwd(h.graph, params, {h0, c0}, in, weights,
-                                               training ? &inter : nullptr, h.prog, "stack",
-                                               options);
-  h.output("stack out", out);
-  h.output("stack hn", final.output);
-  h.output("stack cn", final.cellState);
-  Tensor x = in;
-  for (std::size_t l = 0; l < c.L; ++l) {
-    lstm::LstmParams p = params;
-    p.rnn.layerSizes[0] = p.layerSizes[0] = c.inputSize(l);
+  auto w = [&](const char *name, std::size_t l, std::vector<std::size_t> shape) {
+    const std::string key = fmt::format("{}{}", name, l);
+    return h.input(FLOAT, shape, key, data.at(key));
+  };
+  // Layer l's options as the wavefront runs it: preCalcWeights false above the first layer.
+  auto layerOptions = [&](std::size_t l) {
     OptionFlags o = c.options;
     o.remove("stackSchedule");
     o.set("direction", c.direction);
     if (l > 0)
       o.set("preCalcWeights", "false");
+    return o;
+  };
+  auto between = [&](const rnn::RnnParams &p, const Tensor &y, std::size_t l) {
+    return training && c.dropout > 0 && l + 1 < c.L
+               ? rnn::dropoutSequence(h.graph, p, y, c.dropout, c.seed, unsigned(l), h.prog)
+               : y;
+  };
+  Tensor x = in;
+  if (c.gru) {
+    gru::GruParams params = lengths.valid()
+                                ? gru::GruParams(FLOAT, c.B, c.T, lengths, {c.I, c.H})
+                                : gru::GruParams(FLOAT, c.B, c.T, {c.I, c.H});
+    params.resetAfter = c.resetAfter;
+    std::vector<gru::GruWeights> weights;
+    for (std::size_t l = 0; l < c.L; ++l)
+      weights.push_back({w("wi", l, {G, c.inputSize(l), c.H}), w("wo", l, {G, c.H, c.H}),
+                         w("b", l, c.resetAfter ? std::vector<std::size_t>{G, 2, c.H}
+                                                : std::vector<std::size_t>{G, c.H})});
+    gru::GruStackIntermediates inter;
+    const auto [out, final] = gru::gruStackFwd(h.graph, params, h0, in, weights,
+                                               training ? &inter : nullptr, h.prog, "stack",
+                                               options);
+    h.output("stack out", out);
+    for (std::size_t l = 0; l < c.L; ++l) {
+      gru::GruParams p = params;
+      p.rnn.layerSizes[0] = p.layerSizes[0] = c.inputSize(l);
+      Tensor layerInter;
+      const Tensor y = gru::gruFwd(h.graph, p, h0[l], x, weights[l],
+                                   training ? &layerInter : nullptr, h.prog,
+                                   fmt::format("call{}", l), layerOptions(l));
+      h.output(fmt::format("calls out{}", l), y);
+      x = between(p.rnn, y, l);
+    }
+    return h.run(3);
+  }
+  const lstm::LstmParams params = stackParams(h.graph, c, lengths);
+  const Tensor c0 = h.input(FLOAT, {c.L, c.B, c.H}, "c0", data.at("c0"));
+  std::vector<lstm::LstmWeights> weights;
+  for (std::size_t l = 0; l < c.L; ++l)
+    weights.push_back({w("wi", l, {G, c.inputSize(l), c.H}), w("wo", l, {G, c.H, c.H}),
+                       w("b", l, {G, c.H}), Tensor()});
+  lstm::LstmStackIntermediates inter;
+  const auto [out, final] = lstm::lstmStackFwd(h.graph, params, {h0, c0}, in, weights,
+                                               training ? &inter : nullptr, h.prog, "stack",
+                                               options);
+  h.output("stack out", out);
+  h.output("stack cn", final.cellState);
+  for (std::size_t l = 0; l < c.L; ++l) {
+    lstm::LstmParams p = params;
+    p.rnn.layerSizes[0] = p.layerSizes[0] = c.inputSize(l);
     Tensor layerInter;
     const auto [y, cell] = lstm::lstmFwd(h.graph, p, {h0[l], c0[l]}, x, weights[l],
                                          training ? &layerInter : nullptr, h.prog,
-                                         fmt::format("call{}", l), o);
+                                         fmt::format("call{}", l), layerOptions(l));
     h.output(fmt::format("calls out{}", l), y);
     h.output(fmt::format("calls cn{}", l), cell);
-    x = training && c.dropout > 0 && l + 1 < c.L
-            ? rnn::dropoutSequence(h.graph, p.rnn, y, c.dropout, c.seed, unsigned(l), h.prog)
-            : y;
+    x = between(p.rnn, y, l);
   }
   return h.run(3);
 }
 
 } // namespace
 
-TEST_CASE("the wavefront stack gives lstmFwd's bits called layer by layer with the dropout "
-          "between",
-          "[correctness][lstm][stack]") {
-  for (const bool training : {false, true})
-    for (const char *direction : {"forward", "reverse"})
-      for (const bool varying : {false, true}) {
-        StackCase c;
-        c.L = 3, c.T = 7, c.B = 4, c.H = 8, c.I = 5;
-        c.direction = direction;
-        c.dropout = 0.35;
-        if (varying)
-          c.lengths = {7, 0, 1, 5};
-        c.options.set("stackSchedule", "wavefront");
-        c.options.set("stepMethod", "fused");
-        INFO(direction << (training ? " training" : " inference")
-                       << (varying ? ", lengths 7 0 1 5" : ""));
-        auto r = stackAgainstCalls(c, training);
-        CHECK(sameValues(r.at("stack out"), r.at("calls out2")));
-        for (std::size_t l = 0; l < c.L; ++l)
-          CHECK(sameValues(part(r.at("stack cn"), l, c.B * c.H),
-                           r.at(fmt::format("calls cn{}", l))));
-        CHECK(r.at("stack out") != Values(r.at("stack out").size(), 0.0));
-      }
+TEST_CASE("the wavefront stack gives the layers' calls' bits with the dropout between (LSTM, "
+          "GRU)",
+          "[correctness][lstm][gru][stack]") {
+  // The GRU's: without and with resetAfter (one and two compute sets of its own a step, after
+  // the step's input product above the first layer).
+  for (const int cell : {0, 1, 2})
+    for (const bool training : {false, true})
+      for (const char *direction : {"forward", "reverse"})
+        for (const bool varying : {false, true}) {
+          StackCase c;
+          c.gru = cell > 0, c.resetAfter = cell == 2;
+          c.L = 3, c.T = 7, c.B = 4, c.H = 8, c.I = 5;
+          c.direction = direction;
+          c.dropout = 0.35;
+          if (varying)
+            c.lengths = {7, 0, 1, 5};
+          c.options.set("stackSchedule", "wavefront");
+          c.options.set("stepMethod", "fused");
+          INFO((cell == 0 ? "LSTM " : cell == 1 ? "GRU " : "GRU resetAfter ")
+               << direction << (training ? " training" : " inference")
+               << (varying ? ", lengths 7 0 1 5" : ""));
+          auto r = stackAgainstCalls(c, training);
+          CHECK(sameValues(r.at("stack out"), r.at("calls out2")));
+          for (std::size_t l = 0; l < c.L && !c.gru; ++l)
+            CHECK(sameValues(part(r.at("stack cn"), l, c.B * c.H),
+                             r.at(fmt::format("calls cn{}", l))));
+          CHECK(r.at("stack out") != Values(r.at("stack out").size(), 0.0));
+        }
 }
 
 namespace {
@@ -775,17 +824,17 @@ TEST_CASE("a stack refuses bad options, counts and shapes, naming the rule",
   // Still usable: a good stack builds after the refusals.
   CHECK_NOTHROW(fwd(two, weights, init));
 
-  // The GRU's: no wavefront yet (its fused step weighs its input before the loop), and the
-  // same counts and shapes.
+  // The GRU's: a wavefront of unfused steps, and the same counts and shapes.
   gru::GruParams gp(FLOAT, 2, 3, {3, 4});
   const auto gInit = gru::createStackInitialState(h.graph, gp, "gInit", two);
   const auto gWeights = gru::createStackWeights(h.graph, gp, "gw", two);
   try {
     gru::gruStackFwd(h.graph, gp, gInit, in, gWeights, nullptr, prog, "g",
-                     {{"numLayers", "2"}, {"stackSchedule", "wavefront"}});
-    FAIL("a GRU wavefront was not refused");
+                     {{"numLayers", "2"}, {"stackSchedule", "wavefront"},
+                      {"stepMethod", "productThenCell"}});
+    FAIL("a GRU wavefront of unfused steps was not refused");
   } catch (const invalid_option &e) {
-    CHECK_THAT(e.what(), Catch::Matchers::Contains("weighed for every step before its loop"));
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("layer 0's steps are not fused"));
   }
   CHECK_THROWS_AS(gru::gruStackFwd(h.graph, gp, gInit, in, gWeights, nullptr, prog, "g",
                                    {{"numLayers", "3"}}),

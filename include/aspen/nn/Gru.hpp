@@ -67,6 +67,11 @@
 //   Wo^T (packed every run) and running the backward cell on the result. The two differ by the rounding of the products' sums;
 //   the fused steps' results are the same bits for any number of tiles or threads. Results do
 //   not depend on numShards or rnnCodeReuse, nor on rnnStepsPerWU beyond rounding of the sums.
+//   preCalcWeights (an Aspen extension for the GRU; default true): x.Wi for every step in one
+//   product before the loop; false: fused steps in one shard weigh their input themselves, a
+//   compute set of input product (Wi packed as Wo is) before the cell's (what a stack's
+//   wavefront runs above its first layer, GruStack.hpp); other loops weigh it before the loop
+//   either way. The two differ by the rounding of the products' sums.
 //   direction (forward|reverse, an Aspen extension; default forward): as the LSTM's; the
 //   AUGRU's attention [B, T] and its gradient stay in the caller's order too. A reverse layer
 //   with lengths takes them in params (the timeSteps constructor), for every call: the

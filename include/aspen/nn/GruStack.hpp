@@ -12,10 +12,11 @@
 //   output    [T, B, D*H]: per step the forward direction's h, then the reverse's
 // Options: every gruFwd option except direction, given to every layer, plus numLayers,
 // direction (forward | reverse | bidirectional), dropout, dropoutSeed and stackSchedule, as the
-// LSTM stack's. stackSchedule wavefront is refused for now: the GRU's fused step takes its
-// input weighed for every step before its loop, so a layer cannot start before the one below
-// has finished. A bidirectional layer's two directions run in one compute set a step (two with
-// resetAfter false) where both fuse their steps. No attention (AUGRU) in a stack.
+// LSTM stack's. In the wavefront the layers above the first weigh their input in the step
+// (option preCalcWeights false: a step's input product is a compute set of its own before the
+// cell's one or two); the results are gruFwd's bits called layer by layer with that option
+// above the first layer. A bidirectional layer's two directions run in one compute set a step
+// (two with resetAfter false) where both fuse their steps. No attention (AUGRU) in a stack.
 // params.outputFullSequence must be true.
 //
 // gruStackFwd(graph, params, stateInit, in, weights, intermediates*, prog, debug, options,
