@@ -5,12 +5,16 @@
 #include "RnnBench.hpp"
 
 #include <aspen/nn/Gru.hpp>
+#include <aspen/nn/GruStack.hpp>
 #include <aspen/nn/Lstm.hpp>
 #include <aspen/nn/LstmStack.hpp>
 
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <array>
+#include <functional>
+#include <memory>
 #include <cstddef>
 #include <initializer_list>
 #include <string>
@@ -105,74 +109,6 @@ inline RnnLayer lstmLayer() {
   return layer;
 }
 
-// A stack of L LSTM layers in one call (lstm::lstmStackFwd, lstmStackBwdWithWU; option numLayers
-// L added to the given ones) against nn.LSTM(num_layers = L) and oneDNN's lstm with L layers:
-// every layer has lstmLayer()'s weights (I = H, so all layers' shapes agree).
-inline RnnLayer lstmStackLayer(std::size_t L) {
-  namespace lstm = nn::lstm;
-  RnnLayer layer = lstmLayer();
-  layer.name = "lstm_stack";
-  layer.description = fmt::format("LSTM float, {} layers in one call (I = H)", L);
-  layer.torchClass = fmt::format("nn.LSTM(num_layers={})", L);
-  layer.fwd = "lstmStackFwd";
-  layer.bwd = "lstmStackBwdWithWU";
-  layer.layers = L;
-  layer.build = [L](Graph &graph, const Shape &s, Mode mode, const OptionFlags &given) {
-    const lstm::LstmParams params(FLOAT, s.B, s.T, {s.H, s.H});
-    const bool training = mode == Mode::Training;
-    OptionFlags options = given;
-    options.set("numLayers", std::to_string(L));
-    linalg::PlanningCache cache;
-    Tensor in = lstm::createInput(graph, params, "in");
-    lstm::LstmState init = lstm::createStackInitialState(graph, params, "init", options, &cache);
-    const auto weights = lstm::createStackWeights(graph, params, "weights", options, &cache);
-    LayerProgram p;
-    lstm::zeroInitialState(graph, init, p.prog, "zeroState");
-    lstm::LstmStackIntermediates intermediates;
-    Tensor out = lstm::lstmStackFwd(graph, params, init, in, weights,
-                                    training ? &intermediates : nullptr, p.prog, "fwd", options,
-                                    &cache)
-                     .first;
-    graph.createHostWrite("in", in);
-    p.writes.emplace_back("in", data(s.T * s.B * s.H, kInput, 1.0));
-    for (std::size_t l = 0; l < L; ++l) {
-      const std::string n = std::to_string(l);
-      graph.createHostWrite("inputWeights" + n, weights[l].inputWeights);
-      graph.createHostWrite("outputWeights" + n, weights[l].outputWeights);
-      graph.createHostWrite("biases" + n, weights[l].biases);
-      p.writes.emplace_back("inputWeights" + n,
-                            data(4 * s.H * s.H, kInputWeights, weightScale(s.H)));
-      p.writes.emplace_back("outputWeights" + n,
-                            data(4 * s.H * s.H, kOutputWeights, weightScale(s.H)));
-      p.writes.emplace_back("biases" + n, data(4 * s.H, kBiases, kBiasScale));
-    }
-    graph.createHostRead("out", out);
-    if (training) {
-      Tensor outGrad = graph.clone(out, "outGrad");
-      graph.createHostWrite("outGrad", outGrad);
-      p.writes.emplace_back("outGrad", data(s.T * s.B * s.H, kOutputGrad, 1.0));
-      Tensor inGrad;
-      std::vector<lstm::LstmWeights> weightsGrad;
-      lstm::lstmStackBwdWithWU(graph, params, p.prog, init, intermediates, weights, out, outGrad,
-                               nullptr, &inGrad, weightsGrad, "bwd", options, &cache);
-    }
-    p.outputSize = s.T * s.B * s.H;
-    return p;
-  };
-  // lstmLayer()'s module, made L layers deep, each layer given layer 0's weights (no single
-  // quotes: bench::pythonResult quotes the script with them).
-  std::string model = layer.torchModel;
-  const std::string make = "m = torch.nn.LSTM(I, H)\n";
-  model.replace(model.find(make), make.size(),
-                fmt::format("m = torch.nn.LSTM(I, H, num_layers={})\n", L));
-  model += fmt::format("    for k in range(1, {}):\n"
-                       "        for n in (\"weight_ih\", \"weight_hh\", \"bias_ih\", \"bias_hh\"):\n"
-                       "            getattr(m, n + \"_l\" + str(k)).copy_(getattr(m, n + \"_l0\"))\n",
-                       L);
-  layer.torchModel = model;
-  return layer;
-}
-
 // aspen::nn::gru with resetAfter (the candidate's recurrent product is taken before the reset gate
 // multiplies it, with a bias of its own), which is what nn.GRU and oneDNN's lbr_gru
 // (linear-before-reset) compute, against both. Aspen's weights are [3, I, H] with dimension 0 in
@@ -247,6 +183,110 @@ inline RnnLayer gruLayer() {
       slotIndices(paramsOf({1, 1, 1}).cellOrder,
                   {gru::BASIC_GRU_CELL_UPDATE_GATE, gru::BASIC_GRU_CELL_RESET_GATE,
                    gru::BASIC_GRU_CELL_CANDIDATE});
+  return layer;
+}
+
+// A stack of L layers in one call of `cell`'s ("lstm": lstm::lstmStackFwd and
+// lstmStackBwdWithWU; "gru": gru::gruStackFwd and gruStackBwdWithWU, resetAfter; option
+// numLayers L added to the given ones) against torch.nn's module with num_layers = L and
+// oneDNN's primitive with L layers: every layer has the single layer's weights (I = H, so all
+// layers' shapes agree).
+inline RnnLayer stackLayer(const std::string &cell, std::size_t L) {
+  namespace lstm = nn::lstm;
+  namespace gru = nn::gru;
+  const bool isLstm = cell == "lstm";
+  RnnLayer layer = isLstm ? lstmLayer() : gruLayer();
+  const std::size_t G = isLstm ? 4 : 3, biases = isLstm ? 4 : 6;
+  layer.name = cell + "_stack";
+  layer.description =
+      fmt::format("{} float, {} layers in one call (I = H)", isLstm ? "LSTM" : "GRU", L);
+  layer.torchClass = fmt::format("{}(num_layers={})", layer.torchClass, L);
+  layer.fwd = isLstm ? "lstmStackFwd" : "gruStackFwd";
+  layer.bwd = isLstm ? "lstmStackBwdWithWU" : "gruStackBwdWithWU";
+  layer.layers = L;
+  layer.build = [=](Graph &graph, const Shape &s, Mode mode, const OptionFlags &given) {
+    const bool training = mode == Mode::Training;
+    OptionFlags options = given;
+    options.set("numLayers", std::to_string(L));
+    linalg::PlanningCache cache;
+    LayerProgram p;
+    Tensor in, out;
+    std::vector<std::array<Tensor, 3>> weights; // per layer: input, output, biases
+    std::function<void(const Tensor &)> backward;
+    if (isLstm) {
+      const lstm::LstmParams params(FLOAT, s.B, s.T, {s.H, s.H});
+      in = lstm::createInput(graph, params, "in");
+      const lstm::LstmState init =
+          lstm::createStackInitialState(graph, params, "init", options, &cache);
+      const auto w = lstm::createStackWeights(graph, params, "weights", options, &cache);
+      for (const lstm::LstmWeights &x : w)
+        weights.push_back({x.inputWeights, x.outputWeights, x.biases});
+      lstm::zeroInitialState(graph, init, p.prog, "zeroState");
+      auto inter = std::make_shared<lstm::LstmStackIntermediates>();
+      out = lstm::lstmStackFwd(graph, params, init, in, w, training ? inter.get() : nullptr,
+                               p.prog, "fwd", options, &cache)
+                .first;
+      backward = [&, params, init, w, inter](const Tensor &outGrad) {
+        Tensor inGrad;
+        std::vector<lstm::LstmWeights> grads;
+        lstm::lstmStackBwdWithWU(graph, params, p.prog, init, *inter, w, out, outGrad, nullptr,
+                                 &inGrad, grads, "bwd", options, &cache);
+      };
+    } else {
+      gru::GruParams params(FLOAT, s.B, s.T, {s.H, s.H});
+      params.resetAfter = true;
+      in = gru::createInput(graph, params, "in");
+      const Tensor init = gru::createStackInitialState(graph, params, "init", options, &cache);
+      const auto w = gru::createStackWeights(graph, params, "weights", options, &cache);
+      for (const gru::GruWeights &x : w)
+        weights.push_back({x.inputWeights, x.outputWeights, x.biases});
+      gru::zeroInitialState(graph, init, p.prog, "zeroState");
+      auto inter = std::make_shared<gru::GruStackIntermediates>();
+      out = gru::gruStackFwd(graph, params, init, in, w, training ? inter.get() : nullptr,
+                             p.prog, "fwd", options, &cache)
+                .first;
+      backward = [&, params, init, w, inter](const Tensor &outGrad) {
+        Tensor inGrad;
+        std::vector<gru::GruWeights> grads;
+        gru::gruStackBwdWithWU(graph, params, p.prog, init, *inter, w, out, outGrad, nullptr,
+                               &inGrad, grads, "bwd", options, &cache);
+      };
+    }
+    graph.createHostWrite("in", in);
+    p.writes.emplace_back("in", data(s.T * s.B * s.H, kInput, 1.0));
+    for (std::size_t l = 0; l < L; ++l) {
+      const std::string n = std::to_string(l);
+      graph.createHostWrite("inputWeights" + n, weights[l][0]);
+      graph.createHostWrite("outputWeights" + n, weights[l][1]);
+      graph.createHostWrite("biases" + n, weights[l][2]);
+      p.writes.emplace_back("inputWeights" + n,
+                            data(G * s.H * s.H, kInputWeights, weightScale(s.H)));
+      p.writes.emplace_back("outputWeights" + n,
+                            data(G * s.H * s.H, kOutputWeights, weightScale(s.H)));
+      p.writes.emplace_back("biases" + n, data(biases * s.H, kBiases, kBiasScale));
+    }
+    graph.createHostRead("out", out);
+    if (training) {
+      Tensor outGrad = graph.clone(out, "outGrad");
+      graph.createHostWrite("outGrad", outGrad);
+      p.writes.emplace_back("outGrad", data(s.T * s.B * s.H, kOutputGrad, 1.0));
+      backward(outGrad);
+    }
+    p.outputSize = s.T * s.B * s.H;
+    return p;
+  };
+  // The single layer's module, made L layers deep, each layer given layer 0's weights (no single
+  // quotes: bench::pythonResult quotes the script with them).
+  std::string model = layer.torchModel;
+  const std::string make = isLstm ? "m = torch.nn.LSTM(I, H)\n" : "m = torch.nn.GRU(I, H)\n";
+  model.replace(model.find(make), make.size(),
+                fmt::format("m = torch.nn.{}(I, H, num_layers={})\n", isLstm ? "LSTM" : "GRU",
+                            L));
+  model += fmt::format("    for k in range(1, {}):\n"
+                       "        for n in (\"weight_ih\", \"weight_hh\", \"bias_ih\", \"bias_hh\"):\n"
+                       "            getattr(m, n + \"_l\" + str(k)).copy_(getattr(m, n + \"_l0\"))\n",
+                       L);
+  layer.torchModel = model;
   return layer;
 }
 
