@@ -14,6 +14,14 @@ struct LstmCell {
   using Params = LstmParams;
   using Weights = LstmWeights;
   using Options = detail::LstmOptions;
+  // Above the first layer a wavefront step reads Wi as well as Wo (its input is not known
+  // before the loop), where layer by layer weighs the whole input in one product first: at one
+  // row that reading cost more than the hand-offs between steps the wavefront saves, from 4
+  // rows on it did not (bench_lstm_stack, 3 layers, 2 cores, 2026-12-07: inference H = 256
+  // T = 50 B = 1 1.8-1.9 ms against 1.4-1.5 layer by layer, B = 4 2.3-2.9 against 2.6-3.3,
+  // B = 16 8.3 against 10.0, B = 64 31.9 against 41.3; training B = 4 12.4-14.3 against
+  // 14.0-16.3).
+  static constexpr std::size_t kWavefrontMinBatch = 4;
 
   static void checkParams(const Params &p, const std::string &what) {
     detail::checkParams(p, what);

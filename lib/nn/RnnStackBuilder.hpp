@@ -14,6 +14,7 @@
 //   fuses(graph, params, opts, what)     whether its forward steps are fused, in one shard
 //   wavefrontRefusal(params)             why a stack of these cannot be a wavefront ("" if it
 //                                        can)
+//   kWavefrontMinBatch                   the smallest batch stackSchedule auto runs as one
 //   checkWeights, createWeights          as the layer's own
 //   lane(...), alone(...)                the forward in run order: as a wave lane / as its
 //                                        builder runs it; a Result
@@ -39,14 +40,6 @@ namespace aspen::nn::rnn::detail {
 
 enum class StackSchedule { Auto, Wavefront, LayerByLayer };
 
-// The smallest batch stackSchedule auto runs as a wavefront. Above the first layer a wavefront
-// step reads Wi as well as Wo (its input is not known before the loop), where layer by layer
-// weighs the whole input in one product first: at one row that reading cost more than the
-// hand-offs between steps the wavefront saves, from 4 rows on it did not (bench_lstm_stack,
-// 3 layers, 2 cores, 2026-12-07: inference H = 256 T = 50 B = 1 1.8-1.9 ms against 1.4-1.5
-// layer by layer, B = 4 2.3-2.9 against 2.6-3.3, B = 16 T = 25 3.7-4.0 against 4.7-5.5, B = 64
-// 15.5-16.6 against 19.9-22.6; training B = 4 T = 50 12.4-14.3 against 14.0-14.7).
-constexpr std::size_t kWavefrontMinBatch = 4;
 
 // The stack's own options, and the layer options every layer takes.
 struct StackOptions {
@@ -123,7 +116,7 @@ public:
       throw invalid_option(what_ + ": stackSchedule wavefront cannot run: " + refusal);
     wavefront_ = refusal.empty() &&
                  (o_.schedule == StackSchedule::Wavefront ||
-                  (o_.schedule == StackSchedule::Auto && B() >= kWavefrontMinBatch));
+                  (o_.schedule == StackSchedule::Auto && B() >= Cell::kWavefrontMinBatch));
   }
 
   const std::string &what() const { return what_; }

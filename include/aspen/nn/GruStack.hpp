@@ -15,7 +15,8 @@
 // LSTM stack's. In the wavefront the layers above the first weigh their input in the step
 // (option preCalcWeights false: a step's input product is a compute set of its own before the
 // cell's one or two); the results are gruFwd's bits called layer by layer with that option
-// above the first layer. A bidirectional layer's two directions run in one compute set a step
+// above the first layer; stackSchedule auto takes it from 16 rows (the LSTM's from 4). A
+// bidirectional layer's two directions run in one compute set a step
 // (two with resetAfter false) where both fuse their steps. No attention (AUGRU) in a stack.
 // params.outputFullSequence must be true.
 //
