@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes the GPU bundle: one relocatable folder (at most 55 MiB) holding everything
+# Makes the GPU bundle: one relocatable folder (under 56 MiB) holding everything
 # scripts/gpu-check.sh needs to check Aspen on a bare GPU machine, where nothing is built and no
 # package is installed (it needs only the CUDA toolkit, the driver and python3 there):
 #   bin/        lstm_layer, gru_layer, rnn_layer, aspen-cc (installed), aspen_correctness_tests,
@@ -31,11 +31,13 @@ set -euo pipefail
 
 script_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$script_dir/.." && pwd)
-# Under the 56 MiB a bundle may take, and with the tracked tree (4.4 MiB) under the 64 MiB a
+# Under the 56 MiB a bundle may take, and with the tracked tree (4.5 MiB) under the 64 MiB a
 # device run carries. 54 MiB until the LSTM projection and the activation clips (2026-12-07) made
-# it 54.1 MiB. The cache's NVRTC copies of the library families (PTX and cubin) are most of it:
-# dropping those the fatbins already hold is the next saving.
-max_kib=$((55 * 1024))
+# it 54.1 MiB; 55 MiB until the stacks' codelets (dropout, final states, the GRU's step input
+# product) made it 55.1 MiB (2026-12-07). No margin is left: the cache's NVRTC copies of the
+# library families (PTX and cubin) are most of it, and dropping those the fatbins already hold
+# is the next saving (the device's gpu_codegen test would then compile them again there).
+max_kib=$((56 * 1024 - 1))
 started=$SECONDS
 
 usage() {
@@ -472,4 +474,4 @@ echo "== total: $(size "$dir") ($kib KiB; limit $max_kib KiB), made in $((SECOND
 for w in "${warnings[@]}"; do
   echo "gpu-bundle: warning: $w" >&2
 done
-[ "$kib" -le "$max_kib" ] || die "the bundle is over 55 MiB"
+[ "$kib" -le "$max_kib" ] || die "the bundle is not under 56 MiB"
