@@ -107,6 +107,11 @@ using Builder = rnn::detail::StackBuilder<GruCell>;
 
 } // namespace
 
+std::string getStackSchedule(const Graph &graph, const GruParams &params,
+                             const OptionFlags &options) {
+  return Builder(graph, params, options, "gru::getStackSchedule").schedule();
+}
+
 std::vector<GruWeights> createStackWeights(Graph &graph, const GruParams &params,
                                            const DebugContext &debug, const OptionFlags &options,
                                            linalg::PlanningCache *cache) {

@@ -108,6 +108,11 @@ LstmState asState(const Builder::State &s) { return {s[0], s[1]}; }
 
 } // namespace
 
+std::string getStackSchedule(const Graph &graph, const LstmParams &params,
+                             const OptionFlags &options) {
+  return Builder(graph, params, options, "lstm::getStackSchedule").schedule();
+}
+
 std::vector<LstmWeights> createStackWeights(Graph &graph, const LstmParams &params,
                                             const DebugContext &debug, const OptionFlags &options,
                                             linalg::PlanningCache *cache) {

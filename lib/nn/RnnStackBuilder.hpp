@@ -120,6 +120,8 @@ public:
   }
 
   const std::string &what() const { return what_; }
+  // The schedule the stack runs: stackSchedule, auto resolved.
+  const char *schedule() const { return wavefront_ ? "wavefront" : "layerByLayer"; }
   std::size_t count() const { return L_ * D_; }
   std::size_t T() const { return base_.rnn.maxTimeSteps; }
   std::size_t B() const { return base_.rnn.batchSize; }

@@ -772,6 +772,31 @@ TEST_CASE("rnn::dropoutSequence keeps the documented mask, scaled, at its rate",
     }
 }
 
+TEST_CASE("stackSchedule auto takes the wavefront from the cell's batch, on fused steps, one "
+          "direction",
+          "[correctness][lstm][gru][stack]") {
+  Graph graph(Target::createGeneric(4));
+  nn::addCodelets(graph);
+  auto lstmAt = [&](std::size_t B, const OptionFlags &o) {
+    return lstm::getStackSchedule(graph, lstm::LstmParams(FLOAT, B, 5, {3, 4}), o);
+  };
+  auto gruAt = [&](std::size_t B, const OptionFlags &o) {
+    return gru::getStackSchedule(graph, gru::GruParams(FLOAT, B, 5, {3, 4}), o);
+  };
+  const OptionFlags two{{"numLayers", "2"}};
+  CHECK(lstmAt(3, two) == "layerByLayer");
+  CHECK(lstmAt(4, two) == "wavefront");
+  CHECK(gruAt(15, two) == "layerByLayer");
+  CHECK(gruAt(16, two) == "wavefront");
+  CHECK(lstmAt(8, {{"numLayers", "2"}, {"direction", "bidirectional"}}) == "layerByLayer");
+  CHECK(lstmAt(8, {{"numLayers", "2"}, {"stepMethod", "productThenCell"}}) == "layerByLayer");
+  CHECK(lstmAt(8, {{"numLayers", "2"}, {"stackSchedule", "layerByLayer"}}) == "layerByLayer");
+  CHECK(lstmAt(1, {{"numLayers", "2"}, {"stackSchedule", "wavefront"}}) == "wavefront");
+  CHECK_THROWS_AS(gruAt(16, {{"numLayers", "2"}, {"stackSchedule", "wavefront"},
+                             {"stepMethod", "productThenCell"}}),
+                  invalid_option);
+}
+
 TEST_CASE("a stack refuses bad options, counts and shapes, naming the rule",
           "[error][lstm][stack]") {
   Harness h(Target::createGeneric(4));

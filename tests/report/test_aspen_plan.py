@@ -152,7 +152,11 @@ def cli_checks(plan, schema, work):
     stack = load(report_path)
     layer = stack["context"]["layer"]
     check(layer.get("numLayers") == 2 and layer.get("direction") == "bidirectional"
-          and layer.get("dropout") == 0.25, f"context.layer has the stack ({layer})")
+          and layer.get("dropout") == 0.25 and layer.get("stackSchedule") == "layerByLayer",
+          f"context.layer has the stack ({layer})")
+    rc, out, err = run([plan, "lstm", *small, "--num-layers", "2", "--target", "cpu"])
+    check(rc == 0 and "layers=2 schedule=wavefront" in out.splitlines()[0],
+          f"an LSTM stack of 4 rows on the CPU runs as a wavefront ({out.splitlines()[:1]!r})")
 
     # A run: measured tables beside the estimates, a timeline, and a valid Chrome trace.
     report_path = os.path.join(work, "gru-run.json")

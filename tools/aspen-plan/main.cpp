@@ -547,7 +547,8 @@ void printUsage() {
 
 // A stack's summary and JSON: its layers, directions and dropout (the plan rows are its first
 // layer's; the rest is the stack's).
-template <typename Config> void stackRows(LayerSetup &setup, const Config &c) {
+template <typename Config>
+void stackRows(LayerSetup &setup, const Config &c, const std::string &schedule) {
   if (c.numLayers > 1) {
     setup.summary += fmt::format(" layers={}", c.numLayers);
     setup.layer.set("numLayers", json::Value::number(std::uint64_t(c.numLayers)));
@@ -559,6 +560,10 @@ template <typename Config> void stackRows(LayerSetup &setup, const Config &c) {
   if (c.dropout > 0) {
     setup.summary += fmt::format(" dropout={}", c.dropout);
     setup.layer.set("dropout", json::Value::number(c.dropout));
+  }
+  if (!schedule.empty()) { // a stack in one call: the schedule it runs, auto resolved
+    setup.summary += " schedule=" + schedule;
+    setup.layer.set("stackSchedule", json::Value::string(schedule));
   }
 }
 
@@ -576,7 +581,14 @@ int main(int argc, char **argv) {
                        LayerSetup setup{"", layerJson("lstm", c), {}, {},
                                         lstmlayer::build(graph, c, cache), {}};
                        recurrentRows(setup, c, true);
-                       stackRows(setup, c);
+                       std::string schedule;
+                       if (lstmlayer::usesStackCall(c)) {
+                         auto params = lstmlayer::layerParams(c, aspen::Tensor(), 0);
+                         params.outputFullSequence = true;
+                         schedule = aspen::nn::lstm::getStackSchedule(
+                             graph, params, lstmlayer::stackCallOptions(c));
+                       }
+                       stackRows(setup, c, schedule);
                        if (c.projSize) {
                          setup.summary += fmt::format(" P={}", c.projSize);
                          setup.layer.set("projSize",
@@ -592,7 +604,14 @@ int main(int argc, char **argv) {
                        LayerSetup setup{"", layerJson(c.withAttention ? "augru" : "gru", c), {},
                                         {}, grulayer::build(graph, c, cache), {}};
                        recurrentRows(setup, c, false);
-                       stackRows(setup, c);
+                       std::string schedule;
+                       if (grulayer::usesStackCall(c)) {
+                         auto params = grulayer::layerParams(c, aspen::Tensor(), 0);
+                         params.outputFullSequence = true;
+                         schedule = aspen::nn::gru::getStackSchedule(
+                             graph, params, grulayer::stackCallOptions(c));
+                       }
+                       stackRows(setup, c, schedule);
                        return setup;
                      });
   if (kind == "rnn")

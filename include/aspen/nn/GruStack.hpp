@@ -31,6 +31,7 @@
 
 #include <aspen/nn/Gru.hpp>
 
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -39,6 +40,10 @@ namespace aspen::nn::gru {
 // What a training forward keeps for gruStackBwdWithWU (rnn::StackIntermediates).
 using GruStackIntermediates = rnn::StackIntermediates;
 
+// The schedule a stack with these params and options runs: "wavefront" or "layerByLayer"
+// (stackSchedule, auto resolved). Raises as the stack's functions do for bad options.
+ASPEN_API std::string getStackSchedule(const Graph &graph, const GruParams &params,
+                                       const OptionFlags &options);
 ASPEN_API std::vector<GruWeights> createStackWeights(Graph &graph, const GruParams &params,
                                                      const DebugContext &debug,
                                                      const OptionFlags &options = {},

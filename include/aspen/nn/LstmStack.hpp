@@ -53,6 +53,7 @@
 
 #include <aspen/nn/Lstm.hpp>
 
+#include <string>
 #include <vector>
 
 namespace aspen::nn::lstm {
@@ -60,6 +61,10 @@ namespace aspen::nn::lstm {
 // What a training forward keeps for lstmStackBwdWithWU (rnn::StackIntermediates).
 using LstmStackIntermediates = rnn::StackIntermediates;
 
+// The schedule a stack with these params and options runs: "wavefront" or "layerByLayer"
+// (stackSchedule, auto resolved). Raises as the stack's functions do for bad options.
+ASPEN_API std::string getStackSchedule(const Graph &graph, const LstmParams &params,
+                                       const OptionFlags &options);
 ASPEN_API std::vector<LstmWeights> createStackWeights(Graph &graph, const LstmParams &params,
                                                       const DebugContext &debug,
                                                       const OptionFlags &options = {},
