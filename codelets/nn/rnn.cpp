@@ -1172,6 +1172,13 @@ template class LstmCellBwd<float>;
 template class LstmCellBwd<half>;
 template class LstmCellRecompute<float>;
 template class LstmCellRecompute<half>;
+// Row `row`'s length from lengths ([B], or [1] for every row), capped at `steps`.
+ASPEN_HD inline unsigned rowLength(const unsigned *lengths, unsigned count, unsigned row,
+                                   unsigned steps) {
+  const unsigned length = count == 1 ? lengths[0] : lengths[row];
+  return length < steps ? length : steps;
+}
+
 // Dropout between the layers of a stack (rnn::dropoutSequence, docs/recurrent.md): element i of
 // a [T, B, W] sequence, i = (tc * B + b) * W + column, is kept when
 //   (mix(key + i) >> 11) >= threshold   (threshold = ceil(rate * 2^53))
@@ -1216,8 +1223,7 @@ public:
         (static_cast<unsigned long long>(thresholdHi) << 32) | thresholdLo;
     for (unsigned t = first; t < last; ++t)
       for (unsigned b = workerId; b < batch; b += numWorkers()) {
-        unsigned length = lengths.size() == 1 ? lengths[0] : lengths[b];
-        length = length < steps ? length : steps;
+        const unsigned length = rowLength(lengths.data(), lengths.size(), b, steps);
         const unsigned tc = reversed && t < length ? length - 1 - t : t;
         const unsigned long long row =
             (static_cast<unsigned long long>(tc) * batch + b) * width + firstColumn;
@@ -1246,9 +1252,7 @@ public:
   unsigned row;
   bool reverse;
   bool compute() {
-    const unsigned steps = seq.size();
-    unsigned length = lengths.size() == 1 ? lengths[0] : lengths[row];
-    length = length < steps ? length : steps;
+    const unsigned length = rowLength(lengths.data(), lengths.size(), row, seq.size());
     if (init.size() != out.size())
       return false;
     const T *src = init.data();
@@ -1278,9 +1282,7 @@ public:
   unsigned row;
   bool reverse;
   bool compute() {
-    const unsigned steps = seq.size();
-    unsigned length = lengths.size() == 1 ? lengths[0] : lengths[row];
-    length = length < steps ? length : steps;
+    const unsigned length = rowLength(lengths.data(), lengths.size(), row, seq.size());
     if (rest.size() != grad.size())
       return false;
     for (unsigned k = 0; k < rest.size(); ++k)

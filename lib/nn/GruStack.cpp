@@ -85,13 +85,12 @@ struct GruCell {
                                       const Weights &weights, const Tensor &input,
                                       const Tensor &output, const Tensor &dy,
                                       const std::vector<Tensor> *last, Tensor *dx,
-                                      Weights &grad, const DebugContext &debug,
+                                      Weights &grad, bool reverse, const DebugContext &debug,
                                       const OptionFlags &options, linalg::PlanningCache *cache) {
     // gruBwdWithWU takes no final-state gradient: it joins the output's at each row's last
     // step, or the initial state's for a row of length 0.
     Tensor outGrad = dy, rest;
     if (last && (*last)[0].valid()) {
-      const bool reverse = detail::parseOptions(graph, p, options, "gru stack").reverse;
       std::tie(outGrad, rest) = rnn::detail::foldFinalStateGrad(graph, p.rnn, dy, (*last)[0],
                                                                 reverse, prog, debug);
     }

@@ -92,7 +92,7 @@ struct LstmCell {
                                       const Weights &weights, const Tensor &input,
                                       const Tensor &output, const Tensor &dy,
                                       const std::vector<Tensor> *last, Tensor *dx,
-                                      Weights &grad, const DebugContext &debug,
+                                      Weights &grad, bool, const DebugContext &debug,
                                       const OptionFlags &options, linalg::PlanningCache *cache) {
     const LstmState lastGrad = last ? LstmState{(*last)[0], (*last)[1]} : LstmState{};
     const LstmState g = lstmBwdWithWU(graph, p, prog, {init[0], init[1]}, inter, weights, input,

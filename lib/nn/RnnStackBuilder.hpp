@@ -18,7 +18,8 @@
 //   checkWeights, createWeights          as the layer's own
 //   lane(...), alone(...)                the forward in run order: as a wave lane / as its
 //                                        builder runs it; a Result
-//   backward(...)                        the layer's backward with weight update
+//   backward(...)                        the layer's backward with weight update (given its
+//                                        direction)
 #pragma once
 
 #include "RnnLoop.hpp"
@@ -259,7 +260,7 @@ public:
         const std::vector<Tensor> g = Cell::backward(
             graph, s.params, prog, entry(init, i), inter.layers[i], weights[i], inter.inputs[l],
             inter.outputs[i], D_ == 1 ? dy : dy.slice(d * W(), (d + 1) * W(), 2),
-            finalGrad ? &last : nullptr, wantDx ? &dxd : nullptr, weightsGrad[i],
+            finalGrad ? &last : nullptr, wantDx ? &dxd : nullptr, weightsGrad[i], s.reverse,
             {dl, s.reverse ? "reverse" : "forward"}, s.options, cache);
         for (std::size_t k = 0; k < g.size(); ++k)
           prog.add(program::Copy(g[k], initGrad[k][i]));
