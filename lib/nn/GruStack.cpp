@@ -27,6 +27,10 @@ struct GruCell {
   }
   static std::vector<std::size_t> stateSizes(const Params &p) { return {p.rnn.layerSizes[1]}; }
   static std::size_t width(const Params &p) { return p.rnn.layerSizes[1]; }
+  static void setInputSize(Params &p, std::size_t I) {
+    p.rnn.layerSizes[0] = I;
+    p.layerSizes = p.rnn.layerSizes; // popnn's deprecated copy
+  }
   static Options parse(const Graph &graph, const Params &p, const OptionFlags &options,
                        const std::string &what) {
     return detail::parseOptions(graph, p, options, what);

@@ -30,6 +30,10 @@ struct LstmCell {
     return {detail::recurrentSize(p), p.rnn.layerSizes[1]};
   }
   static std::size_t width(const Params &p) { return detail::recurrentSize(p); }
+  static void setInputSize(Params &p, std::size_t I) {
+    p.rnn.layerSizes[0] = I;
+    p.layerSizes = p.rnn.layerSizes; // popnn's deprecated copy
+  }
   static Options parse(const Graph &graph, const Params &p, const OptionFlags &options,
                        const std::string &what) {
     return detail::parseOptions(graph, p, options, what);

@@ -2,7 +2,7 @@
 // non-linearities; the sequences run as rnn loops inside the device program. forwardIterate's
 // steps are fused (the product, additions and non-linearity in one compute set a step, on
 // weights packed once) where the LSTM's and the GRU's stepMethod auto would fuse them.
-#include "RnnLoop.hpp"
+#include "RecurrentInternal.hpp"
 
 #include <aspen/Error.hpp>
 #include <aspen/linalg/MatMul.hpp>
@@ -165,69 +165,91 @@ Tensor forwardWeightInput(Graph &graph, const Tensor &actIn, const Tensor &weigh
                        mmOptions(partialsType, inferenceOnly, "TRAINING_FWD"), debug, cache);
 }
 
-namespace {
+namespace detail {
 
-// Whether forwardIterate fuses its steps (as the LSTM's and GRU's stepMethod auto does; popnn's
-// signature has no options): an element-wise non-linearity, a batch the fused step pays for,
-// packed weights that fit, a target that is not a GPU.
-bool fusesSteps(const Graph &graph, const RnnParams &params, NonLinearityType nl) {
-  const std::size_t H = params.layerSizes[1];
-  return detail::chooseFusedStep(graph, detail::StepMethod::Auto, nl, nl, "rnn::forwardIterate",
-                                 [&] {
-                                   // popnn's signature says nothing of training: the rule that
-                                   // pays for packing every run.
-                                   return detail::fusedStepPays(params, 1, false) &&
-                                          detail::fusedWeightsFit(
-                                              graph.getTarget(), H, detail::kUnitPanelUnits,
-                                              detail::unitPanelBytes(H, 1, H));
-                                 });
+void checkVanillaNonLinearity(NonLinearityType nl, const std::string &what) {
+  checkNonLinearity(nl, what);
 }
 
-// forwardIterate's loop with fused steps: Wfb packed once (program::Cached) into 16-unit panels, then one
-// compute set a step of RnnFusedFwd vertices (the product, x_t, b and the non-linearity) and
-// the clock (RnnFused.cpp's loop).
+// popnn's signature says nothing of training: the rule that pays for packing every run.
+bool vanillaFuses(const Graph &graph, const RnnParams &params, NonLinearityType nl) {
+  const std::size_t H = params.layerSizes[1];
+  return chooseFusedStep(graph, StepMethod::Auto, nl, nl, "rnn::forwardIterate", [&] {
+    return fusedStepPays(params, 1, false) &&
+           fusedWeightsFit(graph.getTarget(), H, kUnitPanelUnits, unitPanelBytes(H, 1, H));
+  });
+}
+
+VanillaFusedLane prepareVanillaFused(Graph &graph, const RnnParams &params,
+                                     const Tensor &feedFwdIn, const Tensor &initState,
+                                     const Tensor &feedbackWeights, const Tensor &biases,
+                                     const Tensor &out, NonLinearityType nl, Sequence &prog,
+                                     const DebugContext &debug) {
+  VanillaFusedLane lane;
+  lane.T = params.maxTimeSteps;
+  lane.B = params.batchSize;
+  lane.H = params.layerSizes[1];
+  lane.nl = nl;
+  std::vector<Tensor> rows;
+  for (std::size_t k = 0; k < lane.H; ++k)
+    rows.push_back(feedbackWeights[k]);
+  lane.blocks = packUnitPanels(graph, params.dataType, rows, lane.H, 1, lane.H, prog, debug);
+  lane.x = contiguousOrCopy(graph, feedFwdIn, prog, {debug, "input"}).flatten();
+  lane.bias = contiguousOrCopy(graph, biases, prog, {debug, "biases"});
+  lane.hBuf = addStep(graph, params.dataType, 2 * lane.B, lane.H, {debug, "h"})
+                  .reshape({2, lane.B, lane.H});
+  prog.add(Copy(initState, lane.hBuf[0]));
+  lane.out = out;
+  return lane;
+}
+
+// Step t (parity p = t % 2) reads h_{t-1} from hBuf[p] and writes h_t to hBuf[1 - p].
+void VanillaFusedLane::addStep(Graph &graph, ComputeSet cs, const FusedClock &clock,
+                               unsigned p) const {
+  const std::string type = util::templateVertex("aspen::nn::RnnFusedFwd", x.elementType());
+  for (const auto &block : blocks) {
+    auto units = [&](const Tensor &row) {
+      return row.slice(block.units.firstUnit, block.units.firstUnit + block.units.numUnits);
+    };
+    std::vector<Tensor> h, o;
+    for (std::size_t r = 0; r < B; ++r)
+      h.push_back(units(hBuf[1 - p][r]));
+    for (std::size_t i = 0; i < T; ++i)
+      for (std::size_t r = 0; r < B; ++r)
+        o.push_back(units(out[i][r]));
+    VertexRef v = graph.addVertex(cs, type);
+    graph.setTileMapping(v, block.units.tile);
+    graph.connect(v["time"], clock.time.slice(p, p + 1));
+    graph.connect(v["hPrev"], hBuf[p].flatten());
+    graph.connect(v["packed"], block.packed);
+    graph.connect(v["x"], x);
+    graph.connect(v["bias"], bias);
+    graph.connect(v["hState"], h);
+    graph.connect(v["out"], o);
+    graph.setInitialValue(v["H"], static_cast<unsigned>(H));
+    graph.setInitialValue(v["firstUnit"], block.units.firstUnit);
+    graph.setInitialValue(v["numUnits"], block.units.numUnits);
+    graph.setInitialValue(v["steps"], static_cast<unsigned>(T));
+    graph.setInitialValue(v["nonLinearity"], static_cast<unsigned>(nl));
+  }
+}
+
+} // namespace detail
+
+namespace {
+
+// forwardIterate's loop with fused steps: Wfb packed once (program::Cached) into 16-unit
+// panels, then one compute set a step of RnnFusedFwd vertices (the product, x_t, b and the
+// non-linearity) and the clock (RnnFused.cpp's loop).
 void fusedIterate(Graph &graph, const RnnParams &params, const Tensor &feedFwdIn,
                   const Tensor &initState, const Tensor &feedbackWeights, const Tensor &biases,
                   const Tensor &out, NonLinearityType nl, Sequence &prog,
                   const DebugContext &debug) {
-  const std::size_t T = params.maxTimeSteps, B = params.batchSize, H = params.layerSizes[1];
-  const Type t = params.dataType;
-  std::vector<Tensor> rows;
-  for (std::size_t k = 0; k < H; ++k)
-    rows.push_back(feedbackWeights[k]);
-  const auto blocks = detail::packUnitPanels(graph, t, rows, H, 1, H, prog, debug);
-  const Tensor x = detail::contiguousOrCopy(graph, feedFwdIn, prog, {debug, "input"}).flatten();
-  const Tensor bias = detail::contiguousOrCopy(graph, biases, prog, {debug, "biases"});
-  const Tensor hBuf = detail::addStep(graph, t, 2 * B, H, {debug, "h"}).reshape({2, B, H});
-  prog.add(Copy(initState, hBuf[0]));
-  const std::string type = util::templateVertex("aspen::nn::RnnFusedFwd", t);
+  const detail::VanillaFusedLane lane = detail::prepareVanillaFused(
+      graph, params, feedFwdIn, initState, feedbackWeights, biases, out, nl, prog, debug);
   auto step = [&](const detail::FusedClock &clock, const detail::FusedShard &, unsigned p) {
     ComputeSet cs = graph.addComputeSet({debug, p ? "oddStep" : "evenStep"});
-    for (const auto &block : blocks) {
-      auto units = [&](const Tensor &row) {
-        return row.slice(block.units.firstUnit, block.units.firstUnit + block.units.numUnits);
-      };
-      std::vector<Tensor> h, o;
-      for (std::size_t r = 0; r < B; ++r)
-        h.push_back(units(hBuf[1 - p][r]));
-      for (std::size_t i = 0; i < T; ++i)
-        for (std::size_t r = 0; r < B; ++r)
-          o.push_back(units(out[i][r]));
-      VertexRef v = graph.addVertex(cs, type);
-      graph.setTileMapping(v, block.units.tile);
-      graph.connect(v["time"], clock.time.slice(p, p + 1));
-      graph.connect(v["hPrev"], hBuf[p].flatten());
-      graph.connect(v["packed"], block.packed);
-      graph.connect(v["x"], x);
-      graph.connect(v["bias"], bias);
-      graph.connect(v["hState"], h);
-      graph.connect(v["out"], o);
-      graph.setInitialValue(v["H"], static_cast<unsigned>(H));
-      graph.setInitialValue(v["firstUnit"], block.units.firstUnit);
-      graph.setInitialValue(v["numUnits"], block.units.numUnits);
-      graph.setInitialValue(v["steps"], static_cast<unsigned>(T));
-      graph.setInitialValue(v["nonLinearity"], static_cast<unsigned>(nl));
-    }
+    lane.addStep(graph, cs, clock, p);
     detail::addClockVertex(graph, cs, clock, p);
     return Sequence{program::Execute(cs)};
   };
@@ -305,6 +327,57 @@ void fusedBackward(Graph &graph, const RnnParams &params, const Tensor &wfbT,
 
 } // namespace
 
+namespace detail {
+
+Tensor vanillaDeltas(Graph &graph, const RnnParams &params, const Tensor &feedbackWeights,
+                     const Tensor &y, const Tensor &dy, NonLinearityType nl,
+                     const Type &partialsType, Sequence &prog, const DebugContext &debug,
+                     linalg::PlanningCache *cache) {
+  const Type t = params.dataType;
+  const auto B = static_cast<unsigned>(params.batchSize);
+  const auto H = static_cast<unsigned>(params.layerSizes[1]);
+  // delta_t for every step, in a reverse loop whose state is delta_{t+1}.
+  Tensor deltas = createOutputTensor(graph, params, 1, {debug, "delta"});
+  const Tensor state0 = createBwdState(graph, t, B, H, prog, {debug, "bwdState"});
+  const Tensor wfbT = graph.clone(feedbackWeights.transpose(), {debug, "feedbackTransposed"});
+  prog.add(Copy(feedbackWeights.transpose(), wfbT));
+  if (vanillaFuses(graph, params, nl))
+    fusedBackward(graph, params, wfbT, y, dy, deltas, nl, prog, {debug, "fused"});
+  else
+    backwardLoop(graph, params, wfbT, y, dy, deltas, state0, nl,
+                 mmOptions(partialsType, false, "TRAINING_BWD"), prog, debug, cache);
+  return deltas;
+}
+
+std::tuple<Tensor, Tensor, Tensor, Tensor>
+vanillaGradients(Graph &graph, const Tensor &deltas, const Tensor &x, const Tensor &y0,
+                 const Tensor &y, const Tensor &feedFwdWeights, bool wantDx, bool doWU,
+                 const Type &partialsType, Sequence &prog, const DebugContext &debug,
+                 linalg::PlanningCache *cache) {
+  const std::size_t T = deltas.dim(0), B = deltas.dim(1), H = deltas.dim(2), I = x.dim(2);
+  const Tensor deltaRows = deltas.reshape({T * B, H});
+  Tensor dx;
+  if (wantDx)
+    dx = linalg::matMul(graph, deltaRows, feedFwdWeights.transpose(), prog, {debug, "inputGrad"},
+                        mmOptions(partialsType, false, "TRAINING_BWD"), cache)
+             .reshape({T, B, I});
+  Tensor dWff, dWfb, db;
+  if (doWU) {
+    const OptionFlags wu = mmOptions(partialsType, false, "TRAINING_WU");
+    dWff = linalg::matMul(graph, x.reshape({T * B, I}).transpose(), deltaRows, prog,
+                          {debug, "inputWeightsGrad"}, wu, cache);
+    // y_{t-1}: the initial state, then the outputs of steps 0..T-2.
+    const Tensor prev = T > 1 ? concat(y0.expand({0}), y.slice(0, T - 1, 0), 0) : y0.expand({0});
+    dWfb = linalg::matMul(graph, prev.reshape({T * B, H}).transpose(), deltaRows, prog,
+                          {debug, "feedbackWeightsGrad"}, wu, cache);
+    db = ops::reduce(graph, deltaRows, deltas.elementType(), {0}, {ops::Operation::ADD}, prog,
+                     {debug, "biasesGrad"});
+  }
+  return {dx, dWff, dWfb, db};
+}
+
+} // namespace detail
+
 Tensor forwardIterate(Graph &graph, const Tensor &feedFwdIn, const Tensor &initState,
                       const Tensor &feedbackWeights, const Tensor &biases, Sequence &prog,
                       NonLinearityType nl, const Type &partialsType, bool inferenceOnly,
@@ -323,7 +396,7 @@ Tensor forwardIterate(Graph &graph, const Tensor &feedFwdIn, const Tensor &initS
   RnnParams params(t, B, T, {H, H});
   const OptionFlags options = mmOptions(partialsType, inferenceOnly, "TRAINING_FWD");
   Tensor out = createOutputTensor(graph, params, 1, {debug, "output"});
-  if (fusesSteps(graph, params, nl)) {
+  if (detail::vanillaFuses(graph, params, nl)) {
     fusedIterate(graph, params, feedFwdIn, initState, feedbackWeights, biases, out, nl, prog,
                  {debug, "fused"});
     return out;
@@ -481,39 +554,11 @@ rnnBwdSequence(Graph &graph, bool doWU, bool ignoreInputGradientCalc, Sequence &
   checkShape(feedbackWeights, {H, H}, t, what + ": feedbackWeights");
   checkShape(biases, {H}, t, what + ": biases");
   RnnParams params(t, B, T, {I, H});
-  const OptionFlags options = mmOptions(partialsType, false, "TRAINING_BWD");
-  // delta_t for every step, in a reverse loop whose state is delta_{t+1}.
-  Tensor deltas = createOutputTensor(graph, params, 1, {debug, "delta"});
-  Tensor state0 = createBwdState(graph, t, static_cast<unsigned>(B), static_cast<unsigned>(H),
-                                 prog, {debug, "bwdState"});
-  const Tensor wfbT = graph.clone(feedbackWeights.transpose(), {debug, "feedbackTransposed"});
-  prog.add(Copy(feedbackWeights.transpose(), wfbT));
-  if (fusesSteps(graph, params, nl)) {
-    fusedBackward(graph, params, wfbT, fwdState, outGradient, deltas, nl, prog, {debug, "fused"});
-  } else {
-    backwardLoop(graph, params, wfbT, fwdState, outGradient, deltas, state0, nl, options, prog,
-                 debug, cache);
-  }
-  const Tensor deltaRows = deltas.reshape({T * B, H});
-  Tensor dx;
-  if (!ignoreInputGradientCalc)
-    dx = linalg::matMul(graph, deltaRows, feedFwdWeights.transpose(), prog, {debug, "inputGrad"},
-                        options, cache)
-             .reshape({T, B, I});
-  Tensor dWff, dWfb, db;
-  if (doWU) {
-    const OptionFlags wu = mmOptions(partialsType, false, "TRAINING_WU");
-    dWff = linalg::matMul(graph, actIn.reshape({T * B, I}).transpose(), deltaRows, prog,
-                          {debug, "inputWeightsGrad"}, wu, cache);
-    // y_{t-1}: the initial state, then the outputs of steps 0..T-2.
-    const Tensor prev =
-        T > 1 ? concat(fwdStateInit.expand({0}), fwdState.slice(0, T - 1, 0), 0)
-              : fwdStateInit.expand({0});
-    dWfb = linalg::matMul(graph, prev.reshape({T * B, H}).transpose(), deltaRows, prog,
-                          {debug, "feedbackWeightsGrad"}, wu, cache);
-    db = ops::reduce(graph, deltaRows, t, {0}, {ops::Operation::ADD}, prog, {debug, "biasesGrad"});
-  }
-  return {dx, dWff, dWfb, db};
+  const Tensor deltas = detail::vanillaDeltas(graph, params, feedbackWeights, fwdState,
+                                              outGradient, nl, partialsType, prog, debug, cache);
+  return detail::vanillaGradients(graph, deltas, actIn, fwdStateInit, fwdState, feedFwdWeights,
+                                  !ignoreInputGradientCalc, doWU, partialsType, prog, debug,
+                                  cache);
 }
 
 } // namespace aspen::nn::rnn

@@ -10,6 +10,7 @@
 //   kName                                "lstm", in messages
 //   stateSizes(params)                   the widths of the state's parts ({W, H}: h and c)
 //   width(params)                        W, the width of h and of a direction's output
+//   setInputSize(params, I)              params' input size set to I (a layer above the first)
 //   parse(graph, params, options, what)  the layer's options, checked
 //   fuses(graph, params, opts, what)     whether its forward steps are fused, in one shard
 //   wavefrontRefusal(params)             why a stack of these cannot be a wavefront ("" if it
@@ -132,8 +133,7 @@ public:
   // Layer l in direction d; `wave`: as the wavefront runs it (the forward only).
   Layer layer(std::size_t l, std::size_t d, bool wave) const {
     Params p = base_;
-    p.rnn.layerSizes[0] = l == 0 ? base_.rnn.layerSizes[0] : D_ * W();
-    p.layerSizes = p.rnn.layerSizes; // popnn's deprecated copy
+    Cell::setInputSize(p, l == 0 ? base_.rnn.layerSizes[0] : D_ * W());
     if (l > 0) // the layer below needs its input's gradient
       p.calcInputGradients = true;
     OptionFlags options = o_.layer;
@@ -199,7 +199,8 @@ public:
         throw invalid_option(what_ + ": intermediates were asked for, but the option "
                                      "inferenceOnly is true (an inference pass keeps none)");
     }
-    Run run{graph, init, weights, inter, prog, debug, cache, createState(graph, {debug, "final"})};
+    Run run{graph, init, weights, inter, prog, debug, cache, createState(graph, {debug, "final"}),
+            Tensor()};
     if (inter) {
       *inter = StackIntermediates{};
       inter->layers.resize(count());

@@ -8,9 +8,11 @@
 #include "../../tools/gru_layer/GruReference.hpp"
 #include "../../tools/lstm_layer/LstmReference.hpp"
 #include "../../tools/rnn_common/RnnReference.hpp"
+#include "../../tools/rnn_layer/RnnLayerReference.hpp"
 
 #include <aspen/nn/GruStack.hpp>
 #include <aspen/nn/LstmStack.hpp>
+#include <aspen/nn/RecurrentStack.hpp>
 
 #include <fmt/format.h>
 
@@ -48,7 +50,9 @@ Values hostDropout(const Values &v, std::uint64_t seed, unsigned layer, double r
 }
 
 struct StackCase {
-  bool gru = false;        // a GRU stack, else an LSTM's
+  bool gru = false;        // a GRU stack
+  bool vanilla = false;    // a vanilla RNN stack (else an LSTM's when not gru)
+  nn::NonLinearityType nl = nn::NonLinearityType::TANH; // the vanilla RNN's
   bool resetAfter = false; // the GRU's
   std::size_t T = 5, B = 3, I = 3, H = 4, L = 2;
   std::string direction = "forward";
@@ -60,8 +64,9 @@ struct StackCase {
   std::size_t D() const { return direction == "bidirectional" ? 2 : 1; }
   std::size_t W() const { return projSize ? projSize : H; }
   std::size_t inputSize(std::size_t l) const { return l == 0 ? I : D() * W(); }
-  std::size_t gates() const { return gru ? 3 : 4; }
+  std::size_t gates() const { return vanilla ? 1 : gru ? 3 : 4; }
   std::size_t biases() const { return (gru && resetAfter ? 2 : 1) * gates() * H; }
+  bool hasCell() const { return !gru && !vanilla; } // the LSTM's cell state
 };
 
 // Every input and result of a training step, in the stack's layouts.
@@ -75,7 +80,7 @@ std::vector<std::pair<std::string, std::size_t>> writeOrder(const StackCase &c) 
   const std::size_t LD = c.L * c.D();
   std::vector<std::pair<std::string, std::size_t>> w = {{"in", c.T * c.B * c.I},
                                                         {"h0", LD * c.B * c.W()}};
-  if (!c.gru)
+  if (c.hasCell())
     w.emplace_back("c0", LD * c.B * c.H);
   for (std::size_t i = 0; i < LD; ++i) {
     const std::size_t l = i / c.D();
@@ -87,7 +92,7 @@ std::vector<std::pair<std::string, std::size_t>> writeOrder(const StackCase &c) 
   }
   w.emplace_back("dy", c.T * c.B * c.D() * c.W());
   w.emplace_back("dhn", LD * c.B * c.W());
-  if (!c.gru)
+  if (c.hasCell())
     w.emplace_back("dcn", LD * c.B * c.H);
   return w;
 }
@@ -207,6 +212,35 @@ StepTensors gruStep(Graph &graph, Sequence &prog, const StackCase &c, const Tens
   return t;
 }
 
+// rnnStackFwd and rnnStackBwdWithWU.
+StepTensors vanillaStep(Graph &graph, Sequence &prog, const StackCase &c, const Tensor &lengths) {
+  const rnn::RnnParams base = lengths.valid() ? rnn::RnnParams(FLOAT, c.B, c.T, lengths, {c.I, c.H})
+                                              : rnn::RnnParams(FLOAT, c.B, c.T, {c.I, c.H});
+  const rnn::RecurrentParams params(base, c.nl);
+  const OptionFlags options = stackOptions(c);
+  StepTensors t;
+  const Tensor in = rnn::createInputTensor(graph, base, 1, "in");
+  const Tensor init = rnn::createStackInitialState(graph, params, "init", options);
+  const auto weights = rnn::createStackWeights(graph, params, "w", options);
+  rnn::RecurrentStackIntermediates inter;
+  const auto [out, final] =
+      rnn::rnnStackFwd(graph, params, init, in, weights, &inter, prog, "fwd", options);
+  const Tensor dy = graph.clone(out, "dy");
+  const Tensor dFinal = graph.clone(final, "dhn");
+  Tensor dx;
+  std::vector<rnn::RecurrentWeights> dw;
+  const Tensor d0 = rnn::rnnStackBwdWithWU(graph, params, prog, init, inter, weights, out, dy,
+                                           &dFinal, &dx, dw, "bwd", options);
+  t.writes = {{"in", in}, {"h0", init}, {"dy", dy}, {"dhn", dFinal}};
+  t.reads = {{"out", out}, {"hn", final}, {"dx", dx}, {"dh0", d0}};
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    addWeights(t, i, weights[i].inputWeights, weights[i].feedbackWeights, weights[i].biases,
+               Tensor());
+    addWeightGrads(t, i, dw[i].inputWeights, dw[i].feedbackWeights, dw[i].biases, Tensor());
+  }
+  return t;
+}
+
 // The training step of c on 4 tiles and 3 threads, every result read back.
 std::map<std::string, Values> stackRun(const StackCase &c) {
   Harness h(Target::createGeneric(4));
@@ -216,8 +250,9 @@ std::map<std::string, Values> stackRun(const StackCase &c) {
     h.graph.setTileMapping(lengths, 0);
     h.graph.createHostWrite("lengths", lengths);
   }
-  const StepTensors t = c.gru ? gruStep(h.graph, h.prog, c, lengths)
-                              : lstmStep(h.graph, h.prog, c, lengths);
+  const StepTensors t = c.vanilla ? vanillaStep(h.graph, h.prog, c, lengths)
+                        : c.gru   ? gruStep(h.graph, h.prog, c, lengths)
+                                  : lstmStep(h.graph, h.prog, c, lengths);
   for (const auto &[name, n] : writeOrder(c))
     h.graph.createHostWrite(name, t.writes.at(name));
   for (const auto &[name, tensor] : t.reads)
@@ -279,6 +314,19 @@ public:
              const Values &x)
       : c_(c) {
     const std::size_t l = i / c.D(), W = c.W();
+    if (c.vanilla) {
+      v_.m.T = c.T, v_.m.B = c.B, v_.m.I = c.inputSize(l), v_.m.H = c.H;
+      v_.m.nl = c.nl == nn::NonLinearityType::RELU ? rnnref::Activation::relu
+                                                    : rnnref::Activation::tanh;
+      v_.m.timeSteps = c.lengths;
+      v_.d.input = x;
+      v_.d.initialOutput = part(in.at("h0"), i, c.B * W);
+      v_.d.inputWeights = in.at(fmt::format("wi{}", i));
+      v_.d.outputWeights = in.at(fmt::format("wo{}", i));
+      v_.d.biases = in.at(fmt::format("b{}", i));
+      v_.f = rnnlayerref::forward(v_.m, v_.d);
+      return;
+    }
     if (c.gru) {
       g_.m.T = c.T, g_.m.B = c.B, g_.m.I = c.inputSize(l), g_.m.H = c.H;
       g_.m.timeSteps = c.lengths;
@@ -304,8 +352,12 @@ public:
     l_.f = lstmref::forward(l_.m, l_.d);
   }
 
-  const Values &output() const { return c_.gru ? g_.f.output : l_.f.output; }
-  const Values &finalOutput() const { return c_.gru ? g_.f.finalOutput : l_.f.finalOutput; }
+  const Values &output() const {
+    return c_.vanilla ? v_.f.output : c_.gru ? g_.f.output : l_.f.output;
+  }
+  const Values &finalOutput() const {
+    return c_.vanilla ? v_.f.finalOutput : c_.gru ? g_.f.finalOutput : l_.f.finalOutput;
+  }
   const Values &finalCell() const { return l_.f.finalCellState; }
 
   // The gradients from dy (run order) and the final state's (dhn, and dcn for the LSTM); the
@@ -313,6 +365,12 @@ public:
   // gradient for a row of length 0. Into r: the weight gradients (entry i) and dh0 / dc0.
   Values backward(const Values &dy, const Values &dhn, const Values &dcn, std::size_t i,
                   std::map<std::string, Values> &r) const {
+    if (c_.vanilla) {
+      const auto g = rnnlayerref::backward(v_.m, v_.d, v_.f, dy, dhn);
+      record(r, i, g.inputWeightsGrad, g.outputWeightsGrad, g.biasesGrad, {},
+             g.initialOutputGrad, {});
+      return g.inputGrad;
+    }
     if (!c_.gru) {
       const auto g = lstmref::backward(l_.m, l_.d, l_.f, dy, {dhn, dcn});
       record(r, i, g.inputWeightsGrad, g.outputWeightsGrad, g.biasesGrad, g.projectionGrad,
@@ -362,6 +420,11 @@ private:
     gruref::GruData d;
     gruref::GruForward f;
   } g_;
+  struct {
+    rnnlayerref::RnnModel m;
+    rnnlayerref::RnnData d;
+    rnnlayerref::RnnForward f;
+  } v_;
 };
 
 // The same step through the double model: each layer and direction one model layer (a reverse
@@ -388,7 +451,7 @@ std::map<std::string, Values> modelRun(const StackCase &c) {
   }
   for (const ModelLayer &m : layers) {
     r["hn"].insert(r["hn"].end(), m.finalOutput().begin(), m.finalOutput().end());
-    if (!c.gru)
+    if (c.hasCell())
       r["cn"].insert(r["cn"].end(), m.finalCell().begin(), m.finalCell().end());
   }
   Values dy = in.at("dy");
@@ -400,7 +463,7 @@ std::map<std::string, Values> modelRun(const StackCase &c) {
     for (std::size_t d = 0; d < D; ++d) {
       const std::size_t i = l * D + d;
       const Values dhn = part(in.at("dhn"), i, c.B * W);
-      const Values dcn = c.gru ? Values() : part(in.at("dcn"), i, c.B * c.H);
+      const Values dcn = c.hasCell() ? part(in.at("dcn"), i, c.B * c.H) : Values();
       accumulate(dx, reverseIf(isReverse(d),
                                layers[i].backward(reverseIf(isReverse(d),
                                                             direction(dy, d, D, TB, W)),
@@ -416,7 +479,7 @@ std::map<std::string, Values> modelRun(const StackCase &c) {
       else
         r[name] = v;
     }
-  if (c.gru)
+  if (!c.hasCell())
     r.erase("dc0");
   return r;
 }
@@ -525,6 +588,110 @@ TEST_CASE("a GRU stack in one call matches the double model layer by layer, ever
   for (const auto &[name, c] : cases) {
     INFO(name);
     requireMatchesModel(c);
+  }
+}
+
+TEST_CASE("a vanilla RNN stack in one call matches the double model layer by layer, every "
+          "direction",
+          "[correctness][rnn][stack]") {
+  struct Named {
+    const char *name;
+    StackCase c;
+  };
+  std::vector<Named> cases;
+  auto add = [&](const char *name, auto edit) {
+    StackCase c;
+    c.vanilla = true;
+    edit(c);
+    cases.push_back({name, c});
+  };
+  add("1 layer forward, fused steps", [](StackCase &c) { c.L = 1; });
+  add("2 layers forward, lengths 0 and 1", [](StackCase &c) { c.lengths = {4, 0, 1}; });
+  add("3 layers reverse, relu, lengths, dropout", [](StackCase &c) {
+    c.L = 3, c.direction = "reverse", c.nl = nn::NonLinearityType::RELU;
+    c.lengths = {1, 0, 5}, c.dropout = 0.3;
+  });
+  add("bidirectional, 1 layer (the directions as lanes of one loop)",
+      [](StackCase &c) { c.L = 1, c.direction = "bidirectional"; });
+  add("bidirectional, 3 layers, lengths, dropout", [](StackCase &c) {
+    c.L = 3, c.direction = "bidirectional", c.lengths = {2, 5, 0}, c.dropout = 0.25;
+  });
+  add("bidirectional, 2 layers, one row (steps not fused)", [](StackCase &c) {
+    c.B = 1, c.direction = "bidirectional", c.lengths = {3};
+  });
+  add("bidirectional, 2 layers, one row, every step (steps not fused)",
+      [](StackCase &c) { c.B = 1, c.direction = "bidirectional", c.nl = nn::NonLinearityType::RELU; });
+  for (const auto &[name, c] : cases) {
+    INFO(name);
+    requireMatchesModel(c);
+  }
+}
+
+TEST_CASE("a vanilla RNN stack's forward layer is rnnFwdSequence's and rnnBwdSequence's bits, "
+          "and a bidirectional layer its directions' calls' bits",
+          "[correctness][rnn][stack]") {
+  for (const std::size_t B : {std::size_t(3), std::size_t(1)}) { // fused steps, and not
+    INFO("B = " << B);
+    const std::size_t T = 5, I = 3, H = 4;
+    Harness h(Target::createGeneric(4));
+    const rnn::RnnParams base(FLOAT, B, T, {I, H});
+    const rnn::RecurrentParams params(base);
+    auto values = [&](std::size_t n, unsigned seed) {
+      return widen(convert<float>(randomValues(n, -1.0, 1.0, seed)));
+    };
+    const Tensor in = h.input(FLOAT, {T, B, I}, "in", values(T * B * I, 1));
+    const Tensor h0 = h.input(FLOAT, {2, B, H}, "h0", values(2 * B * H, 2));
+    const Tensor dy = h.input(FLOAT, {T, B, 2 * H}, "dy", values(T * B * 2 * H, 3));
+    std::vector<rnn::RecurrentWeights> ws;
+    for (unsigned d = 0; d < 2; ++d)
+      ws.push_back({h.input(FLOAT, {I, H}, fmt::format("wi{}", d), values(I * H, 10 + d)),
+                    h.input(FLOAT, {H, H}, fmt::format("wo{}", d), values(H * H, 20 + d)),
+                    h.input(FLOAT, {H}, fmt::format("b{}", d), values(H, 30 + d))});
+    // One forward layer: the stack, and popnn's functions.
+    rnn::RecurrentStackIntermediates inter;
+    const Tensor dyForward = h.graph.clone(dy.slice(0, H, 2), "dyForward");
+    h.prog.add(program::Copy(dy.slice(0, H, 2), dyForward));
+    const auto [out, final] =
+        rnn::rnnStackFwd(h.graph, params, h0.slice(0, 1, 0), in, {ws[0]}, &inter, h.prog, "stack");
+    Tensor dx;
+    std::vector<rnn::RecurrentWeights> dw;
+    const Tensor dh0 = rnn::rnnStackBwdWithWU(h.graph, params, h.prog, h0.slice(0, 1, 0), inter,
+                                              {ws[0]}, out, dyForward, nullptr, &dx, dw, "bwd");
+    const Tensor y = rnn::rnnFwdSequence(h.graph, h.prog, h0[0], nullptr, ws[0].biases,
+                                         ws[0].inputWeights, ws[0].feedbackWeights, in,
+                                         nn::NonLinearityType::TANH, FLOAT, false, "popnn");
+    const auto [pdx, pdWff, pdWfb, pdb] = rnn::rnnBwdSequence(
+        h.graph, true, false, h.prog, h0[0], y, ws[0].biases, ws[0].inputWeights,
+        ws[0].feedbackWeights, dyForward, in, nn::NonLinearityType::TANH, FLOAT, "popnnBwd");
+    const std::pair<const char *, std::pair<Tensor, Tensor>> pairs[] = {
+        {"output", {out, y}},          {"inputGrad", {dx, pdx}},
+        {"inputWeightsGrad", {dw[0].inputWeights, pdWff}},
+        {"feedbackWeightsGrad", {dw[0].feedbackWeights, pdWfb}},
+        {"biasesGrad", {dw[0].biases, pdb}}};
+    for (const auto &[name, ts] : pairs) {
+      h.output(std::string("stack.") + name, ts.first);
+      h.output(std::string("popnn.") + name, ts.second);
+    }
+    h.output("stack.dh0", dh0);
+    // A bidirectional layer, and its two directions each a stack of its own.
+    const OptionFlags both{{"direction", "bidirectional"}};
+    const Tensor bi =
+        rnn::rnnStackFwd(h.graph, params, h0, in, ws, nullptr, h.prog, "bi", both).first;
+    const Tensor rev = rnn::rnnStackFwd(h.graph, params, h0.slice(1, 2, 0), in, {ws[1]}, nullptr,
+                                        h.prog, "rev", {{"direction", "reverse"}})
+                           .first;
+    h.output("bi", bi);
+    h.output("rev", rev);
+    const auto r = h.run(3);
+    for (const auto &[name, ts] : pairs) {
+      INFO(name);
+      CHECK(r.at(std::string("stack.") + name) == r.at(std::string("popnn.") + name));
+    }
+    CHECK(r.at("stack.output") != Values(T * B * H, 0.0));
+    const Values &b2 = r.at("bi");
+    CHECK(direction(b2, 0, 2, T * B, H) == r.at("stack.output"));
+    CHECK(direction(b2, 1, 2, T * B, H) == r.at("rev"));
+    CHECK(r.at("rev") != r.at("stack.output"));
   }
 }
 
@@ -868,4 +1035,46 @@ TEST_CASE("a stack refuses bad options, counts and shapes, naming the rule",
                                    {{"numLayers", "2"}, {"direction", "bidirectional"}}),
                   shape_error);
   CHECK_NOTHROW(gru::gruStackFwd(h.graph, gp, gInit, in, gWeights, nullptr, prog, "g", two));
+
+  // The vanilla RNN's: no wavefront, its own options only, kinds whose gradient needs the input.
+  rnn::RecurrentParams vp(rnn::RnnParams(FLOAT, 2, 3, {3, 4}));
+  const Tensor vInit = rnn::createStackInitialState(h.graph, vp, "vInit", two);
+  const auto vWeights = rnn::createStackWeights(h.graph, vp, "vw", two);
+  auto vanilla = [&](const rnn::RecurrentParams &p, const OptionFlags &o) {
+    rnn::rnnStackFwd(h.graph, p, vInit, in, vWeights, nullptr, prog, "v", o);
+  };
+  CHECK(rnn::getStackSchedule(h.graph, vp, two) == "layerByLayer");
+  try {
+    vanilla(vp, {{"numLayers", "2"}, {"stackSchedule", "wavefront"}});
+    FAIL("a vanilla RNN wavefront was not refused");
+  } catch (const invalid_option &e) {
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("rnn::rnnStackFwd"));
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("vanilla RNN layer weighs its input"));
+  }
+  try {
+    vanilla(vp, {{"numLayers", "2"}, {"stepMethod", "fused"}});
+    FAIL("an option the vanilla RNN does not take was not refused");
+  } catch (const invalid_option &e) {
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("stepMethod"));
+  }
+  CHECK_THROWS_AS(vanilla(vp, {{"numLayers", "2"}, {"partialsType", "half"}}), invalid_option);
+  rnn::RecurrentParams gelu = vp;
+  gelu.nonLinearity = nn::NonLinearityType::GELU;
+  try {
+    vanilla(gelu, two);
+    FAIL("GELU was not refused");
+  } catch (const invalid_option &e) {
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("GELU"));
+  }
+  CHECK_THROWS_AS(vanilla(vp, {{"numLayers", "3"}}), shape_error);
+  auto vSwapped = vWeights;
+  vSwapped[1].inputWeights = vWeights[0].inputWeights.slice(0, 3, 1); // [3, 3]: not [4, 4]
+  try {
+    rnn::rnnStackFwd(h.graph, vp, vInit, in, vSwapped, nullptr, prog, "v", two);
+    FAIL("layer 1's input weights of the wrong shape were not refused");
+  } catch (const shape_error &e) {
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("layer 1, forward"));
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("inputWeights"));
+  }
+  CHECK_NOTHROW(vanilla(vp, two));
 }

@@ -37,10 +37,21 @@ double dot(const std::vector<double> &a, const std::vector<double> &b) {
   return s;
 }
 
-// Every gradient of backward() against central differences of sum(outputGrad * output).
-void checkGradients(const RnnModel &m, const RnnData &d, unsigned seed = 7) {
+// sum(outputGrad * output) + sum(finalGrad * finalOutput)
+double objective(const RnnModel &m, const RnnData &d, const std::vector<double> &outputGrad,
+                 const std::vector<double> &finalGrad) {
+  const RnnForward f = forward(m, d);
+  return dot(outputGrad, f.output) + (finalGrad.empty() ? 0.0 : dot(finalGrad, f.finalOutput));
+}
+
+// Every gradient of backward() against central differences of the objective, with or without
+// a gradient of the final state.
+void checkGradients(const RnnModel &m, const RnnData &d, unsigned seed = 7,
+                    bool withFinalGrad = false) {
   const std::vector<double> outputGrad = randomVector(m.T * m.B * m.H, seed);
-  const RnnGrads g = backward(m, d, forward(m, d), outputGrad);
+  const std::vector<double> finalGrad =
+      withFinalGrad ? randomVector(m.B * m.H, seed + 1) : std::vector<double>{};
+  const RnnGrads g = backward(m, d, forward(m, d), outputGrad, finalGrad);
   const struct {
     const char *name;
     std::vector<double> RnnData::*value;
@@ -57,8 +68,8 @@ void checkGradients(const RnnModel &m, const RnnData &d, unsigned seed = 7) {
       RnnData plus = d, minus = d;
       (plus.*p.value)[k] += h;
       (minus.*p.value)[k] -= h;
-      const double numeric = (dot(outputGrad, forward(m, plus).output) -
-                              dot(outputGrad, forward(m, minus).output)) /
+      const double numeric = (objective(m, plus, outputGrad, finalGrad) -
+                              objective(m, minus, outputGrad, finalGrad)) /
                              (2 * h);
       INFO(p.name << "[" << k << "]: backward " << p.grad[k] << ", finite difference "
                   << numeric);
@@ -144,6 +155,40 @@ TEST_CASE("RNN reference: gradients match finite differences", "[unit][rnn]") {
   SECTION("one step, one row") {
     m.T = 1, m.B = 1;
     checkGradients(m, randomData(m, 3));
+  }
+  SECTION("lengths (0, 1 and past T) and the final state's gradient") {
+    m.B = 4;
+    m.timeSteps = {2, 0, 1, 9};
+    for (Activation nl : {Activation::tanh, Activation::relu, Activation::softmax}) {
+      m.nl = nl;
+      checkGradients(m, randomData(m, 5), 9, true);
+    }
+    m.timeSteps = {3}; // one length for every row
+    checkGradients(m, randomData(m, 6), 9, true);
+  }
+}
+
+TEST_CASE("RNN reference: rows past their length keep their state", "[unit][rnn]") {
+  RnnModel m;
+  m.T = 3, m.B = 3, m.I = 2, m.H = 2;
+  const RnnData d = randomData(m, 21);
+  const RnnForward full = forward(m, d);
+  m.timeSteps = {3, 1, 0};
+  const RnnForward f = forward(m, d);
+  for (std::size_t j = 0; j < m.H; ++j) {
+    // row 0 runs every step: the same outputs, its last one the final state
+    for (std::size_t t = 0; t < m.T; ++t)
+      CHECK(f.output[(t * m.B) * m.H + j] == full.output[(t * m.B) * m.H + j]);
+    CHECK(f.finalOutput[j] == full.output[(2 * m.B) * m.H + j]);
+    // row 1 stops after step 0: zeros after it, y_0 its final state
+    CHECK(f.output[(0 * m.B + 1) * m.H + j] == full.output[(0 * m.B + 1) * m.H + j]);
+    CHECK(f.output[(1 * m.B + 1) * m.H + j] == 0.0);
+    CHECK(f.output[(2 * m.B + 1) * m.H + j] == 0.0);
+    CHECK(f.finalOutput[m.H + j] == full.output[(0 * m.B + 1) * m.H + j]);
+    // row 2 runs nothing: zeros, the initial state its final one
+    for (std::size_t t = 0; t < m.T; ++t)
+      CHECK(f.output[(t * m.B + 2) * m.H + j] == 0.0);
+    CHECK(f.finalOutput[2 * m.H + j] == d.initialOutput[2 * m.H + j]);
   }
 }
 

@@ -1,10 +1,14 @@
 // The double-precision host model of the vanilla RNN (aspen/nn/Recurrent.hpp, docs/recurrent.md
 // "Vanilla RNN") that rnn_layer checks Aspen against:
 //   y_t = nl(x_t . Wff + y_{t-1} . Wfb + b),  y_{-1} = y0
+// With lengths (timeSteps: one for every row, or one a row, capped at T) row b runs steps
+// 0 .. L_b - 1; its outputs past them are 0 and its final state yN is y at step L_b - 1 (y0 when
+// L_b = 0), as rnn::rnnStackFwd keeps it (aspen/nn/RecurrentStack.hpp).
 // x [T,B,I], Wff [I,H], Wfb [H,H], b [H], y0 [B,H], y [T,B,H]; row-major throughout. nl is
 // sigmoid, hard_sigmoid, relu, tanh or softmax (over H), the kinds whose gradient the layer
 // takes from its output; the activations are rnnref's. backward() is exact reverse mode:
-//   delta_t = J_nl(a_t)^T (dy_t + delta_{t+1} . Wfb^T),   delta_T = 0
+//   delta_t = J_nl(a_t)^T (dy_t + delta_{t+1} . Wfb^T),   delta_{L_b} . Wfb^T = dyN (the final
+//   state's gradient, 0 when not given), delta_t = 0 for t >= L_b
 //   dx_t = delta_t . Wff^T,  dy0 = delta_0 . Wfb^T,
 //   dWff = sum_t x_t^T delta_t,  dWfb = sum_t y_{t-1}^T delta_t,  db = sum_{t,b} delta_t.
 // Plain C++17, header-only, no Aspen dependency.
@@ -12,6 +16,7 @@
 
 #include "../rnn_common/RnnReference.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
@@ -26,6 +31,7 @@ struct RnnModel {
   Activation nl = Activation::tanh;
   // hard_sigmoid's derivative: popnn's rule or the exact one (the layer's; Recurrent.cpp).
   rnnref::HardSigmoidGradient hardSigmoidGradient = rnnref::HardSigmoidGradient::exact;
+  std::vector<unsigned> timeSteps; // empty: every row runs T steps
 };
 
 struct RnnData {
@@ -39,6 +45,7 @@ struct RnnData {
 struct RnnForward {
   std::vector<double> preActivation; // a_t [T,B,H]
   std::vector<double> output;        // y_t [T,B,H]
+  std::vector<double> finalOutput;   // yN [B,H]
 };
 
 struct RnnGrads {
@@ -60,14 +67,18 @@ inline void validate(const RnnModel &m, const RnnData &d) {
   rnnref::requireSize(model, "inputWeights", d.inputWeights, m.I * m.H);
   rnnref::requireSize(model, "outputWeights", d.outputWeights, m.H * m.H);
   rnnref::requireSize(model, "biases", d.biases, m.H);
+  rnnref::requireTimeSteps(model, m.timeSteps, m.B);
 }
 
 inline RnnForward forward(const RnnModel &m, const RnnData &d) {
   validate(m, d);
   const std::size_t T = m.T, B = m.B, I = m.I, H = m.H;
-  RnnForward f{std::vector<double>(T * B * H), std::vector<double>(T * B * H)};
+  RnnForward f{std::vector<double>(T * B * H), std::vector<double>(T * B * H), d.initialOutput};
   for (std::size_t t = 0; t < T; ++t)
     for (std::size_t b = 0; b < B; ++b) {
+      const std::size_t length = rnnref::sequenceLength(m.timeSteps, T, b);
+      if (t >= length)
+        continue;
       const double *x = &d.input[(t * B + b) * I];
       const double *prev = t ? &f.output[((t - 1) * B + b) * H] : &d.initialOutput[b * H];
       double *a = &f.preActivation[(t * B + b) * H];
@@ -80,22 +91,33 @@ inline RnnForward forward(const RnnModel &m, const RnnData &d) {
         a[j] = s;
       }
       rnnref::forwardRow(m.nl, a, &f.output[(t * B + b) * H], H);
+      if (t + 1 == length)
+        std::copy_n(&f.output[(t * B + b) * H], H, &f.finalOutput[b * H]);
     }
   return f;
 }
 
-// outputGrad: dL/dy [T,B,H].
+// outputGrad: dL/dy [T,B,H] (read only at each row's steps); finalOutputGrad: dL/dyN [B,H], or
+// empty for none.
 inline RnnGrads backward(const RnnModel &m, const RnnData &d, const RnnForward &f,
-                         const std::vector<double> &outputGrad) {
+                         const std::vector<double> &outputGrad,
+                         const std::vector<double> &finalOutputGrad = {}) {
   validate(m, d);
   const std::size_t T = m.T, B = m.B, I = m.I, H = m.H;
   rnnref::requireSize("rnnlayerref", "outputGrad", outputGrad, T * B * H);
   RnnGrads g{std::vector<double>(T * B * I), std::vector<double>(B * H),
              std::vector<double>(I * H), std::vector<double>(H * H), std::vector<double>(H)};
-  std::vector<double> carry(B * H, 0.0); // delta_{t+1} . Wfb^T: dL/dy_t through step t+1
+  // delta_{t+1} . Wfb^T: dL/dy_t through step t+1 (or as the final state)
+  std::vector<double> carry(B * H, 0.0);
+  if (!finalOutputGrad.empty()) {
+    rnnref::requireSize("rnnlayerref", "finalOutputGrad", finalOutputGrad, B * H);
+    carry = finalOutputGrad;
+  }
   std::vector<double> dy(H), delta(H);
   for (std::size_t t = T; t-- > 0;)
     for (std::size_t b = 0; b < B; ++b) {
+      if (t >= rnnref::sequenceLength(m.timeSteps, T, b))
+        continue;
       const std::size_t row = t * B + b;
       for (std::size_t j = 0; j < H; ++j)
         dy[j] = outputGrad[row * H + j] + carry[b * H + j];
