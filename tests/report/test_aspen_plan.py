@@ -157,6 +157,11 @@ def cli_checks(plan, schema, work):
     rc, out, err = run([plan, "lstm", *small, "--num-layers", "2", "--target", "cpu"])
     check(rc == 0 and "layers=2 schedule=wavefront" in out.splitlines()[0],
           f"an LSTM stack of 4 rows on the CPU runs as a wavefront ({out.splitlines()[:1]!r})")
+    rc, out, err = run([plan, "rnn", *small, "--phase", "all", "--num-layers", "3",
+                        "--direction", "bidirectional", "--target", "cpu", "--run"])
+    check(rc == 0 and "layers=3 bidirectional schedule=layerByLayer" in out.splitlines()[0],
+          f"a vanilla RNN stack plans and runs, layer by layer ({out.splitlines()[:1]!r}, "
+          f"{err!r})")
 
     # A run: measured tables beside the estimates, a timeline, and a valid Chrome trace.
     report_path = os.path.join(work, "gru-run.json")

@@ -621,6 +621,16 @@ int main(int argc, char **argv) {
                        LayerSetup setup{"", layerJson("rnn", c), {}, {},
                                         vanilla::build(graph, c, cache), {}};
                        recurrentRows(setup, c, false);
+                       std::string schedule;
+                       if (vanilla::usesStackCall(c)) {
+                         const aspen::nn::rnn::RecurrentParams params(
+                             aspen::nn::rnn::RnnParams(c.dataType, c.batchSize, c.sequenceSize,
+                                                       {c.inputSize, c.outputSize}),
+                             c.activation->aspen);
+                         schedule = aspen::nn::rnn::getStackSchedule(graph, params,
+                                                                     stackCallOptions(c));
+                       }
+                       stackRows(setup, c, schedule);
                        return setup;
                      });
   if (kind == "matmul")

@@ -7,9 +7,13 @@
 // lets rnnFwdSequence weigh the input (weightedIn null); 0 weighs it first with
 // forwardWeightInput and passes the product. The initial state is random (createFwdState with
 // initState false, then written from the host); its gradient is not returned by rnnBwdSequence,
-// so it is not checked. Inputs, tolerances and exit statuses: rnn_common/LayerDriver.hpp.
+// so it is not checked. A stack in one call (RnnLayer.hpp's usesStackCall: --num-layers,
+// --direction, --variable-time-steps, --dropout) is checked against the model composed layer by
+// layer (rnnref::stackForward / stackBackward), every layer's final output and initial state's
+// gradient included. Inputs, tolerances and exit statuses: rnn_common/LayerDriver.hpp.
 #include "rnn_layer/RnnLayer.hpp"
 #include "rnn_layer/RnnLayerReference.hpp"
+#include "rnn_common/StackReference.hpp"
 
 #include <aspen/nn/Recurrent.hpp>
 
@@ -50,9 +54,85 @@ void printUsage() {
 
 Config parseArguments(int argc, char **argv) { return parseCommandLine(argc, argv, flags()); }
 
+// The model of a stack in one call: L layers in D directions composed from rnnlayerref layers
+// by rnnref::stackForward / stackBackward, with the dropout mask between them in a training
+// run; tensors named as buildStack names them, drawn in its order.
+ExpectedOf stackModel(const Config &c, Engine &engine, std::vector<NamedTensor> &saved) {
+  const std::size_t T = c.sequenceSize, B = c.batchSize, I = c.inputSize, H = c.outputSize;
+  const std::size_t L = c.numLayers, D = c.bidirectional ? 2 : 1, n = L * D;
+  InputDrawer draw(engine, saved, c.seed, c.dataType);
+  const double weightScale = 1.0 / std::sqrt(double(H));
+  const Shape state = {B, H};
+  const auto inputSize = [&](std::size_t i) { return i < D ? I : D * H; };
+  const rnnref::StackShape shape = stackShapeOf(c, L, H);
+  const std::vector<double> input = draw("input", {T, B, I}, "input x_t [T,B,I]", c.inputRange);
+  std::vector<rnnlayerref::RnnModel> models(n);
+  std::vector<rnnlayerref::RnnData> data(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto name = [&](const char *base) { return stackName(base, i / D, i % D); };
+    const std::string in = i < D ? "I" : std::to_string(D) + "H";
+    rnnlayerref::RnnModel &m = models[i];
+    m.T = T, m.B = B, m.I = inputSize(i), m.H = H;
+    m.nl = c.activation->reference;
+    m.timeSteps = c.variableTimeSteps;
+    data[i].initialOutput =
+        draw(name("initialOutput"), state, "initial state y_{-1} [B,H]", c.inputRange);
+    data[i].inputWeights =
+        draw(name("inputWeights"), {m.I, H}, "feed-forward weights Wff [" + in + ",H]",
+             weightScale);
+    data[i].outputWeights =
+        draw(name("outputWeights"), {H, H}, "feedback weights Wfb [H,H]", weightScale);
+    data[i].biases = draw(name("biases"), {H}, "biases b [H]", 1.0);
+  }
+  writeTimeSteps(engine, c, saved);
+  std::vector<rnnlayerref::RnnForward> fwd(n);
+  const auto outputs = rnnref::stackForward(shape, input, [&](std::size_t i, std::size_t,
+                                                              const std::vector<double> &x) {
+    data[i].input = x;
+    fwd[i] = rnnlayerref::forward(models[i], data[i]);
+    return fwd[i].output;
+  });
+  std::vector<rnnlayerref::RnnGrads> grads(n);
+  std::vector<double> inputGrad;
+  if (c.backward()) {
+    const std::vector<double> dy = draw("outputGrad", {T, B, D * H},
+                                        "gradient of the output [T,B," + std::to_string(D) +
+                                            "H]",
+                                        1.0);
+    inputGrad = rnnref::stackBackward(shape, dy, [&](std::size_t i, std::size_t,
+                                                     const std::vector<double> &g) {
+      grads[i] = rnnlayerref::backward(models[i], data[i], fwd[i], g);
+      return grads[i].inputGrad;
+    });
+  }
+  return [=](const std::string &result) -> Expected {
+    const StackNameParts parts = splitStackName(result);
+    const std::size_t i = parts.l * D + parts.d;
+    const std::string in = i < D ? "I" : std::to_string(D) + "H";
+    const std::string &name = parts.name;
+    if (name == "output")
+      return {{T, B, D * H}, "the stack's output [T,B," + std::to_string(D) + "H]",
+              &outputs.back()};
+    if (name == "finalOutput")
+      return {state, "each row's final output [B,H]", &fwd[i].finalOutput};
+    if (name == "inputGrad")
+      return {{T, B, I}, "gradient of the input [T,B,I]", &inputGrad};
+    if (name == "initialOutputGrad")
+      return {state, "gradient of the initial state [B,H]", &grads[i].initialOutputGrad};
+    if (name == "inputWeightsGrad")
+      return {{inputSize(i), H}, "gradient of inputWeights [" + in + ",H]",
+              &grads[i].inputWeightsGrad};
+    if (name == "outputWeightsGrad")
+      return {{H, H}, "gradient of outputWeights [H,H]", &grads[i].outputWeightsGrad};
+    return {{H}, "gradient of biases [H]", &grads[i].biasesGrad};
+  };
+}
+
 // The inputs, drawn in a fixed order, rounded to the data type and written (appended to
 // `saved`), and the host model's results.
 ExpectedOf model(const Config &c, Engine &engine, std::vector<NamedTensor> &saved) {
+  if (usesStackCall(c))
+    return stackModel(c, engine, saved);
   const std::size_t T = c.sequenceSize, B = c.batchSize, I = c.inputSize, H = c.outputSize;
   const bool backward = c.backward();
   const Type type = c.dataType;
@@ -114,10 +194,18 @@ ExpectedOf model(const Config &c, Engine &engine, std::vector<NamedTensor> &save
 int run(const Config &c) {
   const auto header = [&](const Device &device) {
     fmt::print("rnn_layer: T={} B={} I={} H={} {} (partials {}) phase={} nonlinearity={} "
-               "applyFeedforwardWeights={} on {}\n",
+               "applyFeedforwardWeights={}{} on {}\n",
                c.sequenceSize, c.batchSize, c.inputSize, c.outputSize, c.dataTypeName,
                c.partialsType == HALF ? "half" : "float", c.phase, c.activation->name,
-               int(c.applyFeedforwardWeights), device.describe());
+               int(c.applyFeedforwardWeights),
+               usesStackCall(c) ? fmt::format(" layers={} direction={} dropout={} (one call)",
+                                              c.numLayers,
+                                              c.bidirectional ? "bidirectional"
+                                              : c.reverse     ? "reverse"
+                                                              : "forward",
+                                              c.dropout)
+                                : std::string(),
+               device.describe());
   };
   return runLayerDriver<Config>(
       kTool, c, header,

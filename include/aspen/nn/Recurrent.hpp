@@ -27,6 +27,8 @@
 //     backward pass, a reverse loop in the device program, then one product each for dx and
 //     the weight gradients.
 // Errors: shape_error / type_error naming the argument, invalid_option for a refused kind.
+// Lengths, directions, final states and stacks: RecurrentStack.hpp (rnn::rnnStackFwd), an Aspen
+// extension (docs/recurrent.md, "Stacks in one call").
 #pragma once
 
 #include <aspen/DebugContext.hpp>
