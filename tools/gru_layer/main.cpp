@@ -24,35 +24,6 @@ using namespace grulayer;
 
 namespace {
 
-const char *const kTool = "gru_layer";
-
-const std::vector<Flag<Config>> &flags() {
-  static const std::vector<Flag<Config>> table = [] {
-    std::vector<Flag<Config>> t = layerFlagTable();
-    const std::vector<Flag<Config>> run = runFlags<Config>();
-    t.insert(t.end(), run.begin(), run.end());
-    return t;
-  }();
-  return table;
-}
-
-void printUsage() {
-  printHelp(
-      "Usage: gru_layer [--flag value | --flag=value]...\n"
-      "Builds a GRU (or AUGRU) layer with aspen::nn::gru, runs it and checks it against a\n"
-      "double-precision host model. Exit status: 0 pass, 1 mismatch or failure, 2 bad usage.\n",
-      flags());
-}
-
-Config parseArguments(int argc, char **argv) {
-  Config c = parseCommandLine(argc, argv, flags());
-  if (c.help)
-    return c;
-  drawRealTimeSteps(c);
-  checkConfig(c);
-  return c;
-}
-
 // --- The layer -------------------------------------------------------------------------------
 
 // The inputs, drawn in a fixed order, rounded to the data type and written (appended to
@@ -255,8 +226,20 @@ ExpectedOf model(const Config &c, Engine &engine, std::vector<NamedTensor> &save
   };
 }
 
-int run(const Config &c) {
-  const auto header = [&](const Device &device) {
+// gru_layer for layerMain (LayerDriver.hpp).
+struct Driver {
+  using Config = grulayer::Config;
+  static constexpr const char *kTool = "gru_layer";
+  static constexpr const char *kUsage =
+      "Usage: gru_layer [--flag value | --flag=value]...\n"
+      "Builds a GRU (or AUGRU) layer with aspen::nn::gru, runs it and checks it against a\n"
+      "double-precision host model. Exit status: 0 pass, 1 mismatch or failure, 2 bad usage.\n";
+  static std::vector<Flag<Config>> flags() { return layerFlagTable(); }
+  static void check(Config &c) {
+    drawRealTimeSteps(c);
+    checkConfig(c);
+  }
+  static void header(const Config &c, const Device &device) {
     std::string order;
     for (const std::string &name : cellOrderNames(c))
       order += (order.empty() ? "" : ",") + name;
@@ -274,22 +257,24 @@ int run(const Config &c) {
         lengths += (lengths.empty() ? "" : ",") + std::to_string(l);
       fmt::print("gru_layer: sequence lengths {{{}}}\n", lengths);
     }
-  };
-  return runLayerDriver<Config>(
-      kTool, c, header,
-      [&](Graph &graph, linalg::PlanningCache &cache) { return build(graph, c, cache); },
-      [&](Engine &engine, std::vector<NamedTensor> &saved) { return model(c, engine, saved); },
-      [&] {
-        auto params = commonManifestParams("gru", c, cellOrderNames(c));
-        params.push_back({"resetAfter", jsonBool(c.resetAfter)});
-        params.push_back({"phase", jsonString(c.phase)});
-        params.push_back({"dataType", jsonString(c.dataTypeName)});
-        return params;
-      });
-}
+  }
+  static BuiltLayer build(Graph &graph, const Config &c, linalg::PlanningCache &cache) {
+    return grulayer::build(graph, c, cache);
+  }
+  static ExpectedOf model(const Config &c, Engine &engine, std::vector<NamedTensor> &saved) {
+    return ::model(c, engine, saved);
+  }
+  static ManifestParams manifest(const Config &c) {
+    auto params = commonManifestParams("gru", c, cellOrderNames(c));
+    params.push_back({"resetAfter", jsonBool(c.resetAfter)});
+    params.push_back({"phase", jsonString(c.phase)});
+    params.push_back({"dataType", jsonString(c.dataTypeName)});
+    return params;
+  }
+};
 
 } // namespace
 
 int main(int argc, char **argv) {
-  return driverMain<Config>(kTool, argc, argv, parseArguments, printUsage, run);
+  return layerMain<Driver>(argc, argv);
 }

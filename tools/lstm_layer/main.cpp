@@ -20,34 +20,6 @@ using namespace lstmlayer;
 
 namespace {
 
-const char *const kTool = "lstm_layer";
-
-const std::vector<Flag<Config>> &flags() {
-  static const std::vector<Flag<Config>> table = [] {
-    std::vector<Flag<Config>> t = layerFlagTable();
-    const std::vector<Flag<Config>> run = runFlags<Config>();
-    t.insert(t.end(), run.begin(), run.end());
-    return t;
-  }();
-  return table;
-}
-
-void printUsage() {
-  printHelp(
-      "Usage: lstm_layer [--flag value | --flag=value]...\n"
-      "Builds an LSTM layer with aspen::nn::lstm, runs it and checks it against a\n"
-      "double-precision host model. Exit status: 0 pass, 1 mismatch or failure, 2 bad usage.\n",
-      flags());
-}
-
-Config parseArguments(int argc, char **argv) {
-  Config c = parseCommandLine(argc, argv, flags());
-  if (c.help)
-    return c;
-  checkConfig(c);
-  return c;
-}
-
 // --- The layer -------------------------------------------------------------------------------
 
 // The model of a stack in one call (usesStackCall): L layers in D directions composed from
@@ -289,8 +261,17 @@ ExpectedOf model(const Config &c, Engine &engine, std::vector<NamedTensor> &save
   };
 }
 
-int run(const Config &c) {
-  const auto header = [&](const Device &device) {
+// lstm_layer for layerMain (LayerDriver.hpp).
+struct Driver {
+  using Config = lstmlayer::Config;
+  static constexpr const char *kTool = "lstm_layer";
+  static constexpr const char *kUsage =
+      "Usage: lstm_layer [--flag value | --flag=value]...\n"
+      "Builds an LSTM layer with aspen::nn::lstm, runs it and checks it against a\n"
+      "double-precision host model. Exit status: 0 pass, 1 mismatch or failure, 2 bad usage.\n";
+  static std::vector<Flag<Config>> flags() { return layerFlagTable(); }
+  static void check(Config &c) { checkConfig(c); }
+  static void header(const Config &c, const Device &device) {
     std::string order;
     for (const std::string &name : cellOrderNames(c))
       order += (order.empty() ? "" : ",") + name;
@@ -301,21 +282,23 @@ int run(const Config &c) {
                c.numLayers > 1 ? fmt::format(" layers={}", c.numLayers) : "", c.dataTypeName,
                c.phase, order, c.activation->name, c.recurrentActivation->name,
                device.describe());
-  };
-  return runLayerDriver<Config>(
-      kTool, c, header,
-      [&](Graph &graph, linalg::PlanningCache &cache) { return build(graph, c, cache); },
-      [&](Engine &engine, std::vector<NamedTensor> &saved) { return model(c, engine, saved); },
-      [&] {
-        auto params = commonManifestParams("lstm", c, cellOrderNames(c));
-        params.push_back({"phase", jsonString(c.phase)});
-        params.push_back({"dataType", jsonString(c.dataTypeName)});
-        return params;
-      });
-}
+  }
+  static BuiltLayer build(Graph &graph, const Config &c, linalg::PlanningCache &cache) {
+    return lstmlayer::build(graph, c, cache);
+  }
+  static ExpectedOf model(const Config &c, Engine &engine, std::vector<NamedTensor> &saved) {
+    return ::model(c, engine, saved);
+  }
+  static ManifestParams manifest(const Config &c) {
+    auto params = commonManifestParams("lstm", c, cellOrderNames(c));
+    params.push_back({"phase", jsonString(c.phase)});
+    params.push_back({"dataType", jsonString(c.dataTypeName)});
+    return params;
+  }
+};
 
 } // namespace
 
 int main(int argc, char **argv) {
-  return driverMain<Config>(kTool, argc, argv, parseArguments, printUsage, run);
+  return layerMain<Driver>(argc, argv);
 }

@@ -1,7 +1,7 @@
 // What the recurrent-layer drivers (lstm_layer, gru_layer, rnn_layer) share: the flag parser and
 // the flags every layer has, seeded random inputs, the device, compiling and timing the program,
 // the comparison with the host model, --save-tensors and the run itself (runLayerDriver) and
-// main (driverMain). Each driver adds its layer's flags, builds its layer and runs its reference
+// main (layerMain). Each driver adds its layer's flags, builds its layer and runs its reference
 // (LstmReference.hpp, GruReference.hpp, RnnLayerReference.hpp).
 //
 // Inputs are uniform in [-1, 1] (weights scaled by 1/sqrt(H)) from std::mt19937(--seed) and
@@ -1021,27 +1021,49 @@ int runLayerDriver(
 
 // --- main ------------------------------------------------------------------------------------
 
-// A driver's main: parse (UsageError -> 2), help, run; errors of the run map to exit statuses
-// as the header says.
-template <typename Config>
-int driverMain(const std::string &tool, int argc, char **argv,
-               const std::function<Config(int, char **)> &parse, const std::function<void()> &help,
-               const std::function<int(const Config &)> &run) {
+// The one main of every layer driver (lstm_layer, gru_layer, rnn_layer: `return
+// layerMain<Driver>(argc, argv);`): parse (UsageError -> 2), help, run; errors of the run map to
+// exit statuses as the header says. Driver is a struct of statics:
+//   Config                       its settings (a CommonConfig)
+//   kTool, kUsage                its name, and the help's first lines
+//   flags()                      the layer's flags (the run flags, runFlags, are added here)
+//   check(Config &)              after parsing, unless --help: UsageError for what cannot run
+//   header(c, device)            the run's first lines
+//   build(graph, c, cache)       the layer's graph (BuiltLayer)
+//   model(c, engine, saved)      the inputs drawn and written, and the model's results
+//   manifest(c)                  the layer's entries of --save-tensors' manifest
+template <class Driver> int layerMain(int argc, char **argv) {
+  using Config = typename Driver::Config;
+  const std::string tool = Driver::kTool;
+  std::vector<Flag<Config>> flags = Driver::flags();
+  const std::vector<Flag<Config>> run = runFlags<Config>();
+  flags.insert(flags.end(), run.begin(), run.end());
   Config config;
   try {
-    config = parse(argc, argv);
+    config = parseCommandLine(argc, argv, flags);
+    if (!config.help)
+      Driver::check(config);
   } catch (const UsageError &e) {
     fmt::print(stderr, "{0}: {1}\nRun '{0} --help' for the flags.\n", tool, e.what());
     return 2;
   }
   if (config.help) {
-    help();
+    printHelp(Driver::kUsage, flags);
     return 0;
   }
   for (const std::string &note : config.notes)
     fmt::print("{}: note: {}\n", tool, note);
+  const Config &c = config;
   try {
-    return run(config);
+    return runLayerDriver<Config>(
+        tool, c, [&](const aspen::Device &device) { Driver::header(c, device); },
+        [&](aspen::Graph &graph, aspen::linalg::PlanningCache &cache) {
+          return Driver::build(graph, c, cache);
+        },
+        [&](aspen::Engine &engine, std::vector<NamedTensor> &saved) {
+          return Driver::model(c, engine, saved);
+        },
+        [&] { return Driver::manifest(c); });
   } catch (const UsageError &e) {
     std::fflush(stdout);
     fmt::print(stderr, "{}: {}\n", tool, e.what());

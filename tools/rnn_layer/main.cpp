@@ -32,28 +32,6 @@ using namespace rnnlayer::vanilla;
 
 namespace {
 
-const char *const kTool = "rnn_layer";
-
-const std::vector<Flag<Config>> &flags() {
-  static const std::vector<Flag<Config>> table = [] {
-    std::vector<Flag<Config>> t = layerFlagTable();
-    const std::vector<Flag<Config>> run = runFlags<Config>();
-    t.insert(t.end(), run.begin(), run.end());
-    return t;
-  }();
-  return table;
-}
-
-void printUsage() {
-  printHelp("Usage: rnn_layer [--flag value | --flag=value]...\n"
-            "Builds a vanilla RNN layer with aspen::nn::rnn, runs it and checks it against a\n"
-            "double-precision host model. Exit status: 0 pass, 1 mismatch or failure, 2 bad "
-            "usage.\n",
-            flags());
-}
-
-Config parseArguments(int argc, char **argv) { return parseCommandLine(argc, argv, flags()); }
-
 // The model of a stack in one call: L layers in D directions composed from rnnlayerref layers
 // by rnnref::stackForward / stackBackward, with the dropout mask between them in a training
 // run; tensors named as buildStack names them, drawn in its order.
@@ -191,8 +169,18 @@ ExpectedOf model(const Config &c, Engine &engine, std::vector<NamedTensor> &save
   };
 }
 
-int run(const Config &c) {
-  const auto header = [&](const Device &device) {
+// rnn_layer for layerMain (LayerDriver.hpp).
+struct Driver {
+  using Config = vanilla::Config;
+  static constexpr const char *kTool = "rnn_layer";
+  static constexpr const char *kUsage =
+      "Usage: rnn_layer [--flag value | --flag=value]...\n"
+      "Builds a vanilla RNN layer with aspen::nn::rnn, runs it and checks it against a\n"
+      "double-precision host model. Exit status: 0 pass, 1 mismatch or failure, 2 bad "
+      "usage.\n";
+  static std::vector<Flag<Config>> flags() { return layerFlagTable(); }
+  static void check(Config &c) { usesStackCall(c); } // UsageError for what the stack cannot run
+  static void header(const Config &c, const Device &device) {
     fmt::print("rnn_layer: T={} B={} I={} H={} {} (partials {}) phase={} nonlinearity={} "
                "applyFeedforwardWeights={}{} on {}\n",
                c.sequenceSize, c.batchSize, c.inputSize, c.outputSize, c.dataTypeName,
@@ -206,26 +194,28 @@ int run(const Config &c) {
                                               c.dropout)
                                 : std::string(),
                device.describe());
-  };
-  return runLayerDriver<Config>(
-      kTool, c, header,
-      [&](Graph &graph, linalg::PlanningCache &cache) { return build(graph, c, cache); },
-      [&](Engine &engine, std::vector<NamedTensor> &saved) { return model(c, engine, saved); },
-      [&]() -> ManifestParams {
-        return {{"layer", jsonString("rnn")},
-                {"sequenceSize", std::to_string(c.sequenceSize)},
-                {"batchSize", std::to_string(c.batchSize)},
-                {"inputSize", std::to_string(c.inputSize)},
-                {"outputSize", std::to_string(c.outputSize)},
-                {"activation", jsonString(c.activation->name)},
-                {"outputFullSequence", jsonBool(true)},
-                {"phase", jsonString(c.phase)},
-                {"dataType", jsonString(c.dataTypeName)}};
-      });
-}
+  }
+  static BuiltLayer build(Graph &graph, const Config &c, linalg::PlanningCache &cache) {
+    return vanilla::build(graph, c, cache);
+  }
+  static ExpectedOf model(const Config &c, Engine &engine, std::vector<NamedTensor> &saved) {
+    return ::model(c, engine, saved);
+  }
+  static ManifestParams manifest(const Config &c) {
+    return {{"layer", jsonString("rnn")},
+            {"sequenceSize", std::to_string(c.sequenceSize)},
+            {"batchSize", std::to_string(c.batchSize)},
+            {"inputSize", std::to_string(c.inputSize)},
+            {"outputSize", std::to_string(c.outputSize)},
+            {"activation", jsonString(c.activation->name)},
+            {"outputFullSequence", jsonBool(true)},
+            {"phase", jsonString(c.phase)},
+            {"dataType", jsonString(c.dataTypeName)}};
+  }
+};
 
 } // namespace
 
 int main(int argc, char **argv) {
-  return driverMain<Config>(kTool, argc, argv, parseArguments, printUsage, run);
+  return layerMain<Driver>(argc, argv);
 }
