@@ -12,7 +12,7 @@
 // passes examples/python/time_torch_lstm.py), the demo runs that script under /usr/bin/python3
 // on the same shape and device kind and prints torch.nn.LSTM's fastest time a run beside
 // Aspen's; without torch there, it says so and the verdict gives Aspen's time alone.
-#include "lstm_layer/LstmReference.hpp" // the double model the lstm_layer driver checks with
+#include "rnnref/Lstm.hpp" // the double model the lstm_layer driver checks with
 
 #include <aspen/Engine.hpp>
 #include <aspen/Error.hpp>

@@ -1,5 +1,5 @@
 // The C backend (aspen/backend.h): every result against the independent double-precision host
-// models of the layer drivers (LstmReference.hpp, GruReference.hpp) or a host product; the
+// models of the layer drivers (tools/rnnref/Lstm.hpp, tools/rnnref/Gru.hpp) or a host product; the
 // layer cache's counts, its bound and its compile-once under concurrent first calls; and the
 // error codes and messages of bad arguments, before anything compiles.
 #include <aspen/backend.h>
@@ -9,8 +9,8 @@
 #include "TestDevice.hpp"
 
 // The layer drivers' double-precision host models.
-#include "../../tools/gru_layer/GruReference.hpp"
-#include "../../tools/lstm_layer/LstmReference.hpp"
+#include "rnnref/Gru.hpp"
+#include "rnnref/Lstm.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -7,8 +7,8 @@
 
 // The layer drivers' double-precision reference library (its host step reversal) and the GRU's
 // double model (the activation clip's reference).
-#include "../../tools/gru_layer/GruReference.hpp"
-#include "../../tools/rnn_common/RnnReference.hpp"
+#include "rnnref/Gru.hpp"
+#include "rnnref/Common.hpp"
 
 #include <aspen/nn/Gru.hpp>
 
@@ -177,7 +177,7 @@ GruRun trainingStep(const Case &c) {
 
 // The training step trainingStep(c) computes (one run, tanh, lengths none or in params), from
 // the same data rounded to the type, through the double-precision model
-// (tools/gru_layer/GruReference.hpp).
+// (tools/rnnref/Gru.hpp).
 GruRun referenceStep(const Case &c) {
   gruref::GruModel m;
   m.T = c.T, m.B = c.B, m.I = c.I, m.H = c.H;

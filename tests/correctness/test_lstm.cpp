@@ -8,8 +8,8 @@
 
 // The layer drivers' double-precision reference library (its host step reversal) and the
 // LSTM's double model (the projected layer's reference).
-#include "../../tools/lstm_layer/LstmReference.hpp"
-#include "../../tools/rnn_common/RnnReference.hpp"
+#include "rnnref/Lstm.hpp"
+#include "rnnref/Common.hpp"
 
 #include <aspen/linalg/MatMul.hpp>
 #include <aspen/nn/Lstm.hpp>
@@ -296,7 +296,7 @@ LstmRun trainingRun(const TrainingCase &c) {
 }
 
 // The training step trainingRun(c) computes (one run, tanh), from the same data rounded to the
-// type, through the double-precision model (tools/lstm_layer/LstmReference.hpp).
+// type, through the double-precision model (tools/rnnref/Lstm.hpp).
 LstmRun referenceRun(const TrainingCase &c) {
   lstmref::LstmModel m;
   m.T = c.T, m.B = c.B, m.I = c.I, m.H = c.H, m.P = c.projSize;

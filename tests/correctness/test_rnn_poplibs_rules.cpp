@@ -1,6 +1,6 @@
 // The LSTM's and GRU's options where Aspen follows PopLibs' rule and offers another, checked
-// against the double-precision host models of the layer drivers (LstmReference.hpp,
-// GruReference.hpp):
+// against the double-precision host models of the layer drivers (tools/rnnref/Lstm.hpp,
+// tools/rnnref/Gru.hpp):
 //   hardSigmoidGradient  poplibs (default): hard_sigmoid's gradient is 0.2 wherever its output is
 //                        in [0, 1], saturated inputs included; exact: 0 where |x| > 2.5. The data
 //                        saturate gates, so the two rules give different gradients.
@@ -8,8 +8,8 @@
 // Bad values are invalid_option errors naming the option and the allowed values.
 #include "test_nn_harness.hpp"
 
-#include "../../tools/gru_layer/GruReference.hpp"
-#include "../../tools/lstm_layer/LstmReference.hpp"
+#include "rnnref/Gru.hpp"
+#include "rnnref/Lstm.hpp"
 
 #include <aspen/nn/Gru.hpp>
 #include <aspen/nn/Lstm.hpp>

@@ -1,14 +1,14 @@
 // Recurrent stacks in one call (aspen/nn/LstmStack.hpp, GruStack.hpp) and the dropout between
 // their layers (rnn::dropoutSequence): every result of a training step against the
 // double-precision layer models composed layer by layer with a host dropout mask
-// (tools/lstm_layer/LstmReference.hpp, tools/gru_layer/GruReference.hpp), the wavefront's bits
+// (tools/rnnref/Lstm.hpp, tools/rnnref/Gru.hpp), the wavefront's bits
 // against lstmFwd called layer by layer, and the errors.
 #include "test_nn_harness.hpp"
 
-#include "../../tools/gru_layer/GruReference.hpp"
-#include "../../tools/lstm_layer/LstmReference.hpp"
-#include "../../tools/rnn_common/RnnReference.hpp"
-#include "../../tools/rnn_layer/RnnLayerReference.hpp"
+#include "rnnref/Gru.hpp"
+#include "rnnref/Lstm.hpp"
+#include "rnnref/Common.hpp"
+#include "rnnref/Vanilla.hpp"
 
 #include <aspen/nn/GruStack.hpp>
 #include <aspen/nn/LstmStack.hpp>

@@ -1,8 +1,8 @@
 // The double-precision GRU/AUGRU host model that gru_layer checks Aspen against
-// (tools/gru_layer/GruReference.hpp): hand-computed values, every gradient of backward()
+// (tools/rnnref/Gru.hpp): hand-computed values, every gradient of backward()
 // (attention's included) against central finite differences of forward(), and the
 // variable-length semantics of docs/recurrent.md.
-#include "../../tools/gru_layer/GruReference.hpp"
+#include "rnnref/Gru.hpp"
 
 #include <catch2/catch.hpp>
 

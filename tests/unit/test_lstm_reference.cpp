@@ -1,9 +1,9 @@
 // The double-precision LSTM host model that lstm_layer checks Aspen against
-// (tools/lstm_layer/LstmReference.hpp): hand-computed values, every gradient of backward()
+// (tools/rnnref/Lstm.hpp): hand-computed values, every gradient of backward()
 // against central finite differences of forward(), the variable-length semantics of
 // docs/recurrent.md, the activations they share with the GRU model
-// (tools/rnn_common/RnnReference.hpp) and the .npy writer that lstm_layer --save-tensors uses.
-#include "../../tools/lstm_layer/LstmReference.hpp"
+// (tools/rnnref/Common.hpp) and the .npy writer that lstm_layer --save-tensors uses.
+#include "rnnref/Lstm.hpp"
 #include "../../tools/rnn_common/NpyWriter.hpp"
 
 #include <catch2/catch.hpp>

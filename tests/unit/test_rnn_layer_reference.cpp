@@ -1,8 +1,8 @@
 // The double-precision vanilla RNN host model that rnn_layer checks Aspen against
-// (tools/rnn_layer/RnnLayerReference.hpp): one hand-computed step, and every gradient of
+// (tools/rnnref/Vanilla.hpp): one hand-computed step, and every gradient of
 // backward() (the initial state's included) against central finite differences of forward(),
 // for each non-linearity the layer allows.
-#include "../../tools/rnn_layer/RnnLayerReference.hpp"
+#include "rnnref/Vanilla.hpp"
 
 #include <catch2/catch.hpp>
 

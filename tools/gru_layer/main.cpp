@@ -1,6 +1,6 @@
 // gru_layer: builds one GRU or AUGRU layer with aspen::nn::gru (popnn's gru_layer tool and
 // flags), runs it on a device with seeded random data, and checks every result against the
-// double-precision host model of GruReference.hpp.
+// double-precision host model of tools/rnnref/Gru.hpp.
 //
 // Phases: fwd (gruFwd / auGruFwd with inferenceOnly), bwd (+ gruBwd / auGruBwd), wu (+ the
 // backward keeping its intermediates, then the separate gruWU / auGruWU pass), all
@@ -9,7 +9,7 @@
 // --variable-time-steps lengths through the realTimeSteps overloads instead of GruParams.
 // Inputs, tolerances and exit statuses: rnn_common/LayerDriver.hpp.
 #include "gru_layer/GruLayer.hpp"
-#include "gru_layer/GruReference.hpp"
+#include "rnnref/Gru.hpp"
 
 
 #include <fmt/format.h>

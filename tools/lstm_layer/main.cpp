@@ -1,11 +1,11 @@
 // lstm_layer: builds one LSTM layer with aspen::nn::lstm (popnn's lstm_layer tool and flags),
 // runs it on a device with seeded random data, and checks every result against the
-// double-precision host model of LstmReference.hpp.
+// double-precision host model of tools/rnnref/Lstm.hpp.
 //
 // The layer and its phases: LstmLayer.hpp. Inputs, tolerances and exit statuses:
 // rnn_common/LayerDriver.hpp.
 #include "lstm_layer/LstmLayer.hpp"
-#include "lstm_layer/LstmReference.hpp"
+#include "rnnref/Lstm.hpp"
 
 
 #include <fmt/format.h>

@@ -2,7 +2,7 @@
 // the flags every layer has, seeded random inputs, the device, compiling and timing the program,
 // the comparison with the host model, --save-tensors and the run itself (runLayerDriver) and
 // main (layerMain). Each driver adds its layer's flags, builds its layer and runs its reference
-// (LstmReference.hpp, GruReference.hpp, RnnLayerReference.hpp).
+// (tools/rnnref/Lstm.hpp, tools/rnnref/Gru.hpp, tools/rnnref/Vanilla.hpp).
 //
 // Inputs are uniform in [-1, 1] (weights scaled by 1/sqrt(H)) from std::mt19937(--seed) and
 // rounded to the data type before both Aspen and the model see them. A result element passes
@@ -20,8 +20,8 @@
 #pragma once
 
 #include "NpyWriter.hpp"
-#include "RnnReference.hpp"
-#include "StackReference.hpp"
+#include "rnnref/Common.hpp"
+#include "rnnref/Stack.hpp"
 
 #include <aspen/Device.hpp>
 #include <aspen/Engine.hpp>

@@ -1,6 +1,6 @@
 // rnn_layer: builds one vanilla RNN layer with aspen::nn::rnn (popnn's rnn_layer tool and
 // flags), runs it on a device with seeded random data, and checks every result against the
-// double-precision host model of RnnLayerReference.hpp.
+// double-precision host model of tools/rnnref/Vanilla.hpp.
 //
 // Phases: fwd (rnnFwdSequence with inferenceOnly), bwd (+ rnnBwdSequence without the weight
 // update), wu and all (rnnBwdSequence with doWU: the same call). --apply-feedforward-weights=1
@@ -12,8 +12,8 @@
 // layer (rnnref::stackForward / stackBackward), every layer's final output and initial state's
 // gradient included. Inputs, tolerances and exit statuses: rnn_common/LayerDriver.hpp.
 #include "rnn_layer/RnnLayer.hpp"
-#include "rnn_layer/RnnLayerReference.hpp"
-#include "rnn_common/StackReference.hpp"
+#include "rnnref/Vanilla.hpp"
+#include "rnnref/Stack.hpp"
 
 #include <aspen/nn/Recurrent.hpp>
 

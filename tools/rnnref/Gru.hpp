@@ -6,7 +6,7 @@
 // a softmax activation. gru_layer checks Aspen against it; tests/unit/test_gru_reference.cpp
 // checks it against hand values and central finite differences. Plain C++17, no Aspen
 // dependency; the activations and the sequence-length rule are rnnref's
-// (../rnn_common/RnnReference.hpp).
+// (tools/rnnref/Common.hpp).
 //
 // Notation: T time steps, B batch rows, I input size, H hidden size. Gate ids: reset 0,
 // update 1, candidate 2. Every tensor is a flat row-major std::vector<double>:
@@ -32,7 +32,7 @@
 // its final state is its state at step L_b - 1 (the initial state when L_b = 0).
 #pragma once
 
-#include "../rnn_common/RnnReference.hpp"
+#include "Common.hpp"
 
 #include <algorithm>
 #include <array>

@@ -4,7 +4,7 @@
 // gru::gruStackFwd (and their backward) against it. Plain C++17, no Aspen dependency.
 #pragma once
 
-#include "RnnReference.hpp"
+#include "Common.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -14,7 +14,7 @@
 // Plain C++17, header-only, no Aspen dependency.
 #pragma once
 
-#include "../rnn_common/RnnReference.hpp"
+#include "Common.hpp"
 
 #include <algorithm>
 #include <cstddef>

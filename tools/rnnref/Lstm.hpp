@@ -5,7 +5,7 @@
 // including the masking of variable sequence lengths and the Jacobian of a softmax activation.
 // lstm_layer checks Aspen against it; tests/unit/test_lstm_reference.cpp checks it against hand
 // values and central finite differences. Plain C++17, no Aspen dependency; the activations and
-// the sequence-length rule are rnnref's (../rnn_common/RnnReference.hpp).
+// the sequence-length rule are rnnref's (tools/rnnref/Common.hpp).
 //
 // Notation: T time steps, B batch rows, I input size, H hidden size. Gate ids: forget 0,
 // input 1, candidate 2, output 3. Every tensor is a flat row-major std::vector<double>:
@@ -30,7 +30,7 @@
 // y_t is zero, so its final state is its state at step L_b - 1 (the initial state when L_b = 0).
 #pragma once
 
-#include "../rnn_common/RnnReference.hpp"
+#include "Common.hpp"
 
 #include <algorithm>
 #include <array>

@@ -1,5 +1,5 @@
-// What the double-precision host models of the recurrent layers share (LstmReference.hpp,
-// GruReference.hpp; docs/recurrent.md is the contract): the non-linearities with their
+// What the double-precision host models of the recurrent layers share (tools/rnnref/Lstm.hpp,
+// tools/rnnref/Gru.hpp; docs/recurrent.md is the contract): the non-linearities with their
 // derivatives and row Jacobians, the variable-sequence-length rule and argument checks.
 // Plain C++17, header-only, no Aspen dependency.
 #pragma once
