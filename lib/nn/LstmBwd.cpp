@@ -314,6 +314,56 @@ BwdPlan planBackward(Graph &graph, const LstmParams &params, const LstmOptions &
   return p;
 }
 
+// The backward loop's spec around the step body: the saved gates and cell states (and dy)
+// read each step, reverse, the gather form's weight update when interleaved. deltaRowsSeq: the
+// gate gradients' sequence runLoop fills (the spec points at it), or invalid.
+rnn::detail::LoopSpec backwardLoopSpec(const LstmParams &params, const LstmOptions &opts,
+                                       const BwdPlan &p, const SavedForward &saved,
+                                       const Tensor &input, const Tensor &outputGrad,
+                                       const std::vector<Tensor> &init,
+                                       const rnn::LoopBodyType &body, Tensor &deltaRowsSeq,
+                                       linalg::PlanningCache *cache) {
+  const std::size_t B = params.rnn.batchSize, H = params.rnn.layerSizes[1];
+  std::vector<Tensor> inputs{saved.gates, saved.cellSeq};
+  if (params.outputFullSequence)
+    inputs.push_back(outputGrad);
+  rnn::detail::LoopSpec spec{params.rnn};
+  spec.reverse = true;
+  spec.initState = init;
+  spec.inputs = inputs;
+  if (p.inputGradInLoop)
+    spec.outputs.push_back(p.inputGradSeq);
+  spec.loopFn = body;
+  spec.numShards = opts.numShards;
+  spec.codeReuse = opts.codeReuse;
+  if (p.interleaved) {
+    spec.numTemps = 4;
+    spec.stepsPerGather = p.k;
+    if (p.weighInput)
+      spec.gatherInputs = {p.hPrevSeq, input};
+    else
+      spec.gatherInputs = {p.hPrevSeq};
+    spec.gatherFn = [&params, &opts, &p, cache, B, H](Graph &g, const rnn::RnnSlice &slice,
+                                                       unsigned, Sequence *,
+                                                       const DebugContext &dbg) {
+      Sequence s;
+      const Tensor window = slice.interimOut; // [k, 4, B, H]
+      accumulateWeightGrads(g, params, opts, p.weighInput ? slice.inputs[1] : Tensor(),
+                            slice.inputs[0],
+                            window.dimShuffle({0, 2, 1, 3}).reshape({window.dim(0) * B, 4 * H}),
+                            p.acc, s, dbg, cache);
+      return s;
+    };
+    if (p.deltaRowsSeq.valid())
+      spec.outputs.push_back(p.deltaRowsSeq); // the body copies its temporary there
+  } else if (deltaRowsSeq.valid()) {
+    spec.interimOut = &deltaRowsSeq;
+  }
+  if (p.dhSeq.valid())
+    spec.outputs.push_back(p.dhSeq); // the last output: the body writes dh_t there
+  return spec;
+}
+
 // The per-step loop (rnn::detail::runLoop, the gather form when the weight update is
 // interleaved): each step the backward cell, then delta . W^T. Returns the final state.
 std::vector<Tensor> stepLoop(Graph &graph, const LstmParams &params, const LstmOptions &opts,
@@ -368,43 +418,9 @@ std::vector<Tensor> stepLoop(Graph &graph, const LstmParams &params, const LstmO
     return step;
   };
 
-  std::vector<Tensor> inputs{saved.gates, saved.cellSeq};
-  if (full)
-    inputs.push_back(outputGrad);
-  rnn::detail::LoopSpec spec{params.rnn};
-  spec.reverse = true;
-  spec.initState = init;
-  spec.inputs = inputs;
-  if (p.inputGradInLoop)
-    spec.outputs.push_back(p.inputGradSeq);
-  spec.loopFn = body;
-  spec.numShards = opts.numShards;
-  spec.codeReuse = opts.codeReuse;
   Tensor deltaRowsSeq = p.deltaRowsSeq; // runLoop fills it (the spec points at it)
-  if (p.interleaved) {
-    spec.numTemps = 4;
-    spec.stepsPerGather = p.k;
-    if (p.weighInput)
-      spec.gatherInputs = {p.hPrevSeq, input};
-    else
-      spec.gatherInputs = {p.hPrevSeq};
-    spec.gatherFn = [&](Graph &g, const rnn::RnnSlice &slice, unsigned, Sequence *,
-                        const DebugContext &dbg) {
-      Sequence s;
-      const Tensor window = slice.interimOut; // [k, 4, B, H]
-      accumulateWeightGrads(g, params, opts, p.weighInput ? slice.inputs[1] : Tensor(),
-                            slice.inputs[0],
-                            window.dimShuffle({0, 2, 1, 3}).reshape({window.dim(0) * B, 4 * H}),
-                            p.acc, s, dbg, cache);
-      return s;
-    };
-    if (deltaRowsSeq.valid())
-      spec.outputs.push_back(deltaRowsSeq); // the body copies its temporary there
-  } else if (deltaRowsSeq.valid()) {
-    spec.interimOut = &deltaRowsSeq;
-  }
-  if (p.dhSeq.valid())
-    spec.outputs.push_back(p.dhSeq); // the last output: the body writes dh_t there
+  const rnn::detail::LoopSpec spec = backwardLoopSpec(params, opts, p, saved, input, outputGrad,
+                                                      init, body, deltaRowsSeq, cache);
   return rnn::detail::runLoop(graph, spec, prog, {debug, "loop"});
 }
 
