@@ -290,6 +290,13 @@ inline rnnref::StackShape stackShapeOf(const CommonConfig &c, std::size_t numLay
   return shape;
 }
 
+// v [T, B, ...] in the order a layer of the run takes its steps: each row's steps reversed for
+// --direction reverse (rnnref::reverseRowSteps, its own inverse), else v.
+inline std::vector<double> runOrderOf(const CommonConfig &c, const std::vector<double> &v) {
+  return c.reverse ? rnnref::reverseRowSteps(v, c.variableTimeSteps, c.sequenceSize, c.batchSize)
+                   : v;
+}
+
 // The options of a stack in one call: the layer options, numLayers, direction and the rest.
 template <typename Config> aspen::OptionFlags stackCallOptions(const Config &c) {
   aspen::OptionFlags o = c.layerOptions;
@@ -701,9 +708,10 @@ public:
   InputDrawer(aspen::Engine &engine, std::vector<NamedTensor> &saved, unsigned seed,
               aspen::Type type)
       : engine_(engine), saved_(saved), rng_(seed), type_(type) {}
+  // Uniform in [offset - scale, offset + scale].
   std::vector<double> operator()(const std::string &name, const Shape &shape,
-                                 const std::string &meaning, double scale) {
-    saved_.push_back({name, shape, meaning, randomValues(rng_, shape, scale, type_), {}});
+                                 const std::string &meaning, double scale, double offset = 0.0) {
+    saved_.push_back({name, shape, meaning, randomValues(rng_, shape, scale, type_, offset), {}});
     writeValues(engine_, name, type_, saved_.back().values);
     return saved_.back().values;
   }
