@@ -257,98 +257,119 @@ inline BuiltLayer buildStack(aspen::Graph &graph, const Config &c,
   return layer;
 }
 
+// The layers called one by one (a single layer, or --num-layers for phases bwd and wu): what the
+// forward made, for the backward.
+struct LayerCalls {
+  std::vector<gru::GruParams> params;
+  std::vector<GruLayer> layers;
+  aspen::Tensor attention;
+  std::vector<aspen::Tensor> inputs, outputs, inits, fwdIntermediates;
+  std::vector<gru::GruWeights> weights;
+};
+
+// The forward of every layer (layer l > 0 on layer l - 1's output), its inputs and output added
+// to `layer`. k.params is reserved first: the GruLayers hold references to its entries.
+inline void buildForwardCalls(aspen::Graph &graph, const Config &c,
+                              aspen::linalg::PlanningCache &cache, LayerCalls &k,
+                              BuiltLayer &layer) {
+  using namespace aspen;
+  const std::size_t L = c.numLayers;
+  const OptionFlags &options = c.layerOptions;
+  const Tensor timeSteps = addTimeSteps(graph, c);
+  k.params.reserve(L);
+  for (std::size_t l = 0; l < L; ++l)
+    k.params.push_back(layerParams(c, timeSteps, l));
+  layer.plan = gru::getPlan(graph, k.params[0], options);
+  for (const gru::GruParams &p : k.params)
+    layer.flops += gru::getBasicGruCellFwdFlops(p) +
+                   (c.backward() ? gru::getBasicGruCellBwdFlops(p) : 0) +
+                   (c.weightUpdate() ? gru::getBasicGruCellWuFlops(p) : 0);
+  const Tensor input = gru::createInput(graph, k.params[0], "input", options, &cache);
+  k.attention =
+      c.withAttention ? gru::createAttention(graph, k.params[0], "attention", options) : Tensor();
+  k.inputs.resize(L), k.outputs.resize(L), k.inits.resize(L), k.fwdIntermediates.resize(L);
+  k.weights.resize(L);
+  for (std::size_t l = 0; l < L; ++l) {
+    k.layers.push_back(GruLayer{graph, k.params[l], options, &cache,
+                                c.withRealTimeSteps ? timeSteps : Tensor(), k.attention});
+    k.inputs[l] = l == 0 ? input : k.outputs[l - 1];
+    k.inits[l] = gru::createInitialState(graph, k.params[l], layerName("init", l), options, &cache);
+    k.weights[l] =
+        gru::createWeights(graph, k.params[l], layerName("weights", l), options, &cache);
+    k.outputs[l] = k.layers[l].fwd(k.inits[l], k.inputs[l], k.weights[l],
+                                   c.backward() ? &k.fwdIntermediates[l] : nullptr,
+                                   layer.program);
+  }
+  // Results, in the order they are reported and saved.
+  layer.results = {{"output", k.outputs[L - 1]}};
+  layer.inputs = {{"input", input}};
+  for (std::size_t l = 0; l < L; ++l) {
+    layer.inputs.push_back({layerName("initialOutput", l), k.inits[l]});
+    layer.inputs.push_back({layerName("inputWeights", l), k.weights[l].inputWeights});
+    layer.inputs.push_back({layerName("outputWeights", l), k.weights[l].outputWeights});
+    layer.inputs.push_back({layerName("biases", l), k.weights[l].biases});
+  }
+  if (c.withAttention)
+    layer.inputs.push_back({"attention", k.attention});
+}
+
+// The backward from the top layer down (layer l's output gradient is the input gradient of the
+// layer above): bwdWithWU for phase all, else bwd (and wu for wu); its input and results added
+// to `layer`.
+inline void buildBackwardCalls(aspen::Graph &graph, const Config &c, const LayerCalls &k,
+                               BuiltLayer &layer) {
+  using namespace aspen;
+  const std::size_t L = c.numLayers;
+  program::Sequence &prog = layer.program;
+  const Tensor outputGrad = graph.clone(k.outputs[L - 1], "outputGrad");
+  std::vector<Tensor> inputGrads(L), initGrads(L);
+  std::vector<gru::GruWeights> weightsGrads(L);
+  Tensor attentionGrad;
+  for (std::size_t l = L; l-- > 0;) {
+    const Tensor &dy = l + 1 == L ? outputGrad : inputGrads[l + 1];
+    Tensor *inputGrad = k.params[l].calcInputGradients ? &inputGrads[l] : nullptr;
+    if (c.phase == "all") {
+      initGrads[l] = k.layers[l].bwdWithWU(prog, k.inits[l], k.fwdIntermediates[l], k.weights[l],
+                                           k.inputs[l], k.outputs[l], dy, inputGrad,
+                                           weightsGrads[l], attentionGrad);
+      continue;
+    }
+    Tensor bwdIntermediates;
+    initGrads[l] = k.layers[l].bwd(prog, k.inits[l], k.fwdIntermediates[l], k.weights[l],
+                                   k.inputs[l], k.outputs[l], dy, inputGrad,
+                                   c.weightUpdate() ? &bwdIntermediates : nullptr, attentionGrad);
+    if (c.weightUpdate())
+      weightsGrads[l] = k.layers[l].wu(prog, k.inits[l], k.fwdIntermediates[l], bwdIntermediates,
+                                       k.weights[l], k.inputs[l], k.outputs[l]);
+  }
+  std::vector<std::pair<std::string, Tensor>> &results = layer.results;
+  if (!c.ignoreInputGradient)
+    results.push_back({"inputGrad", inputGrads[0]});
+  for (std::size_t l = 0; l < L; ++l) {
+    results.push_back({layerName("initialOutputGrad", l), initGrads[l]});
+    if (c.withAttention)
+      results.push_back({"attentionGrad", attentionGrad});
+    if (!c.weightUpdate())
+      continue;
+    results.push_back({layerName("inputWeightsGrad", l), weightsGrads[l].inputWeights});
+    results.push_back({layerName("outputWeightsGrad", l), weightsGrads[l].outputWeights});
+    results.push_back({layerName("biasesGrad", l), weightsGrads[l].biases});
+  }
+  layer.inputs.push_back({"outputGrad", outputGrad});
+}
+
 // The layer's graph for c's phase, with its host handles (inputs: input, initialOutput,
 // inputWeights, outputWeights, biases, then attention and outputGrad when used; the timeSteps
 // handle is addTimeSteps's). With --num-layers L a stack, layer l > 0 taking layer l - 1's
 // output: its tensors are named as layer 0's with ".l<l>" (layerName).
 inline BuiltLayer build(aspen::Graph &graph, const Config &c, aspen::linalg::PlanningCache &cache) {
-  using namespace aspen;
   if (usesStackCall(c))
     return buildStack(graph, c, cache);
-  const std::size_t L = c.numLayers;
-  const bool backward = c.backward(), weightUpdate = c.weightUpdate();
-  const OptionFlags &options = c.layerOptions;
-
-  const Tensor timeSteps = addTimeSteps(graph, c);
-  std::vector<gru::GruParams> params;
-  for (std::size_t l = 0; l < L; ++l)
-    params.push_back(layerParams(c, timeSteps, l));
-
   BuiltLayer layer;
-  program::Sequence &prog = layer.program;
-  layer.plan = gru::getPlan(graph, params[0], options);
-  for (const gru::GruParams &p : params)
-    layer.flops += gru::getBasicGruCellFwdFlops(p) +
-                   (backward ? gru::getBasicGruCellBwdFlops(p) : 0) +
-                   (weightUpdate ? gru::getBasicGruCellWuFlops(p) : 0);
-  const Tensor input = gru::createInput(graph, params[0], "input", options, &cache);
-  const Tensor attention =
-      c.withAttention ? gru::createAttention(graph, params[0], "attention", options) : Tensor();
-  std::vector<GruLayer> layers;
-  std::vector<Tensor> inputs(L), outputs(L), inits(L), fwdIntermediates(L);
-  std::vector<gru::GruWeights> weights(L);
-  for (std::size_t l = 0; l < L; ++l) {
-    layers.push_back(GruLayer{graph, params[l], options, &cache,
-                              c.withRealTimeSteps ? timeSteps : Tensor(), attention});
-    inputs[l] = l == 0 ? input : outputs[l - 1];
-    inits[l] = gru::createInitialState(graph, params[l], layerName("init", l), options, &cache);
-    weights[l] = gru::createWeights(graph, params[l], layerName("weights", l), options, &cache);
-    outputs[l] =
-        layers[l].fwd(inits[l], inputs[l], weights[l], backward ? &fwdIntermediates[l] : nullptr,
-                      prog);
-  }
-
-  // Results, in the order they are reported and saved.
-  std::vector<std::pair<std::string, Tensor>> &results = layer.results;
-  results = {{"output", outputs[L - 1]}};
-  Tensor outputGrad;
-  if (backward) {
-    outputGrad = graph.clone(outputs[L - 1], "outputGrad");
-    // From the top down: layer l's output gradient is the input gradient of the layer above.
-    std::vector<Tensor> inputGrads(L), initGrads(L);
-    std::vector<gru::GruWeights> weightsGrads(L);
-    Tensor attentionGrad;
-    for (std::size_t l = L; l-- > 0;) {
-      const Tensor &dy = l + 1 == L ? outputGrad : inputGrads[l + 1];
-      Tensor *inputGrad = params[l].calcInputGradients ? &inputGrads[l] : nullptr;
-      if (c.phase == "all") {
-        initGrads[l] = layers[l].bwdWithWU(prog, inits[l], fwdIntermediates[l], weights[l],
-                                           inputs[l], outputs[l], dy, inputGrad, weightsGrads[l],
-                                           attentionGrad);
-        continue;
-      }
-      Tensor bwdIntermediates;
-      initGrads[l] = layers[l].bwd(prog, inits[l], fwdIntermediates[l], weights[l], inputs[l],
-                                   outputs[l], dy, inputGrad,
-                                   weightUpdate ? &bwdIntermediates : nullptr, attentionGrad);
-      if (weightUpdate)
-        weightsGrads[l] = layers[l].wu(prog, inits[l], fwdIntermediates[l], bwdIntermediates,
-                                       weights[l], inputs[l], outputs[l]);
-    }
-    if (!c.ignoreInputGradient)
-      results.push_back({"inputGrad", inputGrads[0]});
-    for (std::size_t l = 0; l < L; ++l) {
-      results.push_back({layerName("initialOutputGrad", l), initGrads[l]});
-      if (c.withAttention)
-        results.push_back({"attentionGrad", attentionGrad});
-      if (!weightUpdate)
-        continue;
-      results.push_back({layerName("inputWeightsGrad", l), weightsGrads[l].inputWeights});
-      results.push_back({layerName("outputWeightsGrad", l), weightsGrads[l].outputWeights});
-      results.push_back({layerName("biasesGrad", l), weightsGrads[l].biases});
-    }
-  }
-  layer.inputs = {{"input", input}};
-  for (std::size_t l = 0; l < L; ++l) {
-    layer.inputs.push_back({layerName("initialOutput", l), inits[l]});
-    layer.inputs.push_back({layerName("inputWeights", l), weights[l].inputWeights});
-    layer.inputs.push_back({layerName("outputWeights", l), weights[l].outputWeights});
-    layer.inputs.push_back({layerName("biases", l), weights[l].biases});
-  }
-  if (c.withAttention)
-    layer.inputs.push_back({"attention", attention});
-  if (backward)
-    layer.inputs.push_back({"outputGrad", outputGrad});
+  LayerCalls calls;
+  buildForwardCalls(graph, c, cache, calls, layer);
+  if (c.backward())
+    buildBackwardCalls(graph, c, calls, layer);
   addHostHandles(graph, layer);
   return layer;
 }

@@ -233,81 +233,84 @@ inline BuiltLayer buildStack(aspen::Graph &graph, const Config &c,
   return layer;
 }
 
-// The layer's graph for c's phase, with its host handles (inputs: input, initialOutput,
-// initialCellState, inputWeights, outputWeights, biases (projection), then outputGrad and
-// lastStepStateGrad.{output,cellState} when used; the timeSteps handle is addTimeSteps's). With
-// --num-layers L a stack, layer l > 0 taking layer l - 1's output: its tensors are named as
-// layer 0's with ".l<l>" (layerName), the output and the input gradient are the stack's.
-inline BuiltLayer build(aspen::Graph &graph, const Config &c, aspen::linalg::PlanningCache &cache) {
-  using namespace aspen;
-  if (usesStackCall(c)) {
-    if (c.ignoreFinalCellState)
-      throw UsageError("--ignore-final-cell-state: a stack in one call always keeps its final "
-                       "states");
-    return buildStack(graph, c, cache);
-  }
-  const std::size_t L = c.numLayers;
-  const bool backward = c.backward(), weightUpdate = c.weightUpdate();
-  const OptionFlags &options = c.layerOptions;
-
-  const Tensor timeSteps = addTimeSteps(graph, c);
+// The layers called one by one (a single layer, or --num-layers for phases bwd and wu): what the
+// forward made, for the backward.
+struct LayerCalls {
   std::vector<lstm::LstmParams> params;
-  for (std::size_t l = 0; l < L; ++l)
-    params.push_back(layerParams(c, timeSteps, l));
+  std::vector<aspen::Tensor> inputs, outputs, finalCellStates, fwdIntermediates;
+  std::vector<lstm::LstmState> inits;
+  std::vector<lstm::LstmWeights> weights;
+};
 
-  BuiltLayer layer;
-  program::Sequence &prog = layer.program;
-  layer.plan = lstm::getPlan(graph, params[0], options);
-  for (const lstm::LstmParams &p : params)
+// The forward of every layer (layer l > 0 on layer l - 1's output), its inputs and results
+// added to `layer`.
+inline LayerCalls buildForwardCalls(aspen::Graph &graph, const Config &c,
+                                    aspen::linalg::PlanningCache &cache, BuiltLayer &layer) {
+  using namespace aspen;
+  const std::size_t L = c.numLayers;
+  const OptionFlags &options = c.layerOptions;
+  const Tensor timeSteps = addTimeSteps(graph, c);
+  LayerCalls k;
+  for (std::size_t l = 0; l < L; ++l)
+    k.params.push_back(layerParams(c, timeSteps, l));
+  layer.plan = lstm::getPlan(graph, k.params[0], options);
+  for (const lstm::LstmParams &p : k.params)
     layer.flops += lstm::getBasicLstmCellFwdFlops(p) +
-                   (backward ? lstm::getBasicLstmCellBwdFlops(p) : 0) +
-                   (weightUpdate ? lstm::getBasicLstmCellWuFlops(p) : 0);
-  std::vector<Tensor> inputs(L), outputs(L), finalCellStates(L), fwdIntermediates(L);
-  std::vector<lstm::LstmState> inits(L);
-  std::vector<lstm::LstmWeights> weights(L);
+                   (c.backward() ? lstm::getBasicLstmCellBwdFlops(p) : 0) +
+                   (c.weightUpdate() ? lstm::getBasicLstmCellWuFlops(p) : 0);
+  k.inputs.resize(L), k.outputs.resize(L), k.finalCellStates.resize(L);
+  k.fwdIntermediates.resize(L), k.inits.resize(L), k.weights.resize(L);
   for (std::size_t l = 0; l < L; ++l) {
     const auto name = [&](const char *base) { return layerName(base, l); };
-    inputs[l] = l == 0 ? lstm::createInput(graph, params[l], "input", options, &cache)
-                       : outputs[l - 1];
-    inits[l] = lstm::createInitialState(graph, params[l], name("init"), options, &cache);
-    weights[l] = lstm::createWeights(graph, params[l], name("weights"), options, &cache);
+    const lstm::LstmParams &p = k.params[l];
+    k.inputs[l] = l == 0 ? lstm::createInput(graph, p, "input", options, &cache)
+                         : k.outputs[l - 1];
+    k.inits[l] = lstm::createInitialState(graph, p, name("init"), options, &cache);
+    k.weights[l] = lstm::createWeights(graph, p, name("weights"), options, &cache);
     if (l == 0)
-      layer.inputs.push_back({"input", inputs[0]});
-    layer.inputs.push_back({name("initialOutput"), inits[l].output});
-    layer.inputs.push_back({name("initialCellState"), inits[l].cellState});
-    layer.inputs.push_back({name("inputWeights"), weights[l].inputWeights});
-    layer.inputs.push_back({name("outputWeights"), weights[l].outputWeights});
-    layer.inputs.push_back({name("biases"), weights[l].biases});
+      layer.inputs.push_back({"input", k.inputs[0]});
+    layer.inputs.push_back({name("initialOutput"), k.inits[l].output});
+    layer.inputs.push_back({name("initialCellState"), k.inits[l].cellState});
+    layer.inputs.push_back({name("inputWeights"), k.weights[l].inputWeights});
+    layer.inputs.push_back({name("outputWeights"), k.weights[l].outputWeights});
+    layer.inputs.push_back({name("biases"), k.weights[l].biases});
     if (c.projSize)
-      layer.inputs.push_back({name("projection"), weights[l].projection});
-    Tensor *const intermediates = backward ? &fwdIntermediates[l] : nullptr;
+      layer.inputs.push_back({name("projection"), k.weights[l].projection});
+    Tensor *const intermediates = c.backward() ? &k.fwdIntermediates[l] : nullptr;
     if (c.ignoreFinalCellState)
-      outputs[l] = lstm::lstmFwd(graph, params[l], prog, inits[l], weights[l], inputs[l],
-                                 intermediates, name("fwd"), options, &cache);
+      k.outputs[l] = lstm::lstmFwd(graph, p, layer.program, k.inits[l], k.weights[l],
+                                   k.inputs[l], intermediates, name("fwd"), options, &cache);
     else
-      std::tie(outputs[l], finalCellStates[l]) =
-          lstm::lstmFwd(graph, params[l], inits[l], inputs[l], weights[l], intermediates, prog,
-                        name("fwd"), options, &cache);
+      std::tie(k.outputs[l], k.finalCellStates[l]) =
+          lstm::lstmFwd(graph, p, k.inits[l], k.inputs[l], k.weights[l], intermediates,
+                        layer.program, name("fwd"), options, &cache);
   }
-
   // Results, in the order they are reported and saved.
-  layer.results = {{"output", outputs[L - 1]}};
+  layer.results = {{"output", k.outputs[L - 1]}};
   for (std::size_t l = 0; l < L && !c.ignoreFinalCellState; ++l)
-    layer.results.push_back({layerName("finalCellState", l), finalCellStates[l]});
-  if (!backward) {
-    addHostHandles(graph, layer);
-    return layer;
-  }
-  const Tensor outputGrad = graph.clone(outputs[L - 1], "outputGrad");
+    layer.results.push_back({layerName("finalCellState", l), k.finalCellStates[l]});
+  return k;
+}
+
+// The backward from the top layer down (layer l's output gradient is the input gradient of the
+// layer above): lstmBwdWithWU for phase all, else lstmBwd (and lstmWU for wu); its inputs and
+// results added to `layer`.
+inline void buildBackwardCalls(aspen::Graph &graph, const Config &c,
+                               aspen::linalg::PlanningCache &cache, const LayerCalls &k,
+                               BuiltLayer &layer) {
+  using namespace aspen;
+  const std::size_t L = c.numLayers;
+  const OptionFlags &options = c.layerOptions;
+  program::Sequence &prog = layer.program;
+  const Tensor outputGrad = graph.clone(k.outputs[L - 1], "outputGrad");
   layer.inputs.push_back({"outputGrad", outputGrad});
   std::vector<lstm::LstmState> lastGrads(L);
   for (std::size_t l = 0; l < L && c.lastStepStateGrad; ++l) {
-    lastGrads[l] = lstm::createInitialState(graph, params[l], layerName("lastStepStateGrad", l),
+    lastGrads[l] = lstm::createInitialState(graph, k.params[l], layerName("lastStepStateGrad", l),
                                             options, &cache);
     layer.inputs.push_back({layerName("lastStepStateGrad.output", l), lastGrads[l].output});
     layer.inputs.push_back({layerName("lastStepStateGrad.cellState", l), lastGrads[l].cellState});
   }
-  // From the top down: layer l's output gradient is the input gradient of the layer above.
   std::vector<Tensor> inputGrads(L);
   std::vector<lstm::LstmState> initGrads(L);
   std::vector<lstm::LstmWeights> weightsGrads(L);
@@ -315,21 +318,22 @@ inline BuiltLayer build(aspen::Graph &graph, const Config &c, aspen::linalg::Pla
     const auto name = [&](const char *base) { return layerName(base, l); };
     const Tensor &dy = l + 1 == L ? outputGrad : inputGrads[l + 1];
     const lstm::LstmState *lastGrad = c.lastStepStateGrad ? &lastGrads[l] : nullptr;
-    Tensor *inputGrad = params[l].calcInputGradients ? &inputGrads[l] : nullptr;
+    Tensor *inputGrad = k.params[l].calcInputGradients ? &inputGrads[l] : nullptr;
     if (c.phase == "all") {
-      initGrads[l] = lstm::lstmBwdWithWU(graph, params[l], prog, inits[l], fwdIntermediates[l],
-                                         weights[l], inputs[l], outputs[l], dy, lastGrad,
-                                         inputGrad, weightsGrads[l], name("bwd"), options, &cache);
+      initGrads[l] = lstm::lstmBwdWithWU(graph, k.params[l], prog, k.inits[l],
+                                         k.fwdIntermediates[l], k.weights[l], k.inputs[l],
+                                         k.outputs[l], dy, lastGrad, inputGrad, weightsGrads[l],
+                                         name("bwd"), options, &cache);
       continue;
     }
     Tensor bwdIntermediates;
-    initGrads[l] = lstm::lstmBwd(graph, params[l], prog, inits[l], fwdIntermediates[l],
-                                 weights[l], inputs[l], outputs[l], dy, lastGrad, inputGrad,
-                                 weightUpdate ? &bwdIntermediates : nullptr, name("bwd"),
+    initGrads[l] = lstm::lstmBwd(graph, k.params[l], prog, k.inits[l], k.fwdIntermediates[l],
+                                 k.weights[l], k.inputs[l], k.outputs[l], dy, lastGrad, inputGrad,
+                                 c.weightUpdate() ? &bwdIntermediates : nullptr, name("bwd"),
                                  options, &cache);
-    if (weightUpdate)
-      weightsGrads[l] = lstm::lstmWU(graph, params[l], prog, inits[l], fwdIntermediates[l],
-                                     bwdIntermediates, weights[l], inputs[l], outputs[l],
+    if (c.weightUpdate())
+      weightsGrads[l] = lstm::lstmWU(graph, k.params[l], prog, k.inits[l], k.fwdIntermediates[l],
+                                     bwdIntermediates, k.weights[l], k.inputs[l], k.outputs[l],
                                      name("wu"), options, &cache);
   }
   if (!c.ignoreInputGradient)
@@ -338,7 +342,7 @@ inline BuiltLayer build(aspen::Graph &graph, const Config &c, aspen::linalg::Pla
     const auto name = [&](const char *base) { return layerName(base, l); };
     layer.results.push_back({name("initialOutputGrad"), initGrads[l].output});
     layer.results.push_back({name("initialCellStateGrad"), initGrads[l].cellState});
-    if (!weightUpdate)
+    if (!c.weightUpdate())
       continue;
     layer.results.push_back({name("inputWeightsGrad"), weightsGrads[l].inputWeights});
     layer.results.push_back({name("outputWeightsGrad"), weightsGrads[l].outputWeights});
@@ -346,6 +350,24 @@ inline BuiltLayer build(aspen::Graph &graph, const Config &c, aspen::linalg::Pla
     if (c.projSize)
       layer.results.push_back({name("projectionGrad"), weightsGrads[l].projection});
   }
+}
+
+// The layer's graph for c's phase, with its host handles (inputs: input, initialOutput,
+// initialCellState, inputWeights, outputWeights, biases (projection), then outputGrad and
+// lastStepStateGrad.{output,cellState} when used; the timeSteps handle is addTimeSteps's). With
+// --num-layers L a stack, layer l > 0 taking layer l - 1's output: its tensors are named as
+// layer 0's with ".l<l>" (layerName), the output and the input gradient are the stack's.
+inline BuiltLayer build(aspen::Graph &graph, const Config &c, aspen::linalg::PlanningCache &cache) {
+  if (usesStackCall(c)) {
+    if (c.ignoreFinalCellState)
+      throw UsageError("--ignore-final-cell-state: a stack in one call always keeps its final "
+                       "states");
+    return buildStack(graph, c, cache);
+  }
+  BuiltLayer layer;
+  const LayerCalls calls = buildForwardCalls(graph, c, cache, layer);
+  if (c.backward())
+    buildBackwardCalls(graph, c, cache, calls, layer);
   addHostHandles(graph, layer);
   return layer;
 }
