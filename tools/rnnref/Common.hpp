@@ -231,4 +231,25 @@ inline void requireTimeSteps(const char *model, const std::vector<unsigned> &tim
                                 " lengths, expected 0, 1 or B = " + std::to_string(B));
 }
 
+// out[j] (+)= sum_k v[k] * W[slot][k][j] for the [G, K, H] weights W (G gates).
+inline void addProduct(const double *v, const std::vector<double> &W, std::size_t slot,
+                       std::size_t K, std::size_t H, double *out) {
+  for (std::size_t j = 0; j < H; ++j)
+    for (std::size_t k = 0; k < K; ++k)
+      out[j] += v[k] * W[(slot * K + k) * H + j];
+}
+
+// dv[k] += sum_j delta[j] * W[slot][k][j] and dW[slot][k][j] += v[k] * delta[j]: the reverse of
+// addProduct.
+inline void addProductGrads(const double *v, const std::vector<double> &W, std::size_t slot,
+                            std::size_t K, std::size_t H, const double *delta, double *dv,
+                            std::vector<double> &dW) {
+  for (std::size_t k = 0; k < K; ++k)
+    for (std::size_t j = 0; j < H; ++j) {
+      dv[k] += delta[j] * W[(slot * K + k) * H + j];
+      dW[(slot * K + k) * H + j] += v[k] * delta[j];
+    }
+}
+
+
 } // namespace rnnref

@@ -122,26 +122,6 @@ inline void validate(const GruModel &m, const GruData &d) {
     rnnref::requireSize("gruref", "attention", d.attention, m.B * m.T);
 }
 
-// out[j] (+)= sum_k v[k] * W[slot][k][j] for the [3, K, H] weights W.
-inline void addProduct(const double *v, const std::vector<double> &W, std::size_t slot,
-                       std::size_t K, std::size_t H, double *out) {
-  for (std::size_t j = 0; j < H; ++j)
-    for (std::size_t k = 0; k < K; ++k)
-      out[j] += v[k] * W[(slot * K + k) * H + j];
-}
-
-// dv[k] += sum_j delta[j] * W[slot][k][j] and dW[slot][k][j] += v[k] * delta[j]: the reverse of
-// addProduct.
-inline void addProductGrads(const double *v, const std::vector<double> &W, std::size_t slot,
-                            std::size_t K, std::size_t H, const double *delta, double *dv,
-                            std::vector<double> &dW) {
-  for (std::size_t k = 0; k < K; ++k)
-    for (std::size_t j = 0; j < H; ++j) {
-      dv[k] += delta[j] * W[(slot * K + k) * H + j];
-      dW[(slot * K + k) * H + j] += v[k] * delta[j];
-    }
-}
-
 } // namespace detail
 
 inline GruForward forward(const GruModel &m, const GruData &d) {
@@ -171,8 +151,8 @@ inline GruForward forward(const GruModel &m, const GruData &d) {
         double *a = at(r.preActivations, gate);
         for (std::size_t j = 0; j < H; ++j)
           a[j] = bias(s, 0)[j] + (m.resetAfter ? bias(s, 1)[j] : 0.0);
-        detail::addProduct(x, d.inputWeights, s, I, H, a);
-        detail::addProduct(hPrev, d.outputWeights, s, H, H, a);
+        rnnref::addProduct(x, d.inputWeights, s, I, H, a);
+        rnnref::addProduct(hPrev, d.outputWeights, s, H, H, a);
         for (std::size_t j = 0; j < H; ++j)
           a[j] = m.clipInput(a[j]);
         rnnref::forwardRow(m.recAct, a, at(r.gates, gate), H);
@@ -186,17 +166,17 @@ inline GruForward forward(const GruModel &m, const GruData &d) {
       const std::size_t sc = m.slotOf(kCandidate);
       double *ac = at(r.preActivations, kCandidate);
       std::copy(bias(sc, 0), bias(sc, 0) + H, ac);
-      detail::addProduct(x, d.inputWeights, sc, I, H, ac);
+      rnnref::addProduct(x, d.inputWeights, sc, I, H, ac);
       if (m.resetAfter) {
         double *n = &r.recurrentCandidate[t * BH + b * H];
         std::copy(bias(sc, 1), bias(sc, 1) + H, n);
-        detail::addProduct(hPrev, d.outputWeights, sc, H, H, n);
+        rnnref::addProduct(hPrev, d.outputWeights, sc, H, H, n);
         for (std::size_t j = 0; j < H; ++j)
           ac[j] += reset[j] * n[j];
       } else {
         for (std::size_t k = 0; k < H; ++k)
           resetState[k] = reset[k] * hPrev[k];
-        detail::addProduct(resetState.data(), d.outputWeights, sc, H, H, ac);
+        rnnref::addProduct(resetState.data(), d.outputWeights, sc, H, H, ac);
       }
       const double *c = at(r.gates, kCandidate);
       for (std::size_t j = 0; j < H; ++j)
@@ -219,17 +199,93 @@ inline GruForward forward(const GruModel &m, const GruData &d) {
   return r;
 }
 
+namespace detail {
+
+// One row b's step t of the backward: from dhTotal (the gradient reaching h_t), the gate
+// deltas, their product gradients into r and dh (the gradient reaching h_{t-1}, written), and
+// the attention's gradient.
+inline void rowBackward(const GruModel &m, const GruData &d, const GruForward &fwd,
+                        std::size_t t, std::size_t b, const std::vector<double> &dhTotal,
+                        double *dh, GruGrads &r) {
+  const std::size_t T = m.T, B = m.B, I = m.I, H = m.H, BH = B * H;
+  const std::size_t nb = m.biasesPerGate();
+  auto at = [&](const std::vector<double> &v, int gate) {
+    return &v[((t * kNumGates + gate) * B + b) * H];
+  };
+  const auto biasGrad = [&](std::size_t s, std::size_t k) { return &r.biasesGrad[(s * nb + k) * H]; };
+  const double *reset = at(fwd.gates, kReset), *updateGate = at(fwd.gates, kUpdate);
+  const double *c = at(fwd.gates, kCandidate);
+  const double *u = &fwd.update[t * BH + b * H];
+  const double *hPrev = &fwd.outputState[t * BH + b * H];
+  const double *x = &d.input[(t * B + b) * I];
+  const double keep = d.attention.empty() ? 1.0 : 1.0 - d.attention[b * T + t];
+  std::vector<double> dUpdateGate(H), dCandidate(H), dReset(H), dn(H), dResetState(H, 0.0),
+      resetState(H);
+  std::array<std::vector<double>, kNumGates> delta; // d loss / d pre-activation, gate ids
+  delta.fill(std::vector<double>(H));
+  double dKeep = 0; // d loss / d (1 - a[b][t])
+  for (std::size_t j = 0; j < H; ++j) {
+    const double du = dhTotal[j] * (hPrev[j] - c[j]);
+    dKeep += du * updateGate[j];
+    dUpdateGate[j] = du * keep;
+    dCandidate[j] = dhTotal[j] * (1.0 - u[j]);
+    dh[j] = dhTotal[j] * u[j];
+  }
+  if (!d.attention.empty())
+    r.attentionGrad[b * T + t] = -dKeep;
+  rnnref::backwardRow(m.recAct, at(fwd.preActivations, kUpdate), updateGate, dUpdateGate.data(),
+                      delta[kUpdate].data(), H, m.hardSigmoidGradient);
+  rnnref::backwardRow(m.act, at(fwd.preActivations, kCandidate), c, dCandidate.data(),
+                      delta[kCandidate].data(), H, m.hardSigmoidGradient);
+  m.stopClipped(at(fwd.preActivations, kUpdate), delta[kUpdate].data(), H);
+  m.stopClipped(at(fwd.preActivations, kCandidate), delta[kCandidate].data(), H);
+  const std::size_t sc = m.slotOf(kCandidate);
+  const double *dc = delta[kCandidate].data();
+  for (std::size_t j = 0; j < H; ++j)
+    biasGrad(sc, 0)[j] += dc[j];
+  if (m.resetAfter) {
+    const double *n = &fwd.recurrentCandidate[t * BH + b * H];
+    for (std::size_t j = 0; j < H; ++j) {
+      dReset[j] = dc[j] * n[j];
+      dn[j] = dc[j] * reset[j];
+      biasGrad(sc, 1)[j] += dn[j];
+    }
+    rnnref::addProductGrads(hPrev, d.outputWeights, sc, H, H, dn.data(), dh, r.outputWeightsGrad);
+  } else {
+    for (std::size_t k = 0; k < H; ++k)
+      resetState[k] = reset[k] * hPrev[k];
+    rnnref::addProductGrads(resetState.data(), d.outputWeights, sc, H, H, dc, dResetState.data(),
+                            r.outputWeightsGrad);
+    for (std::size_t k = 0; k < H; ++k) {
+      dReset[k] = dResetState[k] * hPrev[k];
+      dh[k] += dResetState[k] * reset[k];
+    }
+  }
+  rnnref::backwardRow(m.recAct, at(fwd.preActivations, kReset), reset, dReset.data(),
+                      delta[kReset].data(), H, m.hardSigmoidGradient);
+  m.stopClipped(at(fwd.preActivations, kReset), delta[kReset].data(), H);
+  for (int gate : {kReset, kUpdate}) {
+    const std::size_t s = m.slotOf(gate);
+    for (std::size_t k = 0; k < nb; ++k)
+      for (std::size_t j = 0; j < H; ++j)
+        biasGrad(s, k)[j] += delta[gate][j];
+    rnnref::addProductGrads(hPrev, d.outputWeights, s, H, H, delta[gate].data(), dh,
+                            r.outputWeightsGrad);
+  }
+  for (int gate : {kReset, kUpdate, kCandidate})
+    rnnref::addProductGrads(x, d.inputWeights, m.slotOf(gate), I, H, delta[gate].data(),
+                            &r.inputGrad[(t * B + b) * I], r.inputWeightsGrad);
+}
+
+} // namespace detail
+
 // Gradients of sum(outputGrad * output) with respect to every input of forward(m, d); fwd is
 // forward(m, d). attentionGrad is computed when d.attention is given.
 inline GruGrads backward(const GruModel &m, const GruData &d, const GruForward &fwd,
                          const std::vector<double> &outputGrad) {
   detail::validate(m, d);
   const std::size_t T = m.T, B = m.B, I = m.I, H = m.H, BH = B * H;
-  const std::size_t nb = m.biasesPerGate();
   rnnref::requireSize("gruref", "outputGrad", outputGrad, m.outputSize());
-  const auto biasGrad = [&](GruGrads &g, std::size_t s, std::size_t k) {
-    return &g.biasesGrad[(s * nb + k) * H];
-  };
   GruGrads r;
   r.inputGrad.assign(T * B * I, 0.0);
   r.initialOutputGrad.assign(BH, 0.0);
@@ -241,85 +297,16 @@ inline GruGrads backward(const GruModel &m, const GruData &d, const GruForward &
   std::vector<double> &dh = r.initialOutputGrad;
   if (!m.outputFullSequence) // output is finalOutput
     dh = outputGrad;
-  std::vector<double> dhTotal(H), dhPrev(H), dUpdateGate(H), dCandidate(H), dReset(H), dn(H),
-      dResetState(H), resetState(H);
-  std::array<std::vector<double>, kNumGates> delta; // d loss / d pre-activation, gate ids
-  delta.fill(std::vector<double>(H));
-  for (std::size_t t = T; t-- > 0;) {
+  std::vector<double> dhTotal(H);
+  for (std::size_t t = T; t-- > 0;)
     for (std::size_t b = 0; b < B; ++b) {
       if (t >= m.length(b)) // the state passes through unchanged and y_t is the constant 0
         continue;
-      auto at = [&](const std::vector<double> &v, int gate) {
-        return &v[((t * kNumGates + gate) * B + b) * H];
-      };
-      const double *reset = at(fwd.gates, kReset), *updateGate = at(fwd.gates, kUpdate);
-      const double *c = at(fwd.gates, kCandidate);
-      const double *u = &fwd.update[t * BH + b * H];
-      const double *hPrev = &fwd.outputState[t * BH + b * H];
-      const double *x = &d.input[(t * B + b) * I];
-      const double keep = d.attention.empty() ? 1.0 : 1.0 - d.attention[b * T + t];
       double *dhRow = &dh[b * H];
-      double dKeep = 0; // d loss / d (1 - a[b][t])
-      for (std::size_t j = 0; j < H; ++j) {
-        dhTotal[j] = dhRow[j] + (m.outputFullSequence ? outputGrad[t * BH + b * H + j] : 0.0);
-        const double du = dhTotal[j] * (hPrev[j] - c[j]);
-        dKeep += du * updateGate[j];
-        dUpdateGate[j] = du * keep;
-        dCandidate[j] = dhTotal[j] * (1.0 - u[j]);
-        dhPrev[j] = dhTotal[j] * u[j];
-      }
-      if (!d.attention.empty())
-        r.attentionGrad[b * T + t] = -dKeep;
-      rnnref::backwardRow(m.recAct, at(fwd.preActivations, kUpdate), updateGate, dUpdateGate.data(),
-                          delta[kUpdate].data(), H, m.hardSigmoidGradient);
-      rnnref::backwardRow(m.act, at(fwd.preActivations, kCandidate), c, dCandidate.data(),
-                          delta[kCandidate].data(), H, m.hardSigmoidGradient);
-      m.stopClipped(at(fwd.preActivations, kUpdate), delta[kUpdate].data(), H);
-      m.stopClipped(at(fwd.preActivations, kCandidate), delta[kCandidate].data(), H);
-
-      const std::size_t sc = m.slotOf(kCandidate);
-      const double *dc = delta[kCandidate].data();
       for (std::size_t j = 0; j < H; ++j)
-        biasGrad(r, sc, 0)[j] += dc[j];
-      if (m.resetAfter) {
-        const double *n = &fwd.recurrentCandidate[t * BH + b * H];
-        for (std::size_t j = 0; j < H; ++j) {
-          dReset[j] = dc[j] * n[j];
-          dn[j] = dc[j] * reset[j];
-          biasGrad(r, sc, 1)[j] += dn[j];
-        }
-        detail::addProductGrads(hPrev, d.outputWeights, sc, H, H, dn.data(), dhPrev.data(),
-                                r.outputWeightsGrad);
-      } else {
-        for (std::size_t k = 0; k < H; ++k) {
-          resetState[k] = reset[k] * hPrev[k];
-          dResetState[k] = 0.0;
-        }
-        detail::addProductGrads(resetState.data(), d.outputWeights, sc, H, H, dc,
-                                dResetState.data(), r.outputWeightsGrad);
-        for (std::size_t k = 0; k < H; ++k) {
-          dReset[k] = dResetState[k] * hPrev[k];
-          dhPrev[k] += dResetState[k] * reset[k];
-        }
-      }
-      rnnref::backwardRow(m.recAct, at(fwd.preActivations, kReset), reset, dReset.data(),
-                          delta[kReset].data(), H, m.hardSigmoidGradient);
-      m.stopClipped(at(fwd.preActivations, kReset), delta[kReset].data(), H);
-
-      for (int gate : {kReset, kUpdate}) {
-        const std::size_t s = m.slotOf(gate);
-        for (std::size_t k = 0; k < nb; ++k)
-          for (std::size_t j = 0; j < H; ++j)
-            biasGrad(r, s, k)[j] += delta[gate][j];
-        detail::addProductGrads(hPrev, d.outputWeights, s, H, H, delta[gate].data(), dhPrev.data(),
-                                r.outputWeightsGrad);
-      }
-      for (int gate : {kReset, kUpdate, kCandidate})
-        detail::addProductGrads(x, d.inputWeights, m.slotOf(gate), I, H, delta[gate].data(),
-                                &r.inputGrad[(t * B + b) * I], r.inputWeightsGrad);
-      std::copy(dhPrev.begin(), dhPrev.end(), dhRow);
+        dhTotal[j] = dhRow[j] + (m.outputFullSequence ? outputGrad[t * BH + b * H + j] : 0.0);
+      detail::rowBackward(m, d, fwd, t, b, dhTotal, dhRow, r);
     }
-  }
   return r;
 }
 

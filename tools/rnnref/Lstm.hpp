@@ -210,6 +210,72 @@ inline LstmForward forward(const LstmModel &m, const LstmData &d) {
   return r;
 }
 
+namespace detail {
+
+// One row b's step t of the backward through the cell: from dhTotal (the gradient reaching
+// h_t) and dc (the cell state's, carried in place to c_{t-1}), the gate deltas (gate ids), with
+// dWp accumulated for a projected layer.
+inline void cellRowBackward(const LstmModel &m, const LstmData &d, const LstmForward &fwd,
+                            std::size_t t, std::size_t b, const std::vector<double> &dhTotal,
+                            double *dc, std::array<std::vector<double>, 4> &delta,
+                            std::vector<double> &projectionGrad) {
+  const std::size_t B = m.B, H = m.H, BH = B * H;
+  auto at = [&](const std::vector<double> &v, int gate) {
+    return &v[((t * 4 + gate) * B + b) * H];
+  };
+  const double *f = at(fwd.gates, kForget), *i = at(fwd.gates, kInput);
+  const double *g = at(fwd.gates, kCandidate), *o = at(fwd.gates, kOutput);
+  const double *c = &fwd.newCellState[t * BH + b * H];
+  const double *phiC = &fwd.phiNewCellState[t * BH + b * H];
+  const double *cPrev = &fwd.cellState[t * BH + b * H];
+  const double *mOut = &fwd.cellOutput[t * BH + b * H];
+  std::vector<double> dm(H), dPhiC(H), dcNew(H), dGate(H);
+  for (std::size_t j = 0; j < H; ++j) { // dm = dh . Wp^T, dWp += m^T dh
+    dm[j] = m.P ? 0.0 : dhTotal[j];
+    for (std::size_t k = 0; k < m.P; ++k) {
+      dm[j] += dhTotal[k] * d.projection[j * m.P + k];
+      projectionGrad[j * m.P + k] += mOut[j] * dhTotal[k];
+    }
+  }
+  for (std::size_t j = 0; j < H; ++j) {
+    dGate[j] = dm[j] * phiC[j]; // d o
+    dPhiC[j] = dm[j] * o[j];
+  }
+  rnnref::backwardRow(m.recAct, at(fwd.preActivations, kOutput), o, dGate.data(),
+                      delta[kOutput].data(), H, m.hardSigmoidGradient);
+  std::vector<double> phiIn(c, c + H);
+  for (double &x : phiIn)
+    x = m.clipInput(x);
+  rnnref::backwardRow(m.act, phiIn.data(), phiC, dPhiC.data(), dcNew.data(), H,
+                      m.hardSigmoidGradient);
+  for (std::size_t j = 0; j < H; ++j) {
+    if (!m.passes(c[j])) // phi took the clipped c_t
+      dcNew[j] = 0.0;
+    if (!m.passes(at(fwd.preActivations, kOutput)[j]))
+      delta[kOutput][j] = 0.0;
+    dcNew[j] += dc[j];
+    const double unclipped = f[j] * cPrev[j] + i[j] * g[j];
+    if (m.cellClip && !(unclipped > m.cellClipMin && unclipped < m.cellClipMax))
+      dcNew[j] = 0.0;
+  }
+  auto gateBackward = [&](int gate, rnnref::Activation a, const double *factor) {
+    for (std::size_t j = 0; j < H; ++j)
+      dGate[j] = dcNew[j] * factor[j];
+    rnnref::backwardRow(a, at(fwd.preActivations, gate), at(fwd.gates, gate), dGate.data(),
+                        delta[gate].data(), H, m.hardSigmoidGradient);
+    for (std::size_t j = 0; j < H; ++j)
+      if (!m.passes(at(fwd.preActivations, gate)[j]))
+        delta[gate][j] = 0.0;
+  };
+  gateBackward(kInput, m.recAct, g);
+  gateBackward(kCandidate, m.act, i);
+  gateBackward(kForget, m.recAct, cPrev);
+  for (std::size_t j = 0; j < H; ++j)
+    dc[j] = dcNew[j] * f[j];
+}
+
+} // namespace detail
+
 // Gradients of sum(outputGrad * output) + sum(stateGrad.output * finalOutput) +
 // sum(stateGrad.cellState * finalCellState) with respect to every input of forward(m, d); fwd is
 // forward(m, d).
@@ -238,86 +304,29 @@ inline LstmGrads backward(const LstmModel &m, const LstmData &d, const LstmForwa
   if (!m.outputFullSequence) // output is finalOutput
     for (std::size_t k = 0; k < BR; ++k)
       dh[k] += outputGrad[k];
-  std::vector<double> dhTotal(R), dm(H), dPhiC(H), dcNew(H), dGate(H);
+  std::vector<double> dhTotal(R);
   std::array<std::vector<double>, 4> delta; // d loss / d a_u for one row, gate ids
   delta.fill(std::vector<double>(H));
   for (std::size_t t = T; t-- > 0;) {
     for (std::size_t b = 0; b < B; ++b) {
       if (t >= m.length(b)) // the state passes through unchanged and y_t is the constant 0
         continue;
-      auto at = [&](const std::vector<double> &v, int gate) {
-        return &v[((t * 4 + gate) * B + b) * H];
-      };
-      const double *f = at(fwd.gates, kForget), *i = at(fwd.gates, kInput);
-      const double *g = at(fwd.gates, kCandidate), *o = at(fwd.gates, kOutput);
-      const double *c = &fwd.newCellState[t * BH + b * H];
-      const double *phiC = &fwd.phiNewCellState[t * BH + b * H];
-      const double *cPrev = &fwd.cellState[t * BH + b * H];
-      const double *hPrev = &fwd.outputState[t * BR + b * R];
-      const double *mOut = &fwd.cellOutput[t * BH + b * H];
-      const double *x = &d.input[(t * B + b) * I];
-      double *dhRow = &dh[b * R], *dcRow = &dc[b * H];
+      double *dhRow = &dh[b * R];
       for (std::size_t k = 0; k < R; ++k)
         dhTotal[k] = dhRow[k] + (m.outputFullSequence ? outputGrad[t * BR + b * R + k] : 0.0);
-      for (std::size_t j = 0; j < H; ++j) { // dm = dh . Wp^T, dWp += m^T dh
-        dm[j] = m.P ? 0.0 : dhTotal[j];
-        for (std::size_t k = 0; k < m.P; ++k) {
-          dm[j] += dhTotal[k] * d.projection[j * m.P + k];
-          r.projectionGrad[j * m.P + k] += mOut[j] * dhTotal[k];
-        }
-      }
-      for (std::size_t j = 0; j < H; ++j) {
-        dGate[j] = dm[j] * phiC[j]; // d o
-        dPhiC[j] = dm[j] * o[j];
-      }
-      rnnref::backwardRow(m.recAct, at(fwd.preActivations, kOutput), o, dGate.data(),
-                          delta[kOutput].data(), H, m.hardSigmoidGradient);
-      std::vector<double> phiIn(c, c + H);
-      for (double &x : phiIn)
-        x = m.clipInput(x);
-      rnnref::backwardRow(m.act, phiIn.data(), phiC, dPhiC.data(), dcNew.data(), H,
-                          m.hardSigmoidGradient);
-      for (std::size_t j = 0; j < H; ++j) {
-        if (!m.passes(c[j])) // phi took the clipped c_t
-          dcNew[j] = 0.0;
-        if (!m.passes(at(fwd.preActivations, kOutput)[j]))
-          delta[kOutput][j] = 0.0;
-        dcNew[j] += dcRow[j];
-        const double unclipped = f[j] * cPrev[j] + i[j] * g[j];
-        if (m.cellClip && !(unclipped > m.cellClipMin && unclipped < m.cellClipMax))
-          dcNew[j] = 0.0;
-      }
-      auto gateBackward = [&](int gate, rnnref::Activation a, const double *factor) {
-        for (std::size_t j = 0; j < H; ++j)
-          dGate[j] = dcNew[j] * factor[j];
-        rnnref::backwardRow(a, at(fwd.preActivations, gate), at(fwd.gates, gate), dGate.data(),
-                            delta[gate].data(), H, m.hardSigmoidGradient);
-        for (std::size_t j = 0; j < H; ++j)
-          if (!m.passes(at(fwd.preActivations, gate)[j]))
-            delta[gate][j] = 0.0;
-      };
-      gateBackward(kInput, m.recAct, g);
-      gateBackward(kCandidate, m.act, i);
-      gateBackward(kForget, m.recAct, cPrev);
-      for (std::size_t j = 0; j < H; ++j)
-        dcRow[j] = dcNew[j] * f[j];
-      for (std::size_t k = 0; k < R; ++k)
-        dhRow[k] = 0.0;
+      detail::cellRowBackward(m, d, fwd, t, b, dhTotal, &dc[b * H], delta, r.projectionGrad);
+      std::fill(dhRow, dhRow + R, 0.0);
+      const double *hPrev = &fwd.outputState[t * BR + b * R];
+      const double *x = &d.input[(t * B + b) * I];
       for (int gate = 0; gate < 4; ++gate) {
         const std::size_t s = m.slotOf(gate);
-        const double *du = delta[gate].data();
-        for (std::size_t j = 0; j < H; ++j) {
-          r.biasesGrad[s * H + j] += du[j];
-          for (std::size_t k = 0; k < R; ++k) {
-            dhRow[k] += du[j] * d.outputWeights[(s * R + k) * H + j];
-            r.outputWeightsGrad[(s * R + k) * H + j] += hPrev[k] * du[j];
-          }
-          if (m.doInputWeightCalc)
-            for (std::size_t k = 0; k < I; ++k) {
-              r.inputGrad[(t * B + b) * I + k] += du[j] * d.inputWeights[(s * I + k) * H + j];
-              r.inputWeightsGrad[(s * I + k) * H + j] += x[k] * du[j];
-            }
-        }
+        for (std::size_t j = 0; j < H; ++j)
+          r.biasesGrad[s * H + j] += delta[gate][j];
+        rnnref::addProductGrads(hPrev, d.outputWeights, s, R, H, delta[gate].data(), dhRow,
+                                r.outputWeightsGrad);
+        if (m.doInputWeightCalc)
+          rnnref::addProductGrads(x, d.inputWeights, s, I, H, delta[gate].data(),
+                                  &r.inputGrad[(t * B + b) * I], r.inputWeightsGrad);
       }
     }
   }
