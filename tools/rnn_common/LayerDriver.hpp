@@ -356,11 +356,48 @@ inline std::string checkBool(const std::string &flag, const std::string &value) 
 // exact); --hard-sigmoid-gradient sets it and the reference's rule together.
 inline constexpr const char *kHardSigmoidGradientOption = "hardSigmoidGradient";
 
+// The flags of a direction and a stack in one call (Aspen's): --direction, --dropout,
+// --dropout-seed, --stack-schedule.
+template <typename Config> std::vector<Flag<Config>> stackFlags() {
+  using F = Flag<Config>;
+  return {
+      F{"direction", nullptr,
+        "forward | reverse | bidirectional: reverse runs each row from its own last step back "
+        "to step 0 (option direction; Aspen's); bidirectional both, outputs [T,B,2H] (a stack "
+        "in one call)",
+        [](Config &c, auto &f, auto &v) {
+          const std::string d = parseChoice(f, v, {"forward", "reverse", "bidirectional"});
+          c.reverse = d == "reverse";
+          c.bidirectional = d == "bidirectional";
+          if (!c.bidirectional)
+            c.layerOptions.set("direction", v);
+        },
+        FlagKind::Value, "forward"},
+      F{"dropout", "0",
+        "[0, 1): a stack's dropout between layers in training, the counter-based mask of "
+        "docs/recurrent.md (option dropout; Aspen's)",
+        [](Config &c, auto &f, auto &v) {
+          c.dropout = parseNumber<double>(f, v);
+          if (!(c.dropout >= 0 && c.dropout < 1))
+            throw UsageError(fmt::format("--{}: {} is not in [0, 1)", f, v));
+        }},
+      F{"dropout-seed", "0", "the dropout mask's seed, an unsigned 64-bit integer",
+        [](Config &c, auto &f, auto &v) { c.dropoutSeed = parseNumber<std::uint64_t>(f, v); }},
+      F{"stack-schedule", nullptr,
+        "auto | wavefront | layerByLayer: how a stack in one call runs its layers (option "
+        "stackSchedule; Aspen's)",
+        [](Config &c, auto &f, auto &v) {
+          c.stackSchedule = parseChoice(f, v, {"auto", "wavefront", "layerByLayer"});
+        },
+        FlagKind::Value, "auto"},
+  };
+}
+
 // The flags that describe the layer, common to every recurrent layer; `layer` ("lstm", "gru")
 // names its functions in the help.
 template <typename Config> std::vector<Flag<Config>> layerFlags(const std::string &layer) {
   using F = Flag<Config>;
-  return {
+  std::vector<F> flags = {
       F{"help", nullptr, "print the flags and exit",
         [](Config &c, auto &f, auto &v) { c.help = parseBool(f, v); }, FlagKind::Switch, "0"},
       F{"input-size", "4", "I, the size of each input vector",
@@ -400,35 +437,10 @@ template <typename Config> std::vector<Flag<Config>> layerFlags(const std::strin
                             [](auto &f, auto &v) {
                               return parseChoice(f, v, {"auto", "true", "false"});
                             })},
-      F{"direction", nullptr,
-        "forward | reverse | bidirectional: reverse runs each row from its own last step back "
-        "to step 0 (option direction; Aspen's); bidirectional both, outputs [T,B,2H] (a stack "
-        "in one call)",
-        [](Config &c, auto &f, auto &v) {
-          const std::string d = parseChoice(f, v, {"forward", "reverse", "bidirectional"});
-          c.reverse = d == "reverse";
-          c.bidirectional = d == "bidirectional";
-          if (!c.bidirectional)
-            c.layerOptions.set("direction", v);
-        },
-        FlagKind::Value, "forward"},
-      F{"dropout", "0",
-        "[0, 1): a stack's dropout between layers in training, the counter-based mask of "
-        "docs/recurrent.md (option dropout; Aspen's)",
-        [](Config &c, auto &f, auto &v) {
-          c.dropout = parseNumber<double>(f, v);
-          if (!(c.dropout >= 0 && c.dropout < 1))
-            throw UsageError(fmt::format("--{}: {} is not in [0, 1)", f, v));
-        }},
-      F{"dropout-seed", "0", "the dropout mask's seed, an unsigned 64-bit integer",
-        [](Config &c, auto &f, auto &v) { c.dropoutSeed = parseNumber<std::uint64_t>(f, v); }},
-      F{"stack-schedule", nullptr,
-        "auto | wavefront | layerByLayer: how a stack in one call runs its layers (option "
-        "stackSchedule; Aspen's)",
-        [](Config &c, auto &f, auto &v) {
-          c.stackSchedule = parseChoice(f, v, {"auto", "wavefront", "layerByLayer"});
-        },
-        FlagKind::Value, "auto"},
+  };
+  const std::vector<F> stack = stackFlags<Config>();
+  flags.insert(flags.end(), stack.begin(), stack.end());
+  const std::vector<F> rest = {
       F{"available-memory-proportion", nullptr, "(0, 1] (option availableMemoryProportion)",
         layerOption<Config>("availableMemoryProportion",
                             [](auto &f, auto &v) {
@@ -466,6 +478,8 @@ template <typename Config> std::vector<Flag<Config>> layerFlags(const std::strin
         },
         FlagKind::List, "every row runs T steps"},
   };
+  flags.insert(flags.end(), rest.begin(), rest.end());
+  return flags;
 }
 
 // PopLibs' --device-type names and the Aspen target each runs on ("" for Hw: none).
