@@ -111,7 +111,16 @@ ASPEN_API aspen_status aspen_backend_set_parallel_for(aspen_backend *backend,
 
 /* --- Recurrent layers ------------------------------------------------------------------ */
 
-typedef enum aspen_rnn_cell { ASPEN_RNN_LSTM = 0, ASPEN_RNN_GRU = 1 } aspen_rnn_cell;
+/* ASPEN_RNN_TANH and ASPEN_RNN_RELU are the vanilla RNN (cuDNN's CUDNN_RNN_TANH / _RELU, PyTorch's
+ * torch.nn.RNN): y_t = act(x_t . Wff + y_{t-1} . Wfb + b), one gate (G = 1), no cell state
+ * (c0, cn and their gradients NULL), no cell_order, gru_reset_after 0; its options are
+ * partialsType and, for a single layer, direction. */
+typedef enum aspen_rnn_cell {
+  ASPEN_RNN_LSTM = 0,
+  ASPEN_RNN_GRU = 1,
+  ASPEN_RNN_TANH = 2,
+  ASPEN_RNN_RELU = 3
+} aspen_rnn_cell;
 
 /* How the weights, biases and their gradients are laid out (both for G gates, in cell_order):
  *   ASPEN_WEIGHTS_ASPEN: Aspen's (x.W): input_weights [G,I,H], output_weights [G,H,H], biases

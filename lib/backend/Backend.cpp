@@ -99,8 +99,9 @@ void readCellClip(RnnConfig &c) {
   if (!low && !high && !nan)
     return;
   if (!c.lstm)
-    throw aspen::invalid_option("desc->options: cellClipMin, cellClipMax and cellClipNan are "
-                                "the LSTM's (a GRU has no cell state)");
+    throw aspen::invalid_option(fmt::format("desc->options: cellClipMin, cellClipMax and "
+                                            "cellClipNan are the LSTM's ({} has no cell state)",
+                                            c.cellName()));
   if (!low || !high)
     throw aspen::invalid_option("desc->options: cellClipMin and cellClipMax come together");
   const auto number = [](const std::string &key, const std::string &text) {
@@ -131,6 +132,9 @@ void readActivationClip(RnnConfig &c) {
   const std::string *text = c.options.find("activationClip");
   if (!text)
     return;
+  if (c.vanilla)
+    throw aspen::invalid_option("desc->options: activationClip is the LSTM's and the GRU's; a "
+                                "vanilla RNN takes no clip");
   char *end = nullptr;
   const double t = std::strtod(text->c_str(), &end);
   if (text->empty() || *end != '\0' || !(t > 0) || !std::isfinite(t))
@@ -147,8 +151,9 @@ void readProjection(RnnConfig &c) {
   if (!size)
     return;
   if (!c.lstm)
-    throw aspen::invalid_option("desc->options: projSize is the LSTM's (PyTorch's proj_size); a "
-                                "GRU has no projection");
+    throw aspen::invalid_option(fmt::format("desc->options: projSize is the LSTM's (PyTorch's "
+                                            "proj_size); {} has no projection",
+                                            c.cellName()));
   const bool digits = !size->empty() && size->size() <= 18 &&
                       std::all_of(size->begin(), size->end(),
                                   [](char ch) { return ch >= '0' && ch <= '9'; });
@@ -167,11 +172,16 @@ void readProjection(RnnConfig &c) {
 
 RnnConfig rnnConfig(const aspen_rnn_desc *desc) {
   needBuffer(desc, "desc");
-  need(desc->cell == ASPEN_RNN_LSTM || desc->cell == ASPEN_RNN_GRU,
-       fmt::format("desc->cell {} is not ASPEN_RNN_LSTM (0) or ASPEN_RNN_GRU (1)",
+  need(desc->cell == ASPEN_RNN_LSTM || desc->cell == ASPEN_RNN_GRU ||
+           desc->cell == ASPEN_RNN_TANH || desc->cell == ASPEN_RNN_RELU,
+       fmt::format("desc->cell {} is not ASPEN_RNN_LSTM (0), ASPEN_RNN_GRU (1), ASPEN_RNN_TANH "
+                   "(2) or ASPEN_RNN_RELU (3)",
                    static_cast<int>(desc->cell)));
   RnnConfig c;
   c.lstm = desc->cell == ASPEN_RNN_LSTM;
+  c.vanilla = desc->cell == ASPEN_RNN_TANH || desc->cell == ASPEN_RNN_RELU;
+  c.nonLinearity = desc->cell == ASPEN_RNN_RELU ? aspen::nn::NonLinearityType::RELU
+                                                : aspen::nn::NonLinearityType::TANH;
   c.type = typeOf(desc->dtype);
   c.T = desc->seq_len, c.B = desc->batch, c.I = desc->input_size, c.H = desc->hidden_size;
   for (const auto &[value, name] : {std::pair{c.T, "seq_len"}, {c.B, "batch"},
@@ -181,17 +191,19 @@ RnnConfig rnnConfig(const aspen_rnn_desc *desc) {
   product({4, std::max(c.I, c.H), c.H, 8}, "the weights");
   c.variableLengths = desc->variable_lengths != 0;
   c.resetAfter = desc->gru_reset_after != 0;
-  need(c.lstm ? !c.resetAfter : true, "desc->gru_reset_after is for a GRU, not an LSTM");
+  need(c.lstm || c.vanilla ? !c.resetAfter : true,
+       fmt::format("desc->gru_reset_after is for a GRU, not {}", c.cellName()));
   need(desc->weights_layout == ASPEN_WEIGHTS_ASPEN || desc->weights_layout == ASPEN_WEIGHTS_PYTORCH,
        fmt::format("desc->weights_layout {} is not ASPEN_WEIGHTS_ASPEN (0) or "
                    "ASPEN_WEIGHTS_PYTORCH (1)",
                    static_cast<int>(desc->weights_layout)));
   c.torchLayout = desc->weights_layout == ASPEN_WEIGHTS_PYTORCH;
   if (desc->cell_order) {
+    need(!c.vanilla, "desc->cell_order is given, but a vanilla RNN has one gate (leave it NULL)");
     c.cellOrder = splitList(desc->cell_order);
     need(c.cellOrder.size() == c.gates(),
-         fmt::format("desc->cell_order '{}' names {} gates; an {} has {}", desc->cell_order,
-                     c.cellOrder.size(), c.lstm ? "LSTM" : "GRU", c.gates()));
+         fmt::format("desc->cell_order '{}' names {} gates; {} has {}", desc->cell_order,
+                     c.cellOrder.size(), c.cellName(), c.gates()));
   }
   if (desc->options) {
     aspen::backend::calls::parseOptionsJson(desc->options, "desc->options", c.options,
@@ -226,21 +238,21 @@ void checkForwardBuffers(const RnnConfig &c, const aspen::backend::RnnForwardCal
   if (c.lstm) {
     needBuffer(call.c0, "c0 (an LSTM's initial cell state)");
   } else {
-    need(call.c0 == nullptr, "c0 is given, but a GRU has no cell state");
+    need(call.c0 == nullptr, fmt::format("c0 is given, but {} has no cell state", c.cellName()));
   }
   checkLengths(c, call.lengths);
 }
 
-bool checkBackwardBuffers(bool lstm, const void *reserve, const void *dcn, const void *dh0,
-                          const void *dc0, const void *dInputWeights, const void *dOutputWeights,
-                          const void *dBiases) {
+bool checkBackwardBuffers(const RnnConfig &c, const void *reserve, const void *dcn,
+                          const void *dh0, const void *dc0, const void *dInputWeights,
+                          const void *dOutputWeights, const void *dBiases) {
   needBuffer(reserve, "reserve (filled by the training forward)");
   needBuffer(dh0, "dh0");
-  if (lstm) {
+  if (c.lstm) {
     needBuffer(dc0, "dc0 (the gradient of an LSTM's initial cell state)");
   } else {
-    need(dcn == nullptr, "dcn is given, but a GRU has no cell state");
-    need(dc0 == nullptr, "dc0 is given, but a GRU has no cell state");
+    need(dcn == nullptr, fmt::format("dcn is given, but {} has no cell state", c.cellName()));
+    need(dc0 == nullptr, fmt::format("dc0 is given, but {} has no cell state", c.cellName()));
   }
   const int weightGrads =
       (dInputWeights != nullptr) + (dOutputWeights != nullptr) + (dBiases != nullptr);
@@ -405,7 +417,7 @@ aspen_status aspen_rnn_forward(aspen_backend *backend, const aspen_rnn_desc *des
     if (c.lstm)
       needBuffer(cn, "cn (an LSTM's final cell state)");
     else
-      need(cn == nullptr, "cn is given, but a GRU has no cell state");
+      need(cn == nullptr, fmt::format("cn is given, but {} has no cell state", c.cellName()));
     checkPlaces(backend, {{"x", x}, {"h0", h0}, {"c0", c0}, {"input_weights", input_weights},
                           {"output_weights", output_weights}, {"biases", biases}, {"y", y},
                           {"hn", hn}, {"cn", cn}, {"reserve", reserve}});
@@ -431,7 +443,7 @@ aspen_status aspen_rnn_backward(aspen_backend *backend, const aspen_rnn_desc *de
         nullptr, nullptr, const_cast<void *>(reserve)};
     checkForwardBuffers(c, forward);
     needBuffer(y, "y (the training forward's output)");
-    checkBackwardBuffers(c.lstm, reserve, dcn, dh0, dc0, d_input_weights, d_output_weights,
+    checkBackwardBuffers(c, reserve, dcn, dh0, dc0, d_input_weights, d_output_weights,
                          d_biases);
     checkPlaces(backend, {{"x", x}, {"h0", h0}, {"c0", c0}, {"input_weights", input_weights},
                           {"output_weights", output_weights}, {"biases", biases}, {"y", y},

@@ -203,9 +203,11 @@ void checkLengths(const aspen::backend::RnnConfig &c, const std::uint32_t *lengt
 void checkForwardBuffers(const aspen::backend::RnnConfig &c,
                          const aspen::backend::RnnForwardCall &call);
 // A backward's buffers beyond the forward's: reserve, dh0 (and dc0 for an LSTM; dcn and dc0
-// NULL for a GRU), the weight gradients all given or all NULL. Returns whether they are given.
-bool checkBackwardBuffers(bool lstm, const void *reserve, const void *dcn, const void *dh0,
-                          const void *dc0, const void *dInputWeights, const void *dOutputWeights,
+// NULL for the other cells), the weight gradients all given or all NULL. Returns whether they
+// are given.
+bool checkBackwardBuffers(const aspen::backend::RnnConfig &c, const void *reserve,
+                          const void *dcn, const void *dh0, const void *dc0,
+                          const void *dInputWeights, const void *dOutputWeights,
                           const void *dBiases);
 // The layer's engine from the backend's cache (compiled on first use): training or inference.
 std::shared_ptr<aspen::backend::RnnLayer> rnnLayer(aspen_backend *backend,

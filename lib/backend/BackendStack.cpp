@@ -100,13 +100,15 @@ void checkStackForward(aspen_backend *backend, const RnnStackConfig &s, const St
   if (s.base.lstm)
     needBuffer(a.c0, "c0 (an LSTM's initial cell state)");
   else
-    need(a.c0 == nullptr, "c0 is given, but a GRU has no cell state");
+    need(a.c0 == nullptr,
+         fmt::format("c0 is given, but {} has no cell state", s.base.cellName()));
   if (!backward) {
     needBuffer(a.hn, "hn");
     if (s.base.lstm)
       needBuffer(a.cn, "cn (an LSTM's final cell state)");
     else
-      need(a.cn == nullptr, "cn is given, but a GRU has no cell state");
+      need(a.cn == nullptr,
+           fmt::format("cn is given, but {} has no cell state", s.base.cellName()));
   }
   checkWeightArrays(backend, s, {{"input_weights", a.inputWeights},
                                  {"output_weights", a.outputWeights},
@@ -172,7 +174,7 @@ aspen_status aspen_rnn_stack_backward(
                          nullptr, nullptr,
                          workspace, const_cast<void *>(reserve)};
     checkStackForward(backend, s, a, true);
-    if (checkBackwardBuffers(s.base.lstm, reserve, dcn, dh0, dc0, d_input_weights,
+    if (checkBackwardBuffers(s.base, reserve, dcn, dh0, dc0, d_input_weights,
                              d_output_weights, d_biases))
       checkWeightArrays(backend, s, {{"d_input_weights", d_input_weights},
                                      {"d_output_weights", d_output_weights},

@@ -44,7 +44,10 @@ std::string RnnConfig::key(const char *pass) const {
   std::string order;
   for (const std::string &unit : cellOrder)
     order += unit + ",";
-  return fmt::format("{}|{}|{}|T{}|B{}|I{}|H{}|var{}|ra{}|order{}|options{}", lstm ? "lstm" : "gru",
+  const char *cell = vanilla ? (nonLinearity == nn::NonLinearityType::RELU ? "rnn_relu" : "rnn_tanh")
+                     : lstm  ? "lstm"
+                             : "gru";
+  return fmt::format("{}|{}|{}|T{}|B{}|I{}|H{}|var{}|ra{}|order{}|options{}", cell,
                      pass, type.toString(), T, B, I, H, variableLengths, resetAfter, order,
                      optionsText);
 }
@@ -104,6 +107,13 @@ gru::GruParams gruParams(const RnnConfig &c, const Tensor &lengths) {
   return params;
 }
 
+nn::rnn::RecurrentParams vanillaParams(const RnnConfig &c, const Tensor &lengths) {
+  const nn::rnn::RnnParams p = lengths.valid()
+                                   ? nn::rnn::RnnParams(c.type, c.B, c.T, lengths, {c.I, c.H})
+                                   : nn::rnn::RnnParams(c.type, c.B, c.T, {c.I, c.H});
+  return nn::rnn::RecurrentParams(p, c.nonLinearity);
+}
+
 namespace {
 
 // The tensors both cells share, for the host handles.
@@ -148,7 +158,7 @@ OptionFlags layerOptions(const RnnConfig &c, bool training) {
   OptionFlags options = c.options;
   if (!training)
     options.set("inferenceOnly", "true");
-  if (!options.contains("hardSigmoidGradient"))
+  if (!c.vanilla && !options.contains("hardSigmoidGradient")) // the vanilla RNN's is exact
     options.set("hardSigmoidGradient", "exact");
   return options;
 }
@@ -214,6 +224,42 @@ std::shared_ptr<RnnLayer> buildGru(const Device &device, const RnnConfig &c, boo
                               grads, "bwd", options, &cache);
     t.dInputWeights = grads.inputWeights, t.dOutputWeights = grads.outputWeights,
     t.dBiases = grads.biases;
+    programs.push_back(bwd);
+  }
+  return finishLayer(graph, t, programs, device, c, training);
+}
+
+// The vanilla RNN (aspen/nn/RecurrentStack.hpp) as a stack of one layer in the options'
+// direction: rnn::rnnStackFwd and rnnStackBwdWithWU. The reserve is the layer's own output in
+// the order its steps ran (the backward's intermediates): y itself for the forward direction
+// (the reserve then holds a copy of y).
+std::shared_ptr<RnnLayer> buildVanilla(const Device &device, const RnnConfig &c, bool training) {
+  namespace rnn = nn::rnn;
+  Graph graph = makeGraph(device);
+  linalg::PlanningCache cache;
+  const rnn::RecurrentParams params = vanillaParams(c, addLengths(graph, c));
+  const OptionFlags options = layerOptions(c, training);
+  RnnTensors t;
+  t.x = rnn::createInputTensor(graph, params.rnn, 1, "x");
+  t.h0 = rnn::createStackInitialState(graph, params, "init", options);
+  const rnn::RecurrentWeights weights =
+      rnn::createStackWeights(graph, params, "weights", options, &cache)[0];
+  t.inputWeights = weights.inputWeights, t.outputWeights = weights.feedbackWeights,
+  t.biases = weights.biases;
+  Sequence fwd, bwd;
+  rnn::RecurrentStackIntermediates inter;
+  t.y = rnn::rnnStackFwd(graph, params, t.h0, t.x, {weights}, training ? &inter : nullptr, fwd,
+                         "fwd", options, &cache)
+            .first;
+  std::vector<program::Program> programs = {fwd};
+  if (training) {
+    t.reserve = inter.layers[0];
+    t.dy = graph.clone(t.y, "dy");
+    std::vector<rnn::RecurrentWeights> grads;
+    t.dh0 = rnn::rnnStackBwdWithWU(graph, params, bwd, t.h0, inter, {weights}, t.y, t.dy, nullptr,
+                                   &t.dx, grads, "bwd", options, &cache);
+    t.dInputWeights = grads[0].inputWeights, t.dOutputWeights = grads[0].feedbackWeights,
+    t.dBiases = grads[0].biases;
     programs.push_back(bwd);
   }
   return finishLayer(graph, t, programs, device, c, training);
@@ -457,6 +503,8 @@ void writeInputs(RnnLayer &layer, const RnnConfig &c, const RnnForwardCall &call
 
 std::shared_ptr<RnnLayer> buildRnnLayer(const Device &device, const RnnConfig &config,
                                         bool training) {
+  if (config.vanilla)
+    return buildVanilla(device, config, training);
   return config.lstm ? buildLstm(device, config, training) : buildGru(device, config, training);
 }
 

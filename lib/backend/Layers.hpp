@@ -12,6 +12,7 @@
 #include <aspen/nn/Gru.hpp>
 #include <aspen/nn/Lstm.hpp>
 #include <aspen/nn/NonLinearityDef.hpp>
+#include <aspen/nn/RecurrentStack.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -34,6 +35,9 @@ Engine compileAndLoad(const Graph &graph, const std::vector<program::Program> &p
 // A recurrent layer as aspen_rnn_desc describes it, checked.
 struct RnnConfig {
   bool lstm = true;
+  // The vanilla RNN (ASPEN_RNN_TANH, ASPEN_RNN_RELU; lstm false): its non-linearity.
+  bool vanilla = false;
+  nn::NonLinearityType nonLinearity = nn::NonLinearityType::TANH;
   Type type = FLOAT;
   std::size_t T = 0, B = 0, I = 0, H = 0;
   bool variableLengths = false;
@@ -56,7 +60,9 @@ struct RnnConfig {
   // taken out of `options` like the cell clip.
   double activationClip = 0.0;
 
-  std::size_t gates() const { return lstm ? 4 : 3; }
+  std::size_t gates() const { return vanilla ? 1 : lstm ? 4 : 3; }
+  // "an LSTM", "a GRU", "a vanilla RNN": in messages.
+  const char *cellName() const { return vanilla ? "a vanilla RNN" : lstm ? "an LSTM" : "a GRU"; }
   // The width of h (h0, y, hn and their gradients): P with a projection, else H.
   std::size_t hWidth() const { return P ? P : H; }
   // options' direction is reverse: each row's final state is its output at step 0
@@ -107,6 +113,7 @@ void read(Engine &engine, const char *handle, void *data, std::size_t bytes);
 Tensor addLengths(Graph &graph, const RnnConfig &c);
 nn::lstm::LstmParams lstmParams(const RnnConfig &c, const Tensor &lengths);
 nn::gru::GruParams gruParams(const RnnConfig &c, const Tensor &lengths);
+nn::rnn::RecurrentParams vanillaParams(const RnnConfig &c, const Tensor &lengths);
 OptionFlags layerOptions(const RnnConfig &c, bool training);
 
 struct RnnLayer {

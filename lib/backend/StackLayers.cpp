@@ -1,5 +1,5 @@
-// The C backend's stacks (aspen_rnn_stack_*) as one engine each: lstm::lstmStackFwd and
-// gru::gruStackFwd with their backward, so that the library schedules the stack (a wavefront
+// The C backend's stacks (aspen_rnn_stack_*) as one engine each: lstm::lstmStackFwd,
+// gru::gruStackFwd and rnn::rnnStackFwd (the vanilla RNN) with their backward, so that the library schedules the stack (a wavefront
 // of fused layers, a bidirectional layer's directions in one compute set a step) and applies
 // the dropout between layers in the graph, with the mask docs/backend.md states. The caller's
 // reserve holds the stack's intermediates, part by part.
@@ -9,6 +9,7 @@
 
 #include <aspen/nn/GruStack.hpp>
 #include <aspen/nn/LstmStack.hpp>
+#include <aspen/nn/RecurrentStack.hpp>
 
 #include <fmt/format.h>
 
@@ -108,6 +109,33 @@ void buildGruStack(Graph &graph, const RnnStackConfig &s, bool training, StackTe
     t.grads.push_back({g.inputWeights, g.outputWeights, g.biases, Tensor()});
 }
 
+void buildVanillaStack(Graph &graph, const RnnStackConfig &s, bool training, StackTensors &t,
+                       Sequence &fwd, Sequence &bwd) {
+  namespace rnn = nn::rnn;
+  linalg::PlanningCache cache;
+  const rnn::RecurrentParams params = vanillaParams(s.base, addLengths(graph, s.base));
+  const OptionFlags options = stackOptions(s, training);
+  t.x = rnn::createInputTensor(graph, params.rnn, 1, "x");
+  t.h0 = rnn::createStackInitialState(graph, params, "init", options);
+  const auto weights = rnn::createStackWeights(graph, params, "weights", options, &cache);
+  for (const rnn::RecurrentWeights &w : weights)
+    t.weights.push_back({w.inputWeights, w.feedbackWeights, w.biases, Tensor()});
+  rnn::RecurrentStackIntermediates inter;
+  std::tie(t.y, t.hn) = rnn::rnnStackFwd(graph, params, t.h0, t.x, weights,
+                                         training ? &inter : nullptr, fwd, "fwd", options,
+                                         &cache);
+  if (!training)
+    return;
+  t.reserve = reserveParts(inter);
+  t.dy = graph.clone(t.y, "dy");
+  t.dhn = graph.clone(t.hn, "dhn");
+  std::vector<rnn::RecurrentWeights> grads;
+  t.dh0 = rnn::rnnStackBwdWithWU(graph, params, bwd, t.h0, inter, weights, t.y, t.dy, &t.dhn,
+                                 &t.dx, grads, "bwd", options, &cache);
+  for (const rnn::RecurrentWeights &g : grads)
+    t.grads.push_back({g.inputWeights, g.feedbackWeights, g.biases, Tensor()});
+}
+
 const char *const kWeightNames[4] = {"inputWeights", "outputWeights", "biases", "projection"};
 const char *const kGradNames[4] = {"dInputWeights", "dOutputWeights", "dBiases", "dProjection"};
 
@@ -189,7 +217,9 @@ std::shared_ptr<RnnLayer> buildRnnStack(const Device &device, const RnnStackConf
   Graph graph = makeGraph(device);
   StackTensors t;
   Sequence fwd, bwd;
-  if (s.base.lstm)
+  if (s.base.vanilla)
+    buildVanillaStack(graph, s, training, t, fwd, bwd);
+  else if (s.base.lstm)
     buildLstmStack(graph, s, training, t, fwd, bwd);
   else
     buildGruStack(graph, s, training, t, fwd, bwd);

@@ -1,5 +1,5 @@
 // The C backend (aspen/backend.h): every result against the independent double-precision host
-// models of the layer drivers (tools/rnnref/Lstm.hpp, tools/rnnref/Gru.hpp) or a host product; the
+// models of the layer drivers (tools/rnnref: Lstm, Gru, Vanilla) or a host product; the
 // layer cache's counts, its bound and its compile-once under concurrent first calls; and the
 // error codes and messages of bad arguments, before anything compiles.
 #include <aspen/backend.h>
@@ -11,6 +11,7 @@
 // The layer drivers' double-precision host models.
 #include "rnnref/Gru.hpp"
 #include "rnnref/Lstm.hpp"
+#include "rnnref/Vanilla.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -521,7 +522,119 @@ struct GruRef : RefLayer {
   }
 };
 
+// The vanilla RNN's (ASPEN_RNN_TANH, ASPEN_RNN_RELU): one gate, its final state's gradient
+// taken by the model.
+struct VanillaRef : RefLayer {
+  rnnlayerref::RnnModel model;
+  rnnlayerref::RnnData data;
+  rnnlayerref::RnnForward fwd;
+  RefLayerResult forward(const std::vector<double> &x) override {
+    data.input = x;
+    fwd = rnnlayerref::forward(model, data);
+    return {fwd.output, fwd.finalOutput, {}};
+  }
+  RefLayerGrads backward(const std::vector<double> &dy, const std::vector<double> &dhn,
+                         const std::vector<double> &) override {
+    const rnnlayerref::RnnGrads g = rnnlayerref::backward(model, data, fwd, dy, dhn);
+    return {g.inputGrad, g.initialOutputGrad, {}, g.inputWeightsGrad, g.outputWeightsGrad,
+            g.biasesGrad};
+  }
+};
+
+std::unique_ptr<VanillaRef> vanillaRef(bool relu, std::size_t T, std::size_t B, std::size_t I,
+                                       std::size_t H, const std::vector<unsigned> &lengths,
+                                       const std::vector<float> &h0, const std::vector<float> &wi,
+                                       const std::vector<float> &wo, const std::vector<float> &b) {
+  auto ref = std::make_unique<VanillaRef>();
+  ref->model.T = T, ref->model.B = B, ref->model.I = I, ref->model.H = H;
+  ref->model.nl = relu ? rnnref::Activation::relu : rnnref::Activation::tanh;
+  ref->model.timeSteps = lengths;
+  ref->data = {{}, widen(h0), widen(wi), widen(wo), widen(b)};
+  return ref;
+}
+
+// One vanilla RNN layer (aspen_rnn_forward / _backward with ASPEN_RNN_TANH or _RELU) against
+// rnnlayerref: training forward, backward with dy and dhn, inference.
+void checkVanillaLayer(bool relu, const std::vector<unsigned> &lengths, bool torchLayout,
+                       bool reverse) {
+  const std::size_t T = 5, B = 3, I = 4, H = 6;
+  const bool variable = !lengths.empty();
+  INFO((relu ? "relu" : "tanh") << ", lengths " << variable << ", PyTorch's layout "
+                                << torchLayout << ", reverse " << reverse);
+  Backend backend;
+  aspen_rnn_desc desc{};
+  desc.cell = relu ? ASPEN_RNN_RELU : ASPEN_RNN_TANH;
+  desc.dtype = ASPEN_DTYPE_FLOAT32;
+  desc.seq_len = T, desc.batch = B, desc.input_size = I, desc.hidden_size = H;
+  desc.variable_lengths = variable;
+  desc.weights_layout = torchLayout ? ASPEN_WEIGHTS_PYTORCH : ASPEN_WEIGHTS_ASPEN;
+  desc.options = reverse ? "{\"direction\": \"reverse\"}" : nullptr;
+  std::mt19937 rng(5);
+  const double ws = 1.0 / std::sqrt(double(H));
+  const auto x = randomFloats(rng, T * B * I, 1), h0 = randomFloats(rng, B * H, 1),
+             wi = randomFloats(rng, I * H, ws), wo = randomFloats(rng, H * H, ws),
+             bIh = randomFloats(rng, H, 0.5), bHh = randomFloats(rng, H, 0.5),
+             dy = randomFloats(rng, T * B * H, 1), dhn = randomFloats(rng, B * H, 1);
+  std::vector<float> b(H);
+  for (std::size_t j = 0; j < H; ++j)
+    b[j] = bIh[j] + bHh[j];
+  const std::vector<float> callerWi = torchLayout ? torchWeights(wi, 1, I, H) : wi;
+  const std::vector<float> callerWo = torchLayout ? torchWeights(wo, 1, H, H) : wo;
+  const std::vector<float> callerB = torchLayout ? concat(bIh, bHh) : b;
+  const auto runOrder = [&](const std::vector<double> &v) {
+    return reverse ? rnnref::reverseRowSteps(v, lengths, T, B) : v;
+  };
+  const auto ref = vanillaRef(relu, T, B, I, H, lengths, h0, wi, wo, b);
+  const RefLayerResult fwd = ref->forward(runOrder(widen(x)));
+  RefLayerGrads g = ref->backward(runOrder(widen(dy)), widen(dhn), {});
+  const std::vector<double> wantY = runOrder(fwd.y);
+  g.dx = runOrder(g.dx);
+
+  std::size_t bytes = 0;
+  REQUIRE(aspen_rnn_reserve_bytes(backend.handle, &desc, &bytes) == ASPEN_OK);
+  std::vector<std::uint8_t> reserve(bytes);
+  std::vector<float> y(T * B * H), hn(B * H);
+  const std::uint32_t *lens = variable ? lengths.data() : nullptr;
+  aspen_status status =
+      aspen_rnn_forward(backend.handle, &desc, x.data(), h0.data(), nullptr, callerWi.data(),
+                        callerWo.data(), callerB.data(), lens, y.data(), hn.data(), nullptr,
+                        reserve.data(), nullptr);
+  INFO(aspen_last_error());
+  REQUIRE(status == ASPEN_OK);
+  requireClose("y", y, wantY);
+  requireClose("hn", hn, fwd.hn);
+  std::vector<float> dx(T * B * I), dh0(B * H), dwi(I * H), dwo(H * H), db(callerB.size());
+  status = aspen_rnn_backward(backend.handle, &desc, x.data(), h0.data(), nullptr,
+                              callerWi.data(), callerWo.data(), callerB.data(), lens, y.data(),
+                              reserve.data(), dy.data(), dhn.data(), nullptr, dx.data(),
+                              dh0.data(), nullptr, dwi.data(), dwo.data(), db.data(), nullptr);
+  INFO(aspen_last_error());
+  REQUIRE(status == ASPEN_OK);
+  requireClose("dx", dx, g.dx);
+  requireClose("dh0", dh0, g.dh0);
+  requireClose("dWi", dwi, torchLayout ? torchWeights(g.dwi, 1, I, H) : g.dwi);
+  requireClose("dWo", dwo, torchLayout ? torchWeights(g.dwo, 1, H, H) : g.dwo);
+  requireClose("db", db, torchLayout ? concat(g.db, g.db) : g.db);
+  std::vector<float> yi(T * B * H), hni(B * H);
+  status = aspen_rnn_forward(backend.handle, &desc, x.data(), h0.data(), nullptr,
+                             callerWi.data(), callerWo.data(), callerB.data(), lens, yi.data(),
+                             hni.data(), nullptr, nullptr, nullptr);
+  REQUIRE(status == ASPEN_OK);
+  requireClose("y (inference)", yi, wantY);
+  requireClose("hn (inference)", hni, fwd.hn);
+}
+
 } // namespace
+
+TEST_CASE("backend vanilla RNN layers (tanh, relu) match the host model in both directions",
+          "[correctness][backend]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
+  checkVanillaLayer(false, {}, false, false);
+  checkVanillaLayer(true, {5, 0, 1}, true, false);
+  checkVanillaLayer(false, {2, 5, 0}, true, true);
+  checkVanillaLayer(true, {}, false, true);
+}
 
 TEST_CASE("backend GRU (reset after, PyTorch's layout) matches the host model",
           "[correctness][backend]") {
@@ -634,7 +747,9 @@ struct StackCase {
   bool torchLayout;
   double dropout = 0.0;
   std::uint64_t seed = 0;
-  std::size_t P = 0; // an LSTM's projection (layer.options projSize)
+  std::size_t P = 0;     // an LSTM's projection (layer.options projSize)
+  bool vanilla = false;  // the vanilla RNN (lstm false): ASPEN_RNN_TANH, or _RELU with relu
+  bool relu = false;
 };
 
 // docs/backend.md's dropout mask, written here from that text: whether element i of layer l's
@@ -660,22 +775,26 @@ void dropLikeDocs(std::vector<double> &v, std::uint64_t seed, std::size_t l, dou
 // concatenated per step, going back each direction's share of dy and the input gradients of
 // both added): training forward, backward with every gradient, and inference.
 void checkStack(const StackCase &k) {
-  const std::size_t T = 5, B = 3, I = 4, H = 6, G = k.lstm ? 4 : 3;
+  const std::size_t T = 5, B = 3, I = 4, H = 6, G = k.vanilla ? 1 : k.lstm ? 4 : 3;
   const std::size_t W = k.P ? k.P : H; // the width of h
   const std::size_t D = k.direction == ASPEN_RNN_BIDIRECTIONAL ? 2 : 1, count = k.L * D;
   const bool variable = !k.lengths.empty();
-  INFO((k.lstm ? "LSTM" : "GRU") << ", " << k.L << " layers, direction " << k.direction
+  INFO((k.vanilla ? "vanilla RNN" : k.lstm ? "LSTM" : "GRU") << ", " << k.L << " layers, direction " << k.direction
                                  << ", variable lengths " << variable << ", PyTorch's layout "
                                  << k.torchLayout << ", projection " << k.P);
   Backend backend;
   aspen_rnn_stack_desc desc = aspen_rnn_stack_desc_init();
-  desc.layer.cell = k.lstm ? ASPEN_RNN_LSTM : ASPEN_RNN_GRU;
+  desc.layer.cell = k.vanilla ? (k.relu ? ASPEN_RNN_RELU : ASPEN_RNN_TANH)
+                    : k.lstm  ? ASPEN_RNN_LSTM
+                              : ASPEN_RNN_GRU;
   desc.layer.dtype = ASPEN_DTYPE_FLOAT32;
   desc.layer.seq_len = T, desc.layer.batch = B, desc.layer.input_size = I;
   desc.layer.hidden_size = H;
   desc.layer.variable_lengths = variable;
-  desc.layer.gru_reset_after = !k.lstm;
-  desc.layer.cell_order = k.lstm ? "input,forget,cell,output" : "reset,update,cell";
+  desc.layer.gru_reset_after = !k.lstm && !k.vanilla;
+  desc.layer.cell_order = k.vanilla ? nullptr
+                          : k.lstm  ? "input,forget,cell,output"
+                                    : "reset,update,cell";
   desc.layer.weights_layout = k.torchLayout ? ASPEN_WEIGHTS_PYTORCH : ASPEN_WEIGHTS_ASPEN;
   desc.num_layers = k.L;
   desc.direction = k.direction;
@@ -683,7 +802,7 @@ void checkStack(const StackCase &k) {
   desc.dropout_seed = k.seed;
   const std::string projection = "{\"projSize\": " + std::to_string(k.P) + "}";
   desc.layer.options = k.P ? projection.c_str() : nullptr;
-  const std::size_t biasElements = k.lstm ? G * H : G * 2 * H;
+  const std::size_t biasElements = k.lstm || k.vanilla ? G * H : G * 2 * H;
   std::mt19937 rng(21);
   const double ws = 1.0 / std::sqrt(double(H));
   const auto x = randomFloats(rng, T * B * I, 1), h0 = randomFloats(rng, count * B * W, 1),
@@ -702,7 +821,7 @@ void checkStack(const StackCase &k) {
                            ? concat(torchWeights(wo[i], G, W, H), torchWeights(wp[i], 1, H, k.P))
                            : concat(wo[i], wp[i]));
     std::vector<float> bias = b[i];
-    if (k.torchLayout && k.lstm) // [2, 4H] whose rows add up to the model's bias
+    if (k.torchLayout && (k.lstm || k.vanilla)) // [2, G*H] whose rows add up to the model's
       bias = concat(std::vector<float>(b[i].size(), 0.0f), b[i]);
     else if (k.torchLayout)
       bias = torchGruBiases(b[i], G, H);
@@ -730,7 +849,10 @@ void checkStack(const StackCase &k) {
       for (std::size_t d = 0; d < D; ++d) {
         const std::size_t i = l * D + d, in = l == 0 ? I : D * W;
         std::unique_ptr<RefLayer> layer;
-        if (k.lstm) {
+        if (k.vanilla) {
+          layer = vanillaRef(k.relu, T, B, in, H, k.lengths, part(h0, i, B * H), wi[i], wo[i],
+                             b[i]);
+        } else if (k.lstm) {
           auto ref = std::make_unique<LstmRef>();
           ref->model = torchOrderModel(T, B, in, H);
           ref->model.timeSteps = k.lengths;
@@ -842,7 +964,8 @@ void checkStack(const StackCase &k) {
     if (!k.torchLayout)
       requireClose("db", db[i], g.db);
     else
-      requireClose("db", db[i], k.lstm ? concat(g.db, g.db) : torchGruBiases(g.db, G, H));
+      requireClose("db", db[i],
+                   k.lstm || k.vanilla ? concat(g.db, g.db) : torchGruBiases(g.db, G, H));
   }
   // Inference: the same outputs, without dropout.
   referenceForward(0.0);
@@ -866,6 +989,24 @@ TEST_CASE("backend stacks of LSTM and GRU layers in either or both directions ma
   checkStack({false, 2, ASPEN_RNN_BIDIRECTIONAL, {5, 0, 1}, true});
   checkStack({false, 2, ASPEN_RNN_FORWARD, {}, false});
   checkStack({false, 1, ASPEN_RNN_REVERSE, {3, 5, 0}, true});
+}
+
+TEST_CASE("backend stacks of vanilla RNN layers (tanh, relu) in either or both directions match "
+          "the composed host model",
+          "[correctness][backend]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
+  const auto vanilla = [](std::size_t L, aspen_rnn_direction direction,
+                          std::vector<unsigned> lengths, bool torchLayout, double dropout,
+                          bool relu) {
+    StackCase k{false, L, direction, std::move(lengths), torchLayout, dropout, 17};
+    k.vanilla = true, k.relu = relu;
+    return k;
+  };
+  checkStack(vanilla(2, ASPEN_RNN_BIDIRECTIONAL, {5, 0, 1}, true, 0.0, false));
+  checkStack(vanilla(3, ASPEN_RNN_BIDIRECTIONAL, {}, false, 0.3, true));
+  checkStack(vanilla(2, ASPEN_RNN_REVERSE, {2, 5, 3}, true, 0.25, false));
+  checkStack(vanilla(1, ASPEN_RNN_FORWARD, {}, true, 0.0, true));
 }
 
 TEST_CASE("backend stacks of projected LSTM layers (projSize) match the composed host model",
@@ -1166,6 +1307,45 @@ TEST_CASE("backend errors are codes with messages, and nothing compiles for bad 
                                    3, 4, x.data(), y.data(), nullptr) ==
         ASPEN_ERROR_INVALID_ARGUMENT);
   CHECK_THAT(aspen_last_error(), Catch::Contains("must be at least 1 and divide n"));
+  // The vanilla RNN's: one gate, no cell state, no clips or projection, its own options only.
+  aspen_rnn_desc vanilla{};
+  vanilla.cell = ASPEN_RNN_TANH;
+  vanilla.dtype = ASPEN_DTYPE_FLOAT32;
+  vanilla.seq_len = T, vanilla.batch = B, vanilla.input_size = I, vanilla.hidden_size = H;
+  const auto vanillaForward = [&](const aspen_rnn_desc &v, const void *c0, void *cnp) {
+    return aspen_rnn_forward(backend.handle, &v, x.data(), s.data(), c0, wi.data(), wo.data(),
+                             b.data(), nullptr, y.data(), hn.data(), cnp, nullptr, nullptr);
+  };
+  CHECK(vanillaForward(vanilla, s.data(), nullptr) == ASPEN_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(aspen_last_error(), Catch::Contains("c0 is given, but a vanilla RNN has no cell"));
+  CHECK(vanillaForward(vanilla, nullptr, cn.data()) == ASPEN_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(aspen_last_error(), Catch::Contains("cn is given, but a vanilla RNN"));
+  aspen_rnn_desc vanillaOrder = vanilla;
+  vanillaOrder.cell_order = "cell";
+  CHECK(vanillaForward(vanillaOrder, nullptr, nullptr) == ASPEN_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(aspen_last_error(), Catch::Contains("a vanilla RNN has one gate"));
+  aspen_rnn_desc vanillaReset = vanilla;
+  vanillaReset.gru_reset_after = 1;
+  CHECK(vanillaForward(vanillaReset, nullptr, nullptr) == ASPEN_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(aspen_last_error(), Catch::Contains("is for a GRU, not a vanilla RNN"));
+  for (const char *options : {R"({"projSize": "2"})", R"({"activationClip": "0.5"})",
+                              R"({"cellClipMin": "-1", "cellClipMax": "1"})"}) {
+    aspen_rnn_desc bad = vanilla;
+    bad.options = options;
+    INFO(options);
+    CHECK(vanillaForward(bad, nullptr, nullptr) == ASPEN_ERROR_INVALID_OPTION);
+    CHECK_THAT(aspen_last_error(), Catch::Contains("vanilla RNN"));
+  }
+  aspen_rnn_desc badCell = vanilla;
+  badCell.cell = static_cast<aspen_rnn_cell>(4);
+  CHECK(vanillaForward(badCell, nullptr, nullptr) == ASPEN_ERROR_INVALID_ARGUMENT);
+  CHECK_THAT(aspen_last_error(), Catch::Contains("ASPEN_RNN_RELU (3)"));
+  aspen_rnn_desc lstmOption = vanilla;
+  lstmOption.options = R"({"stepMethod": "fused"})";
+  CHECK(vanillaForward(lstmOption, nullptr, nullptr) == ASPEN_ERROR_INVALID_OPTION);
+  CHECK_THAT(aspen_last_error(), Catch::Contains("stepMethod"));
+  CHECK(vanillaForward(vanilla, nullptr, nullptr) == ASPEN_OK);
+
   // A good call after all of that works, and clears the message.
   REQUIRE(forward(d, x.data(), nullptr, s.data()) == ASPEN_OK);
   CHECK(std::string(aspen_last_error()).empty());
