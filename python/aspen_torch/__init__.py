@@ -1,4 +1,4 @@
-"""aspen_torch: Aspen's LSTM, GRU, Conv2d, MaxPool2d, AvgPool2d and BatchNorm2d as drop-in
+"""aspen_torch: Aspen's LSTM, GRU, RNN, Conv2d, MaxPool2d, AvgPool2d and BatchNorm2d as drop-in
 replacements for torch.nn's.
 
     import aspen_torch
@@ -12,7 +12,7 @@ its compiled-layer cache.
 """
 from ._backend import Backend
 from ._cnn import AvgPool2d, BatchNorm2d, Conv2d, MaxPool2d
-from ._layers import GRU, LSTM, default_backend
+from ._layers import GRU, LSTM, RNN, default_backend
 
-__all__ = ["LSTM", "GRU", "Conv2d", "MaxPool2d", "AvgPool2d", "BatchNorm2d", "Backend",
+__all__ = ["LSTM", "GRU", "RNN", "Conv2d", "MaxPool2d", "AvgPool2d", "BatchNorm2d", "Backend",
            "default_backend"]

@@ -9,6 +9,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <utility>
@@ -62,11 +63,18 @@ struct Desc {
 
   aspen_rnn_desc get() const {
     aspen_rnn_desc d{};
-    if (cell != "lstm" && cell != "gru")
-      throw py::value_error("cell '" + cell + "' is not 'lstm' or 'gru'");
+    static const std::pair<const char *, aspen_rnn_cell> cells[] = {
+        {"lstm", ASPEN_RNN_LSTM},
+        {"gru", ASPEN_RNN_GRU},
+        {"rnn_tanh", ASPEN_RNN_TANH},
+        {"rnn_relu", ASPEN_RNN_RELU}};
+    const auto found = std::find_if(std::begin(cells), std::end(cells),
+                                    [&](const auto &c) { return cell == c.first; });
+    if (found == std::end(cells))
+      throw py::value_error("cell '" + cell + "' is not 'lstm', 'gru', 'rnn_tanh' or 'rnn_relu'");
     if (dtype != "float32" && dtype != "float16")
       throw py::value_error("dtype '" + dtype + "' is not 'float32' or 'float16'");
-    d.cell = cell == "lstm" ? ASPEN_RNN_LSTM : ASPEN_RNN_GRU;
+    d.cell = found->second;
     d.dtype = dtype == "float32" ? ASPEN_DTYPE_FLOAT32 : ASPEN_DTYPE_FLOAT16;
     d.seq_len = seqLen, d.batch = batch, d.input_size = inputSize, d.hidden_size = hiddenSize;
     d.variable_lengths = variableLengths;

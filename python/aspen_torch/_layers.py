@@ -1,4 +1,4 @@
-"""aspen_torch.LSTM and aspen_torch.GRU: torch.nn.LSTM and torch.nn.GRU computed by Aspen.
+"""aspen_torch.LSTM, GRU and RNN: torch.nn.LSTM, torch.nn.GRU and torch.nn.RNN computed by Aspen.
 
 The modules have torch's constructor arguments, parameter names, shapes and initialisation, so
 a state_dict loads into either module and the same seed gives the same weights. A stack (more
@@ -206,8 +206,8 @@ class _RnnStackFunction(torch.autograd.Function):
 
 
 class _AspenRNNBase(torch.nn.Module):
-    _cell = None        # "lstm" or "gru"
-    _gates = None       # 4 or 3
+    _cell = None        # "lstm", "gru", "rnn_tanh" or "rnn_relu"
+    _gates = None       # 4, 3 or 1
     _cell_order = None  # torch's gate order in Aspen's names
 
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
@@ -304,6 +304,8 @@ class _AspenRNNBase(torch.nn.Module):
             s += ", bidirectional=True"
         if self.proj_size:
             s += f", proj_size={self.proj_size}"
+        if self._cell == "rnn_relu":
+            s += ", nonlinearity=relu"
         return s
 
     def _dtype(self):
@@ -417,8 +419,9 @@ class _AspenRNNBase(torch.nn.Module):
         T, B, I = x.shape
         D = 2 if self.bidirectional else 1
         layer = _backend.Desc(self._cell, _DTYPES[x.dtype], T, B, I, self.hidden_size,
-                              variable_lengths=lengths is not None, reset_after=not lstm,
-                              cell_order=self._cell_order, options=self._options,
+                              variable_lengths=lengths is not None,
+                              reset_after=self._cell == "gru", cell_order=self._cell_order,
+                              options=self._options,
                               weights_layout="pytorch")
         desc = _backend.StackDesc(layer, self.num_layers, "bidirectional" if D == 2 else "forward")
         params = self._stack_parameters()
@@ -466,7 +469,7 @@ class _AspenRNNBase(torch.nn.Module):
         T, B, I = layer_input.shape
         desc = _backend.Desc(self._cell, _DTYPES[layer_input.dtype], T, B, I, self.hidden_size,
                              variable_lengths=lengths is not None,
-                             reset_after=not lstm, cell_order=self._cell_order,
+                             reset_after=self._cell == "gru", cell_order=self._cell_order,
                              options=options, weights_layout="pytorch")
         h0 = h0.contiguous()
         c0 = c0.contiguous() if lstm else None
@@ -491,3 +494,26 @@ class GRU(_AspenRNNBase):
     """torch.nn.GRU computed by Aspen (its "reset after" GRU, which is PyTorch's): same
     arguments, parameters, inputs and outputs. Extra keyword arguments as for LSTM."""
     _cell, _gates, _cell_order = "gru", 3, "reset,update,cell"
+
+
+class RNN(_AspenRNNBase):
+    """torch.nn.RNN computed by Aspen (its vanilla RNN: h_t = act(x_t W_ih^T + b_ih +
+    h_{t-1} W_hh^T + b_hh), act tanh or relu): same arguments (nonlinearity 'tanh' or 'relu',
+    fourth positionally as in torch.nn.RNN), parameters, inputs and outputs. Extra keyword
+    arguments as for LSTM; Aspen's options for it are partialsType."""
+    _gates, _cell_order = 1, None
+
+    def __init__(self, *args, **kwargs):
+        if len(args) > 3:  # torch.nn.RNN's positional order: nonlinearity fourth
+            nonlinearity, args = args[3], args[:3] + args[4:]
+        else:
+            nonlinearity = kwargs.pop("nonlinearity", "tanh")
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"aspen_torch.RNN: unknown nonlinearity '{nonlinearity}'. Select "
+                             "from 'tanh' or 'relu'.")
+        if kwargs.get("proj_size"):
+            raise ValueError("aspen_torch.RNN: proj_size argument is only supported for LSTM, "
+                             "not RNN or GRU")
+        super().__init__(*args, **kwargs)
+        self.nonlinearity = nonlinearity
+        self._cell = "rnn_" + nonlinearity

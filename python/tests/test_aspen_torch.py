@@ -1,9 +1,10 @@
-"""aspen_torch.LSTM and aspen_torch.GRU against torch.nn.LSTM and torch.nn.GRU (the independent
+"""aspen_torch.LSTM, GRU and RNN against torch.nn.LSTM, GRU and RNN (the independent
 reference): forward outputs, final states and every gradient within 1e-5 relative (float32),
 over batch_first both ways, 1 and 2 layers, with and without bias, PackedSequence inputs
 (variable lengths) and hx given or not; bidirectional stacks of 1 to 3 layers over the same
 combinations against torch in float64; LSTM projections (proj_size) over those combinations
-against torch in float64; state_dict round trips; the same seed giving the same
+against torch in float64; the vanilla RNN (tanh and relu) over bidirectional stacks of 1 to 3
+layers and the same combinations against torch in float64; state_dict round trips; the same seed giving the same
 parameters; the layer cache reusing compiled layers; and clear errors for what is not supported.
 Run: PYTHONPATH=<build>/python /usr/bin/python3 -m unittest discover -s python/tests
 """
@@ -25,19 +26,29 @@ def assert_close(got, want, what, rtol=1e-5, atol=1e-6):
     torch.testing.assert_close(got, want, rtol=rtol, atol=atol, msg=lambda m: f"{what}: {m}")
 
 
+def classes(kind):
+    """torch.nn's module, aspen_torch's and the extra keyword arguments for a kind: "lstm", "gru",
+    "rnn_tanh" or "rnn_relu" (torch.nn.RNN with that nonlinearity)."""
+    if kind.startswith("rnn_"):
+        return torch.nn.RNN, aspen_torch.RNN, {"nonlinearity": kind[4:]}
+    if kind == "lstm":
+        return torch.nn.LSTM, aspen_torch.LSTM, {}
+    return torch.nn.GRU, aspen_torch.GRU, {}
+
+
 class AgainstTorch(unittest.TestCase):
     def compare(self, kind, *, layers, bias, batch_first, packed, hx, bidirectional=False,
                 float64=False, proj_size=0, one_call=True):
         # float64: the reference runs in float64 on the same (float32) inputs and parameters.
         torch.manual_seed(1234)
         lstm = kind == "lstm"
-        projection = {"proj_size": proj_size} if proj_size else {}
-        reference = (torch.nn.LSTM if lstm else torch.nn.GRU)(
-            I, H, num_layers=layers, bias=bias, batch_first=batch_first,
-            bidirectional=bidirectional, **projection)
-        mine = (aspen_torch.LSTM if lstm else aspen_torch.GRU)(
-            I, H, num_layers=layers, bias=bias, batch_first=batch_first,
-            bidirectional=bidirectional, **projection)
+        reference_class, mine_class, extra = classes(kind)
+        if proj_size:
+            extra = dict(extra, proj_size=proj_size)
+        reference = reference_class(I, H, num_layers=layers, bias=bias, batch_first=batch_first,
+                                    bidirectional=bidirectional, **extra)
+        mine = mine_class(I, H, num_layers=layers, bias=bias, batch_first=batch_first,
+                          bidirectional=bidirectional, **extra)
         mine.load_state_dict(reference.state_dict())
         mine.one_call = one_call
         if float64:
@@ -113,10 +124,22 @@ class AgainstTorch(unittest.TestCase):
                 self.compare(kind, layers=layers, bias=bias, batch_first=batch_first,
                              packed=packed, hx=hx, bidirectional=True, float64=True)
 
+    def test_vanilla_rnn_against_float64(self):
+        # torch.nn.RNN, tanh and relu: bidirectional or not, 1 to 3 layers, with and without
+        # bias, batch_first both ways, packed variable lengths (a length-1 row), hx or not.
+        for kind, layers, bidirectional, bias, batch_first, packed, hx in itertools.product(
+                ("rnn_tanh", "rnn_relu"), (1, 2, 3), (False, True), (True, False),
+                (False, True), (False, True), (True, False)):
+            with self.subTest(kind=kind, layers=layers, bidirectional=bidirectional, bias=bias,
+                              batch_first=batch_first, packed=packed, hx=hx):
+                self.compare(kind, layers=layers, bias=bias, batch_first=batch_first,
+                             packed=packed, hx=hx, bidirectional=bidirectional, float64=True)
+
     def test_stacks_layer_by_layer_against_float64(self):
         # one_call False: each layer and direction its own backend call, as a training stack
         # with dropout runs (the default runs a stack as one call: the tests above).
-        for kind, layers, packed in itertools.product(("lstm", "gru"), (1, 2), (False, True)):
+        for kind, layers, packed in itertools.product(("lstm", "gru", "rnn_relu"), (1, 2),
+                                                      (False, True)):
             with self.subTest(kind=kind, layers=layers, packed=packed):
                 self.compare(kind, layers=layers, bias=True, batch_first=False, packed=packed,
                              hx=True, bidirectional=True, float64=True, one_call=False)
@@ -192,7 +215,7 @@ class AgainstTorch(unittest.TestCase):
         # mask drops about p of the elements and keeps the rest scaled by 1 / (1 - p).
         from unittest import mock
         p = 0.4
-        for kind in ("LSTM", "GRU"):
+        for kind in ("LSTM", "GRU", "RNN"):
             torch.manual_seed(8)
             reference = getattr(torch.nn, kind)(I, H, num_layers=3, dropout=p,
                                                 bidirectional=True).train()
@@ -247,7 +270,7 @@ class AgainstTorch(unittest.TestCase):
 
 class Parameters(unittest.TestCase):
     def test_same_seed_same_parameters_and_names(self):
-        for kind in ("LSTM", "GRU"):
+        for kind in ("LSTM", "GRU", "RNN"):
             torch.manual_seed(9)
             reference = getattr(torch.nn, kind)(I, H, num_layers=2)
             torch.manual_seed(9)
@@ -258,7 +281,7 @@ class Parameters(unittest.TestCase):
                 self.assertTrue(torch.equal(got[name], want[name]), f"{kind} {name}")
 
     def test_state_dict_round_trips_both_ways(self):
-        for kind in ("LSTM", "GRU"):
+        for kind in ("LSTM", "GRU", "RNN"):
             torch.manual_seed(10)
             mine = getattr(aspen_torch, kind)(I, H, num_layers=2, batch_first=True)
             reference = getattr(torch.nn, kind)(I, H, num_layers=2, batch_first=True)
@@ -392,6 +415,13 @@ class Backend(unittest.TestCase):
             aspen_torch.GRU(I, H)(torch.randn(T, B, I), torch.randn(2, B, H))
         with self.assertRaisesRegex(ValueError, "noSuchOption"):
             aspen_torch.LSTM(I, H, options='{"noSuchOption": 1}')(torch.randn(T, B, I))
+        with self.assertRaisesRegex(ValueError, "unknown nonlinearity 'sigmoid'"):
+            aspen_torch.RNN(I, H, nonlinearity="sigmoid")
+        with self.assertRaisesRegex(ValueError, "only supported for LSTM"):
+            aspen_torch.RNN(I, H, proj_size=2)
+        with self.assertRaisesRegex(ValueError, "stepMethod"):  # the LSTM's, not the RNN's
+            aspen_torch.RNN(I, H, options='{"stepMethod": "fused"}')(torch.randn(T, B, I))
+        self.assertIn("nonlinearity=relu", repr(aspen_torch.RNN(I, H, 2, "relu")))
         if not torch.cuda.is_available():
             with self.assertRaisesRegex(RuntimeError, "device 'gpu'.*no CUDA GPU"):
                 aspen_torch.Backend("gpu", 0)
