@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""aspen_torch.LSTM and aspen_torch.GRU against torch.nn.LSTM and torch.nn.GRU on the CPU, side
+"""aspen_torch.LSTM, GRU and RNN against torch.nn.LSTM, GRU and RNN on the CPU, side
 by side in one run: inference (forward under torch.no_grad()) and a training step (forward,
 then backward of the output's sum: input, state and weight gradients), on the LSTM benchmark's
 DeepBench-style shapes: H in {256, 512, 1024}, B in {1, 4, 16, 64}, T in {25, 50, 100}, I = H.
@@ -16,7 +16,8 @@ CPU executor its default thread pool (the cores). The table's last column is tor
 above 1, Aspen is faster.
 
 Usage: PYTHONPATH=<build>/python /usr/bin/python3 bench/torch_modules.py [--quick]
-       [--max-h N] [--hidden H,...] [--batches B,...] [--steps T,...] [--kinds lstm,gru]
+       [--max-h N] [--hidden H,...] [--batches B,...] [--steps T,...]
+       [--kinds lstm,gru,rnn,rnn_relu]
        [--modes inference,training] [--reps N] [--settle S] [--device cpu|cpu:N] [--cuda]
        [--layers L] [--bidirectional] [--proj-size P]
 --quick: H 256, B {1, 16}, T 25. scripts/bench.sh runs it with --max-h 256 by default.
@@ -28,6 +29,7 @@ models' shape is --layers 3 --hidden 1024 --proj-size 256.
 then ends with torch.cuda.synchronize().
 """
 import argparse
+import functools
 import os
 import statistics
 import sys
@@ -128,8 +130,12 @@ def main():
     if args.proj_size:
         stack["proj_size"] = args.proj_size
     for cell in args.kinds.split(","):
+        relu = {"nonlinearity": "relu"}
         ours, theirs = {"lstm": (aspen_torch.LSTM, torch.nn.LSTM),
-                        "gru": (aspen_torch.GRU, torch.nn.GRU)}[cell]
+                        "gru": (aspen_torch.GRU, torch.nn.GRU),
+                        "rnn": (aspen_torch.RNN, torch.nn.RNN),
+                        "rnn_relu": (functools.partial(aspen_torch.RNN, **relu),
+                                     functools.partial(torch.nn.RNN, **relu))}[cell]
         if args.proj_size and cell != "lstm":
             print(f"# {cell}: no projection (proj_size is the LSTM's)", file=sys.stderr)
             continue
