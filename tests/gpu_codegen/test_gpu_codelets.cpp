@@ -263,6 +263,24 @@ TEST_CASE("the second NVRTC compile of a library comes from the disk cache", "[g
   CHECK(gpuCodeletImage(*library, 100).origin == "nvrtc");
 }
 
+TEST_CASE("a cached PTX alone serves gpuCodeletPtx; an image needs its cubin", "[gpu_codegen]") {
+  // scripts/gpu-bundle.sh leaves out the cache's cubins that the fatbins hold, keeping the PTX.
+  const fs::path dir = freshDir("gpu_codegen_ptx_only");
+  const ScopedEnv cache("ASPEN_CACHE_DIR", dir.string());
+  const auto library = CodeletLibrary::compileFile(aspen::test::codelet("prog_basic.cpp"));
+  const GpuCodeletImage first = gpuCodeletImage(*library, 90);
+  const std::string ptx = gpuCodeletPtx(*library, 90);
+  const std::vector<fs::path> cubins = filesWithExtension(dir / "gpu", ".cubin");
+  REQUIRE(cubins.size() == 1);
+  fs::remove(cubins[0]);
+  CHECK(gpuCodeletPtx(*library, 90) == ptx);
+  CHECK_FALSE(fs::exists(cubins[0])); // served from the PTX, not compiled again
+  const GpuCodeletImage again = gpuCodeletImage(*library, 90);
+  CHECK(again.origin == "nvrtc"); // the cubin is needed: compiled, and cached again
+  CHECK(again.bytes == first.bytes);
+  CHECK(fs::exists(cubins[0]));
+}
+
 TEST_CASE("a generated element-wise expression compiles through the codelet library path",
           "[gpu_codegen]") {
   namespace ex = aspen::ops::expr;

@@ -45,8 +45,11 @@ const std::string &aspenHeadersDigest() {
   return digest;
 }
 
-// NVRTC's images of `library` for compute capability `cc`, from the cache when present.
-NvrtcImages compileCached(const CodeletLibrary &library, unsigned cc, bool &cached) {
+// NVRTC's images of `library` for compute capability `cc`, from the cache when present. With
+// needCubin false a cached PTX alone will do (its cubin left empty): a bundle keeps no cubin
+// of a library family that its fatbin holds (scripts/gpu-bundle.sh), only the PTX.
+NvrtcImages compileCached(const CodeletLibrary &library, unsigned cc, bool &cached,
+                          bool needCubin = true) {
   const std::string unit = generateGpuWrapper(library);
   const std::vector<std::string> options = nvrtcCodeletOptions(library);
   // The key holds contents, not where they are: the unit (the source, and the content hash of it
@@ -61,9 +64,10 @@ NvrtcImages compileCached(const CodeletLibrary &library, unsigned cc, bool &cach
   const fs::path stem = dir / (key.hex() + ".sm_" + std::to_string(cc));
   const fs::path cubinPath = stem.string() + ".cubin", ptxPath = stem.string() + ".ptx";
   // Each file appears whole (written atomically); the PTX is written first.
-  cached = fs::exists(cubinPath) && fs::exists(ptxPath);
+  cached = fs::exists(ptxPath) && (!needCubin || fs::exists(cubinPath));
   if (cached)
-    return {readWholeFile(cubinPath), readWholeFile(ptxPath)};
+    return {fs::exists(cubinPath) ? readWholeFile(cubinPath) : std::string(),
+            readWholeFile(ptxPath)};
   logger().debug("codelets '{}': compiling {} vertex types with NVRTC into {}",
                  library.sourceName(), library.vertexTypes().size(), cubinPath.string());
   NvrtcImages images = nvrtcCompile(library.sourceName(), unit, options, cc);
@@ -108,7 +112,7 @@ GpuCodeletImage gpuCodeletImage(const CodeletLibrary &library, unsigned computeC
 
 std::string gpuCodeletPtx(const CodeletLibrary &library, unsigned computeCapability) {
   bool cached = false;
-  return compileCached(library, computeCapability, cached).ptx;
+  return compileCached(library, computeCapability, cached, false).ptx;
 }
 
 std::vector<std::uint8_t> buildGpuFatbin(const CodeletLibrary &library,
