@@ -304,11 +304,11 @@ class Float16(unittest.TestCase):
     def check(self, kind, packed):
         torch.manual_seed(77)
         lstm = kind == "lstm"
-        torch_cls, aspen_cls = (torch.nn.LSTM, aspen_torch.LSTM) if lstm else \
-            (torch.nn.GRU, aspen_torch.GRU)
-        mine = aspen_cls(I, H, num_layers=2).half()  # .half() as well as dtype= below
-        self.assertEqual(aspen_cls(I, H, dtype=torch.float16).weight_hh_l0.dtype, torch.float16)
-        reference = torch_cls(I, H, num_layers=2).double()
+        torch_cls, aspen_cls, extra = classes(kind)
+        mine = aspen_cls(I, H, num_layers=2, **extra).half()  # .half() as well as dtype= below
+        self.assertEqual(aspen_cls(I, H, dtype=torch.float16, **extra).weight_hh_l0.dtype,
+                         torch.float16)
+        reference = torch_cls(I, H, num_layers=2, **extra).double()
         reference.load_state_dict(mine.state_dict())  # the rounded values, widened
         x = torch.randn(T, B, I).half()
         h0 = torch.randn(2, B, H).half()
@@ -335,8 +335,9 @@ class Float16(unittest.TestCase):
             torch.testing.assert_close(g.double(), w.detach(), rtol=5e-3, atol=5e-3,
                                        msg=lambda m: f"{kind} result {i}: {m}")
 
-    def test_lstm_and_gru_in_float16(self):
-        for kind, packed in itertools.product(("lstm", "gru"), (False, True)):
+    def test_lstm_gru_and_rnn_in_float16(self):
+        for kind, packed in itertools.product(("lstm", "gru", "rnn_tanh", "rnn_relu"),
+                                              (False, True)):
             with self.subTest(kind=kind, packed=packed):
                 self.check(kind, packed)
 

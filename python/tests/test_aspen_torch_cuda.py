@@ -1,4 +1,4 @@
-"""aspen_torch's LSTM, GRU and CNN modules on CUDA tensors (Aspen's GPU device through the layer
+"""aspen_torch's LSTM, GRU, RNN and CNN modules on CUDA tensors (Aspen's GPU device through the layer
 backend, ordered with torch's current stream) against torch.nn.LSTM and torch.nn.GRU on the same
 device (cuDNN, TF32 off so that both compute in float32): forward outputs, final states and every
 gradient within 1e-4 relative, over 1 and 2 layers, one direction or both, packed or not, hx
@@ -31,8 +31,12 @@ class OnCuda(unittest.TestCase):
         stack = {"num_layers": layers, "bidirectional": bidirectional}
         if proj_size:
             stack["proj_size"] = proj_size
-        reference = (torch.nn.LSTM if lstm else torch.nn.GRU)(I, H, **stack).cuda()
-        mine = (aspen_torch.LSTM if lstm else aspen_torch.GRU)(I, H, **stack).cuda()
+        if kind.startswith("rnn_"):  # torch.nn.RNN with that nonlinearity
+            stack["nonlinearity"] = kind[4:]
+        names = {"lstm": "LSTM", "gru": "GRU"}
+        name = names.get(kind, "RNN")
+        reference = getattr(torch.nn, name)(I, H, **stack).cuda()
+        mine = getattr(aspen_torch, name)(I, H, **stack).cuda()
         mine.load_state_dict(reference.state_dict())
         x = torch.randn(T, B, I, device="cuda")
         states = layers * (2 if bidirectional else 1)
@@ -81,7 +85,8 @@ class OnCuda(unittest.TestCase):
 
     def test_against_torch_on_cuda(self):
         for kind, layers, packed, hx, both in itertools.product(
-                ("lstm", "gru"), (1, 2), (False, True), (False, True), (False, True)):
+                ("lstm", "gru", "rnn_tanh", "rnn_relu"), (1, 2), (False, True), (False, True),
+                (False, True)):
             with self.subTest(kind=kind, layers=layers, packed=packed, hx=hx,
                               bidirectional=both):
                 self.compare(kind, layers, packed, hx, both)
