@@ -184,8 +184,19 @@ VanillaFusedLane prepareVanillaFused(Graph &graph, const RnnParams &params,
                                      const Tensor &feedFwdIn, const Tensor &initState,
                                      const Tensor &feedbackWeights, const Tensor &biases,
                                      const Tensor &out, NonLinearityType nl, Sequence &prog,
-                                     const DebugContext &debug) {
+                                     const DebugContext &debug, const Tensor &stepInput,
+                                     const Tensor &feedFwdWeights) {
   VanillaFusedLane lane;
+  if (stepInput.valid()) { // Wff's I rows of [H], read in place
+    lane.I = params.layerSizes[0];
+    std::vector<Tensor> rows;
+    for (std::size_t k = 0; k < lane.I; ++k)
+      rows.push_back(feedFwdWeights[k]);
+    lane.inputBlocks =
+        packUnitPanels(graph, params.dataType, rows, lane.I, 1, params.layerSizes[1], prog,
+                       {debug, "input"});
+    lane.stepInput = contiguousOrCopy(graph, stepInput, prog, {debug, "stepInput"});
+  }
   lane.T = params.maxTimeSteps;
   lane.B = params.batchSize;
   lane.H = params.layerSizes[1];
@@ -203,9 +214,43 @@ VanillaFusedLane prepareVanillaFused(Graph &graph, const RnnParams &params,
   return lane;
 }
 
+void VanillaFusedLane::addStep(Graph &graph, ComputeSet cs, unsigned phase,
+                               const FusedClock &clock, unsigned p) const {
+  if (stepInput.valid() && phase == 0) {
+    addInputProduct(graph, cs, clock, p);
+    return;
+  }
+  addRecurrentStep(graph, cs, clock, p);
+}
+
+// Step t's x_t . Wff into row t of x, the units of each input block.
+void VanillaFusedLane::addInputProduct(Graph &graph, ComputeSet cs, const FusedClock &clock,
+                                       unsigned p) const {
+  const std::string type = util::templateVertex("aspen::nn::RnnStepProduct", x.elementType());
+  const Tensor xw = x.reshape({T, B, H});
+  for (const PackedUnitBlock &block : inputBlocks) {
+    const std::size_t u0 = block.units.firstUnit, u1 = u0 + block.units.numUnits;
+    std::vector<Tensor> outs; // per step and row, the block's units
+    for (std::size_t t = 0; t < T; ++t)
+      for (std::size_t r = 0; r < B; ++r)
+        outs.push_back(xw[t][r].slice(u0, u1));
+    VertexRef v = graph.addVertex(cs, type);
+    graph.setTileMapping(v, block.units.tile);
+    graph.connect(v["time"], clock.time.slice(p, p + 1));
+    graph.connect(v["x"], stepInput.flatten());
+    graph.connect(v["packed"], block.packed);
+    graph.connect(v["out"], outs);
+    graph.setInitialValue(v["K"], static_cast<unsigned>(I));
+    graph.setInitialValue(v["rows"], static_cast<unsigned>(B));
+    graph.setInitialValue(v["gates"], 1u);
+    graph.setInitialValue(v["numUnits"], block.units.numUnits);
+    graph.setInitialValue(v["steps"], static_cast<unsigned>(T));
+  }
+}
+
 // Step t (parity p = t % 2) reads h_{t-1} from hBuf[p] and writes h_t to hBuf[1 - p].
-void VanillaFusedLane::addStep(Graph &graph, ComputeSet cs, const FusedClock &clock,
-                               unsigned p) const {
+void VanillaFusedLane::addRecurrentStep(Graph &graph, ComputeSet cs, const FusedClock &clock,
+                                        unsigned p) const {
   const std::string type = util::templateVertex("aspen::nn::RnnFusedFwd", x.elementType());
   for (const auto &block : blocks) {
     auto units = [&](const Tensor &row) {
@@ -249,7 +294,7 @@ void fusedIterate(Graph &graph, const RnnParams &params, const Tensor &feedFwdIn
       graph, params, feedFwdIn, initState, feedbackWeights, biases, out, nl, prog, debug);
   auto step = [&](const detail::FusedClock &clock, const detail::FusedShard &, unsigned p) {
     ComputeSet cs = graph.addComputeSet({debug, p ? "oddStep" : "evenStep"});
-    lane.addStep(graph, cs, clock, p);
+    lane.addStep(graph, cs, 0, clock, p);
     detail::addClockVertex(graph, cs, clock, p);
     return Sequence{program::Execute(cs)};
   };

@@ -22,19 +22,33 @@ bool vanillaFuses(const Graph &graph, const RnnParams &params, NonLinearityType 
 
 // The fused forward loop's step (RnnFusedFwd vertices on Wfb packed once) for every step t of
 // feedFwdIn [T, B, H] (x_t . Wff) into out [T, B, H]: prepared once, then added to a compute
-// set a step, by fusedLoop (forwardIterate) or as a lane of a wave loop (a stack's directions).
+// set a step, by fusedLoop (forwardIterate) or as a lane of a wave loop (a stack's directions
+// and layers). With stepInput ([T, B, I]) the steps weigh their input themselves: Wff packed in
+// 16-unit panels, and a phase before each step writes x_t . Wff (RnnStepProduct: float sums in
+// a fixed order, rounded once) into feedFwdIn, a [T, B, H] variable (a stack's layers above the
+// first in the wavefront, and with preCalcWeights false).
 struct VanillaFusedLane {
-  std::vector<PackedUnitBlock> blocks;
-  Tensor x, bias, hBuf, out;
-  std::size_t T = 0, B = 0, H = 0;
+  std::vector<PackedUnitBlock> blocks, inputBlocks;
+  Tensor x, bias, hBuf, out, stepInput;
+  std::size_t T = 0, B = 0, H = 0, I = 0;
   NonLinearityType nl = NonLinearityType::TANH;
-  void addStep(Graph &graph, ComputeSet cs, const FusedClock &clock, unsigned parity) const;
+  unsigned phases() const { return stepInput.valid() ? 2u : 1u; }
+  void addStep(Graph &graph, ComputeSet cs, unsigned phase, const FusedClock &clock,
+               unsigned parity) const;
+
+private:
+  void addInputProduct(Graph &graph, ComputeSet cs, const FusedClock &clock,
+                       unsigned parity) const;
+  void addRecurrentStep(Graph &graph, ComputeSet cs, const FusedClock &clock,
+                        unsigned parity) const;
 };
 VanillaFusedLane prepareVanillaFused(Graph &graph, const RnnParams &params,
                                      const Tensor &feedFwdIn, const Tensor &initState,
                                      const Tensor &feedbackWeights, const Tensor &biases,
                                      const Tensor &out, NonLinearityType nl,
-                                     program::Sequence &prog, const DebugContext &debug);
+                                     program::Sequence &prog, const DebugContext &debug,
+                                     const Tensor &stepInput = Tensor(),
+                                     const Tensor &feedFwdWeights = Tensor());
 
 // delta_t = nl'(y_t) * (dy_t + delta_{t+1} . Wfb^T) for every step (delta_T = 0), in a
 // reverse loop, fused where vanillaFuses says. params: without lengths.

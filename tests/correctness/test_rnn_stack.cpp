@@ -621,6 +621,14 @@ TEST_CASE("a vanilla RNN stack in one call matches the double model layer by lay
   });
   add("bidirectional, 2 layers, one row, every step (steps not fused)",
       [](StackCase &c) { c.B = 1, c.direction = "bidirectional", c.nl = nn::NonLinearityType::RELU; });
+  add("3 layers forward, wavefront, dropout", [](StackCase &c) {
+    c.L = 3, c.dropout = 0.3;
+    c.options.set("stackSchedule", "wavefront");
+  });
+  add("2 layers reverse, relu, wavefront", [](StackCase &c) {
+    c.direction = "reverse", c.nl = nn::NonLinearityType::RELU;
+    c.options.set("stackSchedule", "wavefront");
+  });
   for (const auto &[name, c] : cases) {
     INFO(name);
     requireMatchesModel(c);
@@ -693,6 +701,66 @@ TEST_CASE("a vanilla RNN stack's forward layer is rnnFwdSequence's and rnnBwdSeq
     CHECK(direction(b2, 1, 2, T * B, H) == r.at("rev"));
     CHECK(r.at("rev") != r.at("stack.output"));
   }
+}
+
+TEST_CASE("the vanilla RNN's wavefront gives its layers' calls' bits, dropout between",
+          "[correctness][rnn][stack]") {
+  // The stack as a wavefront, and each layer its own one-layer stack (preCalcWeights false above
+  // the first, as the wavefront's layers weigh their input) with rnn::dropoutSequence between;
+  // inference and training, forward and reverse.
+  for (const bool training : {false, true})
+    for (const char *direction : {"forward", "reverse"}) {
+      INFO("training " << training << ", " << direction);
+      const std::size_t T = 5, B = 3, I = 3, H = 4, L = 3;
+      const double rate = 0.25;
+      const std::uint64_t seed = 5;
+      Harness h(Target::createGeneric(4));
+      const rnn::RnnParams base(FLOAT, B, T, {I, H});
+      const rnn::RecurrentParams params(base);
+      auto values = [&](std::size_t n, unsigned s) {
+        return widen(convert<float>(randomValues(n, -1.0, 1.0, s)));
+      };
+      const Tensor in = h.input(FLOAT, {T, B, I}, "in", values(T * B * I, 1));
+      const Tensor h0 = h.input(FLOAT, {L, B, H}, "h0", values(L * B * H, 2));
+      std::vector<rnn::RecurrentWeights> ws;
+      for (unsigned l = 0; l < L; ++l)
+        ws.push_back({h.input(FLOAT, {l ? H : I, H}, fmt::format("wi{}", l),
+                              values((l ? H : I) * H, 10 + l)),
+                      h.input(FLOAT, {H, H}, fmt::format("wo{}", l), values(H * H, 20 + l)),
+                      h.input(FLOAT, {H}, fmt::format("b{}", l), values(H, 30 + l))});
+      const OptionFlags stack{{"numLayers", std::to_string(L)}, {"direction", direction},
+                              {"stackSchedule", "wavefront"},
+                              {"dropout", fmt::format("{}", rate)},
+                              {"dropoutSeed", std::to_string(seed)}};
+      REQUIRE(rnn::getStackSchedule(h.graph, params, stack) == "wavefront");
+      rnn::RecurrentStackIntermediates inter;
+      const auto [out, final] = rnn::rnnStackFwd(h.graph, params, h0, in, ws,
+                                                 training ? &inter : nullptr, h.prog, "wave",
+                                                 stack);
+      Tensor x = in;
+      std::vector<Tensor> finals;
+      for (unsigned l = 0; l < L; ++l) {
+        OptionFlags one{{"direction", direction}};
+        if (l > 0)
+          one.set("preCalcWeights", "false");
+        rnn::RecurrentParams p = params;
+        p.rnn.layerSizes[0] = l ? H : I;
+        const auto [y, hn] = rnn::rnnStackFwd(h.graph, p, h0.slice(l, l + 1, 0), x, {ws[l]},
+                                              nullptr, h.prog, fmt::format("call{}", l), one);
+        finals.push_back(hn);
+        x = training && l + 1 < L
+                ? rnn::dropoutSequence(h.graph, base, y, rate, seed, l, h.prog, "dropout")
+                : y;
+      }
+      h.output("wave", out);
+      h.output("waveFinal", final);
+      h.output("calls", x);
+      h.output("callsFinal", concat(finals, 0));
+      const auto r = h.run(3);
+      CHECK(r.at("wave") == r.at("calls"));
+      CHECK(r.at("waveFinal") == r.at("callsFinal"));
+      CHECK(r.at("wave") != Values(T * B * H, 0.0));
+    }
 }
 
 namespace {
@@ -1043,13 +1111,20 @@ TEST_CASE("a stack refuses bad options, counts and shapes, naming the rule",
   auto vanilla = [&](const rnn::RecurrentParams &p, const OptionFlags &o) {
     rnn::rnnStackFwd(h.graph, p, vInit, in, vWeights, nullptr, prog, "v", o);
   };
-  CHECK(rnn::getStackSchedule(h.graph, vp, two) == "layerByLayer");
-  try {
-    vanilla(vp, {{"numLayers", "2"}, {"stackSchedule", "wavefront"}});
-    FAIL("a vanilla RNN wavefront was not refused");
-  } catch (const invalid_option &e) {
-    CHECK_THAT(e.what(), Catch::Matchers::Contains("rnn::rnnStackFwd"));
-    CHECK_THAT(e.what(), Catch::Matchers::Contains("vanilla RNN layer weighs its input"));
+  CHECK(rnn::getStackSchedule(h.graph, vp, two) == "layerByLayer"); // auto: never the wavefront
+  CHECK(rnn::getStackSchedule(h.graph, vp, {{"numLayers", "2"}, {"stackSchedule", "wavefront"}}) ==
+        "wavefront");
+  {
+    Tensor lengths = h.graph.addVariable(UNSIGNED_INT, {2}, "vLengths");
+    h.graph.setTileMapping(lengths, 0);
+    const rnn::RecurrentParams withLengths(rnn::RnnParams(FLOAT, 2, 3, lengths, {3, 4}));
+    try {
+      vanilla(withLengths, {{"numLayers", "2"}, {"stackSchedule", "wavefront"}});
+      FAIL("a vanilla RNN wavefront with lengths was not refused");
+    } catch (const invalid_option &e) {
+      CHECK_THAT(e.what(), Catch::Matchers::Contains("rnn::rnnStackFwd"));
+      CHECK_THAT(e.what(), Catch::Matchers::Contains("vanilla RNN stack with lengths"));
+    }
   }
   try {
     vanilla(vp, {{"numLayers", "2"}, {"stepMethod", "fused"}});

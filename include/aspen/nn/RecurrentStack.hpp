@@ -20,13 +20,17 @@
 // nonLinearity: as the popnn functions take it (TANH and RELU are PyTorch's; the kinds whose
 // gradient needs the forward input are refused with invalid_option).
 // Options: numLayers, direction (forward | reverse | bidirectional), dropout, dropoutSeed and
-// stackSchedule as the LSTM stack's (wavefront is refused: a vanilla layer's steps do not weigh
-// their input in the step, so auto runs layer by layer), and per layer inferenceOnly (true:
-// no intermediates may be asked for) and partialsType (float | half; half needs half data).
+// stackSchedule as the LSTM stack's, and per layer inferenceOnly (true: no intermediates may be
+// asked for), partialsType (float | half; half needs half data) and preCalcWeights (Aspen's,
+// default true: each layer's input weighed in one product before its loop; false: fused steps
+// weigh it step by step, RnnStepProduct, as the wavefront's layers above the first do).
 // Steps are fused (one compute set a step on Wfb packed once) where popnn's forwardIterate
 // fuses them; a bidirectional layer's two directions then run in one compute set a step when
-// no lengths are given. The results of one forward layer without lengths are
-// rnnFwdSequence's and rnnBwdSequence's bits.
+// no lengths are given. stackSchedule wavefront (one direction, fused steps, no lengths: else
+// invalid_option saying why) runs layer l at step t beside layer l + 1 at step t - 1, with the
+// bits of the layers' own calls with preCalcWeights false above the first; auto does not take
+// it (it lost at every batch measured: docs/performance.md). The results of one forward layer without
+// lengths are rnnFwdSequence's and rnnBwdSequence's bits.
 //
 // rnnStackFwd(graph, params, stateInit, in, weights, intermediates*, prog, debug, options,
 //             cache) -> {output [T, B, D*H], final state [L*D, B, H]}; intermediates (null for
