@@ -29,6 +29,97 @@ template <class T> ASPEN_HD inline void zero(T *p, unsigned n) {
     p[k] = T(0.0f);
 }
 
+// One row of the reset-after cell (GruCellResetAfter): its inputs per gate (xw, hw; the input
+// then the recurrent biases) and where it writes (the intermediates' r, u, c, h (sh, written
+// with saveH) and n slots, the state, the output), n elements each; keep = 1 - attention.
+template <class T> struct ResetAfterRow {
+  const T *xr, *xu, *xc, *hr, *hu, *hc, *bxr, *bxu, *bxc, *bhr, *bhu, *bhc;
+  T *sr, *su, *sc, *sh, *sn, *state, *out;
+  unsigned n;
+  float keep;
+  bool rawCandidate, saveH;
+  // Element k's results: r, u (after attention), the candidate's pre-activation, c, n, and h.
+  ASPEN_HD void store(unsigned k, float vr, float vu, float pre, float vc, float vn,
+                      float vh) const {
+    sr[k] = T(vr);
+    su[k] = T(vu);
+    sc[k] = T(rawCandidate ? pre : vc);
+    sn[k] = T(vn);
+    if (saveH)
+      sh[k] = T(vh);
+    state[k] = T(vh);
+    out[k] = T(vh);
+  }
+};
+
+// A reset-after row whose activations include a softmax kind (over the row): each gate's
+// statistics first, then every element.
+template <class T>
+ASPEN_HD inline void resetAfterSoftmaxRow(const ResetAfterRow<T> &w, unsigned activation,
+                                          unsigned recurrentActivation) {
+  const unsigned n = w.n;
+  auto preR = [&](unsigned k) {
+    return (float(w.xr[k]) + float(w.bxr[k])) + (float(w.hr[k]) + float(w.bhr[k]));
+  };
+  auto preU = [&](unsigned k) {
+    return (float(w.xu[k]) + float(w.bxu[k])) + (float(w.hu[k]) + float(w.bhu[k]));
+  };
+  const RowStats sr = isSoftmaxKind(recurrentActivation) ? softmaxStats(n, preR) : RowStats();
+  const RowStats su = isSoftmaxKind(recurrentActivation) ? softmaxStats(n, preU) : RowStats();
+  auto vn = [&](unsigned k) { return float(w.hc[k]) + float(w.bhc[k]); };
+  auto preC = [&](unsigned k) {
+    return float(w.xc[k]) + float(w.bxc[k]) + activate(recurrentActivation, preR(k), sr) * vn(k);
+  };
+  const RowStats sc = isSoftmaxKind(activation) ? softmaxStats(n, preC) : RowStats();
+  for (unsigned k = 0; k < n; ++k) {
+    const float vr = activate(recurrentActivation, preR(k), sr);
+    const float vu = activate(recurrentActivation, preU(k), su) * w.keep;
+    const float pre = preC(k);
+    const float vc = activate(activation, pre, sc);
+    const float vh = vu * float(w.state[k]) + (1.0f - vu) * vc;
+    w.store(k, vr, vu, pre, vc, vn(k), vh);
+  }
+}
+
+// A reset-after row of element-wise activations, in chunks; with the activation clip (act),
+// the clipped pre-activations of r and u go to clipR and clipU (else null).
+template <class T>
+ASPEN_HD inline void resetAfterChunkedRow(const ResetAfterRow<T> &w, unsigned activation,
+                                          unsigned recurrentActivation, const ActClip &act,
+                                          T *clipR, T *clipU) {
+  const unsigned n = w.n;
+  withActivations(recurrentActivation, activation, [&](auto rho, auto phi) {
+    for (unsigned k0 = 0; k0 < n; k0 += kChunk) {
+      const unsigned m = n - k0 < kChunk ? n - k0 : kChunk;
+      float vr[kChunk], vu[kChunk], vn[kChunk], pre[kChunk], vc[kChunk], vh[kChunk];
+      for (unsigned j = 0; j < m; ++j) {
+        const unsigned k = k0 + j;
+        vr[j] = (float(w.xr[k]) + float(w.bxr[k])) + (float(w.hr[k]) + float(w.bhr[k]));
+        vu[j] = (float(w.xu[k]) + float(w.bxu[k])) + (float(w.hu[k]) + float(w.bhu[k]));
+        vn[j] = float(w.hc[k]) + float(w.bhc[k]);
+        pre[j] = float(w.xc[k]) + float(w.bxc[k]);
+      }
+      if (clipR)
+        for (unsigned j = 0; j < m; ++j) {
+          vr[j] = act.apply(vr[j]);
+          vu[j] = act.apply(vu[j]);
+          clipR[k0 + j] = T(vr[j]);
+          clipU[k0 + j] = T(vu[j]);
+        }
+      for (unsigned j = 0; j < m; ++j) {
+        const unsigned k = k0 + j;
+        vr[j] = rho.forward(vr[j]);
+        vu[j] = rho.forward(vu[j]) * w.keep;
+        pre[j] = act.apply(pre[j] + vr[j] * vn[j]);
+        vc[j] = phi.forward(pre[j]);
+        vh[j] = vu[j] * float(w.state[k]) + (1.0f - vu[j]) * vc[j];
+      }
+      for (unsigned j = 0; j < m; ++j)
+        w.store(k0 + j, vr[j], vu[j], pre[j], vc[j], vn[j], vh[j]);
+    }
+  });
+}
+
 } // namespace gru_cell
 
 namespace gru_cell {

@@ -201,94 +201,34 @@ public:
     using namespace gru_cell;
     const ActClip act{activationClip};
     const bool clipped = activationClip > 0.0f;
+    const bool softmax = isSoftmaxKind(activation) || isSoftmaxKind(recurrentActivation);
     const unsigned ni = saveH ? 5u : 4u;
     for (unsigned r = workerId; r < h.size(); r += numWorkers()) {
-      const unsigned n = h[r].size();
-      T *sr = inter[ni * r].data(), *su = inter[ni * r + 1].data(), *sc = inter[ni * r + 2].data();
-      T *sh = saveH ? inter[ni * r + 3].data() : sc, *sn = inter[ni * r + ni - 1].data();
-      T *sr_ = sr, *su_ = su, *sc_ = sc, *sh_ = sh, *sn_ = sn;
-      T *state = h[r].data(), *outY = out[r].data();
+      ResetAfterRow<T> w;
+      w.n = h[r].size();
+      w.sr = inter[ni * r].data(), w.su = inter[ni * r + 1].data();
+      w.sc = inter[ni * r + 2].data(), w.sn = inter[ni * r + ni - 1].data();
+      w.sh = saveH ? inter[ni * r + 3].data() : w.sc;
+      w.state = h[r].data(), w.out = out[r].data();
       if (float(mask[r]) == 0.0f) {
-        zero(sr, n), zero(su, n), zero(sc, n), zero(sh, n), zero(sn, n), zero(outY, n);
+        zero(w.sr, w.n), zero(w.su, w.n), zero(w.sc, w.n), zero(w.sh, w.n), zero(w.sn, w.n);
+        zero(w.out, w.n);
         if (clipped)
-          zero(pre[2 * r].data(), n), zero(pre[2 * r + 1].data(), n);
+          zero(pre[2 * r].data(), w.n), zero(pre[2 * r + 1].data(), w.n);
         continue;
       }
-      const float keep = hasAttention ? 1.0f - float(attention[r]) : 1.0f;
-      const T *xr = xw[3 * r + R].data(), *xu = xw[3 * r + U].data(), *xc = xw[3 * r + C].data();
-      const T *hr = hw[3 * r + R].data(), *hu = hw[3 * r + U].data(), *hc = hw[3 * r + C].data();
-      const T *bxr = bias[0].data(), *bxu = bias[1].data(), *bxc = bias[2].data();
-      const T *bhr = bias[3].data(), *bhu = bias[4].data(), *bhc = bias[5].data();
-      if (isSoftmaxKind(activation) || isSoftmaxKind(recurrentActivation)) {
-        auto preR = [&](unsigned k) {
-          return (float(xr[k]) + float(bxr[k])) + (float(hr[k]) + float(bhr[k]));
-        };
-        auto preU = [&](unsigned k) {
-          return (float(xu[k]) + float(bxu[k])) + (float(hu[k]) + float(bhu[k]));
-        };
-        const RowStats sr = isSoftmaxKind(recurrentActivation) ? softmaxStats(n, preR) : RowStats();
-        const RowStats su = isSoftmaxKind(recurrentActivation) ? softmaxStats(n, preU) : RowStats();
-        auto vn = [&](unsigned k) { return float(hc[k]) + float(bhc[k]); };
-        auto preC = [&](unsigned k) {
-          return float(xc[k]) + float(bxc[k]) + activate(recurrentActivation, preR(k), sr) * vn(k);
-        };
-        const RowStats sc = isSoftmaxKind(activation) ? softmaxStats(n, preC) : RowStats();
-        for (unsigned k = 0; k < n; ++k) {
-          const float vr = activate(recurrentActivation, preR(k), sr);
-          const float vu = activate(recurrentActivation, preU(k), su) * keep;
-          const float pre = preC(k);
-          const float vc = activate(activation, pre, sc);
-          const float vh = vu * float(state[k]) + (1.0f - vu) * vc;
-          sr_[k] = T(vr);
-          su_[k] = T(vu);
-          sc_[k] = T(rawCandidate ? pre : vc);
-          sn_[k] = T(vn(k));
-          if (saveH)
-            sh_[k] = T(vh);
-          state[k] = T(vh);
-          outY[k] = T(vh);
-        }
-        continue;
-      }
-      withActivations(recurrentActivation, activation, [&](auto rho, auto phi) {
-        for (unsigned k0 = 0; k0 < n; k0 += kChunk) {
-          const unsigned m = n - k0 < kChunk ? n - k0 : kChunk;
-          float vr[kChunk], vu[kChunk], vn[kChunk], pre[kChunk], vc[kChunk], vh[kChunk];
-          for (unsigned j = 0; j < m; ++j) {
-            const unsigned k = k0 + j;
-            vr[j] = (float(xr[k]) + float(bxr[k])) + (float(hr[k]) + float(bhr[k]));
-            vu[j] = (float(xu[k]) + float(bxu[k])) + (float(hu[k]) + float(bhu[k]));
-            vn[j] = float(hc[k]) + float(bhc[k]);
-            pre[j] = float(xc[k]) + float(bxc[k]);
-          }
-          if (clipped)
-            for (unsigned j = 0; j < m; ++j) {
-              vr[j] = act.apply(vr[j]);
-              vu[j] = act.apply(vu[j]);
-              this->pre[2 * r][k0 + j] = T(vr[j]);
-              this->pre[2 * r + 1][k0 + j] = T(vu[j]);
-            }
-          for (unsigned j = 0; j < m; ++j) {
-            const unsigned k = k0 + j;
-            vr[j] = rho.forward(vr[j]);
-            vu[j] = rho.forward(vu[j]) * keep;
-            pre[j] = act.apply(pre[j] + vr[j] * vn[j]);
-            vc[j] = phi.forward(pre[j]);
-            vh[j] = vu[j] * float(state[k]) + (1.0f - vu[j]) * vc[j];
-          }
-          for (unsigned j = 0; j < m; ++j) {
-            const unsigned k = k0 + j;
-            sr[k] = T(vr[j]);
-            su[k] = T(vu[j]);
-            sc[k] = T(rawCandidate ? pre[j] : vc[j]);
-            sn[k] = T(vn[j]);
-            if (saveH)
-              sh[k] = T(vh[j]);
-            state[k] = T(vh[j]);
-            outY[k] = T(vh[j]);
-          }
-        }
-      });
+      w.keep = hasAttention ? 1.0f - float(attention[r]) : 1.0f;
+      w.xr = xw[3 * r + R].data(), w.xu = xw[3 * r + U].data(), w.xc = xw[3 * r + C].data();
+      w.hr = hw[3 * r + R].data(), w.hu = hw[3 * r + U].data(), w.hc = hw[3 * r + C].data();
+      w.bxr = bias[0].data(), w.bxu = bias[1].data(), w.bxc = bias[2].data();
+      w.bhr = bias[3].data(), w.bhu = bias[4].data(), w.bhc = bias[5].data();
+      w.rawCandidate = rawCandidate, w.saveH = saveH;
+      if (softmax)
+        resetAfterSoftmaxRow(w, activation, recurrentActivation);
+      else
+        resetAfterChunkedRow(w, activation, recurrentActivation, act,
+                             clipped ? pre[2 * r].data() : static_cast<T *>(nullptr),
+                             clipped ? pre[2 * r + 1].data() : static_cast<T *>(nullptr));
     }
     return true;
   }
