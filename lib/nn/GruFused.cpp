@@ -187,26 +187,9 @@ void GruFusedLane::addInputProduct(Graph &graph, ComputeSet cs,
   if (shard.begin != 0 || shard.steps != params.rnn.maxTimeSteps)
     throw error("gru: internal: a step that weighs its input takes the whole sequence (one "
                 "shard)");
-  const std::string type = util::templateVertex("aspen::nn::RnnStepProduct", params.dataType);
-  for (const rnn::detail::PackedUnitBlock &block : inputBlocks) {
-    const std::size_t u0 = block.units.firstUnit, u1 = u0 + block.units.numUnits;
-    std::vector<Tensor> out; // per step and row, each gate's units
-    for (std::size_t t = 0; t < shard.steps; ++t)
-      for (std::size_t r = 0; r < B; ++r)
-        for (unsigned g = 0; g < 3; ++g)
-          out.push_back(tensors.xw[t][r].slice(g * H + u0, g * H + u1));
-    VertexRef v = graph.addVertex(cs, type);
-    graph.setTileMapping(v, block.units.tile);
-    graph.connect(v["time"], clock.time.slice(p, p + 1));
-    graph.connect(v["x"], stepInput.flatten());
-    graph.connect(v["packed"], block.packed);
-    graph.connect(v["out"], out);
-    graph.setInitialValue(v["K"], static_cast<unsigned>(I));
-    graph.setInitialValue(v["rows"], static_cast<unsigned>(B));
-    graph.setInitialValue(v["gates"], 3u);
-    graph.setInitialValue(v["numUnits"], block.units.numUnits);
-    graph.setInitialValue(v["steps"], shard.steps);
-  }
+  rnn::detail::addStepProduct(graph, cs, inputBlocks, clock, p,
+                              stepInput.reshape({params.rnn.maxTimeSteps, B, I}), tensors.xw, H,
+                              3);
 }
 
 Tensor fusedForward(Graph &graph, const GruParams &params, const GruOptions &opts,

@@ -226,26 +226,8 @@ void VanillaFusedLane::addStep(Graph &graph, ComputeSet cs, unsigned phase,
 // Step t's x_t . Wff into row t of x, the units of each input block.
 void VanillaFusedLane::addInputProduct(Graph &graph, ComputeSet cs, const FusedClock &clock,
                                        unsigned p) const {
-  const std::string type = util::templateVertex("aspen::nn::RnnStepProduct", x.elementType());
-  const Tensor xw = x.reshape({T, B, H});
-  for (const PackedUnitBlock &block : inputBlocks) {
-    const std::size_t u0 = block.units.firstUnit, u1 = u0 + block.units.numUnits;
-    std::vector<Tensor> outs; // per step and row, the block's units
-    for (std::size_t t = 0; t < T; ++t)
-      for (std::size_t r = 0; r < B; ++r)
-        outs.push_back(xw[t][r].slice(u0, u1));
-    VertexRef v = graph.addVertex(cs, type);
-    graph.setTileMapping(v, block.units.tile);
-    graph.connect(v["time"], clock.time.slice(p, p + 1));
-    graph.connect(v["x"], stepInput.flatten());
-    graph.connect(v["packed"], block.packed);
-    graph.connect(v["out"], outs);
-    graph.setInitialValue(v["K"], static_cast<unsigned>(I));
-    graph.setInitialValue(v["rows"], static_cast<unsigned>(B));
-    graph.setInitialValue(v["gates"], 1u);
-    graph.setInitialValue(v["numUnits"], block.units.numUnits);
-    graph.setInitialValue(v["steps"], static_cast<unsigned>(T));
-  }
+  addStepProduct(graph, cs, inputBlocks, clock, p, stepInput.reshape({T, B, I}),
+                 x.reshape({T, B, H}), H, 1);
 }
 
 // Step t (parity p = t % 2) reads h_{t-1} from hBuf[p] and writes h_t to hBuf[1 - p].

@@ -172,6 +172,32 @@ void addClockVertex(Graph &graph, ComputeSet cs, const FusedClock &clock, unsign
   graph.setTileMapping(v, 0);
 }
 
+void addStepProduct(Graph &graph, ComputeSet cs, const std::vector<PackedUnitBlock> &blocks,
+                    const FusedClock &clock, unsigned parity, const Tensor &x, const Tensor &xw,
+                    std::size_t H, unsigned gates) {
+  const std::size_t T = xw.dim(0), B = xw.dim(1);
+  const std::string type = util::templateVertex("aspen::nn::RnnStepProduct", xw.elementType());
+  for (const PackedUnitBlock &block : blocks) {
+    const std::size_t u0 = block.units.firstUnit, u1 = u0 + block.units.numUnits;
+    std::vector<Tensor> out; // per step and row, each gate's units
+    for (std::size_t t = 0; t < T; ++t)
+      for (std::size_t r = 0; r < B; ++r)
+        for (unsigned g = 0; g < gates; ++g)
+          out.push_back(xw[t][r].slice(g * H + u0, g * H + u1));
+    VertexRef v = graph.addVertex(cs, type);
+    graph.setTileMapping(v, block.units.tile);
+    graph.connect(v["time"], clock.time.slice(parity, parity + 1));
+    graph.connect(v["x"], x.flatten());
+    graph.connect(v["packed"], block.packed);
+    graph.connect(v["out"], out);
+    graph.setInitialValue(v["K"], static_cast<unsigned>(x.dim(2)));
+    graph.setInitialValue(v["rows"], static_cast<unsigned>(B));
+    graph.setInitialValue(v["gates"], gates);
+    graph.setInitialValue(v["numUnits"], block.units.numUnits);
+    graph.setInitialValue(v["steps"], static_cast<unsigned>(T));
+  }
+}
+
 void fusedLoop(Graph &graph, const RnnParams &params, unsigned numShards,
                const std::function<Sequence(const FusedClock &, const FusedShard &, unsigned)>
                    &step,

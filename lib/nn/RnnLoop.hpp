@@ -248,6 +248,13 @@ void fusedLoop(Graph &graph, const RnnParams &params, unsigned numShards,
                program::Sequence &prog, const DebugContext &debug);
 // The vertex advancing the clock: time[1 - parity] = time[parity] + 1, in cs.
 void addClockVertex(Graph &graph, ComputeSet cs, const FusedClock &clock, unsigned parity);
+// A fused step's input product in cs (the steps that weigh their input: the GRU's and the
+// vanilla RNN's with preCalcWeights false): RnnStepProduct vertices, one a block, writing
+// x_t . W (x [T, B, K], contiguous, read in place) into row t of xw [T, B, gates * H], each
+// gate's block units, with the weights packed in `blocks` (packUnitPanels of gates x K rows).
+void addStepProduct(Graph &graph, ComputeSet cs, const std::vector<PackedUnitBlock> &blocks,
+                    const FusedClock &clock, unsigned parity, const Tensor &x, const Tensor &xw,
+                    std::size_t H, unsigned gates);
 
 // A stack in one call (RnnStack.cpp). The lengths the vertices read: params' varTimeSteps, or
 // a constant [1] = T.
