@@ -25,6 +25,8 @@ Usage: PYTHONPATH=<build>/python /usr/bin/python3 bench/torch_modules.py [--quic
 reads e.g. lstm2b); --bidirectional --layers 2 are the configurations people use most.
 --proj-size P: LSTM projections (proj_size, the column reads e.g. lstm3p256); the speech
 models' shape is --layers 3 --hidden 1024 --proj-size 256.
+--options JSON: Aspen's layer options for its modules (e.g. '{"stackSchedule": "wavefront"}'
+against '{"stackSchedule": "layerByLayer"}', each against torch.nn in its own run).
 --cuda: both modules on the GPU (scripts/gpu-check.sh runs it there with --quick); each time
 then ends with torch.cuda.synchronize().
 """
@@ -95,6 +97,9 @@ def main():
                         help="LSTM proj_size (0: none)")
     parser.add_argument("--bidirectional", action="store_true",
                         help="every layer in both directions")
+    parser.add_argument("--options", default=None,
+                        help="a JSON object of Aspen's layer options for the Aspen modules, e.g. "
+                             "'{\"stackSchedule\": \"wavefront\"}'")
     parser.add_argument("--layer-by-layer", action="store_true",
                         help="a stack's layers and directions each one backend call (the "
                              "modules' one_call = False), not the stack in one call")
@@ -147,7 +152,7 @@ def main():
         for H in hs:
             torch.manual_seed(0)
             reference = theirs(H, H, **stack).to(device)
-            mine = ours(H, H, backend=backend, **stack).to(device)
+            mine = ours(H, H, backend=backend, options=args.options, **stack).to(device)
             mine.load_state_dict(reference.state_dict())
             mine.one_call = not args.layer_by_layer
             for B in bs:

@@ -69,11 +69,12 @@ struct VanillaCell {
   using Params = RecurrentParams;
   using Weights = RecurrentWeights;
   using Options = VanillaOptions;
-  // stackSchedule auto never takes the vanilla RNN's wavefront: it lost at every batch measured
-  // (aspen_torch.RNN, 3 layers, H = 256, T = 50, inference, 2 cores, 2026-12-07: B = 1 1.50 ms
-  // against 1.25 layer by layer, B = 4 2.39 / 2.13, B = 16 6.0 / 5.7, B = 64 20.6 / 19.8). A
-  // vanilla step is cheap, so the in-step input product and the shared clock outweigh the
-  // hand-offs the wavefront saves.
+  // stackSchedule auto never takes the vanilla RNN's wavefront: it lost at 1 and 4 rows and
+  // was within the noise from 16 (bench/torch_modules.py --kinds rnn --layers 3, H = 256,
+  // T = 50, inference, 2 cores, 2026-12-07: ratio to torch.nn wavefront / layer by layer B = 1
+  // 2.11 / 2.40, B = 4 2.54 / 2.68, B = 16 2.35 / 2.26, B = 64 1.60 / 1.60; an earlier
+  // alternating run had it slower at 16 and 64 too). A vanilla step is cheap, so the in-step
+  // input product costs about what the hand-offs save.
   static constexpr std::size_t kWavefrontMinBatch = std::numeric_limits<std::size_t>::max();
 
   static void checkParams(const Params &p, const std::string &what) {

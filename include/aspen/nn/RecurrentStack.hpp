@@ -29,7 +29,7 @@
 // no lengths are given. stackSchedule wavefront (one direction, fused steps, no lengths: else
 // invalid_option saying why) runs layer l at step t beside layer l + 1 at step t - 1, with the
 // bits of the layers' own calls with preCalcWeights false above the first; auto does not take
-// it (it lost at every batch measured: docs/performance.md). The results of one forward layer without
+// it (it lost at small batches and was level from 16 rows: docs/performance.md). The results of one forward layer without
 // lengths are rnnFwdSequence's and rnnBwdSequence's bits.
 //
 // rnnStackFwd(graph, params, stateInit, in, weights, intermediates*, prog, debug, options,
