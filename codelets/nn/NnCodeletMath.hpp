@@ -167,4 +167,47 @@ template <bool Max, class T, class Row> ASPEN_HD inline unsigned nnArgBest(const
   return best;
 }
 
+// One row of T: out = outputScale * exp(in - m) / sum(exp(in - m)), m = max(in) when Stable,
+// else 0. `in` and `out` may be the same row. Float rows keep the exponentials in `out` and scale
+// them; half rows compute each exponential twice, because exp(in - m) alone can overflow half
+// (unstable) or lose its precision to half subnormals before the scaling brings it back.
+template <class T, bool Stable, class In, class Out>
+ASPEN_HD inline void nnSoftmaxRow(const In &in, const Out &out, float outputScale) {
+  const unsigned n = out.size();
+  float shift = 0.0f;
+  if (Stable && n != 0) {
+    shift = float(in[0]);
+    for (unsigned i = 1; i < n; ++i)
+      shift = nnRanksAbove(float(in[i]), shift) ? float(in[i]) : shift;
+  }
+  float sum = 0.0f;
+  if constexpr (NnIsFloat<T>::value) {
+    for (unsigned i = 0; i < n; ++i) {
+      out[i] = nnExp(float(in[i]) - shift);
+      sum += out[i];
+    }
+    const float factor = outputScale / sum;
+    for (unsigned i = 0; i < n; ++i)
+      out[i] *= factor;
+  } else {
+    for (unsigned i = 0; i < n; ++i)
+      sum += nnExp(float(in[i]) - shift);
+    const float factor = outputScale / sum;
+    for (unsigned i = 0; i < n; ++i)
+      out[i] = nnExp(float(in[i]) - shift) * factor;
+  }
+}
+
+// One row's softmax input gradient from its output y: inGrad = y * (g - sum(g * y)), the sum in
+// float (SoftmaxGrad's rule, popnn's, for every softmax kind).
+template <class T, class Out, class Grad, class InGrad>
+ASPEN_HD inline void nnSoftmaxGradRow(const Out &out, const Grad &outGrad, const InGrad &inGrad) {
+  const unsigned n = inGrad.size();
+  float dot = 0.0f;
+  for (unsigned i = 0; i < n; ++i)
+    dot += float(outGrad[i]) * float(out[i]);
+  for (unsigned i = 0; i < n; ++i)
+    inGrad[i] = T(float(out[i]) * (float(outGrad[i]) - dot));
+}
+
 } // namespace aspen::nn

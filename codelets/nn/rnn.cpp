@@ -947,6 +947,98 @@ private:
   }
 };
 
+// The vanilla RNN's unfused step after its product pre = h_{t-1} . Wfb (the step builder's
+// "cell" phase, lib/nn/CellSteps.cpp): h_t = nl(pre + x_t + b), rounded to T after each
+// addition and after the non-linearity, as the add, add and non-linearity vertices of popnn's
+// step would (RnnFusedFwd finishes its units the same way); h_t goes to the state and to the
+// step's output. softmax: 0 an element-wise nonLinearity (workers split the elements), 1 or 2
+// a softmax over each row, 2 the stable one, scaled by outputScale (workers split the rows).
+template <class T> class RnnCellFwd : public MultiVertex {
+public:
+  Vector<Input<Vector<T>>> pre;
+  Vector<Input<Vector<T>>> x;
+  Input<Vector<T>> bias;
+  Vector<InOut<Vector<T>>> hState;
+  Vector<Output<Vector<T>>> out;
+  unsigned nonLinearity;
+  unsigned softmax;
+  float outputScale;
+  bool compute(unsigned workerId) {
+    const unsigned rows = hState.size(), H = bias.size();
+    if (pre.size() != rows || x.size() != rows || out.size() != rows)
+      return false;
+    if (softmax != 0) {
+      for (unsigned r = workerId; r < rows; r += numWorkers()) {
+        for (unsigned k = 0; k < H; ++k)
+          hState[r][k] = sum(r, k);
+        if (softmax == 2)
+          nnSoftmaxRow<T, true>(hState[r], hState[r], outputScale);
+        else
+          nnSoftmaxRow<T, false>(hState[r], hState[r], outputScale);
+        for (unsigned k = 0; k < H; ++k)
+          out[r][k] = hState[r][k];
+      }
+      return true;
+    }
+    unsigned lo, hi;
+    ::aspen::detail::workerShare(rows * H, workerId, numWorkers(), lo, hi);
+    const cell::Dynamic nl{NonLinearityType(nonLinearity)};
+    for (unsigned e = lo; e < hi; ++e) {
+      const unsigned r = e / H, k = e % H;
+      const T h = T(nl.forward(float(sum(r, k))));
+      hState[r][k] = h;
+      out[r][k] = h;
+    }
+    return true;
+  }
+
+private:
+  T sum(unsigned r, unsigned k) const {
+    return T(float(T(float(pre[r][k]) + float(x[r][k]))) + float(bias[k]));
+  }
+};
+
+// The vanilla RNN's unfused backward step before its product dhMM' = delta_t . Wfb^T (the step
+// builder's "grad" phase): delta_t = nl'(y_t) * (dy_t + dhMM), the sum rounded to T, as the add
+// and gradient vertices of popnn's step would (RnnFusedBwd takes its units' gradient the same
+// way). softmax non-zero: popnn's softmax gradient of each row (SoftmaxGrad's rule; workers
+// split the rows), else the element-wise nonLinearity's (workers split the elements).
+template <class T> class RnnCellBwd : public MultiVertex {
+public:
+  Vector<Input<Vector<T>>> y;
+  Vector<Input<Vector<T>>> dy;
+  Vector<Input<Vector<T>>> dhMM;
+  Vector<Output<Vector<T>>> delta;
+  unsigned nonLinearity;
+  unsigned softmax;
+  bool compute(unsigned workerId) {
+    const unsigned rows = delta.size(), H = rows ? delta[0].size() : 0;
+    if (y.size() != rows || dy.size() != rows || dhMM.size() != rows)
+      return false;
+    if (softmax != 0) {
+      for (unsigned r = workerId; r < rows; r += numWorkers()) {
+        for (unsigned k = 0; k < H; ++k) // the incoming gradient, then in place its input's
+          delta[r][k] = T(float(dhMM[r][k]) + float(dy[r][k]));
+        nnSoftmaxGradRow<T>(y[r], delta[r], delta[r]);
+      }
+      return true;
+    }
+    unsigned lo, hi;
+    ::aspen::detail::workerShare(rows * H, workerId, numWorkers(), lo, hi);
+    for (unsigned e = lo; e < hi; ++e) {
+      const unsigned r = e / H, k = e % H;
+      const float g = float(T(float(dhMM[r][k]) + float(dy[r][k])));
+      delta[r][k] = T(nnGradientOf(NonLinearityType(nonLinearity), float(y[r][k]), g));
+    }
+    return true;
+  }
+};
+
+template class RnnCellFwd<float>;
+template class RnnCellFwd<half>;
+template class RnnCellBwd<float>;
+template class RnnCellBwd<half>;
+
 // One step's input product of a fused recurrent loop whose steps weigh their input (the GRU
 // with preCalcWeights false): out = x_t . Wi for the units [firstUnit, firstUnit + numUnits)
 // of each of `gates` gates (packed by PackUnitPanels: [blocks of 16][gates][K][16]), summed in
