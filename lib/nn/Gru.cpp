@@ -7,6 +7,7 @@
 //   resetAfter true:  h.Wo (one product), GruCellResetAfter -> r, u, n, c, h
 // or, with stepMethod fused (GruFused.cpp), the same cells with the products fused into them
 // on weights packed once (program::Cached).
+#include "CellSteps.hpp"
 #include "GruInternal.hpp"
 
 #include "NnWork.hpp"
@@ -372,11 +373,6 @@ FwdPlan prepareForward(Graph &graph, const GruParams &params, const GruOptions &
   return p;
 }
 
-// The tensors one forward step's cells read and write.
-struct FwdStep {
-  Tensor h, xwGates, inter, out, att, mask; // h [B, H] in place; xwGates [3, B, H]; inter [n, B, H]
-};
-
 // A forward cell's `pre` field: the slots of a_r and a_u with the activation clip, else none.
 void connectPre(Graph &g, VertexRef v, const InterLayout &layout, const Tensor &inter,
                 const std::vector<Interval> &rows) {
@@ -386,97 +382,115 @@ void connectPre(Graph &g, VertexRef v, const InterLayout &layout, const Tensor &
                           : std::vector<Tensor>{});
 }
 
-// A reset-before step: h . [Wo_r | Wo_u], GruCellA (r, u and r*h), (r*h) . Wo_c, GruCellB.
-void resetBeforeStep(Graph &g, const GruParams &params, const FwdPlan &p, const Tensor &wo,
-                     const FwdStep &s, Sequence &step, const DebugContext &dbg,
-                     linalg::PlanningCache *cache) {
-  const std::size_t B = params.rnn.batchSize, H = params.rnn.layerSizes[1];
-  const Type t = params.rnn.dataType;
-  const Tensor hwRU = linalg::matMul(g, s.h, wo.slice(0, 2 * H, 1), step, {dbg, "hwRU"},
-                                     p.mmOptions, cache);
-  const Tensor hwGates = hwRU.reshape({B, 2, H}).dimShuffle({1, 0, 2});
-  Tensor rh = addStep(g, t, B, H, {dbg, "rh"});
-  ComputeSet csA = g.addComputeSet({dbg, "gates"});
-  addCellVertices(g, csA, util::templateVertex("aspen::nn::GruCellA", t), s.h,
-                  [&](VertexRef v, const std::vector<Interval> &rows) {
-                    g.connect(v["xw"], nn::work::gateSegments(s.xwGates, rows, {0, 1, 2}));
-                    g.connect(v["hw"], nn::work::gateSegments(hwGates, rows, {0, 1}));
-                    g.connect(v["bias"], std::vector<Tensor>{p.bias[0], p.bias[1], p.bias[2]});
-                    g.connect(v["h"], nn::work::rowList(s.h, rows));
-                    g.connect(v["attention"], nn::work::rowElements(s.att, rows));
-                    g.connect(v["gates"], nn::work::gateSegments(s.inter, rows, {0, 1}));
-                    g.connect(v["rh"], nn::work::rowList(rh, rows));
-                    connectPre(g, v, p.layout, s.inter, rows);
-                    g.setInitialValue(v["activationClip"], activationClipOf(params));
-                    g.setInitialValue(v["recurrentActivation"],
-                                      static_cast<unsigned>(params.recurrentActivation));
-                    g.setInitialValue(v["hasAttention"], p.attSeq.valid());
-                    g.connect(v["mask"], nn::work::rowElements(s.mask, rows));
-                    g.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
-                  });
-  step.add(Execute(csA));
-  const Tensor chw = linalg::matMul(g, rh, wo.slice(2 * H, 3 * H, 1), step, {dbg, "hwC"},
-                                    p.mmOptions, cache);
-  ComputeSet csB = g.addComputeSet({dbg, "state"});
-  const InterLayout &layout = p.layout;
-  addCellVertices(g, csB, util::templateVertex("aspen::nn::GruCellB", t), s.h,
-                  [&](VertexRef v, const std::vector<Interval> &rows) {
-                    g.connect(v["xw"], nn::work::gateSegments(s.xwGates, rows, {2}));
-                    g.connect(v["chw"], nn::work::rowList(chw, rows));
-                    g.connect(v["bias"], std::vector<Tensor>{p.bias[2]});
-                    g.connect(v["u"], nn::work::gateSegments(s.inter, rows, {1}));
-                    g.connect(v["h"], nn::work::rowList(s.h, rows));
-                    g.connect(v["c"], nn::work::gateSegments(s.inter, rows, {2}));
-                    g.connect(v["out"], nn::work::rowList(s.out, rows));
-                    g.connect(v["hSave"],
-                              layout.saveH
-                                  ? nn::work::gateSegments(s.inter, rows, {layout.hSlot()})
-                                  : std::vector<Tensor>{});
-                    g.setInitialValue(v["rawCandidate"], rawCandidate(params));
-                    g.setInitialValue(v["saveH"], layout.saveH);
-                    g.setInitialValue(v["activationClip"], activationClipOf(params));
-                    g.connect(v["mask"], nn::work::rowElements(s.mask, rows));
-                    g.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
-                  });
-  step.add(Execute(csB));
-}
+// The GRU's side of the forward step builder (rnn::detail::forwardStepBody): the step's
+// tensors, and the fields of GruCellA and GruCellB (reset before) or GruCellResetAfter.
+class FwdCell final : public rnn::detail::CellSteps {
+public:
+  FwdCell(const GruParams &params, const FwdPlan &p, Tensor scratchOut)
+      : params_(params), p_(p), scratchOut_(std::move(scratchOut)) {}
 
-// A reset-after step: h . Wo, then GruCellResetAfter.
-void resetAfterStep(Graph &g, const GruParams &params, const FwdPlan &p, const Tensor &wo,
-                    const FwdStep &s, Sequence &step, const DebugContext &dbg,
-                    linalg::PlanningCache *cache) {
-  const Type t = params.rnn.dataType;
-  const Tensor hw = linalg::matMul(g, s.h, wo, step, {dbg, "hw"}, p.mmOptions, cache);
-  const Tensor hwGates = gatesOf(hw);
-  const InterLayout &layout = p.layout;
-  ComputeSet cs = g.addComputeSet({dbg, "cell"});
-  addCellVertices(g, cs, util::templateVertex("aspen::nn::GruCellResetAfter", t), s.h,
-                  [&](VertexRef v, const std::vector<Interval> &rows) {
-                    g.connect(v["xw"], nn::work::gateSegments(s.xwGates, rows, {0, 1, 2}));
-                    g.connect(v["hw"], nn::work::gateSegments(hwGates, rows, {0, 1, 2}));
-                    g.connect(v["bias"], std::vector<Tensor>{p.bias[0], p.bias[1], p.bias[2],
-                                                             p.bias[3], p.bias[4], p.bias[5]});
-                    g.connect(v["h"], nn::work::rowList(s.h, rows));
-                    g.connect(v["attention"], nn::work::rowElements(s.att, rows));
-                    std::vector<unsigned> slots(layout.preSlot()); // all but a_r, a_u
-                    for (unsigned j = 0; j < layout.preSlot(); ++j)
-                      slots[j] = j;
-                    g.connect(v["inter"], nn::work::gateSegments(s.inter, rows, slots));
-                    g.connect(v["out"], nn::work::rowList(s.out, rows));
-                    connectPre(g, v, layout, s.inter, rows);
-                    g.setInitialValue(v["activationClip"], activationClipOf(params));
-                    g.setInitialValue(v["recurrentActivation"],
-                                      static_cast<unsigned>(params.recurrentActivation));
-                    g.setInitialValue(v["hasAttention"], p.attSeq.valid());
-                    g.setInitialValue(v["rawCandidate"], rawCandidate(params));
-                    g.setInitialValue(v["saveH"], layout.saveH);
-                    g.connect(v["mask"], nn::work::rowElements(s.mask, rows));
-                    g.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
-                  });
-  step.add(Execute(cs));
-}
+  rnn::detail::StepTensors begin(Graph &g, std::vector<Tensor> &state, const rnn::RnnSlice &slice,
+                                 const rnn::RnnBatchwiseFlags &flags,
+                                 const DebugContext &dbg) const override {
+    const std::size_t B = params_.rnn.batchSize, H = params_.rnn.layerSizes[1];
+    const Type t = params_.rnn.dataType;
+    rnn::detail::StepTensors s;
+    s.state = state[0];
+    s.out = params_.outputFullSequence ? slice.outputs[0] : scratchOut_;
+    s.own.resize(kOwn);
+    s.own[kXw] = gatesOf(slice.interimIn);
+    s.own[kInter] = slice.interimOut.valid()
+                        ? slice.interimOut
+                        : rnn::detail::addSequence(g, t, p_.layout.count(), B, H, 1,
+                                                   {dbg, "intermediates"});
+    s.own[kMask] = flags.mask;
+    s.own[kAtt] = p_.attSeq.valid() ? slice.inputs[0] : flags.mask;
+    if (!params_.resetAfter)
+      s.scratch = {addStep(g, t, B, H, {dbg, "rh"}), Tensor()}; // r*h, GruCellA's
+    return s;
+  }
 
-// The per-step loop (rnn::Rnn) with the products of the library and the cells' compute sets.
+  void connect(unsigned phase, Graph &g, VertexRef v, const std::vector<Interval> &rows,
+               const rnn::detail::StepTensors &s) const override {
+    if (params_.resetAfter)
+      connectResetAfter(g, v, rows, s);
+    else if (phase == 0)
+      connectA(g, v, rows, s);
+    else
+      connectB(g, v, rows, s);
+  }
+
+private:
+  // StepTensors::own: the step's xw as [3, B, H], its intermediates [n, B, H], mask, attention.
+  enum Own { kXw, kInter, kMask, kAtt, kOwn };
+
+  // The fields every forward cell has.
+  void common(Graph &g, VertexRef v, const std::vector<Interval> &rows,
+              const rnn::detail::StepTensors &s) const {
+    g.connect(v["h"], nn::work::rowList(s.state, rows));
+    g.connect(v["mask"], nn::work::rowElements(s.own[kMask], rows));
+    g.setInitialValue(v["activationClip"], activationClipOf(params_));
+    g.setInitialValue(v["activation"], static_cast<unsigned>(params_.activation));
+  }
+  void gateFields(Graph &g, VertexRef v, const std::vector<Interval> &rows,
+                  const rnn::detail::StepTensors &s) const {
+    g.connect(v["attention"], nn::work::rowElements(s.own[kAtt], rows));
+    connectPre(g, v, p_.layout, s.own[kInter], rows);
+    g.setInitialValue(v["recurrentActivation"],
+                      static_cast<unsigned>(params_.recurrentActivation));
+    g.setInitialValue(v["hasAttention"], p_.attSeq.valid());
+  }
+  void connectA(Graph &g, VertexRef v, const std::vector<Interval> &rows,
+                const rnn::detail::StepTensors &s) const {
+    const std::size_t B = params_.rnn.batchSize, H = params_.rnn.layerSizes[1];
+    const Tensor hwGates = s.product[0].reshape({B, 2, H}).dimShuffle({1, 0, 2});
+    g.connect(v["xw"], nn::work::gateSegments(s.own[kXw], rows, {0, 1, 2}));
+    g.connect(v["hw"], nn::work::gateSegments(hwGates, rows, {0, 1}));
+    g.connect(v["bias"], std::vector<Tensor>{p_.bias[0], p_.bias[1], p_.bias[2]});
+    g.connect(v["gates"], nn::work::gateSegments(s.own[kInter], rows, {0, 1}));
+    g.connect(v["rh"], nn::work::rowList(s.scratch[0], rows));
+    gateFields(g, v, rows, s);
+    common(g, v, rows, s);
+  }
+  void connectB(Graph &g, VertexRef v, const std::vector<Interval> &rows,
+                const rnn::detail::StepTensors &s) const {
+    const InterLayout &layout = p_.layout;
+    g.connect(v["xw"], nn::work::gateSegments(s.own[kXw], rows, {2}));
+    g.connect(v["chw"], nn::work::rowList(s.product[1], rows));
+    g.connect(v["bias"], std::vector<Tensor>{p_.bias[2]});
+    g.connect(v["u"], nn::work::gateSegments(s.own[kInter], rows, {1}));
+    g.connect(v["c"], nn::work::gateSegments(s.own[kInter], rows, {2}));
+    g.connect(v["out"], nn::work::rowList(s.out, rows));
+    g.connect(v["hSave"], layout.saveH ? nn::work::gateSegments(s.own[kInter], rows, {layout.hSlot()})
+                                       : std::vector<Tensor>{});
+    g.setInitialValue(v["rawCandidate"], rawCandidate(params_));
+    g.setInitialValue(v["saveH"], layout.saveH);
+    common(g, v, rows, s);
+  }
+  void connectResetAfter(Graph &g, VertexRef v, const std::vector<Interval> &rows,
+                         const rnn::detail::StepTensors &s) const {
+    const InterLayout &layout = p_.layout;
+    g.connect(v["xw"], nn::work::gateSegments(s.own[kXw], rows, {0, 1, 2}));
+    g.connect(v["hw"], nn::work::gateSegments(gatesOf(s.product[0]), rows, {0, 1, 2}));
+    g.connect(v["bias"], std::vector<Tensor>{p_.bias[0], p_.bias[1], p_.bias[2], p_.bias[3],
+                                             p_.bias[4], p_.bias[5]});
+    std::vector<unsigned> slots(layout.preSlot()); // all but a_r, a_u
+    for (unsigned j = 0; j < layout.preSlot(); ++j)
+      slots[j] = j;
+    g.connect(v["inter"], nn::work::gateSegments(s.own[kInter], rows, slots));
+    g.connect(v["out"], nn::work::rowList(s.out, rows));
+    g.setInitialValue(v["rawCandidate"], rawCandidate(params_));
+    g.setInitialValue(v["saveH"], layout.saveH);
+    gateFields(g, v, rows, s);
+    common(g, v, rows, s);
+  }
+
+  const GruParams &params_;
+  const FwdPlan &p_;
+  Tensor scratchOut_;
+};
+
+// The per-step loop (rnn::Rnn) of the forward step builder on the GRU's table row.
 ForwardResult stepLoop(Graph &graph, const GruParams &params, const GruOptions &opts,
                        const FwdPlan &p, const Tensor &stateInit, const GruWeights &weights,
                        Tensor *intermediates, Sequence &prog, const DebugContext &debug,
@@ -487,37 +501,23 @@ ForwardResult stepLoop(Graph &graph, const GruParams &params, const GruOptions &
   // The unfused step multiplies by a canonical copy of Wo (the fused loop packs it instead).
   const Tensor wo = canonicalMatrix(graph, params, weights.outputWeights, false, prog,
                                     {debug, "outputWeights"});
-  Tensor scratchOut;
-  if (!full)
-    scratchOut = addStep(graph, t, B, H, {debug, "stepOutput"});
-  auto body = [&](Graph &g, const rnn::TimeStepState &, const rnn::RnnBatchwiseFlags &flags,
-                  std::vector<Tensor> &state, const rnn::RnnSlice &slice, std::vector<Tensor> &,
-                  Sequence *, const DebugContext &dbg) {
-    Sequence step;
-    const FwdStep s{state[0],
-                    gatesOf(slice.interimIn),
-                    slice.interimOut.valid()
-                        ? slice.interimOut
-                        : rnn::detail::addSequence(g, t, p.layout.count(), B, H, 1,
-                                                   {dbg, "intermediates"}),
-                    full ? slice.outputs[0] : scratchOut,
-                    p.attSeq.valid() ? slice.inputs[0] : flags.mask,
-                    flags.mask};
-    if (!params.resetAfter)
-      resetBeforeStep(g, params, p, wo, s, step, dbg, cache);
-    else
-      resetAfterStep(g, params, p, wo, s, step, dbg, cache);
-    return step;
-  };
-  std::vector<Tensor> inputs;
+  const FwdCell cell(params, p, full ? Tensor() : addStep(graph, t, B, H, {debug, "stepOutput"}));
+  rnn::detail::LoopSpec spec{params.rnn};
+  spec.initState = {stateInit};
   if (p.attSeq.valid())
-    inputs.push_back(p.attSeq);
-  OptionFlags rnnOptions{{"codeReuse", opts.codeReuse ? "true" : "false"}};
-  Tensor interSeq = p.interSeq, xw = p.xw;
-  const auto finalState = rnn::Rnn(
-      graph, params.rnn, false, {stateInit}, {}, inputs, &xw, intermediates ? &interSeq : nullptr,
-      full ? std::vector<Tensor>{p.outSeq} : std::vector<Tensor>{}, {}, prog, body,
-      opts.numShards, rnnOptions, debug);
+    spec.inputs.push_back(p.attSeq);
+  spec.interimIn = &p.xw;
+  Tensor interSeq = p.interSeq;
+  spec.interimOut = intermediates ? &interSeq : nullptr;
+  if (full)
+    spec.outputs.push_back(p.outSeq);
+  spec.numShards = opts.numShards;
+  spec.codeReuse = opts.codeReuse;
+  const auto finalState = rnn::detail::forwardCellLoop(
+      graph,
+      rnn::detail::cellTable(params.resetAfter ? rnn::detail::CellKind::GruResetAfter
+                                               : rnn::detail::CellKind::GruResetBefore),
+      spec, {{wo, {}, {}}, p.mmOptions, cache}, cell, prog, debug);
   return {full ? p.outSeq : finalState[0], finalState[0]};
 }
 

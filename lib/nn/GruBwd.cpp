@@ -11,6 +11,7 @@
 //   dWi = X^T deltaX, db(x) = sum deltaX;
 //   resetAfter false: dWo_r,u = H_prev^T delta_r,u, dWo_c = (r*H_prev)^T delta_c;
 //   resetAfter true:  dWo = H_prev^T deltaH, db(h) = sum deltaH.
+#include "CellSteps.hpp"
 #include "GruInternal.hpp"
 
 #include "NnWork.hpp"
@@ -256,56 +257,6 @@ void planLoop(Graph &graph, const GruParams &params, const GruOptions &opts,
   }
 }
 
-// One step's gate gradients: [B, 3H] rows (dX, and dH with resetAfter) and their [3, B, H]
-// canonical gates, in the step's outputs or the gather form's temporaries.
-struct StepDeltas {
-  Tensor dX, dH, dGates, dHGates;
-};
-
-StepDeltas stepDeltas(const GruParams &params, const BwdPlan &p, const rnn::RnnSlice &slice) {
-  const std::size_t B = params.rnn.batchSize, H = params.rnn.layerSizes[1];
-  StepDeltas d;
-  if (p.interleaved) {
-    const Tensor temps = slice.interimOut; // [3 or 6, B, H]
-    d.dGates = temps.slice(0, 3, 0);
-    d.dX = d.dGates.dimShuffle({1, 0, 2}).reshape({B, 3 * H});
-    if (params.resetAfter) {
-      d.dHGates = temps.slice(3, 6, 0);
-      d.dH = d.dHGates.dimShuffle({1, 0, 2}).reshape({B, 3 * H});
-    }
-  } else {
-    d.dX = slice.outputs[0];
-    d.dGates = gatesOf(d.dX);
-    if (params.resetAfter) {
-      d.dH = slice.outputs[1];
-      d.dHGates = gatesOf(d.dH);
-    }
-  }
-  return d;
-}
-
-// The fields the backward cells share: mask, attention and its gradient, the activations and
-// the flags.
-struct CellCommon {
-  const GruParams &params;
-  const BwdPlan &p;
-  bool attention, full;
-  Tensor mask, att, attGrad;
-  void operator()(Graph &g, VertexRef v, const std::vector<Interval> &rows) const {
-    g.connect(v["mask"], nn::work::rowElements(mask, rows));
-    g.connect(v["attention"], nn::work::rowElements(att, rows));
-    g.connect(v["attGrad"], nn::work::rowElements(attGrad, rows));
-    g.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
-    g.setInitialValue(v["recurrentActivation"],
-                      static_cast<unsigned>(params.recurrentActivation));
-    g.setInitialValue(v["hasAttention"], attention);
-    g.setInitialValue(v["hasOutGrad"], full);
-    g.setInitialValue(v["rawCandidate"], rawCandidate(params));
-    g.setInitialValue(v["popnnHardSigmoidGrad"], p.popnnHardSigmoidGrad);
-    g.setInitialValue(v["activationClip"], activationClipOf(params));
-  }
-};
-
 // A backward cell's `pre` field: the given slots (a_r = 0, a_u = 1 after the layout's preSlot)
 // with the activation clip, else none.
 void connectPre(Graph &g, VertexRef v, const GruParams &params, const Tensor &fwd,
@@ -317,76 +268,125 @@ void connectPre(Graph &g, VertexRef v, const GruParams &params, const Tensor &fw
                                      : std::vector<Tensor>{});
 }
 
-// A reset-before step: GruBwdA, the product of the candidate's gradient by its Wo rows (r*h's
-// gradient), GruBwdB, then dhMM = [dr | du] . [Wo_r | Wo_u]^T.
-void resetBeforeStep(Graph &g, const GruParams &params, const BwdPlan &p, const StepDeltas &d,
-                     const CellCommon &common, const Tensor &fwd, const Tensor &hp,
-                     const Tensor &dy, const Tensor &carry, const Tensor &mm, Sequence &step,
-                     const DebugContext &dbg, linalg::PlanningCache *cache) {
-  const std::size_t H = params.rnn.layerSizes[1];
-  const Type t = params.rnn.dataType;
-  ComputeSet csA = g.addComputeSet({dbg, "gradA"});
-  addCellVertices(g, csA, util::templateVertex("aspen::nn::GruBwdA", t), carry,
-                  [&](VertexRef v, const std::vector<Interval> &rows) {
-                    g.connect(v["fwd"], nn::work::gateSegments(fwd, rows, {0, 1, 2}));
-                    g.connect(v["hPrev"], nn::work::rowList(hp, rows));
-                    g.connect(v["outGrad"], nn::work::rowList(dy, rows));
-                    g.connect(v["dhMM"], nn::work::rowList(mm, rows));
-                    g.connect(v["dhCarry"], nn::work::rowList(carry, rows));
-                    g.connect(v["delta"], nn::work::gateSegments(d.dGates, rows, {0, 1, 2}));
-                    connectPre(g, v, params, fwd, rows, {1});
-                    common(g, v, rows);
-                  });
-  step.add(Execute(csA));
-  const Tensor drh = linalg::matMul(g, d.dX.slice(2 * H, 3 * H, 1),
-                                    p.woT.slice(2 * H, 3 * H, 0), step, {dbg, "drh"},
-                                    p.mmOptions, cache);
-  ComputeSet csB = g.addComputeSet({dbg, "gradB"});
-  addCellVertices(g, csB, util::templateVertex("aspen::nn::GruBwdB", t), carry,
-                  [&](VertexRef v, const std::vector<Interval> &rows) {
-                    g.connect(v["reset"], nn::work::gateSegments(fwd, rows, {0}));
-                    g.connect(v["hPrev"], nn::work::rowList(hp, rows));
-                    g.connect(v["drh"], nn::work::rowList(drh, rows));
-                    g.connect(v["mask"], nn::work::rowElements(common.mask, rows));
-                    g.connect(v["dhCarry"], nn::work::rowList(carry, rows));
-                    g.connect(v["delta"], nn::work::gateSegments(d.dGates, rows, {0}));
-                    g.setInitialValue(v["recurrentActivation"],
-                                      static_cast<unsigned>(params.recurrentActivation));
-                    g.setInitialValue(v["popnnHardSigmoidGrad"], p.popnnHardSigmoidGrad);
-                    g.setInitialValue(v["activationClip"], activationClipOf(params));
-                    connectPre(g, v, params, fwd, rows, {0});
-                  });
-  step.add(Execute(csB));
-  linalg::matMulWithOutput(g, d.dX.slice(0, 2 * H, 1), p.woT.slice(0, 2 * H, 0), mm, step,
-                           {dbg, "dhMM"}, p.mmOptions, cache);
-}
+// The GRU's side of the backward step builder (rnn::detail::backwardStepBody): the step's
+// tensors (its gate gradients as [B, 3H] rows, dX, and dH with resetAfter, in the step's
+// outputs or the gather form's temporaries) and the fields of GruBwdA and GruBwdB (reset
+// before) or GruBwdResetAfter.
+class BwdCell final : public rnn::detail::CellSteps {
+public:
+  BwdCell(const GruParams &params, const BwdPlan &p, bool attention)
+      : params_(params), p_(p), attention_(attention) {}
 
-// A reset-after step: GruBwdResetAfter, then dhMM = dH . Wo^T.
-void resetAfterStep(Graph &g, const GruParams &params, const BwdPlan &p, const StepDeltas &d,
-                    const CellCommon &common, const Tensor &fwd, const Tensor &hp,
-                    const Tensor &dy, const Tensor &carry, const Tensor &mm, Sequence &step,
-                    const DebugContext &dbg, linalg::PlanningCache *cache) {
-  const InterLayout layout = interLayout(params);
-  ComputeSet cs = g.addComputeSet({dbg, "grad"});
-  addCellVertices(g, cs, util::templateVertex("aspen::nn::GruBwdResetAfter", params.rnn.dataType),
-                  carry, [&](VertexRef v, const std::vector<Interval> &rows) {
-                    g.connect(v["fwd"],
-                              nn::work::gateSegments(fwd, rows, {0, 1, 2, layout.nSlot()}));
-                    g.connect(v["hPrev"], nn::work::rowList(hp, rows));
-                    g.connect(v["outGrad"], nn::work::rowList(dy, rows));
-                    g.connect(v["dhMM"], nn::work::rowList(mm, rows));
-                    g.connect(v["dhCarry"], nn::work::rowList(carry, rows));
-                    g.connect(v["deltaX"], nn::work::gateSegments(d.dGates, rows, {0, 1, 2}));
-                    g.connect(v["deltaH"], nn::work::gateSegments(d.dHGates, rows, {0, 1, 2}));
-                    connectPre(g, v, params, fwd, rows, {0, 1});
-                    common(g, v, rows);
-                  });
-  step.add(Execute(cs));
-  linalg::matMulWithOutput(g, d.dH, p.woT, mm, step, {dbg, "dhMM"}, p.mmOptions, cache);
-}
+  rnn::detail::StepTensors begin(Graph &, std::vector<Tensor> &state, const rnn::RnnSlice &slice,
+                                 const rnn::RnnBatchwiseFlags &flags,
+                                 const DebugContext &) const override {
+    const std::size_t B = params_.rnn.batchSize, H = params_.rnn.layerSizes[1];
+    rnn::detail::StepTensors s;
+    s.state = state[0];
+    s.stateGrad = state[1];
+    s.own.resize(kOwn);
+    if (p_.interleaved) {
+      const Tensor temps = slice.interimOut; // [3 or 6, B, H]
+      s.own[kDGates] = temps.slice(0, 3, 0);
+      s.deltaX = s.own[kDGates].dimShuffle({1, 0, 2}).reshape({B, 3 * H});
+      if (params_.resetAfter) {
+        s.own[kDHGates] = temps.slice(3, 6, 0);
+        s.deltaH = s.own[kDHGates].dimShuffle({1, 0, 2}).reshape({B, 3 * H});
+      }
+    } else {
+      s.deltaX = slice.outputs[0];
+      s.own[kDGates] = gatesOf(s.deltaX);
+      if (params_.resetAfter) {
+        s.deltaH = slice.outputs[1];
+        s.own[kDHGates] = gatesOf(s.deltaH);
+      }
+    }
+    if (p_.inputGradSeq.valid()) // the input gradient step by step (interleaved WU)
+      s.inputGrad = slice.outputs[p_.deltaX.valid() ? 1 : 0];
+    s.own[kFwd] = slice.inputs[0];
+    s.own[kHPrev] = slice.inputs[1];
+    s.own[kOutGrad] = params_.outputFullSequence ? slice.inputs[2] : state[0];
+    s.own[kMask] = flags.mask;
+    s.own[kAtt] = attention_ ? slice.inputs.back() : flags.mask;
+    s.own[kAttGrad] = attention_ ? slice.outputs.back() : flags.inverse;
+    return s;
+  }
 
-// The per-step loop (rnn::detail::runLoop, the gather form when the weight update is
-// interleaved). Returns its final state.
+  void connect(unsigned phase, Graph &g, VertexRef v, const std::vector<Interval> &rows,
+               const rnn::detail::StepTensors &s) const override {
+    if (params_.resetAfter)
+      connectResetAfter(g, v, rows, s);
+    else if (phase == 0)
+      connectA(g, v, rows, s);
+    else
+      connectB(g, v, rows, s);
+  }
+
+private:
+  // StepTensors::own: the gate gradients as [3, B, H] (dX's, dH's), the saved forward
+  // [n, B, H], h_{t-1}, dy (dhCarry when only the last output is), the mask, the attention
+  // and its gradient.
+  enum Own { kDGates, kDHGates, kFwd, kHPrev, kOutGrad, kMask, kAtt, kAttGrad, kOwn };
+
+  // The fields GruBwdA and GruBwdResetAfter share.
+  void common(Graph &g, VertexRef v, const std::vector<Interval> &rows,
+              const rnn::detail::StepTensors &s) const {
+    g.connect(v["hPrev"], nn::work::rowList(s.own[kHPrev], rows));
+    g.connect(v["outGrad"], nn::work::rowList(s.own[kOutGrad], rows));
+    g.connect(v["dhMM"], nn::work::rowList(s.stateGrad, rows));
+    g.connect(v["dhCarry"], nn::work::rowList(s.state, rows));
+    g.connect(v["mask"], nn::work::rowElements(s.own[kMask], rows));
+    g.connect(v["attention"], nn::work::rowElements(s.own[kAtt], rows));
+    g.connect(v["attGrad"], nn::work::rowElements(s.own[kAttGrad], rows));
+    g.setInitialValue(v["activation"], static_cast<unsigned>(params_.activation));
+    g.setInitialValue(v["recurrentActivation"],
+                      static_cast<unsigned>(params_.recurrentActivation));
+    g.setInitialValue(v["hasAttention"], attention_);
+    g.setInitialValue(v["hasOutGrad"], params_.outputFullSequence);
+    g.setInitialValue(v["rawCandidate"], rawCandidate(params_));
+    g.setInitialValue(v["popnnHardSigmoidGrad"], p_.popnnHardSigmoidGrad);
+    g.setInitialValue(v["activationClip"], activationClipOf(params_));
+  }
+  void connectA(Graph &g, VertexRef v, const std::vector<Interval> &rows,
+                const rnn::detail::StepTensors &s) const {
+    const Tensor &fwd = s.own[kFwd];
+    g.connect(v["fwd"], nn::work::gateSegments(fwd, rows, {0, 1, 2}));
+    g.connect(v["delta"], nn::work::gateSegments(s.own[kDGates], rows, {0, 1, 2}));
+    connectPre(g, v, params_, fwd, rows, {1});
+    common(g, v, rows, s);
+  }
+  void connectB(Graph &g, VertexRef v, const std::vector<Interval> &rows,
+                const rnn::detail::StepTensors &s) const {
+    const Tensor &fwd = s.own[kFwd];
+    g.connect(v["reset"], nn::work::gateSegments(fwd, rows, {0}));
+    g.connect(v["hPrev"], nn::work::rowList(s.own[kHPrev], rows));
+    g.connect(v["drh"], nn::work::rowList(s.product[0], rows));
+    g.connect(v["mask"], nn::work::rowElements(s.own[kMask], rows));
+    g.connect(v["dhCarry"], nn::work::rowList(s.state, rows));
+    g.connect(v["delta"], nn::work::gateSegments(s.own[kDGates], rows, {0}));
+    g.setInitialValue(v["recurrentActivation"],
+                      static_cast<unsigned>(params_.recurrentActivation));
+    g.setInitialValue(v["popnnHardSigmoidGrad"], p_.popnnHardSigmoidGrad);
+    g.setInitialValue(v["activationClip"], activationClipOf(params_));
+    connectPre(g, v, params_, fwd, rows, {0});
+  }
+  void connectResetAfter(Graph &g, VertexRef v, const std::vector<Interval> &rows,
+                         const rnn::detail::StepTensors &s) const {
+    const Tensor &fwd = s.own[kFwd];
+    g.connect(v["fwd"], nn::work::gateSegments(fwd, rows, {0, 1, 2, interLayout(params_).nSlot()}));
+    g.connect(v["deltaX"], nn::work::gateSegments(s.own[kDGates], rows, {0, 1, 2}));
+    g.connect(v["deltaH"], nn::work::gateSegments(s.own[kDHGates], rows, {0, 1, 2}));
+    connectPre(g, v, params_, fwd, rows, {0, 1});
+    common(g, v, rows, s);
+  }
+
+  const GruParams &params_;
+  const BwdPlan &p_;
+  bool attention_;
+};
+
+// The backward loop (the gather form when the weight update is interleaved) of the backward
+// builder on the GRU's table row. Returns its final state.
 std::vector<Tensor> stepLoop(Graph &graph, const GruParams &params, const GruOptions &opts,
                              const BwdPlan &p, const BwdRequest &req, const Tensor &input,
                              const Tensor &fwdIntermediates, const Tensor &outputGrad,
@@ -394,9 +394,8 @@ std::vector<Tensor> stepLoop(Graph &graph, const GruParams &params, const GruOpt
                              const DebugContext &debug, linalg::PlanningCache *cache) {
   const std::size_t B = params.rnn.batchSize;
   const std::size_t I = params.rnn.layerSizes[0], H = params.rnn.layerSizes[1];
-  const bool full = params.outputFullSequence;
   std::vector<Tensor> inputs{fwdIntermediates, p.hPrev};
-  if (full)
+  if (params.outputFullSequence)
     inputs.push_back(outputGrad);
   if (req.attention)
     inputs.push_back(p.attSeq);
@@ -404,36 +403,10 @@ std::vector<Tensor> stepLoop(Graph &graph, const GruParams &params, const GruOpt
   for (const Tensor *t : {&p.deltaX, &p.deltaH, &p.inputGradSeq, &p.attGradSeq})
     if (t->valid())
       outputs.push_back(*t);
-  auto body = [&](Graph &g, const rnn::TimeStepState &, const rnn::RnnBatchwiseFlags &flags,
-                  std::vector<Tensor> &state, const rnn::RnnSlice &slice, std::vector<Tensor> &,
-                  Sequence *, const DebugContext &dbg) {
-    Sequence step;
-    const Tensor &carry = state[0], &mm = state[1];
-    const Tensor fwd = slice.inputs[0], hp = slice.inputs[1]; // [n, B, H], [B, H]
-    const Tensor dy = full ? slice.inputs[2] : carry;
-    const StepDeltas d = stepDeltas(params, p, slice);
-    const CellCommon common{params,
-                            p,
-                            req.attention != nullptr,
-                            full,
-                            flags.mask,
-                            req.attention ? slice.inputs.back() : flags.mask,
-                            req.attention ? slice.outputs.back() : flags.inverse};
-    if (!params.resetAfter)
-      resetBeforeStep(g, params, p, d, common, fwd, hp, dy, carry, mm, step, dbg, cache);
-    else
-      resetAfterStep(g, params, p, d, common, fwd, hp, dy, carry, mm, step, dbg, cache);
-    if (p.inputGradSeq.valid()) // the input gradient step by step (interleaved WU)
-      linalg::matMulWithOutput(g, d.dX, p.wiT, slice.outputs[p.deltaX.valid() ? 1 : 0], step,
-                               {dbg, "inputGrad"}, p.mmOptions, cache);
-    return step;
-  };
   rnn::detail::LoopSpec spec{params.rnn};
-  spec.reverse = true;
   spec.initState = init;
   spec.inputs = inputs;
   spec.outputs = outputs;
-  spec.loopFn = body;
   spec.numShards = opts.numShards;
   spec.codeReuse = opts.codeReuse;
   if (p.interleaved) {
@@ -457,7 +430,12 @@ std::vector<Tensor> stepLoop(Graph &graph, const GruParams &params, const GruOpt
       return s;
     };
   }
-  return rnn::detail::runLoop(graph, spec, prog, {debug, "loop"});
+  const BwdCell cell(params, p, req.attention != nullptr);
+  return rnn::detail::backwardCellLoop(
+      graph,
+      rnn::detail::cellTable(params.resetAfter ? rnn::detail::CellKind::GruResetAfter
+                                               : rnn::detail::CellKind::GruResetBefore),
+      spec, {{p.woT, p.wiT, {}}, p.mmOptions, cache}, cell, prog, {debug, "loop"});
 }
 
 // The attention's gradient [B, T] from its sequence.

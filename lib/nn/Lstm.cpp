@@ -4,6 +4,7 @@
 //   pre = [x_t | h] . [Wi; Wo]          one product of [B, I+H] x [I+H, 4H] (the default), or
 //   pre = XW_t + h . Wo                 preCalcWeights: XW = X . Wi for all steps before the loop
 //   LstmCellFwd(pre, biases, c, h) ->   h, c in place, the step's output and intermediates
+#include "CellSteps.hpp"
 #include "LstmInternal.hpp"
 
 #include <aspen/Error.hpp>
@@ -243,30 +244,6 @@ void checkInput(const LstmParams &params, const Tensor &in, const std::string &w
              params.rnn.dataType, what);
 }
 
-namespace {
-
-// A product-then-cell step's products: {pre, preIn} for the cell, pre = h . Wo with the
-// step's pre-weighted input as preIn (preCalc), else [x_t | h] . [Wi; Wo] (or h . Wo without
-// input weights) and no preIn.
-std::pair<Tensor, Tensor> stepProducts(Graph &g, const LstmParams &params, bool preCalc,
-                                       const Tensor &h, const rnn::RnnSlice &slice,
-                                       const Tensor &w, const Tensor &wo,
-                                       const OptionFlags &mmOptions, Sequence &step,
-                                       const DebugContext &dbg, linalg::PlanningCache *cache) {
-  const std::size_t B = params.rnn.batchSize, I = inputSize(params), H = hSize(params);
-  if (preCalc) // the cell adds the step's pre-weighted input to h . Wo
-    return {linalg::matMul(g, h, wo, step, {dbg, "recurrent"}, mmOptions, cache),
-            slice.interimIn};
-  if (!params.doInputWeightCalc)
-    return {linalg::matMul(g, h, wo, step, {dbg, "gates"}, mmOptions, cache), Tensor()};
-  Tensor xh = rnn::detail::addStep(g, params.rnn.dataType, B, I + H, {dbg, "xh"});
-  step.add(Copy(slice.inputs[0], xh.slice(0, I, 1)));
-  step.add(Copy(h, xh.slice(I, I + H, 1)));
-  return {linalg::matMul(g, xh, w, step, {dbg, "gates"}, mmOptions, cache), Tensor()};
-}
-
-} // namespace
-
 ForwardSequences forwardSequences(Graph &graph, const LstmParams &params,
                                   const LstmOptions &opts, const LstmWeights &weights,
                                   const Tensor &in, const InterLayout &layout, Tensor *inter, bool fullSequence,
@@ -297,12 +274,82 @@ ForwardSequences forwardSequences(Graph &graph, const LstmParams &params,
   return s;
 }
 
+namespace {
+
+// The LSTM's side of the forward step builder (rnn::detail::forwardStepBody): the step's
+// tensors and the fields of LstmCellFwd and, projected, of RnnMaskedRows. A projected step's
+// cell writes m_t (mState, and mOut, zero past a row's length, the scratch the projection
+// reads); h_t = mOut . Wp is taken into the state h by the rows still running.
+class FwdCell final : public rnn::detail::CellSteps {
+public:
+  FwdCell(const LstmParams &params, Tensor bias, bool full, bool stepWeighsInput, bool preCalc,
+          InterLayout saved, Tensor scratchOut, Graph &graph, const DebugContext &debug)
+      : params_(params), bias_(std::move(bias)), full_(full), stepWeighsInput_(stepWeighsInput),
+        preCalc_(preCalc), saved_(saved), scratchOut_(std::move(scratchOut)) {
+    if (!projected())
+      return;
+    const std::size_t B = params.rnn.batchSize, H = outputSize(params);
+    mState_ = rnn::detail::addStep(graph, params.rnn.dataType, B, H, {debug, "cellOutputState"});
+    mOut_ = rnn::detail::addStep(graph, params.rnn.dataType, B, H, {debug, "cellOutput"});
+  }
+
+  bool projected() const override { return params_.projSize != 0; }
+
+  rnn::detail::StepTensors begin(Graph &, std::vector<Tensor> &state, const rnn::RnnSlice &slice,
+                                 const rnn::RnnBatchwiseFlags &flags,
+                                 const DebugContext &) const override {
+    rnn::detail::StepTensors s;
+    s.state = state[0];
+    if (stepWeighsInput_)
+      s.input = slice.inputs[0];
+    s.out = full_ ? slice.outputs[0] : scratchOut_;
+    s.scratch = {mOut_, Tensor()};
+    s.own = {state[1], preCalc_ ? slice.interimIn : Tensor(),
+             saved_.count() > 0 ? slice.interimOut : Tensor(), flags.mask};
+    return s;
+  }
+
+  Tensor rowsOf(unsigned phase, const rnn::detail::StepTensors &s) const override {
+    return phase == 0 && projected() ? mState_ : s.state;
+  }
+
+  void connect(unsigned phase, Graph &g, VertexRef v, const std::vector<Interval> &rows,
+               const rnn::detail::StepTensors &s) const override {
+    const Tensor &c = s.own[0], &preIn = s.own[1], &inter = s.own[2], &mask = s.own[3];
+    if (phase == 1) {
+      connectMaskedRows(g, v, rows, s.out, s.state, mask);
+      return;
+    }
+    const InterLayout cellPart = saved_.cellPart();
+    connectCellFwd(g, params_, v, rows, s.product[0], preIn, bias_, c,
+                   projected() ? mState_ : s.state, projected() ? mOut_ : s.out,
+                   inter.valid() ? inter.slice(0, cellPart.count(), 0) : inter, cellPart, mask);
+  }
+
+  // A projected step keeps h_t in the first P columns of its slot.
+  void finish(Graph &, const rnn::detail::StepTensors &s, Sequence &step,
+              const DebugContext &) const override {
+    const Tensor &inter = s.own[2];
+    if (projected() && inter.valid() && saved_.saveH)
+      step.add(Copy(s.out, inter[saved_.count() - 1].slice(0, params_.projSize, 1)));
+  }
+
+private:
+  const LstmParams &params_;
+  Tensor bias_;
+  bool full_, stepWeighsInput_, preCalc_;
+  InterLayout saved_;
+  Tensor scratchOut_, mState_, mOut_;
+};
+
+} // namespace
+
 std::pair<Tensor, Tensor> forward(Graph &graph, const LstmParams &params, const LstmOptions &opts,
                                   const LstmState &stateInit, const LstmWeights &weights,
                                   const Tensor &in, const InterLayout &layout, Tensor *inter,
                                   bool fullSequence, Sequence &prog, const DebugContext &debug,
                                   linalg::PlanningCache *cache) {
-  const std::size_t B = params.rnn.batchSize, H = outputSize(params);
+  const std::size_t B = params.rnn.batchSize;
   const Type t = params.rnn.dataType;
   const OptionFlags mmOptions = matMulOptions(opts, "TRAINING_FWD");
   const Tensor wi = asMatrix(weights.inputWeights), wo = asMatrix(weights.outputWeights);
@@ -315,7 +362,6 @@ std::pair<Tensor, Tensor> forward(Graph &graph, const LstmParams &params, const 
                                            fullSequence, preCalc, prog, debug, cache);
   const Tensor &weighted = seqs.weighted, &outSeq = seqs.outSeq;
   Tensor &interSeq = seqs.interSeq;
-  const Tensor w = concat(wi, wo, 0); // [I+R, 4H]
   if (persistent.use)
     return persistentForward(graph, params, persistent, stateInit, weights,
                              preCalc ? weighted : Tensor(), outSeq, interSeq,
@@ -327,53 +373,21 @@ std::pair<Tensor, Tensor> forward(Graph &graph, const LstmParams &params, const 
   Tensor scratchOut; // the step's output h_t when the sequence is not kept
   if (!fullSequence)
     scratchOut = rnn::detail::addStep(graph, t, B, hSize(params), {debug, "stepOutput"});
-  // A projected step: the cell writes m_t (mState, and mOut, zero past a row's length), then
-  // h_t = mOut . Wp, taken into the state h by the rows still running.
-  const bool projected = params.projSize != 0;
-  Tensor mState, mOut;
-  if (projected) {
-    mState = rnn::detail::addStep(graph, t, B, H, {debug, "cellOutputState"});
-    mOut = rnn::detail::addStep(graph, t, B, H, {debug, "cellOutput"});
-  }
-  const InterLayout saved = inter ? layout : InterLayout{};
-
-  std::vector<Tensor> inputs;
+  const FwdCell cell(params, weights.biases, fullSequence, weighInput && !preCalc, preCalc,
+                     inter ? layout : InterLayout{}, scratchOut, graph, debug);
+  rnn::detail::LoopSpec spec{params.rnn};
+  spec.initState = {stateInit.output, stateInit.cellState};
   if (weighInput && !preCalc)
-    inputs.push_back(in);
-  auto body = [&](Graph &g, const rnn::TimeStepState &, const rnn::RnnBatchwiseFlags &flags,
-                  std::vector<Tensor> &state, const rnn::RnnSlice &slice, std::vector<Tensor> &,
-                  Sequence *, const DebugContext &dbg) {
-    Sequence step;
-    const Tensor &h = state[0], &c = state[1];
-    const Tensor &stepOut = fullSequence ? slice.outputs[0] : scratchOut;
-    const Tensor stepInter = layout.count() > 0 && inter ? slice.interimOut : Tensor();
-    const auto [pre, preIn] =
-        stepProducts(g, params, preCalc, h, slice, w, wo, mmOptions, step, dbg, cache);
-    ComputeSet cs = g.addComputeSet({dbg, "cell"});
-    const InterLayout cellPart = saved.cellPart();
-    addCellFwd(g, params, cs, pre, preIn, weights.biases, c, projected ? mState : h,
-               projected ? mOut : stepOut,
-               stepInter.valid() ? stepInter.slice(0, cellPart.count(), 0) : stepInter, cellPart,
-               flags.mask);
-    step.add(Execute(cs));
-    if (!projected)
-      return step;
-    linalg::matMulWithOutput(g, mOut, weights.projection, stepOut, step, {dbg, "projection"},
-                             mmOptions, cache);
-    ComputeSet keep = g.addComputeSet({dbg, "projectedState"});
-    addMaskedRows(g, params, keep, stepOut, h, flags.mask);
-    step.add(Execute(keep));
-    if (stepInter.valid() && saved.saveH) // h_t in the first P columns of its slot
-      step.add(Copy(stepOut, stepInter[saved.count() - 1].slice(0, params.projSize, 1)));
-    return step;
-  };
-  OptionFlags rnnOptions{{"codeReuse", opts.codeReuse ? "true" : "false"}};
-  Tensor *interOut = inter && layout.count() > 0 ? &interSeq : nullptr;
-  const auto finalState = rnn::Rnn(
-      graph, params.rnn, false, {stateInit.output, stateInit.cellState}, {}, inputs,
-      preCalc ? &weighted : nullptr, interOut, fullSequence ? std::vector<Tensor>{outSeq}
-                                                            : std::vector<Tensor>{},
-      {}, prog, body, opts.numShards, rnnOptions, debug);
+    spec.inputs.push_back(in);
+  spec.interimIn = preCalc ? &weighted : nullptr;
+  spec.interimOut = inter && layout.count() > 0 ? &interSeq : nullptr;
+  if (fullSequence)
+    spec.outputs.push_back(outSeq);
+  spec.numShards = opts.numShards;
+  spec.codeReuse = opts.codeReuse;
+  const auto finalState = rnn::detail::forwardCellLoop(
+      graph, rnn::detail::cellTable(rnn::detail::CellKind::Lstm), spec,
+      {{wo, wi, weights.projection}, mmOptions, cache}, cell, prog, debug);
   return {fullSequence ? outSeq : finalState[0], finalState[1]};
 }
 

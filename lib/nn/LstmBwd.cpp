@@ -7,6 +7,7 @@
 // Weight update: acc [I+H+1, 4H] += [x_t | h_{t-1} | 1]^T . delta_t, over all steps after the loop
 // (rnnStepsPerWU = 0) or every k steps inside it (gathered windows of k steps); the rows of acc
 // are then the gradients of Wi, Wo and the biases.
+#include "CellSteps.hpp"
 #include "LstmInternal.hpp"
 
 #include <aspen/Error.hpp>
@@ -320,20 +321,17 @@ BwdPlan planBackward(Graph &graph, const LstmParams &params, const LstmOptions &
 rnn::detail::LoopSpec backwardLoopSpec(const LstmParams &params, const LstmOptions &opts,
                                        const BwdPlan &p, const SavedForward &saved,
                                        const Tensor &input, const Tensor &outputGrad,
-                                       const std::vector<Tensor> &init,
-                                       const rnn::LoopBodyType &body, Tensor &deltaRowsSeq,
+                                       const std::vector<Tensor> &init, Tensor &deltaRowsSeq,
                                        linalg::PlanningCache *cache) {
   const std::size_t B = params.rnn.batchSize, H = params.rnn.layerSizes[1];
   std::vector<Tensor> inputs{saved.gates, saved.cellSeq};
   if (params.outputFullSequence)
     inputs.push_back(outputGrad);
   rnn::detail::LoopSpec spec{params.rnn};
-  spec.reverse = true;
   spec.initState = init;
   spec.inputs = inputs;
   if (p.inputGradInLoop)
     spec.outputs.push_back(p.inputGradSeq);
-  spec.loopFn = body;
   spec.numShards = opts.numShards;
   spec.codeReuse = opts.codeReuse;
   if (p.interleaved) {
@@ -364,64 +362,97 @@ rnn::detail::LoopSpec backwardLoopSpec(const LstmParams &params, const LstmOptio
   return spec;
 }
 
-// The per-step loop (rnn::detail::runLoop, the gather form when the weight update is
-// interleaved): each step the backward cell, then delta . W^T. Returns the final state.
+// The LSTM's side of the backward step builder (rnn::detail::backwardStepBody): the step's
+// tensors and the fields of LstmCellBwd and, projected, of LstmProjectionGrad. The cell's
+// incoming gradient is dh (outGrad + dhMM + dhCarry), or with a projection dm = dh . Wp^T, dh
+// formed (and kept) first.
+class BwdCell final : public rnn::detail::CellSteps {
+public:
+  BwdCell(const LstmParams &params, const LstmOptions &opts, const BwdPlan &p, bool rawCell)
+      : params_(params), opts_(opts), p_(p), rawCell_(rawCell) {}
+
+  bool projected() const override { return params_.projSize != 0; }
+
+  rnn::detail::StepTensors begin(Graph &g, std::vector<Tensor> &state, const rnn::RnnSlice &slice,
+                                 const rnn::RnnBatchwiseFlags &flags,
+                                 const DebugContext &dbg) const override {
+    const std::size_t B = params_.rnn.batchSize, H = params_.rnn.layerSizes[1];
+    const Type t = params_.rnn.dataType;
+    rnn::detail::StepTensors s;
+    s.state = state[0];
+    s.stateGrad = state[2];
+    if (p_.inputGradInLoop)
+      s.inputGrad = slice.outputs[0];
+    // delta: the step's gate gradients as [B, 4H] rows, or the gather form's [4, B, H]
+    // temporary.
+    Tensor deltaGates;
+    if (p_.interleaved) {
+      deltaGates = slice.interimOut;
+      s.deltaX = deltaGates.dimShuffle({1, 0, 2}).reshape({B, 4 * H});
+    } else {
+      s.deltaX = slice.interimOut.valid() ? slice.interimOut
+                                          : rnn::detail::addStep(g, t, B, 4 * H, {dbg, "delta"});
+      deltaGates = s.deltaX.reshape({B, 4, H}).dimShuffle({1, 0, 2});
+    }
+    if (projected())
+      s.scratch = {p_.dhSeq.valid() ? slice.outputs.back()
+                                    : rnn::detail::addStep(g, t, B, params_.projSize, {dbg, "dh"}),
+                   p_.dm};
+    const Tensor outGrad = params_.outputFullSequence ? slice.inputs[2] : Tensor();
+    s.own = {deltaGates, slice.inputs[0], slice.inputs[1], outGrad, state[1], flags.mask,
+             projected() ? state[3] : Tensor(),
+             p_.interleaved && p_.deltaRowsSeq.valid()
+                 ? slice.outputs[p_.inputGradInLoop ? 1 : 0]
+                 : Tensor()};
+    return s;
+  }
+
+  Tensor rowsOf(unsigned phase, const rnn::detail::StepTensors &s) const override {
+    return phase == 0 ? s.state : s.own[kDcState];
+  }
+
+  void connect(unsigned phase, Graph &g, VertexRef v, const std::vector<Interval> &rows,
+               const rnn::detail::StepTensors &s) const override {
+    const Tensor &outGrad = s.own[kOutGrad], &mask = s.own[kMask];
+    if (phase == 0) {
+      connectProjectionGrad(g, v, rows, outGrad, s.stateGrad, s.state, s.scratch[0], mask);
+      return;
+    }
+    connectCellBwd(g, params_, opts_, v, rows, s.own[kFwd], s.own[kCell], rawCell_,
+                   projected() ? Tensor() : outGrad, projected() ? s.scratch[1] : s.stateGrad,
+                   projected() ? s.own[kCellCarry] : s.state, s.own[kDcState],
+                   s.own[kDeltaGates], mask);
+  }
+
+  // The gather form keeps every step's gate gradients when they are asked for.
+  void finish(Graph &, const rnn::detail::StepTensors &s, Sequence &step,
+              const DebugContext &) const override {
+    if (s.own[kKeptDelta].valid())
+      step.add(Copy(s.deltaX, s.own[kKeptDelta]));
+  }
+
+private:
+  enum Own { kDeltaGates, kFwd, kCell, kOutGrad, kDcState, kMask, kCellCarry, kKeptDelta };
+  const LstmParams &params_;
+  const LstmOptions &opts_;
+  const BwdPlan &p_;
+  bool rawCell_;
+};
+
+// The backward loop (the gather form when the weight update is interleaved) of the backward
+// builder on the LSTM's table row. Returns the final state.
 std::vector<Tensor> stepLoop(Graph &graph, const LstmParams &params, const LstmOptions &opts,
                              const BwdPlan &p, const SavedForward &saved, const Tensor &input,
                              const Tensor &outputGrad, const std::vector<Tensor> &init,
                              Sequence &prog, const DebugContext &debug,
                              linalg::PlanningCache *cache) {
-  const std::size_t B = params.rnn.batchSize, H = params.rnn.layerSizes[1];
-  const Type t = params.rnn.dataType;
-  const bool full = params.outputFullSequence;
-  const bool projected = params.projSize != 0;
-  auto body = [&](Graph &g, const rnn::TimeStepState &, const rnn::RnnBatchwiseFlags &flags,
-                  std::vector<Tensor> &state, const rnn::RnnSlice &slice, std::vector<Tensor> &,
-                  Sequence *, const DebugContext &dbg) {
-    Sequence step;
-    const Tensor &carry = state[0], &dcState = state[1], &mm = state[2];
-    // delta: the step's gate gradients as [B, 4H] rows, or the gather form's [4, B, H] temporary.
-    Tensor deltaRows, deltaGates;
-    if (p.interleaved) {
-      deltaGates = slice.interimOut;
-      deltaRows = deltaGates.dimShuffle({1, 0, 2}).reshape({B, 4 * H});
-    } else {
-      deltaRows = slice.interimOut.valid() ? slice.interimOut
-                                           : rnn::detail::addStep(g, t, B, 4 * H, {dbg, "delta"});
-      deltaGates = deltaRows.reshape({B, 4, H}).dimShuffle({1, 0, 2});
-    }
-    // The cell's incoming gradient: dh (outGrad + dhMM + dhCarry), or with a projection
-    // dm = dh . Wp^T, dh formed (and kept) first.
-    Tensor cellOutGrad = full ? slice.inputs[2] : Tensor(), cellMM = mm, cellCarry = carry;
-    if (projected) {
-      const Tensor dh = p.dhSeq.valid() ? slice.outputs.back()
-                                        : rnn::detail::addStep(g, t, B, params.projSize,
-                                                               {dbg, "dh"});
-      ComputeSet dhCs = g.addComputeSet({dbg, "projectionGrad"});
-      addProjectionGrad(g, params, dhCs, cellOutGrad, mm, carry, dh, flags.mask);
-      step.add(Execute(dhCs));
-      linalg::matMulWithOutput(g, dh, p.projT, p.dm, step, {dbg, "cellOutputGrad"}, p.mmOptions,
-                               cache);
-      cellOutGrad = Tensor();
-      cellMM = p.dm;
-      cellCarry = state[3];
-    }
-    ComputeSet cs = g.addComputeSet({dbg, "cellGrad"});
-    addCellBwd(g, params, opts, cs, slice.inputs[0], slice.inputs[1], saved.rawCell, cellOutGrad,
-               cellMM, cellCarry, dcState, deltaGates, flags.mask);
-    step.add(Execute(cs));
-    linalg::matMulWithOutput(g, deltaRows, p.wT,
-                             p.inputGradInLoop ? concat(slice.outputs[0], mm, 1) : mm, step,
-                             {dbg, "stateGrad"}, p.mmOptions, cache);
-    if (p.interleaved && p.deltaRowsSeq.valid())
-      step.add(Copy(deltaRows, slice.outputs.back()));
-    return step;
-  };
-
-  Tensor deltaRowsSeq = p.deltaRowsSeq; // runLoop fills it (the spec points at it)
+  const BwdCell cell(params, opts, p, saved.rawCell);
+  Tensor deltaRowsSeq = p.deltaRowsSeq; // the loop fills it (the spec points at it)
   const rnn::detail::LoopSpec spec = backwardLoopSpec(params, opts, p, saved, input, outputGrad,
-                                                      init, body, deltaRowsSeq, cache);
-  return rnn::detail::runLoop(graph, spec, prog, {debug, "loop"});
+                                                      init, deltaRowsSeq, cache);
+  return rnn::detail::backwardCellLoop(graph, rnn::detail::cellTable(rnn::detail::CellKind::Lstm),
+                                       spec, {{p.wT, {}, p.projT}, p.mmOptions, cache}, cell,
+                                       prog, {debug, "loop"});
 }
 
 // A projected layer's bwdIntermediates slot 4, [T, 1, B, H]: dh_t [T, B, P] in the first P

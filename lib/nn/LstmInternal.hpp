@@ -87,26 +87,29 @@ Tensor asMatrix(const Tensor &weights);
 // Reverse of asMatrix for a [n, 4H] matrix: [4, n, H].
 Tensor fromMatrix(const Tensor &matrix);
 
-// One step of the forward cell over the rows of hState. pre [B, 4H] (slot columns), plus preIn
-// of the same shape when valid (the pre-weighted input).
-void addCellFwd(Graph &graph, const LstmParams &params, ComputeSet cs, const Tensor &pre,
-                const Tensor &preIn, const Tensor &bias, const Tensor &cState, const Tensor &hState, const Tensor &out,
-                const Tensor &inter, const InterLayout &layout, const Tensor &mask);
-// One step of the backward cell. fwd: [4, B, H] canonical gates; cell: [2, B, H]; delta
-// [4, B, H] in slot order; outGrad may be invalid.
-// opts.hardSigmoidGradient picks HARD_SIGMOID's derivative.
-void addCellBwd(Graph &graph, const LstmParams &params, const LstmOptions &opts, ComputeSet cs,
-                const Tensor &fwd, const Tensor &cell, bool rawCell, const Tensor &outGrad, const Tensor &dhMM,
-                const Tensor &dhCarry, const Tensor &dcState, const Tensor &delta,
-                const Tensor &mask);
+// The fields of the step builder's LSTM vertices (CellSteps.hpp) for the rows `rows`.
+// LstmCellFwd: pre [B, 4H] (slot columns), plus preIn of the same shape when valid (the
+// pre-weighted input).
+void connectCellFwd(Graph &graph, const LstmParams &params, VertexRef v,
+                    const std::vector<Interval> &rows, const Tensor &pre, const Tensor &preIn,
+                    const Tensor &bias, const Tensor &cState, const Tensor &hState,
+                    const Tensor &out, const Tensor &inter, const InterLayout &layout,
+                    const Tensor &mask);
+// LstmCellBwd: fwd [4, B, H] canonical gates; cell [2, B, H]; delta [4, B, H] in slot order;
+// outGrad may be invalid. opts.hardSigmoidGradient picks HARD_SIGMOID's derivative.
+void connectCellBwd(Graph &graph, const LstmParams &params, const LstmOptions &opts, VertexRef v,
+                    const std::vector<Interval> &rows, const Tensor &fwd, const Tensor &cell,
+                    bool rawCell, const Tensor &outGrad, const Tensor &dhMM,
+                    const Tensor &dhCarry, const Tensor &dcState, const Tensor &delta,
+                    const Tensor &mask);
 // The projected layer's steps: h = hNew in the rows whose mask is non-zero (RnnMaskedRows),
 // and the gradient reaching h_t from dhMM, dhCarry and outGrad (LstmProjectionGrad; outGrad may
 // be invalid), dhCarry updated as LstmCellBwd would.
-void addMaskedRows(Graph &graph, const LstmParams &params, ComputeSet cs, const Tensor &from,
-                   const Tensor &to, const Tensor &mask);
-void addProjectionGrad(Graph &graph, const LstmParams &params, ComputeSet cs,
-                       const Tensor &outGrad, const Tensor &dhMM, const Tensor &dhCarry,
-                       const Tensor &dh, const Tensor &mask);
+void connectMaskedRows(Graph &graph, VertexRef v, const std::vector<Interval> &rows,
+                       const Tensor &from, const Tensor &to, const Tensor &mask);
+void connectProjectionGrad(Graph &graph, VertexRef v, const std::vector<Interval> &rows,
+                           const Tensor &outGrad, const Tensor &dhMM, const Tensor &dhCarry,
+                           const Tensor &dh, const Tensor &mask);
 void addCellRecompute(Graph &graph, const LstmParams &params, ComputeSet cs, const Tensor &fwd,
                       const Tensor &cState, const Tensor &cPrev, const Tensor &cOut,
                       const Tensor &mask);

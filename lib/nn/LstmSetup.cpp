@@ -285,97 +285,84 @@ std::vector<std::vector<Interval>> cellRows(const Graph &graph, const Tensor &ro
 
 } // namespace
 
-void addCellFwd(Graph &graph, const LstmParams &params, ComputeSet cs, const Tensor &pre,
-                const Tensor &preIn, const Tensor &bias, const Tensor &cState, const Tensor &hState, const Tensor &out,
-                const Tensor &inter, const InterLayout &layout, const Tensor &mask) {
+void connectCellFwd(Graph &graph, const LstmParams &params, VertexRef v,
+                    const std::vector<Interval> &rows, const Tensor &pre, const Tensor &preIn,
+                    const Tensor &bias, const Tensor &cState, const Tensor &hState,
+                    const Tensor &out, const Tensor &inter, const InterLayout &layout,
+                    const Tensor &mask) {
   const auto slot = slotsOf(params);
   const std::size_t H = params.rnn.layerSizes[1];
   const Tensor preGates = pre.reshape({pre.dim(0), 4, H}).dimShuffle({1, 0, 2}); // [4, B, H]
   const std::vector<unsigned> slotOrder{slot[0], slot[1], slot[2], slot[3]};
-  const auto tiles = cellRows(graph, hState);
-  const std::string type = util::templateVertex("aspen::nn::LstmCellFwd", params.dataType);
-  nn::work::addRowVertices(graph, cs, type, tiles, [&](VertexRef v, const std::vector<Interval> &rows) {
-    graph.connect(v["gates"], nn::work::gateSegments(preGates, rows, slotOrder));
-    graph.connect(v["gatesIn"],
-                  preIn.valid()
-                      ? nn::work::gateSegments(preIn.reshape({pre.dim(0), 4, H}).dimShuffle({1, 0, 2}), rows,
-                                 slotOrder)
-                      : nn::work::gateSegments(preGates, rows, slotOrder));
-    graph.setInitialValue(v["hasGatesIn"], preIn.valid());
-    std::vector<Tensor> biasSegments;
-    for (unsigned u = 0; u < 4; ++u)
-      biasSegments.push_back(bias[slot[u]]);
-    graph.connect(v["bias"], biasSegments);
-    graph.connect(v["cState"], nn::work::rowList(cState, rows));
-    graph.connect(v["hState"], nn::work::rowList(hState, rows));
-    graph.connect(v["out"], nn::work::rowList(out, rows));
-    graph.connect(v["inter"], layout.count() == 0 ? std::vector<Tensor>{}
-                                                  : nn::work::gateSegments(inter, rows, allSlots(layout.count())));
-    graph.connect(v["mask"], nn::work::rowElements(mask, rows));
-    graph.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
-    graph.setInitialValue(v["recurrentActivation"],
-                          static_cast<unsigned>(params.recurrentActivation));
-    graph.setInitialValue(v["saveMode"], layout.saveMode);
-    graph.setInitialValue(v["saveH"], layout.saveH);
-    setRawAndClip(graph, v, params);
-    setActivationClip(graph, v, params);
-  });
+  graph.connect(v["gates"], nn::work::gateSegments(preGates, rows, slotOrder));
+  graph.connect(v["gatesIn"],
+                preIn.valid() ? nn::work::gateSegments(
+                                    preIn.reshape({pre.dim(0), 4, H}).dimShuffle({1, 0, 2}), rows,
+                                    slotOrder)
+                              : nn::work::gateSegments(preGates, rows, slotOrder));
+  graph.setInitialValue(v["hasGatesIn"], preIn.valid());
+  std::vector<Tensor> biasSegments;
+  for (unsigned u = 0; u < 4; ++u)
+    biasSegments.push_back(bias[slot[u]]);
+  graph.connect(v["bias"], biasSegments);
+  graph.connect(v["cState"], nn::work::rowList(cState, rows));
+  graph.connect(v["hState"], nn::work::rowList(hState, rows));
+  graph.connect(v["out"], nn::work::rowList(out, rows));
+  graph.connect(v["inter"], layout.count() == 0
+                                ? std::vector<Tensor>{}
+                                : nn::work::gateSegments(inter, rows, allSlots(layout.count())));
+  graph.connect(v["mask"], nn::work::rowElements(mask, rows));
+  graph.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
+  graph.setInitialValue(v["recurrentActivation"],
+                        static_cast<unsigned>(params.recurrentActivation));
+  graph.setInitialValue(v["saveMode"], layout.saveMode);
+  graph.setInitialValue(v["saveH"], layout.saveH);
+  setRawAndClip(graph, v, params);
+  setActivationClip(graph, v, params);
 }
 
-void addCellBwd(Graph &graph, const LstmParams &params, const LstmOptions &opts, ComputeSet cs,
-                const Tensor &fwd, const Tensor &cell, bool rawCell, const Tensor &outGrad,
-                const Tensor &dhMM, const Tensor &dhCarry, const Tensor &dcState,
-                const Tensor &delta, const Tensor &mask) {
+void connectCellBwd(Graph &graph, const LstmParams &params, const LstmOptions &opts, VertexRef v,
+                    const std::vector<Interval> &rows, const Tensor &fwd, const Tensor &cell,
+                    bool rawCell, const Tensor &outGrad, const Tensor &dhMM,
+                    const Tensor &dhCarry, const Tensor &dcState, const Tensor &delta,
+                    const Tensor &mask) {
   const auto slot = slotsOf(params);
   const std::vector<unsigned> slotOrder{slot[0], slot[1], slot[2], slot[3]};
-  const auto tiles = cellRows(graph, dcState);
-  const std::string type = util::templateVertex("aspen::nn::LstmCellBwd", params.dataType);
-  nn::work::addRowVertices(graph, cs, type, tiles, [&](VertexRef v, const std::vector<Interval> &rows) {
-    graph.connect(v["fwd"], nn::work::gateSegments(fwd, rows, std::vector<unsigned>{0, 1, 2, 3}));
-    graph.connect(v["cell"], nn::work::gateSegments(cell, rows, std::vector<unsigned>{0, 1}));
-    graph.connect(v["outGrad"], nn::work::rowList(outGrad.valid() ? outGrad : dhCarry, rows));
-    graph.connect(v["dhMM"], nn::work::rowList(dhMM, rows));
-    graph.connect(v["dhCarry"], nn::work::rowList(dhCarry, rows));
-    graph.connect(v["dcState"], nn::work::rowList(dcState, rows));
-    graph.connect(v["delta"], nn::work::gateSegments(delta, rows, slotOrder));
-    graph.connect(v["mask"], nn::work::rowElements(mask, rows));
-    graph.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
-    graph.setInitialValue(v["recurrentActivation"],
-                          static_cast<unsigned>(params.recurrentActivation));
-    graph.setInitialValue(v["rawCell"], rawCell);
-    setRawAndClip(graph, v, params);
-    setActivationClip(graph, v, params);
-    graph.setInitialValue(v["hasOutGrad"], outGrad.valid());
-    graph.setInitialValue(v["popnnHardSigmoidGrad"],
-                          opts.hardSigmoidGradient == NonLinearityGradient::Popnn);
-  });
+  graph.connect(v["fwd"], nn::work::gateSegments(fwd, rows, std::vector<unsigned>{0, 1, 2, 3}));
+  graph.connect(v["cell"], nn::work::gateSegments(cell, rows, std::vector<unsigned>{0, 1}));
+  graph.connect(v["outGrad"], nn::work::rowList(outGrad.valid() ? outGrad : dhCarry, rows));
+  graph.connect(v["dhMM"], nn::work::rowList(dhMM, rows));
+  graph.connect(v["dhCarry"], nn::work::rowList(dhCarry, rows));
+  graph.connect(v["dcState"], nn::work::rowList(dcState, rows));
+  graph.connect(v["delta"], nn::work::gateSegments(delta, rows, slotOrder));
+  graph.connect(v["mask"], nn::work::rowElements(mask, rows));
+  graph.setInitialValue(v["activation"], static_cast<unsigned>(params.activation));
+  graph.setInitialValue(v["recurrentActivation"],
+                        static_cast<unsigned>(params.recurrentActivation));
+  graph.setInitialValue(v["rawCell"], rawCell);
+  setRawAndClip(graph, v, params);
+  setActivationClip(graph, v, params);
+  graph.setInitialValue(v["hasOutGrad"], outGrad.valid());
+  graph.setInitialValue(v["popnnHardSigmoidGrad"],
+                        opts.hardSigmoidGradient == NonLinearityGradient::Popnn);
 }
 
-void addMaskedRows(Graph &graph, const LstmParams &params, ComputeSet cs, const Tensor &from,
-                   const Tensor &to, const Tensor &mask) {
-  const std::string type = util::templateVertex("aspen::nn::RnnMaskedRows", params.dataType);
-  nn::work::addRowVertices(graph, cs, type, cellRows(graph, to),
-                           [&](VertexRef v, const std::vector<Interval> &rows) {
-                             graph.connect(v["from"], nn::work::rowList(from, rows));
-                             graph.connect(v["to"], nn::work::rowList(to, rows));
-                             graph.connect(v["mask"], nn::work::rowElements(mask, rows));
-                           });
+void connectMaskedRows(Graph &graph, VertexRef v, const std::vector<Interval> &rows,
+                       const Tensor &from, const Tensor &to, const Tensor &mask) {
+  graph.connect(v["from"], nn::work::rowList(from, rows));
+  graph.connect(v["to"], nn::work::rowList(to, rows));
+  graph.connect(v["mask"], nn::work::rowElements(mask, rows));
 }
 
-void addProjectionGrad(Graph &graph, const LstmParams &params, ComputeSet cs,
-                       const Tensor &outGrad, const Tensor &dhMM, const Tensor &dhCarry,
-                       const Tensor &dh, const Tensor &mask) {
-  const std::string type = util::templateVertex("aspen::nn::LstmProjectionGrad", params.dataType);
-  const auto tiles = cellRows(graph, dhCarry);
-  nn::work::addRowVertices(
-      graph, cs, type, tiles, [&](VertexRef v, const std::vector<Interval> &rows) {
-        graph.connect(v["outGrad"], nn::work::rowList(outGrad.valid() ? outGrad : dhMM, rows));
-        graph.connect(v["dhMM"], nn::work::rowList(dhMM, rows));
-        graph.connect(v["dhCarry"], nn::work::rowList(dhCarry, rows));
-        graph.connect(v["dh"], nn::work::rowList(dh, rows));
-        graph.connect(v["mask"], nn::work::rowElements(mask, rows));
-        graph.setInitialValue(v["hasOutGrad"], outGrad.valid());
-      });
+void connectProjectionGrad(Graph &graph, VertexRef v, const std::vector<Interval> &rows,
+                           const Tensor &outGrad, const Tensor &dhMM, const Tensor &dhCarry,
+                           const Tensor &dh, const Tensor &mask) {
+  graph.connect(v["outGrad"], nn::work::rowList(outGrad.valid() ? outGrad : dhMM, rows));
+  graph.connect(v["dhMM"], nn::work::rowList(dhMM, rows));
+  graph.connect(v["dhCarry"], nn::work::rowList(dhCarry, rows));
+  graph.connect(v["dh"], nn::work::rowList(dh, rows));
+  graph.connect(v["mask"], nn::work::rowElements(mask, rows));
+  graph.setInitialValue(v["hasOutGrad"], outGrad.valid());
 }
 
 void addCellRecompute(Graph &graph, const LstmParams &params, ComputeSet cs, const Tensor &fwd,

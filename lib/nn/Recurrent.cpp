@@ -2,6 +2,8 @@
 // non-linearities; the sequences run as rnn loops inside the device program. forwardIterate's
 // steps are fused (the product, additions and non-linearity in one compute set a step, on
 // weights packed once) where the LSTM's and the GRU's stepMethod auto would fuse them.
+#include "CellSteps.hpp"
+#include "NnWork.hpp"
 #include "RecurrentInternal.hpp"
 
 #include <aspen/Error.hpp>
@@ -283,28 +285,65 @@ void fusedIterate(Graph &graph, const RnnParams &params, const Tensor &feedFwdIn
   detail::fusedLoop(graph, params, 1, step, prog, {debug, "loop"});
 }
 
-// rnnBwdSequence's loop, unfused: per step the product delta_{t+1} . Wfb^T, + dy_t and the
-// non-linearity's gradient, kept in deltas.
+// The vanilla RNN's side of the step builders (rnn::detail::forwardStepBody, backwardStepBody):
+// the fields of RnnCellFwd (forward: x_t, the biases, the non-linearity) and RnnCellBwd
+// (backward: y_t, dy_t; the loop's state is dhMM = delta_{t+1} . Wfb^T, zero at the last step).
+class VanillaCell final : public detail::CellSteps {
+public:
+  VanillaCell(bool forward, Tensor bias, NonLinearityType nl)
+      : forward_(forward), bias_(std::move(bias)), nl_(nl) {}
+
+  detail::StepTensors begin(Graph &, std::vector<Tensor> &state, const RnnSlice &slice,
+                            const RnnBatchwiseFlags &, const DebugContext &) const override {
+    detail::StepTensors s;
+    s.state = state[0];
+    if (forward_) {
+      s.out = slice.outputs[0];
+    } else {
+      s.stateGrad = state[0];
+      s.deltaX = slice.outputs[0];
+    }
+    s.own = slice.inputs; // forward {x}; backward {dy, y}
+    return s;
+  }
+
+  void connect(unsigned, Graph &g, VertexRef v, const std::vector<Interval> &rows,
+               const detail::StepTensors &s) const override {
+    g.setInitialValue(v["nonLinearity"], static_cast<unsigned>(nl_));
+    g.setInitialValue(v["softmax"], !isSoftmax(nl_) ? 0u : isStableSoftmax(nl_) ? 2u : 1u);
+    if (forward_) {
+      g.setInitialValue(v["outputScale"], getNonLinearityScaling(nl_));
+      g.connect(v["pre"], nn::work::rowList(s.product[0], rows));
+      g.connect(v["x"], nn::work::rowList(s.own[0], rows));
+      g.connect(v["bias"], bias_);
+      g.connect(v["hState"], nn::work::rowList(s.state, rows));
+      g.connect(v["out"], nn::work::rowList(s.out, rows));
+      return;
+    }
+    g.connect(v["y"], nn::work::rowList(s.own[1], rows));
+    g.connect(v["dy"], nn::work::rowList(s.own[0], rows));
+    g.connect(v["dhMM"], nn::work::rowList(s.stateGrad, rows));
+    g.connect(v["delta"], nn::work::rowList(s.deltaX, rows));
+  }
+
+private:
+  bool forward_;
+  Tensor bias_;
+  NonLinearityType nl_;
+};
+
+// rnnBwdSequence's loop, unfused: the backward step builder on the vanilla RNN's table row.
 void backwardLoop(Graph &graph, const RnnParams &params, const Tensor &wfbT,
                   const Tensor &fwdState, const Tensor &outGradient, const Tensor &deltas,
                   const Tensor &state0, NonLinearityType nl, const OptionFlags &options,
                   Sequence &prog, const DebugContext &debug, linalg::PlanningCache *cache) {
-  auto body = [&](Graph &g, const TimeStepState &, const RnnBatchwiseFlags &,
-                  std::vector<Tensor> &state, const RnnSlice &slice, std::vector<Tensor> &,
-                  Sequence *, const DebugContext &dbg) {
-    Sequence step;
-    const Tensor gsum = linalg::matMul(g, state[0], wfbT, step, {dbg, "feedback"}, options, cache);
-    ops::addInPlace(g, gsum, slice.inputs[0], step, {dbg, "outputGrad"});
-    const Tensor delta =
-        nn::nonLinearityInputGradient(g, nl, slice.inputs[1], gsum, NonLinearityGradient::Exact,
-                                      step, {dbg, "nonLinearity"});
-    step.add(Copy(delta, state[0]));
-    step.add(Copy(delta, slice.outputs[0]));
-    return step;
-  };
-  OptionFlags loopOptions;
-  Rnn(graph, params, true, {state0}, {}, {outGradient, fwdState}, nullptr, nullptr, {deltas}, {},
-      prog, body, 1, loopOptions, {debug, "loop"});
+  const VanillaCell cell(false, Tensor(), nl);
+  detail::LoopSpec spec{params};
+  spec.initState = {state0};
+  spec.inputs = {outGradient, fwdState};
+  spec.outputs = {deltas};
+  detail::backwardCellLoop(graph, detail::cellTable(detail::CellKind::Vanilla), spec,
+                           {{wfbT, {}, {}}, options, cache}, cell, prog, {debug, "loop"});
 }
 
 // rnnBwdSequence's loop with fused steps: Wfb^T packed (again whenever Wfb^T is written) into 16-unit panels, then one
@@ -428,23 +467,13 @@ Tensor forwardIterate(Graph &graph, const Tensor &feedFwdIn, const Tensor &initS
                  {debug, "fused"});
     return out;
   }
-  const Tensor bias = biases.expand({0}).broadcast(static_cast<unsigned>(B), 0);
-  auto body = [&](Graph &g, const TimeStepState &, const RnnBatchwiseFlags &,
-                  std::vector<Tensor> &state, const RnnSlice &slice, std::vector<Tensor> &,
-                  Sequence *, const DebugContext &dbg) {
-    Sequence step;
-    const Tensor pre = linalg::matMul(g, state[0], feedbackWeights, step, {dbg, "feedback"},
-                                      options, cache);
-    ops::addInPlace(g, pre, slice.inputs[0], step, {dbg, "feedForward"});
-    ops::addInPlace(g, pre, bias, step, {dbg, "bias"});
-    nn::nonLinearityInPlace(g, nl, pre, step, {dbg, "nonLinearity"});
-    step.add(Copy(pre, state[0]));
-    step.add(Copy(pre, slice.outputs[0]));
-    return step;
-  };
-  OptionFlags loopOptions;
-  Rnn(graph, params, false, {initState}, {}, {feedFwdIn}, nullptr, nullptr, {out}, {}, prog, body,
-      1, loopOptions, debug);
+  const VanillaCell cell(true, biases, nl);
+  detail::LoopSpec spec{params};
+  spec.initState = {initState};
+  spec.inputs = {feedFwdIn};
+  spec.outputs = {out};
+  detail::forwardCellLoop(graph, detail::cellTable(detail::CellKind::Vanilla), spec,
+                          {{feedbackWeights, {}, {}}, options, cache}, cell, prog, debug);
   return out;
 }
 
