@@ -325,28 +325,8 @@ void writeFile(const std::string &path, const std::string &text, const char *wha
     throw UsageError(fmt::format("--{} {}: cannot write the file", what, path));
 }
 
-void printTables(const std::string &kind, const LayerSetup &setup, const json::Value &report,
-                 const PlanSettings &s, const std::string &deviceText) {
-  const json::Value &target = member(report, "target");
-  fmt::print("{} {}: {}\n", kTool, kind, setup.summary);
-  fmt::print("target {}: {} tiles, {} workers a tile, {} a tile; {}\n",
-             member(target, "name").asString(), number(target, "tiles"),
-             number(target, "workersPerTile"), bytesText(number(target, "bytesPerTile")),
-             s.run ? "run on " + deviceText : std::string("dry run: planned and estimated, "
-                                                          "nothing run"));
-  fmt::print("Plan\n");
-  for (const auto &[name, value] : setup.planRows)
-    row(name, value);
-  row("FLOPs (layer)", flopsText(double(setup.built.flops)) + " a run");
-
-  fmt::print("Graph\n");
-  row("compute sets", fmt::format("{}", member(report, "computeSets").asArray().size()));
-  row("vertices", fmt::format("{}", number(member(report, "vertices"), "total")));
-  const json::Value &copies = member(report, "copies");
-  row("copies", fmt::format("{} ({} a run)", number(copies, "count"),
-                            bytesText(number(copies, "bytes"))));
-  row("kernels", fmt::format("{}", member(report, "kernels").asArray().size()));
-
+// The report's memory rows.
+void printMemory(const json::Value &report, const json::Value &target) {
   const json::Value &memory = member(report, "memory");
   const json::Value &perTile = member(memory, "perTile");
   const json::Value &peak = member(memory, "peakPerTile");
@@ -365,21 +345,11 @@ void printTables(const std::string &kind, const LayerSetup &setup, const json::V
                            bytesText(number(memory, "arenaBytes")),
                            bytesText(number(memory, "alwaysLiveBytes"))));
 
-  fmt::print("Time\n");
-  for (const json::Value &p : member(report, "programs").asArray()) {
-    std::string text = secondsText(p.find("estimatedSeconds")) + " a run estimated";
-    if (!member(p, "exactEstimate").asBool())
-      text += " (inexact)";
-    if (number(p, "runs") > 0) {
-      const json::Value mean = json::Value::number(number(p, "seconds") / number(p, "runs"));
-      text += fmt::format(", {} measured (mean of {})", secondsText(&mean), number(p, "runs"));
-    }
-    row(fmt::format("program {}", number(p, "index")), text);
-  }
-  if (!s.run)
-    return;
+}
 
-  // The measured compute sets, kernels and program steps, costliest first.
+// The measured compute sets, kernels, copies and program steps, costliest first.
+void printMeasured(const json::Value &report) {
+  const json::Value &copies = member(report, "copies");
   struct Line {
     std::string name;
     double calls, seconds;
@@ -428,6 +398,96 @@ void printTables(const std::string &kind, const LayerSetup &setup, const json::V
   table("Program steps", std::move(lines));
 }
 
+void printTables(const std::string &kind, const LayerSetup &setup, const json::Value &report,
+                 const PlanSettings &s, const std::string &deviceText) {
+  const json::Value &target = member(report, "target");
+  fmt::print("{} {}: {}\n", kTool, kind, setup.summary);
+  fmt::print("target {}: {} tiles, {} workers a tile, {} a tile; {}\n",
+             member(target, "name").asString(), number(target, "tiles"),
+             number(target, "workersPerTile"), bytesText(number(target, "bytesPerTile")),
+             s.run ? "run on " + deviceText : std::string("dry run: planned and estimated, "
+                                                          "nothing run"));
+  fmt::print("Plan\n");
+  for (const auto &[name, value] : setup.planRows)
+    row(name, value);
+  row("FLOPs (layer)", flopsText(double(setup.built.flops)) + " a run");
+
+  fmt::print("Graph\n");
+  row("compute sets", fmt::format("{}", member(report, "computeSets").asArray().size()));
+  row("vertices", fmt::format("{}", number(member(report, "vertices"), "total")));
+  const json::Value &copies = member(report, "copies");
+  row("copies", fmt::format("{} ({} a run)", number(copies, "count"),
+                            bytesText(number(copies, "bytes"))));
+  row("kernels", fmt::format("{}", member(report, "kernels").asArray().size()));
+
+  printMemory(report, target);
+
+  fmt::print("Time\n");
+  for (const json::Value &p : member(report, "programs").asArray()) {
+    std::string text = secondsText(p.find("estimatedSeconds")) + " a run estimated";
+    if (!member(p, "exactEstimate").asBool())
+      text += " (inexact)";
+    if (number(p, "runs") > 0) {
+      const json::Value mean = json::Value::number(number(p, "seconds") / number(p, "runs"));
+      text += fmt::format(", {} measured (mean of {})", secondsText(&mean), number(p, "runs"));
+    }
+    row(fmt::format("program {}", number(p, "index")), text);
+  }
+  if (!s.run)
+    return;
+
+  printMeasured(report);
+}
+
+// Loads the engine on the device, writes random inputs (and the lengths) and runs it; the
+// device's description.
+std::string runLayer(aspen::Engine &engine, const PlanSettings &s, const aspen::Target &target,
+                     const LayerSetup &setup, Progress &progress) {
+  progress.show("loading");
+  const aspen::Device device = makeDevice(s, target);
+  engine.load(device);
+  std::mt19937 rng(s.seed);
+  for (const auto &[name, tensor] : setup.built.inputs)
+    writeValues(engine, name, tensor.elementType(), randomData(rng, tensor.numElements()));
+  if (!setup.timeSteps.empty())
+    engine.writeTensor("timeSteps", setup.timeSteps.data(),
+                       setup.timeSteps.data() + setup.timeSteps.size());
+  for (unsigned r = 0; r < s.runs; ++r) {
+    progress.show(fmt::format("running: {} of {}", r + 1, s.runs));
+    engine.run(0);
+  }
+  return device.describe();
+}
+
+// The engine's profile report with the plan's context, written to the files asked for.
+json::Value profileReport(aspen::Engine &engine, const PlanSettings &s, const LayerSetup &setup,
+                          const std::string &deviceText, int argc, char **argv) {
+  json::Value context = json::Value::object();
+  context.set("tool", json::Value::string(kTool));
+  context.set("command", json::Value::string(commandLine(argc, argv)));
+  context.set("mode", json::Value::string(s.run ? "run" : "dry-run"));
+  context.set("device", s.run ? json::Value::string(deviceText) : json::Value());
+  context.set("runs", json::Value::number(std::uint64_t(s.run ? s.runs : 0)));
+  context.set("layer", setup.layer);
+  context.set("plan", setup.plan);
+  const std::string contextText = context.write();
+  const auto profile = [&](const char *format) {
+    std::ostringstream out;
+    engine.printProfileSummary(out, {{"aspen.format", format},
+                                     {"aspen.reportContext", contextText}});
+    return out.str();
+  };
+  const std::string reportText = profile("json");
+  const json::Value report = json::parse(reportText, "the engine's profile report");
+  if (!s.jsonFile.empty())
+    writeFile(s.jsonFile, reportText, "json");
+  if (!s.traceFile.empty())
+    writeFile(s.traceFile, profile("trace"), "trace");
+  if (!s.htmlFile.empty())
+    writeFile(s.htmlFile, profile("html"), "html");
+  return report;
+}
+
 template <class Base, class Setup>
 int planLayer(const std::string &kind, int argc, char **argv,
               const std::vector<Flag<Base>> &layerFlags, const Setup &setupLayer) {
@@ -469,49 +529,10 @@ int planLayer(const std::string &kind, int argc, char **argv,
     aspen::Engine engine(graph, setup.built.program, engineOptions, [&](int pass, int passes) {
       progress.show(fmt::format("compiling: pass {} of {}", pass, passes));
     });
-    std::string deviceText;
-    if (s.run) {
-      progress.show("loading");
-      const aspen::Device device = makeDevice(s, target);
-      deviceText = device.describe();
-      engine.load(device);
-      std::mt19937 rng(s.seed);
-      for (const auto &[name, tensor] : setup.built.inputs)
-        writeValues(engine, name, tensor.elementType(),
-                    randomData(rng, tensor.numElements()));
-      if (!setup.timeSteps.empty())
-        engine.writeTensor("timeSteps", setup.timeSteps.data(),
-                           setup.timeSteps.data() + setup.timeSteps.size());
-      for (unsigned r = 0; r < s.runs; ++r) {
-        progress.show(fmt::format("running: {} of {}", r + 1, s.runs));
-        engine.run(0);
-      }
-    }
+    const std::string deviceText = s.run ? runLayer(engine, s, target, setup, progress) : "";
     progress.clear();
 
-    json::Value context = json::Value::object();
-    context.set("tool", json::Value::string(kTool));
-    context.set("command", json::Value::string(commandLine(argc, argv)));
-    context.set("mode", json::Value::string(s.run ? "run" : "dry-run"));
-    context.set("device", s.run ? json::Value::string(deviceText) : json::Value());
-    context.set("runs", json::Value::number(std::uint64_t(s.run ? s.runs : 0)));
-    context.set("layer", setup.layer);
-    context.set("plan", setup.plan);
-    const std::string contextText = context.write();
-    const auto profile = [&](const char *format) {
-      std::ostringstream out;
-      engine.printProfileSummary(out, {{"aspen.format", format},
-                                       {"aspen.reportContext", contextText}});
-      return out.str();
-    };
-    const std::string reportText = profile("json");
-    const json::Value report = json::parse(reportText, "the engine's profile report");
-    if (!s.jsonFile.empty())
-      writeFile(s.jsonFile, reportText, "json");
-    if (!s.traceFile.empty())
-      writeFile(s.traceFile, profile("trace"), "trace");
-    if (!s.htmlFile.empty())
-      writeFile(s.htmlFile, profile("html"), "html");
+    const json::Value report = profileReport(engine, s, setup, deviceText, argc, argv);
     if (!s.quiet)
       printTables(kind, setup, report, s, deviceText);
     return 0;
@@ -567,6 +588,101 @@ void stackRows(LayerSetup &setup, const Config &c, const std::string &schedule) 
   }
 }
 
+namespace {
+
+// Each layer's setup for planLayer: its build, summary, JSON and table rows.
+LayerSetup setUpLstm(aspen::Graph &graph, const lstmlayer::Config &c,
+                     aspen::linalg::PlanningCache &cache) {
+  lstmlayer::checkConfig(c);
+  LayerSetup setup{"", layerJson("lstm", c), {}, {}, lstmlayer::build(graph, c, cache), {}};
+  recurrentRows(setup, c, true);
+  std::string schedule;
+  if (lstmlayer::usesStackCall(c)) {
+    auto params = lstmlayer::layerParams(c, aspen::Tensor(), 0);
+    params.outputFullSequence = true;
+    schedule = aspen::nn::lstm::getStackSchedule(graph, params, lstmlayer::stackCallOptions(c));
+  }
+  stackRows(setup, c, schedule);
+  if (c.projSize) {
+    setup.summary += fmt::format(" P={}", c.projSize);
+    setup.layer.set("projSize", json::Value::number(std::uint64_t(c.projSize)));
+  }
+  return setup;
+}
+
+LayerSetup setUpGru(aspen::Graph &graph, const grulayer::Config &c,
+                    aspen::linalg::PlanningCache &cache) {
+  grulayer::checkConfig(c);
+  LayerSetup setup{"", layerJson(c.withAttention ? "augru" : "gru", c), {}, {},
+                   grulayer::build(graph, c, cache), {}};
+  recurrentRows(setup, c, false);
+  std::string schedule;
+  if (grulayer::usesStackCall(c)) {
+    auto params = grulayer::layerParams(c, aspen::Tensor(), 0);
+    params.outputFullSequence = true;
+    schedule = aspen::nn::gru::getStackSchedule(graph, params, grulayer::stackCallOptions(c));
+  }
+  stackRows(setup, c, schedule);
+  return setup;
+}
+
+LayerSetup setUpRnn(aspen::Graph &graph, const vanilla::Config &c,
+                    aspen::linalg::PlanningCache &cache) {
+  LayerSetup setup{"", layerJson("rnn", c), {}, {}, vanilla::build(graph, c, cache), {}};
+  recurrentRows(setup, c, false);
+  std::string schedule;
+  if (vanilla::usesStackCall(c)) {
+    const aspen::nn::rnn::RecurrentParams params(
+        aspen::nn::rnn::RnnParams(c.dataType, c.batchSize, c.sequenceSize,
+                                  {c.inputSize, c.outputSize}),
+        c.activation->aspen);
+    schedule = aspen::nn::rnn::getStackSchedule(graph, params, stackCallOptions(c));
+  }
+  stackRows(setup, c, schedule);
+  return setup;
+}
+
+LayerSetup setUpMatMul(aspen::Graph &graph, const matmullayer::Config &c,
+                       aspen::linalg::PlanningCache &cache) {
+  aspen::linalg::MatMulPlan plan;
+  LayerSetup setup{"", layerJson("matmul", c), {}, {}, matmullayer::build(graph, c, cache, plan),
+                   {}};
+  setup.summary =
+      fmt::format("G={} M={} K={} N={} {}", c.groups, c.m(), c.k(), c.n(), c.dataTypeName);
+  for (const auto &[key, value] : {std::pair<const char *, std::size_t>{"G", c.groups},
+                                   {"M", c.m()}, {"K", c.k()}, {"N", c.n()}})
+    setup.layer.set(key, json::Value::number(std::uint64_t(value)));
+  setup.layer.set("dataType", json::Value::string(c.dataTypeName));
+  setup.layer.set("flops", json::Value::number(setup.built.flops));
+  setup.plan = json::parse(plan.toJson(), "MatMulPlan::toJson");
+  addPlanRows(setup, plan.toString());
+  return setup;
+}
+
+LayerSetup setUpConv(aspen::Graph &graph, const convlayer::Config &c,
+                     aspen::linalg::PlanningCache &cache) {
+  std::string planText;
+  std::vector<std::pair<std::string, std::string>> planJson;
+  LayerSetup setup{"", layerJson("conv", c), {}, {},
+                   convlayer::build(graph, c, cache, planText, planJson), {}};
+  std::ostringstream params;
+  params << convlayer::params(c);
+  setup.summary = fmt::format("B={} G={} Ci={} Co={} field {{{}}} kernel {{{}}} {} pass {}",
+                              c.batchSize, c.convGroups, c.inputChannels, c.outputChannels,
+                              fmt::join(c.field, ","), fmt::join(c.kernel, ","),
+                              c.dataTypeName, c.pass);
+  setup.layer.set("params", json::Value::string(params.str()));
+  setup.layer.set("dataType", json::Value::string(c.dataTypeName));
+  setup.layer.set("flops", json::Value::number(setup.built.flops));
+  setup.plan = json::Value::object();
+  for (const auto &[pass, text] : planJson)
+    setup.plan.set(pass, json::parse(text, "ConvPlan::toJson"));
+  addPlanRows(setup, planText);
+  return setup;
+}
+
+} // namespace
+
 int main(int argc, char **argv) {
   const std::string kind = argc > 1 ? argv[1] : "";
   if (kind == "--help" || kind == "-h" || kind == "help") {
@@ -574,109 +690,15 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (kind == "lstm")
-    return planLayer(kind, argc, argv, lstmlayer::layerFlagTable(),
-                     [&](aspen::Graph &graph, const lstmlayer::Config &c,
-                         aspen::linalg::PlanningCache &cache) {
-                       lstmlayer::checkConfig(c);
-                       LayerSetup setup{"", layerJson("lstm", c), {}, {},
-                                        lstmlayer::build(graph, c, cache), {}};
-                       recurrentRows(setup, c, true);
-                       std::string schedule;
-                       if (lstmlayer::usesStackCall(c)) {
-                         auto params = lstmlayer::layerParams(c, aspen::Tensor(), 0);
-                         params.outputFullSequence = true;
-                         schedule = aspen::nn::lstm::getStackSchedule(
-                             graph, params, lstmlayer::stackCallOptions(c));
-                       }
-                       stackRows(setup, c, schedule);
-                       if (c.projSize) {
-                         setup.summary += fmt::format(" P={}", c.projSize);
-                         setup.layer.set("projSize",
-                                         json::Value::number(std::uint64_t(c.projSize)));
-                       }
-                       return setup;
-                     });
+    return planLayer(kind, argc, argv, lstmlayer::layerFlagTable(), setUpLstm);
   if (kind == "gru")
-    return planLayer(kind, argc, argv, grulayer::layerFlagTable(),
-                     [&](aspen::Graph &graph, const grulayer::Config &c,
-                         aspen::linalg::PlanningCache &cache) {
-                       grulayer::checkConfig(c);
-                       LayerSetup setup{"", layerJson(c.withAttention ? "augru" : "gru", c), {},
-                                        {}, grulayer::build(graph, c, cache), {}};
-                       recurrentRows(setup, c, false);
-                       std::string schedule;
-                       if (grulayer::usesStackCall(c)) {
-                         auto params = grulayer::layerParams(c, aspen::Tensor(), 0);
-                         params.outputFullSequence = true;
-                         schedule = aspen::nn::gru::getStackSchedule(
-                             graph, params, grulayer::stackCallOptions(c));
-                       }
-                       stackRows(setup, c, schedule);
-                       return setup;
-                     });
+    return planLayer(kind, argc, argv, grulayer::layerFlagTable(), setUpGru);
   if (kind == "rnn")
-    return planLayer(kind, argc, argv, vanilla::layerFlagTable(),
-                     [&](aspen::Graph &graph, const vanilla::Config &c,
-                         aspen::linalg::PlanningCache &cache) {
-                       LayerSetup setup{"", layerJson("rnn", c), {}, {},
-                                        vanilla::build(graph, c, cache), {}};
-                       recurrentRows(setup, c, false);
-                       std::string schedule;
-                       if (vanilla::usesStackCall(c)) {
-                         const aspen::nn::rnn::RecurrentParams params(
-                             aspen::nn::rnn::RnnParams(c.dataType, c.batchSize, c.sequenceSize,
-                                                       {c.inputSize, c.outputSize}),
-                             c.activation->aspen);
-                         schedule = aspen::nn::rnn::getStackSchedule(graph, params,
-                                                                     stackCallOptions(c));
-                       }
-                       stackRows(setup, c, schedule);
-                       return setup;
-                     });
+    return planLayer(kind, argc, argv, vanilla::layerFlagTable(), setUpRnn);
   if (kind == "matmul")
-    return planLayer(kind, argc, argv, matmullayer::layerFlagTable(),
-                     [&](aspen::Graph &graph, const matmullayer::Config &c,
-                         aspen::linalg::PlanningCache &cache) {
-                       aspen::linalg::MatMulPlan plan;
-                       LayerSetup setup{"", layerJson("matmul", c), {}, {},
-                                        matmullayer::build(graph, c, cache, plan), {}};
-                       setup.summary = fmt::format("G={} M={} K={} N={} {}", c.groups, c.m(),
-                                                   c.k(), c.n(), c.dataTypeName);
-                       for (const auto &[key, value] :
-                            {std::pair<const char *, std::size_t>{"G", c.groups}, {"M", c.m()},
-                             {"K", c.k()}, {"N", c.n()}})
-                         setup.layer.set(key, json::Value::number(std::uint64_t(value)));
-                       setup.layer.set("dataType", json::Value::string(c.dataTypeName));
-                       setup.layer.set("flops", json::Value::number(setup.built.flops));
-                       setup.plan = json::parse(plan.toJson(), "MatMulPlan::toJson");
-                       addPlanRows(setup, plan.toString());
-                       return setup;
-                     });
+    return planLayer(kind, argc, argv, matmullayer::layerFlagTable(), setUpMatMul);
   if (kind == "conv")
-    return planLayer(kind, argc, argv, convlayer::layerFlagTable(),
-                     [&](aspen::Graph &graph, const convlayer::Config &c,
-                         aspen::linalg::PlanningCache &cache) {
-                       std::string planText;
-                       std::vector<std::pair<std::string, std::string>> planJson;
-                       LayerSetup setup{"", layerJson("conv", c), {}, {},
-                                        convlayer::build(graph, c, cache, planText, planJson),
-                                        {}};
-                       std::ostringstream params;
-                       params << convlayer::params(c);
-                       setup.summary = fmt::format(
-                           "B={} G={} Ci={} Co={} field {{{}}} kernel {{{}}} {} pass {}",
-                           c.batchSize, c.convGroups, c.inputChannels, c.outputChannels,
-                           fmt::join(c.field, ","), fmt::join(c.kernel, ","), c.dataTypeName,
-                           c.pass);
-                       setup.layer.set("params", json::Value::string(params.str()));
-                       setup.layer.set("dataType", json::Value::string(c.dataTypeName));
-                       setup.layer.set("flops", json::Value::number(setup.built.flops));
-                       setup.plan = json::Value::object();
-                       for (const auto &[pass, text] : planJson)
-                         setup.plan.set(pass, json::parse(text, "ConvPlan::toJson"));
-                       addPlanRows(setup, planText);
-                       return setup;
-                     });
+    return planLayer(kind, argc, argv, convlayer::layerFlagTable(), setUpConv);
   fmt::print(stderr, "{}: {} is not a layer: give matmul, conv, lstm, gru or rnn first\n", kTool,
              kind.empty() ? std::string("nothing") : "'" + kind + "'");
   printUsage();
