@@ -6,6 +6,8 @@
 #include <aspen/Error.hpp>
 #include <aspen/util/VertexTemplates.hpp>
 
+#include <utility>
+
 namespace aspen::nn::rnn::detail {
 
 using program::Copy;
@@ -161,54 +163,50 @@ Tensor CellSteps::rowsOf(unsigned, const StepTensors &s) const { return s.state;
 
 void CellSteps::finish(Graph &, const StepTensors &, Sequence &, const DebugContext &) const {}
 
-LoopBodyType forwardStepBody(const CellTable &table, Type type, StepProducts products,
-                             const CellSteps &cell) {
-  return [&table, type, products, &cell](Graph &g, const TimeStepState &,
-                                         const RnnBatchwiseFlags &flags,
-                                         std::vector<Tensor> &state, const RnnSlice &slice,
-                                         std::vector<Tensor> &, Sequence *,
-                                         const DebugContext &dbg) {
-    Sequence step;
-    StepTensors s = cell.begin(g, state, slice, flags, dbg);
-    s.product.resize(table.forward.size());
-    s.scratch.resize(table.forward.size());
-    for (unsigned i = 0; i < table.forward.size(); ++i) {
-      const CellPhase &phase = table.forward[i];
-      if (phase.projectedOnly && !cell.projected())
-        continue;
-      forwardProduct(g, table, i, type, s, products, step, dbg);
-      addCells(g, phase, i, type, cell, s, step, dbg);
-    }
-    cell.finish(g, s, step, dbg);
-    return step;
-  };
-}
+namespace {
 
-LoopBodyType backwardStepBody(const CellTable &table, Type type, StepProducts products,
-                              const CellSteps &cell) {
-  return [&table, type, products, &cell](Graph &g, const TimeStepState &,
-                                         const RnnBatchwiseFlags &flags,
-                                         std::vector<Tensor> &state, const RnnSlice &slice,
-                                         std::vector<Tensor> &, Sequence *,
-                                         const DebugContext &dbg) {
+// The loop body of one step: each of the table's phases (forward: its product, then its cells;
+// backward: its cells, then its product), then cell.finish.
+LoopBodyType stepBody(const CellTable &table, bool backward, Type type, StepProducts products,
+                      const CellSteps &cell) {
+  return [&table, backward, type, products, &cell](Graph &g, const TimeStepState &,
+                                                   const RnnBatchwiseFlags &flags,
+                                                   std::vector<Tensor> &state,
+                                                   const RnnSlice &slice, std::vector<Tensor> &,
+                                                   Sequence *, const DebugContext &dbg) {
+    const std::vector<CellPhase> &phases = backward ? table.backward : table.forward;
     Sequence step;
     StepTensors s = cell.begin(g, state, slice, flags, dbg);
-    s.product.resize(table.backward.size());
-    s.scratch.resize(table.backward.size());
-    for (unsigned i = 0; i < table.backward.size(); ++i) {
-      const CellPhase &phase = table.backward[i];
-      if (phase.projectedOnly && !cell.projected())
+    s.product.resize(phases.size());
+    s.scratch.resize(phases.size());
+    for (unsigned i = 0; i < phases.size(); ++i) {
+      if (phases[i].projectedOnly && !cell.projected())
         continue;
-      addCells(g, phase, i, type, cell, s, step, dbg);
-      backwardProduct(g, table, i, s, products, step, dbg);
+      if (!backward)
+        forwardProduct(g, table, i, type, s, products, step, dbg);
+      addCells(g, phases[i], i, type, cell, s, step, dbg);
+      if (backward)
+        backwardProduct(g, table, i, s, products, step, dbg);
     }
     // A step whose input gradient is its own product (the recurrent matrix does not hold Wi^T).
-    if (s.inputGrad.valid() && products.weights.input.valid())
+    if (backward && s.inputGrad.valid() && products.weights.input.valid())
       multiply(g, s.deltaX, products.weights.input, s.inputGrad, step, {dbg, "inputGrad"},
                products);
     cell.finish(g, s, step, dbg);
     return step;
   };
+}
+
+} // namespace
+
+LoopBodyType forwardStepBody(const CellTable &table, Type type, StepProducts products,
+                             const CellSteps &cell) {
+  return stepBody(table, false, type, std::move(products), cell);
+}
+
+LoopBodyType backwardStepBody(const CellTable &table, Type type, StepProducts products,
+                              const CellSteps &cell) {
+  return stepBody(table, true, type, std::move(products), cell);
 }
 
 std::vector<Tensor> forwardCellLoop(Graph &graph, const CellTable &table, LoopSpec spec,
