@@ -48,90 +48,113 @@ struct Case {
   double activationClip = 0; // params.activationClip's threshold (0: none)
 };
 
-GruRun trainingStep(const Case &c) {
+// The tensors of a training step's graph.
+struct StepGraph {
+  gru::GruParams params;
+  Tensor lengths, in, init, att, out, dy, dx, dAtt, d0;
+  gru::GruWeights w, dw;
+};
+
+// The forward pass the case asks for: its parameters, tensors and call.
+StepGraph buildForward(Harness &h, const Case &c, Tensor &inter) {
   const std::size_t T = c.T, B = c.B, I = c.I, H = c.H;
-  Harness h(Target::createGeneric(c.tiles));
   Tensor lengths;
   if (c.lengths != Lengths::None) {
     lengths = h.graph.addVariable(UNSIGNED_INT, {B}, "lengths");
     h.graph.setTileMapping(lengths, 0);
     h.graph.createHostWrite("lengths", lengths);
   }
-  gru::GruParams params = c.lengths == Lengths::InParams
-                              ? gru::GruParams(c.type, B, T, lengths, {I, H})
-                              : gru::GruParams(c.type, B, T, {I, H});
+  StepGraph s{c.lengths == Lengths::InParams ? gru::GruParams(c.type, B, T, lengths, {I, H})
+                                             : gru::GruParams(c.type, B, T, {I, H})};
+  gru::GruParams &params = s.params;
+  s.lengths = lengths;
   params.resetAfter = c.resetAfter;
   params.activation = c.activation;
   params.activationClip = {c.activationClip > 0, c.activationClip};
   params.cellOrder = {gru::BASIC_GRU_CELL_CANDIDATE, gru::BASIC_GRU_CELL_RESET_GATE,
                       gru::BASIC_GRU_CELL_UPDATE_GATE};
   const bool real = c.lengths == Lengths::RealTimeSteps;
-  Tensor in = gru::createInput(h.graph, params, "in", c.options);
-  Tensor init = gru::createInitialState(h.graph, params, "init", c.options);
-  gru::GruWeights w = gru::createWeights(h.graph, params, "w", c.options);
-  Tensor att = gru::createAttention(h.graph, params, "att", c.options);
-  const OptionFlags &fwdOptions = c.options;
-  Tensor inter;
-  Tensor out;
+  s.in = gru::createInput(h.graph, params, "in", c.options);
+  s.init = gru::createInitialState(h.graph, params, "init", c.options);
+  s.w = gru::createWeights(h.graph, params, "w", c.options);
+  s.att = gru::createAttention(h.graph, params, "att", c.options);
   if (c.augru)
-    out = real ? gru::auGruFwd(h.graph, params, init, in, lengths, w, &inter, att, h.prog, "fwd",
-                               fwdOptions)
-               : gru::auGruFwd(h.graph, params, init, in, w, &inter, att, h.prog, "fwd",
-                               fwdOptions);
+    s.out = real ? gru::auGruFwd(h.graph, params, s.init, s.in, lengths, s.w, &inter, s.att,
+                                 h.prog, "fwd", c.options)
+                 : gru::auGruFwd(h.graph, params, s.init, s.in, s.w, &inter, s.att, h.prog,
+                                 "fwd", c.options);
   else
-    out = real ? gru::gruFwd(h.graph, params, init, in, lengths, w, &inter, h.prog, "fwd",
-                             fwdOptions)
-               : gru::gruFwd(h.graph, params, init, in, w, &inter, h.prog, "fwd", fwdOptions);
-  Tensor dy = h.graph.clone(out, "dy");
-  Tensor dx, dAtt, bwdInter;
-  gru::GruWeights dw;
-  Tensor d0;
+    s.out = real ? gru::gruFwd(h.graph, params, s.init, s.in, lengths, s.w, &inter, h.prog,
+                               "fwd", c.options)
+                 : gru::gruFwd(h.graph, params, s.init, s.in, s.w, &inter, h.prog, "fwd",
+                               c.options);
+  s.dy = h.graph.clone(s.out, "dy");
+  return s;
+}
+
+// The backward pass and weight update the case asks for, into s.
+void buildBackward(Harness &h, const Case &c, const Tensor &inter, StepGraph &s) {
+  const gru::GruParams &params = s.params;
+  const bool real = c.lengths == Lengths::RealTimeSteps;
+  Tensor bwdInter;
   if (c.separateWU && c.augru) {
-    d0 = gru::auGruBwd(h.graph, params, h.prog, init, inter, w, in, out, dy, &dx, &bwdInter, att,
-                       &dAtt, "bwd", c.options);
-    dw = gru::auGruWU(h.graph, params, h.prog, init, inter, bwdInter, w, in, out, "wu",
-                      c.options);
+    s.d0 = gru::auGruBwd(h.graph, params, h.prog, s.init, inter, s.w, s.in, s.out, s.dy, &s.dx,
+                         &bwdInter, s.att, &s.dAtt, "bwd", c.options);
+    s.dw = gru::auGruWU(h.graph, params, h.prog, s.init, inter, bwdInter, s.w, s.in, s.out, "wu",
+                        c.options);
   } else if (c.separateWU) {
-    d0 = gru::gruBwd(h.graph, params, h.prog, init, inter, w, in, out, dy, &dx, &bwdInter, "bwd",
-                     c.options);
-    dw = gru::gruWU(h.graph, params, h.prog, init, inter, bwdInter, w, in, out, "wu", c.options);
+    s.d0 = gru::gruBwd(h.graph, params, h.prog, s.init, inter, s.w, s.in, s.out, s.dy, &s.dx,
+                       &bwdInter, "bwd", c.options);
+    s.dw = gru::gruWU(h.graph, params, h.prog, s.init, inter, bwdInter, s.w, s.in, s.out, "wu",
+                      c.options);
   } else if (c.augru) {
-    d0 = real ? gru::auGruBwdWithWU(h.graph, params, h.prog, init, inter, w, in, lengths, out, dy,
-                                    &dx, dw, att, &dAtt, "bwd", c.options)
-              : gru::auGruBwdWithWU(h.graph, params, h.prog, init, inter, w, in, out, dy, &dx, dw,
-                                    att, &dAtt, "bwd", c.options);
+    s.d0 = real ? gru::auGruBwdWithWU(h.graph, params, h.prog, s.init, inter, s.w, s.in,
+                                      s.lengths, s.out, s.dy, &s.dx, s.dw, s.att, &s.dAtt, "bwd",
+                                      c.options)
+                : gru::auGruBwdWithWU(h.graph, params, h.prog, s.init, inter, s.w, s.in, s.out,
+                                      s.dy, &s.dx, s.dw, s.att, &s.dAtt, "bwd", c.options);
   } else {
-    d0 = real ? gru::gruBwdWithWU(h.graph, params, h.prog, init, inter, w, in, lengths, out, dy,
-                                  &dx, dw, "bwd", c.options)
-              : gru::gruBwdWithWU(h.graph, params, h.prog, init, inter, w, in, out, dy, &dx, dw,
-                                  "bwd", c.options);
+    s.d0 = real ? gru::gruBwdWithWU(h.graph, params, h.prog, s.init, inter, s.w, s.in, s.lengths,
+                                    s.out, s.dy, &s.dx, s.dw, "bwd", c.options)
+                : gru::gruBwdWithWU(h.graph, params, h.prog, s.init, inter, s.w, s.in, s.out,
+                                    s.dy, &s.dx, s.dw, "bwd", c.options);
   }
-  const std::pair<const char *, Tensor> writes[] = {{"in", in}, {"h0", init},
-                                                    {"wi", w.inputWeights},
-                                                    {"wo", w.outputWeights},
-                                                    {"b", w.biases},
-                                                    {"dy", dy},
-                                                    {"att", att}};
+}
+
+// The rows' lengths the case writes (empty: T for every row).
+std::vector<unsigned> rowLengthsOf(const Case &c) {
+  if (c.lengths == Lengths::None)
+    return {};
+  std::vector<unsigned> rowLengths{4, 0, 5};
+  for (std::size_t b = rowLengths.size(); b < c.B; ++b)
+    rowLengths.push_back(static_cast<unsigned>(b % (c.T + 1)));
+  rowLengths.resize(c.B);
+  return rowLengths;
+}
+
+GruRun trainingStep(const Case &c) {
+  const std::size_t T = c.T, B = c.B;
+  Harness h(Target::createGeneric(c.tiles));
+  Tensor inter;
+  StepGraph s = buildForward(h, c, inter);
+  buildBackward(h, c, inter, s);
+  const std::pair<const char *, Tensor> writes[] = {
+      {"in", s.in}, {"h0", s.init}, {"wi", s.w.inputWeights}, {"wo", s.w.outputWeights},
+      {"b", s.w.biases}, {"dy", s.dy}, {"att", s.att}};
   for (const auto &[name, t] : writes)
     h.graph.createHostWrite(name, t);
-  std::vector<std::pair<const char *, Tensor>> reads{{"out", out},  {"dx", dx},
-                                                     {"dh0", d0},   {"dwi", dw.inputWeights},
-                                                     {"dwo", dw.outputWeights},
-                                                     {"db", dw.biases}};
-  if (dAtt.valid())
-    reads.emplace_back("datt", dAtt);
+  std::vector<std::pair<const char *, Tensor>> reads{{"out", s.out},  {"dx", s.dx},
+                                                     {"dh0", s.d0},   {"dwi", s.dw.inputWeights},
+                                                     {"dwo", s.dw.outputWeights},
+                                                     {"db", s.dw.biases}};
+  if (s.dAtt.valid())
+    reads.emplace_back("datt", s.dAtt);
   for (const auto &[name, t] : reads)
     h.graph.createHostRead(name, t);
   Engine e(h.graph, h.prog, {{"aspen.cpu.threads", std::to_string(c.threads)},
                                 {"aspen.cpu.inlineElements", "0"}});
   e.load(aspen::test::deviceFor(h.graph.getTarget()));
-  std::vector<unsigned> rowLengths; // empty: T for every row
-  if (c.lengths != Lengths::None) {
-    rowLengths = {4, 0, 5};
-    for (std::size_t b = rowLengths.size(); b < B; ++b)
-      rowLengths.push_back(static_cast<unsigned>(b % (T + 1)));
-    rowLengths.resize(B);
-  }
+  const std::vector<unsigned> rowLengths = rowLengthsOf(c);
   const auto hostOrder = [&](const std::string &name, const Values &v) {
     const bool sequence = name == "in" || name == "dy" || name == "out" || name == "dx";
     const bool rows = name == "att" || name == "datt";
@@ -148,30 +171,15 @@ GruRun trainingStep(const Case &c) {
           name, att && !c.randomAttention
                     ? Values(t.numElements(), 0.0)
                     : randomValues(t.numElements(), att ? 0.0 : -1.0, 1.0, seed++));
-      if (c.type == HALF) {
-        const auto data = convert<half>(v);
-        e.writeTensor(name, data.data(), data.data() + data.size());
-      } else {
-        const auto data = convert<float>(v);
-        e.writeTensor(name, data.data(), data.data() + data.size());
-      }
+      Harness::write(e, name, c.type, v);
     }
     if (c.lengths != Lengths::None)
       e.writeTensor("lengths", rowLengths.data(), rowLengths.data() + rowLengths.size());
     e.run();
   }
   std::map<std::string, Values> r;
-  for (const auto &[name, t] : reads) {
-    if (c.type == HALF) {
-      std::vector<half> v(t.numElements());
-      e.readTensor(name, v.data(), v.data() + v.size());
-      r[name] = hostOrder(name, widen(v));
-    } else {
-      std::vector<float> v(t.numElements());
-      e.readTensor(name, v.data(), v.data() + v.size());
-      r[name] = hostOrder(name, widen(v));
-    }
-  }
+  for (const auto &[name, t] : reads)
+    r[name] = hostOrder(name, Harness::read(e, name, c.type, t.numElements()));
   return {r["out"], r["dx"], r["dh0"], r["dwi"], r["dwo"], r["db"], r["datt"]};
 }
 

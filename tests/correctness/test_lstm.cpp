@@ -264,29 +264,15 @@ LstmRun trainingRun(const TrainingCase &c) {
   };
   for (unsigned run = 0; run < c.runs; ++run) {
     unsigned seed = c.seed + 1000 * (c.firstData + run);
-    for (const auto &[name, t] : writes) {
-      const Values v = hostOrder(name, randomValues(t.numElements(), -1.0, 1.0, seed++));
-      if (c.type == HALF) {
-        const auto data = convert<half>(v);
-        e.writeTensor(name, data.data(), data.data() + data.size());
-      } else {
-        const auto data = convert<float>(v);
-        e.writeTensor(name, data.data(), data.data() + data.size());
-      }
-    }
+    for (const auto &[name, t] : writes)
+      Harness::write(e, name, c.type,
+                     hostOrder(name, randomValues(t.numElements(), -1.0, 1.0, seed++)));
     if (lengths.valid())
       e.writeTensor("lengths", c.lengths.data(), c.lengths.data() + c.lengths.size());
     e.run();
   }
   auto read = [&](const char *name, const Tensor &t) {
-    if (c.type == HALF) {
-      std::vector<half> v(t.numElements());
-      e.readTensor(name, v.data(), v.data() + v.size());
-      return hostOrder(name, widen(v));
-    }
-    std::vector<float> v(t.numElements());
-    e.readTensor(name, v.data(), v.data() + v.size());
-    return hostOrder(name, widen(v));
+    return hostOrder(name, Harness::read(e, name, c.type, t.numElements()));
   };
   return {read("out", out),       read("c", cell),
           read("dx", dx),         read("dh0", d0.output),
@@ -1238,8 +1224,7 @@ TEST_CASE("the persistent LSTM forward matches a double-precision model on every
         }
 }
 
-TEST_CASE("rnnPersistentKernel: auto keeps the per-step path, true where the kernel cannot run "
-          "is refused naming the limit, and the backward refuses true",
+TEST_CASE("rnnPersistentKernel: the plan says what auto, true and false do, with the launch",
           "[correctness][lstm][persistent]") {
   Graph g(Target::createGeneric(2));
   nn::addCodelets(g);
@@ -1292,7 +1277,20 @@ TEST_CASE("rnnPersistentKernel: auto keeps the per-step path, true where the ker
   const nn::RecurrentPlan gruOn = nn::gru::getPlan(g, gruParams, {{"rnnPersistentKernel", "true"}});
   CHECK(gruOn.persistent);
   CHECK(gruOn.persistentSharedBytes == (4 * 8 * 2 + 4 * 2 + 2 * 3 * 8) * sizeof(float));
-  // Its persistent backward needs the weight update after the loop, not interleaved.
+}
+
+TEST_CASE("rnnPersistentKernel true where the kernel cannot run is refused naming the limit, "
+          "and the backward refuses true with an interleaved weight update",
+          "[correctness][lstm][persistent]") {
+  Graph g(Target::createGeneric(2));
+  nn::addCodelets(g);
+  lstm::LstmParams params(FLOAT, 4, 3, {5, 8});
+  Sequence prog;
+  Tensor in = lstm::createInput(g, params, "in");
+  lstm::LstmState init = lstm::createInitialState(g, params, "init");
+  lstm::LstmWeights w = lstm::createWeights(g, params, "w");
+  nn::gru::GruParams gruParams(FLOAT, 4, 3, {5, 8});
+  // The GRU's persistent backward needs the weight update after the loop, not interleaved.
   Tensor gruIn = nn::gru::createInput(g, gruParams, "gruIn");
   Tensor gruInit = nn::gru::createInitialState(g, gruParams, "gruInit");
   nn::gru::GruWeights gruW = nn::gru::createWeights(g, gruParams, "gruW");

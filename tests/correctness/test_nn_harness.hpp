@@ -111,7 +111,7 @@ public:
   Graph graph;
   program::Sequence prog;
 
-private:
+  // v written to the host stream `name` as `type` (converted), and n values read back widened.
   static void write(Engine &e, const std::string &name, Type type, const Values &v) {
     if (type == HALF)
       writeAs<half>(e, name, v);
@@ -141,6 +141,7 @@ private:
     return widen(data);
   }
 
+private:
   std::map<std::string, std::pair<Type, Values>> inputs_;
   std::map<std::string, Tensor> outputs_;
 };

@@ -1083,9 +1083,17 @@ TEST_CASE("a stack refuses bad options, counts and shapes, naming the rule",
   CHECK_THROWS_AS(rnn::dropoutSequence(h.graph, p, in, 1.5, 1, 0, prog), invalid_option);
   // Still usable: a good stack builds after the refusals.
   CHECK_NOTHROW(fwd(two, weights, init));
+}
 
-  // The GRU's: a wavefront of unfused steps, and the same counts and shapes.
+TEST_CASE("a GRU stack refuses a wavefront of unfused steps and wrong counts and shapes",
+          "[error][gru][stack]") {
+  Harness h(Target::createGeneric(4));
+  const OptionFlags two{{"numLayers", "2"}};
+  Sequence prog;
   gru::GruParams gp(FLOAT, 2, 3, {3, 4});
+  const Tensor in = gru::createInput(h.graph, gp, "in");
+  // A wavefront of unfused steps, and the LSTM stack's counts and shapes (two layers' states
+  // for a bidirectional stack, which needs four).
   const auto gInit = gru::createStackInitialState(h.graph, gp, "gInit", two);
   const auto gWeights = gru::createStackWeights(h.graph, gp, "gw", two);
   try {
@@ -1099,13 +1107,21 @@ TEST_CASE("a stack refuses bad options, counts and shapes, naming the rule",
   CHECK_THROWS_AS(gru::gruStackFwd(h.graph, gp, gInit, in, gWeights, nullptr, prog, "g",
                                    {{"numLayers", "3"}}),
                   shape_error);
-  CHECK_THROWS_AS(gru::gruStackFwd(h.graph, gp, init.output, in, gWeights, nullptr, prog, "g",
+  CHECK_THROWS_AS(gru::gruStackFwd(h.graph, gp, gInit, in, gWeights, nullptr, prog, "g",
                                    {{"numLayers", "2"}, {"direction", "bidirectional"}}),
                   shape_error);
   CHECK_NOTHROW(gru::gruStackFwd(h.graph, gp, gInit, in, gWeights, nullptr, prog, "g", two));
+}
 
+TEST_CASE("a vanilla RNN stack refuses the wavefront with lengths, other layers' options, "
+          "GELU and wrong counts and shapes, naming the rule",
+          "[error][rnn][stack]") {
+  Harness h(Target::createGeneric(4));
+  const OptionFlags two{{"numLayers", "2"}};
+  Sequence prog;
   // The vanilla RNN's: no wavefront, its own options only, kinds whose gradient needs the input.
   rnn::RecurrentParams vp(rnn::RnnParams(FLOAT, 2, 3, {3, 4}));
+  const Tensor in = rnn::createInputTensor(h.graph, vp.rnn, 1, "in");
   const Tensor vInit = rnn::createStackInitialState(h.graph, vp, "vInit", two);
   const auto vWeights = rnn::createStackWeights(h.graph, vp, "vw", two);
   auto vanilla = [&](const rnn::RecurrentParams &p, const OptionFlags &o) {
