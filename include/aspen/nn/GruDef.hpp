@@ -3,6 +3,7 @@
 // A cell order is a permutation of the three gates: cellOrder[i] is the gate whose weights,
 // biases and weight gradients sit in slot i of dimension 0. Names (asString and
 // parseBasicGruCellUnit, and gru_layer's --cell-order flag): reset, update, cell (the candidate).
+// The gates' formulas: docs/recurrent.md, "GRU and AUGRU".
 #pragma once
 
 #include <aspen/Export.hpp>

@@ -3,7 +3,7 @@
 // A cell order is a permutation of the four gates: cellOrder[i] is the gate whose weights,
 // biases and weight gradients sit in slot i of dimension 0. Names (asString and
 // parseBasicLstmCellUnit, and the --cell-order flag of lstm_layer): forget, input, cell (the
-// candidate), output.
+// candidate), output. The gates' formulas: docs/recurrent.md, "LSTM".
 #pragma once
 
 #include <aspen/Export.hpp>

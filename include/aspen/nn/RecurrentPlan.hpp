@@ -4,7 +4,8 @@
 //
 // getPlan(graph, params, options) reads the layer's options exactly as its builders do (unknown
 // keys and bad values raise invalid_option; bad params shape_error/type_error/invalid_option),
-// and adds nothing to the graph.
+// and adds nothing to the graph. The options and what they choose: docs/recurrent.md,
+// "Parameters and options".
 #pragma once
 
 #include <aspen/Export.hpp>
