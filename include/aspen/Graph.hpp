@@ -48,12 +48,29 @@ enum class CodeletFileType {
   Precompiled,   // a file written by aspen-cc
 };
 
+// Poplar's replication factor: Graph(target, replication_factor(r)) is one graph compiled once
+// for r replicas, each a copy of every tensor and program with its own memory
+// (docs/architecture.md, "Replicated graphs").
+class replication_factor {
+public:
+  explicit replication_factor(unsigned value) : value_(value) {}
+  operator unsigned() const { return value_; }
+
+private:
+  unsigned value_;
+};
+
 class ASPEN_API Graph {
 public:
   using TileToTensorMapping = aspen::TileToTensorMapping; // Poplar spells it Graph::...
 
   explicit Graph(const Target &target);
   explicit Graph(const Device &device);
+  // A graph replicated r ways (r >= 1; 0 raises invalid_option). Its target describes one
+  // replica. An Engine runs the replicas it is given (target.firstRuntimeReplica,
+  // target.numberRuntimeReplica; all of them by default), each with its own memory.
+  Graph(const Target &target, replication_factor r);
+  Graph(const Device &device, replication_factor r);
   Graph(Graph &&) noexcept;
   Graph &operator=(Graph &&) noexcept;
   Graph(const Graph &) = delete;
@@ -62,7 +79,9 @@ public:
 
   // The target this graph plans for; for a virtual graph, its tiles only.
   const Target &getTarget() const;
-  unsigned getReplicationFactor() const { return 1; }
+  // The r of Graph(target, replication_factor(r)); 1 for a graph made without one. A virtual
+  // graph has its parent's.
+  unsigned getReplicationFactor() const;
 
   // A graph over tiles [lowerTile, upperTile) of this one: it shares the variables, vertices and
   // programs, and numbers its tiles from 0 (its tile i is this graph's tile lowerTile + i).
@@ -107,6 +126,10 @@ public:
     return addConstantFromHost(type, shape, detail::hostTypeOf<T>(), &value, 1, debug);
   }
   // `values` converted from hostType; count is 1 (fill) or the element count of shape.
+  // A scalar UNSIGNED_INT constant whose value in each replica is that replica's index in
+  // [0, r) (in the whole replicated graph, not only among those one Engine runs). Like any
+  // constant it must be mapped to a tile and no program may write it.
+  Tensor addReplicationIndexConstant(const DebugContext &debug = {});
   Tensor addConstantFromHost(Type type, ArrayRef<std::size_t> shape, detail::HostType hostType,
                              const void *values, std::size_t count, const DebugContext &debug);
 

@@ -337,6 +337,10 @@ struct InitialValue {
 
 struct CompiledGraph {
   TargetSummary target;
+  // Graph(target, replication_factor(r)): r, and the buffers of addReplicationIndexConstant
+  // (one UNSIGNED_INT each), which each replica's engine sets to the replica's index at load.
+  std::uint32_t replicationFactor = 1;
+  std::vector<std::uint32_t> replicationIndexBuffers;
   std::vector<Buffer> buffers;
   std::uint64_t arenaBytes = 0;      // the peak: always-live bytes, scratch, the largest program's
                                      // reusable bytes at once
@@ -531,7 +535,8 @@ template <> struct Members<InitialValue> {
 template <> struct Members<CompiledGraph> {
   static constexpr bool described = true;
   template <class Self, class F> static void apply(Self &self, F &&f) {
-    ASPEN_MEMBER(target); ASPEN_MEMBER(buffers); ASPEN_MEMBER(arenaBytes);
+    ASPEN_MEMBER(target); ASPEN_MEMBER(replicationFactor); ASPEN_MEMBER(replicationIndexBuffers);
+    ASPEN_MEMBER(buffers); ASPEN_MEMBER(arenaBytes);
     ASPEN_MEMBER(alwaysLiveBytes); ASPEN_MEMBER(bufferBytes); ASPEN_MEMBER(initialValues);
     ASPEN_MEMBER(tileBytes); ASPEN_MEMBER(tilePeakBytes); ASPEN_MEMBER(variableBytes);
     ASPEN_MEMBER(libraries); ASPEN_MEMBER(vertexTypes); ASPEN_MEMBER(computeSets);

@@ -151,6 +151,9 @@ std::unique_ptr<CompiledGraph> compileGraphState(const GraphState &graph,
   const Target &t = graph.target;
   out->target = {t.getName(), t.getNumTiles(), t.getNumWorkerContexts(), t.getBytesPerTile(),
                  t.getTileClockFrequency()};
+  out->replicationFactor = graph.replicationFactor;
+  out->replicationIndexBuffers.assign(graph.replicationIndexVariables.begin(),
+                                      graph.replicationIndexVariables.end());
   addVariableBuffers(graph, *out);
 
   report = {};

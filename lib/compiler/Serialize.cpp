@@ -34,7 +34,7 @@ constexpr char kMagic[8] = {'A', 'S', 'P', 'E', 'N', 'E', 'X', 'E'};
 // none
 // 12: co-resident launches (BlockLaunch::coResident)
 // 15: Buffer::written
-constexpr std::uint32_t kFormatVersion = 15;
+constexpr std::uint32_t kFormatVersion = 16;
 
 class Writer {
 public:
@@ -225,6 +225,9 @@ void validate(Reader &io, const CompiledGraph &g) {
   for (const InitialValue &v : g.initialValues)
     check(v.buffer < g.buffers.size() && fitsIn(v.offset, v.bytes.size(), g.buffers[v.buffer].bytes),
           "initial value");
+  check(g.replicationFactor >= 1, "replication factor");
+  for (std::uint32_t b : g.replicationIndexBuffers)
+    check(b < g.buffers.size() && g.buffers[b].bytes >= 4, "replication index buffer");
   for (const CompiledVertexType &t : g.vertexTypes)
     check(t.library < g.libraries.size(), "codelet library index");
   for (const CompiledComputeSet &cs : g.computeSets) {

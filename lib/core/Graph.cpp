@@ -69,6 +69,20 @@ Graph::Graph(const Target &target)
 Graph::Graph(std::shared_ptr<GraphState> state, Target target, unsigned tileOffset)
     : state_(std::move(state)), target_(std::move(target)), tileOffset_(tileOffset) {}
 Graph::Graph(const Device &device) : Graph(device.getTarget()) {}
+Graph::Graph(const Target &target, replication_factor r) : Graph(target) {
+  if (unsigned(r) == 0)
+    throw invalid_option("Graph: replication_factor must be at least 1 (one replica), not 0");
+  state_->replicationFactor = r;
+}
+Graph::Graph(const Device &device, replication_factor r) : Graph(device.getTarget(), r) {}
+
+unsigned Graph::getReplicationFactor() const { return state_->replicationFactor; }
+
+Tensor Graph::addReplicationIndexConstant(const DebugContext &debug) {
+  Tensor t = addConstant<unsigned>(UNSIGNED_INT, {}, 0u, debug);
+  state_->replicationIndexVariables.push_back(unsigned(state_->variables.size() - 1));
+  return t;
+}
 Graph::Graph(Graph &&) noexcept = default;
 Graph &Graph::operator=(Graph &&) noexcept = default;
 Graph::~Graph() = default;

@@ -66,6 +66,9 @@ struct GraphState {
   explicit GraphState(const Target &t) : target(t) {}
 
   Target target;
+  unsigned replicationFactor = 1;
+  // The variables of addReplicationIndexConstant: each replica's engine writes its index there.
+  std::vector<unsigned> replicationIndexVariables;
   std::vector<Variable> variables;
   std::vector<ComputeSetRecord> computeSets;
   std::vector<VertexRecord> vertices;
