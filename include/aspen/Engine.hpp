@@ -90,8 +90,15 @@ public:
   // createHostWrite/createHostRead; the byte count must equal the tensor's. On a GPU device
   // [begin, end) may also be device memory (cudaMalloc'd or managed): the copy then stays on the
   // device (an Aspen extension; the layer backend passes a framework's buffers this way).
+  //
+  // A replicated graph (Graph(target, replication_factor(r))) has a copy of the tensor in each
+  // replica the engine runs: writeTensor writes them all, and the forms with `replica` (an
+  // Aspen extension; the replica's index in [0, r)) write or read one. readTensor without a
+  // replica raises stream_connection_error when the engine runs more than one.
   void writeTensor(StringRef handle, const void *begin, const void *end);
   void readTensor(StringRef handle, void *begin, void *end);
+  void writeTensor(StringRef handle, unsigned replica, const void *begin, const void *end);
+  void readTensor(StringRef handle, unsigned replica, void *begin, void *end);
   // QUARTER tensors: the codes and, in the same call, the tensor's metadata (Tensor::getMetadata).
   // Writing to a tensor whose metadata is a constant requires the same metadata. Raises
   // stream_connection_error for a handle of another type, or one whose QUARTER variables have
@@ -137,6 +144,16 @@ public:
   void connectStream(StringRef handle, void *begin, void *end);
   void connectStreamToCallback(StringRef handle, std::unique_ptr<StreamCallback> callback);
   void connectStreamToCallback(StringRef handle, std::function<void(void *)> callback);
+  // An engine that runs several replicas has a stream of each handle in each replica: connect
+  // each with its replica's index (the forms above raise stream_connection_error there).
+  // Replicas run at once, each on its own host thread, so a callback shared by several is
+  // called from several threads.
+  void connectStream(StringRef handle, unsigned replica, void *p);
+  void connectStream(StringRef handle, unsigned replica, void *begin, void *end);
+  void connectStreamToCallback(StringRef handle, unsigned replica,
+                               std::unique_ptr<StreamCallback> callback);
+  void connectStreamToCallback(StringRef handle, unsigned replica,
+                               std::function<void(void *)> callback);
 
   void setPrintStream(std::ostream &stream);
   // Memory per tile and in total, compute sets and vertices, and the measured execution steps.

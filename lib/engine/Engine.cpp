@@ -25,9 +25,27 @@ EngineImpl::EngineImpl(std::unique_ptr<CompiledGraph> compiled, const EngineOpti
   if (!compiled_)
     throw error("Engine: the Executable is empty (it was moved from or released)");
   profile_ = ExecutionProfile(*compiled_);
-  streams_.reserve(compiled_->streams.size());
-  for (const StreamInfo &s : compiled_->streams)
-    streams_.emplace_back(s.handle, s.bytes(), s.hostToDevice);
+  // The replicas this engine runs: target.firstRuntimeReplica on, target.numberRuntimeReplica of
+  // them (to the last by default).
+  const unsigned r = compiled_->replicationFactor, first = options_.firstRuntimeReplica;
+  if (first >= r || (options_.numberRuntimeReplica && *options_.numberRuntimeReplica > r - first))
+    throw invalid_option(
+        "Engine: target.firstRuntimeReplica " + std::to_string(first) +
+        (options_.numberRuntimeReplica
+             ? " and target.numberRuntimeReplica " + std::to_string(*options_.numberRuntimeReplica)
+             : std::string()) +
+        " name replicas past the graph's " + std::to_string(r) +
+        " (Graph(target, replication_factor(" + std::to_string(r) + ")))");
+  replicas_.resize(options_.numberRuntimeReplica.value_or(r - first));
+  for (std::size_t i = 0; i < replicas_.size(); ++i) {
+    Replica &replica = replicas_[i];
+    replica.index = first + unsigned(i);
+    replica.streams.reserve(compiled_->streams.size());
+    for (const StreamInfo &s : compiled_->streams)
+      replica.streams.emplace_back(s.handle, s.bytes(), s.hostToDevice);
+    if (i > 0)
+      replica.ownProfile = std::make_unique<ExecutionProfile>(*compiled_);
+  }
   // The graph's reports now, so that they exist even if the program never runs; an execution
   // profile rewrites them when the engine goes.
   if (options_.outputGraphProfile)
@@ -63,29 +81,53 @@ void EngineImpl::load(const Device &device) {
                   "'{}' has {} tiles; running it as compiled",
                   compiled_->target.name, compiled_->target.numTiles, target.getName(),
                   target.getNumTiles());
-  std::unique_ptr<Executor> executor =
-      entry.make(device, options_.executorOptions.at(entry.name).get());
-  executor->setHostParallelFor(hostParallelFor_);
-  try {
-    executor->load(*compiled_);
-  } catch (const std::bad_alloc &) {
-    throw graph_memory_allocation_error("Engine::load on " + device.describe() +
-                                        ": out of host memory while loading the graph (" +
-                                        std::to_string(compiled_->arenaBytes) +
-                                        " bytes of tensors)");
-  }
-  // Only an executor that runs device subtrees itself is offered them.
-  deviceOnly_ = executor->runsDeviceSubtrees() ? deviceOnlySteps(*compiled_)
-                                               : std::vector<bool>(compiled_->steps.size());
-  executor_ = std::move(executor);
-  bound_.clear();
-  cacheFresh_.assign(compiled_->caches.size(), 0);
+  if (replicas_.size() > 1 && device.getKind() == DeviceKind::Gpu)
+    throw error("Engine::load: this engine runs " + std::to_string(replicas_.size()) +
+                " replicas of the graph, and on device " + device.describe() +
+                " it runs one only (one process a GPU, target.numberRuntimeReplica 1)");
+  loadReplicas(device, entry);
   load_ = {std::chrono::duration<double>(start - epoch_).count(),
            std::chrono::duration<double>(RunClock::now() - start).count()};
 }
 
+void EngineImpl::loadReplicas(const Device &device, const RegisteredExecutor &entry) {
+  // Made and loaded first, so that a failed load leaves the engine as it was.
+  std::vector<std::unique_ptr<Executor>> executors;
+  for (const Replica &r : replicas_) {
+    std::unique_ptr<Executor> executor =
+        entry.make(device, options_.executorOptions.at(entry.name).get());
+    executor->setHostParallelFor(hostParallelFor_);
+    try {
+      executor->load(*compiled_);
+    } catch (const std::bad_alloc &) {
+      throw graph_memory_allocation_error(
+          "Engine::load on " + device.describe() + ": out of host memory while loading " +
+          (replicas_.size() > 1 ? "replica " + std::to_string(r.index) + " of " : "") +
+          "the graph (" + std::to_string(compiled_->arenaBytes) + " bytes of tensors)");
+    }
+    for (std::uint32_t b : compiled_->replicationIndexBuffers) {
+      RegionList index;
+      index.elementBytes = 4;
+      index.numElements = 1;
+      index.runs.push_back({b, 0, 4, 1});
+      const std::uint32_t value = r.index;
+      executor->write(index, &value);
+    }
+    executors.push_back(std::move(executor));
+  }
+  // Only an executor that runs device subtrees itself is offered them.
+  deviceOnly_ = executors.front()->runsDeviceSubtrees()
+                    ? deviceOnlySteps(*compiled_)
+                    : std::vector<bool>(compiled_->steps.size());
+  for (std::size_t i = 0; i < replicas_.size(); ++i) {
+    replicas_[i].executor = std::move(executors[i]);
+    replicas_[i].bound.clear();
+    replicas_[i].cacheFresh.assign(compiled_->caches.size(), 0);
+  }
+}
+
 void EngineImpl::requireLoaded(const char *what) const {
-  if (!executor_)
+  if (!replicas_.front().executor)
     throw runtime_error(std::string("Engine::") + what +
                         ": the engine is not loaded; call Engine::load(device) first");
 }
@@ -122,11 +164,12 @@ const HostHandle &EngineImpl::eitherHandle(StringRef handle, const char *what) c
                                 "handle");
 }
 
-void EngineImpl::requireWritable(const RegionList &regions, StringRef handle) const {
-  if (bound_.empty())
+void EngineImpl::requireWritable(const Replica &replica, const RegionList &regions,
+                                 StringRef handle) const {
+  if (replica.bound.empty())
     return;
   for (const ByteRun &r : regions.runs)
-    if (const auto it = bound_.find(r.buffer); it != bound_.end() && it->second)
+    if (const auto it = replica.bound.find(r.buffer); it != replica.bound.end() && it->second)
       throw stream_connection_error(
           "Engine::writeTensor('" + std::string(handle) + "'): variable '" +
           compiled_->buffers[r.buffer].name +
@@ -161,41 +204,81 @@ bool EngineImpl::bindTensor(StringRef handle, void *begin, std::size_t bytes, bo
     for (const auto *buffers : {&cache.reads, &cache.writes})
       if (std::find(buffers->begin(), buffers->end(), run.buffer) != buffers->end())
         return false;
-  if (!executor_->bindBuffer(run.buffer, begin))
+  // Several replicas have several copies of the tensor, and one buffer cannot be all of them.
+  if (replicas_.size() > 1)
     return false;
-  bound_[run.buffer] = readOnly;
+  Replica &r = replicas_.front();
+  if (!r.executor->bindBuffer(run.buffer, begin))
+    return false;
+  r.bound[run.buffer] = readOnly;
   return true;
 }
 
 void EngineImpl::unbindTensor(StringRef handle) {
   const HostHandle &h = eitherHandle(handle, "unbindTensor");
   for (const ByteRun &run : h.regions.runs)
-    if (const auto it = bound_.find(run.buffer); it != bound_.end()) {
-      executor_->bindBuffer(run.buffer, nullptr);
-      bound_.erase(it);
-    }
+    for (Replica &r : replicas_)
+      if (const auto it = r.bound.find(run.buffer); it != r.bound.end()) {
+        r.executor->bindBuffer(run.buffer, nullptr);
+        r.bound.erase(it);
+      }
 }
 
-void EngineImpl::writeTensor(StringRef handle, const void *begin, const void *end) {
+std::vector<EngineImpl::Replica *> EngineImpl::replicasOf(unsigned replica,
+                                                         const std::string &what) {
+  std::vector<Replica *> out;
+  for (Replica &r : replicas_)
+    if (replica == kAll || r.index == replica)
+      out.push_back(&r);
+  if (out.empty())
+    throw stream_connection_error(
+        what + ": replica " + std::to_string(replica) + " is not one this engine runs (" +
+        (replicas_.size() == 1 ? "replica " + std::to_string(replicas_.front().index)
+                               : "replicas " + std::to_string(replicas_.front().index) + " to " +
+                                     std::to_string(replicas_.back().index)) +
+        " of " + std::to_string(compiled_->replicationFactor) + ")");
+  return out;
+}
+
+void EngineImpl::writeTensor(StringRef handle, const void *begin, const void *end,
+                             unsigned replica) {
   const std::size_t bytes = static_cast<const char *>(end) - static_cast<const char *>(begin);
   const HostHandle &h = hostHandle(handle, true, bytes); // checks that the engine is loaded
-  requireWritable(h.regions, handle);
-  if (!h.invalidates.empty()) {
-    // What a Cached step depends on: the same bytes again leave it fresh, so a caller that
-    // writes unchanged weights before every run (the C backend does) has them packed once.
-    staging_.resize(bytes);
-    executor_->read(h.regions, staging_.data());
-    if (std::memcmp(staging_.data(), begin, bytes) == 0)
-      return;
-    invalidate(h.invalidates);
+  for (Replica *r : replicasOf(replica, "Engine::writeTensor('" + std::string(handle) + "')")) {
+    requireWritable(*r, h.regions, handle);
+    if (!h.invalidates.empty()) {
+      // What a Cached step depends on: the same bytes again leave it fresh, so a caller that
+      // writes unchanged weights before every run (the C backend does) has them packed once.
+      r->staging.resize(bytes);
+      r->executor->read(h.regions, r->staging.data());
+      if (std::memcmp(r->staging.data(), begin, bytes) == 0)
+        continue;
+      invalidate(*r, h.invalidates);
+    }
+    r->executor->write(h.regions, begin);
   }
-  executor_->write(h.regions, begin);
 }
 
-void EngineImpl::readTensor(StringRef handle, void *begin, void *end) {
+void EngineImpl::readTensor(StringRef handle, void *begin, void *end, unsigned replica) {
   const std::size_t bytes = static_cast<char *>(end) - static_cast<char *>(begin);
   const HostHandle &h = hostHandle(handle, false, bytes); // checks that the engine is loaded
-  executor_->read(h.regions, begin);
+  const std::string what = "Engine::readTensor('" + std::string(handle) + "')";
+  if (replica == kAll && replicas_.size() > 1)
+    throw stream_connection_error(
+        what + ": this engine runs " + std::to_string(replicas_.size()) +
+        " replicas, each with its own copy of the tensor; read one with readTensor(handle, "
+        "replica, begin, end)");
+  replicasOf(replica, what).front()->executor->read(h.regions, begin);
+}
+
+unsigned EngineImpl::singleReplica(const char *what, StringRef handle) const {
+  if (replicas_.size() > 1)
+    throw stream_connection_error(std::string("Engine::") + what + "('" + std::string(handle) +
+                                  "') with a QuarterMetadata: this engine runs " +
+                                  std::to_string(replicas_.size()) +
+                                  " replicas; QUARTER tensors are written and read in engines "
+                                  "of one replica only");
+  return replicas_.front().index;
 }
 
 namespace {
@@ -217,30 +300,32 @@ void EngineImpl::writeTensor(StringRef handle, const QuarterMetadata &metadata, 
   const std::size_t bytes = static_cast<const char *>(end) - static_cast<const char *>(begin);
   const HostHandle &h = hostHandle(handle, true, bytes);
   const RegionList &m = metadataRegions(h, handle, "writeTensor");
-  requireWritable(h.regions, handle);
-  requireWritable(m, handle);
-  invalidate(h.invalidates);
+  Replica &r = *replicasOf(singleReplica("writeTensor", handle), "Engine::writeTensor").front();
+  requireWritable(r, h.regions, handle);
+  requireWritable(r, m, handle);
+  invalidate(r, h.invalidates);
   if (h.metadataIsConstant) {
     unsigned char current = 0;
-    executor_->read(m, &current);
+    r.executor->read(m, &current);
     if (current != metadata.getBinary())
       throw stream_connection_error(
           "Engine::writeTensor('" + std::string(handle) + "'): the tensor's metadata is a constant, " +
           QuarterMetadata(static_cast<unsigned char>(current & 0xbf)).toString() +
           ", and cannot become " + metadata.toString());
   } else {
-    executor_->write(m, metadata.data());
+    r.executor->write(m, metadata.data());
   }
-  executor_->write(h.regions, begin);
+  r.executor->write(h.regions, begin);
 }
 
 void EngineImpl::readTensor(StringRef handle, QuarterMetadata &metadata, void *begin, void *end) {
   const std::size_t bytes = static_cast<char *>(end) - static_cast<char *>(begin);
   const HostHandle &h = hostHandle(handle, false, bytes);
   const RegionList &m = metadataRegions(h, handle, "readTensor");
+  Replica &r = *replicasOf(singleReplica("readTensor", handle), "Engine::readTensor").front();
   unsigned char value = 0;
-  executor_->read(m, &value);
-  executor_->read(h.regions, begin);
+  r.executor->read(m, &value);
+  r.executor->read(h.regions, begin);
   if (value & 0x40u) // written by a vertex from bad input: refuse rather than guess
     throw runtime_error("Engine::readTensor('" + std::string(handle) +
                         "'): the metadata byte " + std::to_string(unsigned(value)) +
@@ -248,11 +333,19 @@ void EngineImpl::readTensor(StringRef handle, QuarterMetadata &metadata, void *b
   metadata = QuarterMetadata(value);
 }
 
-StreamConnection &EngineImpl::stream(StringRef handle) {
+StreamConnection &EngineImpl::stream(StringRef handle, unsigned replica) {
   std::string known;
   for (std::size_t i = 0; i < compiled_->streams.size(); ++i) {
-    if (compiled_->streams[i].handle == handle)
-      return streams_[i];
+    if (compiled_->streams[i].handle == handle) {
+      const std::string what = "Engine::connectStream('" + std::string(handle) + "')";
+      if (replica == kAll && replicas_.size() > 1)
+        throw stream_connection_error(
+            what + ": this engine runs " + std::to_string(replicas_.size()) +
+            " replicas, each with its own stream; connect each with the replica's index "
+            "(connectStream(handle, replica, ...), connectStreamToCallback(handle, replica, "
+            "...))");
+      return replicasOf(replica, what).front()->streams[i];
+    }
     known += (known.empty() ? "'" : ", '") + compiled_->streams[i].handle + "'";
   }
   throw stream_connection_error("unknown stream '" + std::string(handle) +
@@ -334,6 +427,14 @@ void Engine::readTensor(StringRef handle, void *begin, void *end) {
   const auto lock = locked(*impl_);
   impl_->readTensor(handle, begin, end);
 }
+void Engine::writeTensor(StringRef handle, unsigned replica, const void *begin, const void *end) {
+  const auto lock = locked(*impl_);
+  impl_->writeTensor(handle, begin, end, replica);
+}
+void Engine::readTensor(StringRef handle, unsigned replica, void *begin, void *end) {
+  const auto lock = locked(*impl_);
+  impl_->readTensor(handle, begin, end, replica);
+}
 
 bool Engine::bindTensor(StringRef handle, void *begin, void *end) {
   const auto lock = locked(*impl_);
@@ -370,6 +471,24 @@ void Engine::connectStreamToCallback(StringRef handle, std::unique_ptr<StreamCal
 }
 void Engine::connectStreamToCallback(StringRef handle, std::function<void(void *)> callback) {
   connectStreamToCallback(handle, std::make_unique<LegacyStreamCallback>(std::move(callback)));
+}
+void Engine::connectStream(StringRef handle, unsigned replica, void *p) {
+  const auto lock = locked(*impl_);
+  impl_->stream(handle, replica).connectBuffer(p);
+}
+void Engine::connectStream(StringRef handle, unsigned replica, void *begin, void *end) {
+  const auto lock = locked(*impl_);
+  impl_->stream(handle, replica).connectCircular(begin, end);
+}
+void Engine::connectStreamToCallback(StringRef handle, unsigned replica,
+                                     std::unique_ptr<StreamCallback> callback) {
+  const auto lock = locked(*impl_);
+  impl_->stream(handle, replica).connectCallback(std::move(callback));
+}
+void Engine::connectStreamToCallback(StringRef handle, unsigned replica,
+                                     std::function<void(void *)> callback) {
+  connectStreamToCallback(handle, replica,
+                          std::make_unique<LegacyStreamCallback>(std::move(callback)));
 }
 
 void Engine::setPrintStream(std::ostream &stream) {

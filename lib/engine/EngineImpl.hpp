@@ -1,5 +1,6 @@
-// EngineImpl: a loaded CompiledGraph, its executor, host connections and execution profile.
-// Control flow is interpreted here (Run.cpp); the executor does memory and compute.
+// EngineImpl: a loaded CompiledGraph, its executor (one per replica it runs), host connections
+// and execution profile. Control flow is interpreted here (Run.cpp); the executors do memory
+// and compute. The replicas of a run run at once, each on its own host thread.
 #pragma once
 
 #include "EngineOptions.hpp"
@@ -17,6 +18,8 @@
 
 namespace aspen::detail {
 
+struct RegisteredExecutor;
+
 class EngineImpl {
 public:
   // `compileReport` is null for an engine made from an executable; `epoch` is time 0 of the
@@ -31,8 +34,11 @@ public:
 
   void load(const Device &device);
   void run(unsigned programIndex, const std::string &debugName);
-  void writeTensor(StringRef handle, const void *begin, const void *end);
-  void readTensor(StringRef handle, void *begin, void *end);
+  // `replica`: a replica of the graph this engine runs (checkReplica), or all of them (kAll;
+  // reads refuse it when there are several).
+  static constexpr unsigned kAll = ~0u;
+  void writeTensor(StringRef handle, const void *begin, const void *end, unsigned replica = kAll);
+  void readTensor(StringRef handle, void *begin, void *end, unsigned replica = kAll);
   void writeTensor(StringRef handle, const QuarterMetadata &metadata, const void *begin,
                    const void *end);
   void readTensor(StringRef handle, QuarterMetadata &metadata, void *begin, void *end);
@@ -41,10 +47,12 @@ public:
   void setHostParallelFor(HostParallelFor parallelFor) {
     hostParallelFor_ =
         parallelFor ? std::make_shared<const HostParallelFor>(std::move(parallelFor)) : nullptr;
-    if (executor_)
-      executor_->setHostParallelFor(hostParallelFor_);
+    for (Replica &r : replicas_)
+      if (r.executor)
+        r.executor->setHostParallelFor(hostParallelFor_);
   }
-  StreamConnection &stream(StringRef handle);
+  // Stream `handle`'s connection in `replica` (kAll: the only replica this engine runs).
+  StreamConnection &stream(StringRef handle, unsigned replica = kAll);
   void setPrintStream(std::ostream &stream) { printStream_ = &stream; }
   void printProfileSummary(std::ostream &out, const ProfileOptions &options) const;
   void resetExecutionProfile() { profile_ = ExecutionProfile(*compiled_); }
@@ -54,44 +62,67 @@ public:
   std::recursive_mutex &mutex() const { return mutex_; }
 
 private:
+  // One replica this engine runs: its executor (its own memory), its stream connections and
+  // what its runs keep. Replicas after the first count their steps in `ownProfile`, which no
+  // report shows: the execution profile is the first replica's.
+  struct Replica {
+    unsigned index = 0; // in the replicated graph
+    std::unique_ptr<Executor> executor;
+    std::vector<StreamConnection> streams;
+    std::vector<std::uint8_t> staging;
+    // Buffers bound to the caller's memory (bindTensor): whether that memory is const.
+    std::map<std::uint32_t, bool> bound;
+    // Per Cached step: its body ran and nothing it depends on was written since. Cleared at
+    // load.
+    std::vector<std::uint8_t> cacheFresh;
+    std::unique_ptr<ExecutionProfile> ownProfile;
+  };
+
   void requireLoaded(const char *what) const;
+  // The replicas of a call's `replica` (kAll: every one); stream_connection_error naming `what`
+  // for a replica this engine does not run.
+  std::vector<Replica *> replicasOf(unsigned replica, const std::string &what);
+  // The one replica a QUARTER host access goes to (stream_connection_error with several).
+  unsigned singleReplica(const char *what, StringRef handle) const;
   const HostHandle &hostHandle(StringRef handle, bool write, std::size_t bytes) const;
   // A write or read handle's, for bindTensor and unbindTensor (`what`).
   const HostHandle &eitherHandle(StringRef handle, const char *what) const;
   // Raises stream_connection_error when `regions` touch a buffer bound to const memory.
-  void requireWritable(const RegionList &regions, StringRef handle) const;
-  void runStep(std::uint32_t index);
-  unsigned long long scalarBits(const ScalarRef &scalar);
-  bool isTrue(const ScalarRef &scalar);
-  std::int64_t integerValue(const ScalarRef &scalar);
-  void transfer(const StreamCopy &copy, bool toDevice);
+  void requireWritable(const Replica &r, const RegionList &regions, StringRef handle) const;
+  // The replicas' executors, made and loaded (each with its replication index written).
+  void loadReplicas(const Device &device, const RegisteredExecutor &entry);
+  // One replica's run of program step `index` (Run.cpp).
+  void runReplica(Replica &r, std::uint32_t programStep);
+  void runStep(Replica &r, std::uint32_t index);
+  void runLeaf(Replica &r, const Step &step, RunClock::time_point start);
+  ExecutionProfile &profileOf(Replica &r) { return r.ownProfile ? *r.ownProfile : profile_; }
+  unsigned long long scalarBits(Replica &r, const ScalarRef &scalar);
+  bool isTrue(Replica &r, const ScalarRef &scalar);
+  std::int64_t integerValue(Replica &r, const ScalarRef &scalar);
+  void transfer(Replica &r, const StreamCopy &copy, bool toDevice);
   // Marks the Cached steps in `caches` stale (CompiledGraph::caches, Caches.hpp).
-  void invalidate(const std::vector<std::uint32_t> &caches) {
+  static void invalidate(Replica &r, const std::vector<std::uint32_t> &caches) {
     for (std::uint32_t c : caches)
-      cacheFresh_[c] = 0;
+      r.cacheFresh[c] = 0;
   }
-  // Adds an event that began at `start` and ends now to the timeline, while it records.
-  void recordEvent(ExecutionProfile::Event::Kind kind, std::uint32_t index,
+  // Adds an event that began at `start` and ends now to the timeline, while it records (the
+  // first replica's events only).
+  void recordEvent(const Replica &r, ExecutionProfile::Event::Kind kind, std::uint32_t index,
                    RunClock::time_point start);
 
   std::unique_ptr<CompiledGraph> compiled_;
   EngineOptions options_;
-  std::unique_ptr<Executor> executor_;
-  std::vector<StreamConnection> streams_;
+  std::vector<Replica> replicas_;
   std::ostream *printStream_ = &std::cout;
+  std::mutex printMutex_; // replicas print one at a time
   ExecutionProfile profile_;
   std::unique_ptr<CompileReport> compileReport_;
   RunClock::time_point epoch_;
   std::optional<std::pair<double, double>> load_; // {start, seconds} since epoch_
   bool recording_ = false; // this run's events go to profile_.timeline
-  std::vector<std::uint8_t> staging_;
-  // Buffers bound to the caller's memory (bindTensor): whether that memory is const.
-  std::map<std::uint32_t, bool> bound_;
   // Engine::setHostParallelFor's loop (null: the executor's own threads), kept across loads.
   std::shared_ptr<const HostParallelFor> hostParallelFor_;
   std::vector<bool> deviceOnly_; // deviceOnlySteps(*compiled_) when the executor takes them
-  // Per Cached step: its body ran and nothing it depends on was written since. Cleared at load.
-  std::vector<std::uint8_t> cacheFresh_;
   // The run in progress's deadline (options_.timeLimit), checked at every step.
   std::optional<RunClock::time_point> deadline_;
   mutable std::recursive_mutex mutex_;

@@ -92,6 +92,15 @@ EngineOptions parseEngineOptions(const OptionFlags &options) {
              return !v.empty();
            })
       .unsignedInteger("autoReport.executionProfileProgramRunCount", result.timelineRuns)
+      .unsignedInteger("target.firstRuntimeReplica", result.firstRuntimeReplica)
+      .add("target.numberRuntimeReplica", "a whole number of replicas, 1 or more",
+           [&result](const std::string &v) {
+             if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != v.npos ||
+                 std::stoul(v) == 0)
+               return false;
+             result.numberRuntimeReplica = unsigned(std::stoul(v));
+             return true;
+           })
       // Streams are copied synchronously, so no overlap setting changes anything.
       .add("exchange.streamBufferOverlap", "one of none, hostRearrangeOnly, any",
            [](const std::string &v) { return v == "none" || v == "hostRearrangeOnly" || v == "any"; });

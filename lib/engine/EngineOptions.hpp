@@ -8,6 +8,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace aspen::detail {
@@ -26,6 +27,10 @@ struct EngineOptions {
   bool outputGraphProfile = false, outputExecutionProfile = false;
   std::string reportDirectory = ".";
   unsigned timelineRuns = 2; // autoReport.executionProfileProgramRunCount
+  // Poplar's target.firstRuntimeReplica and target.numberRuntimeReplica: the replicas of a
+  // replicated graph this engine runs, [first, first + number) (number unset: to the last).
+  unsigned firstRuntimeReplica = 0;
+  std::optional<unsigned> numberRuntimeReplica;
   // Each executor's options, by executor name, as its declareOptions read them.
   std::map<std::string, std::shared_ptr<void>> executorOptions;
   // The options of executor `name` as its type (CpuExecutorOptions, CudaExecutorOptions).

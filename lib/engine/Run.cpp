@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
+#include <thread>
 
 namespace aspen::detail {
 
@@ -28,38 +30,76 @@ void EngineImpl::run(unsigned programIndex, const std::string &debugName) {
   const auto start = Clock::now();
   recording_ = profile_.recordedRuns < options_.timelineRuns;
   profile_.recordedRuns += recording_ ? 1 : 0;
-  if (options_.timeLimit > 0) {
+  if (options_.timeLimit > 0)
     deadline_ = start + std::chrono::duration_cast<Clock::duration>(
                             std::chrono::duration<double>(options_.timeLimit));
-    executor_->setDeadline(deadline_);
-  }
-  executor_->runStarting();
   struct EndRun {
     EngineImpl &self;
-    ~EndRun() {
-      self.executor_->runEnded();
-      if (self.deadline_) {
-        self.deadline_.reset();
-        self.executor_->setDeadline(std::nullopt);
-      }
-    }
+    ~EndRun() { self.deadline_.reset(); }
   } end{*this};
+  // The replicas run at once: the first on this thread, each other on a thread of its own.
+  std::vector<std::exception_ptr> failures(replicas_.size());
+  std::vector<std::thread> threads;
+  const std::uint32_t root = compiled_->programs[programIndex];
+  for (std::size_t i = 1; i < replicas_.size(); ++i)
+    threads.emplace_back([this, i, root, &failures] {
+      try {
+        runReplica(replicas_[i], root);
+      } catch (...) {
+        failures[i] = std::current_exception();
+      }
+    });
   try {
-    runStep(compiled_->programs[programIndex]);
-  } catch (const runtime_error &e) {
-    if (!deadline_ || Clock::now() < *deadline_)
+    runReplica(replicas_.front(), root);
+  } catch (...) {
+    failures.front() = std::current_exception();
+  }
+  for (std::thread &t : threads)
+    t.join();
+  for (std::size_t i = 0; i < failures.size(); ++i) {
+    if (!failures[i])
+      continue;
+    const std::string who =
+        "Engine::run(" + std::to_string(programIndex) +
+        (debugName.empty() ? "" : ", '" + debugName + "'") + ")" +
+        (replicas_.size() > 1 ? " in replica " + std::to_string(replicas_[i].index) : "");
+    try {
+      std::rethrow_exception(failures[i]);
+    } catch (const runtime_error &e) {
+      if (deadline_ && Clock::now() >= *deadline_)
+        throw runtime_error(who + ": " + timeLimitMessage(options_.timeLimit) + ": " + e.what());
+      if (replicas_.size() > 1)
+        throw runtime_error(who + ": " + e.what());
       throw;
-    throw runtime_error("Engine::run(" + std::to_string(programIndex) +
-                        (debugName.empty() ? "" : ", '" + debugName + "'") +
-                        "): " + timeLimitMessage(options_.timeLimit) + ": " + e.what());
+    } catch (const stream_connection_error &e) {
+      if (replicas_.size() > 1)
+        throw stream_connection_error(who + ": " + e.what());
+      throw;
+    }
   }
   profile_.programs[programIndex].add(secondsSince(start));
-  recordEvent(ExecutionProfile::Event::Kind::Program, programIndex, start);
+  recordEvent(replicas_.front(), ExecutionProfile::Event::Kind::Program, programIndex, start);
 }
 
-void EngineImpl::recordEvent(ExecutionProfile::Event::Kind kind, std::uint32_t index,
-                             Clock::time_point start) {
-  if (!recording_)
+void EngineImpl::runReplica(Replica &r, std::uint32_t programStep) {
+  if (deadline_)
+    r.executor->setDeadline(deadline_);
+  r.executor->runStarting();
+  struct EndRun {
+    Replica &r;
+    bool deadline;
+    ~EndRun() {
+      r.executor->runEnded();
+      if (deadline)
+        r.executor->setDeadline(std::nullopt);
+    }
+  } end{r, deadline_.has_value()};
+  runStep(r, programStep);
+}
+
+void EngineImpl::recordEvent(const Replica &r, ExecutionProfile::Event::Kind kind,
+                             std::uint32_t index, Clock::time_point start) {
+  if (!recording_ || r.ownProfile)
     return;
   const auto now = Clock::now();
   profile_.record({kind, index, std::chrono::duration<double>(start - epoch_).count(),
@@ -67,127 +107,130 @@ void EngineImpl::recordEvent(ExecutionProfile::Event::Kind kind, std::uint32_t i
 }
 
 // The scalar's bytes as ControlRules.hpp takes them (little-endian, in the low bytes).
-unsigned long long EngineImpl::scalarBits(const ScalarRef &scalar) {
+unsigned long long EngineImpl::scalarBits(Replica &r, const ScalarRef &scalar) {
   std::uint8_t bytes[8] = {};
-  executor_->readScalar(scalar, bytes);
+  r.executor->readScalar(scalar, bytes);
   unsigned long long bits = 0;
   for (std::size_t b = 0; b < scalar.type.size() && b < 8; ++b)
     bits |= static_cast<unsigned long long>(bytes[b]) << (8 * b);
   return bits;
 }
 
-bool EngineImpl::isTrue(const ScalarRef &scalar) {
-  return predicateIsTrue(scalarBits(scalar), unsigned(scalar.type.size()),
+bool EngineImpl::isTrue(Replica &r, const ScalarRef &scalar) {
+  return predicateIsTrue(scalarBits(r, scalar), unsigned(scalar.type.size()),
                          scalar.type.isFloatingPoint());
 }
 
-std::int64_t EngineImpl::integerValue(const ScalarRef &scalar) {
-  return controlValue(scalarBits(scalar), unsigned(scalar.type.size()), scalar.type.isSigned());
+std::int64_t EngineImpl::integerValue(Replica &r, const ScalarRef &scalar) {
+  return controlValue(scalarBits(r, scalar), unsigned(scalar.type.size()), scalar.type.isSigned());
 }
 
-void EngineImpl::transfer(const StreamCopy &copy, bool toDevice) {
+void EngineImpl::transfer(Replica &r, const StreamCopy &copy, bool toDevice) {
   const auto start = Clock::now();
-  staging_.resize(copy.tensor.bytes());
-  StreamConnection &connection = streams_[copy.stream];
+  r.staging.resize(copy.tensor.bytes());
+  StreamConnection &connection = r.streams[copy.stream];
   if (toDevice) {
-    connection.hostToDevice(staging_.data());
-    executor_->write(copy.tensor, staging_.data());
+    connection.hostToDevice(r.staging.data());
+    r.executor->write(copy.tensor, r.staging.data());
   } else {
-    executor_->read(copy.tensor, staging_.data());
-    connection.deviceToHost(staging_.data());
+    r.executor->read(copy.tensor, r.staging.data());
+    connection.deviceToHost(r.staging.data());
   }
-  profile_.streamedBytes += staging_.size();
-  profile_.streamTransfers.add(secondsSince(start));
-  recordEvent(ExecutionProfile::Event::Kind::Stream, copy.stream, start);
+  ExecutionProfile &profile = profileOf(r);
+  profile.streamedBytes += r.staging.size();
+  profile.streamTransfers.add(secondsSince(start));
+  recordEvent(r, ExecutionProfile::Event::Kind::Stream, copy.stream, start);
 }
 
-void EngineImpl::runStep(std::uint32_t index) {
+void EngineImpl::runStep(Replica &r, std::uint32_t index) {
   const Step &step = compiled_->steps[index];
   const auto start = Clock::now();
+  ExecutionProfile &profile = profileOf(r);
   if (deadline_ && start >= *deadline_)
     throw runtime_error("it was stopped between steps of the program");
-  invalidate(step.invalidates);
+  invalidate(r, step.invalidates);
   if (offeredAsDeviceSubtree(*compiled_, deviceOnly_, index) &&
-      executor_->runDeviceSubtree(index)) {
+      r.executor->runDeviceSubtree(index)) {
     const double seconds = secondsSince(start);
-    profile_.steps[index].add(seconds);
-    profile_.deviceSubtrees.add(seconds);
-    recordEvent(ExecutionProfile::Event::Kind::DeviceGraph, index, start);
+    profile.steps[index].add(seconds);
+    profile.deviceSubtrees.add(seconds);
+    recordEvent(r, ExecutionProfile::Event::Kind::DeviceGraph, index, start);
     return;
   }
   switch (step.kind) {
   case StepKind::Sequence:
     for (std::uint32_t child : step.children)
-      runStep(child);
+      runStep(r, child);
     break;
   case StepKind::Execute:
-    profile_.computeSets[step.index].add(executor_->execute(step.index));
-    recordEvent(ExecutionProfile::Event::Kind::ComputeSet, step.index, start);
+    profile.computeSets[step.index].add(r.executor->execute(step.index));
+    recordEvent(r, ExecutionProfile::Event::Kind::ComputeSet, step.index, start);
     break;
   case StepKind::Kernel:
-    profile_.kernels[step.index].add(executor_->runKernel(step.index));
-    recordEvent(ExecutionProfile::Event::Kind::Kernel, step.index, start);
+    profile.kernels[step.index].add(r.executor->runKernel(step.index));
+    recordEvent(r, ExecutionProfile::Event::Kind::Kernel, step.index, start);
     break;
   case StepKind::Copy: {
     const CopyPlan &plan = compiled_->copies[step.index];
-    executor_->copy(step.index);
+    r.executor->copy(step.index);
     // A compute set's or kernel's gather or scatter is rearrangement; the rest are copies.
-    (plan.rearranges ? profile_.rearrangedBytes : profile_.copiedBytes) += plan.src.bytes();
+    (plan.rearranges ? profile.rearrangedBytes : profile.copiedBytes) += plan.src.bytes();
     if (!plan.rearranges)
-      profile_.copies.add(secondsSince(start));
-    recordEvent(ExecutionProfile::Event::Kind::Copy, step.index, start);
+      profile.copies.add(secondsSince(start));
+    recordEvent(r, ExecutionProfile::Event::Kind::Copy, step.index, start);
     break;
   }
   case StepKind::StreamToTensor:
   case StepKind::TensorToStream:
-    transfer(compiled_->streamCopies[step.index], step.kind == StepKind::StreamToTensor);
+    transfer(r, compiled_->streamCopies[step.index], step.kind == StepKind::StreamToTensor);
     break;
   case StepKind::Repeat:
     for (std::uint32_t i = 0; i < step.count; ++i)
-      runStep(step.children[0]);
+      runStep(r, step.children[0]);
     break;
   case StepKind::RepeatWhileTrue:
   case StepKind::RepeatWhileFalse: {
     const bool continueWhen = step.kind == StepKind::RepeatWhileTrue;
     for (;;) {
-      runStep(step.children[0]);
-      if (isTrue(step.scalar) != continueWhen)
+      runStep(r, step.children[0]);
+      if (isTrue(r, step.scalar) != continueWhen)
         break;
-      runStep(step.children[1]);
+      runStep(r, step.children[1]);
     }
     break;
   }
   case StepKind::If:
-    runStep(step.children[isTrue(step.scalar) ? 0 : 1]);
+    runStep(r, step.children[isTrue(r, step.scalar) ? 0 : 1]);
     break;
   case StepKind::Switch: {
-    const std::int64_t value = integerValue(step.scalar);
+    const std::int64_t value = integerValue(r, step.scalar);
     const auto match = std::find(step.cases.begin(), step.cases.end(), value);
-    runStep(step.children[match == step.cases.end() ? 0 : 1 + (match - step.cases.begin())]);
+    runStep(r, step.children[match == step.cases.end() ? 0 : 1 + (match - step.cases.begin())]);
     break;
   }
   case StepKind::PrintTensor: {
     const PrintInfo &print = compiled_->prints[step.index];
-    staging_.resize(print.regions.bytes());
-    executor_->read(print.regions, staging_.data());
-    *printStream_ << formatTensor(print, staging_.data()) << std::flush;
+    r.staging.resize(print.regions.bytes());
+    r.executor->read(print.regions, r.staging.data());
+    const std::lock_guard<std::mutex> lock(printMutex_);
+    *printStream_ << formatTensor(print, r.staging.data()) << std::flush;
     break;
   }
   case StepKind::Abort:
-    if (isTrue(step.scalar))
+    if (isTrue(r, step.scalar))
       throw runtime_error("AbortOnCondition '" + step.name +
                           "': the predicate is true (non-zero), so the program was aborted");
     break;
   case StepKind::Cached:
-    if (!cacheFresh_[step.index]) {
-      runStep(step.children[0]);
-      cacheFresh_[step.index] = options_.cachedSteps;
+    if (!r.cacheFresh[step.index]) {
+      runStep(r, step.children[0]);
+      r.cacheFresh[step.index] = options_.cachedSteps;
     }
     break;
   case StepKind::Nop:
     break;
   }
-  profile_.steps[index].add(secondsSince(start));
+  profile.steps[index].add(secondsSince(start));
 }
 
 } // namespace aspen::detail
