@@ -178,6 +178,14 @@ struct ConvShape {
   }
 };
 
+// A collective (AllReduce): its operator (collectives::CollectiveOperator), element type and
+// count (each operand's).
+struct CollectiveShape {
+  std::uint32_t op = 0;
+  Type type = FLOAT;
+  std::uint64_t elements = 0;
+};
+
 // Bounds of any launch (verification applies each target's own, which are within these; a
 // deserialised executable is checked against them before an executor allocates fibers or
 // shared memory): the largest block of any GPU, and more shared memory than any GPU offers.
@@ -197,6 +205,7 @@ struct CompiledKernel {
   GemmShape gemm;     // Gemm
   BlockLaunch launch; // Block
   ConvShape conv;     // ConvForward, ConvBackwardData, ConvBackwardFilter
+  CollectiveShape collective; // AllReduce
   bool isConv() const {
     return kind == KernelKind::ConvForward || kind == KernelKind::ConvBackwardData ||
            kind == KernelKind::ConvBackwardFilter;
@@ -471,11 +480,17 @@ template <> struct Members<ConvShape> {
     ASPEN_MEMBER(accumulate);
   }
 };
+template <> struct Members<CollectiveShape> {
+  static constexpr bool described = true;
+  template <class Self, class F> static void apply(Self &self, F &&f) {
+    ASPEN_MEMBER(op); ASPEN_MEMBER(type); ASPEN_MEMBER(elements);
+  }
+};
 template <> struct Members<CompiledKernel> {
   static constexpr bool described = true;
   template <class Self, class F> static void apply(Self &self, F &&f) {
     ASPEN_MEMBER(kind); ASPEN_MEMBER(name); ASPEN_MEMBER(gemm); ASPEN_MEMBER(launch);
-    ASPEN_MEMBER(conv);
+    ASPEN_MEMBER(conv); ASPEN_MEMBER(collective);
     ASPEN_MEMBER(operands); ASPEN_MEMBER(rearrangedBytes);
   }
 };

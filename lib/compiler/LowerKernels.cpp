@@ -115,6 +115,11 @@ CompiledKernel describeKernelCall(const ProgramNode &node) {
     c.accumulate = node.flags & kKernelAccumulate;
     break;
   }
+  case KernelKind::AllReduce: {
+    const Tensor &data = node.operands.at(AllReduceOperand::data);
+    kernel.collective = {node.collectiveOperator, data.elementType(), data.numElements()};
+    break;
+  }
   case KernelKind::Block:
     throw internal_error("a Kernel node of kind Block: Launch makes block kernels");
   }

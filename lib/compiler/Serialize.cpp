@@ -8,6 +8,7 @@
 #include "support/ConvTables.hpp"
 #include "codelets/ContentHash.hpp"
 
+#include <aspen/Collectives.hpp>
 #include <aspen/Executable.hpp>
 #include <aspen/Error.hpp>
 
@@ -296,6 +297,13 @@ void validate(Reader &io, const CompiledGraph &g) {
         elements = {outElements, in, weights, 1};
         bytes = {outBytes, inBytes, inBytes, 4};
       }
+      break;
+    }
+    case KernelKind::AllReduce: {
+      const CollectiveShape &c = k.collective;
+      check(c.op <= std::uint32_t(collectives::CollectiveOperator::LOCAL), "collective operator");
+      elements = {c.elements, c.elements};
+      bytes = {c.type.size(), c.type.size()};
       break;
     }
     case KernelKind::Block:

@@ -52,13 +52,20 @@ enum class OperandPresence : std::uint8_t { Required, Optional };
   O(weights, Accumulated, Required) /* deltas, or weights += scale * deltas */                    \
   O(scale, Read, Optional)          /* one float; absent: 1 */
 
+// A cross-replica all-reduce (aspen/Collectives.hpp): every replica's `data` combined in
+// replica order, into each replica's `result`. The engine runs it (runsOnHost), not an executor.
+#define ASPEN_ALL_REDUCE_OPERANDS(O)                                                              \
+  O(data, Read, Required)                                                                         \
+  O(result, Written, Required)
+
 // X(kind, operand list)
 #define ASPEN_KERNEL_KINDS(X)                                                                     \
   X(Gemm, ASPEN_GEMM_OPERANDS)                                                                    \
   X(Block, ASPEN_BLOCK_OPERANDS)                                                                  \
   X(ConvForward, ASPEN_CONV_FORWARD_OPERANDS)                                                     \
   X(ConvBackwardData, ASPEN_CONV_BACKWARD_DATA_OPERANDS)                                          \
-  X(ConvBackwardFilter, ASPEN_CONV_BACKWARD_FILTER_OPERANDS)
+  X(ConvBackwardFilter, ASPEN_CONV_BACKWARD_FILTER_OPERANDS)                                      \
+  X(AllReduce, ASPEN_ALL_REDUCE_OPERANDS)
 
 #define ASPEN_KERNEL_ENUM(kind, operands) kind,
 enum class KernelKind : std::uint8_t { ASPEN_KERNEL_KINDS(ASPEN_KERNEL_ENUM) };
@@ -115,6 +122,9 @@ inline ArrayRef<OperandInfo> kernelOperands(KernelKind kind) {
   }
   return {};
 }
+
+// The kinds the engine runs itself, between the executor's steps (the collectives).
+inline bool runsOnHost(KernelKind kind) { return kind == KernelKind::AllReduce; }
 
 inline const char *kernelKindName(KernelKind kind) {
   switch (kind) {

@@ -4,6 +4,7 @@
 #include "support/ConvTables.hpp"
 
 #include <aspen/BlockCodelets.hpp>
+#include <aspen/Collectives.hpp>
 #include <aspen/Error.hpp>
 #include <aspen/Kernels.hpp>
 #include <aspen/Program.hpp>
@@ -320,6 +321,44 @@ Gemm::Gemm(const Tensor &a, const Tensor &b, const Tensor &c, const GemmOptions 
   node.operands[detail::GemmOperand::scale] = options.scale;
   node.flags = (options.accumulate ? detail::kKernelAccumulate : 0) |
                (options.allowTF32 ? detail::kGemmAllowTF32 : 0);
+}
+
+CrossReplicaAllReduce::CrossReplicaAllReduce(const Tensor &data, const Tensor &result,
+                                             collectives::CollectiveOperator op,
+                                             const DebugContext &debug)
+    : Program(makeNode(ProgramKind::Kernel, debug)) {
+  using collectives::CollectiveOperator;
+  const char *kernel = detail::kernelKindName(detail::KernelKind::AllReduce);
+  requireValid(data, kernel, "data", debug);
+  requireValid(result, kernel, "result", debug);
+  const std::string what = fmt::format("{} '{}' ({}) of {} into {}", kernel, debug.getPathName(),
+                                       collectives::toString(op), data.getDebugStr(),
+                                       result.getDebugStr());
+  const Type t = data.elementType();
+  if (result.elementType() != t)
+    throw type_error(fmt::format("{}: the result is {}, the data {}; they must be one type", what,
+                                 result.elementType().toString(), t.toString()));
+  if (result.numElements() != data.numElements())
+    throw shape_error(fmt::format("{}: the result has {} elements {}, the data {} {}; they must "
+                                  "have as many",
+                                  what, result.numElements(), result.shapeToString(),
+                                  data.numElements(), data.shapeToString()));
+  const bool logical = op == CollectiveOperator::LOGICAL_AND || op == CollectiveOperator::LOGICAL_OR;
+  const bool floating = t == FLOAT || t == HALF, integer = t == INT || t == UNSIGNED_INT;
+  const bool ok = op == CollectiveOperator::LOCAL ? (floating || integer || t == BOOL)
+                  : logical                      ? t == BOOL
+                  : op == CollectiveOperator::MEAN ? floating
+                                                   : floating || integer;
+  if (!ok)
+    throw type_error(fmt::format(
+        "{}: {} does not take {} data (FLOAT and HALF take every operator but the logical ones, "
+        "INT and UNSIGNED_INT all but MEAN and the logical ones, BOOL only LOGICAL_AND, "
+        "LOGICAL_OR and LOCAL)",
+        what, collectives::toString(op), t.toString()));
+  ProgramNode &node = mutableNode();
+  node.kernel = detail::KernelKind::AllReduce;
+  node.operands = {data, result};
+  node.collectiveOperator = static_cast<std::uint32_t>(op);
 }
 
 namespace {

@@ -60,6 +60,7 @@ struct ProgramNode {
   std::vector<Tensor> operands;         // Kernel: kernelOperands(kernel), in order
   std::uint32_t flags = 0;              // Kernel: kKernelAccumulate, kGemmAllowTF32
   program::ConvGeometry conv;           // Kernel: the Conv* kinds
+  std::uint32_t collectiveOperator = 0; // Kernel: AllReduce (collectives::CollectiveOperator)
   LaunchShape launch;                                // Launch
 };
 

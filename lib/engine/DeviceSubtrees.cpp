@@ -26,7 +26,9 @@ std::vector<bool> deviceOnlySteps(const CompiledGraph &graph) {
     if (state[index] != Unknown)
       return state[index] == Yes;
     const Step &step = graph.steps[index];
-    bool deviceOnly = stepKindInfo(step.kind).onDevice;
+    // A collective is the engine's (it meets the other replicas' runs), not device work.
+    bool deviceOnly = stepKindInfo(step.kind).onDevice &&
+                      !(step.kind == StepKind::Kernel && runsOnHost(graph.kernels[step.index].kind));
     for (std::uint32_t child : step.children)
       deviceOnly = self(self, child) && deviceOnly;
     // A cooperative kernel cannot be in a conditional node's body: control flow over a

@@ -46,6 +46,10 @@ EngineImpl::EngineImpl(std::unique_ptr<CompiledGraph> compiled, const EngineOpti
     if (i > 0)
       replica.ownProfile = std::make_unique<ExecutionProfile>(*compiled_);
   }
+  std::vector<unsigned> indices;
+  for (const Replica &replica : replicas_)
+    indices.push_back(replica.index);
+  meeting_ = std::make_unique<ReplicaMeeting>(std::move(indices));
   // The graph's reports now, so that they exist even if the program never runs; an execution
   // profile rewrites them when the engine goes.
   if (options_.outputGraphProfile)
@@ -85,6 +89,7 @@ void EngineImpl::load(const Device &device) {
     throw error("Engine::load: this engine runs " + std::to_string(replicas_.size()) +
                 " replicas of the graph, and on device " + device.describe() +
                 " it runs one only (one process a GPU, target.numberRuntimeReplica 1)");
+  requireAllReplicasForCollectives();
   loadReplicas(device, entry);
   load_ = {std::chrono::duration<double>(start - epoch_).count(),
            std::chrono::duration<double>(RunClock::now() - start).count()};

@@ -5,6 +5,7 @@
 
 #include "EngineOptions.hpp"
 #include "Profile.hpp"
+#include "ReplicaMeeting.hpp"
 #include "Streams.hpp"
 #include "compiler/CompiledGraph.hpp"
 #include "executors/Executor.hpp"
@@ -100,6 +101,10 @@ private:
   bool isTrue(Replica &r, const ScalarRef &scalar);
   std::int64_t integerValue(Replica &r, const ScalarRef &scalar);
   void transfer(Replica &r, const StreamCopy &copy, bool toDevice);
+  // Runs collective kernel `index` for replica r (Collectives.cpp): the seconds it took.
+  double runCollective(Replica &r, std::uint32_t index);
+  // Raises at load when the graph has collectives and this engine runs only some replicas.
+  void requireAllReplicasForCollectives() const;
   // Marks the Cached steps in `caches` stale (CompiledGraph::caches, Caches.hpp).
   static void invalidate(Replica &r, const std::vector<std::uint32_t> &caches) {
     for (std::uint32_t c : caches)
@@ -113,6 +118,7 @@ private:
   std::unique_ptr<CompiledGraph> compiled_;
   EngineOptions options_;
   std::vector<Replica> replicas_;
+  std::unique_ptr<ReplicaMeeting> meeting_; // where the replicas' collectives meet
   std::ostream *printStream_ = &std::cout;
   std::mutex printMutex_; // replicas print one at a time
   ExecutionProfile profile_;

@@ -93,6 +93,7 @@ EngineOptions parseEngineOptions(const OptionFlags &options) {
            })
       .unsignedInteger("autoReport.executionProfileProgramRunCount", result.timelineRuns)
       .unsignedInteger("target.firstRuntimeReplica", result.firstRuntimeReplica)
+      .number("aspen.collectives.timeout", result.collectivesTimeout, 1e-3, 1e7)
       .add("target.numberRuntimeReplica", "a whole number of replicas, 1 or more",
            [&result](const std::string &v) {
              if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != v.npos ||

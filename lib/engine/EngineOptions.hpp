@@ -30,6 +30,8 @@ struct EngineOptions {
   // Poplar's target.firstRuntimeReplica and target.numberRuntimeReplica: the replicas of a
   // replicated graph this engine runs, [first, first + number) (number unset: to the last).
   unsigned firstRuntimeReplica = 0;
+  // aspen.collectives.timeout: the seconds a replica waits at a collective for the others.
+  double collectivesTimeout = 600;
   std::optional<unsigned> numberRuntimeReplica;
   // Each executor's options, by executor name, as its declareOptions read them.
   std::map<std::string, std::shared_ptr<void>> executorOptions;

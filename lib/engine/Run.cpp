@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <atomic>
 #include <exception>
 #include <thread>
 
@@ -38,27 +39,36 @@ void EngineImpl::run(unsigned programIndex, const std::string &debugName) {
     ~EndRun() { self.deadline_.reset(); }
   } end{*this};
   // The replicas run at once: the first on this thread, each other on a thread of its own.
+  // A replica that fails first raises its error; the others' (a collective it left them
+  // waiting at) follow from it.
   std::vector<std::exception_ptr> failures(replicas_.size());
-  std::vector<std::thread> threads;
+  std::atomic<int> firstFailure{-1};
   const std::uint32_t root = compiled_->programs[programIndex];
+  meeting_->reset();
+  const auto runOne = [this, root, &failures, &firstFailure](std::size_t i) {
+    try {
+      runReplica(replicas_[i], root);
+      meeting_->leave(unsigned(i), "finished its run");
+    } catch (const std::exception &e) {
+      failures[i] = std::current_exception();
+      int none = -1;
+      firstFailure.compare_exchange_strong(none, int(i));
+      meeting_->leave(unsigned(i), std::string("failed (") + e.what() + ")");
+    } catch (...) {
+      failures[i] = std::current_exception();
+      int none = -1;
+      firstFailure.compare_exchange_strong(none, int(i));
+      meeting_->leave(unsigned(i), "failed");
+    }
+  };
+  std::vector<std::thread> threads;
   for (std::size_t i = 1; i < replicas_.size(); ++i)
-    threads.emplace_back([this, i, root, &failures] {
-      try {
-        runReplica(replicas_[i], root);
-      } catch (...) {
-        failures[i] = std::current_exception();
-      }
-    });
-  try {
-    runReplica(replicas_.front(), root);
-  } catch (...) {
-    failures.front() = std::current_exception();
-  }
+    threads.emplace_back(runOne, i);
+  runOne(0);
   for (std::thread &t : threads)
     t.join();
-  for (std::size_t i = 0; i < failures.size(); ++i) {
-    if (!failures[i])
-      continue;
+  if (firstFailure >= 0) {
+    const std::size_t i = std::size_t(firstFailure.load());
     const std::string who =
         "Engine::run(" + std::to_string(programIndex) +
         (debugName.empty() ? "" : ", '" + debugName + "'") + ")" +
@@ -167,7 +177,9 @@ void EngineImpl::runStep(Replica &r, std::uint32_t index) {
     recordEvent(r, ExecutionProfile::Event::Kind::ComputeSet, step.index, start);
     break;
   case StepKind::Kernel:
-    profile.kernels[step.index].add(r.executor->runKernel(step.index));
+    profile.kernels[step.index].add(runsOnHost(compiled_->kernels[step.index].kind)
+                                        ? runCollective(r, step.index)
+                                        : r.executor->runKernel(step.index));
     recordEvent(r, ExecutionProfile::Event::Kind::Kernel, step.index, start);
     break;
   case StepKind::Copy: {

@@ -7,21 +7,25 @@
 // writeTensor, to all; the ambiguous forms are refused by name.
 #include "TestDevice.hpp"
 
+#include <aspen/Collectives.hpp>
 #include <aspen/Engine.hpp>
 #include <aspen/Error.hpp>
 #include <aspen/Executable.hpp>
 #include <aspen/Graph.hpp>
+#include <aspen/HalfFloat.hpp>
 #include <aspen/ops/Codelets.hpp>
 #include <aspen/ops/ElementWise.hpp>
 #include <aspen/ops/Expr.hpp>
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
 #include <sstream>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -300,4 +304,307 @@ TEST_CASE("a replicated graph's executable keeps its factor and index constant",
     CHECK(readIndex(e, r) == r);
     CHECK(readY(e, r) == expected(inputOf(r + 2), r));
   }
+}
+
+// --- Collectives -------------------------------------------------------------------------------
+
+namespace {
+
+using collectives::CollectiveOperator;
+
+// Replica r's value of element i for a collective's data: small integers (exact in every type;
+// negative for the signed ones), so that the sums, products and squares the reference makes
+// in float or wrapping integers are what the engine must give bit for bit.
+double valueOf(Type type, unsigned r, std::size_t i) {
+  if (type == BOOL)
+    return double((r + i) % 3 != 0);
+  const double v = double((int(i) * 7 + int(r) * 5) % 11) - (type == UNSIGNED_INT ? 0.0 : 4.0);
+  return type == FLOAT || type == HALF ? v * 0.5 : v;
+}
+
+// Every replica's result of one all-reduce of `type` data over r replicas.
+std::vector<std::vector<double>> allReduceRun(unsigned replicas, Type type, CollectiveOperator op,
+                                              std::size_t n) {
+  Graph g(Target::createGeneric(2), replication_factor(replicas));
+  ops::addCodelets(g);
+  Tensor data = g.addVariable(type, {n}, "data");
+  g.setTileMapping(data, 0);
+  program::Sequence prog;
+  Tensor out = collectives::allReduceCrossReplica(g, data, op, prog, "sum");
+  g.createHostWrite("data", data);
+  g.createHostRead("out", out);
+  Engine e(g, prog);
+  e.load(Device::createCPUDevice());
+  for (unsigned r = 0; r < replicas; ++r) {
+    std::vector<double> v(n);
+    for (std::size_t i = 0; i < n; ++i)
+      v[i] = valueOf(type, r, i);
+    std::vector<std::uint8_t> raw(n * type.size());
+    for (std::size_t i = 0; i < n; ++i) {
+      if (type == FLOAT) { const float x = float(v[i]); std::memcpy(&raw[i * 4], &x, 4); }
+      else if (type == HALF) { const half x = half(float(v[i])); std::memcpy(&raw[i * 2], &x, 2); }
+      else if (type == INT) { const std::int32_t x = std::int32_t(v[i]); std::memcpy(&raw[i * 4], &x, 4); }
+      else if (type == UNSIGNED_INT) { const std::uint32_t x = std::uint32_t(v[i]); std::memcpy(&raw[i * 4], &x, 4); }
+      else raw[i] = v[i] != 0;
+    }
+    e.writeTensor("data", r, raw.data(), raw.data() + raw.size());
+  }
+  e.run();
+  std::vector<std::vector<double>> results(replicas, std::vector<double>(n));
+  for (unsigned r = 0; r < replicas; ++r) {
+    std::vector<std::uint8_t> raw(n * type.size());
+    e.readTensor("out", r, raw.data(), raw.data() + raw.size());
+    for (std::size_t i = 0; i < n; ++i) {
+      if (type == FLOAT) { float x; std::memcpy(&x, &raw[i * 4], 4); results[r][i] = x; }
+      else if (type == HALF) { half x; std::memcpy(&x, &raw[i * 2], 2); results[r][i] = float(x); }
+      else if (type == INT) { std::int32_t x; std::memcpy(&x, &raw[i * 4], 4); results[r][i] = x; }
+      else if (type == UNSIGNED_INT) { std::uint32_t x; std::memcpy(&x, &raw[i * 4], 4); results[r][i] = x; }
+      else results[r][i] = raw[i];
+    }
+  }
+  return results;
+}
+
+// The host's all-reduce of element i in double (exact for these values), replica `r`'s for
+// LOCAL.
+double reference(Type type, CollectiveOperator op, unsigned replicas, unsigned r, std::size_t i) {
+  double acc = 0;
+  for (unsigned k = 0; k < replicas; ++k) {
+    const double v = valueOf(type, k, i);
+    switch (op) {
+    case CollectiveOperator::ADD: case CollectiveOperator::MEAN: acc = k ? acc + v : v; break;
+    case CollectiveOperator::SQUARE_ADD: acc = k ? acc + v * v : v * v; break;
+    case CollectiveOperator::MUL: acc = k ? acc * v : v; break;
+    case CollectiveOperator::MIN: acc = k ? std::min(acc, v) : v; break;
+    case CollectiveOperator::MAX: acc = k ? std::max(acc, v) : v; break;
+    case CollectiveOperator::LOGICAL_AND: acc = k ? double(acc != 0 && v != 0) : v; break;
+    case CollectiveOperator::LOGICAL_OR: acc = k ? double(acc != 0 || v != 0) : v; break;
+    case CollectiveOperator::LOCAL: acc = valueOf(type, r, i); break;
+    }
+  }
+  if (op == CollectiveOperator::MEAN)
+    acc /= replicas;
+  return acc;
+}
+
+} // namespace
+
+TEST_CASE("allReduce gives every replica the operator's result over all replicas, for each "
+          "operator and type",
+          "[correctness][replication][collectives]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
+  const std::size_t n = 13;
+  const std::vector<std::pair<Type, std::vector<CollectiveOperator>>> cases = {
+      {FLOAT,
+       {CollectiveOperator::ADD, CollectiveOperator::MEAN, CollectiveOperator::MUL,
+        CollectiveOperator::MIN, CollectiveOperator::MAX, CollectiveOperator::SQUARE_ADD,
+        CollectiveOperator::LOCAL}},
+      {HALF, {CollectiveOperator::ADD, CollectiveOperator::MEAN, CollectiveOperator::MAX,
+              CollectiveOperator::SQUARE_ADD}},
+      {INT, {CollectiveOperator::ADD, CollectiveOperator::MUL, CollectiveOperator::MIN,
+             CollectiveOperator::SQUARE_ADD, CollectiveOperator::LOCAL}},
+      {UNSIGNED_INT, {CollectiveOperator::ADD, CollectiveOperator::MAX}},
+      {BOOL, {CollectiveOperator::LOGICAL_AND, CollectiveOperator::LOGICAL_OR,
+              CollectiveOperator::LOCAL}}};
+  for (unsigned replicas : {1u, 3u})
+    for (const auto &[type, operators] : cases)
+      for (CollectiveOperator op : operators) {
+        INFO(replicas << " replicas, " << type.toString() << ", " << collectives::toString(op));
+        const auto results = allReduceRun(replicas, type, op, n);
+        for (unsigned r = 0; r < replicas; ++r)
+          for (std::size_t i = 0; i < n; ++i) {
+            INFO("replica " << r << ", element " << i);
+            double want = reference(type, op, replicas, r, i);
+            if (type == HALF) // rounded once, at the end
+              want = float(half(float(want)));
+            else if (type == FLOAT)
+              want = float(want);
+            REQUIRE(results[r][i] == want);
+          }
+      }
+}
+
+TEST_CASE("allReduce adds in replica order, so every replica has the same bits",
+          "[correctness][replication][collectives]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
+  // 1 + 1e8 rounds to 1e8 in float, so replica order 0, 1, 2 gives 0; the reverse order, or
+  // any order that adds -1e8 to 1e8 first, gives 1.
+  Graph g(Target::createGeneric(2), replication_factor(3));
+  ops::addCodelets(g);
+  Tensor x = g.addVariable(FLOAT, {1}, "x");
+  g.setTileMapping(x, 0);
+  program::Sequence prog;
+  collectives::allReduceInPlaceCrossReplica(g, x, CollectiveOperator::ADD, prog, "sum");
+  g.createHostWrite("x", x);
+  g.createHostRead("out", x);
+  Engine e(g, prog);
+  e.load(Device::createCPUDevice());
+  const float values[3] = {1.0f, 1e8f, -1e8f};
+  for (unsigned run = 0; run < 3; ++run) {
+    for (unsigned r = 0; r < 3; ++r)
+      e.writeTensor("x", r, &values[r], &values[r] + 1);
+    e.run();
+    for (unsigned r = 0; r < 3; ++r) {
+      float out = -1;
+      e.readTensor("out", r, &out, &out + 1);
+      CHECK(out == 0.0f);
+    }
+  }
+}
+
+TEST_CASE("allReduce in place, to a destination, and inside a Repeat",
+          "[correctness][replication][collectives]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
+  Graph g(Target::createGeneric(2), replication_factor(2));
+  ops::addCodelets(g);
+  Tensor x = g.addVariable(FLOAT, {4}, "x");
+  Tensor d = g.addVariable(FLOAT, {2, 2}, "d");
+  g.setTileMapping(x, 0);
+  g.setTileMapping(d, 1);
+  program::Sequence body, prog;
+  collectives::allReduceInPlaceCrossReplica(g, x, CollectiveOperator::ADD, body, "inPlace");
+  prog.add(program::Repeat(3, body));
+  collectives::allReduceToDestinationCrossReplica(g, x, d, CollectiveOperator::MAX, prog, "dest");
+  g.createHostWrite("x", x);
+  g.createHostRead("xOut", x);
+  g.createHostRead("d", d);
+  Engine e(g, prog);
+  e.load(Device::createCPUDevice());
+  const float a[2][4] = {{1, 2, 3, 4}, {10, 20, 30, 40}};
+  for (unsigned r = 0; r < 2; ++r)
+    e.writeTensor("x", r, a[r], a[r] + 4);
+  e.run();
+  // Each Repeat iteration doubles the sum of the two: S, 2S, 4S.
+  for (unsigned r = 0; r < 2; ++r) {
+    float xs[4], ds[4];
+    e.readTensor("xOut", r, xs, xs + 4);
+    e.readTensor("d", r, ds, ds + 4);
+    for (int i = 0; i < 4; ++i) {
+      CHECK(xs[i] == 4 * (a[0][i] + a[1][i]));
+      CHECK(ds[i] == xs[i]);
+    }
+  }
+}
+
+TEST_CASE("a collective that cannot complete fails every replica by name, never hangs, and the "
+          "engine runs again",
+          "[correctness][replication][collectives]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
+  // Replica 1 skips the collective (an If on the replication index), or waits at another one.
+  for (const bool otherCollective : {false, true}) {
+    INFO((otherCollective ? "replicas at different collectives" : "replica 1 skips it"));
+    Graph g(Target::createGeneric(2), replication_factor(2));
+    ops::addCodelets(g);
+    Tensor x = g.addVariable(FLOAT, {3}, "x");
+    g.setTileMapping(x, 0);
+    Tensor index = g.addReplicationIndexConstant("index");
+    g.setTileMapping(index, 0);
+    program::Sequence first, second, prog;
+    collectives::allReduceInPlaceCrossReplica(g, x, CollectiveOperator::ADD, first, "first");
+    if (otherCollective)
+      collectives::allReduceInPlaceCrossReplica(g, x, CollectiveOperator::MAX, second, "second");
+    prog.add(program::If(index, second, first));
+    Engine e(g, prog, {{"aspen.collectives.timeout", "60"}});
+    e.load(Device::createCPUDevice());
+    const auto started = std::chrono::steady_clock::now();
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      try {
+        e.run();
+        FAIL("the run completed");
+      } catch (const runtime_error &err) {
+        const std::string text = err.what();
+        INFO(text);
+        CHECK_THAT(text, Catch::Matchers::Contains("collective"));
+        if (otherCollective)
+          CHECK_THAT(text, Catch::Matchers::Contains("reached different collectives"));
+        else
+          CHECK_THAT(text, Catch::Matchers::Contains("replica 1 finished its run without "
+                                                     "reaching it"));
+      }
+    }
+    // Well inside the 60 s deadline: the failure is seen, not waited out.
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(30));
+  }
+}
+
+TEST_CASE("a wait at a collective past aspen.collectives.timeout fails naming who arrived",
+          "[correctness][replication][collectives]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
+  // Replica 1's input callback takes 1.5 s; replica 0 waits 0.2 s at the collective after it.
+  Graph g(Target::createGeneric(2), replication_factor(2));
+  ops::addCodelets(g);
+  Tensor x = g.addVariable(FLOAT, {3}, "x");
+  g.setTileMapping(x, 0);
+  program::Sequence prog;
+  prog.add(program::Copy(g.addHostToDeviceFIFO("in", FLOAT, 3), x));
+  collectives::allReduceInPlaceCrossReplica(g, x, CollectiveOperator::ADD, prog, "late");
+  Engine e(g, prog, {{"aspen.collectives.timeout", "0.2"}});
+  e.load(Device::createCPUDevice());
+  const float in[3] = {1, 2, 3};
+  e.connectStreamToCallback("in", 0u, [&](void *p) { std::memcpy(p, in, sizeof in); });
+  e.connectStreamToCallback("in", 1u, [&](void *p) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    std::memcpy(p, in, sizeof in);
+  });
+  try {
+    e.run();
+    FAIL("the run completed");
+  } catch (const runtime_error &err) {
+    const std::string text = err.what();
+    INFO(text);
+    CHECK_THAT(text, Catch::Matchers::Contains("timed out after 0.2 s"));
+    CHECK_THAT(text, Catch::Matchers::Contains("aspen.collectives.timeout"));
+    CHECK_THAT(text, Catch::Matchers::Contains("replicas 0 arrived, 1 did not"));
+  }
+}
+
+TEST_CASE("collectives refuse operators their type cannot take, mismatched destinations and "
+          "engines that run only some replicas",
+          "[correctness][replication][collectives][error]") {
+  Graph g(Target::createGeneric(2), replication_factor(2));
+  ops::addCodelets(g);
+  Tensor f = g.addVariable(FLOAT, {4}, "f");
+  Tensor i = g.addVariable(INT, {4}, "i");
+  Tensor f3 = g.addVariable(FLOAT, {3}, "f3");
+  for (const Tensor &t : {f, i, f3})
+    g.setTileMapping(t, 0);
+  program::Sequence prog;
+  try {
+    collectives::allReduceInPlaceCrossReplica(g, i, CollectiveOperator::MEAN, prog);
+    FAIL("MEAN of INT was accepted");
+  } catch (const type_error &e) {
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("MEAN does not take int data"));
+  }
+  CHECK_THROWS_AS(collectives::allReduceInPlaceCrossReplica(g, f, CollectiveOperator::LOGICAL_OR,
+                                                            prog),
+                  type_error);
+  CHECK_THROWS_AS(
+      collectives::allReduceToDestinationCrossReplica(g, f, i, CollectiveOperator::ADD, prog),
+      type_error);
+  try {
+    collectives::allReduceToDestinationCrossReplica(g, f, f3, CollectiveOperator::ADD, prog);
+    FAIL("a destination of 3 elements for 4 was accepted");
+  } catch (const shape_error &e) {
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("the result has 3 elements"));
+  }
+  CHECK_THROWS_AS(collectives::allReduceInPlaceCrossReplica(g, f, CollectiveOperator::ADD, prog,
+                                                            {}, {{"method", "ring"}}),
+                  invalid_option);
+  // Nothing was added by the refusals; a good call then builds and loads only with every replica.
+  collectives::allReduceInPlaceCrossReplica(g, f, CollectiveOperator::ADD, prog, "sum");
+  Engine part(g, prog, {{"target.numberRuntimeReplica", "1"}});
+  try {
+    part.load(Device::createCPUDevice());
+    FAIL("an engine of 1 of 2 replicas loaded a program with collectives");
+  } catch (const error &e) {
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("join all 2 replicas"));
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("MPI transport"));
+  }
+  Engine whole(g, prog);
+  CHECK_NOTHROW(whole.load(Device::createCPUDevice()));
 }

@@ -1,0 +1,14 @@
+// GCL's <gcl/Collectives.hpp>, mapped onto <aspen/Collectives.hpp>: the all-reduce calls and
+// their operators, in namespace gcl. Not yet: reduce-scatter, all-gather, broadcast,
+// all-to-all, multi-tensor calls and CommGroup (aspen/Collectives.hpp, "Not yet").
+#pragma once
+
+#include <poplar/Namespace.hpp>
+#include <aspen/Collectives.hpp>
+
+namespace gcl {
+using aspen::collectives::allReduceCrossReplica;
+using aspen::collectives::allReduceInPlaceCrossReplica;
+using aspen::collectives::allReduceToDestinationCrossReplica;
+using aspen::collectives::CollectiveOperator;
+} // namespace gcl
