@@ -19,8 +19,8 @@
 // error naming it; replicas at different collectives fail naming both; every wait also has a
 // deadline (engine option aspen.collectives.timeout, seconds, default 600).
 //
-// Not yet (issue 33): reduceScatter, allGather, broadcast, allToAll, crossReplicaCopy,
-// multi-tensor calls, replica groups (CommGroup), the MPI and NCCL transports.
+// Not yet (issue 33): allToAll, crossReplicaCopy, multi-tensor calls, replica groups
+// (CommGroup), the MPI and NCCL transports.
 #pragma once
 
 #include <aspen/DebugContext.hpp>
@@ -64,6 +64,25 @@ ASPEN_API void allReduceToDestinationCrossReplica(Graph &graph, const Tensor &da
                                                   const DebugContext &debug = {},
                                                   const OptionFlags &options = {});
 
+// Reduce-scatter: data's n elements (any shape, in element order) reduced over the replicas,
+// then cut into r pieces of ceil(n / r) (the last zero-padded): replica i's result, a new
+// [ceil(n / r)] tensor, is piece i. Operators and types as the all-reduce's, LOCAL refused.
+ASPEN_API Tensor reduceScatterCrossReplica(Graph &graph, const Tensor &data,
+                                           CollectiveOperator op, program::Sequence &prog,
+                                           const DebugContext &debug = {},
+                                           const OptionFlags &options = {});
+// All-gather: a new [r, data's shape] tensor holding every replica's data, replica i's at [i]
+// (the same in every replica). Any of the five types.
+ASPEN_API Tensor allGatherCrossReplica(Graph &graph, const Tensor &data, program::Sequence &prog,
+                                       const DebugContext &debug = {},
+                                       const OptionFlags &options = {});
+// Broadcast: a new tensor (a clone of data) holding replica rootReplica's data in every replica
+// (index_error for a root past the replicas). An Aspen spelling: GCL's own name for it was not
+// found in the sources read.
+ASPEN_API Tensor broadcastCrossReplica(Graph &graph, const Tensor &data, program::Sequence &prog,
+                                       unsigned rootReplica = 0, const DebugContext &debug = {},
+                                       const OptionFlags &options = {});
+
 } // namespace collectives
 
 namespace program {
@@ -74,6 +93,21 @@ class ASPEN_API CrossReplicaAllReduce : public Program {
 public:
   CrossReplicaAllReduce(const Tensor &data, const Tensor &result,
                         collectives::CollectiveOperator op, const DebugContext &debug = {});
+};
+// The steps of the other calls (result sized as the call above says; shape_error otherwise).
+class ASPEN_API CrossReplicaReduceScatter : public Program {
+public:
+  CrossReplicaReduceScatter(const Tensor &data, const Tensor &result,
+                            collectives::CollectiveOperator op, const DebugContext &debug = {});
+};
+class ASPEN_API CrossReplicaAllGather : public Program {
+public:
+  CrossReplicaAllGather(const Tensor &data, const Tensor &result, const DebugContext &debug = {});
+};
+class ASPEN_API CrossReplicaBroadcast : public Program {
+public:
+  CrossReplicaBroadcast(const Tensor &data, const Tensor &result, unsigned rootReplica,
+                        const DebugContext &debug = {});
 };
 
 } // namespace program

@@ -178,12 +178,21 @@ struct ConvShape {
   }
 };
 
-// A collective (AllReduce): its operator (collectives::CollectiveOperator), element type and
-// count (each operand's).
+// A collective (the kinds runsOnHost names): its operator (collectives::CollectiveOperator;
+// ADD for those that do not reduce), element type, data's element count, and the broadcast's
+// root replica.
 struct CollectiveShape {
   std::uint32_t op = 0;
   Type type = FLOAT;
   std::uint64_t elements = 0;
+  std::uint32_t root = 0;
+  // The result's elements with r replicas: data's (all-reduce, broadcast), ceil(n / r)
+  // (reduce-scatter), r * n (all-gather).
+  std::uint64_t resultElements(KernelKind kind, std::uint64_t r) const {
+    if (kind == KernelKind::ReduceScatter)
+      return (elements + r - 1) / r;
+    return kind == KernelKind::AllGather ? elements * r : elements;
+  }
 };
 
 // Bounds of any launch (verification applies each target's own, which are within these; a
@@ -205,7 +214,7 @@ struct CompiledKernel {
   GemmShape gemm;     // Gemm
   BlockLaunch launch; // Block
   ConvShape conv;     // ConvForward, ConvBackwardData, ConvBackwardFilter
-  CollectiveShape collective; // AllReduce
+  CollectiveShape collective; // the collectives (runsOnHost)
   bool isConv() const {
     return kind == KernelKind::ConvForward || kind == KernelKind::ConvBackwardData ||
            kind == KernelKind::ConvBackwardFilter;
@@ -483,7 +492,7 @@ template <> struct Members<ConvShape> {
 template <> struct Members<CollectiveShape> {
   static constexpr bool described = true;
   template <class Self, class F> static void apply(Self &self, F &&f) {
-    ASPEN_MEMBER(op); ASPEN_MEMBER(type); ASPEN_MEMBER(elements);
+    ASPEN_MEMBER(op); ASPEN_MEMBER(type); ASPEN_MEMBER(elements); ASPEN_MEMBER(root);
   }
 };
 template <> struct Members<CompiledKernel> {

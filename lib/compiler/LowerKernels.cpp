@@ -115,9 +115,13 @@ CompiledKernel describeKernelCall(const ProgramNode &node) {
     c.accumulate = node.flags & kKernelAccumulate;
     break;
   }
-  case KernelKind::AllReduce: {
+  case KernelKind::AllReduce:
+  case KernelKind::ReduceScatter:
+  case KernelKind::AllGather:
+  case KernelKind::Broadcast: {
     const Tensor &data = node.operands.at(AllReduceOperand::data);
-    kernel.collective = {node.collectiveOperator, data.elementType(), data.numElements()};
+    kernel.collective = {node.collectiveOperator, data.elementType(), data.numElements(),
+                         node.collectiveRoot};
     break;
   }
   case KernelKind::Block:

@@ -35,7 +35,7 @@ constexpr char kMagic[8] = {'A', 'S', 'P', 'E', 'N', 'E', 'X', 'E'};
 // none
 // 12: co-resident launches (BlockLaunch::coResident)
 // 15: Buffer::written
-constexpr std::uint32_t kFormatVersion = 16;
+constexpr std::uint32_t kFormatVersion = 17;
 
 class Writer {
 public:
@@ -299,10 +299,15 @@ void validate(Reader &io, const CompiledGraph &g) {
       }
       break;
     }
-    case KernelKind::AllReduce: {
+    case KernelKind::AllReduce:
+    case KernelKind::ReduceScatter:
+    case KernelKind::AllGather:
+    case KernelKind::Broadcast: {
       const CollectiveShape &c = k.collective;
-      check(c.op <= std::uint32_t(collectives::CollectiveOperator::LOCAL), "collective operator");
-      elements = {c.elements, c.elements};
+      check(c.op <= std::uint32_t(collectives::CollectiveOperator::LOCAL) &&
+                c.root < g.replicationFactor && c.elements <= (std::uint64_t(1) << 48),
+            "collective");
+      elements = {c.elements, c.resultElements(k.kind, g.replicationFactor)};
       bytes = {c.type.size(), c.type.size()};
       break;
     }

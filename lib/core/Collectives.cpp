@@ -3,6 +3,8 @@
 #include <aspen/Collectives.hpp>
 #include <aspen/Error.hpp>
 
+#include <vector>
+
 namespace aspen::collectives {
 
 const char *toString(CollectiveOperator op) {
@@ -61,6 +63,38 @@ void allReduceToDestinationCrossReplica(Graph &, const Tensor &data, Tensor &des
                                         const DebugContext &debug, const OptionFlags &options) {
   checkOptions(options, "allReduceToDestinationCrossReplica");
   prog.add(program::CrossReplicaAllReduce(data, destination, op, {debug, "allReduce"}));
+}
+
+Tensor reduceScatterCrossReplica(Graph &graph, const Tensor &data, CollectiveOperator op,
+                                 program::Sequence &prog, const DebugContext &debug,
+                                 const OptionFlags &options) {
+  checkOptions(options, "reduceScatterCrossReplica");
+  const std::size_t r = graph.getReplicationFactor(), n = data.numElements();
+  Tensor result = graph.addVariable(data.elementType(), {(n + r - 1) / r},
+                                    VariableMappingMethod::LINEAR, {debug, "result"});
+  prog.add(program::CrossReplicaReduceScatter(data, result, op, {debug, "reduceScatter"}));
+  return result;
+}
+
+Tensor allGatherCrossReplica(Graph &graph, const Tensor &data, program::Sequence &prog,
+                             const DebugContext &debug, const OptionFlags &options) {
+  checkOptions(options, "allGatherCrossReplica");
+  std::vector<std::size_t> shape{graph.getReplicationFactor()};
+  for (std::size_t d : data.shape())
+    shape.push_back(d);
+  Tensor result = graph.addVariable(data.elementType(), shape, VariableMappingMethod::LINEAR,
+                                    {debug, "result"});
+  prog.add(program::CrossReplicaAllGather(data, result, {debug, "allGather"}));
+  return result;
+}
+
+Tensor broadcastCrossReplica(Graph &graph, const Tensor &data, program::Sequence &prog,
+                             unsigned rootReplica, const DebugContext &debug,
+                             const OptionFlags &options) {
+  checkOptions(options, "broadcastCrossReplica");
+  Tensor result = graph.clone(data, {debug, "result"});
+  prog.add(program::CrossReplicaBroadcast(data, result, rootReplica, {debug, "broadcast"}));
+  return result;
 }
 
 } // namespace aspen::collectives

@@ -52,9 +52,10 @@ enum class OperandPresence : std::uint8_t { Required, Optional };
   O(weights, Accumulated, Required) /* deltas, or weights += scale * deltas */                    \
   O(scale, Read, Optional)          /* one float; absent: 1 */
 
-// A cross-replica all-reduce (aspen/Collectives.hpp): every replica's `data` combined in
-// replica order, into each replica's `result`. The engine runs it (runsOnHost), not an executor.
-#define ASPEN_ALL_REDUCE_OPERANDS(O)                                                              \
+// The cross-replica collectives (aspen/Collectives.hpp): every replica's `data` met in replica
+// order, into each replica's `result` (all-reduce and broadcast: data's size; reduce-scatter:
+// ceil(n / r); all-gather: r * n). The engine runs them (runsOnHost), not an executor.
+#define ASPEN_COLLECTIVE_OPERANDS(O)                                                              \
   O(data, Read, Required)                                                                         \
   O(result, Written, Required)
 
@@ -65,7 +66,10 @@ enum class OperandPresence : std::uint8_t { Required, Optional };
   X(ConvForward, ASPEN_CONV_FORWARD_OPERANDS)                                                     \
   X(ConvBackwardData, ASPEN_CONV_BACKWARD_DATA_OPERANDS)                                          \
   X(ConvBackwardFilter, ASPEN_CONV_BACKWARD_FILTER_OPERANDS)                                      \
-  X(AllReduce, ASPEN_ALL_REDUCE_OPERANDS)
+  X(AllReduce, ASPEN_COLLECTIVE_OPERANDS)                                                          \
+  X(ReduceScatter, ASPEN_COLLECTIVE_OPERANDS)                                                      \
+  X(AllGather, ASPEN_COLLECTIVE_OPERANDS)                                                          \
+  X(Broadcast, ASPEN_COLLECTIVE_OPERANDS)
 
 #define ASPEN_KERNEL_ENUM(kind, operands) kind,
 enum class KernelKind : std::uint8_t { ASPEN_KERNEL_KINDS(ASPEN_KERNEL_ENUM) };
@@ -124,7 +128,10 @@ inline ArrayRef<OperandInfo> kernelOperands(KernelKind kind) {
 }
 
 // The kinds the engine runs itself, between the executor's steps (the collectives).
-inline bool runsOnHost(KernelKind kind) { return kind == KernelKind::AllReduce; }
+inline bool runsOnHost(KernelKind kind) {
+  return kind == KernelKind::AllReduce || kind == KernelKind::ReduceScatter ||
+         kind == KernelKind::AllGather || kind == KernelKind::Broadcast;
+}
 
 inline const char *kernelKindName(KernelKind kind) {
   switch (kind) {

@@ -323,42 +323,88 @@ Gemm::Gemm(const Tensor &a, const Tensor &b, const Tensor &c, const GemmOptions 
                (options.allowTF32 ? detail::kGemmAllowTF32 : 0);
 }
 
-CrossReplicaAllReduce::CrossReplicaAllReduce(const Tensor &data, const Tensor &result,
-                                             collectives::CollectiveOperator op,
-                                             const DebugContext &debug)
-    : Program(makeNode(ProgramKind::Kernel, debug)) {
+namespace {
+
+// A collective step's node (aspen/Collectives.hpp): checks data's and result's types and sizes
+// for `kind` with the data's graph's replication factor r; `op` ADD for those that do not reduce.
+void collectiveNode(ProgramNode &node, detail::KernelKind kind, const Tensor &data,
+                    const Tensor &result, collectives::CollectiveOperator op, unsigned root,
+                    const DebugContext &debug) {
   using collectives::CollectiveOperator;
-  const char *kernel = detail::kernelKindName(detail::KernelKind::AllReduce);
+  using detail::KernelKind;
+  const char *kernel = detail::kernelKindName(kind);
   requireValid(data, kernel, "data", debug);
   requireValid(result, kernel, "result", debug);
-  const std::string what = fmt::format("{} '{}' ({}) of {} into {}", kernel, debug.getPathName(),
-                                       collectives::toString(op), data.getDebugStr(),
-                                       result.getDebugStr());
+  const bool reduces = kind == KernelKind::AllReduce || kind == KernelKind::ReduceScatter;
+  const std::string what =
+      fmt::format("{} '{}'{} of {} into {}", kernel, debug.getPathName(),
+                  reduces ? std::string(" (") + collectives::toString(op) + ")" : std::string(),
+                  data.getDebugStr(), result.getDebugStr());
   const Type t = data.elementType();
   if (result.elementType() != t)
     throw type_error(fmt::format("{}: the result is {}, the data {}; they must be one type", what,
                                  result.elementType().toString(), t.toString()));
-  if (result.numElements() != data.numElements())
-    throw shape_error(fmt::format("{}: the result has {} elements {}, the data {} {}; they must "
-                                  "have as many",
-                                  what, result.numElements(), result.shapeToString(),
-                                  data.numElements(), data.shapeToString()));
+  const unsigned r = detail::graphOf(data)->replicationFactor;
+  const std::size_t n = data.numElements();
+  const std::size_t want = kind == KernelKind::ReduceScatter ? (n + r - 1) / r
+                           : kind == KernelKind::AllGather   ? n * r
+                                                             : n;
+  if (result.numElements() != want)
+    throw shape_error(fmt::format("{}: the result has {} elements {}; with {} elements of data "
+                                  "{} and {} replicas it must have {}",
+                                  what, result.numElements(), result.shapeToString(), n,
+                                  data.shapeToString(), r, want));
+  if (kind == KernelKind::Broadcast && root >= r)
+    throw index_error(fmt::format("{}: the root replica {} is not one of the graph's {}", what,
+                                  root, r));
   const bool logical = op == CollectiveOperator::LOGICAL_AND || op == CollectiveOperator::LOGICAL_OR;
   const bool floating = t == FLOAT || t == HALF, integer = t == INT || t == UNSIGNED_INT;
-  const bool ok = op == CollectiveOperator::LOCAL ? (floating || integer || t == BOOL)
-                  : logical                      ? t == BOOL
+  const bool ok = !reduces                         ? floating || integer || t == BOOL
+                  : op == CollectiveOperator::LOCAL ? kind == KernelKind::AllReduce &&
+                                                          (floating || integer || t == BOOL)
+                  : logical                        ? t == BOOL
                   : op == CollectiveOperator::MEAN ? floating
                                                    : floating || integer;
   if (!ok)
     throw type_error(fmt::format(
         "{}: {} does not take {} data (FLOAT and HALF take every operator but the logical ones, "
         "INT and UNSIGNED_INT all but MEAN and the logical ones, BOOL only LOGICAL_AND, "
-        "LOGICAL_OR and LOCAL)",
+        "LOGICAL_OR and LOCAL; LOCAL is an all-reduce's only)",
         what, collectives::toString(op), t.toString()));
-  ProgramNode &node = mutableNode();
-  node.kernel = detail::KernelKind::AllReduce;
+  node.kernel = kind;
   node.operands = {data, result};
   node.collectiveOperator = static_cast<std::uint32_t>(op);
+  node.collectiveRoot = root;
+}
+
+} // namespace
+
+CrossReplicaAllReduce::CrossReplicaAllReduce(const Tensor &data, const Tensor &result,
+                                             collectives::CollectiveOperator op,
+                                             const DebugContext &debug)
+    : Program(makeNode(ProgramKind::Kernel, debug)) {
+  collectiveNode(mutableNode(), detail::KernelKind::AllReduce, data, result, op, 0, debug);
+}
+
+CrossReplicaReduceScatter::CrossReplicaReduceScatter(const Tensor &data, const Tensor &result,
+                                                     collectives::CollectiveOperator op,
+                                                     const DebugContext &debug)
+    : Program(makeNode(ProgramKind::Kernel, debug)) {
+  collectiveNode(mutableNode(), detail::KernelKind::ReduceScatter, data, result, op, 0, debug);
+}
+
+CrossReplicaAllGather::CrossReplicaAllGather(const Tensor &data, const Tensor &result,
+                                             const DebugContext &debug)
+    : Program(makeNode(ProgramKind::Kernel, debug)) {
+  collectiveNode(mutableNode(), detail::KernelKind::AllGather, data, result,
+                 collectives::CollectiveOperator::ADD, 0, debug);
+}
+
+CrossReplicaBroadcast::CrossReplicaBroadcast(const Tensor &data, const Tensor &result,
+                                             unsigned rootReplica, const DebugContext &debug)
+    : Program(makeNode(ProgramKind::Kernel, debug)) {
+  collectiveNode(mutableNode(), detail::KernelKind::Broadcast, data, result,
+                 collectives::CollectiveOperator::ADD, rootReplica, debug);
 }
 
 namespace {

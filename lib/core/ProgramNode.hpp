@@ -60,7 +60,8 @@ struct ProgramNode {
   std::vector<Tensor> operands;         // Kernel: kernelOperands(kernel), in order
   std::uint32_t flags = 0;              // Kernel: kKernelAccumulate, kGemmAllowTF32
   program::ConvGeometry conv;           // Kernel: the Conv* kinds
-  std::uint32_t collectiveOperator = 0; // Kernel: AllReduce (collectives::CollectiveOperator)
+  std::uint32_t collectiveOperator = 0; // Kernel: the collectives (collectives::CollectiveOperator)
+  std::uint32_t collectiveRoot = 0;     // Kernel: Broadcast's root replica
   LaunchShape launch;                                // Launch
 };
 

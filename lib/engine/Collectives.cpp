@@ -124,18 +124,38 @@ double EngineImpl::runCollective(Replica &r, std::uint32_t index) {
   const CollectiveShape &shape = k.collective;
   const RegionList data = regionOf(k.operands[AllReduceOperand::data], shape.type);
   const RegionList result = regionOf(k.operands[AllReduceOperand::result], shape.type);
+  const std::size_t bytes = shape.type.size();
+  const unsigned local = unsigned(&r - replicas_.data());
   Bytes mine(data.bytes());
   r.executor->read(data, mine.data());
-  if (CollectiveOperator(shape.op) != CollectiveOperator::LOCAL) {
+  // LOCAL moves nothing: each replica's result is its own data.
+  if (k.kind != KernelKind::AllReduce || CollectiveOperator(shape.op) != CollectiveOperator::LOCAL) {
     auto deadline = start + std::chrono::duration_cast<RunClock::duration>(
                                 std::chrono::duration<double>(options_.collectivesTimeout));
     if (deadline_)
       deadline = std::min(deadline, *deadline_);
-    const unsigned local = unsigned(&r - replicas_.data());
-    mine = meeting_->meet(
-        local, index, k.name, std::move(mine),
-        [&shape](const std::vector<Bytes> &in) { return combine(shape, in); }, deadline,
-        options_.collectivesTimeout);
+    const KernelKind kind = k.kind;
+    const ReplicaMeeting::Combine meet = [&shape, kind](const std::vector<Bytes> &in) -> Bytes {
+      if (kind == KernelKind::AllGather) { // replica order, one after the other
+        Bytes all;
+        for (const Bytes &b : in)
+          all.insert(all.end(), b.begin(), b.end());
+        return all;
+      }
+      if (kind == KernelKind::Broadcast)
+        return in[shape.root];
+      return combine(shape, in);
+    };
+    mine = meeting_->meet(local, index, k.name, std::move(mine), meet, deadline,
+                          options_.collectivesTimeout);
+  }
+  if (k.kind == KernelKind::ReduceScatter) { // this replica's piece, zero past the data's end
+    const std::size_t piece = result.numElements, first = std::size_t(r.index) * piece;
+    Bytes own(piece * bytes, 0);
+    if (first < shape.elements)
+      std::memcpy(own.data(), mine.data() + first * bytes,
+                  std::min(piece, std::size_t(shape.elements) - first) * bytes);
+    mine = std::move(own);
   }
   r.executor->write(result, mine.data());
   return std::chrono::duration<double>(RunClock::now() - start).count();

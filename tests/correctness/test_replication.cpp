@@ -608,3 +608,76 @@ TEST_CASE("collectives refuse operators their type cannot take, mismatched desti
   Engine whole(g, prog);
   CHECK_NOTHROW(whole.load(Device::createCPUDevice()));
 }
+
+TEST_CASE("reduceScatter, allGather and broadcast give each replica its part, its copy or the "
+          "root's",
+          "[correctness][replication][collectives]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
+  const unsigned R = 3;
+  Graph g(Target::createGeneric(2), replication_factor(R));
+  ops::addCodelets(g);
+  Tensor x = g.addVariable(FLOAT, {7}, "x");      // 7 = 3 + 3 + 1 (+ 2 zeros of padding)
+  Tensor b = g.addVariable(INT, {2, 2}, "b");
+  g.setTileMapping(x, 0);
+  g.setTileMapping(b, 1);
+  program::Sequence prog;
+  Tensor scattered = collectives::reduceScatterCrossReplica(g, x, CollectiveOperator::ADD, prog);
+  Tensor maxima = collectives::reduceScatterCrossReplica(g, x, CollectiveOperator::MAX, prog);
+  Tensor gathered = collectives::allGatherCrossReplica(g, b, prog);
+  Tensor fromRoot = collectives::broadcastCrossReplica(g, x, prog, 2);
+  CHECK(scattered.shape() == std::vector<std::size_t>{3});
+  CHECK(gathered.shape() == std::vector<std::size_t>{R, 2, 2});
+  g.createHostWrite("x", x);
+  g.createHostWrite("b", b);
+  g.createHostRead("scattered", scattered);
+  g.createHostRead("maxima", maxima);
+  g.createHostRead("gathered", gathered);
+  g.createHostRead("fromRoot", fromRoot);
+  Engine e(g, prog);
+  e.load(Device::createCPUDevice());
+  float xs[R][7];
+  std::int32_t bs[R][4];
+  for (unsigned r = 0; r < R; ++r) {
+    for (int i = 0; i < 7; ++i)
+      xs[r][i] = float(valueOf(FLOAT, r, std::size_t(i)));
+    for (int i = 0; i < 4; ++i)
+      bs[r][i] = std::int32_t(valueOf(INT, r, std::size_t(i)));
+    e.writeTensor("x", r, xs[r], xs[r] + 7);
+    e.writeTensor("b", r, bs[r], bs[r] + 4);
+  }
+  e.run();
+  for (unsigned r = 0; r < R; ++r) {
+    INFO("replica " << r);
+    float sum[3], max[3], root[7];
+    std::int32_t all[R * 4];
+    e.readTensor("scattered", r, sum, sum + 3);
+    e.readTensor("maxima", r, max, max + 3);
+    e.readTensor("gathered", r, all, all + R * 4);
+    e.readTensor("fromRoot", r, root, root + 7);
+    for (unsigned j = 0; j < 3; ++j) {
+      const std::size_t i = r * 3 + j;
+      const bool padding = i >= 7;
+      CHECK(sum[j] == (padding ? 0.0f : xs[0][i] + xs[1][i] + xs[2][i]));
+      CHECK(max[j] == (padding ? 0.0f : std::max({xs[0][i], xs[1][i], xs[2][i]})));
+    }
+    for (unsigned k = 0; k < R; ++k)
+      for (int i = 0; i < 4; ++i)
+        CHECK(all[k * 4 + i] == bs[k][i]);
+    for (int i = 0; i < 7; ++i)
+      CHECK(root[i] == xs[2][i]);
+  }
+  // Refusals: a root past the replicas, a result of the wrong size, LOCAL for a reduce-scatter.
+  program::Sequence more;
+  CHECK_THROWS_AS(collectives::broadcastCrossReplica(g, x, more, 3), index_error);
+  Tensor wrong = g.addVariable(FLOAT, {2}, "wrong");
+  g.setTileMapping(wrong, 0);
+  try {
+    more.add(program::CrossReplicaReduceScatter(x, wrong, CollectiveOperator::ADD));
+    FAIL("a reduce-scatter into 2 elements for 7 over 3 replicas was accepted");
+  } catch (const shape_error &err) {
+    CHECK_THAT(err.what(), Catch::Matchers::Contains("it must have 3"));
+  }
+  CHECK_THROWS_AS(collectives::reduceScatterCrossReplica(g, x, CollectiveOperator::LOCAL, more),
+                  type_error);
+}
