@@ -1,0 +1,178 @@
+// Data-parallel LSTM training in one process: a graph replicated R ways
+// (Graph(target, replication_factor(R))), each replica fed its own shard of the batch through
+// its own stream, the weight gradients averaged across the replicas with a MEAN all-reduce
+// (aspen/Collectives.hpp), and the same SGD step in every replica. The replicas run at once, on
+// host threads. It checks that every replica ends with the same weights, bit for bit, and that
+// they are the weights one replica gets on the whole batch (with the learning rate over R: MEAN
+// divides the summed gradients by R) within rounding, and exits with 1 otherwise.
+//
+// Usage: data_parallel_lstm [R]   (R replicas, default 2)
+#include <aspen/Collectives.hpp>
+#include <aspen/Engine.hpp>
+#include <aspen/Graph.hpp>
+#include <aspen/nn/Codelets.hpp>
+#include <aspen/nn/Lstm.hpp>
+#include <aspen/ops/ElementWise.hpp>
+#include <aspen/ops/ScaledAdd.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace aspen;
+namespace lstm = aspen::nn::lstm;
+
+namespace {
+
+constexpr std::size_t kT = 5, kShard = 4, kI = 3, kH = 6; // steps, rows a replica, sizes
+constexpr unsigned kSteps = 8;                            // SGD steps in one run
+constexpr float kLearningRate = 0.05f;
+
+const char *const kWeights[3] = {"inputWeights", "outputWeights", "biases"};
+
+// One engine: `replicas` replicas of B rows each, training kSteps steps with learning rate lr.
+// Per replica, streams "x" [T, B, I] and "target" [T, B, H] (read again every step: the same
+// batch); the loss is half the squared distance of the outputs from the targets.
+struct Trainer {
+  Graph graph;
+  program::Sequence prog;
+  Trainer(const Device &device, unsigned replicas, std::size_t B, float lr)
+      : graph(device, replication_factor(replicas)) {
+    nn::addCodelets(graph);
+    const lstm::LstmParams params(FLOAT, B, kT, {kI, kH});
+    const Tensor x = lstm::createInput(graph, params, "x");
+    const Tensor target =
+        graph.addVariable(FLOAT, {kT, B, kH}, VariableMappingMethod::LINEAR, "target");
+    const lstm::LstmState init = lstm::createInitialState(graph, params, "init");
+    const lstm::LstmWeights w = lstm::createWeights(graph, params, "w");
+    program::Sequence step;
+    step.add(program::Copy(graph.addHostToDeviceFIFO("x", FLOAT, x.numElements()), x));
+    step.add(program::Copy(graph.addHostToDeviceFIFO("target", FLOAT, target.numElements()),
+                           target));
+    Tensor inter;
+    const Tensor out = lstm::lstmFwd(graph, params, init, x, w, &inter, step, "fwd").first;
+    using namespace aspen::ops::expr;
+    const Tensor dy = ops::map(graph, _1 - _2, {out, target}, step, "dy");
+    lstm::LstmWeights dw;
+    lstm::lstmBwdWithWU(graph, params, step, init, inter, w, x, out, dy, nullptr, nullptr, dw,
+                        "bwd");
+    const Tensor grads[3] = {dw.inputWeights, dw.outputWeights, dw.biases};
+    const Tensor weights[3] = {w.inputWeights, w.outputWeights, w.biases};
+    for (int k = 0; k < 3; ++k) {
+      Tensor g = grads[k];
+      collectives::allReduceInPlaceCrossReplica(graph, g, collectives::CollectiveOperator::MEAN,
+                                                step, std::string("mean/") + kWeights[k]);
+      ops::scaledSubtractFrom(graph, weights[k], g, lr, step, std::string("sgd/") + kWeights[k]);
+      graph.createHostWrite(kWeights[k], weights[k]);
+      graph.createHostRead(std::string("out/") + kWeights[k], weights[k]);
+    }
+    graph.createHostWrite("h0", init.output);
+    graph.createHostWrite("c0", init.cellState);
+    prog.add(program::Repeat(kSteps, step));
+  }
+};
+
+// Deterministic data: the whole batch's rows [R * kShard], row-major [T, rows, size].
+std::vector<float> randomValues(std::size_t n, unsigned seed, float range) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-range, range);
+  std::vector<float> v(n);
+  for (float &e : v)
+    e = u(rng);
+  return v;
+}
+
+// Rows [first, first + count) of a [T, rows, size] sequence.
+std::vector<float> rowsOf(const std::vector<float> &seq, std::size_t rows, std::size_t size,
+                          std::size_t first, std::size_t count) {
+  std::vector<float> out;
+  for (std::size_t t = 0; t < kT; ++t)
+    for (std::size_t r = first; r < first + count; ++r)
+      for (std::size_t k = 0; k < size; ++k)
+        out.push_back(seq[(t * rows + r) * size + k]);
+  return out;
+}
+
+// Trains and returns each replica's final weights (the three tensors, concatenated).
+std::vector<std::vector<float>> train(unsigned replicas, std::size_t B, float lr,
+                                      const std::vector<float> &x, const std::vector<float> &y,
+                                      std::vector<std::vector<float>> &shards) {
+  const Device device = Device::createCPUDevice();
+  Trainer t(device, replicas, B, lr);
+  Engine e(t.graph, t.prog);
+  e.load(device);
+  const std::size_t rows = replicas * B;
+  const std::size_t sizes[3] = {4 * kI * kH, 4 * kH * kH, 4 * kH};
+  for (int k = 0; k < 3; ++k) { // the same initial weights in every replica
+    const std::vector<float> w = randomValues(sizes[k], 10 + k, 0.4f);
+    e.writeTensor(kWeights[k], w.data(), w.data() + w.size());
+  }
+  const std::vector<float> zeros(B * kH, 0.0f);
+  e.writeTensor("h0", zeros.data(), zeros.data() + zeros.size());
+  e.writeTensor("c0", zeros.data(), zeros.data() + zeros.size());
+  shards.assign(2 * replicas, {});
+  for (unsigned r = 0; r < replicas; ++r) {
+    shards[2 * r] = rowsOf(x, rows, kI, r * B, B);
+    shards[2 * r + 1] = rowsOf(y, rows, kH, r * B, B);
+    // A circular buffer of one batch: every step reads the same shard again.
+    e.connectStream("x", r, shards[2 * r].data(), shards[2 * r].data() + shards[2 * r].size());
+    e.connectStream("target", r, shards[2 * r + 1].data(),
+                    shards[2 * r + 1].data() + shards[2 * r + 1].size());
+  }
+  e.run();
+  std::vector<std::vector<float>> result(replicas);
+  for (unsigned r = 0; r < replicas; ++r)
+    for (int k = 0; k < 3; ++k) {
+      std::vector<float> w(sizes[k]);
+      e.readTensor(std::string("out/") + kWeights[k], r, w.data(), w.data() + w.size());
+      result[r].insert(result[r].end(), w.begin(), w.end());
+    }
+  return result;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  const unsigned R = argc > 1 ? unsigned(std::atoi(argv[1])) : 2u;
+  if (R < 1 || R > 16) {
+    std::fprintf(stderr, "usage: data_parallel_lstm [R], 1 <= R <= 16 replicas\n");
+    return 2;
+  }
+  const std::size_t rows = R * kShard;
+  const std::vector<float> x = randomValues(kT * rows * kI, 1, 1.0f);
+  const std::vector<float> y = randomValues(kT * rows * kH, 2, 0.5f);
+  std::vector<std::vector<float>> shards, whole;
+  const auto replicas = train(R, kShard, kLearningRate, x, y, shards);
+  const auto single = train(1, rows, kLearningRate / float(R), x, y, whole);
+  bool same = true;
+  for (unsigned r = 1; r < R; ++r)
+    same = same && replicas[r] == replicas[0];
+  double worst = 0, moved = 0;
+  const std::vector<float> start = [] {
+    std::vector<float> w;
+    const std::size_t sizes[3] = {4 * kI * kH, 4 * kH * kH, 4 * kH};
+    for (int k = 0; k < 3; ++k) {
+      const std::vector<float> v = randomValues(sizes[k], 10 + k, 0.4f);
+      w.insert(w.end(), v.begin(), v.end());
+    }
+    return w;
+  }();
+  for (std::size_t i = 0; i < single[0].size(); ++i) {
+    worst = std::max(worst, double(std::fabs(replicas[0][i] - single[0][i])));
+    moved = std::max(moved, double(std::fabs(single[0][i] - start[i])));
+  }
+  std::printf("data-parallel LSTM: %u replicas of %zu rows, %u SGD steps, MEAN all-reduce of the "
+              "weight gradients\n",
+              R, kShard, kSteps);
+  std::printf("  replicas' weights bit for bit equal: %s\n", same ? "yes" : "NO");
+  std::printf("  against one replica on all %zu rows (learning rate / %u): worst difference %.3g "
+              "(the weights moved up to %.3g)\n",
+              rows, R, worst, moved);
+  const bool ok = same && worst <= 1e-5 && moved > 1e-3;
+  std::printf("%s\n", ok ? "PASS" : "FAIL");
+  return ok ? 0 : 1;
+}
