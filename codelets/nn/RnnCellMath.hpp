@@ -138,4 +138,17 @@ ASPEN_HD inline float gradient(unsigned kind, float act, float g, float dot,
   return Dynamic{NonLinearityType(kind), popnnHardSigmoid}.gradient(act, g);
 }
 
+// The vanilla RNN's step, one element, as popnn's separate add, add and non-linearity vertices
+// would round it (to T after each): the input of the non-linearity from the recurrent product
+// (already rounded to T), x_t and b; and, backward, delta_t = nl'(y_t) * (dhMM + dy_t) with the
+// sum rounded to T. RnnFusedFwd/Bwd and RnnCellFwd/Bwd (rnn.cpp) all use these, so the fused
+// and unfused loops give the same bits.
+template <class T> ASPEN_HD inline float vanillaSum(T product, T x, T bias) {
+  return float(T(float(T(float(product) + float(x))) + float(bias)));
+}
+template <class T>
+ASPEN_HD inline T vanillaDelta(NonLinearityType nl, T y, T product, T dy) {
+  return T(nnGradientOf(nl, float(y), float(T(float(product) + float(dy)))));
+}
+
 } // namespace aspen::nn::cell

@@ -932,7 +932,7 @@ private:
     const T *xs = x.data() + (t * rows + row) * H + u0, *bs = bias.data() + u0;
     float v[16];
     for (unsigned j = 0; j < m; ++j)
-      v[j] = float(T(float(T(float(T(p[j])) + float(xs[j]))) + float(bs[j])));
+      v[j] = cell::vanillaSum(T(p[j]), xs[j], bs[j]);
     if (nonLinearity == unsigned(NonLinearityType::TANH))
       for (unsigned j = 0; j < m; ++j)
         v[j] = cell::Fixed<NonLinearityType::TANH>().forward(v[j]);
@@ -994,7 +994,7 @@ public:
 
 private:
   T sum(unsigned r, unsigned k) const {
-    return T(float(T(float(pre[r][k]) + float(x[r][k]))) + float(bias[k]));
+    return T(cell::vanillaSum(T(pre[r][k]), T(x[r][k]), T(bias[k])));
   }
 };
 
@@ -1018,7 +1018,7 @@ public:
     if (softmax != 0) {
       for (unsigned r = workerId; r < rows; r += numWorkers()) {
         for (unsigned k = 0; k < H; ++k) // the incoming gradient, then in place its input's
-          delta[r][k] = T(float(dhMM[r][k]) + float(dy[r][k]));
+          delta[r][k] = T(float(dhMM[r][k]) + float(dy[r][k])); // as vanillaDelta sums it
         nnSoftmaxGradRow<T>(y[r], delta[r], delta[r]);
       }
       return true;
@@ -1027,8 +1027,8 @@ public:
     ::aspen::detail::workerShare(rows * H, workerId, numWorkers(), lo, hi);
     for (unsigned e = lo; e < hi; ++e) {
       const unsigned r = e / H, k = e % H;
-      const float g = float(T(float(dhMM[r][k]) + float(dy[r][k])));
-      delta[r][k] = T(nnGradientOf(NonLinearityType(nonLinearity), float(y[r][k]), g));
+      delta[r][k] = cell::vanillaDelta(NonLinearityType(nonLinearity), T(y[r][k]),
+                                       T(dhMM[r][k]), T(dy[r][k]));
     }
     return true;
   }
@@ -1230,11 +1230,9 @@ public:
                             const unsigned m = numUnits - k0 < 16 ? numUnits - k0 : 16;
                             const T *ys = y[at].data() + k0, *gs = dy[at].data() + k0;
                             T *d = delta[at].data() + k0;
-                            for (unsigned j = 0; j < m; ++j) {
-                              const float g = float(T(float(T(p[j])) + float(gs[j])));
-                              d[j] = T(nnGradientOf(NonLinearityType(nonLinearity),
-                                                    float(ys[j]), g));
-                            }
+                            for (unsigned j = 0; j < m; ++j)
+                              d[j] = cell::vanillaDelta(NonLinearityType(nonLinearity), ys[j],
+                                                        T(p[j]), gs[j]);
                           });
     return true;
   }
