@@ -46,10 +46,14 @@ EngineImpl::EngineImpl(std::unique_ptr<CompiledGraph> compiled, const EngineOpti
     if (i > 0)
       replica.ownProfile = std::make_unique<ExecutionProfile>(*compiled_);
   }
-  std::vector<unsigned> indices;
-  for (const Replica &replica : replicas_)
-    indices.push_back(replica.index);
-  meeting_ = std::make_unique<ReplicaMeeting>(std::move(indices));
+  // Only a program with collectives has its replicas meet: the others' runs skip it.
+  if (std::any_of(compiled_->kernels.begin(), compiled_->kernels.end(),
+                  [](const CompiledKernel &k) { return runsOnHost(k.kind); })) {
+    std::vector<unsigned> indices;
+    for (const Replica &replica : replicas_)
+      indices.push_back(replica.index);
+    meeting_ = std::make_unique<ReplicaMeeting>(std::move(indices));
+  }
   // The graph's reports now, so that they exist even if the program never runs; an execution
   // profile rewrites them when the engine goes.
   if (options_.outputGraphProfile)

@@ -118,7 +118,8 @@ private:
   std::unique_ptr<CompiledGraph> compiled_;
   EngineOptions options_;
   std::vector<Replica> replicas_;
-  std::unique_ptr<ReplicaMeeting> meeting_; // where the replicas' collectives meet
+  // Where the replicas' collectives meet; null for a program without collectives.
+  std::unique_ptr<ReplicaMeeting> meeting_;
   std::ostream *printStream_ = &std::cout;
   std::mutex printMutex_; // replicas print one at a time
   ExecutionProfile profile_;

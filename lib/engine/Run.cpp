@@ -44,21 +44,25 @@ void EngineImpl::run(unsigned programIndex, const std::string &debugName) {
   std::vector<std::exception_ptr> failures(replicas_.size());
   std::atomic<int> firstFailure{-1};
   const std::uint32_t root = compiled_->programs[programIndex];
-  meeting_->reset();
+  if (meeting_)
+    meeting_->reset();
   const auto runOne = [this, root, &failures, &firstFailure](std::size_t i) {
     try {
       runReplica(replicas_[i], root);
-      meeting_->leave(unsigned(i), "finished its run");
+      if (meeting_)
+        meeting_->leave(unsigned(i), "finished its run");
     } catch (const std::exception &e) {
       failures[i] = std::current_exception();
       int none = -1;
       firstFailure.compare_exchange_strong(none, int(i));
-      meeting_->leave(unsigned(i), std::string("failed (") + e.what() + ")");
+      if (meeting_)
+        meeting_->leave(unsigned(i), std::string("failed (") + e.what() + ")");
     } catch (...) {
       failures[i] = std::current_exception();
       int none = -1;
       firstFailure.compare_exchange_strong(none, int(i));
-      meeting_->leave(unsigned(i), "failed");
+      if (meeting_)
+        meeting_->leave(unsigned(i), "failed");
     }
   };
   std::vector<std::thread> threads;
