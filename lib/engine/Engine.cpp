@@ -53,6 +53,7 @@ EngineImpl::EngineImpl(std::unique_ptr<CompiledGraph> compiled, const EngineOpti
     for (const Replica &replica : replicas_)
       indices.push_back(replica.index);
     meeting_ = std::make_unique<ReplicaMeeting>(std::move(indices));
+    transport_ = std::make_unique<InProcessTransport>();
   }
   // The graph's reports now, so that they exist even if the program never runs; an execution
   // profile rewrites them when the engine goes.

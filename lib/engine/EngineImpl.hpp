@@ -7,6 +7,7 @@
 #include "Profile.hpp"
 #include "ReplicaMeeting.hpp"
 #include "Streams.hpp"
+#include "Transport.hpp"
 #include "compiler/CompiledGraph.hpp"
 #include "executors/Executor.hpp"
 
@@ -120,6 +121,8 @@ private:
   std::vector<Replica> replicas_;
   // Where the replicas' collectives meet; null for a program without collectives.
   std::unique_ptr<ReplicaMeeting> meeting_;
+  // How the meeting's contributions reach the other replicas (set with meeting_).
+  std::unique_ptr<CollectiveTransport> transport_;
   std::ostream *printStream_ = &std::cout;
   std::mutex printMutex_; // replicas print one at a time
   ExecutionProfile profile_;

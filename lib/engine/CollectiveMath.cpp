@@ -1,0 +1,140 @@
+// The collectives' arithmetic (CollectiveMath.hpp).
+#include "CollectiveMath.hpp"
+
+#include <aspen/Collectives.hpp>
+#include <aspen/Error.hpp>
+#include <aspen/HalfFloat.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+
+namespace aspen::detail::collective {
+
+namespace {
+
+using collectives::CollectiveOperator;
+
+template <class T> T load(const Bytes &b, std::size_t i) {
+  T v;
+  std::memcpy(&v, b.data() + i * sizeof(T), sizeof(T));
+  return v;
+}
+
+template <class T> void store(Bytes &b, std::size_t i, T v) {
+  std::memcpy(b.data() + i * sizeof(T), &v, sizeof(T));
+}
+
+// a op b, for the operators that combine two values (ADD, MUL, MIN, MAX, the logical ones;
+// SQUARE_ADD and MEAN add). Integers wrap (unsigned arithmetic).
+template <class T> T combineTwo(CollectiveOperator op, T a, T b) {
+  switch (op) {
+  case CollectiveOperator::MUL:
+    if constexpr (std::is_integral_v<T>)
+      return T(std::make_unsigned_t<T>(a) * std::make_unsigned_t<T>(b));
+    else
+      return a * b;
+  case CollectiveOperator::MIN:
+    return std::min(a, b);
+  case CollectiveOperator::MAX:
+    return std::max(a, b);
+  case CollectiveOperator::LOGICAL_AND:
+    return T(a && b);
+  case CollectiveOperator::LOGICAL_OR:
+    return T(a || b);
+  default:
+    if constexpr (std::is_integral_v<T>)
+      return T(std::make_unsigned_t<T>(a) + std::make_unsigned_t<T>(b));
+    else
+      return a + b;
+  }
+}
+
+template <class T> T squared(T v) {
+  if constexpr (std::is_integral_v<T>)
+    return T(std::make_unsigned_t<T>(v) * std::make_unsigned_t<T>(v));
+  else
+    return v * v;
+}
+
+// Every replica's values of type Stored, combined in replica order in type Acc (float for
+// HALF), element by element.
+template <class Stored, class Acc>
+Bytes combineAll(CollectiveOperator op, const std::vector<Bytes> &in) {
+  Bytes out(in.front().size());
+  const std::size_t elements = out.size() / sizeof(Stored);
+  for (std::size_t i = 0; i < elements; ++i) {
+    Acc acc = Acc(load<Stored>(in[0], i));
+    if (op == CollectiveOperator::SQUARE_ADD)
+      acc = squared(acc);
+    for (std::size_t r = 1; r < in.size(); ++r) {
+      const Acc v = Acc(load<Stored>(in[r], i));
+      acc = combineTwo(op, acc, op == CollectiveOperator::SQUARE_ADD ? squared(v) : v);
+    }
+    if constexpr (!std::is_integral_v<Acc>)
+      if (op == CollectiveOperator::MEAN)
+        acc = acc / Acc(in.size());
+    store<Stored>(out, i, Stored(acc));
+  }
+  return out;
+}
+
+Bytes reduce(const CollectiveShape &shape, const std::vector<Bytes> &in) {
+  const auto op = CollectiveOperator(shape.op);
+  if (shape.type == FLOAT)
+    return combineAll<float, float>(op, in);
+  if (shape.type == HALF)
+    return combineAll<half, float>(op, in);
+  if (shape.type == INT)
+    return combineAll<std::int32_t, std::int32_t>(op, in);
+  if (shape.type == UNSIGNED_INT)
+    return combineAll<std::uint32_t, std::uint32_t>(op, in);
+  if (shape.type == BOOL)
+    return combineAll<std::uint8_t, std::uint8_t>(op, in);
+  throw internal_error("a collective of type " + shape.type.toString());
+}
+
+} // namespace
+
+bool exchanges(const CompiledKernel &k) {
+  return k.kind != KernelKind::AllReduce ||
+         CollectiveOperator(k.collective.op) != CollectiveOperator::LOCAL;
+}
+
+bool elementwise(const CompiledKernel &k) {
+  return exchanges(k) &&
+         (k.kind == KernelKind::AllReduce || k.kind == KernelKind::ReduceScatter);
+}
+
+Bytes reduceChunk(const CompiledKernel &k, const std::vector<Bytes> &chunks) {
+  return reduce(k.collective, chunks);
+}
+
+Bytes whole(const CompiledKernel &k, const std::vector<Bytes> &contributions) {
+  if (k.kind == KernelKind::AllGather) { // replica order, one after the other
+    Bytes all;
+    for (const Bytes &b : contributions)
+      all.insert(all.end(), b.begin(), b.end());
+    return all;
+  }
+  if (k.kind == KernelKind::Broadcast)
+    return contributions.at(k.collective.root);
+  return reduce(k.collective, contributions);
+}
+
+Bytes resultOf(const CompiledKernel &k, unsigned replica, unsigned replicas, Bytes whole) {
+  if (k.kind != KernelKind::ReduceScatter)
+    return whole;
+  // This replica's piece, zero past the data's end.
+  const CollectiveShape &shape = k.collective;
+  const std::size_t bytes = shape.type.size();
+  const std::size_t piece = shape.resultElements(k.kind, replicas),
+                    first = std::size_t(replica) * piece;
+  Bytes own(piece * bytes, 0);
+  if (first < shape.elements)
+    std::memcpy(own.data(), whole.data() + first * bytes,
+                std::min(piece, std::size_t(shape.elements) - first) * bytes);
+  return own;
+}
+
+} // namespace aspen::detail::collective

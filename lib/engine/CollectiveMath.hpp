@@ -1,0 +1,38 @@
+// The arithmetic of the cross-replica collectives, apart from how the replicas' bytes travel:
+// from every replica's contribution (in replica order) the bytes every replica shares (the
+// whole), and each replica's result out of it. Every transport (in process, MPI) ends in these,
+// so every transport gives the same bytes.
+#pragma once
+
+#include "compiler/CompiledGraph.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace aspen::detail::collective {
+
+using Bytes = std::vector<std::uint8_t>;
+
+// Whether collective kernel k moves data between replicas (an all-reduce with LOCAL does not:
+// each replica's result is its own data).
+bool exchanges(const CompiledKernel &k);
+
+// The whole of collective kernel k from the contributions of all `contributions.size()`
+// replicas, in replica order: all-reduce and reduce-scatter: the reduction (every element
+// combined in replica order); all-gather: the contributions one after the other; broadcast:
+// the root's.
+Bytes whole(const CompiledKernel &k, const std::vector<Bytes> &contributions);
+
+// Whether k's whole is element-wise: its element i depends only on the contributions' element
+// i (the reductions). A transport may then cut the elements into chunks and reduce each apart
+// (reduceChunk), with the same bytes as whole().
+bool elementwise(const CompiledKernel &k);
+// The reduction of one chunk of elements: `chunks` holds every replica's bytes of the same
+// elements, in replica order.
+Bytes reduceChunk(const CompiledKernel &k, const std::vector<Bytes> &chunks);
+
+// Replica `replica`'s result (k's result operand's bytes) out of the whole, with `replicas`
+// replicas.
+Bytes resultOf(const CompiledKernel &k, unsigned replica, unsigned replicas, Bytes whole);
+
+} // namespace aspen::detail::collective
