@@ -7,9 +7,11 @@ build_dir=${1:-build}
 
 # chromium and python3-jsonschema: the tests of aspen-plan's HTML and JSON reports; pybind11-dev
 # and python3-torch: the aspen_torch package and its tests against torch.nn; libdnnl-dev: the
-# header of oneDNN, which the CPU executor's convolution calls open at run time.
+# header of oneDNN, which the CPU executor's convolution calls open at run time; libopenmpi-dev
+# and openmpi-bin: the MPI transport of the collectives and mpiexec for its tests.
 packages=(build-essential cmake ninja-build pkgconf libfmt-dev libspdlog-dev catch2 libopenblas-dev
-  patchelf libblas3 chromium python3-jsonschema pybind11-dev python3-torch libdnnl-dev)
+  patchelf libblas3 chromium python3-jsonschema pybind11-dev python3-torch libdnnl-dev
+  libopenmpi-dev openmpi-bin)
 scripts/install-packages.sh "${packages[@]}"
 
 # ASPEN_SETUP_ONLY=1: the packages only (scripts/sanitize.sh configures its own trees).

@@ -571,4 +571,8 @@ template <> struct Members<CompiledGraph> {
 };
 #undef ASPEN_MEMBER
 
+// A hash of everything an executable holds (its serialised bytes, Serialize.cpp): equal for the
+// same graph compiled by the same build, whichever process compiled it.
+std::uint64_t fingerprint(const CompiledGraph &graph);
+
 } // namespace aspen::detail

@@ -378,6 +378,18 @@ void validate(Reader &io, const CompiledGraph &g) {
 
 } // namespace
 
+namespace detail {
+
+std::uint64_t fingerprint(const CompiledGraph &graph) {
+  std::ostringstream body;
+  Writer io(body);
+  io.put(kFormatVersion);
+  io.put(graph);
+  return ContentHash().add(std::move(body).str()).value();
+}
+
+} // namespace detail
+
 void Executable::serialize(std::ostream &out) const {
   std::ostringstream body;
   Writer io(body);

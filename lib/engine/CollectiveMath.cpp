@@ -137,4 +137,14 @@ Bytes resultOf(const CompiledKernel &k, unsigned replica, unsigned replicas, Byt
   return own;
 }
 
+std::string describe(const CompiledKernel &k) {
+  std::string line = "'" + k.name + "' " + kernelKindName(k.kind);
+  if (k.kind == KernelKind::AllReduce || k.kind == KernelKind::ReduceScatter)
+    line += std::string(" ") + collectives::toString(CollectiveOperator(k.collective.op));
+  line += " " + std::to_string(k.collective.elements) + " " + k.collective.type.toString();
+  if (k.kind == KernelKind::Broadcast)
+    line += " from replica " + std::to_string(k.collective.root);
+  return line;
+}
+
 } // namespace aspen::detail::collective

@@ -7,6 +7,7 @@
 #include "compiler/CompiledGraph.hpp"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace aspen::detail::collective {
@@ -34,5 +35,9 @@ Bytes reduceChunk(const CompiledKernel &k, const std::vector<Bytes> &chunks);
 // Replica `replica`'s result (k's result operand's bytes) out of the whole, with `replicas`
 // replicas.
 Bytes resultOf(const CompiledKernel &k, unsigned replica, unsigned replicas, Bytes whole);
+
+// One line naming collective kernel k and what it exchanges ("'grads' AllReduce ADD 4096 FLOAT"):
+// ranks compare these at load (the MPI transport's fingerprint check).
+std::string describe(const CompiledKernel &k);
 
 } // namespace aspen::detail::collective

@@ -5,9 +5,11 @@
 #include "ProfileReport.hpp"
 
 #include "compiler/Compiler.hpp"
+#include "engine/mpi/MpiTransport.hpp"
 #include "support/Logging.hpp"
 #include "executors/ExecutorRegistry.hpp"
 
+#include <aspen/Distributed.hpp>
 #include <aspen/Engine.hpp>
 #include <aspen/Error.hpp>
 
@@ -26,17 +28,26 @@ EngineImpl::EngineImpl(std::unique_ptr<CompiledGraph> compiled, const EngineOpti
     throw error("Engine: the Executable is empty (it was moved from or released)");
   profile_ = ExecutionProfile(*compiled_);
   // The replicas this engine runs: target.firstRuntimeReplica on, target.numberRuntimeReplica of
-  // them (to the last by default).
-  const unsigned r = compiled_->replicationFactor, first = options_.firstRuntimeReplica;
-  if (first >= r || (options_.numberRuntimeReplica && *options_.numberRuntimeReplica > r - first))
+  // them (by default: this rank's share over MPI, else all).
+  const unsigned r = compiled_->replicationFactor;
+  const dist::World world = dist::World::fromEnvironment();
+  overMpi_ = spreadOverRanks(world);
+  if (overMpi_)
+    startMpi();
+  unsigned first = options_.firstRuntimeReplica.value_or(0);
+  std::optional<unsigned> number = options_.numberRuntimeReplica;
+  if (overMpi_ && !options_.firstRuntimeReplica && !number) {
+    first = world.firstReplica(r);
+    number = world.localReplicas(r);
+  }
+  if (first >= r || (number && *number > r - first))
     throw invalid_option(
         "Engine: target.firstRuntimeReplica " + std::to_string(first) +
-        (options_.numberRuntimeReplica
-             ? " and target.numberRuntimeReplica " + std::to_string(*options_.numberRuntimeReplica)
-             : std::string()) +
+        (number ? " and target.numberRuntimeReplica " + std::to_string(*number)
+                : std::string()) +
         " name replicas past the graph's " + std::to_string(r) +
         " (Graph(target, replication_factor(" + std::to_string(r) + ")))");
-  replicas_.resize(options_.numberRuntimeReplica.value_or(r - first));
+  replicas_.resize(number.value_or(r - first));
   for (std::size_t i = 0; i < replicas_.size(); ++i) {
     Replica &replica = replicas_[i];
     replica.index = first + unsigned(i);
@@ -53,7 +64,8 @@ EngineImpl::EngineImpl(std::unique_ptr<CompiledGraph> compiled, const EngineOpti
     for (const Replica &replica : replicas_)
       indices.push_back(replica.index);
     meeting_ = std::make_unique<ReplicaMeeting>(std::move(indices));
-    transport_ = std::make_unique<InProcessTransport>();
+    if (!overMpi_)
+      transport_ = std::make_unique<InProcessTransport>();
   }
   // The graph's reports now, so that they exist even if the program never runs; an execution
   // profile rewrites them when the engine goes.
@@ -94,10 +106,54 @@ void EngineImpl::load(const Device &device) {
     throw error("Engine::load: this engine runs " + std::to_string(replicas_.size()) +
                 " replicas of the graph, and on device " + device.describe() +
                 " it runs one only (one process a GPU, target.numberRuntimeReplica 1)");
-  requireAllReplicasForCollectives();
+  if (!overMpi_)
+    requireAllReplicasForCollectives();
   loadReplicas(device, entry);
+  if (overMpi_) {
+    try {
+      transport_ = joinMpi({fingerprint(*compiled_), collectiveSchedule(),
+                            compiled_->replicationFactor,
+                            replicas_.front().index, unsigned(replicas_.size()),
+                            options_.collectivesTimeout});
+    } catch (...) {
+      transport_.reset();
+      for (Replica &replica : replicas_)
+        replica.executor.reset();
+      throw;
+    }
+  }
   load_ = {std::chrono::duration<double>(start - epoch_).count(),
            std::chrono::duration<double>(RunClock::now() - start).count()};
+}
+
+bool EngineImpl::spreadOverRanks(const dist::World &world) const {
+  const unsigned r = compiled_->replicationFactor;
+  using Transport = EngineOptions::Transport;
+  if (options_.transport == Transport::Threads ||
+      (options_.transport == Transport::Auto && (r == 1 || world.size() == 1)))
+    return false;
+  if (world.hasMpi() || (options_.transport == Transport::Mpi && dist::mpiBuilt()))
+    return true;
+  const std::string launch =
+      world.size() > 1 ? "this process is rank " + std::to_string(world.rank()) + " of " +
+                             std::to_string(world.size()) + " launched by " + world.launcher()
+                       : "this process was not launched by mpirun";
+  throw error("Engine: the graph's " + std::to_string(r) +
+              " replicas would be spread over the ranks of the launch, and " + launch +
+              (dist::mpiBuilt() ? ", and replicas in different processes meet over MPI only "
+                                  "(launch with mpiexec)"
+                                : ", and this Aspen was built without MPI (ASPEN_MPI=OFF, or "
+                                  "libopenmpi-dev was missing when it was configured)") +
+              "; engine option aspen.collectives.transport=threads runs all " +
+              std::to_string(r) + " replicas in this process");
+}
+
+std::vector<std::string> EngineImpl::collectiveSchedule() const {
+  std::vector<std::string> lines;
+  for (const CompiledKernel &k : compiled_->kernels)
+    if (runsOnHost(k.kind))
+      lines.push_back(collective::describe(k));
+  return lines;
 }
 
 void EngineImpl::loadReplicas(const Device &device, const RegisteredExecutor &entry) {

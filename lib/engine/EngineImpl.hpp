@@ -18,6 +18,10 @@
 #include <memory>
 #include <mutex>
 
+namespace aspen::dist {
+class World;
+}
+
 namespace aspen::detail {
 
 struct RegisteredExecutor;
@@ -106,6 +110,11 @@ private:
   double runCollective(Replica &r, std::uint32_t index);
   // Raises at load when the graph has collectives and this engine runs only some replicas.
   void requireAllReplicasForCollectives() const;
+  // Whether the graph's replicas are spread over the ranks of an MPI launch (options_.transport
+  // and the launch); raises when they would be but cannot.
+  bool spreadOverRanks(const dist::World &world) const;
+  // The graph's collectives, one line each (collective::describe), for the ranks to compare.
+  std::vector<std::string> collectiveSchedule() const;
   // Marks the Cached steps in `caches` stale (CompiledGraph::caches, Caches.hpp).
   static void invalidate(Replica &r, const std::vector<std::uint32_t> &caches) {
     for (std::uint32_t c : caches)
@@ -121,8 +130,10 @@ private:
   std::vector<Replica> replicas_;
   // Where the replicas' collectives meet; null for a program without collectives.
   std::unique_ptr<ReplicaMeeting> meeting_;
-  // How the meeting's contributions reach the other replicas (set with meeting_).
+  // How the meeting's contributions reach the other replicas: set with meeting_ in process,
+  // at load over MPI (also for a program without collectives: the ranks check each other).
   std::unique_ptr<CollectiveTransport> transport_;
+  bool overMpi_ = false; // the replicas are spread over the ranks of an MPI launch
   std::ostream *printStream_ = &std::cout;
   std::mutex printMutex_; // replicas print one at a time
   ExecutionProfile profile_;

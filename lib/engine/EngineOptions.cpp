@@ -92,7 +92,17 @@ EngineOptions parseEngineOptions(const OptionFlags &options) {
              return !v.empty();
            })
       .unsignedInteger("autoReport.executionProfileProgramRunCount", result.timelineRuns)
-      .unsignedInteger("target.firstRuntimeReplica", result.firstRuntimeReplica)
+      .add("target.firstRuntimeReplica", "a whole number", 
+           [&result](const std::string &v) {
+             if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != v.npos)
+               return false;
+             result.firstRuntimeReplica = unsigned(std::stoul(v));
+             return true;
+           })
+      .enumeration("aspen.collectives.transport", result.transport,
+                   {{"auto", EngineOptions::Transport::Auto},
+                    {"threads", EngineOptions::Transport::Threads},
+                    {"mpi", EngineOptions::Transport::Mpi}})
       .number("aspen.collectives.timeout", result.collectivesTimeout, 1e-3, 1e7)
       .add("target.numberRuntimeReplica", "a whole number of replicas, 1 or more",
            [&result](const std::string &v) {

@@ -29,10 +29,15 @@ struct EngineOptions {
   unsigned timelineRuns = 2; // autoReport.executionProfileProgramRunCount
   // Poplar's target.firstRuntimeReplica and target.numberRuntimeReplica: the replicas of a
   // replicated graph this engine runs, [first, first + number) (number unset: to the last).
-  unsigned firstRuntimeReplica = 0;
-  // aspen.collectives.timeout: the seconds a replica waits at a collective for the others.
+  // Unset: from the launch over MPI (dist::World), else all of them.
+  std::optional<unsigned> firstRuntimeReplica, numberRuntimeReplica;
+  // aspen.collectives.timeout: the seconds a replica waits at a collective for the others (and
+  // at load, for the other ranks' engines).
   double collectivesTimeout = 600;
-  std::optional<unsigned> numberRuntimeReplica;
+  // aspen.collectives.transport: where the replicas of a replicated graph are. Threads: all in
+  // this engine; Mpi: spread over the ranks of an MPI launch; Auto: Mpi when this process is
+  // one of several ranks (dist::World) and the graph is replicated, else Threads.
+  enum class Transport { Auto, Threads, Mpi } transport = Transport::Auto;
   // Each executor's options, by executor name, as its declareOptions read them.
   std::map<std::string, std::shared_ptr<void>> executorOptions;
   // The options of executor `name` as its type (CpuExecutorOptions, CudaExecutorOptions).

@@ -60,6 +60,9 @@ ReplicaMeeting::Bytes ReplicaMeeting::meet(unsigned local, std::uint32_t kernel,
   if (++arrived_ == replicas_.size()) {
     try {
       result_ = combine(contributions_);
+    } catch (const runtime_error &e) { // a transport's, which names the collective
+      fail(e.what());
+      throw runtime_error(failure_);
     } catch (const std::exception &e) {
       fail(what + ": " + e.what());
       throw runtime_error(failure_);

@@ -19,6 +19,19 @@ using Clock = std::chrono::steady_clock;
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
+// A failure's message, for the other ranks.
+const std::string &failureText(const std::exception_ptr &failure) {
+  static thread_local std::string text;
+  try {
+    std::rethrow_exception(failure);
+  } catch (const std::exception &e) {
+    text = e.what();
+  } catch (...) {
+    text = "an exception that is not a std::exception";
+  }
+  return text;
+}
+
 } // namespace
 
 void EngineImpl::run(unsigned programIndex, const std::string &debugName) {
@@ -46,6 +59,14 @@ void EngineImpl::run(unsigned programIndex, const std::string &debugName) {
   const std::uint32_t root = compiled_->programs[programIndex];
   if (meeting_)
     meeting_->reset();
+  if (transport_) {
+    try {
+      transport_->runStarting(programIndex);
+    } catch (const runtime_error &e) {
+      throw runtime_error("Engine::run(" + std::to_string(programIndex) +
+                          (debugName.empty() ? "" : ", '" + debugName + "'") + "): " + e.what());
+    }
+  }
   const auto runOne = [this, root, &failures, &firstFailure](std::size_t i) {
     try {
       runReplica(replicas_[i], root);
@@ -71,6 +92,9 @@ void EngineImpl::run(unsigned programIndex, const std::string &debugName) {
   runOne(0);
   for (std::thread &t : threads)
     t.join();
+  if (transport_)
+    transport_->runEnded(firstFailure >= 0 ? &failureText(failures[std::size_t(firstFailure)])
+                                           : nullptr);
   if (firstFailure >= 0) {
     const std::size_t i = std::size_t(firstFailure.load());
     const std::string who =
@@ -82,7 +106,7 @@ void EngineImpl::run(unsigned programIndex, const std::string &debugName) {
     } catch (const runtime_error &e) {
       if (deadline_ && Clock::now() >= *deadline_)
         throw runtime_error(who + ": " + timeLimitMessage(options_.timeLimit) + ": " + e.what());
-      if (replicas_.size() > 1)
+      if (replicas_.size() > 1 || overMpi_)
         throw runtime_error(who + ": " + e.what());
       throw;
     } catch (const stream_connection_error &e) {
