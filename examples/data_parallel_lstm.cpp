@@ -1,13 +1,18 @@
-// Data-parallel LSTM training in one process: a graph replicated R ways
-// (Graph(target, replication_factor(R))), each replica fed its own shard of the batch through
-// its own stream, the weight gradients averaged across the replicas with a MEAN all-reduce
-// (aspen/Collectives.hpp), and the same SGD step in every replica. The replicas run at once, on
-// host threads. It checks that every replica ends with the same weights, bit for bit, and that
-// they are the weights one replica gets on the whole batch (with the learning rate over R: MEAN
-// divides the summed gradients by R) within rounding, and exits with 1 otherwise.
+// Data-parallel LSTM training: a graph replicated R ways (Graph(target,
+// replication_factor(R))), each replica fed its own shard of the batch through its own stream,
+// the weight gradients averaged across the replicas with a MEAN all-reduce
+// (aspen/Collectives.hpp), and the same SGD step in every replica. Started alone, the replicas
+// run at once in this process, on host threads; started by mpiexec, each rank runs its share of
+// them (dist::World) and the all-reduce meets over MPI. It checks that every replica ends with
+// the same weights, bit for bit (under mpiexec: each rank's replicas against the same training
+// run in one process), and that they are the weights one replica gets on the whole batch (with
+// the learning rate over R: MEAN divides the summed gradients by R) within rounding, and exits
+// with 1 otherwise.
 //
-// Usage: data_parallel_lstm [R]   (R replicas, default 2)
+// Usage: data_parallel_lstm [R]                  (R replicas in this process, default 2)
+//        mpiexec -n N data_parallel_lstm [R]     (R replicas over N ranks, default N)
 #include <aspen/Collectives.hpp>
+#include <aspen/Distributed.hpp>
 #include <aspen/Engine.hpp>
 #include <aspen/Graph.hpp>
 #include <aspen/nn/Codelets.hpp>
@@ -97,13 +102,17 @@ std::vector<float> rowsOf(const std::vector<float> &seq, std::size_t rows, std::
   return out;
 }
 
-// Trains and returns each replica's final weights (the three tensors, concatenated).
+// Trains and returns the final weights (the three tensors, concatenated) of the replicas the
+// engine runs, [first, first + count): all of them in this process (`transport` "threads"),
+// this rank's over MPI ("auto" under mpiexec).
 std::vector<std::vector<float>> train(unsigned replicas, std::size_t B, float lr,
                                       const std::vector<float> &x, const std::vector<float> &y,
-                                      std::vector<std::vector<float>> &shards) {
+                                      std::vector<std::vector<float>> &shards,
+                                      const std::string &transport, unsigned first,
+                                      unsigned count) {
   const Device device = Device::createCPUDevice();
   Trainer t(device, replicas, B, lr);
-  Engine e(t.graph, t.prog);
+  Engine e(t.graph, t.prog, {{"aspen.collectives.transport", transport}});
   e.load(device);
   const std::size_t rows = replicas * B;
   const std::size_t sizes[3] = {4 * kI * kH, 4 * kH * kH, 4 * kH};
@@ -115,7 +124,7 @@ std::vector<std::vector<float>> train(unsigned replicas, std::size_t B, float lr
   e.writeTensor("h0", zeros.data(), zeros.data() + zeros.size());
   e.writeTensor("c0", zeros.data(), zeros.data() + zeros.size());
   shards.assign(2 * replicas, {});
-  for (unsigned r = 0; r < replicas; ++r) {
+  for (unsigned r = first; r < first + count; ++r) {
     shards[2 * r] = rowsOf(x, rows, kI, r * B, B);
     shards[2 * r + 1] = rowsOf(y, rows, kH, r * B, B);
     // A circular buffer of one batch: every step reads the same shard again.
@@ -124,12 +133,12 @@ std::vector<std::vector<float>> train(unsigned replicas, std::size_t B, float lr
                     shards[2 * r + 1].data() + shards[2 * r + 1].size());
   }
   e.run();
-  std::vector<std::vector<float>> result(replicas);
-  for (unsigned r = 0; r < replicas; ++r)
+  std::vector<std::vector<float>> result(count);
+  for (unsigned r = first; r < first + count; ++r)
     for (int k = 0; k < 3; ++k) {
       std::vector<float> w(sizes[k]);
       e.readTensor(std::string("out/") + kWeights[k], r, w.data(), w.data() + w.size());
-      result[r].insert(result[r].end(), w.begin(), w.end());
+      result[r - first].insert(result[r - first].end(), w.begin(), w.end());
     }
   return result;
 }
@@ -137,19 +146,30 @@ std::vector<std::vector<float>> train(unsigned replicas, std::size_t B, float lr
 } // namespace
 
 int main(int argc, char **argv) {
-  const unsigned R = argc > 1 ? unsigned(std::atoi(argv[1])) : 2u;
-  if (R < 1 || R > 16) {
-    std::fprintf(stderr, "usage: data_parallel_lstm [R], 1 <= R <= 16 replicas\n");
+  const dist::World world = dist::World::fromEnvironment();
+  const bool overRanks = world.size() > 1;
+  const unsigned R = argc > 1 ? unsigned(std::atoi(argv[1])) : std::max(2u, world.size());
+  if (R < 1 || R > 16 || R % world.size() != 0) {
+    std::fprintf(stderr, "usage: data_parallel_lstm [R], 1 <= R <= 16 replicas, a multiple of "
+                         "the ranks\n");
     return 2;
   }
+  const unsigned first = overRanks ? world.firstReplica(R) : 0,
+                 count = overRanks ? world.localReplicas(R) : R;
   const std::size_t rows = R * kShard;
   const std::vector<float> x = randomValues(kT * rows * kI, 1, 1.0f);
   const std::vector<float> y = randomValues(kT * rows * kH, 2, 0.5f);
   std::vector<std::vector<float>> shards, whole;
-  const auto replicas = train(R, kShard, kLearningRate, x, y, shards);
-  const auto single = train(1, rows, kLearningRate / float(R), x, y, whole);
+  const auto replicas =
+      train(R, kShard, kLearningRate, x, y, shards, "auto", first, count);
+  const auto single = train(1, rows, kLearningRate / float(R), x, y, whole, "threads", 0, 1);
   bool same = true;
-  for (unsigned r = 1; r < R; ++r)
+  if (overRanks) { // each rank's replicas against the same training with every replica here
+    const auto here = train(R, kShard, kLearningRate, x, y, shards, "threads", 0, R);
+    for (unsigned r = 0; r < count; ++r)
+      same = same && replicas[r] == here[first + r];
+  }
+  for (unsigned r = 1; r < count; ++r)
     same = same && replicas[r] == replicas[0];
   double worst = 0, moved = 0;
   const std::vector<float> start = [] {
@@ -165,14 +185,20 @@ int main(int argc, char **argv) {
     worst = std::max(worst, double(std::fabs(replicas[0][i] - single[0][i])));
     moved = std::max(moved, double(std::fabs(single[0][i] - start[i])));
   }
-  std::printf("data-parallel LSTM: %u replicas of %zu rows, %u SGD steps, MEAN all-reduce of the "
-              "weight gradients\n",
-              R, kShard, kSteps);
-  std::printf("  replicas' weights bit for bit equal: %s\n", same ? "yes" : "NO");
-  std::printf("  against one replica on all %zu rows (learning rate / %u): worst difference %.3g "
-              "(the weights moved up to %.3g)\n",
-              rows, R, worst, moved);
+  const std::string who = overRanks ? "rank " + std::to_string(world.rank()) + " of " +
+                                          std::to_string(world.size()) + ": "
+                                    : std::string();
+  std::printf("%sdata-parallel LSTM: %u replicas of %zu rows%s, %u SGD steps, MEAN all-reduce "
+              "of the weight gradients\n",
+              who.c_str(), R, kShard,
+              overRanks ? (", " + std::to_string(count) + " on this rank, over MPI").c_str() : "",
+              kSteps);
+  std::printf("%s  replicas' weights bit for bit equal%s: %s\n", who.c_str(),
+              overRanks ? " (and to the run in one process)" : "", same ? "yes" : "NO");
+  std::printf("%s  against one replica on all %zu rows (learning rate / %u): worst difference "
+              "%.3g (the weights moved up to %.3g)\n",
+              who.c_str(), rows, R, worst, moved);
   const bool ok = same && worst <= 1e-5 && moved > 1e-3;
-  std::printf("%s\n", ok ? "PASS" : "FAIL");
+  std::printf("%s%s\n", who.c_str(), ok ? "PASS" : "FAIL");
   return ok ? 0 : 1;
 }
