@@ -15,16 +15,6 @@ namespace {
 
 using collectives::CollectiveOperator;
 
-template <class T> T load(const Bytes &b, std::size_t i) {
-  T v;
-  std::memcpy(&v, b.data() + i * sizeof(T), sizeof(T));
-  return v;
-}
-
-template <class T> void store(Bytes &b, std::size_t i, T v) {
-  std::memcpy(b.data() + i * sizeof(T), &v, sizeof(T));
-}
-
 // a op b, for the operators that combine two values (ADD, MUL, MIN, MAX, the logical ones;
 // SQUARE_ADD and MEAN add). Integers wrap (unsigned arithmetic).
 template <class T> T combineTwo(CollectiveOperator op, T a, T b) {
@@ -58,43 +48,61 @@ template <class T> T squared(T v) {
 }
 
 // Every replica's values of type Stored, combined in replica order in type Acc (float for
-// HALF), element by element.
+// HALF), element by element: out[i] = in[0][i] op in[1][i] op ...
 template <class Stored, class Acc>
-Bytes combineAll(CollectiveOperator op, const std::vector<Bytes> &in) {
-  Bytes out(in.front().size());
-  const std::size_t elements = out.size() / sizeof(Stored);
+void combineAll(CollectiveOperator op, const std::vector<const std::uint8_t *> &in,
+                std::size_t elements, std::uint8_t *out) {
+  const auto at = [](const std::uint8_t *p, std::size_t i) {
+    Stored v;
+    std::memcpy(&v, p + i * sizeof(Stored), sizeof(Stored));
+    return Acc(v);
+  };
   for (std::size_t i = 0; i < elements; ++i) {
-    Acc acc = Acc(load<Stored>(in[0], i));
+    Acc acc = at(in[0], i);
     if (op == CollectiveOperator::SQUARE_ADD)
       acc = squared(acc);
     for (std::size_t r = 1; r < in.size(); ++r) {
-      const Acc v = Acc(load<Stored>(in[r], i));
+      const Acc v = at(in[r], i);
       acc = combineTwo(op, acc, op == CollectiveOperator::SQUARE_ADD ? squared(v) : v);
     }
     if constexpr (!std::is_integral_v<Acc>)
       if (op == CollectiveOperator::MEAN)
         acc = acc / Acc(in.size());
-    store<Stored>(out, i, Stored(acc));
+    const Stored result = Stored(acc);
+    std::memcpy(out + i * sizeof(Stored), &result, sizeof(Stored));
   }
-  return out;
 }
 
 Bytes reduce(const CollectiveShape &shape, const std::vector<Bytes> &in) {
-  const auto op = CollectiveOperator(shape.op);
-  if (shape.type == FLOAT)
-    return combineAll<float, float>(op, in);
-  if (shape.type == HALF)
-    return combineAll<half, float>(op, in);
-  if (shape.type == INT)
-    return combineAll<std::int32_t, std::int32_t>(op, in);
-  if (shape.type == UNSIGNED_INT)
-    return combineAll<std::uint32_t, std::uint32_t>(op, in);
-  if (shape.type == BOOL)
-    return combineAll<std::uint8_t, std::uint8_t>(op, in);
-  throw internal_error("a collective of type " + shape.type.toString());
+  std::vector<const std::uint8_t *> pointers;
+  for (const Bytes &b : in)
+    pointers.push_back(b.data());
+  Bytes out(in.front().size());
+  reduceInto(shape, pointers, out.size() / shape.type.size(), out.data());
+  return out;
 }
 
 } // namespace
+
+bool direct(const CompiledKernel &k) {
+  return (k.kind == KernelKind::AllReduce && elementwise(k)) || k.kind == KernelKind::AllGather;
+}
+
+void reduceInto(const CollectiveShape &shape, const std::vector<const std::uint8_t *> &in,
+                std::size_t elements, std::uint8_t *out) {
+  const auto op = CollectiveOperator(shape.op);
+  if (shape.type == FLOAT)
+    return combineAll<float, float>(op, in, elements, out);
+  if (shape.type == HALF)
+    return combineAll<half, float>(op, in, elements, out);
+  if (shape.type == INT)
+    return combineAll<std::int32_t, std::int32_t>(op, in, elements, out);
+  if (shape.type == UNSIGNED_INT)
+    return combineAll<std::uint32_t, std::uint32_t>(op, in, elements, out);
+  if (shape.type == BOOL)
+    return combineAll<std::uint8_t, std::uint8_t>(op, in, elements, out);
+  throw internal_error("a collective of type " + shape.type.toString());
+}
 
 bool exchanges(const CompiledKernel &k) {
   return k.kind != KernelKind::AllReduce ||
@@ -106,9 +114,6 @@ bool elementwise(const CompiledKernel &k) {
          (k.kind == KernelKind::AllReduce || k.kind == KernelKind::ReduceScatter);
 }
 
-Bytes reduceChunk(const CompiledKernel &k, const std::vector<Bytes> &chunks) {
-  return reduce(k.collective, chunks);
-}
 
 Bytes whole(const CompiledKernel &k, const std::vector<Bytes> &contributions) {
   if (k.kind == KernelKind::AllGather) { // replica order, one after the other

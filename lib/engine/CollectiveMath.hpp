@@ -26,11 +26,16 @@ Bytes whole(const CompiledKernel &k, const std::vector<Bytes> &contributions);
 
 // Whether k's whole is element-wise: its element i depends only on the contributions' element
 // i (the reductions). A transport may then cut the elements into chunks and reduce each apart
-// (reduceChunk), with the same bytes as whole().
+// (reduceInto), with the same bytes as whole().
 bool elementwise(const CompiledKernel &k);
-// The reduction of one chunk of elements: `chunks` holds every replica's bytes of the same
-// elements, in replica order.
-Bytes reduceChunk(const CompiledKernel &k, const std::vector<Bytes> &chunks);
+// Whether a transport may run k for an engine of one replica straight from its data into its
+// result (CollectiveTransport::runDirect): the element-wise all-reduce (result = whole), and the
+// all-gather of all replicas (result = whole, the contributions in replica order).
+bool direct(const CompiledKernel &k);
+// The reduction of `elements` elements of each replica's contribution (`in`: one pointer a
+// replica, in replica order) into `out` (which may be one of them).
+void reduceInto(const CollectiveShape &shape, const std::vector<const std::uint8_t *> &in,
+                std::size_t elements, std::uint8_t *out);
 
 // Replica `replica`'s result (k's result operand's bytes) out of the whole, with `replicas`
 // replicas.

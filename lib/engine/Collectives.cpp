@@ -36,19 +36,39 @@ void EngineImpl::requireAllReplicasForCollectives() const {
                   "have yet: run every replica in one engine");
 }
 
+bool EngineImpl::runDirectly(Replica &r, const CompiledKernel &k, std::uint32_t index,
+                             RunClock::time_point deadline) {
+  if (replicas_.size() != 1 || !collective::direct(k) || !transport_->runsDirectly())
+    return false;
+  const DescTemplate &d = k.operands[AllReduceOperand::data];
+  const DescTemplate &o = k.operands[AllReduceOperand::result];
+  const std::uint8_t *data = r.executor->hostAddress(d.buffer, d.offset);
+  std::uint8_t *result = r.executor->hostAddress(o.buffer, o.offset);
+  const std::size_t bytes = std::size_t(d.size) * k.collective.type.size(),
+                    resultBytes = std::size_t(o.size) * k.collective.type.size();
+  if (!data || !result ||
+      (data != result && data < result + resultBytes && result < data + bytes) ||
+      (data == result && k.kind != KernelKind::AllReduce))
+    return false; // not in host memory, or overlapping where the result cannot
+  transport_->runDirect(k, index, data, result, deadline);
+  return true;
+}
+
 double EngineImpl::runCollective(Replica &r, std::uint32_t index) {
   const auto start = RunClock::now();
   const CompiledKernel &k = compiled_->kernels[index];
   const RegionList data = regionOf(k.operands[AllReduceOperand::data], k.collective.type);
   const RegionList result = regionOf(k.operands[AllReduceOperand::result], k.collective.type);
   const unsigned local = unsigned(&r - replicas_.data());
+  auto deadline = start + std::chrono::duration_cast<RunClock::duration>(
+                              std::chrono::duration<double>(options_.collectivesTimeout));
+  if (deadline_)
+    deadline = std::min(deadline, *deadline_);
+  if (runDirectly(r, k, index, deadline))
+    return std::chrono::duration<double>(RunClock::now() - start).count();
   collective::Bytes mine(data.bytes());
   r.executor->read(data, mine.data());
   if (collective::exchanges(k)) {
-    auto deadline = start + std::chrono::duration_cast<RunClock::duration>(
-                                std::chrono::duration<double>(options_.collectivesTimeout));
-    if (deadline_)
-      deadline = std::min(deadline, *deadline_);
     const ReplicaMeeting::Combine meet = [&](const std::vector<collective::Bytes> &in) {
       return transport_->exchange(k, index, in, deadline);
     };

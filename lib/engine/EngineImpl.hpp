@@ -108,6 +108,10 @@ private:
   void transfer(Replica &r, const StreamCopy &copy, bool toDevice);
   // Runs collective kernel `index` for replica r (Collectives.cpp): the seconds it took.
   double runCollective(Replica &r, std::uint32_t index);
+  // Runs collective `index` (k) of an engine of one replica straight on the executor's host
+  // memory, when the transport can (CollectiveTransport::allReduceDirect); false otherwise.
+  bool runDirectly(Replica &r, const CompiledKernel &k, std::uint32_t index,
+                   RunClock::time_point deadline);
   // Raises at load when the graph has collectives and this engine runs only some replicas.
   void requireAllReplicasForCollectives() const;
   // Whether the graph's replicas are spread over the ranks of an MPI launch (options_.transport

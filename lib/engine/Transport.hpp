@@ -28,6 +28,15 @@ public:
   virtual collective::Bytes exchange(const CompiledKernel &k, std::uint32_t index,
                                      const std::vector<collective::Bytes> &local,
                                      Clock::time_point deadline) = 0;
+  // Whether runDirect can run an engine of one replica's collectives that collective::direct
+  // allows.
+  virtual bool runsDirectly() const { return false; }
+  // Collective kernel `index` of this engine's one replica, from its data in host memory
+  // straight into its result there (`data` and `result` the same bytes or apart): no copies on
+  // the way.
+  virtual void runDirect(const CompiledKernel & /*k*/, std::uint32_t /*index*/,
+                         const std::uint8_t * /*data*/, std::uint8_t * /*result*/,
+                         Clock::time_point /*deadline*/) {}
   // Around each run of the engine: `failure` is null for a run that succeeded.
   virtual void runStarting(unsigned /*program*/) {}
   virtual void runEnded(const std::string * /*failure*/) {}

@@ -49,6 +49,12 @@ public:
   // every step reads and writes it there. False when this executor cannot (its memory is not the
   // host's); the engine then copies.
   virtual bool bindBuffer(std::uint32_t /*buffer*/, void * /*memory*/) { return false; }
+  // Optional: where byte `offset` of buffer `buffer` is in host memory (a loaded executor's, for
+  // the engine to read and write in place, as the executor's own steps would); null when this
+  // executor's memory is not the host's.
+  virtual std::uint8_t *hostAddress(std::uint32_t /*buffer*/, std::uint64_t /*offset*/) {
+    return nullptr;
+  }
 
   // The element type's bytes of one scalar, for control flow.
   virtual void readScalar(const ScalarRef &scalar, void *host) = 0;

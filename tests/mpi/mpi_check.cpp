@@ -258,7 +258,8 @@ void sleeper() {
                 {"timed out after 3 s", "'gradients", "rank " + std::to_string(world.size() - 1),
                  "did not"});
   }
-  if (since(start) > 5)
+  // The timeout and a margin for a loaded machine: never the late rank's 6 s more.
+  if (since(start) > 8)
     failed("the run took " + std::to_string(since(start)) + " s to fail");
   expectError("a run after", [&] { e.run(0); }, {"refuses further runs"});
 }

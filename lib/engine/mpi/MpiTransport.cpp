@@ -198,6 +198,15 @@ void checkJoins(const std::vector<Joined> &joins, int me) {
                 " (target.firstRuntimeReplica, target.numberRuntimeReplica)");
 }
 
+// MPI counts bytes in int.
+int bytesCount(std::size_t bytes, const std::string &what) {
+  if (bytes > std::size_t(INT_MAX))
+    throw runtime_error(what + ": " + std::to_string(bytes) +
+                        " bytes in one MPI message; the MPI transport sends at most 2^31 - 1 "
+                        "(split the tensor)");
+  return int(bytes);
+}
+
 class MpiTransport final : public CollectiveTransport {
 public:
   MpiTransport(const std::vector<Joined> &joins, MPI_Comm comm, double timeout)
@@ -216,6 +225,9 @@ public:
   collective::Bytes exchange(const CompiledKernel &k, std::uint32_t index,
                              const std::vector<collective::Bytes> &local,
                              Clock::time_point deadline) override;
+  bool runsDirectly() const override { return true; }
+  void runDirect(const CompiledKernel &k, std::uint32_t index, const std::uint8_t *data,
+                 std::uint8_t *result, Clock::time_point deadline) override;
   void runStarting(unsigned) override;
   void runEnded(const std::string *failure) override;
 
@@ -235,8 +247,13 @@ private:
   // Fails the engine: the ranks are told, and every later run is refused.
   [[noreturn]] void fail(const std::string &message);
   void waitFor(MPI_Request &request, const std::string &what, Clock::time_point deadline);
-  collective::Bytes reduce(const CompiledKernel &k, const std::vector<collective::Bytes> &local,
-                           const std::string &what, Clock::time_point deadline);
+  // The reduction over every replica of the contributions of this rank's (`local`, in replica
+  // order), into `whole` (which may be local's only contribution).
+  void reduceAcross(const CompiledKernel &k, const std::vector<const std::uint8_t *> &local,
+                    std::uint8_t *whole, const std::string &what, Clock::time_point deadline);
+  // Every replica's `each` bytes, in replica order, into `all`, from this rank's at `mine`.
+  void gatherInto(const std::uint8_t *mine, std::size_t each, std::uint8_t *all,
+                  const std::string &what, Clock::time_point deadline);
   collective::Bytes gather(const CompiledKernel &k, const std::vector<collective::Bytes> &local,
                            const std::string &what, Clock::time_point deadline);
   collective::Bytes broadcast(const CompiledKernel &k,
@@ -255,6 +272,7 @@ private:
   std::vector<std::deque<Control>> arrivals_;
   std::vector<std::string> left_, aborted_;
   std::string broken_;
+  collective::Bytes send_, recv_; // kept from one collective to the next
 };
 
 MpiTransport::~MpiTransport() {
@@ -420,73 +438,96 @@ void MpiTransport::waitFor(MPI_Request &request, const std::string &what,
     fail(what + ": " + mpi::errorText(status));
 }
 
-// MPI counts bytes in int.
-int bytesCount(std::size_t bytes, const std::string &what) {
-  if (bytes > std::size_t(INT_MAX))
-    throw runtime_error(what + ": " + std::to_string(bytes) +
-                        " bytes in one MPI message; the MPI transport sends at most 2^31 - 1 "
-                        "(split the tensor)");
-  return int(bytes);
-}
-
-collective::Bytes MpiTransport::reduce(const CompiledKernel &k,
-                                       const std::vector<collective::Bytes> &local,
-                                       const std::string &what, Clock::time_point deadline) {
+void MpiTransport::reduceAcross(const CompiledKernel &k,
+                                const std::vector<const std::uint8_t *> &local,
+                                std::uint8_t *whole, const std::string &what,
+                                Clock::time_point deadline) {
   const std::size_t element = k.collective.type.size(), n = k.collective.elements;
-  const auto lo = [&](int r) { return n * std::size_t(r) / std::size_t(ranks_); };
-  const std::size_t mine = lo(me_ + 1) - lo(me_);
-  // To each rank: this rank's replicas' copies of its chunk, one after the other.
   const std::size_t ranks = std::size_t(ranks_);
+  const auto lo = [&](std::size_t r) { return n * r / ranks; };
+  const std::size_t me = std::size_t(me_), mine = lo(me + 1) - lo(me);
+  // To each rank: this rank's replicas' copies of its chunk, one after the other (straight
+  // from the contribution when there is one).
   std::vector<int> sendCounts(ranks), sendAt(ranks), recvCounts(ranks), recvAt(ranks);
-  collective::Bytes send(local.size() * n * element);
-  std::size_t at = 0;
-  for (int r = 0; r < ranks_; ++r) {
-    const std::size_t chunk = (lo(r + 1) - lo(r)) * element;
-    sendAt[std::size_t(r)] = bytesCount(at, what);
-    for (const collective::Bytes &b : local) {
-      std::memcpy(send.data() + at, b.data() + lo(r) * element, chunk);
-      at += chunk;
-    }
-    sendCounts[std::size_t(r)] = bytesCount(chunk * local.size(), what);
+  const std::uint8_t *send = local.front();
+  if (local.size() > 1) {
+    send_.resize(local.size() * n * element);
+    std::size_t at = 0;
+    for (std::size_t r = 0; r < ranks; ++r)
+      for (const std::uint8_t *b : local) {
+        std::memcpy(send_.data() + at, b + lo(r) * element, (lo(r + 1) - lo(r)) * element);
+        at += (lo(r + 1) - lo(r)) * element;
+      }
+    send = send_.data();
+  }
+  for (std::size_t r = 0; r < ranks; ++r) {
+    sendAt[r] = bytesCount(lo(r) * element * local.size(), what);
+    sendCounts[r] = bytesCount((lo(r + 1) - lo(r)) * element * local.size(), what);
   }
   std::size_t received = 0;
-  for (int r = 0; r < ranks_; ++r) {
-    recvAt[std::size_t(r)] = bytesCount(received, what);
-    recvCounts[std::size_t(r)] = bytesCount(count_[std::size_t(r)] * mine * element, what);
-    received += std::size_t(recvCounts[std::size_t(r)]);
+  for (std::size_t r = 0; r < ranks; ++r) {
+    recvAt[r] = bytesCount(received, what);
+    recvCounts[r] = bytesCount(count_[r] * mine * element, what);
+    received += std::size_t(recvCounts[r]);
   }
-  collective::Bytes chunks(received);
+  recv_.resize(received);
   MPI_Request request;
   {
     auto hold = rt_.lock();
-    mpi::check(MPI_Ialltoallv(send.data(), sendCounts.data(), sendAt.data(), MPI_BYTE,
-                              chunks.data(), recvCounts.data(), recvAt.data(), MPI_BYTE, comm_,
-                              &request),
+    mpi::check(MPI_Ialltoallv(send, sendCounts.data(), sendAt.data(), MPI_BYTE, recv_.data(),
+                              recvCounts.data(), recvAt.data(), MPI_BYTE, comm_, &request),
                "MPI_Ialltoallv");
   }
   waitFor(request, what, deadline);
-  // Every replica's copy of this rank's chunk, in replica order (ranks hold replicas in order).
-  std::vector<collective::Bytes> copies(replicas_);
+  // Every replica's copy of this rank's chunk, in replica order (ranks hold replicas in order),
+  // reduced into its place in the whole (the contributions have all been sent).
+  std::vector<const std::uint8_t *> copies(replicas_);
   for (unsigned i = 0; i < replicas_; ++i)
-    copies[i].assign(chunks.begin() + std::ptrdiff_t(i * mine * element),
-                     chunks.begin() + std::ptrdiff_t((i + 1) * mine * element));
-  collective::Bytes whole(n * element);
-  if (mine > 0) {
-    const collective::Bytes reduced = collective::reduceChunk(k, copies);
-    std::memcpy(whole.data() + lo(me_) * element, reduced.data(), reduced.size());
-  }
-  for (int r = 0; r < ranks_; ++r) {
-    recvAt[std::size_t(r)] = bytesCount(lo(r) * element, what);
-    recvCounts[std::size_t(r)] = bytesCount((lo(r + 1) - lo(r)) * element, what);
+    copies[i] = recv_.data() + i * mine * element;
+  if (mine > 0)
+    collective::reduceInto(k.collective, copies, mine, whole + lo(me) * element);
+  for (std::size_t r = 0; r < ranks; ++r) {
+    recvAt[r] = bytesCount(lo(r) * element, what);
+    recvCounts[r] = bytesCount((lo(r + 1) - lo(r)) * element, what);
   }
   {
     auto hold = rt_.lock();
-    mpi::check(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_BYTE, whole.data(), recvCounts.data(),
+    mpi::check(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_BYTE, whole, recvCounts.data(),
                                recvAt.data(), MPI_BYTE, comm_, &request),
                "MPI_Iallgatherv");
   }
   waitFor(request, what, deadline);
-  return whole;
+}
+
+void MpiTransport::runDirect(const CompiledKernel &k, std::uint32_t index,
+                             const std::uint8_t *data, std::uint8_t *result,
+                             Clock::time_point deadline) {
+  if (!broken_.empty())
+    throw runtime_error(broken_);
+  meet(k, index, deadline);
+  const std::string what = describe(k, index);
+  ++sequence_;
+  if (k.kind != KernelKind::AllGather)
+    return reduceAcross(k, {data}, result, what, deadline);
+  gatherInto(data, k.collective.elements * k.collective.type.size(), result, what, deadline);
+}
+
+void MpiTransport::gatherInto(const std::uint8_t *mine, std::size_t each, std::uint8_t *all,
+                              const std::string &what, Clock::time_point deadline) {
+  const std::size_t ranks = std::size_t(ranks_);
+  std::vector<int> counts(ranks), at(ranks);
+  for (std::size_t r = 0; r < ranks; ++r) {
+    counts[r] = bytesCount(count_[r] * each, what);
+    at[r] = bytesCount(first_[r] * each, what);
+  }
+  MPI_Request request;
+  {
+    auto hold = rt_.lock();
+    mpi::check(MPI_Iallgatherv(mine, counts[std::size_t(me_)], MPI_BYTE, all, counts.data(),
+                               at.data(), MPI_BYTE, comm_, &request),
+               "MPI_Iallgatherv");
+  }
+  waitFor(request, what, deadline);
 }
 
 collective::Bytes MpiTransport::gather(const CompiledKernel &k,
@@ -496,21 +537,10 @@ collective::Bytes MpiTransport::gather(const CompiledKernel &k,
   collective::Bytes mine;
   for (const collective::Bytes &b : local)
     mine.insert(mine.end(), b.begin(), b.end());
-  const std::size_t ranks = std::size_t(ranks_);
-  std::vector<int> counts(ranks), at(ranks);
-  for (int r = 0; r < ranks_; ++r) {
-    counts[std::size_t(r)] = bytesCount(count_[std::size_t(r)] * each, what);
-    at[std::size_t(r)] = bytesCount(first_[std::size_t(r)] * each, what);
-  }
   collective::Bytes all(replicas_ * each);
-  MPI_Request request;
-  {
-    auto hold = rt_.lock();
-    mpi::check(MPI_Iallgatherv(mine.data(), bytesCount(mine.size(), what), MPI_BYTE, all.data(),
-                               counts.data(), at.data(), MPI_BYTE, comm_, &request),
-               "MPI_Iallgatherv");
-  }
-  waitFor(request, what, deadline);
+  gatherInto(mine.data(), each, all.data(), what, deadline);
+  if (k.kind == KernelKind::AllGather) // the whole is every contribution in replica order
+    return all;
   std::vector<collective::Bytes> contributions(replicas_);
   for (unsigned i = 0; i < replicas_; ++i)
     contributions[i].assign(all.begin() + std::ptrdiff_t(i * each),
@@ -546,8 +576,14 @@ collective::Bytes MpiTransport::exchange(const CompiledKernel &k, std::uint32_t 
   meet(k, index, deadline);
   const std::string what = describe(k, index);
   ++sequence_;
-  if (collective::elementwise(k))
-    return reduce(k, local, what, deadline);
+  if (collective::elementwise(k)) {
+    std::vector<const std::uint8_t *> pointers;
+    for (const collective::Bytes &b : local)
+      pointers.push_back(b.data());
+    collective::Bytes whole(k.collective.elements * k.collective.type.size());
+    reduceAcross(k, pointers, whole.data(), what, deadline);
+    return whole;
+  }
   if (k.kind == KernelKind::Broadcast)
     return broadcast(k, local, what, deadline);
   return gather(k, local, what, deadline);

@@ -103,6 +103,9 @@ public:
     std::memcpy(host, view_.address(scalar.buffer, std::int64_t(scalar.offset)),
                 scalar.type.size());
   }
+  std::uint8_t *hostAddress(std::uint32_t buffer, std::uint64_t offset) override {
+    return view_.address(buffer, std::int64_t(offset));
+  }
   bool bindBuffer(std::uint32_t buffer, void *memory) override {
     const auto arena = reinterpret_cast<std::uintptr_t>(arena_.get());
     const std::uint64_t offset = memory ? reinterpret_cast<std::uintptr_t>(memory) - arena
