@@ -12,15 +12,15 @@
 // data and destination of different types or sizes shape_error or type_error, each naming the
 // call and the tensors.
 //
-// Runs: the replicas of a run run at once in one process (the in-process transport, always
-// built); an engine that runs only some replicas (target.numberRuntimeReplica) cannot run a
-// program with collectives until the MPI transport lands, and says so at load. A replica whose
-// run ends, or fails, without reaching the collective the others wait at fails them with an
-// error naming it; replicas at different collectives fail naming both; every wait also has a
-// deadline (engine option aspen.collectives.timeout, seconds, default 600).
+// Runs: an engine's replicas run at once in one process; started by mpiexec, each rank's engine
+// runs its share of the replicas and the collectives meet the other ranks' over MPI (engine
+// option aspen.collectives.transport; docs/architecture.md "Replicated graphs"). Either way the
+// contributions are combined in replica order, so the results are the same bytes. A replica or
+// rank whose run ends, or fails, without reaching the collective the others wait at fails them
+// with an error naming it; replicas at different collectives fail naming both; every wait also
+// has a deadline (engine option aspen.collectives.timeout, seconds, default 600).
 //
-// Not yet (issue 33): allToAll, crossReplicaCopy, multi-tensor calls, replica groups
-// (CommGroup), the MPI and NCCL transports.
+// Not yet (issue 33): the NCCL transport between GPUs.
 #pragma once
 
 #include <aspen/DebugContext.hpp>
