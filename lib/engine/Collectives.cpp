@@ -64,6 +64,10 @@ double EngineImpl::runCollective(Replica &r, std::uint32_t index) {
                               std::chrono::duration<double>(options_.collectivesTimeout));
   if (deadline_)
     deadline = std::min(deadline, *deadline_);
+  if (collectivesOnDevice_) { // the executor's own (NCCL), once every rank is there
+    transport_->arrive(k, index, deadline);
+    return r.executor->runKernel(index);
+  }
   if (runDirectly(r, k, index, deadline))
     return std::chrono::duration<double>(RunClock::now() - start).count();
   collective::Bytes mine(data.bytes());

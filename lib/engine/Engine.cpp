@@ -109,18 +109,18 @@ void EngineImpl::load(const Device &device) {
   if (!overMpi_)
     requireAllReplicasForCollectives();
   loadReplicas(device, entry);
-  if (overMpi_) {
-    try {
+  try {
+    if (overMpi_)
       transport_ = joinMpi({fingerprint(*compiled_), collectiveSchedule(),
-                            compiled_->replicationFactor,
-                            replicas_.front().index, unsigned(replicas_.size()),
-                            options_.collectivesTimeout});
-    } catch (...) {
+                            compiled_->replicationFactor, replicas_.front().index,
+                            unsigned(replicas_.size()), options_.collectivesTimeout});
+    connectDeviceCollectives();
+  } catch (...) {
+    if (overMpi_)
       transport_.reset();
-      for (Replica &replica : replicas_)
-        replica.executor.reset();
-      throw;
-    }
+    for (Replica &replica : replicas_)
+      replica.executor.reset();
+    throw;
   }
   load_ = {std::chrono::duration<double>(start - epoch_).count(),
            std::chrono::duration<double>(RunClock::now() - start).count()};
@@ -146,6 +146,35 @@ bool EngineImpl::spreadOverRanks(const dist::World &world) const {
                                   "libopenmpi-dev was missing when it was configured)") +
               "; engine option aspen.collectives.transport=threads runs all " +
               std::to_string(r) + " replicas in this process");
+}
+
+void EngineImpl::connectDeviceCollectives() {
+  collectivesOnDevice_ = false;
+  if (!meeting_) // the same on every rank: the ranks' executables are the same
+    return;
+  const auto deadline = RunClock::now() + std::chrono::duration_cast<RunClock::duration>(
+                                              std::chrono::duration<double>(
+                                                  options_.collectivesTimeout));
+  Executor &executor = *replicas_.front().executor;
+  using OnDevice = EngineOptions::OnDevice;
+  std::vector<std::uint8_t> id;
+  if (transport_->rank() == 0 && replicas_.size() == 1 &&
+      options_.collectivesOnDevice != OnDevice::False)
+    id = executor.newCollectiveId();
+  id = transport_->shareFromFirst(std::move(id), deadline);
+  if (id.empty() && options_.collectivesOnDevice == OnDevice::True)
+    throw error("Engine::load: aspen.collectives.onDevice is true, and " +
+                (transport_->rank() == 0
+                     ? std::string("this engine's executor cannot run its collectives itself "
+                                   "(only the CUDA executor with NCCL can; its log says why not)")
+                     : std::string("rank 0's executor cannot run them")));
+  if (id.empty())
+    return; // through the host
+  if (replicas_.size() != 1) // only a GPU makes an id, and a GPU engine runs one replica
+    throw error("Engine::load: rank 0 runs its collectives on its device, and this rank runs " +
+                std::to_string(replicas_.size()) + " replicas, which cannot");
+  executor.connectCollectives(transport_->rank(), transport_->ranks(), id, deadline);
+  collectivesOnDevice_ = true;
 }
 
 std::vector<std::string> EngineImpl::collectiveSchedule() const {

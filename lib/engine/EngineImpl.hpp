@@ -117,6 +117,9 @@ private:
   // Whether the graph's replicas are spread over the ranks of an MPI launch (options_.transport
   // and the launch); raises when they would be but cannot.
   bool spreadOverRanks(const dist::World &world) const;
+  // At load, for an engine of one replica with collectives: whether its executor runs them
+  // itself (NCCL on a GPU: Executor::newCollectiveId), its communicator made over the ranks.
+  void connectDeviceCollectives();
   // The graph's collectives, one line each (collective::describe), for the ranks to compare.
   std::vector<std::string> collectiveSchedule() const;
   // Marks the Cached steps in `caches` stale (CompiledGraph::caches, Caches.hpp).
@@ -138,6 +141,7 @@ private:
   // at load over MPI (also for a program without collectives: the ranks check each other).
   std::unique_ptr<CollectiveTransport> transport_;
   bool overMpi_ = false; // the replicas are spread over the ranks of an MPI launch
+  bool collectivesOnDevice_ = false; // the executor runs the collectives (NCCL)
   std::ostream *printStream_ = &std::cout;
   std::mutex printMutex_; // replicas print one at a time
   ExecutionProfile profile_;

@@ -99,6 +99,10 @@ EngineOptions parseEngineOptions(const OptionFlags &options) {
              result.firstRuntimeReplica = unsigned(std::stoul(v));
              return true;
            })
+      .enumeration("aspen.collectives.onDevice", result.collectivesOnDevice,
+                   {{"auto", EngineOptions::OnDevice::Auto},
+                    {"true", EngineOptions::OnDevice::True},
+                    {"false", EngineOptions::OnDevice::False}})
       .enumeration("aspen.collectives.transport", result.transport,
                    {{"auto", EngineOptions::Transport::Auto},
                     {"threads", EngineOptions::Transport::Threads},

@@ -38,6 +38,10 @@ struct EngineOptions {
   // this engine; Mpi: spread over the ranks of an MPI launch; Auto: Mpi when this process is
   // one of several ranks (dist::World) and the graph is replicated, else Threads.
   enum class Transport { Auto, Threads, Mpi } transport = Transport::Auto;
+  // aspen.collectives.onDevice: whether the executor runs the collectives itself (NCCL on a
+  // GPU): Auto when it can, True: it must (a load error says why it cannot), False: never (the
+  // bytes go through the host, combined in replica order: the CPU's bits).
+  enum class OnDevice { Auto, True, False } collectivesOnDevice = OnDevice::Auto;
   // Each executor's options, by executor name, as its declareOptions read them.
   std::map<std::string, std::shared_ptr<void>> executorOptions;
   // The options of executor `name` as its type (CpuExecutorOptions, CudaExecutorOptions).

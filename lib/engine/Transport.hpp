@@ -37,6 +37,18 @@ public:
   virtual void runDirect(const CompiledKernel & /*k*/, std::uint32_t /*index*/,
                          const std::uint8_t * /*data*/, std::uint8_t * /*result*/,
                          Clock::time_point /*deadline*/) {}
+  // This process's rank among the transport's, and how many (1 in process).
+  virtual unsigned rank() const { return 0; }
+  virtual unsigned ranks() const { return 1; }
+  // At load: rank 0's `bytes`, on every rank (an executor's communicator id).
+  virtual std::vector<std::uint8_t> shareFromFirst(std::vector<std::uint8_t> bytes,
+                                                   Clock::time_point /*deadline*/) {
+    return bytes;
+  }
+  // Waits until every rank has reached collective kernel `index` (k), for an executor that
+  // runs it itself: the same failures as exchange's, without moving data.
+  virtual void arrive(const CompiledKernel & /*k*/, std::uint32_t /*index*/,
+                      Clock::time_point /*deadline*/) {}
   // Around each run of the engine: `failure` is null for a run that succeeded.
   virtual void runStarting(unsigned /*program*/) {}
   virtual void runEnded(const std::string * /*failure*/) {}

@@ -166,4 +166,9 @@ TEST_CASE("an engine whose replicas a launch without MPI would spread refuses, n
   requireMessage(
       [&] { Engine bad(graph, prog, {{"aspen.collectives.transport", "carrier-pigeon"}}); },
       {"aspen.collectives.transport", "carrier-pigeon"});
+  // Only the CUDA executor with NCCL runs collectives itself.
+  Engine onDevice(graph, prog, {{"aspen.collectives.transport", "threads"},
+                                {"aspen.collectives.onDevice", "true"}});
+  requireMessage([&] { onDevice.load(Device::createCPUDevice()); },
+                 {"aspen.collectives.onDevice is true", "cannot run its collectives itself"});
 }

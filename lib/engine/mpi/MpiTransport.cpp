@@ -226,6 +226,16 @@ public:
                              const std::vector<collective::Bytes> &local,
                              Clock::time_point deadline) override;
   bool runsDirectly() const override { return true; }
+  unsigned rank() const override { return unsigned(me_); }
+  unsigned ranks() const override { return unsigned(ranks_); }
+  std::vector<std::uint8_t> shareFromFirst(std::vector<std::uint8_t> bytes,
+                                           Clock::time_point deadline) override;
+  void arrive(const CompiledKernel &k, std::uint32_t index, Clock::time_point deadline) override {
+    if (!broken_.empty())
+      throw runtime_error(broken_);
+    meet(k, index, deadline);
+    ++sequence_;
+  }
   void runDirect(const CompiledKernel &k, std::uint32_t index, const std::uint8_t *data,
                  std::uint8_t *result, Clock::time_point deadline) override;
   void runStarting(unsigned) override;
@@ -566,6 +576,27 @@ collective::Bytes MpiTransport::broadcast(const CompiledKernel &k,
   }
   waitFor(request, what, deadline);
   return data;
+}
+
+std::vector<std::uint8_t> MpiTransport::shareFromFirst(std::vector<std::uint8_t> bytes,
+                                                       Clock::time_point deadline) {
+  std::uint64_t size = bytes.size();
+  const std::string what = "Engine::load (rank " + std::to_string(me_) + " of " +
+                           std::to_string(ranks_) + "): sharing rank 0's communicator id";
+  MPI_Request request;
+  {
+    auto hold = rt_.lock();
+    mpi::check(MPI_Ibcast(&size, 1, MPI_UINT64_T, 0, comm_, &request), "MPI_Ibcast");
+  }
+  waitFor(request, what, deadline);
+  bytes.resize(size);
+  {
+    auto hold = rt_.lock();
+    mpi::check(MPI_Ibcast(bytes.data(), bytesCount(size, what), MPI_BYTE, 0, comm_, &request),
+               "MPI_Ibcast");
+  }
+  waitFor(request, what, deadline);
+  return bytes;
 }
 
 collective::Bytes MpiTransport::exchange(const CompiledKernel &k, std::uint32_t index,

@@ -7,6 +7,7 @@
 #include "CudaConv.hpp"
 #include "CudaGemm.hpp"
 #include "CudaGraph.hpp"
+#include "CudaNccl.hpp"
 #include "GpuLaunchTables.hpp"
 #include "support/Logging.hpp"
 #include "targets/cuda/GpuCodelets.hpp"
@@ -141,6 +142,7 @@ public:
         (void)library.release();
       (void)gemm_.release();
       (void)conv_.release();
+      (void)collectives_.release();
       return;
     }
     if (stream_)
@@ -560,10 +562,38 @@ private:
           cudaLaunchKernelExC(&config, reinterpret_cast<const void *>(kernel.block), args));
       return;
     }
-    if (compiled.isConv())
+    if (runsOnHost(compiled.kind)) {
+      if (!collectives_)
+        throw internal_error("CUDA executor: collective '" + compiled.name +
+                             "' without a communicator (connectCollectives)");
+      collectives_->enqueue(stream, index);
+    } else if (compiled.isConv()) {
       conv_->enqueue(stream, index);
-    else
+    } else {
       gemm_->enqueue(stream, index);
+    }
+  }
+
+  std::vector<std::uint8_t> newCollectiveId() override {
+    const std::string why = CudaCollectives::unsupported(*graph_);
+    if (!why.empty()) {
+      logger().info("CUDA executor: the collectives go through the host, not NCCL: {}", why);
+      return {};
+    }
+    useDevice();
+    try {
+      return CudaCollectives::newId();
+    } catch (const error &e) {
+      logger().warn("CUDA executor: the collectives go through the host: {}", e.what());
+      return {};
+    }
+  }
+
+  void connectCollectives(unsigned rank, unsigned ranks, const std::vector<std::uint8_t> &id,
+                          RunClock::time_point deadline) override {
+    useDevice();
+    collectives_ = std::make_unique<CudaCollectives>(*graph_, arena_.get(), rank, ranks, id,
+                                                     deadline);
   }
 
   void enqueueComputeSet(cudaStream_t stream, std::uint32_t index) override {
@@ -747,6 +777,7 @@ private:
   std::vector<LoadedKernel> kernels_;
   std::unique_ptr<CudaGemmKernels> gemm_;
   std::unique_ptr<CudaConvKernels> conv_;
+  std::unique_ptr<CudaCollectives> collectives_; // NCCL's, when connectCollectives made it
   const LoadedLibrary *convKernels_ = nullptr; // the Conv module, loaded when a call needs it
   struct FailureOwner {
     std::uint32_t computeSet, launch;
