@@ -14,13 +14,15 @@
 //
 // Runs: an engine's replicas run at once in one process; started by mpiexec, each rank's engine
 // runs its share of the replicas and the collectives meet the other ranks' over MPI (engine
-// option aspen.collectives.transport; docs/architecture.md "Replicated graphs"). Either way the
-// contributions are combined in replica order, so the results are the same bytes. A replica or
+// option aspen.collectives.transport; docs/architecture.md "Replicated graphs"). On the CPU the
+// contributions are combined in replica order either way, so the results are the same bytes. A replica or
 // rank whose run ends, or fails, without reaching the collective the others wait at fails them
 // with an error naming it; replicas at different collectives fail naming both; every wait also
 // has a deadline (engine option aspen.collectives.timeout, seconds, default 600).
 //
-// Not yet (issue 33): the NCCL transport between GPUs.
+// On a GPU, NCCL runs the collectives on the executor's stream when it can (engine option
+// aspen.collectives.onDevice); its summation order is its own, so GPU results may differ from the
+// CPU's in their last bits.
 #pragma once
 
 #include <aspen/DebugContext.hpp>
