@@ -231,10 +231,7 @@ public:
   std::vector<std::uint8_t> shareFromFirst(std::vector<std::uint8_t> bytes,
                                            Clock::time_point deadline) override;
   void arrive(const CompiledKernel &k, std::uint32_t index, Clock::time_point deadline) override {
-    if (!broken_.empty())
-      throw runtime_error(broken_);
-    meet(k, index, deadline);
-    ++sequence_;
+    begin(k, index, deadline);
   }
   void runDirect(const CompiledKernel &k, std::uint32_t index, const std::uint8_t *data,
                  std::uint8_t *result, Clock::time_point deadline) override;
@@ -252,6 +249,9 @@ private:
   };
   void sendAll(std::uint32_t type, std::uint32_t kernel, const std::string &text);
   void drain(); // the control messages that have come, with the lock held
+  // The start of every collective: refused on a broken engine, then meet(), then the
+  // collective's name for messages, counted.
+  std::string begin(const CompiledKernel &k, std::uint32_t index, Clock::time_point deadline);
   // Waits until every rank has arrived at collective #sequence_ (kernel `index`).
   void meet(const CompiledKernel &k, std::uint32_t index, Clock::time_point deadline);
   // Fails the engine: the ranks are told, and every later run is refused.
@@ -509,14 +509,20 @@ void MpiTransport::reduceAcross(const CompiledKernel &k,
   waitFor(request, what, deadline);
 }
 
-void MpiTransport::runDirect(const CompiledKernel &k, std::uint32_t index,
-                             const std::uint8_t *data, std::uint8_t *result,
-                             Clock::time_point deadline) {
+std::string MpiTransport::begin(const CompiledKernel &k, std::uint32_t index,
+                                Clock::time_point deadline) {
   if (!broken_.empty())
     throw runtime_error(broken_);
   meet(k, index, deadline);
-  const std::string what = describe(k, index);
+  std::string what = describe(k, index);
   ++sequence_;
+  return what;
+}
+
+void MpiTransport::runDirect(const CompiledKernel &k, std::uint32_t index,
+                             const std::uint8_t *data, std::uint8_t *result,
+                             Clock::time_point deadline) {
+  const std::string what = begin(k, index, deadline);
   if (k.kind != KernelKind::AllGather)
     return reduceAcross(k, {data}, result, what, deadline);
   gatherInto(data, k.collective.elements * k.collective.type.size(), result, what, deadline);
@@ -602,11 +608,7 @@ std::vector<std::uint8_t> MpiTransport::shareFromFirst(std::vector<std::uint8_t>
 collective::Bytes MpiTransport::exchange(const CompiledKernel &k, std::uint32_t index,
                                          const std::vector<collective::Bytes> &local,
                                          Clock::time_point deadline) {
-  if (!broken_.empty())
-    throw runtime_error(broken_);
-  meet(k, index, deadline);
-  const std::string what = describe(k, index);
-  ++sequence_;
+  const std::string what = begin(k, index, deadline);
   if (collective::elementwise(k)) {
     std::vector<const std::uint8_t *> pointers;
     for (const collective::Bytes &b : local)

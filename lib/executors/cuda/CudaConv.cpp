@@ -3,6 +3,7 @@
 #include "CudaCheck.hpp"
 #include "CudaDevice.hpp"
 #include "CudaGemm.hpp"
+#include "CudaLibraries.hpp"
 #include "support/ConvTables.hpp"
 #include "support/Logging.hpp"
 
@@ -71,22 +72,10 @@ const Cudnn *cudnn(std::string &why) {
       candidates.push_back(path);
       candidates.push_back(path + "/" + name);
     }
-    candidates.push_back(name);
-    for (const char *home : {"CUDNN_HOME", "CUDA_HOME"})
-      if (const char *dir = std::getenv(home); dir && *dir)
-        for (const char *lib : {"/lib/", "/lib64/"})
-          candidates.push_back(std::string(dir) + lib + name);
-    candidates.push_back(std::string(ASPEN_CUDA_LIBRARY_DIR) + "/" + name);
+    for (const std::string &candidate : cudaLibraryCandidates(name, {"CUDNN_HOME", "CUDA_HOME"}))
+      candidates.push_back(candidate);
     std::string tried;
-    void *handle = nullptr;
-    for (const std::string &candidate : candidates) {
-      handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (handle) {
-        logger().debug("CUDA executor: cuDNN from {}", candidate);
-        break;
-      }
-      tried += (tried.empty() ? "" : "; ") + std::string(dlerror());
-    }
+    void *handle = openFirstLibrary(candidates, "cuDNN", tried);
     if (!handle) {
       failure = "cannot open " + name + " (" + tried + "); set ASPEN_CUDNN_LIBRARY to it";
       return;

@@ -1,6 +1,7 @@
 #include "CudaGemm.hpp"
 
 #include "CudaCheck.hpp"
+#include "CudaLibraries.hpp"
 #include "support/Logging.hpp"
 
 #include <aspen/Error.hpp>
@@ -45,19 +46,7 @@ const CublasLt &cublasLt() {
   std::call_once(once, [] {
     const std::string name = "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
     std::string tried;
-    void *handle = nullptr;
-    std::vector<std::string> candidates = {name};
-    if (const char *home = std::getenv("CUDA_HOME"); home && *home)
-      candidates.push_back(std::string(home) + "/lib64/" + name);
-    candidates.push_back(std::string(ASPEN_CUDA_LIBRARY_DIR) + "/" + name);
-    for (const std::string &candidate : candidates) {
-      handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (handle) {
-        logger().debug("CUDA executor: cuBLASLt from {}", candidate);
-        break;
-      }
-      tried += (tried.empty() ? "" : "; ") + std::string(dlerror());
-    }
+    void *handle = openFirstLibrary(cudaLibraryCandidates(name, {"CUDA_HOME"}), "cuBLASLt", tried);
     if (!handle) {
       failure = "cannot open " + name + " (" + tried + ")";
       return;

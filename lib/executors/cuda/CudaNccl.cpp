@@ -11,7 +11,8 @@
 #include <thread>
 
 #if ASPEN_HAVE_NCCL
-#include <dlfcn.h>
+#include "CudaLibraries.hpp"
+
 #include <mutex>
 #include <nccl.h>
 #endif
@@ -35,29 +36,16 @@ struct Nccl {
 #undef ASPEN_NCCL_POINTER
 };
 
-// libnccl.so.2 from the loader's path, else $NCCL_HOME/lib, $CUDA_HOME/lib64, the build's
-// toolkit.
+// libnccl.so.2 from the loader's path, else $NCCL_HOME, $CUDA_HOME, the build's toolkit.
 const Nccl &nccl() {
   static std::once_flag once;
   static Nccl api;
   static std::string failure;
   std::call_once(once, [] {
     const std::string name = "libnccl.so." + std::to_string(NCCL_MAJOR);
-    std::vector<std::string> candidates = {name};
-    if (const char *home = std::getenv("NCCL_HOME"); home && *home)
-      candidates.push_back(std::string(home) + "/lib/" + name);
-    if (const char *home = std::getenv("CUDA_HOME"); home && *home)
-      candidates.push_back(std::string(home) + "/lib64/" + name);
-    candidates.push_back(std::string(ASPEN_CUDA_LIBRARY_DIR) + "/" + name);
     std::string tried;
-    void *handle = nullptr;
-    for (const std::string &candidate : candidates) {
-      if ((handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL))) {
-        logger().debug("CUDA executor: NCCL from {}", candidate);
-        break;
-      }
-      tried += (tried.empty() ? "" : "; ") + std::string(dlerror());
-    }
+    void *handle =
+        openFirstLibrary(cudaLibraryCandidates(name, {"NCCL_HOME", "CUDA_HOME"}), "NCCL", tried);
     if (!handle) {
       failure = "cannot open " + name + " (" + tried + ")";
       return;
