@@ -57,6 +57,7 @@ Runtime::~Runtime() {
     return;
   }
   // Messages to ranks that never took them (a peer that had left) are dropped.
+  flush(Clock::now() + std::chrono::seconds(1));
   for (Posted &p : posted_) {
     int sent = 0;
     MPI_Test(&p.request, &sent, MPI_STATUS_IGNORE);
@@ -79,6 +80,19 @@ void Runtime::post(std::vector<char> bytes, int dest, int tag, MPI_Comm comm) {
   Posted &p = posted_.emplace_back(Posted{MPI_REQUEST_NULL, std::move(bytes)});
   check(MPI_Isend(p.bytes.data(), int(p.bytes.size()), MPI_BYTE, dest, tag, comm, &p.request),
         "MPI_Isend");
+}
+
+void Runtime::flush(Clock::time_point deadline) {
+  wait(
+      [this] {
+        for (auto it = posted_.begin(); it != posted_.end();) {
+          int sent = 0;
+          MPI_Test(&it->request, &sent, MPI_STATUS_IGNORE);
+          it = sent ? posted_.erase(it) : std::next(it);
+        }
+        return posted_.empty();
+      },
+      deadline);
 }
 
 bool Runtime::wait(const std::function<bool()> &done, Clock::time_point deadline, bool spin) {

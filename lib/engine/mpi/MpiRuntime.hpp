@@ -46,6 +46,9 @@ public:
   // Sends `bytes` to `dest` without waiting (MPI_Isend): the runtime keeps them until sent.
   // Call with the lock held.
   void post(std::vector<char> bytes, int dest, int tag, MPI_Comm comm);
+  // Waits (at most until `deadline`) for what post() sent to be sent: before a communicator is
+  // freed or MPI ends, so that a last message (LEAVE, ABORT) is not lost. Without the lock.
+  void flush(Clock::time_point deadline);
   // The engine-join messages (MpiTransport.cpp) that arrived for an engine this rank has not
   // joined yet, by (engine, rank). Use with the lock held.
   std::map<std::pair<unsigned, int>, std::vector<char>> &earlyJoins() { return earlyJoins_; }

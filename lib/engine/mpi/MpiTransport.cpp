@@ -211,7 +211,8 @@ class MpiTransport final : public CollectiveTransport {
 public:
   MpiTransport(const std::vector<Joined> &joins, MPI_Comm comm, double timeout)
       : rt_(Runtime::get()), comm_(comm), me_(rt_.rank()), ranks_(rt_.size()),
-        timeout_(timeout), arrivals_(std::size_t(ranks_)), left_(std::size_t(ranks_)),
+        timeout_(timeout), arrivals_(std::size_t(ranks_)), goes_(std::size_t(ranks_)),
+        left_(std::size_t(ranks_)),
         aborted_(std::size_t(ranks_)) {
     for (const Joined &j : joins) {
       first_.push_back(j.header.firstReplica);
@@ -240,7 +241,7 @@ public:
 
 private:
   // Control messages: {type, kernel, sequence, run, text}.
-  enum : std::uint32_t { kArrive = 1, kLeave = 2, kAbort = 3 };
+  enum : std::uint32_t { kArrive = 1, kLeave = 2, kAbort = 3, kGo = 4 };
   struct Control {
     std::uint32_t type = 0, kernel = 0;
     std::uint64_t sequence = 0;
@@ -279,7 +280,7 @@ private:
   std::vector<unsigned> first_, count_; // each rank's replicas
   std::uint64_t sequence_ = 0;          // collectives begun by this engine
   unsigned run_ = 0;                    // runs begun
-  std::vector<std::deque<Control>> arrivals_;
+  std::vector<std::deque<Control>> arrivals_, goes_;
   std::vector<std::string> left_, aborted_;
   std::string broken_;
   collective::Bytes send_, recv_; // kept from one collective to the next
@@ -287,18 +288,23 @@ private:
 
 MpiTransport::~MpiTransport() {
   try {
-    auto hold = rt_.lock();
-    if (broken_.empty()) {
-      Control c;
-      c.type = kLeave;
-      std::snprintf(c.text, sizeof c.text, "left: its engine was destroyed after %u run%s", run_,
-                    run_ == 1 ? "" : "s");
-      std::vector<char> bytes(sizeof c);
-      std::memcpy(bytes.data(), &c, sizeof c);
-      for (int r = 0; r < ranks_; ++r)
-        if (r != me_)
-          rt_.post(bytes, r, kControlTag, comm_);
+    {
+      auto hold = rt_.lock();
+      if (broken_.empty()) {
+        Control c;
+        c.type = kLeave;
+        std::snprintf(c.text, sizeof c.text, "left: its engine was destroyed after %u run%s", run_,
+                      run_ == 1 ? "" : "s");
+        std::vector<char> bytes(sizeof c);
+        std::memcpy(bytes.data(), &c, sizeof c);
+        for (int r = 0; r < ranks_; ++r)
+          if (r != me_)
+            rt_.post(bytes, r, kControlTag, comm_);
+      }
     }
+    // The LEAVE (or an earlier ABORT) is on its way before the communicator goes.
+    rt_.flush(Clock::now() + std::chrono::seconds(1));
+    auto hold = rt_.lock();
     MPI_Comm_free(&comm_);
   } catch (...) {
     // A destructor reports nothing: the peers' deadlines name this rank.
@@ -339,6 +345,8 @@ void MpiTransport::drain() {
     const std::size_t from = std::size_t(status.MPI_SOURCE);
     if (c.type == kArrive)
       arrivals_[from].push_back(c);
+    else if (c.type == kGo)
+      goes_[from].push_back(c);
     else if (c.type == kLeave)
       left_[from] = c.text;
     else if (aborted_[from].empty())
@@ -374,59 +382,67 @@ void MpiTransport::runEnded(const std::string *failure) {
 void MpiTransport::meet(const CompiledKernel &k, std::uint32_t index,
                         Clock::time_point deadline) {
   const std::string what = describe(k, index);
-  {
-    auto hold = rt_.lock();
-    sendAll(kArrive, index, k.name);
-  }
-  std::string problem;
-  const auto everyone = [&] {
-    drain();
-    bool all = true;
-    for (int r = 0; r < ranks_ && problem.empty(); ++r) {
-      const std::size_t q = std::size_t(r);
-      if (r == me_)
-        continue;
-      if (!aborted_[q].empty()) {
-        problem = what + " cannot complete: " + aborted_[q];
-        break;
-      }
-      while (!arrivals_[q].empty() && arrivals_[q].front().sequence < sequence_)
-        arrivals_[q].pop_front(); // a collective this rank gave up
-      if (!arrivals_[q].empty() && arrivals_[q].front().sequence == sequence_) {
-        const Control &c = arrivals_[q].front();
-        if (c.kernel != index)
-          problem = "the ranks reached different collectives as the engine's #" +
-                    std::to_string(sequence_) + ": rank " + std::to_string(me_) + " '" +
-                    k.name + "' (kernel " + std::to_string(index) + ", run " +
-                    std::to_string(run_) + "), rank " + std::to_string(r) + " '" + c.text +
-                    "' (kernel " + std::to_string(c.kernel) + ", run " + std::to_string(c.run) +
-                    ")";
-        continue;
-      }
-      if (!left_[q].empty()) {
-        problem = what + " cannot complete: rank " + std::to_string(r) + " " + left_[q];
-        break;
-      }
-      all = false;
+  // Two rounds: every rank ARRIVEs, then, having seen all, says GO; data moves only once every
+  // GO is in. A rank that gives up before its GO therefore never leaves a peer inside a data
+  // exchange it will not join (only a deadline passing within one message's flight could).
+  for (const std::uint32_t type : {kArrive, kGo}) {
+    {
+      auto hold = rt_.lock();
+      sendAll(type, index, k.name);
     }
-    return all || !problem.empty();
-  };
-  if (!rt_.wait(everyone, deadline)) {
-    std::vector<int> seen{me_}, missing;
+    std::string problem;
+    std::vector<std::deque<Control>> &queue = type == kArrive ? arrivals_ : goes_;
+    const auto everyone = [&] {
+      drain();
+      bool all = true;
+      for (int r = 0; r < ranks_ && problem.empty(); ++r) {
+        const std::size_t q = std::size_t(r);
+        if (r == me_)
+          continue;
+        if (!aborted_[q].empty()) {
+          problem = what + " cannot complete: " + aborted_[q];
+          break;
+        }
+        while (!queue[q].empty() && queue[q].front().sequence < sequence_)
+          queue[q].pop_front(); // of a collective this rank gave up
+        if (!queue[q].empty() && queue[q].front().sequence == sequence_) {
+          const Control &c = queue[q].front();
+          if (c.kernel != index)
+            problem = "the ranks reached different collectives as the engine's #" +
+                      std::to_string(sequence_) + ": rank " + std::to_string(me_) + " '" +
+                      k.name + "' (kernel " + std::to_string(index) + ", run " +
+                      std::to_string(run_) + "), rank " + std::to_string(r) + " '" + c.text +
+                      "' (kernel " + std::to_string(c.kernel) + ", run " +
+                      std::to_string(c.run) + ")";
+          continue;
+        }
+        if (!left_[q].empty()) {
+          problem = what + " cannot complete: rank " + std::to_string(r) + " " + left_[q];
+          break;
+        }
+        all = false;
+      }
+      return all || !problem.empty();
+    };
+    if (!rt_.wait(everyone, deadline)) {
+      std::vector<int> seen{me_}, missing;
+      for (int r = 0; r < ranks_; ++r)
+        if (r != me_)
+          (queue[std::size_t(r)].empty() ? missing : seen).push_back(r);
+      std::sort(seen.begin(), seen.end());
+      fail(what + " timed out after " + seconds(timeout_) +
+           " s (engine option aspen.collectives.timeout): rank" +
+           (seen.size() > 1 ? "s " : " ") + listOf(seen) +
+           (type == kArrive ? " arrived, rank" : " confirmed, rank") +
+           (missing.size() > 1 ? "s " : " ") + listOf(missing) +
+           (type == kArrive ? " did not" : " did not confirm (they arrived, then gave up)"));
+    }
+    if (!problem.empty())
+      fail(problem);
     for (int r = 0; r < ranks_; ++r)
       if (r != me_)
-        (arrivals_[std::size_t(r)].empty() ? missing : seen).push_back(r);
-    std::sort(seen.begin(), seen.end());
-    fail(what + " timed out after " + seconds(timeout_) +
-         " s (engine option aspen.collectives.timeout): rank" + (seen.size() > 1 ? "s " : " ") +
-         listOf(seen) + " arrived, rank" + (missing.size() > 1 ? "s " : " ") + listOf(missing) +
-         " did not");
+        queue[std::size_t(r)].pop_front();
   }
-  if (!problem.empty())
-    fail(problem);
-  for (int r = 0; r < ranks_; ++r)
-    if (r != me_)
-      arrivals_[std::size_t(r)].pop_front();
 }
 
 void MpiTransport::waitFor(MPI_Request &request, const std::string &what,
