@@ -11,6 +11,7 @@
 #include <aspen/Interval.hpp>
 #include <aspen/PerfEstimate.hpp>
 #include <aspen/Program.hpp>
+#include <aspen/ReplicatedStreamMode.hpp>
 #include <aspen/Target.hpp>
 #include <aspen/Tensor.hpp>
 #include <aspen/Type.hpp>
@@ -256,8 +257,16 @@ public:
   // --- Host access -------------------------------------------------------------------------
   void createHostWrite(StringRef handle, const Tensor &t, bool rearrangeOnHost = false);
   void createHostRead(StringRef handle, const Tensor &t, bool rearrangeOnHost = false);
+  // A host-to-device stream of numElements a transfer. In a replicated graph, REPLICATE (the
+  // default) gives each replica a stream of its own (Engine::connectStream(handle, replica,
+  // ...)); BROADCAST gives the replicas one stream, whose every transfer each replica receives
+  // alike: it is connected once, with or without a replica index (any replica the engine
+  // runs), and the host's data is taken once a transfer. Poplar's parameter order.
   DataStream addHostToDeviceFIFO(StringRef handle, Type type, std::size_t numElements,
+                                 ReplicatedStreamMode replicatedMode = ReplicatedStreamMode::REPLICATE,
                                  const OptionFlags &options = {});
+  DataStream addHostToDeviceFIFO(StringRef handle, Type type, std::size_t numElements,
+                                 const OptionFlags &options);
   DataStream addDeviceToHostFIFO(StringRef handle, Type type, std::size_t numElements,
                                  const OptionFlags &options = {});
 

@@ -233,6 +233,9 @@ struct StreamInfo {
   Type type;
   std::uint64_t numElements = 0;
   bool hostToDevice = true;
+  // ReplicatedStreamMode::BROADCAST: one host source every replica of an engine reads (the
+  // engine's Streams.hpp); else each replica has its own.
+  bool broadcast = false;
   std::uint64_t bytes() const { return numElements * type.size(); }
 };
 
@@ -507,7 +510,7 @@ template <> struct Members<StreamInfo> {
   static constexpr bool described = true;
   template <class Self, class F> static void apply(Self &self, F &&f) {
     ASPEN_MEMBER(handle); ASPEN_MEMBER(type); ASPEN_MEMBER(numElements);
-    ASPEN_MEMBER(hostToDevice);
+    ASPEN_MEMBER(hostToDevice); ASPEN_MEMBER(broadcast);
   }
 };
 template <> struct Members<StreamCopy> {

@@ -35,7 +35,8 @@ constexpr char kMagic[8] = {'A', 'S', 'P', 'E', 'N', 'E', 'X', 'E'};
 // none
 // 12: co-resident launches (BlockLaunch::coResident)
 // 15: Buffer::written
-constexpr std::uint32_t kFormatVersion = 17;
+// 18: StreamInfo::broadcast (ReplicatedStreamMode)
+constexpr std::uint32_t kFormatVersion = 18;
 
 class Writer {
 public:
@@ -328,6 +329,8 @@ void validate(Reader &io, const CompiledGraph &g) {
     checkRegions(p.src), checkRegions(p.dst);
   for (const StreamCopy &c : g.streamCopies)
     check(c.stream < g.streams.size(), "stream index"), checkRegions(c.tensor);
+  for (const StreamInfo &s : g.streams)
+    check(!s.broadcast || s.hostToDevice, "stream (a BROADCAST stream is host-to-device)");
   for (const PrintInfo &p : g.prints)
     checkRegions(p.regions);
   const auto checkCaches = [&](const std::vector<std::uint32_t> &caches) {

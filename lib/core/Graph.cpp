@@ -693,7 +693,7 @@ void Graph::createHostRead(StringRef handle, const Tensor &t, bool) {
 
 namespace {
 DataStream addStream(GraphState &g, StringRef handle, Type type, std::size_t numElements,
-                     bool hostToDevice) {
+                     bool hostToDevice, bool broadcast = false) {
   const char *what = hostToDevice ? "addHostToDeviceFIFO" : "addDeviceToHostFIFO";
   requireNewHandle(g, handle, HandleKind::Stream, what);
   if (!type.valid())
@@ -701,15 +701,25 @@ DataStream addStream(GraphState &g, StringRef handle, Type type, std::size_t num
   detail::checkedElements<stream_connection_error>(std::vector<std::size_t>{numElements}, type.size(),
                                            [&] { return fmt::format("{} '{}'", what, handle); });
   const auto id = static_cast<unsigned>(g.streams.size());
-  g.streams.push_back({std::string(handle), type, numElements, hostToDevice});
+  g.streams.push_back({std::string(handle), type, numElements, hostToDevice, broadcast});
   g.streamByHandle.emplace(std::string(handle), id);
   return DataStream(&g, id);
 }
 } // namespace
 
 DataStream Graph::addHostToDeviceFIFO(StringRef handle, Type type, std::size_t numElements,
-                                      const OptionFlags &) {
-  return addStream(*state_, handle, type, numElements, true);
+                                      ReplicatedStreamMode mode, const OptionFlags &) {
+  if (mode != ReplicatedStreamMode::REPLICATE && mode != ReplicatedStreamMode::BROADCAST)
+    throw invalid_option(fmt::format("addHostToDeviceFIFO '{}': ReplicatedStreamMode {} is not "
+                                     "REPLICATE or BROADCAST",
+                                     handle, unsigned(mode)));
+  return addStream(*state_, handle, type, numElements, true,
+                   mode == ReplicatedStreamMode::BROADCAST);
+}
+
+DataStream Graph::addHostToDeviceFIFO(StringRef handle, Type type, std::size_t numElements,
+                                      const OptionFlags &options) {
+  return addHostToDeviceFIFO(handle, type, numElements, ReplicatedStreamMode::REPLICATE, options);
 }
 
 DataStream Graph::addDeviceToHostFIFO(StringRef handle, Type type, std::size_t numElements,
