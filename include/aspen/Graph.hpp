@@ -87,6 +87,18 @@ public:
   // A graph over tiles [lowerTile, upperTile) of this one: it shares the variables, vertices and
   // programs, and numbers its tiles from 0 (its tile i is this graph's tile lowerTile + i).
   Graph createVirtualGraph(unsigned lowerTile, unsigned upperTile);
+  // Poplar's replicated sub-graph, as far as Aspen's model allows: a graph sharing this one's
+  // variables, vertices and programs, replicated replicationFactor ways, whose target is one
+  // replica's share of this graph's: its first tiles / replicationFactor tiles (the factor must
+  // divide this graph's tile count). Tensors, collectives and streams made through it are a
+  // replicated graph's, and an Engine of either graph runs the replicas.
+  // Where it differs from Poplar: Aspen replicates a whole graph, never part of one, so this
+  // graph becomes replicated too (its getReplicationFactor() is replicationFactor afterwards,
+  // where Poplar's parent keeps 1, and tensors it makes are replicated, where Poplar's parent
+  // makes single tensors spanning all replicas' tiles). So that no tensor predates the
+  // replication, it is refused (invalid_option) on a graph that already has tensors, or is
+  // already replicated (Poplar nests replicated graphs; Aspen does not).
+  Graph createReplicatedGraph(unsigned replicationFactor);
 
   // --- Tensors ---------------------------------------------------------------------------
   // A new variable of `shape` ({} is a scalar). Its elements must be mapped to tiles before an

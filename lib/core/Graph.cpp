@@ -102,6 +102,29 @@ Graph Graph::createVirtualGraph(unsigned lowerTile, unsigned upperTile) {
   return Graph(state_, std::move(part), tileOffset_ + lowerTile);
 }
 
+Graph Graph::createReplicatedGraph(unsigned replicationFactor) {
+  const unsigned r = replicationFactor, tiles = target_.getNumTiles();
+  const std::string what = fmt::format("createReplicatedGraph({})", r);
+  if (state_->replicationFactor != 1)
+    throw invalid_option(fmt::format(
+        "{}: the graph is already replicated {} ways; Aspen replicates a whole graph once (no "
+        "nested replicated graphs)",
+        what, state_->replicationFactor));
+  if (!state_->variables.empty())
+    throw invalid_option(fmt::format(
+        "{}: the graph already has {} tensors; Aspen replicates the whole graph, so a graph is "
+        "replicated before its first tensor is made",
+        what, state_->variables.size()));
+  if (r == 0 || tiles % r != 0)
+    throw invalid_option(fmt::format(
+        "{}: the replication factor must be at least 1 and divide the graph's {} tiles (each "
+        "replica has an equal share)",
+        what, tiles));
+  Graph replicated = createVirtualGraph(0, tiles / r);
+  state_->replicationFactor = r;
+  return replicated;
+}
+
 unsigned Graph::absoluteTile(unsigned tile, const std::string &what) const {
   if (tile >= target_.getNumTiles())
     throw invalid_tile_mapping(fmt::format("{}: tile {} does not exist; target {} has tiles 0..{}", what,

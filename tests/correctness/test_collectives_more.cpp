@@ -1,7 +1,7 @@
 // The rest of the in-process collectives of issue 33 (aspen/Collectives.hpp): replica groups
 // (CommGroup ALL, CONSECUTIVE, ORTHOGONAL), every integer type, multi-tensor all-reduce,
-// all-to-all and CrossReplicaCopy, and executables that keep groups, copy maps and BROADCAST
-// stream modes. Every result is checked bit for bit
+// all-to-all and CrossReplicaCopy, createReplicatedGraph, and executables that keep groups,
+// copy maps and BROADCAST stream modes. Every result is checked bit for bit
 // against a host reference that forms each group from GCL's definition and combines the
 // members' values exactly (integers in 64 bits, then wrapped to the type; floats in double,
 // then rounded once), and every refusal by the rule its message names.
@@ -684,4 +684,41 @@ TEST_CASE("an executable keeps replica groups, copy maps, the new kernels and st
       for (unsigned k = 0; k < 2; ++k)
         CHECK(s[j * 2 + k] == rs[base + j][position * 2 + k]);
   }
+}
+
+TEST_CASE("createReplicatedGraph replicates a graph, its target one replica's share of tiles",
+          "[correctness][replication]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
+  Graph parent(Target::createGeneric(4));
+  Graph g = parent.createReplicatedGraph(2);
+  CHECK(g.getReplicationFactor() == 2);
+  CHECK(parent.getReplicationFactor() == 2); // Aspen replicates the whole graph
+  CHECK(g.getTarget().getNumTiles() == 2);
+  Tensor index = g.addReplicationIndexConstant("index");
+  g.setTileMapping(index, 1);
+  program::Sequence prog;
+  Tensor all = collectives::allGatherCrossReplica(g, index, prog);
+  g.createHostRead("all", all);
+  g.createHostRead("index", index);
+  Engine e(parent, prog);
+  e.load(Device::createCPUDevice());
+  e.run();
+  for (unsigned rep = 0; rep < 2; ++rep) {
+    unsigned got[2] = {9, 9}, own = 9;
+    e.readTensor("all", rep, got, got + 2);
+    e.readTensor("index", rep, &own, &own + 1);
+    CHECK(own == rep);
+    CHECK(got[0] == 0);
+    CHECK(got[1] == 1);
+  }
+  refuses<invalid_option>([&] { parent.createReplicatedGraph(2); },
+                          {"createReplicatedGraph(2)", "already replicated 2 ways"});
+  Graph three(Target::createGeneric(3));
+  refuses<invalid_option>([&] { three.createReplicatedGraph(2); },
+                          {"must be at least 1 and divide the graph's 3 tiles"});
+  Graph used(Target::createGeneric(2));
+  used.addVariable(FLOAT, {1}, "early");
+  refuses<invalid_option>([&] { used.createReplicatedGraph(2); },
+                          {"already has 1 tensors", "before its first tensor"});
 }
