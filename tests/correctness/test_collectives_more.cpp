@@ -1,7 +1,7 @@
 // The rest of the in-process collectives of issue 33 (aspen/Collectives.hpp): replica groups
 // (CommGroup ALL, CONSECUTIVE, ORTHOGONAL), every integer type, multi-tensor all-reduce,
-// all-to-all and CrossReplicaCopy, createReplicatedGraph, and executables that keep groups,
-// copy maps and BROADCAST stream modes. Every result is checked bit for bit
+// all-to-all and CrossReplicaCopy, createReplicatedGraph, the older PopLibs names, and
+// executables that keep groups, copy maps and BROADCAST stream modes. Every result is checked bit for bit
 // against a host reference that forms each group from GCL's definition and combines the
 // members' values exactly (integers in 64 bits, then wrapped to the type; floats in double,
 // then rounded once), and every refusal by the rule its message names.
@@ -721,4 +721,76 @@ TEST_CASE("createReplicatedGraph replicates a graph, its target one replica's sh
   used.addVariable(FLOAT, {1}, "early");
   refuses<invalid_option>([&] { used.createReplicatedGraph(2); },
                           {"already has 1 tensors", "before its first tensor"});
+}
+
+// The older PopLibs names (popops/Collectives.hpp, deprecated as PopLibs deprecated them) and
+// GCL's group names (gcl/Collectives.hpp), through the compatibility headers.
+#include <gcl/Collectives.hpp>
+#include <popops/Collectives.hpp>
+#include <poplar/ReplicatedStreamMode.hpp>
+
+TEST_CASE("the compatibility names: gcl::CommGroup, gcl::allToAllCrossReplica and PopLibs' "
+          "replicated collectives",
+          "[correctness][replication][collectives][compat]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  poplar::Graph g(poplar::Target::createGeneric(1), poplar::replication_factor(2));
+  poplar::Tensor x = g.addVariable(poplar::INT, {2}, "x");
+  poplar::Tensor out = g.addVariable(poplar::INT, {2}, "out");
+  g.setTileMapping(x, 0);
+  g.setTileMapping(out, 0);
+  poplar::program::Sequence prog;
+  prog.add(poplar::program::Copy(
+      g.addHostToDeviceFIFO("x", poplar::INT, 2, poplar::ReplicatedStreamMode::REPLICATE), x));
+  poplar::Tensor sum = popops::replicatedAllReduce(g, x, popops::Operation::ADD, prog, "sum");
+  popops::replicatedAllReduceWithOutput(g, x, out, popops::CollectiveOperator::MAX, prog);
+  poplar::Tensor piece = popops::replicatedReduceScatter(g, x, popops::Operation::ADD, prog);
+  poplar::Tensor gathered = popops::replicatedAllGather(g, x, prog);
+  poplar::Tensor swapped = popops::allToAllPersonalizedExchange(g, x, prog);
+  poplar::Tensor own = gcl::allToAllCrossReplica(g, x, prog, {}, "own"); // {}: ALL, as PopART
+  poplar::Tensor ownGroup = gcl::allReduceCrossReplica(
+      g, x, gcl::CollectiveOperator::ADD, prog, {gcl::CommGroupType::CONSECUTIVE, 1}, "one");
+  popops::replicatedAllReduceInPlace(g, x, popops::CollectiveOperator::MUL, prog);
+  CHECK(popops::operationToCollectiveOperator(popops::Operation::SQUARE_ADD) ==
+        popops::CollectiveOperator::SQUARE_ADD);
+  CHECK_THROWS_AS(popops::operationToCollectiveOperator(popops::Operation::LOG_ADD),
+                  poputil::poplibs_error);
+#pragma GCC diagnostic pop
+  std::ostringstream written;
+  written << popops::CollectiveOperator::LOGICAL_OR;
+  CHECK(written.str() == "LOGICAL_OR");
+  std::istringstream read("SQUARE_ADD");
+  popops::CollectiveOperator op = popops::CollectiveOperator::ADD;
+  read >> op;
+  CHECK(op == popops::CollectiveOperator::SQUARE_ADD);
+  const std::pair<const char *, poplar::Tensor> reads[] = {
+      {"sum", sum}, {"out", out}, {"piece", piece}, {"gathered", gathered},
+      {"swapped", swapped}, {"own", own}, {"ownGroup", ownGroup}, {"product", x}};
+  for (const auto &[handle, t] : reads)
+    g.createHostRead(handle, t);
+  poplar::Engine e(g, prog);
+  e.load(poplar::Device::createCPUDevice());
+  std::int32_t in[2][2] = {{3, -4}, {5, 6}};
+  for (unsigned rep = 0; rep < 2; ++rep)
+    e.connectStream("x", rep, in[rep]);
+  e.run();
+  const auto read2 = [&](const char *handle, unsigned rep, std::size_t n) {
+    std::vector<std::int32_t> v(n);
+    e.readTensor(handle, rep, v.data(), v.data() + n);
+    return v;
+  };
+  using V = std::vector<std::int32_t>;
+  for (unsigned rep = 0; rep < 2; ++rep) {
+    INFO("replica " << rep);
+    CHECK(read2("sum", rep, 2) == V{8, 2});
+    CHECK(read2("out", rep, 2) == V{5, 6});
+    CHECK(read2("piece", rep, 1) == V{rep == 0 ? 8 : 2});
+    CHECK(read2("gathered", rep, 4) == V{3, -4, 5, 6});
+    CHECK(read2("swapped", rep, 2) == V{in[0][rep], in[1][rep]});
+    CHECK(read2("own", rep, 2) == V{in[0][rep], in[1][rep]});
+    CHECK(read2("ownGroup", rep, 2) == V{in[rep][0], in[rep][1]});
+    CHECK(read2("product", rep, 2) == V{15, -24});
+  }
 }
