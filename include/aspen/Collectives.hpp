@@ -17,6 +17,8 @@
 // in increasing replica order (MEAN divides by k), reduce-scatter cuts into k pieces and
 // all-gather and all-to-all have a leading dimension of k, indexed by a member's position in
 // its group (replica g*k + p of a CONSECUTIVE group, g + p*m of an ORTHOGONAL one, is at p).
+// As in GCL, a bare {} after the program is ambiguous between a group and a debug context:
+// write CommGroup() or a name.
 //
 // Operators (CollectiveOperator, GCL's): ADD, MUL, MIN, MAX; MEAN (the sum divided by the
 // group's size, in float: FLOAT and HALF only); SQUARE_ADD (the sum of squares); LOGICAL_AND

@@ -15,7 +15,7 @@
 
 using namespace aspen;
 
-TEST_CASE("a BROADCAST stream gives every replica the same data, taken from the host once; "
+TEST_CASE("a BROADCAST stream gives every replica the same data, taken from the host once, and "
           "REPLICATE streams stay each replica's own",
           "[correctness][replication][streams]") {
   if (aspen::test::skipOnGpuRun())
