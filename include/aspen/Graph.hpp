@@ -11,6 +11,7 @@
 #include <aspen/Interval.hpp>
 #include <aspen/PerfEstimate.hpp>
 #include <aspen/Program.hpp>
+#include <aspen/ReplicatedStreamMode.hpp>
 #include <aspen/Target.hpp>
 #include <aspen/Tensor.hpp>
 #include <aspen/Type.hpp>
@@ -86,6 +87,18 @@ public:
   // A graph over tiles [lowerTile, upperTile) of this one: it shares the variables, vertices and
   // programs, and numbers its tiles from 0 (its tile i is this graph's tile lowerTile + i).
   Graph createVirtualGraph(unsigned lowerTile, unsigned upperTile);
+  // Poplar's replicated sub-graph, as far as Aspen's model allows: a graph sharing this one's
+  // variables, vertices and programs, replicated replicationFactor ways, whose target is one
+  // replica's share of this graph's: its first tiles / replicationFactor tiles (the factor must
+  // divide this graph's tile count). Tensors, collectives and streams made through it are a
+  // replicated graph's, and an Engine of either graph runs the replicas.
+  // Where it differs from Poplar: Aspen replicates a whole graph, never part of one, so this
+  // graph becomes replicated too (its getReplicationFactor() is replicationFactor afterwards,
+  // where Poplar's parent keeps 1, and tensors it makes are replicated, where Poplar's parent
+  // makes single tensors spanning all replicas' tiles). So that no tensor predates the
+  // replication, it is refused (invalid_option) on a graph that already has tensors, or is
+  // already replicated (Poplar nests replicated graphs; Aspen does not).
+  Graph createReplicatedGraph(unsigned replicationFactor);
 
   // --- Tensors ---------------------------------------------------------------------------
   // A new variable of `shape` ({} is a scalar). Its elements must be mapped to tiles before an
@@ -256,8 +269,16 @@ public:
   // --- Host access -------------------------------------------------------------------------
   void createHostWrite(StringRef handle, const Tensor &t, bool rearrangeOnHost = false);
   void createHostRead(StringRef handle, const Tensor &t, bool rearrangeOnHost = false);
+  // A host-to-device stream of numElements a transfer. In a replicated graph, REPLICATE (the
+  // default) gives each replica a stream of its own (Engine::connectStream(handle, replica,
+  // ...)); BROADCAST gives the replicas one stream, whose every transfer each replica receives
+  // alike: it is connected once, with or without a replica index (any replica the engine
+  // runs), and the host's data is taken once a transfer. Poplar's parameter order.
   DataStream addHostToDeviceFIFO(StringRef handle, Type type, std::size_t numElements,
+                                 ReplicatedStreamMode replicatedMode = ReplicatedStreamMode::REPLICATE,
                                  const OptionFlags &options = {});
+  DataStream addHostToDeviceFIFO(StringRef handle, Type type, std::size_t numElements,
+                                 const OptionFlags &options);
   DataStream addDeviceToHostFIFO(StringRef handle, Type type, std::size_t numElements,
                                  const OptionFlags &options = {});
 

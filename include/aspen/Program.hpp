@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -156,6 +157,22 @@ public:
 class ASPEN_API AbortOnCondition : public Program {
 public:
   explicit AbortOnCondition(const Tensor &predicate, const DebugContext &debug = {});
+};
+
+// Poplar's copy between the replicas of a replicated graph (Graph(target,
+// replication_factor(r))): for each entry {source, destination} of replicaMap, replica
+// destination's dst becomes replica source's src (src and dst of one type and element count).
+// As Poplar documents it, each replica sends to exactly one other and receives from exactly
+// one other, and none copies to itself: the map must be a permutation of 0..r-1 without fixed
+// points, e.g. the ring {{0, 2}, {2, 3}, {3, 1}, {1, 0}}; any other map is refused when the
+// step is made (index_error for a replica past r, control_program_error otherwise). The engine
+// runs it like the collectives (aspen/Collectives.hpp: every replica meets at it) and takes
+// every type but QUARTER.
+class ASPEN_API CrossReplicaCopy : public Program {
+public:
+  CrossReplicaCopy(const Tensor &src, const Tensor &dst,
+                   const std::map<unsigned, unsigned> &replicaMap,
+                   const DebugContext &debug = {});
 };
 
 // An Aspen extension (Poplar has none): runs `body` the first time it is reached after

@@ -8,7 +8,9 @@
 
 #include "codelets/CodeletLibrary.hpp"
 #include "core/KernelKinds.hpp"
+#include "core/ReplicaGroups.hpp"
 
+#include <aspen/Collectives.hpp>
 #include <aspen/Kernels.hpp>
 #include <aspen/Type.hpp>
 
@@ -179,19 +181,22 @@ struct ConvShape {
 };
 
 // A collective (the kinds runsOnHost names): its operator (collectives::CollectiveOperator;
-// ADD for those that do not reduce), element type, data's element count, and the broadcast's
-// root replica.
+// ADD for those that do not reduce), element type, data's element count, replica groups
+// (ReplicaGroups.hpp), the broadcast's root (a position in each group) and CrossReplicaCopy's
+// map.
 struct CollectiveShape {
   std::uint32_t op = 0;
   Type type = FLOAT;
   std::uint64_t elements = 0;
   std::uint32_t root = 0;
-  // The result's elements with r replicas: data's (all-reduce, broadcast), ceil(n / r)
-  // (reduce-scatter), r * n (all-gather).
-  std::uint64_t resultElements(KernelKind kind, std::uint64_t r) const {
-    if (kind == KernelKind::ReduceScatter)
-      return (elements + r - 1) / r;
-    return kind == KernelKind::AllGather ? elements * r : elements;
+  std::uint32_t groupType = 0; // collectives::CommGroupType
+  std::uint32_t groupSize = 1; // replicas a group (ALL: r)
+  std::vector<std::uint32_t> sources; // CrossReplicaCopy: replica d receives sources[d]'s data
+  ReplicaGroups groups() const {
+    return {groupSize, groupType == std::uint32_t(collectives::CommGroupType::ORTHOGONAL)};
+  }
+  std::uint64_t resultElements(KernelKind kind) const {
+    return collectiveResultElements(kind, elements, groupSize);
   }
 };
 
@@ -233,6 +238,9 @@ struct StreamInfo {
   Type type;
   std::uint64_t numElements = 0;
   bool hostToDevice = true;
+  // ReplicatedStreamMode::BROADCAST: one host source every replica of an engine reads (the
+  // engine's Streams.hpp); else each replica has its own.
+  bool broadcast = false;
   std::uint64_t bytes() const { return numElements * type.size(); }
 };
 
@@ -493,6 +501,7 @@ template <> struct Members<CollectiveShape> {
   static constexpr bool described = true;
   template <class Self, class F> static void apply(Self &self, F &&f) {
     ASPEN_MEMBER(op); ASPEN_MEMBER(type); ASPEN_MEMBER(elements); ASPEN_MEMBER(root);
+    ASPEN_MEMBER(groupType); ASPEN_MEMBER(groupSize); ASPEN_MEMBER(sources);
   }
 };
 template <> struct Members<CompiledKernel> {
@@ -507,7 +516,7 @@ template <> struct Members<StreamInfo> {
   static constexpr bool described = true;
   template <class Self, class F> static void apply(Self &self, F &&f) {
     ASPEN_MEMBER(handle); ASPEN_MEMBER(type); ASPEN_MEMBER(numElements);
-    ASPEN_MEMBER(hostToDevice);
+    ASPEN_MEMBER(hostToDevice); ASPEN_MEMBER(broadcast);
   }
 };
 template <> struct Members<StreamCopy> {

@@ -118,10 +118,18 @@ CompiledKernel describeKernelCall(const ProgramNode &node) {
   case KernelKind::AllReduce:
   case KernelKind::ReduceScatter:
   case KernelKind::AllGather:
-  case KernelKind::Broadcast: {
+  case KernelKind::Broadcast:
+  case KernelKind::AllToAll:
+  case KernelKind::CrossReplicaCopy: {
     const Tensor &data = node.operands.at(AllReduceOperand::data);
-    kernel.collective = {node.collectiveOperator, data.elementType(), data.numElements(),
-                         node.collectiveRoot};
+    CollectiveShape &c = kernel.collective;
+    c.op = node.collectiveOperator;
+    c.type = data.elementType();
+    c.elements = data.numElements();
+    c.root = node.collectiveRoot;
+    c.groupType = node.collectiveGroupType;
+    c.groupSize = node.collectiveGroupSize;
+    c.sources = node.collectiveSources;
     break;
   }
   case KernelKind::Block:

@@ -201,7 +201,7 @@ void lowerPrograms(const GraphState &graph, ArrayRef<program::Program> programs,
   for (const auto &[handle, t] : graph.hostReads)
     out.hostReads[handle] = hostHandle(t);
   for (const StreamRecord &s : graph.streams)
-    out.streams.push_back({s.handle, s.type, s.numElements, s.hostToDevice});
+    out.streams.push_back({s.handle, s.type, s.numElements, s.hostToDevice, s.broadcast});
 }
 
 } // namespace aspen::detail

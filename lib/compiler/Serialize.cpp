@@ -35,7 +35,10 @@ constexpr char kMagic[8] = {'A', 'S', 'P', 'E', 'N', 'E', 'X', 'E'};
 // none
 // 12: co-resident launches (BlockLaunch::coResident)
 // 15: Buffer::written
-constexpr std::uint32_t kFormatVersion = 17;
+// 18: StreamInfo::broadcast (ReplicatedStreamMode)
+// 19: collectives' replica groups and CrossReplicaCopy's map (CollectiveShape), the AllToAll
+// and CrossReplicaCopy kernels
+constexpr std::uint32_t kFormatVersion = 19;
 
 class Writer {
 public:
@@ -198,6 +201,30 @@ std::optional<std::uint64_t> times(std::uint64_t a, std::uint64_t b) {
 
 // A stream that parses can still be corrupt: check every index and byte range before an
 // executor trusts them, in arithmetic that cannot wrap.
+// A collective's shape fits its kind and r replicas (CollectiveSteps.cpp's rules): what the
+// engine's arithmetic (CollectiveMath.cpp) takes without checking again.
+bool isValidCollective(KernelKind kind, const CollectiveShape &c, std::uint32_t r) {
+  using collectives::CommGroupType;
+  const auto groupType = CommGroupType(c.groupType);
+  if (c.op > std::uint32_t(collectives::CollectiveOperator::LOCAL) ||
+      c.elements > (std::uint64_t(1) << 48) || !c.type.valid() || c.type == QUARTER ||
+      c.type == QUARTER_METADATA || c.groupType > std::uint32_t(CommGroupType::ORTHOGONAL) ||
+      c.groupSize == 0 || r % c.groupSize != 0 ||
+      (groupType == CommGroupType::ALL && c.groupSize != r) || c.root >= c.groupSize)
+    return false;
+  if (kind == KernelKind::AllToAll && c.elements % c.groupSize != 0)
+    return false;
+  if (kind != KernelKind::CrossReplicaCopy)
+    return c.sources.empty();
+  std::vector<bool> isSource(r, false);
+  for (std::uint32_t s : c.sources) {
+    if (s >= r || isSource[s])
+      return false;
+    isSource[s] = true;
+  }
+  return c.sources.size() == r;
+}
+
 void validate(Reader &io, const CompiledGraph &g) {
   auto check = [&](bool ok, const char *what) {
     if (!ok)
@@ -302,12 +329,12 @@ void validate(Reader &io, const CompiledGraph &g) {
     case KernelKind::AllReduce:
     case KernelKind::ReduceScatter:
     case KernelKind::AllGather:
-    case KernelKind::Broadcast: {
+    case KernelKind::Broadcast:
+    case KernelKind::AllToAll:
+    case KernelKind::CrossReplicaCopy: {
       const CollectiveShape &c = k.collective;
-      check(c.op <= std::uint32_t(collectives::CollectiveOperator::LOCAL) &&
-                c.root < g.replicationFactor && c.elements <= (std::uint64_t(1) << 48),
-            "collective");
-      elements = {c.elements, c.resultElements(k.kind, g.replicationFactor)};
+      check(isValidCollective(k.kind, c, g.replicationFactor), "collective");
+      elements = {c.elements, c.resultElements(k.kind)};
       bytes = {c.type.size(), c.type.size()};
       break;
     }
@@ -328,6 +355,8 @@ void validate(Reader &io, const CompiledGraph &g) {
     checkRegions(p.src), checkRegions(p.dst);
   for (const StreamCopy &c : g.streamCopies)
     check(c.stream < g.streams.size(), "stream index"), checkRegions(c.tensor);
+  for (const StreamInfo &s : g.streams)
+    check(!s.broadcast || s.hostToDevice, "stream (a BROADCAST stream is host-to-device)");
   for (const PrintInfo &p : g.prints)
     checkRegions(p.regions);
   const auto checkCaches = [&](const std::vector<std::uint32_t> &caches) {

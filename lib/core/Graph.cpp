@@ -102,6 +102,29 @@ Graph Graph::createVirtualGraph(unsigned lowerTile, unsigned upperTile) {
   return Graph(state_, std::move(part), tileOffset_ + lowerTile);
 }
 
+Graph Graph::createReplicatedGraph(unsigned replicationFactor) {
+  const unsigned r = replicationFactor, tiles = target_.getNumTiles();
+  const std::string what = fmt::format("createReplicatedGraph({})", r);
+  if (state_->replicationFactor != 1)
+    throw invalid_option(fmt::format(
+        "{}: the graph is already replicated {} ways; Aspen replicates a whole graph once (no "
+        "nested replicated graphs)",
+        what, state_->replicationFactor));
+  if (!state_->variables.empty())
+    throw invalid_option(fmt::format(
+        "{}: the graph already has {} tensors; Aspen replicates the whole graph, so a graph is "
+        "replicated before its first tensor is made",
+        what, state_->variables.size()));
+  if (r == 0 || tiles % r != 0)
+    throw invalid_option(fmt::format(
+        "{}: the replication factor must be at least 1 and divide the graph's {} tiles (each "
+        "replica has an equal share)",
+        what, tiles));
+  Graph replicated = createVirtualGraph(0, tiles / r);
+  state_->replicationFactor = r;
+  return replicated;
+}
+
 unsigned Graph::absoluteTile(unsigned tile, const std::string &what) const {
   if (tile >= target_.getNumTiles())
     throw invalid_tile_mapping(fmt::format("{}: tile {} does not exist; target {} has tiles 0..{}", what,
@@ -693,7 +716,7 @@ void Graph::createHostRead(StringRef handle, const Tensor &t, bool) {
 
 namespace {
 DataStream addStream(GraphState &g, StringRef handle, Type type, std::size_t numElements,
-                     bool hostToDevice) {
+                     bool hostToDevice, bool broadcast = false) {
   const char *what = hostToDevice ? "addHostToDeviceFIFO" : "addDeviceToHostFIFO";
   requireNewHandle(g, handle, HandleKind::Stream, what);
   if (!type.valid())
@@ -701,15 +724,25 @@ DataStream addStream(GraphState &g, StringRef handle, Type type, std::size_t num
   detail::checkedElements<stream_connection_error>(std::vector<std::size_t>{numElements}, type.size(),
                                            [&] { return fmt::format("{} '{}'", what, handle); });
   const auto id = static_cast<unsigned>(g.streams.size());
-  g.streams.push_back({std::string(handle), type, numElements, hostToDevice});
+  g.streams.push_back({std::string(handle), type, numElements, hostToDevice, broadcast});
   g.streamByHandle.emplace(std::string(handle), id);
   return DataStream(&g, id);
 }
 } // namespace
 
 DataStream Graph::addHostToDeviceFIFO(StringRef handle, Type type, std::size_t numElements,
-                                      const OptionFlags &) {
-  return addStream(*state_, handle, type, numElements, true);
+                                      ReplicatedStreamMode mode, const OptionFlags &) {
+  if (mode != ReplicatedStreamMode::REPLICATE && mode != ReplicatedStreamMode::BROADCAST)
+    throw invalid_option(fmt::format("addHostToDeviceFIFO '{}': ReplicatedStreamMode {} is not "
+                                     "REPLICATE or BROADCAST",
+                                     handle, unsigned(mode)));
+  return addStream(*state_, handle, type, numElements, true,
+                   mode == ReplicatedStreamMode::BROADCAST);
+}
+
+DataStream Graph::addHostToDeviceFIFO(StringRef handle, Type type, std::size_t numElements,
+                                      const OptionFlags &options) {
+  return addHostToDeviceFIFO(handle, type, numElements, ReplicatedStreamMode::REPLICATE, options);
 }
 
 DataStream Graph::addDeviceToHostFIFO(StringRef handle, Type type, std::size_t numElements,

@@ -60,6 +60,7 @@ struct StreamRecord {
   Type type;
   std::size_t numElements = 0;
   bool hostToDevice = true;
+  bool broadcast = false; // ReplicatedStreamMode::BROADCAST
 };
 
 struct GraphState {

@@ -52,9 +52,10 @@ enum class OperandPresence : std::uint8_t { Required, Optional };
   O(weights, Accumulated, Required) /* deltas, or weights += scale * deltas */                    \
   O(scale, Read, Optional)          /* one float; absent: 1 */
 
-// The cross-replica collectives (aspen/Collectives.hpp): every replica's `data` met in replica
-// order, into each replica's `result` (all-reduce and broadcast: data's size; reduce-scatter:
-// ceil(n / r); all-gather: r * n). The engine runs them (runsOnHost), not an executor.
+// The cross-replica collectives (aspen/Collectives.hpp, program::CrossReplicaCopy): every
+// replica's `data` met in replica order, into each replica's `result` (sized by
+// collectiveResultElements, ReplicaGroups.hpp). The engine runs them (runsOnHost), not an
+// executor.
 #define ASPEN_COLLECTIVE_OPERANDS(O)                                                              \
   O(data, Read, Required)                                                                         \
   O(result, Written, Required)
@@ -69,7 +70,9 @@ enum class OperandPresence : std::uint8_t { Required, Optional };
   X(AllReduce, ASPEN_COLLECTIVE_OPERANDS)                                                          \
   X(ReduceScatter, ASPEN_COLLECTIVE_OPERANDS)                                                      \
   X(AllGather, ASPEN_COLLECTIVE_OPERANDS)                                                          \
-  X(Broadcast, ASPEN_COLLECTIVE_OPERANDS)
+  X(Broadcast, ASPEN_COLLECTIVE_OPERANDS)                                                          \
+  X(AllToAll, ASPEN_COLLECTIVE_OPERANDS)                                                           \
+  X(CrossReplicaCopy, ASPEN_COLLECTIVE_OPERANDS)
 
 #define ASPEN_KERNEL_ENUM(kind, operands) kind,
 enum class KernelKind : std::uint8_t { ASPEN_KERNEL_KINDS(ASPEN_KERNEL_ENUM) };
@@ -130,7 +133,8 @@ inline ArrayRef<OperandInfo> kernelOperands(KernelKind kind) {
 // The kinds the engine runs itself, between the executor's steps (the collectives).
 inline bool runsOnHost(KernelKind kind) {
   return kind == KernelKind::AllReduce || kind == KernelKind::ReduceScatter ||
-         kind == KernelKind::AllGather || kind == KernelKind::Broadcast;
+         kind == KernelKind::AllGather || kind == KernelKind::Broadcast ||
+         kind == KernelKind::AllToAll || kind == KernelKind::CrossReplicaCopy;
 }
 
 inline const char *kernelKindName(KernelKind kind) {

@@ -1,4 +1,5 @@
 #include "ProgramNode.hpp"
+#include "CollectiveSteps.hpp"
 #include "GraphState.hpp"
 #include "TensorRegions.hpp"
 #include "support/ConvTables.hpp"
@@ -325,86 +326,83 @@ Gemm::Gemm(const Tensor &a, const Tensor &b, const Tensor &c, const GemmOptions 
 
 namespace {
 
-// A collective step's node (aspen/Collectives.hpp): checks data's and result's types and sizes
-// for `kind` with the data's graph's replication factor r; `op` ADD for those that do not reduce.
-void collectiveNode(ProgramNode &node, detail::KernelKind kind, const Tensor &data,
-                    const Tensor &result, collectives::CollectiveOperator op, unsigned root,
+// A collective step's node (CollectiveSteps.hpp), once its tensors are known to be valid.
+void collectiveNode(ProgramNode &node, const detail::CollectiveStep &step,
                     const DebugContext &debug) {
-  using collectives::CollectiveOperator;
-  using detail::KernelKind;
-  const char *kernel = detail::kernelKindName(kind);
-  requireValid(data, kernel, "data", debug);
-  requireValid(result, kernel, "result", debug);
-  const bool reduces = kind == KernelKind::AllReduce || kind == KernelKind::ReduceScatter;
-  const std::string what =
-      fmt::format("{} '{}'{} of {} into {}", kernel, debug.getPathName(),
-                  reduces ? std::string(" (") + collectives::toString(op) + ")" : std::string(),
-                  data.getDebugStr(), result.getDebugStr());
-  const Type t = data.elementType();
-  if (result.elementType() != t)
-    throw type_error(fmt::format("{}: the result is {}, the data {}; they must be one type", what,
-                                 result.elementType().toString(), t.toString()));
-  const unsigned r = detail::graphOf(data)->replicationFactor;
-  const std::size_t n = data.numElements();
-  const std::size_t want = kind == KernelKind::ReduceScatter ? (n + r - 1) / r
-                           : kind == KernelKind::AllGather   ? n * r
-                                                             : n;
-  if (result.numElements() != want)
-    throw shape_error(fmt::format("{}: the result has {} elements {}; with {} elements of data "
-                                  "{} and {} replicas it must have {}",
-                                  what, result.numElements(), result.shapeToString(), n,
-                                  data.shapeToString(), r, want));
-  if (kind == KernelKind::Broadcast && root >= r)
-    throw index_error(fmt::format("{}: the root replica {} is not one of the graph's {}", what,
-                                  root, r));
-  const bool logical = op == CollectiveOperator::LOGICAL_AND || op == CollectiveOperator::LOGICAL_OR;
-  const bool floating = t == FLOAT || t == HALF, integer = t == INT || t == UNSIGNED_INT;
-  const bool ok = !reduces                         ? floating || integer || t == BOOL
-                  : op == CollectiveOperator::LOCAL ? kind == KernelKind::AllReduce &&
-                                                          (floating || integer || t == BOOL)
-                  : logical                        ? t == BOOL
-                  : op == CollectiveOperator::MEAN ? floating
-                                                   : floating || integer;
-  if (!ok)
-    throw type_error(fmt::format(
-        "{}: {} does not take {} data (FLOAT and HALF take every operator but the logical ones, "
-        "INT and UNSIGNED_INT all but MEAN and the logical ones, BOOL only LOGICAL_AND, "
-        "LOGICAL_OR and LOCAL; LOCAL is an all-reduce's only)",
-        what, collectives::toString(op), t.toString()));
-  node.kernel = kind;
-  node.operands = {data, result};
-  node.collectiveOperator = static_cast<std::uint32_t>(op);
-  node.collectiveRoot = root;
+  const char *kernel = detail::kernelKindName(step.kind);
+  requireValid(step.data, kernel, "data", debug);
+  requireValid(step.result, kernel, "result", debug);
+  detail::makeCollectiveNode(node, step, debug);
 }
 
 } // namespace
 
+using collectives::CollectiveOperator;
+using collectives::CommGroup;
+using detail::KernelKind;
+
 CrossReplicaAllReduce::CrossReplicaAllReduce(const Tensor &data, const Tensor &result,
-                                             collectives::CollectiveOperator op,
+                                             CollectiveOperator op, const DebugContext &debug)
+    : CrossReplicaAllReduce(data, result, op, CommGroup(), debug) {}
+CrossReplicaAllReduce::CrossReplicaAllReduce(const Tensor &data, const Tensor &result,
+                                             CollectiveOperator op, const CommGroup &group,
                                              const DebugContext &debug)
     : Program(makeNode(ProgramKind::Kernel, debug)) {
-  collectiveNode(mutableNode(), detail::KernelKind::AllReduce, data, result, op, 0, debug);
+  collectiveNode(mutableNode(), {KernelKind::AllReduce, data, result, op, group}, debug);
 }
 
 CrossReplicaReduceScatter::CrossReplicaReduceScatter(const Tensor &data, const Tensor &result,
-                                                     collectives::CollectiveOperator op,
+                                                     CollectiveOperator op,
+                                                     const DebugContext &debug)
+    : CrossReplicaReduceScatter(data, result, op, CommGroup(), debug) {}
+CrossReplicaReduceScatter::CrossReplicaReduceScatter(const Tensor &data, const Tensor &result,
+                                                     CollectiveOperator op,
+                                                     const CommGroup &group,
                                                      const DebugContext &debug)
     : Program(makeNode(ProgramKind::Kernel, debug)) {
-  collectiveNode(mutableNode(), detail::KernelKind::ReduceScatter, data, result, op, 0, debug);
+  collectiveNode(mutableNode(), {KernelKind::ReduceScatter, data, result, op, group}, debug);
 }
 
 CrossReplicaAllGather::CrossReplicaAllGather(const Tensor &data, const Tensor &result,
                                              const DebugContext &debug)
+    : CrossReplicaAllGather(data, result, CommGroup(), debug) {}
+CrossReplicaAllGather::CrossReplicaAllGather(const Tensor &data, const Tensor &result,
+                                             const CommGroup &group, const DebugContext &debug)
     : Program(makeNode(ProgramKind::Kernel, debug)) {
-  collectiveNode(mutableNode(), detail::KernelKind::AllGather, data, result,
-                 collectives::CollectiveOperator::ADD, 0, debug);
+  collectiveNode(mutableNode(),
+                 {KernelKind::AllGather, data, result, CollectiveOperator::ADD, group}, debug);
+}
+
+CrossReplicaAllToAll::CrossReplicaAllToAll(const Tensor &data, const Tensor &result,
+                                           const DebugContext &debug)
+    : CrossReplicaAllToAll(data, result, CommGroup(), debug) {}
+CrossReplicaAllToAll::CrossReplicaAllToAll(const Tensor &data, const Tensor &result,
+                                           const CommGroup &group, const DebugContext &debug)
+    : Program(makeNode(ProgramKind::Kernel, debug)) {
+  collectiveNode(mutableNode(),
+                 {KernelKind::AllToAll, data, result, CollectiveOperator::ADD, group}, debug);
 }
 
 CrossReplicaBroadcast::CrossReplicaBroadcast(const Tensor &data, const Tensor &result,
                                              unsigned rootReplica, const DebugContext &debug)
+    : CrossReplicaBroadcast(data, result, rootReplica, CommGroup(), debug) {}
+CrossReplicaBroadcast::CrossReplicaBroadcast(const Tensor &data, const Tensor &result,
+                                             unsigned rootReplica, const CommGroup &group,
+                                             const DebugContext &debug)
     : Program(makeNode(ProgramKind::Kernel, debug)) {
-  collectiveNode(mutableNode(), detail::KernelKind::Broadcast, data, result,
-                 collectives::CollectiveOperator::ADD, rootReplica, debug);
+  collectiveNode(mutableNode(),
+                 {KernelKind::Broadcast, data, result, CollectiveOperator::ADD, group, rootReplica},
+                 debug);
+}
+
+CrossReplicaCopy::CrossReplicaCopy(const Tensor &src, const Tensor &dst,
+                                   const std::map<unsigned, unsigned> &replicaMap,
+                                   const DebugContext &debug)
+    : Program(makeNode(ProgramKind::Kernel, debug)) {
+  collectiveNode(mutableNode(),
+                 {KernelKind::CrossReplicaCopy, src, dst, CollectiveOperator::ADD, CommGroup(), 0,
+                  &replicaMap},
+                 debug);
 }
 
 namespace {

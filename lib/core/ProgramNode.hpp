@@ -61,7 +61,11 @@ struct ProgramNode {
   std::uint32_t flags = 0;              // Kernel: kKernelAccumulate, kGemmAllowTF32
   program::ConvGeometry conv;           // Kernel: the Conv* kinds
   std::uint32_t collectiveOperator = 0; // Kernel: the collectives (collectives::CollectiveOperator)
-  std::uint32_t collectiveRoot = 0;     // Kernel: Broadcast's root replica
+  std::uint32_t collectiveRoot = 0;     // Kernel: Broadcast's root (a position in its group)
+  // Kernel, the collectives: collectives::CommGroupType and the replicas a group (ALL: r).
+  std::uint32_t collectiveGroupType = 0, collectiveGroupSize = 1;
+  // Kernel, CrossReplicaCopy: collectiveSources[d] is the replica whose data replica d receives.
+  std::vector<std::uint32_t> collectiveSources;
   LaunchShape launch;                                // Launch
 };
 

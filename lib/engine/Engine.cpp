@@ -433,10 +433,18 @@ StreamConnection &EngineImpl::stream(StringRef handle, unsigned replica) {
   for (std::size_t i = 0; i < compiled_->streams.size(); ++i) {
     if (compiled_->streams[i].handle == handle) {
       const std::string what = "Engine::connectStream('" + std::string(handle) + "')";
+      if (compiled_->streams[i].broadcast) { // one host source every replica reads
+        replicasOf(replica, what);            // a replica named must be one this engine runs
+        std::vector<StreamConnection *> readers;
+        for (Replica &r : replicas_)
+          readers.push_back(&r.streams[i]);
+        return broadcastSource(readers);
+      }
       if (replica == kAll && replicas_.size() > 1)
         throw stream_connection_error(
             what + ": this engine runs " + std::to_string(replicas_.size()) +
-            " replicas, each with its own stream; connect each with the replica's index "
+            " replicas, each with its own stream (ReplicatedStreamMode::REPLICATE); connect "
+            "each with the replica's index "
             "(connectStream(handle, replica, ...), connectStreamToCallback(handle, replica, "
             "...))");
       return replicasOf(replica, what).front()->streams[i];

@@ -2,6 +2,7 @@
 
 #include <aspen/Error.hpp>
 
+#include <algorithm>
 #include <cstring>
 
 namespace aspen::detail {
@@ -16,6 +17,7 @@ void StreamConnection::disconnect() {
     callback_->invalidatePrefetched();
   havePrefetched_ = false;
   callback_.reset();
+  broadcast_.reset();
   kind_ = Kind::None;
 }
 
@@ -61,6 +63,9 @@ void StreamConnection::hostToDevice(void *data) {
   switch (kind_) {
   case Kind::None:
     break;
+  case Kind::Broadcast:
+    broadcast_->read(reader_, data);
+    return;
   case Kind::Buffer:
   case Kind::Circular:
     std::memcpy(data, nextChunk(), bytes_);
@@ -83,6 +88,7 @@ void StreamConnection::hostToDevice(void *data) {
 void StreamConnection::deviceToHost(const void *data) {
   switch (kind_) {
   case Kind::None:
+  case Kind::Broadcast: // only host-to-device streams are BROADCAST
     break;
   case Kind::Buffer:
   case Kind::Circular:
@@ -99,6 +105,46 @@ void StreamConnection::deviceToHost(const void *data) {
   throw stream_connection_error("stream '" + handle_ +
                                 "' is used by a program but nothing is connected to it "
                                 "(Engine::connectStream or connectStreamToCallback)");
+}
+
+StreamConnection &BroadcastSource::connection() {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  chunks_.clear();
+  first_ = 0;
+  std::fill(taken_.begin(), taken_.end(), 0);
+  return source_;
+}
+
+void BroadcastSource::read(std::size_t reader, void *data) {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  const std::uint64_t n = taken_[reader];
+  while (first_ + chunks_.size() <= n) {
+    std::vector<std::uint8_t> chunk(source_.bytes_);
+    source_.hostToDevice(chunk.data());
+    chunks_.push_back(std::move(chunk));
+  }
+  std::memcpy(data, chunks_[n - first_].data(), source_.bytes_);
+  ++taken_[reader];
+  const std::uint64_t allHave = *std::min_element(taken_.begin(), taken_.end());
+  for (; first_ < allHave; ++first_)
+    chunks_.pop_front();
+}
+
+StreamConnection &broadcastSource(const std::vector<StreamConnection *> &readers) {
+  StreamConnection &first = *readers.front();
+  if (readers.size() == 1)
+    return first;
+  if (first.kind_ != StreamConnection::Kind::Broadcast) {
+    auto source = std::make_shared<BroadcastSource>(
+        StreamConnection(first.handle_, first.bytes_, first.hostToDevice_), readers.size());
+    for (std::size_t i = 0; i < readers.size(); ++i) {
+      readers[i]->disconnect();
+      readers[i]->kind_ = StreamConnection::Kind::Broadcast;
+      readers[i]->broadcast_ = source;
+      readers[i]->reader_ = i;
+    }
+  }
+  return first.broadcast_->connection();
 }
 
 } // namespace aspen::detail

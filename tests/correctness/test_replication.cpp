@@ -592,8 +592,9 @@ TEST_CASE("collectives refuse operators their type cannot take, mismatched desti
   } catch (const shape_error &e) {
     CHECK_THAT(e.what(), Catch::Matchers::Contains("the result has 3 elements"));
   }
+  // (A braced {} debug context would be ambiguous with GCL's CommGroup overload, as in GCL.)
   CHECK_THROWS_AS(collectives::allReduceInPlaceCrossReplica(g, f, CollectiveOperator::ADD, prog,
-                                                            {}, {{"method", "ring"}}),
+                                                            "opts", {{"method", "ring"}}),
                   invalid_option);
   // Nothing was added by the refusals; a good call then builds and loads only with every replica.
   collectives::allReduceInPlaceCrossReplica(g, f, CollectiveOperator::ADD, prog, "sum");

@@ -571,7 +571,7 @@ collective::Bytes MpiTransport::gather(const CompiledKernel &k,
     mine.insert(mine.end(), b.begin(), b.end());
   collective::Bytes all(replicas_ * each);
   gatherInto(mine.data(), each, all.data(), what, deadline);
-  if (k.kind == KernelKind::AllGather) // the whole is every contribution in replica order
+  if (k.kind == KernelKind::AllGather && collective::ungrouped(k)) // every one, in order
     return all;
   std::vector<collective::Bytes> contributions(replicas_);
   for (unsigned i = 0; i < replicas_; ++i)
@@ -633,7 +633,7 @@ collective::Bytes MpiTransport::exchange(const CompiledKernel &k, std::uint32_t 
     reduceAcross(k, pointers, whole.data(), what, deadline);
     return whole;
   }
-  if (k.kind == KernelKind::Broadcast)
+  if (k.kind == KernelKind::Broadcast && collective::ungrouped(k))
     return broadcast(k, local, what, deadline);
   return gather(k, local, what, deadline);
 }

@@ -145,6 +145,13 @@ std::string CudaCollectives::unsupported(const CompiledGraph &graph) {
     ncclDataType_t type;
     ncclRedOp_t op;
     const auto given = CollectiveOperator(k.collective.op);
+    if (k.kind == KernelKind::AllToAll || k.kind == KernelKind::CrossReplicaCopy)
+      return "collective '" + k.name + "' is a" +
+             (k.kind == KernelKind::AllToAll ? "n all-to-all" : " cross-replica copy") +
+             ", which the NCCL transport does not run yet";
+    if (collectives::CommGroupType(k.collective.groupType) != collectives::CommGroupType::ALL)
+      return "collective '" + k.name + "' is over groups of replicas, which the NCCL "
+             "transport does not run yet (one communicator of all ranks)";
     if (!ncclType(k.collective.type, type))
       return "collective '" + k.name + "' is of type " + k.collective.type.toString();
     if ((k.kind == KernelKind::AllReduce || k.kind == KernelKind::ReduceScatter) &&
@@ -196,7 +203,7 @@ CudaCollectives::CudaCollectives(const CompiledGraph &graph, std::uint8_t *arena
   state_->scratch.assign(graph.kernels.size(), nullptr);
   for (std::size_t i = 0; i < graph.kernels.size(); ++i) {
     const CompiledKernel &k = graph.kernels[i];
-    const std::uint64_t piece = k.collective.resultElements(k.kind, ranks);
+    const std::uint64_t piece = k.collective.resultElements(k.kind);
     if (k.kind == KernelKind::ReduceScatter && piece * ranks != k.collective.elements)
       ASPEN_CUDA_CHECK(cudaMalloc(&state_->scratch[i], piece * ranks * k.collective.type.size()));
   }
@@ -239,7 +246,7 @@ void CudaCollectives::enqueue(cudaStream_t stream, std::uint32_t index) {
     return;
   case KernelKind::ReduceScatter: {
     ncclOp(given, op);
-    const std::uint64_t piece = s.resultElements(k.kind, state_->ranks);
+    const std::uint64_t piece = s.resultElements(k.kind);
     const void *from = data;
     if (void *padded = state_->scratch[index]) { // the data, then zeros to r pieces
       ASPEN_CUDA_CHECK(cudaMemsetAsync(padded, 0, piece * state_->ranks * s.type.size(), stream));
