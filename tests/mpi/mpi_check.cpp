@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -53,6 +54,11 @@ std::vector<std::uint8_t> dataOf(Type type, std::size_t n, unsigned replica, uns
     } else if (type == INT || type == UNSIGNED_INT) {
       const std::int32_t i = std::int32_t(v * 1000003 + long(replica));
       std::memcpy(&bytes[e * 4], &i, 4);
+    } else if (type == SHORT || type == LONGLONG) {
+      const long long i = v * 997 + long(replica);
+      std::memcpy(&bytes[e * type.size()], &i, type.size()); // the low bytes (little-endian)
+    } else if (type == UNSIGNED_CHAR) {
+      bytes[e] = std::uint8_t(v * 37 + long(replica));
     } else {
       bytes[e] = (replica + e + salt) % 3 != 0;
     }
@@ -107,12 +113,61 @@ struct Collectives {
       prog.add(program::Repeat(3, body));
       return in;
     });
+    moreKinds(r, odd);
     add(INT, 9, [&](const Tensor &in) {
       Tensor yes = graph.addConstant<int>(INT, {}, {1});
       graph.setTileMapping(yes, 0);
       program::Sequence then;
       Tensor out = collectives::allReduceCrossReplica(graph, in, CollectiveOperator::MAX, then);
       prog.add(program::If(yes, then, program::Sequence()));
+      return out;
+    });
+  }
+
+  // The other integer types, a multi-tensor call, all-to-all, and, with an even number of
+  // replicas, replica groups and a cross-replica copy: the MPI transport's gather path.
+  void moreKinds(unsigned r, std::size_t odd) {
+    using collectives::CommGroup;
+    using collectives::CommGroupType;
+    allReduce(SHORT, odd, CollectiveOperator::MUL);
+    allReduce(UNSIGNED_CHAR, odd, CollectiveOperator::ADD);
+    allReduce(LONGLONG, odd, CollectiveOperator::SQUARE_ADD);
+    add(FLOAT, 7, [&](const Tensor &in) { // fused with an INT tensor made here
+      Tensor other = graph.addVariable(INT, {3}, "other");
+      graph.setTileMapping(other, 0);
+      std::vector<Tensor> both{in, other};
+      collectives::allReduceInPlaceCrossReplica(graph, both, CollectiveOperator::MAX, prog);
+      return in;
+    });
+    add(FLOAT, r * 3, [&](const Tensor &in) {
+      return collectives::allToAllCrossReplica(graph, in.reshape({r, 3}), prog);
+    });
+    if (r % 2 != 0)
+      return;
+    for (CommGroupType type : {CommGroupType::CONSECUTIVE, CommGroupType::ORTHOGONAL}) {
+      const CommGroup pairs(type, 2);
+      add(FLOAT, odd, [&](const Tensor &in) {
+        return collectives::allReduceCrossReplica(graph, in, CollectiveOperator::ADD, prog,
+                                                  pairs);
+      });
+      add(INT, 5, [&](const Tensor &in) {
+        return collectives::allGatherCrossReplica(graph, in, prog, pairs);
+      });
+      add(HALF, 5, [&](const Tensor &in) {
+        return collectives::broadcastCrossReplica(graph, in, prog, pairs, 1);
+      });
+      add(FLOAT, odd, [&](const Tensor &in) {
+        return collectives::reduceScatterCrossReplica(graph, in, CollectiveOperator::MAX, prog,
+                                                      pairs);
+      });
+    }
+    add(INT, 4, [&](const Tensor &in) { // a ring: replica i's data to replica i + 1
+      Tensor out = graph.addVariable(INT, {4}, "copied");
+      graph.setTileMapping(out, 0);
+      std::map<unsigned, unsigned> ring;
+      for (unsigned i = 0; i < r; ++i)
+        ring[i] = (i + 1) % r;
+      prog.add(program::CrossReplicaCopy(in, out, ring));
       return out;
     });
   }
