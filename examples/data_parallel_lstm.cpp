@@ -1,6 +1,6 @@
 // Data-parallel LSTM training: a graph replicated R ways (Graph(target,
 // replication_factor(R))), each replica fed its own shard of the batch through its own stream,
-// the weight gradients averaged across the replicas with a MEAN all-reduce
+// the weight gradients averaged across the replicas with one multi-tensor MEAN all-reduce
 // (aspen/Collectives.hpp), and the same SGD step in every replica. Started alone, the replicas
 // run at once in this process, on host threads; started by mpiexec, each rank runs its share of
 // them (dist::World) and the all-reduce meets over MPI. It checks that every replica ends with
@@ -15,6 +15,7 @@
 #include <aspen/Distributed.hpp>
 #include <aspen/Engine.hpp>
 #include <aspen/Graph.hpp>
+#include <aspen/ReplicatedStreamMode.hpp>
 #include <aspen/nn/Codelets.hpp>
 #include <aspen/nn/Lstm.hpp>
 #include <aspen/ops/ElementWise.hpp>
@@ -55,8 +56,12 @@ struct Trainer {
     const lstm::LstmState init = lstm::createInitialState(graph, params, "init");
     const lstm::LstmWeights w = lstm::createWeights(graph, params, "w");
     program::Sequence step;
-    step.add(program::Copy(graph.addHostToDeviceFIFO("x", FLOAT, x.numElements()), x));
-    step.add(program::Copy(graph.addHostToDeviceFIFO("target", FLOAT, target.numElements()),
+    // REPLICATE: each replica its own stream, fed its own shard of the batch.
+    step.add(program::Copy(
+        graph.addHostToDeviceFIFO("x", FLOAT, x.numElements(), ReplicatedStreamMode::REPLICATE),
+        x));
+    step.add(program::Copy(graph.addHostToDeviceFIFO("target", FLOAT, target.numElements(),
+                                                     ReplicatedStreamMode::REPLICATE),
                            target));
     Tensor inter;
     const Tensor out = lstm::lstmFwd(graph, params, init, x, w, &inter, step, "fwd").first;
@@ -65,13 +70,14 @@ struct Trainer {
     lstm::LstmWeights dw;
     lstm::lstmBwdWithWU(graph, params, step, init, inter, w, x, out, dy, nullptr, nullptr, dw,
                         "bwd");
-    const Tensor grads[3] = {dw.inputWeights, dw.outputWeights, dw.biases};
+    // One multi-tensor MEAN all-reduce of the three gradients (one collective step), then SGD.
+    std::vector<Tensor> grads{dw.inputWeights, dw.outputWeights, dw.biases};
+    collectives::allReduceInPlaceCrossReplica(graph, grads, collectives::CollectiveOperator::MEAN,
+                                              step, "mean");
     const Tensor weights[3] = {w.inputWeights, w.outputWeights, w.biases};
     for (int k = 0; k < 3; ++k) {
-      Tensor g = grads[k];
-      collectives::allReduceInPlaceCrossReplica(graph, g, collectives::CollectiveOperator::MEAN,
-                                                step, std::string("mean/") + kWeights[k]);
-      ops::scaledSubtractFrom(graph, weights[k], g, lr, step, std::string("sgd/") + kWeights[k]);
+      ops::scaledSubtractFrom(graph, weights[k], grads[std::size_t(k)], lr, step,
+                              std::string("sgd/") + kWeights[k]);
       graph.createHostWrite(kWeights[k], weights[k]);
       graph.createHostRead(std::string("out/") + kWeights[k], weights[k]);
     }
@@ -188,8 +194,8 @@ int main(int argc, char **argv) {
   const std::string who = overRanks ? "rank " + std::to_string(world.rank()) + " of " +
                                           std::to_string(world.size()) + ": "
                                     : std::string();
-  std::printf("%sdata-parallel LSTM: %u replicas of %zu rows%s, %u SGD steps, MEAN all-reduce "
-              "of the weight gradients\n",
+  std::printf("%sdata-parallel LSTM: %u replicas of %zu rows%s, %u SGD steps, one MEAN "
+              "all-reduce of the three weight gradients\n",
               who.c_str(), R, kShard,
               overRanks ? (", " + std::to_string(count) + " on this rank, over MPI").c_str() : "",
               kSteps);
