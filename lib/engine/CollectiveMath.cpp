@@ -49,28 +49,67 @@ template <class T> T combineTwo(CollectiveOperator op, T a, T b) {
 template <class T> T squared(T v) { return combineTwo(CollectiveOperator::MUL, v, v); }
 
 // Every replica's values of type Stored, combined in replica order in type Acc (float for
-// HALF), element by element: out[i] = in[0][i] op in[1][i] op ...
+// HALF), element by element: out[i] = in[0][i] op in[1][i] op ... Blocks of elements at a time,
+// one replica after another across the block, with the operator fixed for the inner loops (so
+// they vectorise); each element still sees the replicas in order, so the bytes are the same.
+template <class Stored, class Acc, class Op>
+void combineBlocks(const std::vector<const std::uint8_t *> &in, std::size_t elements,
+                   std::uint8_t *out, bool square, bool mean, Op op) {
+  constexpr std::size_t kBlock = 1024;
+  Acc acc[kBlock];
+  Stored values[kBlock];
+  for (std::size_t start = 0; start < elements; start += kBlock) {
+    const std::size_t n = std::min(kBlock, elements - start);
+    std::memcpy(values, in[0] + start * sizeof(Stored), n * sizeof(Stored));
+    for (std::size_t j = 0; j < n; ++j)
+      acc[j] = square ? squared(Acc(values[j])) : Acc(values[j]);
+    for (std::size_t r = 1; r < in.size(); ++r) {
+      std::memcpy(values, in[r] + start * sizeof(Stored), n * sizeof(Stored));
+      if (square)
+        for (std::size_t j = 0; j < n; ++j)
+          acc[j] = op(acc[j], squared(Acc(values[j])));
+      else
+        for (std::size_t j = 0; j < n; ++j)
+          acc[j] = op(acc[j], Acc(values[j]));
+    }
+    if constexpr (!std::is_integral_v<Acc>)
+      if (mean)
+        for (std::size_t j = 0; j < n; ++j)
+          acc[j] = acc[j] / Acc(in.size());
+    for (std::size_t j = 0; j < n; ++j)
+      values[j] = Stored(acc[j]);
+    std::memcpy(out + start * sizeof(Stored), values, n * sizeof(Stored));
+  }
+}
+
 template <class Stored, class Acc>
 void combineAll(CollectiveOperator op, const std::vector<const std::uint8_t *> &in,
                 std::size_t elements, std::uint8_t *out) {
-  const auto at = [](const std::uint8_t *p, std::size_t i) {
-    Stored v;
-    std::memcpy(&v, p + i * sizeof(Stored), sizeof(Stored));
-    return Acc(v);
+  const bool square = op == CollectiveOperator::SQUARE_ADD, mean = op == CollectiveOperator::MEAN;
+  const auto with = [&](CollectiveOperator fixed) {
+    combineBlocks<Stored, Acc>(in, elements, out, square, mean,
+                               [fixed](Acc a, Acc b) { return combineTwo(fixed, a, b); });
   };
-  for (std::size_t i = 0; i < elements; ++i) {
-    Acc acc = at(in[0], i);
-    if (op == CollectiveOperator::SQUARE_ADD)
-      acc = squared(acc);
-    for (std::size_t r = 1; r < in.size(); ++r) {
-      const Acc v = at(in[r], i);
-      acc = combineTwo(op, acc, op == CollectiveOperator::SQUARE_ADD ? squared(v) : v);
-    }
-    if constexpr (!std::is_integral_v<Acc>)
-      if (op == CollectiveOperator::MEAN)
-        acc = acc / Acc(in.size());
-    const Stored result = Stored(acc);
-    std::memcpy(out + i * sizeof(Stored), &result, sizeof(Stored));
+  switch (op) { // one instantiation an operator, so that the inner loops know it
+  case CollectiveOperator::MUL:
+    return combineBlocks<Stored, Acc>(in, elements, out, square, mean, [](Acc a, Acc b) {
+      return combineTwo(CollectiveOperator::MUL, a, b);
+    });
+  case CollectiveOperator::MIN:
+    return combineBlocks<Stored, Acc>(in, elements, out, square, mean, [](Acc a, Acc b) {
+      return combineTwo(CollectiveOperator::MIN, a, b);
+    });
+  case CollectiveOperator::MAX:
+    return combineBlocks<Stored, Acc>(in, elements, out, square, mean, [](Acc a, Acc b) {
+      return combineTwo(CollectiveOperator::MAX, a, b);
+    });
+  case CollectiveOperator::LOGICAL_AND:
+  case CollectiveOperator::LOGICAL_OR:
+    return with(op);
+  default: // ADD, MEAN, SQUARE_ADD, LOCAL: sums
+    return combineBlocks<Stored, Acc>(in, elements, out, square, mean, [](Acc a, Acc b) {
+      return combineTwo(CollectiveOperator::ADD, a, b);
+    });
   }
 }
 
