@@ -303,8 +303,8 @@ void sleeper() {
   Engine e(g.graph, g.prog, kShort);
   e.load(Device::createCPUDevice());
   const bool late = world.rank() == world.size() - 1;
-  if (late)
-    std::this_thread::sleep_for(std::chrono::seconds(6));
+  if (late) // well past the others' 3 s, also on a loaded machine
+    std::this_thread::sleep_for(std::chrono::seconds(8));
   const auto start = std::chrono::steady_clock::now();
   if (late) {
     // Told that rank 0 gave up, or, if that has not reached it yet, timed out waiting for
@@ -315,7 +315,7 @@ void sleeper() {
                 {"timed out after 3 s", "'gradients", "rank " + std::to_string(world.size() - 1),
                  "did not"});
   }
-  // The timeout and a margin for a loaded machine: never the late rank's 6 s more.
+  // The timeout and a margin for a loaded machine: never the late rank's 8 s more.
   if (since(start) > 8)
     failed("the run took " + std::to_string(since(start)) + " s to fail");
   expectError("a run after", [&] { e.run(0); }, {"refuses further runs"});
@@ -327,7 +327,9 @@ void noJoin() {
   Small g(64);
   Engine e(g.graph, g.prog, kShort);
   if (world.rank() == world.size() - 1) {
-    std::this_thread::sleep_for(std::chrono::seconds(5));
+    // Well past the others' 3 s, which start after their own load's work (slow on a loaded
+    // machine).
+    std::this_thread::sleep_for(std::chrono::seconds(9));
     expectError("the late load", [&] { e.load(Device::createCPUDevice()); },
                 {"stopped waiting"});
   } else {
