@@ -50,7 +50,7 @@ public:
   // freed or MPI ends, so that a last message (LEAVE, ABORT) is not lost. Without the lock.
   void flush(Clock::time_point deadline);
   // The engine-join messages (MpiTransport.cpp) that arrived for an engine this rank has not
-  // joined yet, by (engine, rank). Use with the lock held.
+  // joined yet, by (engine · 4 + kind, rank). Use with the lock held.
   std::map<std::pair<unsigned, int>, std::vector<char>> &earlyJoins() { return earlyJoins_; }
 
   ~Runtime();

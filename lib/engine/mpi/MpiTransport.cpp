@@ -37,6 +37,8 @@ using mpi::Clock;
 using mpi::Runtime;
 
 constexpr int kJoinTag = 11, kControlTag = 12;
+// The kinds of engine-join message (JoinHeader::giveUp).
+constexpr std::uint32_t kJoin = 0, kGiveUp = 1, kConfirm = 2;
 
 std::string seconds(double s) {
   char text[32];
@@ -55,7 +57,7 @@ std::string listOf(const std::vector<int> &ranks) {
 // A JOIN: a header, then the collectives' lines separated by '\n'.
 struct JoinHeader {
   std::uint32_t engine = 0;
-  std::uint32_t giveUp = 0; // 1: the sender stopped waiting for the others to join
+  std::uint32_t giveUp = 0; // kJoin, kGiveUp (the sender stopped waiting), kConfirm
   std::uint64_t fingerprint = 0;
   std::uint32_t replicationFactor = 0, firstReplica = 0, localReplicas = 0, pad = 0;
 };
@@ -97,30 +99,45 @@ std::string differenceOf(int a, const Joined &ja, int b, const Joined &jb) {
 }
 
 // Every rank's JOIN for engine `engine` (mine at `me`); throws on a timeout or a give-up.
+// Every rank's JOIN for engine `engine` (mine at `me`); throws on a timeout or a give-up. Two
+// rounds, as at a collective: the JOINs, then, once a rank has them all, its CONFIRM; nobody
+// makes the engine's communicator before every CONFIRM is in, so a rank that gave up (and
+// sends GIVEUP, which may travel late) never leaves another inside MPI_Comm_idup.
 std::vector<Joined> gatherJoins(Runtime &rt, unsigned engine, const std::vector<char> &mine,
                                 const MpiJoin &join) {
   const int me = rt.rank(), n = rt.size();
   std::vector<std::optional<Joined>> joins{std::size_t(n)};
+  std::vector<bool> confirmed(std::size_t(n), false);
   joins[std::size_t(me)] = parseJoin(mine);
+  confirmed[std::size_t(me)] = true;
   std::string gaveUp;
-  {
+  const auto sendAll = [&](std::uint32_t kind) {
+    std::vector<char> bytes = kind == kJoin ? mine
+                                            : std::vector<char>(mine.begin(),
+                                                                mine.begin() + sizeof(JoinHeader));
+    reinterpret_cast<JoinHeader *>(bytes.data())->giveUp = kind;
     auto hold = rt.lock();
     for (int r = 0; r < n; ++r)
       if (r != me)
-        rt.post(mine, r, kJoinTag, rt.world());
-  }
+        rt.post(bytes, r, kJoinTag, rt.world());
+  };
+  sendAll(kJoin);
   const auto take = [&](int from, const std::vector<char> &bytes) {
     Joined j = parseJoin(bytes);
-    if (j.header.engine == engine && j.header.giveUp)
+    if (j.header.engine > engine) // a later engine's: kept for it
+      rt.earlyJoins()[{j.header.engine * 4 + j.header.giveUp, from}] = bytes;
+    else if (j.header.engine < engine)
+      return;
+    else if (j.header.giveUp == kGiveUp)
       gaveUp = "rank " + std::to_string(from) + " stopped waiting for the ranks to load it";
-    else if (j.header.engine == engine)
+    else if (j.header.giveUp == kConfirm)
+      confirmed[std::size_t(from)] = true;
+    else
       joins[std::size_t(from)] = std::move(j);
-    else if (j.header.engine > engine)
-      rt.earlyJoins()[{j.header.engine, from}] = bytes;
   };
-  const auto arrived = [&] {
+  const auto drain = [&] {
     for (auto it = rt.earlyJoins().begin(); it != rt.earlyJoins().end();)
-      if (it->first.first == engine) {
+      if (it->first.first / 4 == engine) {
         take(it->first.second, it->second);
         it = rt.earlyJoins().erase(it);
       } else {
@@ -139,30 +156,47 @@ std::vector<Joined> gatherJoins(Runtime &rt, unsigned engine, const std::vector<
       if (bytes.size() >= sizeof(JoinHeader))
         take(status.MPI_SOURCE, bytes);
     }
-    return !gaveUp.empty() ||
-           std::all_of(joins.begin(), joins.end(), [](const auto &j) { return j.has_value(); });
   };
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                            std::chrono::duration<double>(join.timeoutSeconds));
   const std::string what = "Engine::load (rank " + std::to_string(me) + " of " +
                            std::to_string(n) + ", the rank's engine #" + std::to_string(engine) +
                            " over MPI)";
-  if (!rt.wait(arrived, deadline)) {
+  const auto everyone = [&](const auto &have) {
+    return rt.wait(
+        [&] {
+          drain();
+          return !gaveUp.empty() || std::all_of(have.begin(), have.end(), [](const auto &h) {
+                   return bool(h);
+                 });
+        },
+        deadline);
+  };
+  const auto giveUp = [&](const std::string &why) {
+    sendAll(kGiveUp);
+    throw error(what + ": " + why);
+  };
+  const auto ranks = [](const std::vector<int> &list) {
+    return std::string(list.size() > 1 ? "ranks " : "rank ") + listOf(list);
+  };
+  if (!everyone(joins)) {
     std::vector<int> seen, missing;
     for (int r = 0; r < n; ++r)
       (joins[std::size_t(r)] ? seen : missing).push_back(r);
-    std::vector<char> giveUp(mine.begin(), mine.begin() + sizeof(JoinHeader));
-    reinterpret_cast<JoinHeader *>(giveUp.data())->giveUp = 1;
-    {
-      auto hold = rt.lock();
-      for (int r = 0; r < n; ++r)
-        if (r != me)
-          rt.post(giveUp, r, kJoinTag, rt.world());
-    }
-    throw error(what + ": rank" + (missing.size() > 1 ? "s " : " ") + listOf(missing) +
-                " did not load this engine within " + seconds(join.timeoutSeconds) +
-                " s (engine option aspen.collectives.timeout); rank" +
-                (seen.size() > 1 ? "s " : " ") + listOf(seen) + " did");
+    giveUp(ranks(missing) + " did not load this engine within " + seconds(join.timeoutSeconds) +
+           " s (engine option aspen.collectives.timeout); " + ranks(seen) + " did");
+  }
+  if (!gaveUp.empty())
+    throw error(what + ": " + gaveUp);
+  sendAll(kConfirm);
+  if (!everyone(confirmed)) {
+    std::vector<int> silent;
+    for (int r = 0; r < n; ++r)
+      if (!confirmed[std::size_t(r)])
+        silent.push_back(r);
+    giveUp(ranks(silent) + " loaded this engine but stopped waiting for the others (no "
+           "confirmation within " + seconds(join.timeoutSeconds) +
+           " s, engine option aspen.collectives.timeout)");
   }
   if (!gaveUp.empty())
     throw error(what + ": " + gaveUp);
