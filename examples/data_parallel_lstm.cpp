@@ -9,8 +9,14 @@
 // the learning rate over R: MEAN divides the summed gradients by R) within rounding, and exits
 // with 1 otherwise.
 //
+// With --gpu each rank runs one replica on a GPU (its local rank's, modulo the GPUs it sees),
+// and the all-reduce is NCCL's on the GPUs (aspen.collectives.onDevice true): its summation
+// order is NCCL's, so the weights are checked against the run in one process on the CPU within
+// rounding rather than bit for bit. A world of one (no mpiexec) runs R = 1 on one GPU.
+//
 // Usage: data_parallel_lstm [R]                  (R replicas in this process, default 2)
 //        mpiexec -n N data_parallel_lstm [R]     (R replicas over N ranks, default N)
+//        mpiexec -n N data_parallel_lstm --gpu   (N replicas, one a rank and a GPU)
 #include <aspen/Collectives.hpp>
 #include <aspen/Distributed.hpp>
 #include <aspen/Engine.hpp>
@@ -115,10 +121,12 @@ std::vector<std::vector<float>> train(unsigned replicas, std::size_t B, float lr
                                       const std::vector<float> &x, const std::vector<float> &y,
                                       std::vector<std::vector<float>> &shards,
                                       const std::string &transport, unsigned first,
-                                      unsigned count) {
-  const Device device = Device::createCPUDevice();
+                                      unsigned count, const Device &device) {
   Trainer t(device, replicas, B, lr);
-  Engine e(t.graph, t.prog, {{"aspen.collectives.transport", transport}});
+  OptionFlags options{{"aspen.collectives.transport", transport}};
+  if (device.getKind() == DeviceKind::Gpu)
+    options.set("aspen.collectives.onDevice", "true"); // NCCL, or a load error saying why not
+  Engine e(t.graph, t.prog, options);
   e.load(device);
   const std::size_t rows = replicas * B;
   const std::size_t sizes[3] = {4 * kI * kH, 4 * kH * kH, 4 * kH};
@@ -154,12 +162,28 @@ std::vector<std::vector<float>> train(unsigned replicas, std::size_t B, float lr
 int main(int argc, char **argv) {
   const dist::World world = dist::World::fromEnvironment();
   const bool overRanks = world.size() > 1;
-  const unsigned R = argc > 1 ? unsigned(std::atoi(argv[1])) : std::max(2u, world.size());
-  if (R < 1 || R > 16 || R % world.size() != 0) {
+  const bool gpu = argc > 1 && std::string(argv[1]) == "--gpu";
+  if (gpu) {
+    --argc;
+    ++argv;
+  }
+  const unsigned R = argc > 1 ? unsigned(std::atoi(argv[1]))
+                              : gpu ? world.size() : std::max(2u, world.size());
+  if (R < 1 || R > 16 || R % world.size() != 0 || (gpu && R != world.size())) {
     std::fprintf(stderr, "usage: data_parallel_lstm [R], 1 <= R <= 16 replicas, a multiple of "
-                         "the ranks\n");
+                         "the ranks; data_parallel_lstm --gpu [R]: R the ranks, one replica a "
+                         "GPU\n");
     return 2;
   }
+  if (gpu && Device::gpuCount() == 0) {
+    std::fprintf(stderr, "data_parallel_lstm --gpu: this process sees no GPU (Device::gpuCount() "
+                         "is 0)\n");
+    return 2;
+  }
+  const Device cpu = Device::createCPUDevice();
+  const Device device =
+      gpu ? Device::createGpuDevice(world.localRank() % Device::gpuCount())
+          : Device::createCPUDevice();
   const unsigned first = overRanks ? world.firstReplica(R) : 0,
                  count = overRanks ? world.localReplicas(R) : R;
   const std::size_t rows = R * kShard;
@@ -167,13 +191,20 @@ int main(int argc, char **argv) {
   const std::vector<float> y = randomValues(kT * rows * kH, 2, 0.5f);
   std::vector<std::vector<float>> shards, whole;
   const auto replicas =
-      train(R, kShard, kLearningRate, x, y, shards, "auto", first, count);
-  const auto single = train(1, rows, kLearningRate / float(R), x, y, whole, "threads", 0, 1);
+      train(R, kShard, kLearningRate, x, y, shards, "auto", first, count, device);
+  const auto single =
+      train(1, rows, kLearningRate / float(R), x, y, whole, "threads", 0, 1, cpu);
   bool same = true;
-  if (overRanks) { // each rank's replicas against the same training with every replica here
-    const auto here = train(R, kShard, kLearningRate, x, y, shards, "threads", 0, R);
-    for (unsigned r = 0; r < count; ++r)
-      same = same && replicas[r] == here[first + r];
+  double fromHere = 0; // under --gpu: the largest difference from the run in one process
+  if (overRanks || gpu) { // each rank's replicas against the same training with every replica here
+    const auto here = train(R, kShard, kLearningRate, x, y, shards, "threads", 0, R, cpu);
+    for (unsigned r = 0; r < count; ++r) {
+      if (!gpu)
+        same = same && replicas[r] == here[first + r];
+      for (std::size_t i = 0; i < here[first + r].size(); ++i)
+        fromHere = std::max(fromHere, double(std::fabs(replicas[r][i] - here[first + r][i])));
+    }
+    same = same && fromHere <= 1e-5;
   }
   for (unsigned r = 1; r < count; ++r)
     same = same && replicas[r] == replicas[0];
@@ -199,8 +230,13 @@ int main(int argc, char **argv) {
               who.c_str(), R, kShard,
               overRanks ? (", " + std::to_string(count) + " on this rank, over MPI").c_str() : "",
               kSteps);
-  std::printf("%s  replicas' weights bit for bit equal%s: %s\n", who.c_str(),
-              overRanks ? " (and to the run in one process)" : "", same ? "yes" : "NO");
+  if (gpu)
+    std::printf("%s  on %s, NCCL's all-reduce: worst difference from the run of every replica "
+                "in one process on the CPU %.3g: %s\n",
+                who.c_str(), device.describe().c_str(), fromHere, same ? "yes" : "NO");
+  else
+    std::printf("%s  replicas' weights bit for bit equal%s: %s\n", who.c_str(),
+                overRanks ? " (and to the run in one process)" : "", same ? "yes" : "NO");
   std::printf("%s  against one replica on all %zu rows (learning rate / %u): worst difference "
               "%.3g (the weights moved up to %.3g)\n",
               who.c_str(), rows, R, worst, moved);

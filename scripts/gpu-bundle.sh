@@ -134,7 +134,8 @@ codelets_dir=$(dirname "${first_gp#"$dir"/}")
 # --- The test programs, GPU benchmarks and examples, stripped. ---
 programs=(tests/aspen_correctness_tests tests/aspen_correctness_internal_tests tests/gpu/aspen_gpu_tests
   tests/gpu_codegen/aspen_gpu_codegen_tests tests/aspen_cache_worker tests/aspen_memory_worker
-  examples/first_steps examples/logistic_regression examples/mlp examples/lstm_demo)
+  examples/first_steps examples/logistic_regression examples/mlp examples/lstm_demo
+  examples/data_parallel_lstm)
 for b in launch copy matmul lstm gru; do
   programs+=("bench/bench_gpu_$b")
 done

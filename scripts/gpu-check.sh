@@ -305,6 +305,15 @@ for example in "logistic_regression:(agrees)" "mlp:(loss falls)" "lstm_demo:Verd
     fi
   fi
 done
+# The data-parallel LSTM with NCCL's all-reduce on the GPU (a world of one: this machine has no
+# mpiexec), within rounding of the run on the CPU.
+if [ "$have_gpu" -eq 1 ] && run_example 60 data_parallel_lstm --gpu; then
+  if grep -qx "PASS" "$work/examples/data_parallel_lstm.out"; then
+    note "example data_parallel_lstm --gpu: ok ($(grep -F "NCCL's all-reduce" "$work/examples/data_parallel_lstm.out" | sed 's/^ *//'))"
+  else
+    fail "example data_parallel_lstm --gpu: no PASS in its output: see examples.log"
+  fi
+fi
 note "examples: done in $((SECONDS - start)) s"
 
 # --- aspen-plan: an LSTM planned, run twice and profiled on the device. Its HTML page (which

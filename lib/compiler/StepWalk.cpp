@@ -35,4 +35,25 @@ void rewriteSteps(CompiledGraph &graph, ArrayRef<std::uint32_t> roots,
   walkSteps(graph, roots, rewrite);
 }
 
+std::vector<std::uint32_t> firstCollectives(const CompiledGraph &graph) {
+  std::vector<std::uint32_t> first(graph.steps.size(), kNoCollective);
+  std::vector<bool> seen(graph.steps.size());
+  auto visit = [&](auto &self, std::uint32_t index) -> std::uint32_t {
+    if (!seen[index]) {
+      seen[index] = true;
+      const Step &step = graph.steps[index];
+      if (step.kind == StepKind::Kernel && runsOnHost(graph.kernels[step.index].kind))
+        first[index] = step.index;
+      for (std::uint32_t child : step.children)
+        if (const std::uint32_t below = self(self, child);
+            first[index] == kNoCollective && below != kNoCollective)
+          first[index] = below;
+    }
+    return first[index];
+  };
+  for (std::uint32_t i = 0; i < graph.steps.size(); ++i)
+    visit(visit, i);
+  return first;
+}
+
 } // namespace aspen::detail

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 namespace aspen::detail {
 
@@ -23,5 +24,10 @@ void forEachStep(const CompiledGraph &graph, ArrayRef<std::uint32_t> roots,
 // `rewrite` must not add or remove elements of graph.steps while the walk runs.
 void rewriteSteps(CompiledGraph &graph, ArrayRef<std::uint32_t> roots,
                   const std::function<void(std::uint32_t index, Step &step)> &rewrite);
+
+// result[i]: the first collective kernel (runsOnHost) below step i in program order, step i
+// itself included, or kNoCollective.
+inline constexpr std::uint32_t kNoCollective = ~std::uint32_t(0);
+std::vector<std::uint32_t> firstCollectives(const CompiledGraph &graph);
 
 } // namespace aspen::detail

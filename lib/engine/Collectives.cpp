@@ -2,6 +2,7 @@
 // reads its operand through its executor, the engine's replicas meet (ReplicaMeeting), the
 // transport makes the whole from their contributions (and the other ranks', over MPI), and
 // each replica writes its result out of it (CollectiveMath.hpp).
+#include "DeviceSubtrees.hpp"
 #include "EngineImpl.hpp"
 
 #include <aspen/Collectives.hpp>
@@ -32,8 +33,9 @@ void EngineImpl::requireAllReplicasForCollectives() const {
                   "') join all " + std::to_string(compiled_->replicationFactor) +
                   " replicas, and this engine runs " + std::to_string(replicas_.size()) +
                   " of them (target.firstRuntimeReplica, target.numberRuntimeReplica); "
-                  "replicas in other processes need the MPI transport, which Aspen does not "
-                  "have yet: run every replica in one engine");
+                  "the others' engines meet this one over MPI only (launch every engine with "
+                  "mpiexec, aspen.collectives.transport auto or mpi), and this one is not "
+                  "using it: run every replica in one engine, or launch with mpiexec");
 }
 
 bool EngineImpl::runDirectly(Replica &r, const CompiledKernel &k, std::uint32_t index,
@@ -54,16 +56,27 @@ bool EngineImpl::runDirectly(Replica &r, const CompiledKernel &k, std::uint32_t 
   return true;
 }
 
+RunClock::time_point EngineImpl::collectiveDeadline(RunClock::time_point start) const {
+  const auto deadline = start + std::chrono::duration_cast<RunClock::duration>(
+                                    std::chrono::duration<double>(options_.collectivesTimeout));
+  return deadline_ ? std::min(deadline, *deadline_) : deadline;
+}
+
+bool EngineImpl::arriveAtSubtree(std::uint32_t step) {
+  if (firstCollective_.empty() || firstCollective_[step] == kNoCollective)
+    return true;
+  const std::uint32_t index = firstCollective_[step];
+  transport_->arrive(compiled_->kernels[index], index, collectiveDeadline(RunClock::now()));
+  return true;
+}
+
 double EngineImpl::runCollective(Replica &r, std::uint32_t index) {
   const auto start = RunClock::now();
   const CompiledKernel &k = compiled_->kernels[index];
   const RegionList data = regionOf(k.operands[AllReduceOperand::data], k.collective.type);
   const RegionList result = regionOf(k.operands[AllReduceOperand::result], k.collective.type);
   const unsigned local = unsigned(&r - replicas_.data());
-  auto deadline = start + std::chrono::duration_cast<RunClock::duration>(
-                              std::chrono::duration<double>(options_.collectivesTimeout));
-  if (deadline_)
-    deadline = std::min(deadline, *deadline_);
+  const RunClock::time_point deadline = collectiveDeadline(start);
   if (collectivesOnDevice_) { // the executor's own (NCCL), once every rank is there
     transport_->arrive(k, index, deadline);
     return r.executor->runKernel(index);

@@ -150,6 +150,7 @@ bool EngineImpl::spreadOverRanks(const dist::World &world) const {
 
 void EngineImpl::connectDeviceCollectives() {
   collectivesOnDevice_ = false;
+  firstCollective_.clear();
   if (!meeting_) // the same on every rank: the ranks' executables are the same
     return;
   const auto deadline = RunClock::now() + std::chrono::duration_cast<RunClock::duration>(
@@ -173,8 +174,14 @@ void EngineImpl::connectDeviceCollectives() {
   if (replicas_.size() != 1) // only a GPU makes an id, and a GPU engine runs one replica
     throw error("Engine::load: rank 0 runs its collectives on its device, and this rank runs " +
                 std::to_string(replicas_.size()) + " replicas, which cannot");
-  executor.connectCollectives(transport_->rank(), transport_->ranks(), id, deadline);
+  // The launch's engines each run one replica and tile [0, r) (checked when they joined).
+  executor.connectCollectives(replicas_.front().index, compiled_->replicationFactor, id, deadline,
+                              options_.collectivesTimeout);
   collectivesOnDevice_ = true;
+  if (executor.runsDeviceSubtrees()) { // the collectives may now be in its graphs
+    deviceOnly_ = deviceOnlySteps(*compiled_, true);
+    firstCollective_ = firstCollectives(*compiled_);
+  }
 }
 
 std::vector<std::string> EngineImpl::collectiveSchedule() const {

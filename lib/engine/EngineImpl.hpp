@@ -108,6 +108,12 @@ private:
   void transfer(Replica &r, const StreamCopy &copy, bool toDevice);
   // Runs collective kernel `index` for replica r (Collectives.cpp): the seconds it took.
   double runCollective(Replica &r, std::uint32_t index);
+  // Before device subtree `step` runs as one graph: when it holds collectives, waits for every
+  // rank to arrive at its first (the others follow in a fixed order: no control flow is around
+  // them, DeviceSubtrees.hpp). Returns true.
+  bool arriveAtSubtree(std::uint32_t step);
+  // When a collective started at `start` must have met the other replicas.
+  RunClock::time_point collectiveDeadline(RunClock::time_point start) const;
   // Runs collective `index` (k) of an engine of one replica straight on the executor's host
   // memory, when the transport can (CollectiveTransport::allReduceDirect); false otherwise.
   bool runDirectly(Replica &r, const CompiledKernel &k, std::uint32_t index,
@@ -152,6 +158,9 @@ private:
   // Engine::setHostParallelFor's loop (null: the executor's own threads), kept across loads.
   std::shared_ptr<const HostParallelFor> hostParallelFor_;
   std::vector<bool> deviceOnly_; // deviceOnlySteps(*compiled_) when the executor takes them
+  // firstCollectives(*compiled_) when the executor runs the collectives: a device subtree that
+  // holds one waits for every rank to arrive at it first.
+  std::vector<std::uint32_t> firstCollective_;
   // The run in progress's deadline (options_.timeLimit), checked at every step.
   std::optional<RunClock::time_point> deadline_;
   mutable std::recursive_mutex mutex_;

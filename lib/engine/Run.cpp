@@ -187,7 +187,7 @@ void EngineImpl::runStep(Replica &r, std::uint32_t index) {
   if (deadline_ && start >= *deadline_)
     throw runtime_error("it was stopped between steps of the program");
   invalidate(r, step.invalidates);
-  if (offeredAsDeviceSubtree(*compiled_, deviceOnly_, index) &&
+  if (offeredAsDeviceSubtree(*compiled_, deviceOnly_, index) && arriveAtSubtree(index) &&
       r.executor->runDeviceSubtree(index)) {
     const double seconds = secondsSince(start);
     profile.steps[index].add(seconds);

@@ -49,15 +49,18 @@ public:
   // every step reads and writes it there. False when this executor cannot (its memory is not the
   // host's); the engine then copies.
   virtual bool bindBuffer(std::uint32_t /*buffer*/, void * /*memory*/) { return false; }
-  // Optional: whether this executor runs the graph's collective kernels itself (runKernel), over
-  // a communicator of the launch's ranks (NCCL on a GPU). newCollectiveId: the communicator's
-  // id, which rank 0 makes and hands to the others; empty when this executor cannot (the engine
-  // then moves the collectives' bytes through the host). connectCollectives: joins it as `rank`
-  // of `ranks`, by `deadline`.
+  // Optional: whether this executor runs the graph's collective kernels itself (runKernel, and
+  // inside device subtrees), over a communicator of the launch's replicas, one an executor (NCCL
+  // on a GPU). newCollectiveId: the communicator's id, which rank 0 makes and hands to the
+  // others; empty when this executor cannot (the engine then moves the collectives' bytes
+  // through the host). connectCollectives: joins it as replica `replica` of `replicas`, by
+  // `deadline`; afterwards a collective (or a device subtree holding one) that has not completed
+  // `timeout` seconds after it started fails the run, and the communicator is aborted (every
+  // later run is refused).
   virtual std::vector<std::uint8_t> newCollectiveId() { return {}; }
-  virtual void connectCollectives(unsigned /*rank*/, unsigned /*ranks*/,
+  virtual void connectCollectives(unsigned /*replica*/, unsigned /*replicas*/,
                                   const std::vector<std::uint8_t> & /*id*/,
-                                  RunClock::time_point /*deadline*/) {}
+                                  RunClock::time_point /*deadline*/, double /*timeout*/) {}
   // Optional: where byte `offset` of buffer `buffer` is in host memory (a loaded executor's, for
   // the engine to read and write in place, as the executor's own steps would); null when this
   // executor's memory is not the host's.

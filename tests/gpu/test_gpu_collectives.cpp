@@ -1,9 +1,12 @@
 // The collectives on a GPU through NCCL (a world of one rank: one GPU cannot be two ranks of a
 // communicator), against the CPU executor's host path on the same graph: every kind, operator
-// and type NCCL takes, a reduce-scatter that needs padding, and inside a Repeat. With one
-// replica every reduction is the data itself (MEAN divides by one), so the bytes must be the
-// CPU's exactly; the test also requires that NCCL ran them (aspen.collectives.onDevice true
-// fails the load otherwise). Needs a GPU: ASPEN-SKIPPED without one.
+// and type NCCL takes, a reduce-scatter that needs padding, groups of one, an all-to-all, eager,
+// captured into a CUDA graph (a sequence with no control flow) and inside a Repeat (which the
+// engine drives from the host: NCCL's captured work cannot share a graph with conditional
+// nodes). With one replica every reduction is the data itself (MEAN divides by one), so the
+// bytes must be the CPU's exactly; the test also requires that NCCL ran them
+// (aspen.collectives.onDevice true fails the load otherwise). Needs a GPU: ASPEN-SKIPPED without
+// one.
 #include "TestDevice.hpp"
 
 #include <aspen/Collectives.hpp>
@@ -14,6 +17,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -38,6 +42,9 @@ Bytes dataOf(Type type, std::size_t n, unsigned salt) {
     } else if (type == INT || type == UNSIGNED_INT) {
       const std::int32_t i = v * 1009;
       std::memcpy(&b[e * 4], &i, 4);
+    } else if (type == LONGLONG) {
+      const std::int64_t i = std::int64_t(v) * 1000000007;
+      std::memcpy(&b[e * 8], &i, 8);
     } else {
       b[e] = (e + salt) % 3 == 0;
     }
@@ -50,7 +57,8 @@ struct Collectives {
   program::Sequence prog;
   std::vector<std::pair<Type, std::size_t>> ins, outs;
 
-  Collectives() {
+  // loop: one collective inside a Repeat (the root is then no device graph).
+  explicit Collectives(bool loop) {
     using Op = CollectiveOperator;
     for (Op op : {Op::ADD, Op::MEAN, Op::MUL, Op::MIN, Op::MAX, Op::LOCAL})
       add(FLOAT, 1001, [&](Tensor in) {
@@ -75,6 +83,22 @@ struct Collectives {
     });
     add(FLOAT, 10, [&](Tensor in) { return collectives::allGatherCrossReplica(graph, in, prog); });
     add(INT, 10, [&](Tensor in) { return collectives::broadcastCrossReplica(graph, in, prog, 0); });
+    add(LONGLONG, 33, [&](Tensor in) {
+      return collectives::allReduceCrossReplica(graph, in, Op::MAX, prog);
+    });
+    add(UNSIGNED_CHAR, 17, [&](Tensor in) {
+      return collectives::allReduceCrossReplica(graph, in, Op::MIN, prog);
+    });
+    add(FLOAT, 12, [&](Tensor in) { // a group of one: its own communicator
+      return collectives::allReduceCrossReplica(
+          graph, in, Op::ADD, prog,
+          collectives::CommGroup(collectives::CommGroupType::CONSECUTIVE, 1));
+    });
+    add(FLOAT, 24, [&](Tensor in) { // leading dimension: the group size
+      return collectives::allToAllCrossReplica(graph, in.reshape({1, 24}), prog);
+    });
+    if (!loop)
+      return;
     add(FLOAT, 64, [&](Tensor in) { // in place, three times
       program::Sequence body;
       collectives::allReduceInPlaceCrossReplica(graph, in, Op::ADD, body);
@@ -95,7 +119,8 @@ struct Collectives {
     outs.push_back({type, out.numElements()});
   }
 
-  std::vector<Bytes> run(const Device &device, const OptionFlags &options) {
+  std::vector<Bytes> run(const Device &device, const OptionFlags &options,
+                         std::string *profile = nullptr) {
     Engine e(graph, prog, options);
     e.load(device);
     for (std::size_t i = 0; i < ins.size(); ++i) {
@@ -109,6 +134,11 @@ struct Collectives {
       e.readTensor("out" + std::to_string(i), b.data(), b.data() + b.size());
       results.push_back(std::move(b));
     }
+    if (profile) {
+      std::ostringstream summary;
+      e.printProfileSummary(summary);
+      *profile = summary.str();
+    }
     return results;
   }
 };
@@ -117,21 +147,32 @@ struct Collectives {
 
 TEST_CASE("NCCL runs every collective of a world of one on the GPU, byte for byte the CPU's",
           "[gpu][collectives]") {
-  if (skipWithoutGpu())
-    return;
-  Collectives c;
-  const auto cpu = c.run(Device::createCPUDevice(), {});
-  for (const char *flow : {"host", "graph"}) {
-    INFO("control flow " << flow);
-    const auto gpu = c.run(Device::createGpuDevice(0), {{"aspen.collectives.onDevice", "true"},
-                                                        {"aspen.cuda.controlFlow", flow}});
-    for (std::size_t i = 0; i < cpu.size(); ++i) {
-      INFO("collective " << i);
-      REQUIRE(gpu[i] == cpu[i]);
+  for (bool loop : {false, true}) {
+    INFO((loop ? "with" : "without") << " a Repeat");
+    Collectives c(loop);
+    const auto cpu = c.run(Device::createCPUDevice(), {}); // the reference, with or without a GPU
+    // The data in, unchanged by one replica's ADD, and three in-place sums of one replica.
+    CHECK(cpu[0] == dataOf(FLOAT, 1001, 0));
+    if (skipWithoutGpu())
+      return;
+    for (const char *flow : {"host", "graph"}) {
+      INFO("control flow " << flow);
+      std::string profile;
+      const auto gpu = c.run(Device::createGpuDevice(0),
+                             {{"aspen.collectives.onDevice", "true"},
+                              {"aspen.cuda.controlFlow", flow}},
+                             &profile);
+      for (std::size_t i = 0; i < cpu.size(); ++i) {
+        INFO("collective " << i);
+        REQUIRE(gpu[i] == cpu[i]);
+      }
+      // Without control flow the whole program, collectives and all, is one captured graph;
+      // with a Repeat around a collective nothing holding it is.
+      INFO(profile);
+      CHECK((profile.find("Device graphs: 1 launches") != std::string::npos) ==
+            (!loop && std::string(flow) == "graph"));
     }
   }
-  // The data in, unchanged by one replica's ADD, and three in-place sums of one replica.
-  CHECK(cpu[0] == dataOf(FLOAT, 1001, 0));
 }
 
 TEST_CASE("a graph with SQUARE_ADD keeps its collectives on the host path on the GPU",

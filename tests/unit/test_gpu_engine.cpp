@@ -1,5 +1,6 @@
 // What the engine decides for the CUDA executor without a GPU: the control-flow option, and
-// which program subtrees are device work only (run as CUDA graphs).
+// which program subtrees are device work only (run as CUDA graphs), with and without the
+// collectives among them.
 #include "compiler/Compiler.hpp"
 #include "engine/DeviceSubtrees.hpp"
 #include "engine/EngineOptions.hpp"
@@ -7,6 +8,7 @@
 #include "executors/cpu/CpuExecutor.hpp"
 #include "executors/cuda/CudaExecutorOptions.hpp"
 
+#include <aspen/Collectives.hpp>
 #include <aspen/Error.hpp>
 #include <aspen/Graph.hpp>
 #include <aspen/Program.hpp>
@@ -118,4 +120,66 @@ TEST_CASE("device-only subtrees stop at host interaction", "[unit][gpu_engine]")
   REQUIRE(loop != ~0u);
   CHECK_FALSE(deviceOnly[loop]);
   CHECK(deviceOnly[findStep(*compiled, loop, StepKind::Copy)]);
+}
+
+TEST_CASE("collectives join device subtrees only where no conditional node is",
+          "[unit][gpu_engine]") {
+  Graph g(Target::createGeneric(2), replication_factor(1));
+  Tensor x = g.addVariable(FLOAT, {4}, "x");
+  g.setTileMapping(x, 0);
+  Tensor y = g.addVariable(FLOAT, {4}, "y");
+  g.setTileMapping(y, 1);
+  using collectives::CollectiveOperator;
+  const auto reduced = [&] { // x -> y, y all-reduced in place, y -> x
+    Sequence s({Copy(x, y)});
+    collectives::allReduceInPlaceCrossReplica(g, y, CollectiveOperator::ADD, s);
+    s.add(Copy(y, x));
+    return s;
+  };
+  // program 0: a sequence with a collective; program 1: a Repeat over one; program 2: a
+  // sequence holding a Repeat of copies and a collective.
+  Sequence both({Repeat(2, Sequence({Copy(x, y), Copy(y, x)}))});
+  collectives::allReduceInPlaceCrossReplica(g, x, CollectiveOperator::MAX, both);
+  const std::vector<Program> programs = {reduced(), Repeat(3, reduced()), both};
+  const auto compiled = compile(g.state(), ArrayRef<Program>(programs), {});
+  const std::uint32_t root0 = compiled->programs[0], root1 = compiled->programs[1],
+                      root2 = compiled->programs[2];
+  const std::uint32_t kernel0 = findStep(*compiled, root0, StepKind::Kernel);
+  REQUIRE(kernel0 != ~0u);
+
+  // Through the host (the CPU executor, or a GPU without NCCL): a collective is the engine's.
+  const auto onHost = deviceOnlySteps(*compiled);
+  CHECK_FALSE(onHost[kernel0]);
+  CHECK_FALSE(onHost[root0]);
+  CHECK(onHost[findStep(*compiled, root2, StepKind::Repeat)]);
+
+  const auto onDevice = deviceOnlySteps(*compiled, true);
+  CHECK(onDevice[kernel0]);
+  CHECK_FALSE(offeredAsDeviceSubtree(*compiled, onDevice, kernel0)); // alone: runs directly
+  CHECK(onDevice[root0]); // copies and the collective: one graph
+  CHECK(offeredAsDeviceSubtree(*compiled, onDevice, root0));
+  // A Repeat over a collective would be a conditional node around NCCL's work.
+  const std::uint32_t repeat1 = findStep(*compiled, root1, StepKind::Repeat);
+  REQUIRE(repeat1 != ~0u);
+  CHECK_FALSE(onDevice[repeat1]);
+  const std::uint32_t body1 = compiled->steps[repeat1].children[0];
+  CHECK(onDevice[body1]); // each iteration's sequence is still one graph
+  CHECK(offeredAsDeviceSubtree(*compiled, onDevice, body1));
+  // A graph may not hold both a conditional node and NCCL's work: the sequence is split.
+  CHECK_FALSE(onDevice[root2]);
+  const std::uint32_t repeat2 = findStep(*compiled, root2, StepKind::Repeat);
+  REQUIRE(repeat2 != ~0u);
+  CHECK(onDevice[repeat2]);
+  CHECK(offeredAsDeviceSubtree(*compiled, onDevice, repeat2));
+
+  // The collective an engine arrives at before such a graph.
+  const auto first = firstCollectives(*compiled);
+  const std::uint32_t kernelIndex = compiled->steps[kernel0].index;
+  CHECK(first[root0] == kernelIndex);
+  CHECK(first[kernel0] == kernelIndex);
+  CHECK(first[repeat2] == kNoCollective);
+  CHECK(first[root2] != kNoCollective);
+  CHECK(first[root2] != kernelIndex);
+  CHECK(compiled->kernels[first[root2]].collective.op ==
+        std::uint32_t(CollectiveOperator::MAX));
 }

@@ -9,6 +9,7 @@
 #include "CudaGraph.hpp"
 #include "CudaNccl.hpp"
 #include "GpuLaunchTables.hpp"
+#include "compiler/StepWalk.hpp"
 #include "support/Logging.hpp"
 #include "targets/cuda/GpuCodelets.hpp"
 
@@ -145,6 +146,8 @@ public:
       (void)collectives_.release();
       return;
     }
+    if (!collectivesAborted_.empty())
+      (void)graphs_.release(); // their captured NCCL work names the aborted communicators
     if (stream_)
       cudaSetDevice(int(options_.ordinal)); // what is freed below lives on this executor's GPU
     graphs_.reset();
@@ -240,8 +243,11 @@ public:
   }
 
   double runKernel(std::uint32_t index) override {
-    const double seconds = timedOnStream("kernel " + graph_->kernels[index].name,
-                                         [&] { enqueueKernel(stream_, index); });
+    const bool collective = runsOnHost(graph_->kernels[index].kind);
+    const CollectivesWait wait(*this, collective);
+    const double seconds = timedOnStream(
+        (collective ? "collective '" : "kernel '") + graph_->kernels[index].name + "'",
+        [&] { enqueueKernel(stream_, index); });
     if (graph_->kernels[index].kind == KernelKind::Block) {
       checkGridWaits(index, 1);
       checkFailures(kernels_[index].blockFailureSlot, 1);
@@ -255,6 +261,13 @@ public:
       return false;
     useDevice();
     const NvtxRange range("CUDA graph of step '" + graph_->steps[step].name + "'");
+    const bool collectives = !firstCollective_.empty() && firstCollective_[step] != kNoCollective;
+    if (collectives && !collectivesAborted_.empty())
+      throw runtime_error("the CUDA graph of step '" + graph_->steps[step].name +
+                          "' holds collectives, and the engine's NCCL communicators were "
+                          "aborted when " + collectivesAborted_ + "; this engine refuses further "
+                          "runs (make a new engine on every rank)");
+    const CollectivesWait wait(*this, collectives);
     graphs_->launch(step, stream_);
     waitForStream("the CUDA graph of step '" + graph_->steps[step].name + "'");
     checkGridWaits(0, std::uint32_t(graph_->kernels.size()));
@@ -270,9 +283,29 @@ private:
     ASPEN_CUDA_CHECK(cudaSetDevice(int(options_.ordinal)));
   }
 
+  // While one exists, the work on the stream holds collectives (NCCL), which must complete by
+  // the collectives' deadline (connectCollectives' timeout after it starts).
+  class CollectivesWait {
+  public:
+    CollectivesWait(CudaExecutor &executor, bool collectives) : executor_(executor) {
+      if (collectives && executor_.collectives_)
+        executor_.collectivesDeadline_ =
+            RunClock::now() + std::chrono::duration_cast<RunClock::duration>(
+                                  std::chrono::duration<double>(executor_.collectivesTimeout_));
+    }
+    ~CollectivesWait() { executor_.collectivesDeadline_.reset(); }
+    CollectivesWait(const CollectivesWait &) = delete;
+    CollectivesWait &operator=(const CollectivesWait &) = delete;
+
+  private:
+    CudaExecutor &executor_;
+  };
+
   // Waits for `ready` (cudaEventQuery or cudaStreamQuery of the work `what` names) to succeed.
   // Under a time limit it polls, and past the deadline abandons the work: CUDA cannot stop a
   // running kernel, so the GPU stays busy until it ends, and the engine refuses further calls.
+  // Work holding collectives that passes theirs aborts the NCCL communicators instead, which
+  // ends NCCL's kernels; the engine then refuses further runs.
   template <class Query> void waitUntilReady(Query &&ready, const std::string &what) {
     for (unsigned polls = 0;; ++polls) {
       const cudaError_t status = ready();
@@ -280,7 +313,10 @@ private:
         ASPEN_CUDA_CHECK(status);
         return;
       }
-      if (RunClock::now() >= *deadline_) {
+      const auto now = RunClock::now();
+      if (collectivesDeadline_ && now >= *collectivesDeadline_)
+        abortCollectives(ready, what);
+      if (deadline_ && now >= *deadline_) {
         abandoned_ = true;
         throw runtime_error(what + " had not finished on the GPU and was abandoned: CUDA cannot "
                             "stop a running kernel, so it keeps the GPU busy until it ends, and "
@@ -290,8 +326,28 @@ private:
         std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
+  template <class Query> [[noreturn]] void abortCollectives(Query &&ready, const std::string &what) {
+    const std::string why = what + " had not completed on the GPU " +
+                            fmt::format("{:g} s", collectivesTimeout_) +
+                            " after it started (aspen.collectives.timeout)";
+    collectivesAborted_ = why;
+    collectivesDeadline_.reset();
+    collectives_->abort(why);
+    // Aborted, NCCL's kernels return; the rest of the work then drains.
+    const auto drained = RunClock::now() + std::chrono::seconds(10);
+    cudaError_t status = ready();
+    while (status == cudaErrorNotReady && RunClock::now() < drained) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      status = ready();
+    }
+    if (status == cudaErrorNotReady)
+      abandoned_ = true;
+    throw runtime_error(why + ": a replica's process did not take part (stopped, or in another "
+                        "collective); the engine's NCCL communicators were aborted and it "
+                        "refuses further runs (make a new engine on every rank)");
+  }
   void waitForStream(const std::string &what) {
-    if (!deadline_) {
+    if (!deadline_ && !collectivesDeadline_) {
       ASPEN_CUDA_CHECK(cudaStreamSynchronize(stream_));
       return;
     }
@@ -306,7 +362,7 @@ private:
     ASPEN_CUDA_CHECK(cudaEventRecord(start_, stream_));
     enqueue();
     ASPEN_CUDA_CHECK(cudaEventRecord(stop_, stream_));
-    if (deadline_)
+    if (deadline_ || collectivesDeadline_)
       waitUntilReady([&] { return cudaEventQuery(stop_); }, name);
     else
       ASPEN_CUDA_CHECK(cudaEventSynchronize(stop_));
@@ -589,11 +645,14 @@ private:
     }
   }
 
-  void connectCollectives(unsigned rank, unsigned ranks, const std::vector<std::uint8_t> &id,
-                          RunClock::time_point deadline) override {
+  void connectCollectives(unsigned replica, unsigned replicas,
+                          const std::vector<std::uint8_t> &id, RunClock::time_point deadline,
+                          double timeout) override {
     useDevice();
-    collectives_ = std::make_unique<CudaCollectives>(*graph_, arena_.get(), rank, ranks, id,
+    collectives_ = std::make_unique<CudaCollectives>(*graph_, arena_.get(), replica, replicas, id,
                                                      deadline);
+    collectivesTimeout_ = timeout;
+    firstCollective_ = firstCollectives(*graph_);
   }
 
   void enqueueComputeSet(cudaStream_t stream, std::uint32_t index) override {
@@ -778,6 +837,10 @@ private:
   std::unique_ptr<CudaGemmKernels> gemm_;
   std::unique_ptr<CudaConvKernels> conv_;
   std::unique_ptr<CudaCollectives> collectives_; // NCCL's, when connectCollectives made it
+  double collectivesTimeout_ = 0;                 // seconds (aspen.collectives.timeout)
+  std::vector<std::uint32_t> firstCollective_;    // firstCollectives(*graph_) once connected
+  std::optional<RunClock::time_point> collectivesDeadline_; // of the work on the stream now
+  std::string collectivesAborted_; // why the communicators were aborted; empty while they work
   const LoadedLibrary *convKernels_ = nullptr; // the Conv module, loaded when a call needs it
   struct FailureOwner {
     std::uint32_t computeSet, launch;

@@ -13,6 +13,7 @@
 #if ASPEN_HAVE_NCCL
 #include "CudaLibraries.hpp"
 
+#include <map>
 #include <mutex>
 #include <nccl.h>
 #endif
@@ -29,8 +30,9 @@ struct Nccl {
 #define ASPEN_NCCL_FUNCTIONS(X)                                                                   \
   X(ncclGetVersion)                                                                               \
   X(ncclGetUniqueId) X(ncclCommInitRankConfig) X(ncclCommGetAsyncError) X(ncclCommDestroy)        \
-      X(ncclCommAbort) X(ncclGetErrorString) X(ncclAllReduce) X(ncclReduceScatter)                \
-          X(ncclAllGather) X(ncclBroadcast)
+      X(ncclCommAbort) X(ncclCommSplit) X(ncclGetErrorString) X(ncclAllReduce)                    \
+          X(ncclReduceScatter) X(ncclAllGather) X(ncclBroadcast) X(ncclSend) X(ncclRecv)          \
+              X(ncclGroupStart) X(ncclGroupEnd)
 #define ASPEN_NCCL_POINTER(name) decltype(&::name) name = nullptr;
   ASPEN_NCCL_FUNCTIONS(ASPEN_NCCL_POINTER)
 #undef ASPEN_NCCL_POINTER
@@ -93,7 +95,13 @@ bool ncclType(Type t, ncclDataType_t &out) {
     out = ncclInt32;
   else if (t == UNSIGNED_INT)
     out = ncclUint32;
-  else if (t == BOOL)
+  else if (t == LONGLONG)
+    out = ncclInt64;
+  else if (t == UNSIGNED_LONGLONG)
+    out = ncclUint64;
+  else if (t == CHAR || t == SIGNED_CHAR)
+    out = ncclInt8;
+  else if (t == UNSIGNED_CHAR || t == BOOL)
     out = ncclUint8;
   else
     return false;
@@ -127,15 +135,53 @@ bool ncclOp(CollectiveOperator op, ncclRedOp_t &out) {
   return false;
 }
 
+// Waits for communicator `comm` (just made, non-blocking) to be ready, until `deadline`; false
+// when it was not.
+bool settleNew(ncclComm_t comm, const char *call, std::chrono::steady_clock::time_point deadline) {
+  for (;;) {
+    ncclResult_t state = ncclInProgress;
+    check(nccl().ncclCommGetAsyncError(comm, &state), "ncclCommGetAsyncError");
+    if (state == ncclSuccess)
+      return true;
+    check(state, call);
+    if (std::chrono::steady_clock::now() >= deadline)
+      return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+// The communicators' key: a collective's groups (CommGroup type and size).
+std::uint64_t groupKey(const CollectiveShape &s) {
+  return (std::uint64_t(s.groupType) << 32) | s.groupSize;
+}
+
 } // namespace
 
 struct CudaCollectives::State {
+  State(const CompiledGraph &g, std::uint8_t *a, unsigned r, unsigned n)
+      : graph(g), arena(a), replica(r), replicas(n) {}
   const CompiledGraph &graph;
   std::uint8_t *arena;
-  unsigned ranks;
-  ncclComm_t comm = nullptr;
-  std::vector<void *> scratch; // by kernel: a reduce-scatter's padded copy of its data
-  bool broken = false;
+  unsigned replica, replicas;
+  ncclComm_t comm = nullptr; // every replica's
+  // Each group's of this replica (ncclCommSplit of comm), by groupKey; ALL is comm.
+  std::map<std::uint64_t, ncclComm_t> groupComms;
+  std::vector<void *> scratch; // by kernel: a reduce-scatter's padded data, an exchange's copy
+  std::string aborted;         // why the communicators were aborted; empty while they work
+
+  ncclComm_t commOf(const CollectiveShape &s) const {
+    const auto found = groupComms.find(groupKey(s));
+    return found == groupComms.end() ? comm : found->second;
+  }
+  void abortAll() {
+    for (auto &[key, c] : groupComms)
+      if (c)
+        nccl().ncclCommAbort(c);
+    groupComms.clear();
+    if (comm)
+      nccl().ncclCommAbort(comm);
+    comm = nullptr;
+  }
 };
 
 std::string CudaCollectives::unsupported(const CompiledGraph &graph) {
@@ -145,15 +191,9 @@ std::string CudaCollectives::unsupported(const CompiledGraph &graph) {
     ncclDataType_t type;
     ncclRedOp_t op;
     const auto given = CollectiveOperator(k.collective.op);
-    if (k.kind == KernelKind::AllToAll || k.kind == KernelKind::CrossReplicaCopy)
-      return "collective '" + k.name + "' is a" +
-             (k.kind == KernelKind::AllToAll ? "n all-to-all" : " cross-replica copy") +
-             ", which the NCCL transport does not run yet";
-    if (collectives::CommGroupType(k.collective.groupType) != collectives::CommGroupType::ALL)
-      return "collective '" + k.name + "' is over groups of replicas, which the NCCL "
-             "transport does not run yet (one communicator of all ranks)";
     if (!ncclType(k.collective.type, type))
-      return "collective '" + k.name + "' is of type " + k.collective.type.toString();
+      return "collective '" + k.name + "' is of type " + k.collective.type.toString() +
+             ", which NCCL has no type for";
     if ((k.kind == KernelKind::AllReduce || k.kind == KernelKind::ReduceScatter) &&
         given != CollectiveOperator::LOCAL && !ncclOp(given, op))
       return "collective '" + k.name + "' uses " + collectives::toString(given) +
@@ -170,68 +210,110 @@ std::vector<std::uint8_t> CudaCollectives::newId() {
   return bytes;
 }
 
-CudaCollectives::CudaCollectives(const CompiledGraph &graph, std::uint8_t *arena, unsigned rank,
-                                 unsigned ranks, const std::vector<std::uint8_t> &id,
+CudaCollectives::CudaCollectives(const CompiledGraph &graph, std::uint8_t *arena,
+                                 unsigned replica, unsigned replicas,
+                                 const std::vector<std::uint8_t> &id,
                                  std::chrono::steady_clock::time_point deadline)
-    : state_(std::make_unique<State>(State{graph, arena, ranks})) {
+    : state_(std::make_unique<State>(graph, arena, replica, replicas)) {
   const Nccl &api = nccl();
   ncclUniqueId unique;
   if (id.size() != sizeof unique)
     throw internal_error("an NCCL id of " + std::to_string(id.size()) + " bytes");
   std::memcpy(&unique, id.data(), sizeof unique);
-  // Non-blocking, so that a rank that never comes is a deadline, not a hang.
+  const auto notReady = [&](const std::string &what) {
+    state_->abortAll();
+    return error("Engine::load: " + what + " was not ready by the deadline "
+                 "(aspen.collectives.timeout): a rank did not join");
+  };
+  // Non-blocking, so that a rank that never comes is a deadline, not a hang. The rank in NCCL
+  // is the replica: an engine on a GPU runs one, and the launch's engines tile [0, r).
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
-  check(api.ncclCommInitRankConfig(&state_->comm, int(ranks), unique, int(rank), &config),
+  check(api.ncclCommInitRankConfig(&state_->comm, int(replicas), unique, int(replica), &config),
         "ncclCommInitRankConfig");
-  for (;;) {
-    ncclResult_t state = ncclInProgress;
-    check(api.ncclCommGetAsyncError(state_->comm, &state), "ncclCommGetAsyncError");
-    if (state == ncclSuccess)
-      break;
-    check(state, "ncclCommInitRankConfig");
-    if (std::chrono::steady_clock::now() >= deadline) {
-      api.ncclCommAbort(state_->comm);
-      state_->comm = nullptr;
-      throw error("Engine::load: the NCCL communicator of " + std::to_string(ranks) +
-                  " ranks (this one rank " + std::to_string(rank) +
-                  ") was not ready by the deadline (aspen.collectives.timeout): a rank did not "
-                  "join");
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  if (!settleNew(state_->comm, "ncclCommInitRankConfig", deadline))
+    throw notReady("the NCCL communicator of " + std::to_string(replicas) +
+                   " replicas (this one replica " + std::to_string(replica) + ")");
+  // One communicator a kind of group, split in kernel order (the same on every rank: the ranks'
+  // executables are the same): this replica's group, ranked by its position in it.
+  for (const CompiledKernel &k : graph.kernels) {
+    if (!runsOnHost(k.kind) || k.collective.groupSize >= replicas ||
+        state_->groupComms.count(groupKey(k.collective)))
+      continue;
+    const ReplicaGroups groups = k.collective.groups();
+    ncclComm_t &split = state_->groupComms[groupKey(k.collective)];
+    settle(state_->comm,
+           api.ncclCommSplit(state_->comm, int(groups.groupOf(replica, replicas)),
+                             int(groups.positionOf(replica, replicas)), &split, &config),
+           "ncclCommSplit");
+    if (!settleNew(split, "ncclCommSplit", deadline))
+      throw notReady("the NCCL communicator of the groups of " +
+                     std::to_string(groups.size) + " of collective '" + k.name + "'");
   }
   state_->scratch.assign(graph.kernels.size(), nullptr);
   for (std::size_t i = 0; i < graph.kernels.size(); ++i) {
     const CompiledKernel &k = graph.kernels[i];
-    const std::uint64_t piece = k.collective.resultElements(k.kind);
-    if (k.kind == KernelKind::ReduceScatter && piece * ranks != k.collective.elements)
-      ASPEN_CUDA_CHECK(cudaMalloc(&state_->scratch[i], piece * ranks * k.collective.type.size()));
+    const std::uint64_t piece = k.collective.resultElements(k.kind),
+                        size = k.collective.type.size();
+    if (k.kind == KernelKind::ReduceScatter && piece * k.collective.groupSize != k.collective.elements)
+      ASPEN_CUDA_CHECK(cudaMalloc(&state_->scratch[i], piece * k.collective.groupSize * size));
+    else if (k.kind == KernelKind::AllToAll || k.kind == KernelKind::CrossReplicaCopy)
+      ASPEN_CUDA_CHECK(cudaMalloc(&state_->scratch[i], k.collective.elements * size));
   }
-  logger().debug("CUDA executor: NCCL communicator of {} ranks, this one {}", ranks, rank);
+  logger().debug("CUDA executor: NCCL communicator of {} replicas, this one {}, {} of groups",
+                 replicas, replica, state_->groupComms.size());
 }
 
 CudaCollectives::~CudaCollectives() {
   for (void *p : state_->scratch)
     if (p)
       cudaFree(p);
+  if (!state_->aborted.empty())
+    return; // abortAll freed them
+  for (auto &[key, c] : state_->groupComms)
+    if (c)
+      nccl().ncclCommDestroy(c);
   if (state_->comm)
-    (state_->broken ? nccl().ncclCommAbort : nccl().ncclCommDestroy)(state_->comm);
+    nccl().ncclCommDestroy(state_->comm);
+}
+
+void CudaCollectives::abort(const std::string &why) {
+  if (!state_->aborted.empty())
+    return;
+  state_->aborted = why;
+  state_->abortAll();
 }
 
 void CudaCollectives::enqueue(cudaStream_t stream, std::uint32_t index) {
   const Nccl &api = nccl();
   const CompiledKernel &k = state_->graph.kernels[index];
+  if (!state_->aborted.empty())
+    throw runtime_error("collective '" + k.name + "': the engine's NCCL communicators were "
+                        "aborted when " + state_->aborted + "; this engine refuses further "
+                        "runs (make a new engine on every rank)");
   const CollectiveShape &s = k.collective;
   const auto address = [&](const DescTemplate &d) {
     return state_->arena + state_->graph.buffers[d.buffer].offset + d.offset;
   };
   std::uint8_t *data = address(k.operands[AllReduceOperand::data]);
   std::uint8_t *result = address(k.operands[AllReduceOperand::result]);
-  const std::size_t bytes = s.elements * s.type.size();
-  ncclDataType_t type;
+  const std::size_t elementBytes = s.type.size(), bytes = s.elements * elementBytes;
+  const std::uint32_t members = s.groupSize;
+  ncclComm_t comm = state_->commOf(s);
+  ncclDataType_t type = ncclUint8;
   ncclType(s.type, type);
   ncclRedOp_t op = ncclSum;
   const auto given = CollectiveOperator(s.op);
+  // The data apart from the result: an exchange of pieces must not overwrite what it still
+  // sends (a copy in the kernel's scratch when they overlap).
+  const auto apart = [&]() -> const std::uint8_t * {
+    const std::size_t resultBytes = s.resultElements(k.kind) * elementBytes;
+    if (data + bytes <= result || result + resultBytes <= data)
+      return data;
+    auto *copy = static_cast<std::uint8_t *>(state_->scratch[index]);
+    ASPEN_CUDA_CHECK(cudaMemcpyAsync(copy, data, bytes, cudaMemcpyDeviceToDevice, stream));
+    return copy;
+  };
   switch (k.kind) {
   case KernelKind::AllReduce:
     if (given == CollectiveOperator::LOCAL) {
@@ -240,33 +322,55 @@ void CudaCollectives::enqueue(cudaStream_t stream, std::uint32_t index) {
       return;
     }
     ncclOp(given, op);
-    settle(state_->comm,
-           api.ncclAllReduce(data, result, s.elements, type, op, state_->comm, stream),
+    settle(comm, api.ncclAllReduce(data, result, s.elements, type, op, comm, stream),
            "ncclAllReduce");
     return;
   case KernelKind::ReduceScatter: {
     ncclOp(given, op);
     const std::uint64_t piece = s.resultElements(k.kind);
     const void *from = data;
-    if (void *padded = state_->scratch[index]) { // the data, then zeros to r pieces
-      ASPEN_CUDA_CHECK(cudaMemsetAsync(padded, 0, piece * state_->ranks * s.type.size(), stream));
+    if (void *padded = state_->scratch[index]) { // the data, then zeros to a piece a member
+      ASPEN_CUDA_CHECK(cudaMemsetAsync(padded, 0, piece * members * elementBytes, stream));
       ASPEN_CUDA_CHECK(cudaMemcpyAsync(padded, data, bytes, cudaMemcpyDeviceToDevice, stream));
       from = padded;
     }
-    settle(state_->comm,
-           api.ncclReduceScatter(from, result, piece, type, op, state_->comm, stream),
+    settle(comm, api.ncclReduceScatter(from, result, piece, type, op, comm, stream),
            "ncclReduceScatter");
     return;
   }
   case KernelKind::AllGather:
-    settle(state_->comm, api.ncclAllGather(data, result, s.elements, type, state_->comm, stream),
+    settle(comm, api.ncclAllGather(data, result, s.elements, type, comm, stream),
            "ncclAllGather");
     return;
-  case KernelKind::Broadcast:
-    settle(state_->comm,
-           api.ncclBroadcast(data, result, s.elements, type, int(s.root), state_->comm, stream),
+  case KernelKind::Broadcast: // the root is a position in the group: its rank in comm
+    settle(comm, api.ncclBroadcast(data, result, s.elements, type, int(s.root), comm, stream),
            "ncclBroadcast");
     return;
+  case KernelKind::AllToAll: { // slice j of the data to member j; member j's into block j
+    const std::uint8_t *from = apart();
+    const std::size_t slice = s.elements / members;
+    check(api.ncclGroupStart(), "ncclGroupStart");
+    for (std::uint32_t j = 0; j < members; ++j) {
+      check(api.ncclSend(from + j * slice * elementBytes, slice, type, int(j), comm, stream),
+            "ncclSend");
+      check(api.ncclRecv(result + j * slice * elementBytes, slice, type, int(j), comm, stream),
+            "ncclRecv");
+    }
+    settle(comm, api.ncclGroupEnd(), "ncclGroupEnd");
+    return;
+  }
+  case KernelKind::CrossReplicaCopy: { // from sources[me]; to the replica whose source is me
+    const std::uint8_t *from = apart();
+    check(api.ncclGroupStart(), "ncclGroupStart");
+    for (std::uint32_t to = 0; to < s.sources.size(); ++to)
+      if (s.sources[to] == state_->replica)
+        check(api.ncclSend(from, s.elements, type, int(to), comm, stream), "ncclSend");
+    check(api.ncclRecv(result, s.elements, type, int(s.sources.at(state_->replica)), comm,
+                       stream),
+          "ncclRecv");
+    settle(comm, api.ncclGroupEnd(), "ncclGroupEnd");
+    return;
+  }
   default:
     throw internal_error("NCCL: kernel '" + k.name + "' is not a collective");
   }
@@ -292,6 +396,8 @@ CudaCollectives::CudaCollectives(const CompiledGraph &graph, std::uint8_t *, uns
 }
 
 CudaCollectives::~CudaCollectives() = default;
+
+void CudaCollectives::abort(const std::string &) {}
 
 void CudaCollectives::enqueue(cudaStream_t, std::uint32_t) {}
 
