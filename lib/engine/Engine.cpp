@@ -64,6 +64,7 @@ EngineImpl::EngineImpl(std::unique_ptr<CompiledGraph> compiled, const EngineOpti
     for (const Replica &replica : replicas_)
       indices.push_back(replica.index);
     meeting_ = std::make_unique<ReplicaMeeting>(std::move(indices));
+    together_.assign(replicas_.size(), {});
     if (!overMpi_)
       transport_ = std::make_unique<InProcessTransport>();
   }

@@ -116,6 +116,21 @@ private:
   RunClock::time_point collectiveDeadline(RunClock::time_point start) const;
   // Runs collective `index` (k) of an engine of one replica straight on the executor's host
   // memory, when the transport can (CollectiveTransport::allReduceDirect); false otherwise.
+  // In process, for every replica of this engine at once (transport of one rank): a collective
+  // that collective::direct allows, run straight on the replicas' executors' host memory, each
+  // replica reducing its chunk of every replica's data in replica order and then copying the
+  // others' chunks (all-reduce), or copying every replica's data (all-gather), between barriers
+  // of the meeting. The same bytes as the meeting's path, without its copies. False (on every
+  // replica alike) when some replica's memory is not the host's or its data and result overlap
+  // where that cannot work.
+  bool runTogether(Replica &r, const CompiledKernel &k, std::uint32_t index,
+                   RunClock::time_point deadline);
+  struct TogetherSlot { // a replica's operands for runTogether, in its executor's host memory
+    const std::uint8_t *data = nullptr;
+    std::uint8_t *result = nullptr;
+    bool usable = false;
+  };
+  std::vector<TogetherSlot> together_; // by local replica
   bool runDirectly(Replica &r, const CompiledKernel &k, std::uint32_t index,
                    RunClock::time_point deadline);
   // Raises at load when the graph has collectives and this engine runs only some replicas.

@@ -454,6 +454,117 @@ TEST_CASE("allReduce adds in replica order, so every replica has the same bits",
   }
 }
 
+TEST_CASE("large all-reduces and all-gathers, run on the replicas' own memory, keep replica "
+          "order",
+          "[correctness][replication][collectives]") {
+  if (aspen::test::skipOnGpuRun())
+    return;
+  // Big enough (200 KB a tensor) for the in-process path that works on the executors' memory:
+  // each replica reduces its chunk (bounds on multiples of 64 elements, uneven for 3 replicas
+  // and 50001 elements) of every replica's data in replica order, then copies the others'.
+  // The reference adds in replica order on the host; every seventh element is 1, 1e8, -1e8,
+  // which gives 0 in that order and 1 in any order that adds the large ones first.
+  constexpr unsigned R = 3;
+  constexpr std::size_t n = 50001, gathered = 20000;
+  Graph g(Target::createGeneric(4), replication_factor(R));
+  ops::addCodelets(g);
+  Tensor x = g.addVariable(FLOAT, {n}, "x");
+  Tensor y = g.addVariable(FLOAT, {n}, "y");
+  Tensor m = g.addVariable(FLOAT, {n}, "m");
+  Tensor h = g.addVariable(HALF, {n}, "h");
+  Tensor k = g.addVariable(INT, {n}, "k");
+  Tensor a = g.addVariable(FLOAT, {gathered}, "a");
+  unsigned tile = 0;
+  for (const Tensor &t : {x, y, m, k, h, a})
+    g.setTileMapping(t, tile++ % 4);
+  program::Sequence prog, twice;
+  collectives::allReduceInPlaceCrossReplica(g, x, CollectiveOperator::ADD, twice, "sum");
+  prog.add(program::Repeat(2, twice));
+  collectives::allReduceToDestinationCrossReplica(g, y, m, CollectiveOperator::MEAN, prog, "mean");
+  collectives::allReduceInPlaceCrossReplica(g, h, CollectiveOperator::ADD, prog, "half");
+  collectives::allReduceInPlaceCrossReplica(g, k, CollectiveOperator::MIN, prog, "min");
+  Tensor all = collectives::allGatherCrossReplica(g, a, prog, "gather");
+  g.setTileMapping(all, 2);
+  g.createHostWrite("x", x);
+  g.createHostWrite("y", y);
+  g.createHostWrite("h", h);
+  g.createHostWrite("k", k);
+  g.createHostWrite("a", a);
+  g.createHostRead("xOut", x);
+  g.createHostRead("m", m);
+  g.createHostRead("hOut", h);
+  g.createHostRead("kOut", k);
+  g.createHostRead("all", all);
+  Engine e(g, prog);
+  e.load(Device::createCPUDevice());
+
+  std::vector<std::vector<float>> xs(R, std::vector<float>(n)), ys = xs, as(R);
+  std::vector<std::vector<half>> hs(R, std::vector<half>(n));
+  std::vector<std::vector<int>> ks(R, std::vector<int>(n));
+  std::uint32_t seed = 12345;
+  const auto next = [&] { return (seed = seed * 1664525u + 1013904223u) >> 8; };
+  const float cancel[R] = {1.0f, 1e8f, -1e8f};
+  for (unsigned r = 0; r < R; ++r) {
+    for (std::size_t i = 0; i < n; ++i) {
+      xs[r][i] = i % 7 == 0 ? cancel[r] : float(int(next() % 2001) - 1000) * 0.37f;
+      ys[r][i] = i % 5 == 0 ? cancel[r] : float(int(next() % 2001) - 1000) * 0.11f;
+      hs[r][i] = half(float(int(next() % 201) - 100) * 0.125f);
+      ks[r][i] = int(next() % 100001) - 50000;
+    }
+    as[r].resize(gathered);
+    for (std::size_t i = 0; i < gathered; ++i)
+      as[r][i] = float(r * gathered + i);
+  }
+  for (unsigned run = 0; run < 2; ++run) {
+    INFO("run " << run);
+    for (unsigned r = 0; r < R; ++r) {
+      e.writeTensor("x", r, xs[r].data(), xs[r].data() + n);
+      e.writeTensor("y", r, ys[r].data(), ys[r].data() + n);
+      e.writeTensor("h", r, hs[r].data(), hs[r].data() + n);
+      e.writeTensor("k", r, ks[r].data(), ks[r].data() + n);
+      e.writeTensor("a", r, as[r].data(), as[r].data() + gathered);
+    }
+    e.run();
+    for (unsigned r = 0; r < R; ++r) {
+      INFO("replica " << r);
+      std::vector<float> xOut(n), mOut(n), allOut(R * gathered);
+      std::vector<half> hOut(n);
+      std::vector<int> kOut(n);
+      e.readTensor("xOut", r, xOut.data(), xOut.data() + n);
+      e.readTensor("m", r, mOut.data(), mOut.data() + n);
+      e.readTensor("hOut", r, hOut.data(), hOut.data() + n);
+      e.readTensor("kOut", r, kOut.data(), kOut.data() + n);
+      e.readTensor("all", r, allOut.data(), allOut.data() + allOut.size());
+      std::size_t wrong = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        float sum = xs[0][i]; // twice: the sum, then three times it, in replica order
+        for (unsigned q = 1; q < R; ++q)
+          sum += xs[q][i];
+        const float again = (sum + sum) + sum;
+        float mean = ys[0][i];
+        for (unsigned q = 1; q < R; ++q)
+          mean += ys[q][i];
+        mean /= float(R);
+        float halves = float(hs[0][i]);
+        for (unsigned q = 1; q < R; ++q)
+          halves += float(hs[q][i]);
+        const half halfSum(halves);
+        const int least = std::min({ks[0][i], ks[1][i], ks[2][i]});
+        wrong += xOut[i] != again || mOut[i] != mean ||
+                 std::memcmp(&hOut[i], &halfSum, sizeof halfSum) != 0 || kOut[i] != least;
+        if (i % 7 == 0)
+          wrong += xOut[i] != 0.0f; // the cancelling elements: replica order gives 0
+      }
+      CHECK(wrong == 0);
+      std::size_t gatheredWrong = 0;
+      for (unsigned q = 0; q < R; ++q)
+        for (std::size_t i = 0; i < gathered; ++i)
+          gatheredWrong += allOut[q * gathered + i] != as[q][i];
+      CHECK(gatheredWrong == 0);
+    }
+  }
+}
+
 TEST_CASE("allReduce in place, to a destination, and inside a Repeat",
           "[correctness][replication][collectives]") {
   if (aspen::test::skipOnGpuRun())
