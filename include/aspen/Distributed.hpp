@@ -47,7 +47,9 @@ private:
   std::string launcher_;
 };
 
-// Whether this build of Aspen has the MPI transport (CMake option ASPEN_MPI).
+// Whether this build of Aspen has the MPI transport (CMake option ASPEN_MPI): the plugin
+// <libdir>/aspen/libaspen_mpi.so, which libaspen opens when an engine first needs MPI (an
+// aspen::error then names the file and why, if it cannot be loaded: its libmpi missing).
 ASPEN_API bool mpiBuilt();
 
 } // namespace aspen::dist

@@ -172,3 +172,31 @@ TEST_CASE("an engine whose replicas a launch without MPI would spread refuses, n
   requireMessage([&] { onDevice.load(Device::createCPUDevice()); },
                  {"aspen.collectives.onDevice is true", "cannot run its collectives itself"});
 }
+
+TEST_CASE("an MPI launch whose transport cannot be loaded says which file, why and what to do",
+          "[world]") {
+  // libaspen opens the MPI transport (libaspen_mpi.so) only for an engine over MPI; here it
+  // points at a file that is not there. (A launch faked by its variables: nothing starts MPI.)
+  const Launch mpirun({{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2"},
+                       {"OMPI_COMM_WORLD_LOCAL_RANK", "0"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}});
+  const char *old = std::getenv("ASPEN_MPI_PLUGIN");
+  const std::string saved = old ? old : "";
+  setenv("ASPEN_MPI_PLUGIN", "/nonexistent/libaspen_mpi.so", 1);
+  Graph graph(Target::createGeneric(1), replication_factor(2));
+  Tensor x = graph.addVariable(FLOAT, {4}, "x");
+  graph.setTileMapping(x, 0);
+  program::Sequence prog;
+  collectives::allReduceInPlaceCrossReplica(graph, x, collectives::CollectiveOperator::ADD, prog);
+  if (dist::mpiBuilt())
+    requireMessage([&] { Engine e(graph, prog); },
+                   {"spread over the ranks of an MPI launch", "/nonexistent/libaspen_mpi.so",
+                    "cannot be loaded", "ASPEN_MPI_PLUGIN"});
+  else
+    requireMessage([&] { Engine e(graph, prog); }, {"built without MPI"});
+  // Every replica in this process needs no MPI.
+  CHECK_NOTHROW(Engine(graph, prog, {{"aspen.collectives.transport", "threads"}}));
+  if (old)
+    setenv("ASPEN_MPI_PLUGIN", saved.c_str(), 1);
+  else
+    unsetenv("ASPEN_MPI_PLUGIN");
+}

@@ -12,7 +12,7 @@
 //    ring all-reduce and the result is bitwise the in-process one. A broadcast is an
 //    MPI_Ibcast; anything else gathers every replica's contribution (MPI_Iallgatherv) and makes
 //    the whole from them.
-#include "engine/mpi/MpiTransport.hpp"
+#include "engine/mpi/MpiPlugin.hpp"
 #include "engine/mpi/MpiRuntime.hpp"
 
 #include <aspen/Distributed.hpp>
@@ -26,8 +26,6 @@
 #include <optional>
 
 namespace aspen {
-
-bool dist::mpiBuilt() { return true; }
 
 namespace detail {
 
@@ -672,11 +670,9 @@ collective::Bytes MpiTransport::exchange(const CompiledKernel &k, std::uint32_t 
   return gather(k, local, what, deadline);
 }
 
-} // namespace
+void startRuntime() { Runtime::get(); }
 
-void startMpi() { Runtime::get(); }
-
-std::unique_ptr<CollectiveTransport> joinMpi(const MpiJoin &join) {
+CollectiveTransport *joinEngine(const MpiJoin &join) {
   Runtime &rt = Runtime::get();
   if (join.localReplicas > 1 && rt.threadLevel() < MPI_THREAD_SERIALIZED)
     throw error("Engine::load: this rank runs " + std::to_string(join.localReplicas) +
@@ -723,9 +719,20 @@ std::unique_ptr<CollectiveTransport> joinMpi(const MpiJoin &join) {
                 "within " + seconds(join.timeoutSeconds) + " s");
   }
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-  return std::make_unique<MpiTransport>(joins, comm, join.timeoutSeconds);
+  return new MpiTransport(joins, comm, join.timeoutSeconds);
 }
+
+} // namespace
 
 } // namespace detail
 
 } // namespace aspen
+
+// The plugin's entry point (MpiPlugin.hpp): the only symbol libaspen_mpi.so exports.
+extern "C" __attribute__((visibility("default"))) const aspen::detail::MpiPlugin *
+aspen_mpi_plugin() {
+  static const aspen::detail::MpiPlugin table{aspen::detail::kMpiPluginVersion,
+                                              &aspen::detail::startRuntime,
+                                              &aspen::detail::joinEngine};
+  return &table;
+}
