@@ -10,6 +10,7 @@
 #include "FuzzCommon.hpp"
 
 #include "codelets/ContentHash.hpp"
+#include "compiler/CompiledGraph.hpp"
 
 #include <aspen/Engine.hpp>
 
@@ -23,7 +24,7 @@ namespace {
 
 std::string frame(std::string_view body) {
   std::string s("ASPENEXE", 8);
-  const std::uint32_t version = 10; // Serialize.cpp's kFormatVersion (make_deserialize_seeds.cpp)
+  const std::uint32_t version = aspen::detail::kExecutableFormatVersion;
   s.append(reinterpret_cast<const char *>(&version), sizeof version);
   s.append(body);
   const std::uint64_t checksum = aspen::detail::ContentHash().add(body).value();

@@ -1,14 +1,16 @@
 // Writes the seed corpus of the deserialize harness (fuzz/corpus/deserialize), made anew whenever
-// the executable format changes (Serialize.cpp's kFormatVersion; fuzz_deserialize.cpp frames
-// inputs with the same version). Two executables without codelet libraries (the seeds carry
-// none), each as given ("-raw": first byte odd) and as a body for the harness to frame
-// ("-framed": first byte even), and two regressions made from them:
+// the executable format changes (kExecutableFormatVersion, lib/compiler/CompiledGraph.hpp; the
+// harness frames inputs with it, and the unit test "the deserialize fuzzer's seeds are of the
+// executable format" fails when the seeds are of another). Three executables without codelet
+// libraries (the seeds carry none), each as given ("-raw": first byte odd) and as a body for the
+// harness to frame ("-framed": first byte even), and two regressions made from them:
 //  - regression-region-overflow: a reversed copy's stride set so that its last element's offset
 //    overflows 64-bit arithmetic (validate() once computed region ends in wrapping arithmetic);
 //  - regression-trailing-bytes: bytes after the executable, before the checksum (once ignored).
 // Build and run against a build tree, from the source root:
 //   g++ -std=c++17 -Iinclude fuzz/make_deserialize_seeds.cpp -Lbuild/lib -laspen \
 //       -Wl,-rpath,$PWD/build/lib -o /tmp/make_seeds && /tmp/make_seeds fuzz/corpus/deserialize
+#include <aspen/Collectives.hpp>
 #include <aspen/Engine.hpp>
 #include <aspen/Graph.hpp>
 #include <aspen/Kernels.hpp>
@@ -74,6 +76,36 @@ std::string controlExecutable() {
   return s.str();
 }
 
+// A replicated graph: collectives of every kind, over groups, a cross-replica copy and a
+// replicated stream (the collectives' shapes, groups and copy map).
+std::string collectivesExecutable() {
+  Graph g(Target::createGeneric(2), replication_factor(4));
+  using collectives::CollectiveOperator;
+  using collectives::CommGroup;
+  using collectives::CommGroupType;
+  Tensor x = mapped(g, g.addVariable(FLOAT, {8}, "x"), 0);
+  Tensor h = mapped(g, g.addVariable(HALF, {6}, "h"), 1);
+  Tensor k = mapped(g, g.addVariable(INT, {4, 2}, "k"), 1);
+  Tensor d = mapped(g, g.addVariable(FLOAT, {8}, "d"), 1);
+  g.createHostWrite("x", x);
+  DataStream in = g.addHostToDeviceFIFO("in", FLOAT, 8);
+  Sequence prog({Copy(in, x)});
+  collectives::allReduceInPlaceCrossReplica(g, x, CollectiveOperator::MEAN, prog);
+  mapped(g, collectives::allReduceCrossReplica(g, h, CollectiveOperator::MAX, prog,
+                                                CommGroup(CommGroupType::CONSECUTIVE, 2)),
+         1);
+  mapped(g, collectives::reduceScatterCrossReplica(g, x, CollectiveOperator::ADD, prog,
+                                                    CommGroup(CommGroupType::ORTHOGONAL, 2)),
+         0);
+  mapped(g, collectives::allGatherCrossReplica(g, h, prog), 0);
+  mapped(g, collectives::broadcastCrossReplica(g, x, prog, 3), 1);
+  mapped(g, collectives::allToAllCrossReplica(g, k, prog), 0);
+  prog.add(CrossReplicaCopy(x, d, {{0, 1}, {1, 2}, {2, 3}, {3, 0}}));
+  std::ostringstream s;
+  compileGraph(g, {prog}).serialize(s);
+  return s.str();
+}
+
 void write(const std::string &folder, const std::string &name, char first,
            const std::string &bytes) {
   std::ofstream file(folder + "/" + name, std::ios::binary);
@@ -108,14 +140,17 @@ int main(int argc, char **argv) {
     return 2;
   }
   const std::string folder = argv[1];
-  const std::string copies = copiesExecutable(), control = controlExecutable();
+  const std::string copies = copiesExecutable(), control = controlExecutable(),
+                    replicated = collectivesExecutable();
   write(folder, "copies-raw", 1, copies);
   write(folder, "copies-framed", 0, body(copies));
   write(folder, "control-raw", 1, control);
   write(folder, "control-framed", 0, body(control));
+  write(folder, "collectives-raw", 1, replicated);
+  write(folder, "collectives-framed", 0, body(replicated));
   write(folder, "regression-region-overflow", 0,
         withStride(body(copies), INT64_MIN / 2 + 1));
   write(folder, "regression-trailing-bytes", 0, body(control) + std::string(16, '\x5a'));
-  std::printf("wrote 6 seeds to %s\n", folder.c_str());
+  std::printf("wrote 8 seeds to %s\n", folder.c_str());
   return 0;
 }

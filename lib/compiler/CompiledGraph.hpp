@@ -584,4 +584,10 @@ template <> struct Members<CompiledGraph> {
 // same graph compiled by the same build, whichever process compiled it.
 std::uint64_t fingerprint(const CompiledGraph &graph);
 
+// The version of the serialised executable's format (Serialize.cpp's history of it): a stream
+// of another version is refused. The deserialize fuzzer frames its inputs with it, and its seed
+// corpus (fuzz/make_deserialize_seeds.cpp) is made again whenever it changes (a unit test
+// checks the seeds' version).
+inline constexpr std::uint32_t kExecutableFormatVersion = 19;
+
 } // namespace aspen::detail

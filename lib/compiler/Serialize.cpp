@@ -38,7 +38,8 @@ constexpr char kMagic[8] = {'A', 'S', 'P', 'E', 'N', 'E', 'X', 'E'};
 // 18: StreamInfo::broadcast (ReplicatedStreamMode)
 // 19: collectives' replica groups and CrossReplicaCopy's map (CollectiveShape), the AllToAll
 // and CrossReplicaCopy kernels
-constexpr std::uint32_t kFormatVersion = 19;
+// (kExecutableFormatVersion, CompiledGraph.hpp)
+constexpr std::uint32_t kFormatVersion = kExecutableFormatVersion;
 
 class Writer {
 public:
