@@ -241,8 +241,8 @@ int bytesCount(std::size_t bytes, const std::string &what) {
 
 class MpiTransport final : public CollectiveTransport {
 public:
-  MpiTransport(const std::vector<Joined> &joins, MPI_Comm comm, double timeout)
-      : rt_(Runtime::get()), comm_(comm), me_(rt_.rank()), ranks_(rt_.size()),
+  MpiTransport(const std::vector<Joined> &joins, MPI_Comm comm, unsigned engine, double timeout)
+      : rt_(Runtime::get()), comm_(comm), engine_(engine), me_(rt_.rank()), ranks_(rt_.size()),
         timeout_(timeout), arrivals_(std::size_t(ranks_)), goes_(std::size_t(ranks_)),
         left_(std::size_t(ranks_)),
         aborted_(std::size_t(ranks_)) {
@@ -277,7 +277,12 @@ private:
   struct Control {
     std::uint32_t type = 0, kernel = 0;
     std::uint64_t sequence = 0;
-    std::uint32_t run = 0, pad = 0;
+    std::uint32_t run = 0;
+    // The engine's number (engines join in the same order on every rank): a message of an
+    // engine since destroyed can arrive on this one's communicator (MPI reuses a freed
+    // communicator's context, and a last LEAVE or ABORT may still be on its way), and is
+    // dropped.
+    std::uint32_t engine = 0;
     char text[480] = {};
   };
   void sendAll(std::uint32_t type, std::uint32_t kernel, const std::string &text);
@@ -306,6 +311,7 @@ private:
 
   Runtime &rt_;
   MPI_Comm comm_;
+  unsigned engine_;
   int me_, ranks_;
   double timeout_;
   unsigned replicas_ = 0;
@@ -325,6 +331,7 @@ MpiTransport::~MpiTransport() {
       if (broken_.empty()) {
         Control c;
         c.type = kLeave;
+        c.engine = engine_;
         std::snprintf(c.text, sizeof c.text, "left: its engine was destroyed after %u run%s", run_,
                       run_ == 1 ? "" : "s");
         std::vector<char> bytes(sizeof c);
@@ -355,6 +362,7 @@ void MpiTransport::sendAll(std::uint32_t type, std::uint32_t kernel, const std::
   c.kernel = kernel;
   c.sequence = sequence_;
   c.run = run_;
+  c.engine = engine_;
   std::snprintf(c.text, sizeof c.text, "%s", text.c_str());
   std::vector<char> bytes(sizeof c);
   std::memcpy(bytes.data(), &c, sizeof c);
@@ -374,6 +382,8 @@ void MpiTransport::drain() {
     MPI_Recv(&c, int(sizeof c), MPI_BYTE, status.MPI_SOURCE, kControlTag, comm_,
              MPI_STATUS_IGNORE);
     c.text[sizeof c.text - 1] = 0;
+    if (c.engine != engine_)
+      continue; // an earlier engine's, late
     const std::size_t from = std::size_t(status.MPI_SOURCE);
     if (c.type == kArrive)
       arrivals_[from].push_back(c);
@@ -719,7 +729,7 @@ CollectiveTransport *joinEngine(const MpiJoin &join) {
                 "within " + seconds(join.timeoutSeconds) + " s");
   }
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-  return new MpiTransport(joins, comm, join.timeoutSeconds);
+  return new MpiTransport(joins, comm, engine, join.timeoutSeconds);
 }
 
 } // namespace
