@@ -117,10 +117,11 @@ private:
   // Runs collective `index` (k) of an engine of one replica straight on the executor's host
   // memory, when the transport can (CollectiveTransport::allReduceDirect); false otherwise.
   // In process, for every replica of this engine at once (transport of one rank): a collective
-  // that collective::direct allows, run straight on the replicas' executors' host memory, each
-  // replica reducing its chunk of every replica's data in replica order and then copying the
-  // others' chunks (all-reduce), or copying every replica's data (all-gather), between barriers
-  // of the meeting. The same bytes as the meeting's path, without its copies. False (on every
+  // that collective::direct allows, or an ungrouped reduce-scatter or broadcast, of 64 KB or
+  // more, run straight on the replicas' executors' host memory, each replica reducing its chunk
+  // of every replica's data in replica order and then copying the others' chunks (all-reduce),
+  // reducing its own piece (reduce-scatter), or copying every replica's data (all-gather) or the
+  // root's (broadcast), between barriers of the meeting. The same bytes as the meeting's path, without its copies. False (on every
   // replica alike) when some replica's memory is not the host's or its data and result overlap
   // where that cannot work.
   bool runTogether(Replica &r, const CompiledKernel &k, std::uint32_t index,

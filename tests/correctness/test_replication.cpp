@@ -454,8 +454,8 @@ TEST_CASE("allReduce adds in replica order, so every replica has the same bits",
   }
 }
 
-TEST_CASE("large all-reduces and all-gathers, run on the replicas' own memory, keep replica "
-          "order",
+TEST_CASE("large all-reduces, all-gathers, reduce-scatters and broadcasts, run on the "
+          "replicas' own memory, keep replica order",
           "[correctness][replication][collectives]") {
   if (aspen::test::skipOnGpuRun())
     return;
@@ -465,7 +465,7 @@ TEST_CASE("large all-reduces and all-gathers, run on the replicas' own memory, k
   // The reference adds in replica order on the host; every seventh element is 1, 1e8, -1e8,
   // which gives 0 in that order and 1 in any order that adds the large ones first.
   constexpr unsigned R = 3;
-  constexpr std::size_t n = 50001, gathered = 20000;
+  constexpr std::size_t n = 50001, gathered = 20000, scattered = 50000;
   Graph g(Target::createGeneric(4), replication_factor(R));
   ops::addCodelets(g);
   Tensor x = g.addVariable(FLOAT, {n}, "x");
@@ -474,9 +474,11 @@ TEST_CASE("large all-reduces and all-gathers, run on the replicas' own memory, k
   Tensor h = g.addVariable(HALF, {n}, "h");
   Tensor k = g.addVariable(INT, {n}, "k");
   Tensor a = g.addVariable(FLOAT, {gathered}, "a");
+  Tensor z = g.addVariable(FLOAT, {scattered}, "z");
   unsigned tile = 0;
   for (const Tensor &t : {x, y, m, k, h, a})
     g.setTileMapping(t, tile++ % 4);
+  g.setTileMapping(z, 3);
   program::Sequence prog, twice;
   collectives::allReduceInPlaceCrossReplica(g, x, CollectiveOperator::ADD, twice, "sum");
   prog.add(program::Repeat(2, twice));
@@ -485,11 +487,20 @@ TEST_CASE("large all-reduces and all-gathers, run on the replicas' own memory, k
   collectives::allReduceInPlaceCrossReplica(g, k, CollectiveOperator::MIN, prog, "min");
   Tensor all = collectives::allGatherCrossReplica(g, a, prog, "gather");
   g.setTileMapping(all, 2);
+  // Reduce-scatter: pieces of 16667, the last one a zero short; broadcast from replica 2.
+  Tensor piece = collectives::reduceScatterCrossReplica(g, z, CollectiveOperator::ADD, prog,
+                                                        "scatter");
+  g.setTileMapping(piece, 3);
+  Tensor root = collectives::broadcastCrossReplica(g, a, prog, 2, "broadcast");
+  g.setTileMapping(root, 1);
   g.createHostWrite("x", x);
   g.createHostWrite("y", y);
   g.createHostWrite("h", h);
   g.createHostWrite("k", k);
   g.createHostWrite("a", a);
+  g.createHostWrite("z", z);
+  g.createHostRead("piece", piece);
+  g.createHostRead("root", root);
   g.createHostRead("xOut", x);
   g.createHostRead("m", m);
   g.createHostRead("hOut", h);
@@ -498,7 +509,8 @@ TEST_CASE("large all-reduces and all-gathers, run on the replicas' own memory, k
   Engine e(g, prog);
   e.load(Device::createCPUDevice());
 
-  std::vector<std::vector<float>> xs(R, std::vector<float>(n)), ys = xs, as(R);
+  std::vector<std::vector<float>> xs(R, std::vector<float>(n)), ys = xs, as(R),
+      zs(R, std::vector<float>(scattered));
   std::vector<std::vector<half>> hs(R, std::vector<half>(n));
   std::vector<std::vector<int>> ks(R, std::vector<int>(n));
   std::uint32_t seed = 12345;
@@ -511,6 +523,8 @@ TEST_CASE("large all-reduces and all-gathers, run on the replicas' own memory, k
       hs[r][i] = half(float(int(next() % 201) - 100) * 0.125f);
       ks[r][i] = int(next() % 100001) - 50000;
     }
+    for (std::size_t i = 0; i < scattered; ++i)
+      zs[r][i] = i % 3 == 0 ? cancel[r] : float(int(next() % 2001) - 1000) * 0.23f;
     as[r].resize(gathered);
     for (std::size_t i = 0; i < gathered; ++i)
       as[r][i] = float(r * gathered + i);
@@ -523,6 +537,7 @@ TEST_CASE("large all-reduces and all-gathers, run on the replicas' own memory, k
       e.writeTensor("h", r, hs[r].data(), hs[r].data() + n);
       e.writeTensor("k", r, ks[r].data(), ks[r].data() + n);
       e.writeTensor("a", r, as[r].data(), as[r].data() + gathered);
+      e.writeTensor("z", r, zs[r].data(), zs[r].data() + scattered);
     }
     e.run();
     for (unsigned r = 0; r < R; ++r) {
@@ -561,6 +576,23 @@ TEST_CASE("large all-reduces and all-gathers, run on the replicas' own memory, k
         for (std::size_t i = 0; i < gathered; ++i)
           gatheredWrong += allOut[q * gathered + i] != as[q][i];
       CHECK(gatheredWrong == 0);
+      constexpr std::size_t pieceSize = (scattered + R - 1) / R;
+      std::vector<float> pieceOut(pieceSize), rootOut(gathered);
+      e.readTensor("piece", r, pieceOut.data(), pieceOut.data() + pieceSize);
+      e.readTensor("root", r, rootOut.data(), rootOut.data() + gathered);
+      std::size_t pieceWrong = 0;
+      for (std::size_t i = 0; i < pieceSize; ++i) {
+        const std::size_t at = r * pieceSize + i;
+        float sum = 0; // past the data's end: zero
+        if (at < scattered) {
+          sum = zs[0][at];
+          for (unsigned q = 1; q < R; ++q)
+            sum += zs[q][at];
+        }
+        pieceWrong += pieceOut[i] != sum;
+      }
+      CHECK(pieceWrong == 0);
+      CHECK(rootOut == as[2]);
     }
   }
 }
