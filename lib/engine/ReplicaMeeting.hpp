@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -48,7 +49,10 @@ private:
   std::vector<std::int64_t> at_; // the collective each replica waits at, -1: none
   std::vector<std::string> atName_, left_;
   unsigned arrived_ = 0;
-  std::uint64_t round_ = 0; // completed collectives
+  // Completed collectives; written with the lock held, read without it by a replica spinning
+  // briefly before it sleeps (meet()).
+  std::atomic<std::uint64_t> round_{0};
+  std::atomic<bool> failed_{false}; // failure_ is set
   Bytes result_;
   std::string failure_;
 };
