@@ -106,10 +106,8 @@ bool EngineImpl::runTogether(Replica &r, const CompiledKernel &k, std::uint32_t 
                    [](const std::vector<collective::Bytes> &) { return collective::Bytes{}; },
                    until, options_.collectivesTimeout);
   };
-  const auto soon = [&] {
-    return RunClock::now() + std::chrono::duration_cast<RunClock::duration>(
-                                 std::chrono::duration<double>(options_.collectivesTimeout));
-  };
+  // Between phases the others are working, not missing: a fresh deadline for each barrier.
+  const auto soon = [&] { return collectiveDeadline(RunClock::now()); };
   barrier(deadline);
   for (const TogetherSlot &slot : together_)
     if (!slot.usable)
@@ -167,12 +165,11 @@ RunClock::time_point EngineImpl::collectiveDeadline(RunClock::time_point start) 
   return deadline_ ? std::min(deadline, *deadline_) : deadline;
 }
 
-bool EngineImpl::arriveAtSubtree(std::uint32_t step) {
+void EngineImpl::arriveAtSubtree(std::uint32_t step) {
   if (firstCollective_.empty() || firstCollective_[step] == kNoCollective)
-    return true;
+    return;
   const std::uint32_t index = firstCollective_[step];
   transport_->arrive(compiled_->kernels[index], index, collectiveDeadline(RunClock::now()));
-  return true;
 }
 
 double EngineImpl::runCollective(Replica &r, std::uint32_t index) {

@@ -110,8 +110,8 @@ private:
   double runCollective(Replica &r, std::uint32_t index);
   // Before device subtree `step` runs as one graph: when it holds collectives, waits for every
   // rank to arrive at its first (the others follow in a fixed order: no control flow is around
-  // them, DeviceSubtrees.hpp). Returns true.
-  bool arriveAtSubtree(std::uint32_t step);
+  // them, DeviceSubtrees.hpp).
+  void arriveAtSubtree(std::uint32_t step);
   // When a collective started at `start` must have met the other replicas.
   RunClock::time_point collectiveDeadline(RunClock::time_point start) const;
   // Runs collective `index` (k) of an engine of one replica straight on the executor's host

@@ -187,13 +187,17 @@ void EngineImpl::runStep(Replica &r, std::uint32_t index) {
   if (deadline_ && start >= *deadline_)
     throw runtime_error("it was stopped between steps of the program");
   invalidate(r, step.invalidates);
-  if (offeredAsDeviceSubtree(*compiled_, deviceOnly_, index) && arriveAtSubtree(index) &&
-      r.executor->runDeviceSubtree(index)) {
-    const double seconds = secondsSince(start);
-    profile.steps[index].add(seconds);
-    profile.deviceSubtrees.add(seconds);
-    recordEvent(r, ExecutionProfile::Event::Kind::DeviceGraph, index, start);
-    return;
+  // Only an executor that runs device subtrees is offered them (loadReplicas), and it runs
+  // every one: the ranks arrive at a subtree's collectives before it runs.
+  if (offeredAsDeviceSubtree(*compiled_, deviceOnly_, index)) {
+    arriveAtSubtree(index);
+    if (r.executor->runDeviceSubtree(index)) {
+      const double seconds = secondsSince(start);
+      profile.steps[index].add(seconds);
+      profile.deviceSubtrees.add(seconds);
+      recordEvent(r, ExecutionProfile::Event::Kind::DeviceGraph, index, start);
+      return;
+    }
   }
   switch (step.kind) {
   case StepKind::Sequence:

@@ -80,10 +80,7 @@ const Cudnn *cudnn(std::string &why) {
       failure = "cannot open " + name + " (" + tried + "); set ASPEN_CUDNN_LIBRARY to it";
       return;
     }
-#define ASPEN_CUDNN_RESOLVE(fn)                                                                   \
-  api.fn = reinterpret_cast<decltype(api.fn)>(dlsym(handle, #fn));                                \
-  if (!api.fn && failure.empty())                                                                 \
-    failure = name + " has no " #fn;
+#define ASPEN_CUDNN_RESOLVE(fn) resolveSymbol(handle, api.fn, #fn, name, failure);
     ASPEN_CUDNN_FUNCTIONS(ASPEN_CUDNN_RESOLVE)
 #undef ASPEN_CUDNN_RESOLVE
     if (failure.empty() && api.cudnnGetVersion() / 10000 != CUDNN_MAJOR)

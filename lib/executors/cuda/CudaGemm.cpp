@@ -51,10 +51,7 @@ const CublasLt &cublasLt() {
       failure = "cannot open " + name + " (" + tried + ")";
       return;
     }
-#define ASPEN_CUBLASLT_RESOLVE(fn)                                                                 \
-  api.fn = reinterpret_cast<decltype(api.fn)>(dlsym(handle, #fn));                                 \
-  if (!api.fn && failure.empty())                                                                  \
-    failure = name + " has no " #fn;
+#define ASPEN_CUBLASLT_RESOLVE(fn) resolveSymbol(handle, api.fn, #fn, name, failure);
     ASPEN_CUBLASLT_FUNCTIONS(ASPEN_CUBLASLT_RESOLVE)
 #undef ASPEN_CUBLASLT_RESOLVE
   });

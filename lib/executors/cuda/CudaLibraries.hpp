@@ -41,4 +41,14 @@ inline void *openFirstLibrary(const std::vector<std::string> &candidates, const 
   return nullptr;
 }
 
+// Points `fn` at `symbol` of the library `handle` opened (`library` in messages); the first
+// symbol a library lacks is named in `failure` (left as it is once set).
+template <class Fn>
+void resolveSymbol(void *handle, Fn &fn, const char *symbol, const std::string &library,
+                   std::string &failure) {
+  fn = reinterpret_cast<Fn>(dlsym(handle, symbol));
+  if (!fn && failure.empty())
+    failure = library + " has no " + symbol;
+}
+
 } // namespace aspen::detail

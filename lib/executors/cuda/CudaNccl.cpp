@@ -52,10 +52,7 @@ const Nccl &nccl() {
       failure = "cannot open " + name + " (" + tried + ")";
       return;
     }
-#define ASPEN_NCCL_RESOLVE(fn)                                                                    \
-  api.fn = reinterpret_cast<decltype(api.fn)>(dlsym(handle, #fn));                                \
-  if (!api.fn && failure.empty())                                                                 \
-    failure = name + " has no " #fn;
+#define ASPEN_NCCL_RESOLVE(fn) resolveSymbol(handle, api.fn, #fn, name, failure);
     ASPEN_NCCL_FUNCTIONS(ASPEN_NCCL_RESOLVE)
 #undef ASPEN_NCCL_RESOLVE
   });
