@@ -47,6 +47,14 @@ run_drivers() {
      && grep -q '"schema": *"aspen.profile/1"' "$work/plan.json" \
      && grep -q "^Memory" "$work/plan.txt") || { cat "$work/plan.txt"; fail "installed aspen-plan ($prefix) failed"; }
   echo "  aspen-plan from $prefix: plans and runs an LSTM"
+  # The MPI transport, when built, is a plugin beside libaspen that finds it from there.
+  local plugin
+  plugin=$(find "$prefix" -path '*/aspen/libaspen_mpi.so' -print -quit)
+  if [ -n "$plugin" ]; then
+    ! ldd "$plugin" | grep -q 'not found' || { ldd "$plugin"; fail "installed $plugin: a library not found"; }
+    ldd "$plugin" | grep -q "libaspen.so.* => $prefix" || fail "installed $plugin does not find $prefix's libaspen"
+    echo "  MPI plugin in $prefix: finds its libaspen"
+  fi
 }
 cmake_consumer() {
   local prefix=$1 build=$2
