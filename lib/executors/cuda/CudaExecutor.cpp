@@ -146,7 +146,7 @@ public:
       (void)collectives_.release();
       return;
     }
-    if (!collectivesAborted_.empty())
+    if (collectives_ && !collectives_->aborted().empty())
       (void)graphs_.release(); // their captured NCCL work names the aborted communicators
     if (stream_)
       cudaSetDevice(int(options_.ordinal)); // what is freed below lives on this executor's GPU
@@ -262,11 +262,11 @@ public:
     useDevice();
     const NvtxRange range("CUDA graph of step '" + graph_->steps[step].name + "'");
     const bool collectives = !firstCollective_.empty() && firstCollective_[step] != kNoCollective;
-    if (collectives && !collectivesAborted_.empty())
+    if (collectives && !collectives_->aborted().empty())
       throw runtime_error("the CUDA graph of step '" + graph_->steps[step].name +
                           "' holds collectives, and the engine's NCCL communicators were "
-                          "aborted when " + collectivesAborted_ + "; this engine refuses further "
-                          "runs (make a new engine on every rank)");
+                          "aborted when " + collectives_->aborted() +
+                          "; this engine refuses further runs (make a new engine on every rank)");
     const CollectivesWait wait(*this, collectives);
     graphs_->launch(step, stream_);
     waitForStream("the CUDA graph of step '" + graph_->steps[step].name + "'");
@@ -330,7 +330,6 @@ private:
     const std::string why = what + " had not completed on the GPU " +
                             fmt::format("{:g} s", collectivesTimeout_) +
                             " after it started (aspen.collectives.timeout)";
-    collectivesAborted_ = why;
     collectivesDeadline_.reset();
     collectives_->abort(why);
     // Aborted, NCCL's kernels return; the rest of the work then drains.
@@ -840,7 +839,6 @@ private:
   double collectivesTimeout_ = 0;                 // seconds (aspen.collectives.timeout)
   std::vector<std::uint32_t> firstCollective_;    // firstCollectives(*graph_) once connected
   std::optional<RunClock::time_point> collectivesDeadline_; // of the work on the stream now
-  std::string collectivesAborted_; // why the communicators were aborted; empty while they work
   const LoadedLibrary *convKernels_ = nullptr; // the Conv module, loaded when a call needs it
   struct FailureOwner {
     std::uint32_t computeSet, launch;

@@ -281,6 +281,8 @@ void CudaCollectives::abort(const std::string &why) {
   state_->abortAll();
 }
 
+const std::string &CudaCollectives::aborted() const { return state_->aborted; }
+
 void CudaCollectives::enqueue(cudaStream_t stream, std::uint32_t index) {
   const Nccl &api = nccl();
   const CompiledKernel &k = state_->graph.kernels[index];
@@ -375,7 +377,9 @@ void CudaCollectives::enqueue(cudaStream_t stream, std::uint32_t index) {
 
 #else // no NCCL in this build
 
-struct CudaCollectives::State {};
+struct CudaCollectives::State {
+  std::string aborted;
+};
 
 std::string CudaCollectives::unsupported(const CompiledGraph &) {
   return "this Aspen was built without NCCL (ASPEN_NCCL=OFF, or no nccl.h when it was "
@@ -395,6 +399,8 @@ CudaCollectives::CudaCollectives(const CompiledGraph &graph, std::uint8_t *, uns
 CudaCollectives::~CudaCollectives() = default;
 
 void CudaCollectives::abort(const std::string &) {}
+
+const std::string &CudaCollectives::aborted() const { return state_->aborted; }
 
 void CudaCollectives::enqueue(cudaStream_t, std::uint32_t) {}
 

@@ -55,6 +55,8 @@ public:
   // return), because of `why` ("collective 'x' had not completed after 30 s"); every later
   // enqueue is refused, naming it.
   void abort(const std::string &why);
+  // Why abort() was called; empty while the communicators work.
+  const std::string &aborted() const;
 
 private:
   struct State;
