@@ -305,6 +305,62 @@ public:
     return loadAcquire(&g->gaveUp) == 0;
   }
 
+  // A warp's tensor-core product D = A B + D of one 16x16 (row-major) half tile A and one 16x8
+  // (column-major) half tile B into a 16x8 float tile D, in mma.sync m16n8k16's fragment layout
+  // (PTX ISA, "Matrix fragments for mma.m16n8k16"): lane l = 4 g + q holds a[0] = A(g, 2q..2q+1),
+  // a[1] = A(g + 8, 2q..), a[2] = A(g, 2q + 8..), a[3] = A(g + 8, 2q + 8..), b[0] = B(2q..2q+1, g),
+  // b[1] = B(2q + 8..2q + 9, g), two halves a register, the lower column or row in the low 16
+  // bits; and d[0..1] = D(g, 2q..2q+1), d[2..3] = D(g + 8, 2q..). Every thread of the block's
+  // full warps calls it together (threadsPerBlock a multiple of 32); `active` false (the same
+  // for a whole warp) makes the call do nothing. On a GPU it is mma.sync (sm_80 and later); on
+  // the host the warp's lanes hand each other their registers through the runner's scratch, so
+  // it is a block barrier there: every thread of the block calls it the same number of times.
+  // The host sums the 16 products (exact in float) in k order, then adds them to d; the GPU's
+  // order inside the instruction is the hardware's, so results agree within float rounding.
+  ASPEN_HD void mmaF16(bool active, const unsigned a[4], const unsigned b[2], float d[4]) const {
+#if defined(__CUDA_ARCH__)
+#if __CUDA_ARCH__ >= 800
+    if (active)
+      asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                   "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+    __trap(); // the builders take the tensor variant on sm_80 and later only
+#endif
+#else
+    unsigned *mine = static_cast<unsigned *>(s_->warpScratch) + 8ull * threadId();
+    for (unsigned i = 0; i < 4; ++i)
+      mine[i] = a[i];
+    mine[4] = b[0];
+    mine[5] = b[1];
+    sync();
+    if (active) {
+      const unsigned *warp = static_cast<const unsigned *>(s_->warpScratch) +
+                             8ull * (threadId() - threadId() % 32);
+      // Element (row, k) of A and (k, col) of B, from the lane holding it.
+      auto elementA = [&](unsigned row, unsigned k) {
+        const unsigned word =
+            warp[8 * ((row % 8) * 4 + (k % 8) / 2) + (row / 8) + 2 * (k / 8)];
+        return detail::halfBitsToFloat((unsigned short)(k % 2 ? word >> 16 : word & 0xffffu));
+      };
+      auto elementB = [&](unsigned k, unsigned col) {
+        const unsigned word = warp[8 * (col * 4 + (k % 8) / 2) + 4 + k / 8];
+        return detail::halfBitsToFloat((unsigned short)(k % 2 ? word >> 16 : word & 0xffffu));
+      };
+      const unsigned lane = threadId() % 32, g = lane / 4, q = lane % 4;
+      for (unsigned i = 0; i < 4; ++i) {
+        const unsigned row = g + 8 * (i / 2), col = 2 * q + i % 2;
+        float sum = 0.0f;
+        for (unsigned k = 0; k < 16; ++k)
+          sum += elementA(row, k) * elementB(k, col);
+        d[i] += sum;
+      }
+    }
+    sync(); // every lane has read the scratch before the next call overwrites it
+#endif
+  }
+
 private:
 #if defined(__CUDA_ARCH__)
   __device__ detail::GridState *grid() const { return grid_; }

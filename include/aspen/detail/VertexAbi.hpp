@@ -49,6 +49,8 @@ struct BlockState {
   void *runner;
   GridState *grid;
   void (*poll)(void *runner, int fresh, unsigned where);
+  // 32 bytes a thread of the block, where Block::mmaF16 hands a warp's registers around.
+  void *warpScratch;
 };
 
 // A block codelet's host entry: one call per thread of a block, all of one block's calls

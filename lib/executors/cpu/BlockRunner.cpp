@@ -301,6 +301,7 @@ private:
     const std::size_t sharedWords = (run.sharedBytes + 15) / 16;
     // Zeroed: a GPU's contents are undefined, so zero is as good as any.
     shared_.assign(ids.size() * sharedWords, Aligned{});
+    warpScratch_.assign(count * 8, 0u); // Block::mmaF16's register exchange
     unsigned char *stacks = stacks_.reserve(count);
     blocks_.assign(ids.size(), GroupBlock{});
     fibers_.assign(count, Fiber{});
@@ -327,7 +328,8 @@ private:
 #endif
         f.block = unsigned(b);
         f.state = {t,        run.threads, ids[b], run.blocks, shared_.data() + b * sharedWords,
-                   run.sharedBytes, &barrier, this, grid, &poll};
+                   run.sharedBytes, &barrier, this, grid, &poll,
+                   warpScratch_.data() + b * run.threads * 8};
         if (getcontext(&f.context) != 0)
           throw runtime_error("block codelet: getcontext failed");
         f.context.uc_stack.ss_sp = stack;
@@ -487,6 +489,7 @@ private:
   std::vector<Fiber> fibers_;
   std::vector<GroupBlock> blocks_;
   std::vector<Aligned> shared_;
+  std::vector<unsigned> warpScratch_;
   StackArena stacks_;
 };
 
