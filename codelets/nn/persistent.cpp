@@ -31,6 +31,85 @@ ASPEN_HD inline float exactFma(float a, float b, float c) {
 #endif
 }
 
+// The tensor variant (field `tensor`; HALF data, threadsPerBlock a multiple of 32): a step's
+// recurrent product of a block is one warp-level product on tensor cores (Block::mmaF16)
+// before the pairs' cells, P[m][n] = sum_k A(m, k) X(n, k) over its M weight rows, the batch's
+// N rows and K, written to shared memory as `splits` partial tiles: the Mp x Np output (M and N
+// rounded up to 16 and 8) in 16 x 8 tiles, each tile's 16-deep k slices cut into `splits`
+// ranges, and the tiles x splits items dealt to the warps in turn. A(m, k) = a(m, k) and
+// X(n, k) = x[n ldx + k] are the values of halves held as floats (exact in half); outside
+// M x K x N they are zero. The pairs then read productAt, the splits summed in order, and round
+// it to T as the exact variant rounds its sum. Every thread of the block calls it together (it
+// ends with a block barrier).
+struct Product {
+  unsigned M, N, K, splits;
+  float *part; // splits x Mp x Np floats of shared memory
+
+  ASPEN_HD unsigned mp() const { return (M + 15) / 16 * 16; }
+  ASPEN_HD unsigned np() const { return (N + 7) / 8 * 8; }
+  ASPEN_HD float at(unsigned m, unsigned n) const {
+    float sum = 0.0f;
+    for (unsigned s = 0; s < splits; ++s)
+      sum += part[((unsigned long long)s * mp() + m) * np() + n];
+    return sum;
+  }
+};
+
+// Two floats that hold halves, as one register of half pairs (the first in the low bits).
+ASPEN_HD inline unsigned packHalves(float lo, float hi) {
+  return unsigned(half(lo).bits()) | (unsigned(half(hi).bits()) << 16);
+}
+
+// The shared floats a Product of at most `rows` weight rows and `n` batch rows takes.
+ASPEN_HD inline unsigned long long productFloats(unsigned rows, unsigned n, unsigned splits) {
+  return (unsigned long long)splits * ((rows + 15) / 16 * 16) * ((n + 7) / 8 * 8);
+}
+
+template <class A>
+ASPEN_HD void tensorProduct(const Block &block, const Product &p, A a, const float *x,
+                            unsigned long long ldx) {
+  const unsigned tilesN = (p.N + 7) / 8, tiles = (p.M + 15) / 16 * tilesN;
+  const unsigned kTiles = (p.K + 15) / 16, perSplit = (kTiles + p.splits - 1) / p.splits;
+  const unsigned warps = block.numThreads() / 32, warp = block.threadId() / 32;
+  const unsigned lane = block.threadId() % 32, g = lane / 4, q = lane % 4;
+  const unsigned items = tiles * p.splits;
+  auto weight = [&](unsigned m, unsigned k) { return m < p.M && k < p.K ? a(m, k) : 0.0f; };
+  auto input = [&](unsigned n, unsigned k) {
+    return n < p.N && k < p.K ? x[n * ldx + k] : 0.0f;
+  };
+  // Every warp takes the same number of turns and k slices (the host's mmaF16 is a barrier).
+  for (unsigned first = 0; first < items; first += warps) {
+    const unsigned item = first + warp;
+    const bool active = item < items;
+    const unsigned tile = active ? item % tiles : 0, split = active ? item / tiles : 0;
+    const unsigned m0 = tile / tilesN * 16, n0 = tile % tilesN * 8;
+    float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (unsigned s = 0; s < perSplit; ++s) {
+      const unsigned kt = split * perSplit + s;
+      const bool live = active && kt < kTiles;
+      unsigned ra[4] = {0u, 0u, 0u, 0u}, rb[2] = {0u, 0u};
+      if (live) {
+        const unsigned k = kt * 16 + 2 * q, m = m0 + g, n = n0 + g;
+        ra[0] = packHalves(weight(m, k), weight(m, k + 1));
+        ra[1] = packHalves(weight(m + 8, k), weight(m + 8, k + 1));
+        ra[2] = packHalves(weight(m, k + 8), weight(m, k + 9));
+        ra[3] = packHalves(weight(m + 8, k + 8), weight(m + 8, k + 9));
+        rb[0] = packHalves(input(n, k), input(n, k + 1));
+        rb[1] = packHalves(input(n, k + 8), input(n, k + 9));
+      }
+      block.mmaF16(live, ra, rb, d);
+    }
+    if (active) {
+      float *tileOut = p.part + ((unsigned long long)split * p.mp() + m0 + g) * p.np() + n0;
+      tileOut[2 * q] = d[0];
+      tileOut[2 * q + 1] = d[1];
+      tileOut[8ull * p.np() + 2 * q] = d[2];
+      tileOut[8ull * p.np() + 2 * q + 1] = d[3];
+    }
+  }
+  block.sync();
+}
+
 } // namespace persistent
 
 // The LSTM's forward over the whole sequence (fields as LstmPersistent.cpp connects them):
@@ -76,9 +155,14 @@ public:
   bool hasGatesIn;
   bool hasOut;
   bool weightsInShared;
+  bool tensor;     // the tensor variant (persistent::tensorProduct), HALF only
+  unsigned splits; // its k ranges a tile
 
   unsigned numInter() const {
     return (saveMode == 0 ? 0u : saveMode == 1 ? 4u : 6u) + (saveH ? 1u : 0u);
+  }
+  ASPEN_HD unsigned slotOf(unsigned g) const {
+    return g == 0 ? slotF : g == 1 ? slotI : g == 2 ? slotG : slotO;
   }
 
   bool compute(Block &block) {
@@ -93,12 +177,23 @@ public:
         (hasOut && out.size() != steps * BH) ||
         (numInter() > 0 && inter.size() != steps * numInter() * BH) ||
         (hasGatesIn && gatesIn.size() != steps * 4 * BH) ||
-        block.sharedBytes() < (BH + (weightsInShared ? 4ull * U * H : 0)) * sizeof(float))
+        (tensor && (sizeof(T) != 2 || threads % 32 != 0 || splits == 0)) ||
+        block.sharedBytes() < (BH + (weightsInShared ? 4ull * U * H : 0) +
+                               (tensor ? persistent::productFloats(4 * U, B, splits) : 0)) *
+                                  sizeof(float))
       return false; // the shared memory too: a shorter launch would overrun it
     if (units == 0)
       return true; // more blocks than units: nothing is this block's
     float *hStage = block.shared<float>();
     float *wStage = hStage + BH;
+    // The tensor variant's rows: m = 4 j + g, unit u0 + j's gate g (wStage's rows).
+    const persistent::Product product{4 * units, B, H, splits,
+                                      wStage + (weightsInShared ? 4ull * U * H : 0)};
+    auto weight = [&](unsigned m, unsigned k) {
+      return weightsInShared ? wStage[(unsigned long long)m * H + k]
+                             : float(weights[(unsigned long long)k * 4 * H +
+                                             slotOf(m % 4) * H + u0 + m / 4]);
+    };
     const unsigned slots[4] = {slotF, slotI, slotG, slotO};
     const unsigned pairs = B * units;
     for (unsigned q = tid; q < pairs; q += threads) {
@@ -128,12 +223,14 @@ public:
         }
       }
       block.sync();
+      if (tensor)
+        persistent::tensorProduct(block, product, weight, hStage, H);
       for (unsigned q = tid; q < pairs; q += threads) {
         if (fixed)
-          pair(t, q / units, u0, q % units, hStage, wStage,
+          pair(t, q / units, u0, q % units, hStage, wStage, product,
                cell::Fixed<NonLinearityType::SIGMOID>(), cell::Fixed<NonLinearityType::TANH>());
         else
-          pair(t, q / units, u0, q % units, hStage, wStage,
+          pair(t, q / units, u0, q % units, hStage, wStage, product,
                cell::Dynamic{NonLinearityType(recurrentActivation)},
                cell::Dynamic{NonLinearityType(activation)});
       }
@@ -146,7 +243,8 @@ private:
   // Step t of row r, unit u0 + j.
   template <class Rho, class Phi>
   ASPEN_HD void pair(unsigned t, unsigned r, unsigned u0, unsigned j, const float *hStage,
-                     const float *wStage, Rho rho, Phi phi) {
+                     const float *wStage, const persistent::Product &product, Rho rho,
+                     Phi phi) {
     constexpr unsigned F = 0, I = 1, G = 2, O = 3;
     const unsigned u = u0 + j;
     const unsigned long long BH = (unsigned long long)B * H;
@@ -165,7 +263,10 @@ private:
     const unsigned slots[4] = {slotF, slotI, slotG, slotO};
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     const float *h = hStage + (unsigned long long)r * H;
-    if (weightsInShared) {
+    if (tensor) {
+      for (unsigned g = 0; g < 4; ++g)
+        acc[g] = product.at(j * 4 + g, r);
+    } else if (weightsInShared) {
       for (unsigned g = 0; g < 4; ++g) {
         const float *w = wStage + (unsigned long long)(j * 4 + g) * H;
         for (unsigned k = 0; k < H; ++k)
@@ -259,6 +360,8 @@ public:
   bool hasOutGrad;
   bool popnnHardSigmoidGrad;
   bool weightsInShared;
+  bool tensor;     // the tensor variant (persistent::tensorProduct), HALF only
+  unsigned splits; // its k ranges a tile
 
   bool compute(Block &block) {
     const unsigned blocks = block.numBlocks(), threads = block.numThreads();
@@ -270,12 +373,21 @@ public:
     if (delta.size() != steps * 4 * BH || fwd.size() != steps * 4 * BH ||
         cell.size() != steps * 2 * BH || dhCarry.size() != BH || dcState.size() != BH ||
         weights.size() != 4ull * H * H || (hasOutGrad && outGrad.size() != steps * BH) ||
-        block.sharedBytes() < (B * G4 + (weightsInShared ? U * G4 : 0)) * sizeof(float))
+        (tensor && (sizeof(T) != 2 || threads % 32 != 0 || splits == 0)) ||
+        block.sharedBytes() < (B * G4 + (weightsInShared ? U * G4 : 0) +
+                               (tensor ? persistent::productFloats(U, B, splits) : 0)) *
+                                  sizeof(float))
       return false;
     if (units == 0)
       return true;
     float *dStage = block.shared<float>();
     float *wStage = dStage + B * G4;
+    // The tensor variant's rows: m = j, unit u0 + j's row of Wo.
+    const persistent::Product product{units, B, 4 * H, splits,
+                                      wStage + (weightsInShared ? U * G4 : 0)};
+    auto weight = [&](unsigned m, unsigned k) {
+      return weightsInShared ? wStage[m * G4 + k] : float(weights[(u0 + m) * G4 + k]);
+    };
     if (weightsInShared) // wStage[j * 4H + col] = Wo[u0 + j][col]
       for (unsigned long long i = tid; i < units * G4; i += threads)
         wStage[i] = float(weights[u0 * G4 + i]);
@@ -294,12 +406,14 @@ public:
         }
       }
       block.sync();
+      if (tensor && t + 1 < steps)
+        persistent::tensorProduct(block, product, weight, dStage, G4);
       for (unsigned q = tid; q < pairs; q += threads) {
         if (fixed)
-          pair(t, q / units, u0, q % units, dStage, wStage,
+          pair(t, q / units, u0, q % units, dStage, wStage, product,
                cell::Fixed<NonLinearityType::SIGMOID>(), cell::Fixed<NonLinearityType::TANH>());
         else
-          pair(t, q / units, u0, q % units, dStage, wStage,
+          pair(t, q / units, u0, q % units, dStage, wStage, product,
                cell::Dynamic{NonLinearityType(recurrentActivation), popnnHardSigmoidGrad},
                cell::Dynamic{NonLinearityType(activation), popnnHardSigmoidGrad});
       }
@@ -323,13 +437,16 @@ private:
   // Step t of row r, unit u0 + j.
   template <class Rho, class Phi>
   ASPEN_HD void pair(unsigned t, unsigned r, unsigned u0, unsigned j, const float *dStage,
-                     const float *wStage, Rho rho, Phi phi) {
+                     const float *wStage, const persistent::Product &product, Rho rho,
+                     Phi phi) {
     const unsigned u = u0 + j;
     const unsigned long long BH = (unsigned long long)B * H, G4 = 4ull * H;
     float acc = 0.0f;
     if (t + 1 < steps) {
       const float *d = dStage + r * G4;
-      if (weightsInShared) {
+      if (tensor) {
+        acc = product.at(j, r);
+      } else if (weightsInShared) {
         const float *w = wStage + j * G4;
         for (unsigned k = 0; k < 4 * H; ++k)
           acc = persistent::exactFma(d[k], w[k], acc);
@@ -412,6 +529,8 @@ public:
   bool saveH;
   bool saveN;
   bool weightsInShared;
+  bool tensor;     // the tensor variant (persistent::tensorProduct), HALF only
+  unsigned splits; // its k ranges a tile
 
   unsigned numInter() const { return 3u + (saveH ? 1u : 0u) + (saveN ? 1u : 0u); }
 
@@ -429,8 +548,10 @@ public:
         (hasOut && out.size() != steps * BH) ||
         (hasInter && inter.size() != steps * numInter() * BH) ||
         (hasAttention && attention.size() != steps * B) ||
+        (tensor && (sizeof(T) != 2 || threads % 32 != 0 || splits == 0)) ||
         block.sharedBytes() < (BH + (resetAfter ? 0 : BH + (unsigned long long)B * U) +
-                               (weightsInShared ? 3ull * U * H : 0)) *
+                               (weightsInShared ? 3ull * U * H : 0) +
+                               (tensor ? persistent::productFloats(3 * U, B, splits) : 0)) *
                                   sizeof(float))
       return false;
     if (units == 0)
@@ -439,6 +560,17 @@ public:
     float *rhStage = hStage + BH;
     float *uKept = rhStage + (resetAfter ? 0 : BH);
     float *wStage = uKept + (resetAfter ? 0 : B * U);
+    // The tensor variant's rows: m = 3 j + g, unit u0 + j's gate g (wStage's rows); the
+    // candidate's product without resetAfter takes rows 3 j + 2 only.
+    float *part = wStage + (weightsInShared ? 3ull * U * H : 0);
+    const persistent::Product gates{3 * units, B, H, splits, part};
+    const persistent::Product candidates{units, B, H, splits, part};
+    auto weight = [&](unsigned m, unsigned k) {
+      return weightsInShared ? wStage[(unsigned long long)m * H + k]
+                             : float(weights[(unsigned long long)k * 3 * H + (m % 3) * H +
+                                             u0 + m / 3]);
+    };
+    auto candidateWeight = [&](unsigned m, unsigned k) { return weight(3 * m + 2, k); };
     const unsigned pairs = B * units;
     for (unsigned q = tid; q < pairs; q += threads) {
       const unsigned long long at = (unsigned long long)(q / units) * H + u0 + q % units;
@@ -455,12 +587,14 @@ public:
       if (!stage(block, t == 0 ? h0.data() : exchange.data() + (t - 1) * BH, t == 0, hStage))
         return false;
       block.sync();
+      if (tensor)
+        persistent::tensorProduct(block, gates, weight, hStage, H);
       for (unsigned q = tid; q < pairs; q += threads) {
         if (fixed)
-          first(t, q / units, u0, q % units, U, hStage, wStage, uKept,
+          first(t, q / units, u0, q % units, U, hStage, wStage, gates, uKept,
                 cell::Fixed<NonLinearityType::SIGMOID>(), cell::Fixed<NonLinearityType::TANH>());
         else
-          first(t, q / units, u0, q % units, U, hStage, wStage, uKept,
+          first(t, q / units, u0, q % units, U, hStage, wStage, gates, uKept,
                 cell::Dynamic{NonLinearityType(recurrentActivation)},
                 cell::Dynamic{NonLinearityType(activation)});
       }
@@ -468,12 +602,15 @@ public:
         if (!stage(block, rhExchange.data() + t * BH, false, rhStage))
           return false;
         block.sync();
+        if (tensor)
+          persistent::tensorProduct(block, candidates, candidateWeight, rhStage, H);
         for (unsigned q = tid; q < pairs; q += threads) {
           if (fixed)
-            candidate(t, q / units, u0, q % units, U, hStage, rhStage, wStage, uKept,
-                      cell::Fixed<NonLinearityType::TANH>());
+            candidate(t, q / units, u0, q % units, U, hStage, rhStage, wStage, candidates,
+                      uKept, cell::Fixed<NonLinearityType::TANH>());
           else
-            candidate(t, q / units, u0, q % units, U, hStage, rhStage, wStage, uKept,
+            candidate(t, q / units, u0, q % units, U, hStage, rhStage, wStage, candidates,
+                      uKept,
                       cell::Dynamic{NonLinearityType(activation)});
         }
       }
@@ -532,9 +669,17 @@ private:
   }
 
   // resetAfter: the whole step (GruFusedFwd phase 0); otherwise the gates and r*h (phase 1).
+  // The product for gate g of row r, unit u0 + j over v: the tensor variant's, else dot's.
+  ASPEN_HD float gate(const persistent::Product &product, unsigned row, unsigned r,
+                      const float *v, unsigned g, unsigned u, unsigned j,
+                      const float *wStage) const {
+    return tensor ? product.at(row, r) : dot(v, g, u, j, wStage);
+  }
+
   template <class Rho, class Phi>
   ASPEN_HD void first(unsigned t, unsigned r, unsigned u0, unsigned j, unsigned U,
-                      const float *hStage, const float *wStage, float *uKept, Rho rho, Phi phi) {
+                      const float *hStage, const float *wStage,
+                      const persistent::Product &product, float *uKept, Rho rho, Phi phi) {
     const unsigned u = u0 + j;
     const unsigned long long at = (unsigned long long)r * H + u;
     const unsigned length = lengths.size() == 1 ? lengths[0] : lengths[r];
@@ -553,8 +698,9 @@ private:
       return;
     }
     if (resetAfter) {
-      const float pr = float(T(dot(h, 0, u, j, wStage))), pu = float(T(dot(h, 1, u, j, wStage)));
-      const float pc = float(T(dot(h, 2, u, j, wStage)));
+      const float pr = float(T(gate(product, 3 * j, r, h, 0, u, j, wStage)));
+      const float pu = float(T(gate(product, 3 * j + 1, r, h, 1, u, j, wStage)));
+      const float pc = float(T(gate(product, 3 * j + 2, r, h, 2, u, j, wStage)));
       float vr = (float(x[0]) + float(bias[u])) + (pr + float(bias[3 * H + u]));
       float vu = (float(x[H]) + float(bias[H + u])) + (pu + float(bias[4 * H + u]));
       const float vn = pc + float(bias[5 * H + u]);
@@ -572,7 +718,8 @@ private:
       finish(t, at, vh, true);
       return;
     }
-    const float pr = float(T(dot(h, 0, u, j, wStage))), pu = float(T(dot(h, 1, u, j, wStage)));
+    const float pr = float(T(gate(product, 3 * j, r, h, 0, u, j, wStage)));
+    const float pu = float(T(gate(product, 3 * j + 1, r, h, 1, u, j, wStage)));
     float vr = float(x[0]) + pr + float(bias[u]);
     float vu = float(x[H]) + pu + float(bias[H + u]);
     vr = rho.forward(vr);
@@ -587,7 +734,7 @@ private:
   template <class Phi>
   ASPEN_HD void candidate(unsigned t, unsigned r, unsigned u0, unsigned j, unsigned U,
                           const float *hStage, const float *rhStage, const float *wStage,
-                          const float *uKept, Phi phi) {
+                          const persistent::Product &product, const float *uKept, Phi phi) {
     const unsigned u = u0 + j;
     const unsigned long long at = (unsigned long long)r * H + u;
     const unsigned length = lengths.size() == 1 ? lengths[0] : lengths[r];
@@ -599,7 +746,8 @@ private:
       return;
     }
     const T *x = xw.data() + ((unsigned long long)t * B + r) * 3 * H + u;
-    const float pc = float(T(dot(rhStage + (unsigned long long)r * H, 2, u, j, wStage)));
+    const float pc =
+        float(T(gate(product, j, r, rhStage + (unsigned long long)r * H, 2, u, j, wStage)));
     const float vp = float(x[2 * H]) + pc + float(bias[2 * H + u]);
     const float vc = phi.forward(vp);
     const float uu = uKept[r * U + j];
@@ -659,6 +807,8 @@ public:
   bool rawCandidate;
   bool popnnHardSigmoidGrad;
   bool weightsInShared;
+  bool tensor;     // the tensor variant (persistent::tensorProduct), HALF only
+  unsigned splits; // its k ranges a tile
 
   bool compute(Block &block) {
     const unsigned blocks = block.numBlocks(), threads = block.numThreads();
@@ -672,7 +822,9 @@ public:
         dhCarry.size() != BH || weights.size() != 3ull * H * H ||
         (hasOutGrad && outGrad.size() != steps * BH) ||
         (hasAttention && (attention.size() != steps * B || attPartial.size() != steps * BH)) ||
-        block.sharedBytes() < (B * (resetAfter ? G3 : 2ull * H) + (weightsInShared ? U * G3 : 0)) *
+        (tensor && (sizeof(T) != 2 || threads % 32 != 0 || splits == 0)) ||
+        block.sharedBytes() < (B * (resetAfter ? G3 : 2ull * H) + (weightsInShared ? U * G3 : 0) +
+                               (tensor ? persistent::productFloats(U, B, splits) : 0)) *
                                   sizeof(float))
       return false;
     if (units == 0)
@@ -680,6 +832,16 @@ public:
     // The staged gradients: 3H a row with resetAfter, else 2H (then H in the second phase).
     float *stage = block.shared<float>();
     float *wStage = stage + B * (resetAfter ? G3 : 2ull * H);
+    // The tensor variant's rows: m = j, unit u0 + j's row of Wo from column col0 on.
+    float *part = wStage + (weightsInShared ? U * G3 : 0);
+    const persistent::Product gates{units, B, resetAfter ? 3 * H : 2 * H, splits, part};
+    const persistent::Product resets{units, B, H, splits, part};
+    auto weightFrom = [&](unsigned col0) {
+      return [=](unsigned m, unsigned k) {
+        return weightsInShared ? wStage[m * G3 + col0 + k]
+                               : float(weights[(u0 + m) * G3 + col0 + k]);
+      };
+    };
     if (weightsInShared) // wStage[j * 3H + col] = Wo[u0 + j][col]
       for (unsigned long long i = tid; i < units * G3; i += threads)
         wStage[i] = float(weights[u0 * G3 + i]);
@@ -692,15 +854,19 @@ public:
       if (t + 1 < steps && !stageRows(block, exchange + (t + 1) * B * G3, width, stage))
         return false;
       block.sync();
+      if (tensor && t + 1 < steps)
+        persistent::tensorProduct(block, gates, weightFrom(0), stage, width);
       for (unsigned q = tid; q < pairs; q += threads)
-        first(t, q / units, u0, q % units, stage, wStage);
+        first(t, q / units, u0, q % units, stage, wStage, gates);
       if (!resetAfter) { // delta_c of step t, every unit, for d(r*h)
         block.sync(); // every thread done reading the staged t + 1 gradients
         if (!stageRows(block, deltaX.data() + t * B * G3 + 2 * H, H, stage))
           return false;
         block.sync();
+        if (tensor)
+          persistent::tensorProduct(block, resets, weightFrom(2 * H), stage, H);
         for (unsigned q = tid; q < pairs; q += threads)
-          reset(t, q / units, u0, q % units, stage, wStage);
+          reset(t, q / units, u0, q % units, stage, wStage, resets);
       }
       block.sync(); // every thread done with the stage before the next step overwrites it
     }
@@ -748,15 +914,16 @@ private:
 
   // resetAfter: the whole step; otherwise phase 1 (delta_u, delta_c, carry = dh u).
   ASPEN_HD void first(unsigned t, unsigned r, unsigned u0, unsigned j, const float *stage,
-                      const float *wStage) {
+                      const float *wStage, const persistent::Product &product) {
     using namespace gru_cell;
     const unsigned u = u0 + j;
     const unsigned long long BH = (unsigned long long)B * H, G3 = 3ull * H;
     const unsigned long long at = (unsigned long long)r * H + u;
     const unsigned width = resetAfter ? 3 * H : 2 * H;
-    const T mm = t + 1 < steps ? T(dot(stage + r * (unsigned long long)width, width, 0, u, j,
-                                       wStage))
-                               : T(0.0f);
+    const T mm = t + 1 >= steps ? T(0.0f)
+                 : tensor       ? T(product.at(j, r))
+                                : T(dot(stage + r * (unsigned long long)width, width, 0, u, j,
+                                        wStage));
     T *carry = dhCarry.data() + at;
     T *dx = deltaX.data() + t * B * G3 + r * G3 + u; // gate g at dx[g H]
     T *dh = resetAfter ? deltaH.data() + t * B * G3 + r * G3 + u : dx;
@@ -805,7 +972,7 @@ private:
 
   // Without resetAfter, phase 2: delta_r of step t, carry += d(r*h) r.
   ASPEN_HD void reset(unsigned t, unsigned r, unsigned u0, unsigned j, const float *stage,
-                      const float *wStage) {
+                      const float *wStage, const persistent::Product &product) {
     using namespace gru_cell;
     const unsigned u = u0 + j;
     const unsigned long long BH = (unsigned long long)B * H, G3 = 3ull * H;
@@ -815,7 +982,8 @@ private:
       publish(dr, 0.0f);
       return;
     }
-    const T g = T(dot(stage + (unsigned long long)r * H, H, 2 * H, u, j, wStage));
+    const T g = tensor ? T(product.at(j, r))
+                       : T(dot(stage + (unsigned long long)r * H, H, 2 * H, u, j, wStage));
     const T *hp = hPrev.data() + t * BH + at;
     T dR;
     withActivations(recurrentActivation, unsigned(NonLinearityType::TANH),

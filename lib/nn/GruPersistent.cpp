@@ -21,16 +21,22 @@ PersistentChoice persistentChoice(const Graph &graph, const GruParams &params,
     none.refusal = why + " runs products then cells";
     return none;
   }
+  const Type type = params.rnn.dataType;
+  const unsigned exchanges = params.resetAfter ? 1 : 2;
   if (backward) // the staged gate gradients: 3H a row with resetAfter, else 2H then H
     return rnn::detail::choosePersistent(
-        graph, opts.persistent, params.activation, params.recurrentActivation, H, 3,
-        B * H * (params.resetAfter ? 3 : 2), "delta_(t+1)",
-        [](std::size_t) { return std::size_t(0); }, what);
+        graph, opts.persistent,
+        {params.activation, params.recurrentActivation, type, B, H, 3, 1,
+         (params.resetAfter ? 3 : 2) * H, exchanges, B * H * (params.resetAfter ? 3 : 2),
+         "delta_(t+1)", [](std::size_t) { return std::size_t(0); }},
+        what);
   const bool two = !params.resetAfter; // h_(t-1) and r*h staged, u kept between them
   return rnn::detail::choosePersistent(
-      graph, opts.persistent, params.activation, params.recurrentActivation, H, 3,
-      B * H * (two ? 2 : 1), two ? "h_(t-1) and r*h" : "h_(t-1)",
-      [&](std::size_t units) { return two ? B * units : std::size_t(0); }, what);
+      graph, opts.persistent,
+      {params.activation, params.recurrentActivation, type, B, H, 3, 3, H, exchanges,
+       B * H * (two ? 2 : 1), two ? "h_(t-1) and r*h" : "h_(t-1)",
+       [=](std::size_t units) { return two ? B * units : std::size_t(0); }},
+      what);
 }
 
 Tensor persistentForward(Graph &graph, const GruParams &params, const PersistentChoice &choice,
@@ -90,6 +96,8 @@ Tensor persistentForward(Graph &graph, const GruParams &params, const Persistent
   graph.setInitialValue(v["saveH"], layout.saveH);
   graph.setInitialValue(v["saveN"], layout.saveN);
   graph.setInitialValue(v["weightsInShared"], choice.weightsInShared);
+  graph.setInitialValue(v["tensor"], choice.tensor);
+  graph.setInitialValue(v["splits"], choice.splits);
   prog.add(program::Launch(cs, choice.launch, {debug, "persistentLoop"}));
   return outSeq.valid() ? outSeq : hLast;
 }
@@ -153,6 +161,8 @@ void persistentBackward(Graph &graph, const GruParams &params, const GruOptions 
   graph.setInitialValue(v["popnnHardSigmoidGrad"],
                         opts.hardSigmoidGradient == NonLinearityGradient::Popnn);
   graph.setInitialValue(v["weightsInShared"], choice.weightsInShared);
+  graph.setInitialValue(v["tensor"], choice.tensor);
+  graph.setInitialValue(v["splits"], choice.splits);
   prog.add(program::Launch(cs, choice.launch, {debug, "persistentLoop"}));
   if (attention.valid())
     ops::reduceWithOutput(graph, partial, attentionGrad, {2}, {ops::Operation::ADD}, prog,

@@ -276,6 +276,12 @@ BwdPlan planBackward(Graph &graph, const LstmParams &params, const LstmOptions &
   // The persistent backward keeps every step's gate gradients (they are its exchange) and
   // leaves the weight update to the products after it.
   p.persistent = persistentChoice(graph, params, opts, "lstm", true);
+  if (p.persistent.use && p.interleaved &&
+      opts.persistent.mode == rnn::detail::PersistentOptions::Mode::Auto) {
+    p.persistent.use = false; // auto: the interleaved update keeps the per-step loop
+    p.persistent.refusal = "the weight update is interleaved with the backward loop "
+                           "(rnnStepsPerWU); the persistent backward needs it after the loop";
+  }
   if (p.persistent.use && p.interleaved)
     throw invalid_option(fmt::format(
         "lstm: rnnPersistentKernel is true, but the weight update is interleaved with the "

@@ -6,9 +6,10 @@
 // The intermediates keep the per-step layout, so any backward pairs with it.
 //
 // The choice (option rnnPersistentKernel): false never; true always where the kernel can run,
-// else invalid_option naming the limit; auto keeps the per-step path for now: on CPU targets
-// OpenBLAS's products are faster, and on GPUs the cost model's constants (grid sync, exchange
-// bandwidth) are still to be measured (research note persistent-rnn.md, section 7).
+// else invalid_option naming the limit; auto keeps the per-step path on CPU targets (OpenBLAS's
+// products are faster there) and on GPUs takes the kernel where the cost model of
+// RnnPersistent.cpp estimates it faster (its constants are still to be measured on a GPU:
+// research note persistent-rnn.md, section 7).
 #include "LstmInternal.hpp"
 
 #include <aspen/Error.hpp>
@@ -32,9 +33,11 @@ PersistentChoice persistentChoice(const Graph &graph, const LstmParams &params,
   const std::size_t B = params.rnn.batchSize, H = params.rnn.layerSizes[1];
   // Forward: h_(t-1) staged; backward: delta_(t+1), 4H a row.
   return rnn::detail::choosePersistent(
-      graph, opts.persistent, params.activation, params.recurrentActivation, H, 4,
-      B * H * (backward ? 4 : 1), backward ? "delta_(t+1)" : "h_(t-1)",
-      [](std::size_t) { return std::size_t(0); }, what);
+      graph, opts.persistent,
+      {params.activation, params.recurrentActivation, params.rnn.dataType, B, H, 4,
+       backward ? 1u : 4u, backward ? 4 * H : H, 1, B * H * (backward ? 4 : 1),
+       backward ? "delta_(t+1)" : "h_(t-1)", [](std::size_t) { return std::size_t(0); }},
+      what);
 }
 
 std::pair<Tensor, Tensor> persistentForward(Graph &graph, const LstmParams &params,
@@ -98,6 +101,8 @@ std::pair<Tensor, Tensor> persistentForward(Graph &graph, const LstmParams &para
   graph.setInitialValue(v["hasGatesIn"], weighted.valid());
   graph.setInitialValue(v["hasOut"], outSeq.valid());
   graph.setInitialValue(v["weightsInShared"], choice.weightsInShared);
+  graph.setInitialValue(v["tensor"], choice.tensor);
+  graph.setInitialValue(v["splits"], choice.splits);
   prog.add(program::Launch(cs, choice.launch, {debug, "persistentLoop"}));
   return {outSeq.valid() ? outSeq : hLast, cLast};
 }
@@ -150,6 +155,8 @@ void persistentBackward(Graph &graph, const LstmParams &params, const Persistent
   graph.setInitialValue(v["hasOutGrad"], outGrad.valid());
   graph.setInitialValue(v["popnnHardSigmoidGrad"], popnnHardSigmoidGrad);
   graph.setInitialValue(v["weightsInShared"], choice.weightsInShared);
+  graph.setInitialValue(v["tensor"], choice.tensor);
+  graph.setInitialValue(v["splits"], choice.splits);
   prog.add(program::Launch(cs, choice.launch, {debug, "persistentLoop"}));
 }
 

@@ -18,11 +18,14 @@ std::string RecurrentPlan::toJson() const {
                      "\"stepsPerWU\": {}, \"recomputation\": \"{}\", \"partialsType\": \"{}\", "
                      "\"availableMemoryProportion\": {}, \"persistent\": {{\"use\": {}, "
                      "\"blocks\": {}, \"threadsPerBlock\": {}, \"sharedBytes\": {}, "
-                     "\"weightsInSharedMemory\": {}, \"refusal\": \"{}\"}}}}",
+                     "\"weightsInSharedMemory\": {}, \"arithmetic\": \"{}\", "
+                     "\"stepSeconds\": {{\"perStep\": {:.6g}, \"persistent\": {:.6g}}}, "
+                     "\"refusal\": \"{}\"}}}}",
                      numShards, codeReuse, preCalcWeights, stepsPerWU, recomputation,
                      partialsType, availableMemoryProportion, persistent, persistentBlocks,
                      persistentThreadsPerBlock, persistentSharedBytes,
-                     persistentWeightsInSharedMemory, refusal);
+                     persistentWeightsInSharedMemory, persistentArithmetic,
+                     perStepSecondsEstimate, persistentSecondsEstimate, refusal);
 }
 
 namespace {
@@ -53,6 +56,9 @@ RecurrentPlan getPlan(const Graph &graph, const LstmParams &params, const Option
   plan.persistentThreadsPerBlock = persistent.launch.threadsPerBlock;
   plan.persistentSharedBytes = persistent.launch.sharedBytes;
   plan.persistentWeightsInSharedMemory = persistent.weightsInShared;
+  plan.persistentArithmetic = persistent.tensor ? "tensor" : "exact";
+  plan.perStepSecondsEstimate = persistent.perStepSeconds;
+  plan.persistentSecondsEstimate = persistent.persistentSeconds;
   plan.persistentRefusal = persistent.refusal;
   if (persistent.use) // the kernel weighs the input before its launch
     plan.preCalcWeights = params.doInputWeightCalc;
@@ -72,6 +78,9 @@ RecurrentPlan getPlan(const Graph &graph, const GruParams &params, const OptionF
   plan.persistentThreadsPerBlock = persistent.launch.threadsPerBlock;
   plan.persistentSharedBytes = persistent.launch.sharedBytes;
   plan.persistentWeightsInSharedMemory = persistent.weightsInShared;
+  plan.persistentArithmetic = persistent.tensor ? "tensor" : "exact";
+  plan.perStepSecondsEstimate = persistent.perStepSeconds;
+  plan.persistentSecondsEstimate = persistent.persistentSeconds;
   plan.persistentRefusal = persistent.refusal;
   return plan;
 }

@@ -54,6 +54,10 @@ void addPersistentOptions(aspen::detail::OptionSpec &spec, PersistentOptions &ta
   using Mode = PersistentOptions::Mode;
   spec.enumeration("rnnPersistentKernel", target.mode,
                    {{"auto", Mode::Auto}, {"true", Mode::On}, {"false", Mode::Off}})
+      .enumeration("rnnPersistentArithmetic", target.arithmetic,
+                   {{"auto", PersistentOptions::Arithmetic::Auto},
+                    {"exact", PersistentOptions::Arithmetic::Exact},
+                    {"tensor", PersistentOptions::Arithmetic::Tensor}})
       .unsignedInteger("rnnPersistentBlocks", target.blocks, 0, 1u << 20)
       .unsignedInteger("rnnPersistentThreadsPerBlock", target.threadsPerBlock, 0, 256);
 }

@@ -147,10 +147,13 @@ struct RunOrder {
 enum class StepMethod { Auto, Fused, ProductThenCell };
 void addStepMethodOption(aspen::detail::OptionSpec &spec, StepMethod &target);
 // Options rnnPersistentKernel (auto | true | false: the whole loop as one co-resident launch,
-// LstmPersistent.cpp) and, Aspen extensions for tests and tuning, rnnPersistentBlocks and
-// rnnPersistentThreadsPerBlock (0: the builder's choice).
+// LstmPersistent.cpp), rnnPersistentArithmetic (auto | exact | tensor: the kernels' recurrent
+// product by ordered fma or on tensor cores; auto: tensor for HALF on GPUs of compute
+// capability 8.0 and later) and, Aspen extensions for tests and tuning, rnnPersistentBlocks
+// and rnnPersistentThreadsPerBlock (0: the builder's choice).
 struct PersistentOptions {
   enum class Mode { Auto, On, Off } mode = Mode::Auto;
+  enum class Arithmetic { Auto, Exact, Tensor } arithmetic = Arithmetic::Auto;
   unsigned blocks = 0, threadsPerBlock = 0;
 };
 void addPersistentOptions(aspen::detail::OptionSpec &spec, PersistentOptions &target);
@@ -161,24 +164,39 @@ void refuseFusedForms(const std::string &why, StepMethod stepMethod,
                       const PersistentOptions &persistent, const std::string &what);
 // What a layer's persistent loop takes: whether it runs, its launch, whether a block's weights
 // are staged in shared memory, and why the per-step path runs when it does.
+// With the launch: the arithmetic (tensor, and its k ranges a tile: the kernels' `splits`)
+// and the cost model's seconds a step of both paths (0 where no launch was planned).
 struct PersistentChoice {
   bool use = false;
   LaunchShape launch;
   bool weightsInShared = false;
+  bool tensor = false;
+  unsigned splits = 0;
+  double perStepSeconds = 0, persistentSeconds = 0;
   std::string refusal;
 };
-// The choice for a loop whose blocks each stage `stagedFloats` floats a step (named `staged`
-// in messages) plus `blockFloats(units)` of their own, and whose weights are `gates` x H
-// floats a unit: mode false never; true where it can run, else invalid_option naming `what`
-// and the limit; auto the per-step path for now (LstmPersistent.cpp says why). The launch:
-// min(multiprocessors, H) blocks of 256 threads on a GPU target, min(4, H) of 32 on others,
-// or the options' shape.
+// What a persistent loop is: its activations, type and sizes; per unit, `gates` weight
+// columns and `rowsPerUnit` rows of its step's product (gates forward, 1 backward) over k <
+// `depth` (the longest product's); `exchanges` waits for the other blocks a step (2: the GRU
+// without resetAfter); a block stages `stagedFloats` floats a step (named `staged` in
+// messages) plus `blockFloats(units)` of its own.
+struct PersistentLoop {
+  NonLinearityType activation, recurrentActivation;
+  Type type;
+  std::size_t B, H;
+  unsigned gates, rowsPerUnit;
+  std::size_t depth;
+  unsigned exchanges;
+  std::size_t stagedFloats;
+  const char *staged;
+  std::function<std::size_t(std::size_t)> blockFloats;
+};
+// The choice: mode false never; true where it can run, else invalid_option naming `what` and
+// the limit; auto where it can run on a GPU target and the cost model (RnnPersistent.cpp)
+// estimates it faster a step, never on other targets. The launch: min(multiprocessors, H)
+// blocks of 256 threads on a GPU target, min(4, H) of 32 on others, or the options' shape.
 PersistentChoice choosePersistent(const Graph &graph, const PersistentOptions &options,
-                                  NonLinearityType activation,
-                                  NonLinearityType recurrentActivation, std::size_t H,
-                                  unsigned gates, std::size_t stagedFloats, const char *staged,
-                                  const std::function<std::size_t(std::size_t)> &blockFloats,
-                                  const std::string &what);
+                                  const PersistentLoop &loop, const std::string &what);
 // Whether a fused step can compute activation t: element by element (not a softmax over a row).
 inline bool elementWise(NonLinearityType t) {
   return t != NonLinearityType::SOFTMAX && t != NonLinearityType::SOFTMAX_STABLE;

@@ -1,6 +1,13 @@
 // The choice of a recurrent layer's persistent loop (RnnLoop.hpp, choosePersistent): what the
-// kernels of codelets/nn/persistent.cpp need, checked against the target's shared memory, and
-// the launch they take. LstmPersistent.cpp and GruPersistent.cpp build the loops.
+// kernels of codelets/nn/persistent.cpp need, checked against the target's shared memory, the
+// launch and arithmetic variant they take, and the cost model that `auto` decides by.
+// LstmPersistent.cpp and GruPersistent.cpp build the loops.
+//
+// The cost model (docs/architecture.md "Persistent recurrent kernels", research note
+// persistent-rnn.md section 5): seconds a step of each path, from the layer's shape and the
+// target's numbers. The constants marked [E] are the note's estimates, not yet measured on a
+// GPU; scripts/gpu-check.sh measures what calibrates them (grid sync and flag round trip, both
+// paths' time a step).
 #include "RnnLoop.hpp"
 
 #include <aspen/Error.hpp>
@@ -8,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace aspen::nn::rnn::detail {
 
@@ -18,15 +26,67 @@ constexpr unsigned kHostBlocks = 4, kHostThreads = 32;
 constexpr unsigned kGpuThreads = 256; // the kernels' maxThreadsPerBlock
 constexpr std::size_t kHostSharedBytes = 232448; // Verify.cpp's limit for targets not GPUs
 
+// GPU: a graph node of the per-step loop (launch and dependency), [E] 1.5-3 us.
+constexpr double kGraphNodeSeconds = 2e-6;
+// Its nodes a step: control, If, slices, product, cell, stores; two more per extra exchange.
+constexpr unsigned kPerStepNodes = 6;
+// GPU: one exchange's latency (publish, then the other blocks see it), [E] about a grid sync.
+constexpr double kExchangeSeconds = 1e-6;
+// GPU: L2 read bandwidth for every block staging the exchanged vector, [E] 5-7 TB/s.
+constexpr double kL2BytesPerSecond = 5.5e12;
+// GPU cycles of a multiprocessor: an mma with its operand loads from shared memory (12
+// 32-bit loads a lane, one warp's load a cycle) [E]; a cell for a block's threads [E].
+constexpr double kCyclesPerMma = 12, kCellCycles = 200;
+// Host: one correctly rounded fma of the exact variant (glibc's fmaf; measured 1.3 ns,
+// docs/performance.md 2026-12-05) and a fiber switch per block and exchange.
+constexpr double kHostFmaSeconds = 1.3e-9, kHostExchangeSeconds = 2e-6;
+// Host: the per-step loop's overhead a step besides its product [E].
+constexpr double kHostStepSeconds = 5e-6;
+
+std::size_t ceilDiv(std::size_t a, std::size_t b) { return (a + b - 1) / std::max<std::size_t>(b, 1); }
+
+// The estimates a step of both paths.
+void estimate(const Target &target, const PersistentLoop &loop, unsigned blocks,
+              unsigned threads, std::size_t units, unsigned splits, bool tensor,
+              PersistentChoice &choice) {
+  const double bytes = loop.type == HALF ? 2.0 : 4.0;
+  const double macs = double(loop.rowsPerUnit) * double(loop.H) * double(loop.depth) *
+                      double(loop.B); // the recurrent products of a step
+  const double clock = target.getTileClockFrequency() > 0 ? target.getTileClockFrequency() : 1.5e9;
+  const double peak = double(target.getMatMulMacsPerCycle(loop.type)) * target.getNumTiles() * clock;
+  const std::size_t pairs = loop.B * units;
+  if (!target.isGpu()) {
+    choice.perStepSeconds = kHostStepSeconds * loop.exchanges + macs / peak;
+    choice.persistentSeconds =
+        macs * kHostFmaSeconds + kHostExchangeSeconds * loop.exchanges * blocks;
+    return;
+  }
+  const GpuProperties &gpu = target.getGpuProperties();
+  const double weightBytes = double(loop.gates) * double(loop.H) * double(loop.H) * bytes;
+  const double bandwidth =
+      gpu.memoryBandwidthBytesPerSecond > 0 ? gpu.memoryBandwidthBytesPerSecond : 1e12;
+  choice.perStepSeconds = kGraphNodeSeconds * (kPerStepNodes + 2 * (loop.exchanges - 1)) +
+                          std::max(macs / peak, weightBytes / bandwidth);
+  // A block's product: the exact variant's threads each load two operands an fma, one warp's
+  // load a cycle; the tensor variant's mma tiles.
+  const std::size_t rows = loop.rowsPerUnit * units;
+  const double productCycles =
+      tensor ? kCyclesPerMma * double(ceilDiv(rows, 16) * ceilDiv(loop.B, 8) *
+                                      ceilDiv(loop.depth, 16)) /
+                   std::max(1u, std::min(splits, threads / 32u))
+             : 2.0 * double(loop.rowsPerUnit) * double(loop.depth) * double(ceilDiv(pairs, 32));
+  const double cellCycles = kCellCycles * double(ceilDiv(pairs, threads));
+  const double staged = double(blocks) * double(loop.stagedFloats) * bytes / kL2BytesPerSecond;
+  choice.persistentSeconds = loop.exchanges * kExchangeSeconds + staged +
+                             (productCycles + cellCycles) / clock;
+}
+
 } // namespace
 
 PersistentChoice choosePersistent(const Graph &graph, const PersistentOptions &options,
-                                  NonLinearityType activation,
-                                  NonLinearityType recurrentActivation, std::size_t H,
-                                  unsigned gates, std::size_t stagedFloats, const char *staged,
-                                  const std::function<std::size_t(std::size_t)> &blockFloats,
-                                  const std::string &what) {
+                                  const PersistentLoop &loop, const std::string &what) {
   using Mode = PersistentOptions::Mode;
+  using Arithmetic = PersistentOptions::Arithmetic;
   PersistentChoice choice;
   choice.launch.blocks = 0;
   if (options.mode == Mode::Off) {
@@ -34,9 +94,10 @@ PersistentChoice choosePersistent(const Graph &graph, const PersistentOptions &o
     return choice;
   }
   const Target &target = graph.getTarget();
+  const std::size_t H = loop.H;
   // What the kernel cannot do, whatever the mode.
   std::string cannot;
-  if (!elementWise(activation) || !elementWise(recurrentActivation))
+  if (!elementWise(loop.activation) || !elementWise(loop.recurrentActivation))
     cannot = "the activations must be element-wise (a softmax reduces over H units that "
              "several blocks own)";
   const unsigned blocks =
@@ -47,20 +108,49 @@ PersistentChoice choosePersistent(const Graph &graph, const PersistentOptions &o
   const unsigned threads = options.threadsPerBlock != 0 ? options.threadsPerBlock
                            : target.isGpu()             ? kGpuThreads
                                                         : kHostThreads;
-  const std::size_t units = (H + blocks - 1) / std::max(1u, blocks);
-  const std::size_t stageBytes = (stagedFloats + blockFloats(units)) * sizeof(float);
-  const std::size_t weightBytes = gates * units * H * sizeof(float);
+  const std::size_t units = ceilDiv(H, std::max(1u, blocks));
+  // The arithmetic: tensor cores (mma.sync m16n8k16, sm_80 and later) take half operands in
+  // whole warps; auto takes them for HALF on such GPUs.
+  const bool mmaTarget = !target.isGpu() || target.getGpuProperties().computeCapabilityMajor >= 8;
+  std::string noTensor;
+  if (loop.type != HALF)
+    noTensor = fmt::format("the tensor variant takes HALF data, not {} (tensor cores would "
+                           "round FLOAT operands to TF32)",
+                           loop.type.toString());
+  else if (threads % 32 != 0)
+    noTensor = fmt::format("the tensor variant runs whole warps: rnnPersistentThreadsPerBlock "
+                           "{} is not a multiple of 32",
+                           threads);
+  else if (!mmaTarget)
+    noTensor = fmt::format("the tensor variant needs compute capability 8.0 or later; target "
+                           "'{}' is {}",
+                           target.getName(), target.getTargetArchString());
+  const bool tensor = options.arithmetic == Arithmetic::Tensor ||
+                      (options.arithmetic == Arithmetic::Auto && target.isGpu() &&
+                       noTensor.empty());
+  if (cannot.empty() && tensor && !noTensor.empty())
+    cannot = "rnnPersistentArithmetic is tensor, but " + noTensor;
+  // The product's k ranges a tile: enough to give every warp a tile's part.
+  const std::size_t rows = loop.rowsPerUnit * units;
+  const std::size_t tiles = ceilDiv(rows, 16) * ceilDiv(loop.B, 8);
+  const unsigned splits = unsigned(std::clamp<std::size_t>(
+      (threads / 32) / std::max<std::size_t>(tiles, 1), 1, std::max<std::size_t>(ceilDiv(loop.depth, 16), 1)));
+  const std::size_t productFloats =
+      tensor ? splits * ceilDiv(rows, 16) * 16 * ceilDiv(loop.B, 8) * 8 : 0;
+  const std::size_t stageBytes =
+      (loop.stagedFloats + loop.blockFloats(units) + productFloats) * sizeof(float);
+  const std::size_t weightBytes = loop.gates * units * H * sizeof(float);
   const std::size_t limit =
       target.isGpu() ? target.getGpuProperties().sharedMemoryPerBlockOptin : kHostSharedBytes;
   if (cannot.empty() && stageBytes > limit)
     cannot = fmt::format("{}, staged whole in every block (with what a block keeps, {} bytes), "
                          "exceeds the {} bytes of shared memory a block of target '{}' has",
-                         staged, stageBytes, limit, target.getName());
+                         loop.staged, stageBytes, limit, target.getName());
   if (cannot.empty() && target.isGpu() && stageBytes + weightBytes > limit)
     cannot = fmt::format("the weights of a block ({} units x {} gates x {} as float, {} bytes) "
                          "and the staged {} ({} bytes) exceed the {} bytes of shared memory "
                          "a block of target '{}' has: the weights do not fit on chip",
-                         units, gates, H, weightBytes, staged, stageBytes, limit,
+                         units, loop.gates, H, weightBytes, loop.staged, stageBytes, limit,
                          target.getName());
   if (cannot.empty()) { // the launch it takes (or would take, under auto)
     choice.weightsInShared = stageBytes + weightBytes <= limit;
@@ -68,14 +158,23 @@ PersistentChoice choosePersistent(const Graph &graph, const PersistentOptions &o
     choice.launch.threadsPerBlock = threads;
     choice.launch.sharedBytes = stageBytes + (choice.weightsInShared ? weightBytes : 0);
     choice.launch.coResident = true;
+    choice.tensor = tensor;
+    choice.splits = tensor ? splits : 0;
+    estimate(target, loop, blocks, threads, units, splits, tensor, choice);
   }
   if (options.mode == Mode::Auto) {
-    choice.refusal = !cannot.empty() ? cannot
-                     : target.isGpu()
-                         ? "auto keeps the per-step path until the persistent kernel's cost "
-                           "model is calibrated on a GPU"
-                         : "auto keeps the per-step path on targets that are not GPUs (the "
-                           "library products are faster there)";
+    if (!cannot.empty()) {
+      choice.refusal = cannot;
+    } else if (!target.isGpu()) {
+      choice.refusal = "auto keeps the per-step path on targets that are not GPUs (the "
+                       "library products are faster there)";
+    } else if (choice.persistentSeconds >= choice.perStepSeconds) {
+      choice.refusal = fmt::format("auto keeps the per-step path: the cost model estimates "
+                                   "{:.3g} us a step for it against {:.3g} us persistent",
+                                   1e6 * choice.perStepSeconds, 1e6 * choice.persistentSeconds);
+    } else {
+      choice.use = true;
+    }
     return choice;
   }
   if (!cannot.empty())

@@ -289,15 +289,23 @@ void recurrentRows(LayerSetup &setup, const CommonConfig &c, bool hasRecomputati
   const std::string launch =
       p.persistentBlocks == 0 || p.persistentThreadsPerBlock == 0 // no launch was planned
           ? std::string()
-          : fmt::format("{} blocks of {} threads, {} bytes of shared memory a block{}",
+          : fmt::format("{} blocks of {} threads, {} bytes of shared memory a block{}, {} "
+                        "arithmetic",
                         p.persistentBlocks, p.persistentThreadsPerBlock, p.persistentSharedBytes,
                         p.persistentWeightsInSharedMemory ? ", weights on chip"
-                                                          : ", weights read from memory");
+                                                          : ", weights read from memory",
+                        p.persistentArithmetic);
   setup.planRows.push_back(
       {"forward loop",
        p.persistent ? "one persistent launch (rnnPersistentKernel): " + launch
                     : "per step: " + p.persistentRefusal +
                           (launch.empty() ? "" : " (persistent would be " + launch + ")")});
+  if (!launch.empty())
+    setup.planRows.push_back(
+        {"time a step", fmt::format("{:.3g} us per step, {:.3g} us persistent (the cost "
+                                    "model's estimates)",
+                                    1e6 * p.perStepSecondsEstimate,
+                                    1e6 * p.persistentSecondsEstimate)});
 }
 
 // --- Running the plan ------------------------------------------------------------------------

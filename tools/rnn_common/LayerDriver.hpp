@@ -431,11 +431,18 @@ template <typename Config> std::vector<Flag<Config>> layerFlags(const std::strin
                               return parseChoice(f, v, {"auto", "fused", "productThenCell"});
                             })},
       F{"persistent-kernel", nullptr,
-        "auto | true | false: the forward loop as one persistent launch that keeps the weights "
-        "on chip (option rnnPersistentKernel; Aspen's; the LSTM's)",
+        "auto | true | false: the loops as one persistent launch that keeps the weights on "
+        "chip (option rnnPersistentKernel; Aspen's)",
         layerOption<Config>("rnnPersistentKernel",
                             [](auto &f, auto &v) {
                               return parseChoice(f, v, {"auto", "true", "false"});
+                            })},
+      F{"persistent-arithmetic", nullptr,
+        "auto | exact | tensor: the persistent kernels' recurrent product, by ordered fma or "
+        "on tensor cores (option rnnPersistentArithmetic; Aspen's)",
+        layerOption<Config>("rnnPersistentArithmetic",
+                            [](auto &f, auto &v) {
+                              return parseChoice(f, v, {"auto", "exact", "tensor"});
                             })},
   };
   const std::vector<F> stack = stackFlags<Config>();

@@ -34,18 +34,24 @@ struct ASPEN_API RecurrentPlan {
   std::string partialsType = "float";
   double availableMemoryProportion = 0.6;
   // The forward loop as one co-resident launch that keeps the weights on chip (option
-  // rnnPersistentKernel; the LSTM's forward only, so far): whether it is taken, its launch, and
-  // why the per-step path runs when it is not.
+  // rnnPersistentKernel): whether it is taken, its launch, its arithmetic (option
+  // rnnPersistentArithmetic: "exact" or "tensor"), the cost model's estimated seconds a step of
+  // the per-step and the persistent loop (0 where no launch was planned), and why the per-step
+  // path runs when it does.
   bool persistent = false;
   unsigned persistentBlocks = 0, persistentThreadsPerBlock = 0;
   std::size_t persistentSharedBytes = 0; // a block's: staged h_(t-1), and the weights if there
   bool persistentWeightsInSharedMemory = false;
+  std::string persistentArithmetic = "exact";
+  double perStepSecondsEstimate = 0, persistentSecondsEstimate = 0;
   std::string persistentRefusal;
 
   // {"numShards": 1, "codeReuse": false, "preCalcWeights": true, "stepsPerWU": 0,
   //  "recomputation": "none", "partialsType": "float", "availableMemoryProportion": 0.6,
   //  "persistent": {"use": false, "blocks": 0, "threadsPerBlock": 0, "sharedBytes": 0,
-  //                 "weightsInSharedMemory": false, "refusal": "..."}}
+  //                 "weightsInSharedMemory": false, "arithmetic": "exact",
+  //                 "stepSeconds": {"perStep": 1.2e-05, "persistent": 3.4e-06},
+  //                 "refusal": "..."}}
   std::string toJson() const;
 };
 
