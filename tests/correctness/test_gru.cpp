@@ -480,6 +480,56 @@ TEST_CASE("the persistent GRU loops give the per-step results within rounding, a
   }
 }
 
+// The tensor variant (rnnPersistentArithmetic tensor: the recurrent products by
+// Block::mmaF16) in half against the per-step path, both forms and the AUGRU, forward and
+// backward; the same bits on other host threads for one launch, within rounding across
+// launches (which split the products' k slices differently).
+TEST_CASE("the persistent GRU loops' tensor variant gives the per-step results within rounding",
+          "[correctness][gru][persistent]") {
+  Case c;
+  c.T = 5;
+  c.B = 11;
+  c.H = 37;
+  c.type = HALF;
+  c.resetAfter = GENERATE(false, true);
+  c.lengths = GENERATE(Lengths::None, Lengths::InParams);
+  c.augru = GENERATE(false, true);
+  c.randomAttention = c.augru;
+  c.activation = c.augru ? nn::NonLinearityType::GELU : nn::NonLinearityType::TANH;
+  INFO("resetAfter " << c.resetAfter << ", lengths " << (c.lengths != Lengths::None)
+                     << ", AUGRU (GELU) " << c.augru);
+  c.options = {{"stepMethod", "productThenCell"}};
+  const GruRun reference = trainingStep(c);
+  const double abs = floatOrHalfAbs(c), rel = 1e-2;
+  auto close = [&](const GruRun &got) {
+    requireClose(got.output, reference.output, abs, rel, "output");
+    requireClose(got.inputGrad, reference.inputGrad, abs, rel, "dx");
+    requireClose(got.stateGrad, reference.stateGrad, abs, rel, "dh0");
+    requireClose(got.woGrad, reference.woGrad, abs, rel, "dWo");
+    requireClose(got.bGrad, reference.bGrad, abs, rel, "db");
+    if (c.augru)
+      requireClose(got.attGrad, reference.attGrad, abs, rel, "d(attention)");
+  };
+  for (const auto &[blocks, threads] :
+       {std::pair{0u, 0u}, std::pair{1u, 64u}, std::pair{5u, 128u}, std::pair{37u, 32u}}) {
+    INFO(blocks << " blocks of " << threads << " threads (0: the builder's)");
+    Case shaped = c;
+    shaped.options = {{"rnnPersistentKernel", "true"},
+                      {"rnnPersistentArithmetic", "tensor"},
+                      {"rnnPersistentBlocks", std::to_string(blocks)},
+                      {"rnnPersistentThreadsPerBlock", std::to_string(threads)}};
+    shaped.threads = 1;
+    const GruRun one = trainingStep(shaped);
+    close(one);
+    CHECK(one.output != Values(one.output.size(), 0.0));
+    shaped.threads = 2;
+    const GruRun two = trainingStep(shaped);
+    CHECK(sameValues(two.output, one.output));
+    CHECK(sameValues(two.stateGrad, one.stateGrad));
+    CHECK(sameValues(two.woGrad, one.woGrad));
+  }
+}
+
 // Inference with the final output alone, fused against product-then-cell (the scratch
 // intermediates of one step, the final h copied out of its buffer).
 TEST_CASE("the fused GRU loop keeps the final output alone in inference", "[correctness][gru]") {
@@ -557,9 +607,13 @@ TEST_CASE("stepMethod auto fuses the GRU's steps for small batches on the CPU ta
   CHECK(fusedOn(roomy, 1, inference, 512, 20));
   CHECK(fusedOn(roomy, 1, {}, 256, 8));
   CHECK_FALSE(fusedOn(roomy, 1, {}, 256, 7));
-  CHECK_FALSE(fusedOn(Target::createModel("h200"), 2, inference));
+  // On a GPU target the persistent kernel is off here: the per-step path's choice is tested.
+  OptionFlags gpuInference = inference;
+  gpuInference.set("rnnPersistentKernel", "false");
+  CHECK_FALSE(fusedOn(Target::createModel("h200"), 2, gpuInference));
   CHECK(fusedOn(Target::createModel("h200"), 2,
-                {{"inferenceOnly", "true"}, {"stepMethod", "fused"}}));
+                {{"inferenceOnly", "true"}, {"stepMethod", "fused"},
+                 {"rnnPersistentKernel", "false"}}));
   CHECK_FALSE(fusedOn(Target::createGeneric(2), 2,
                       {{"inferenceOnly", "true"}, {"stepMethod", "productThenCell"}}));
 }

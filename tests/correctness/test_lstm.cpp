@@ -707,6 +707,7 @@ struct FusedCase {
   unsigned runs = 1, firstData = 0; // TrainingCase's
   // rnnPersistentKernel and the launch shape (0: the builder's), forward and backward.
   std::string persistent = "false";
+  std::string arithmetic = "auto"; // rnnPersistentArithmetic
   unsigned blocks = 0, blockThreads = 0;
   bool reverseWorkers = false;
 };
@@ -731,6 +732,7 @@ LstmRun fusedCaseRun(const FusedCase &c) {
   t.fwd.set("rnnPersistentKernel", c.persistent);
   t.fwd.set("rnnPersistentBlocks", std::to_string(c.blocks));
   t.fwd.set("rnnPersistentThreadsPerBlock", std::to_string(c.blockThreads));
+  t.fwd.set("rnnPersistentArithmetic", c.arithmetic);
   t.bwd = t.fwd;
   t.runs = c.runs;
   t.firstData = c.firstData;
@@ -1045,13 +1047,17 @@ TEST_CASE("stepMethod auto fuses the step of small batches on the CPU targets, n
   CHECK(fusedOn(Target::createGeneric(2),
                 {{"inferenceOnly", "true"}, {"preCalcWeights", "true"}, {"stepMethod", "fused"}},
                 64));
-  CHECK_FALSE(fusedOn(Target::createModel("h200"), inference));
+  // On a GPU target the persistent kernel is off here: the per-step path's choice is tested.
+  OptionFlags gpuInference = inference;
+  gpuInference.set("rnnPersistentKernel", "false");
+  CHECK_FALSE(fusedOn(Target::createModel("h200"), gpuInference));
   // Steps that weigh their input too ([x_t | h] . [Wi; Wo] in one product) fuse as well.
   CHECK(fusedOn(Target::createGeneric(2), {{"inferenceOnly", "true"},
                                            {"preCalcWeights", "false"}}));
   CHECK(fusedOn(Target::createModel("h200"), {{"inferenceOnly", "true"},
                                               {"preCalcWeights", "true"},
-                                              {"stepMethod", "fused"}}));
+                                              {"stepMethod", "fused"},
+                                              {"rnnPersistentKernel", "false"}}));
   CHECK_FALSE(fusedOn(Target::createGeneric(2), {{"inferenceOnly", "true"},
                                                   {"preCalcWeights", "true"},
                                                   {"stepMethod", "productThenCell"}}));
@@ -1110,6 +1116,54 @@ TEST_CASE("the persistent LSTM forward gives the per-step results within roundin
   }
 }
 
+// The tensor variant (rnnPersistentArithmetic tensor: each step's recurrent product by
+// Block::mmaF16, m16n8k16 tiles whose k slices are split over the block's warps) against the
+// per-step path, forward and backward, in half; its results do not depend on the host threads
+// or fiber order for a given launch, and stay within rounding of each other across launches
+// (another launch splits the k slices differently).
+TEST_CASE("the persistent LSTM's tensor variant gives the per-step results within rounding, "
+          "forward and backward",
+          "[correctness][lstm][persistent]") {
+  FusedCase c;
+  c.type = HALF;
+  c.variableLengths = GENERATE(false, true);
+  c.activation = GENERATE(NonLinearityType::TANH, NonLinearityType::GELU);
+  INFO("variable lengths " << c.variableLengths << ", activation " << nn::asString(c.activation));
+  c.preCalcWeights = true;
+  FusedCase perStep = c;
+  perStep.stepMethod = "productThenCell";
+  const LstmRun reference = fusedCaseRun(perStep);
+  c.stepMethod = "auto";
+  c.persistent = "true";
+  c.arithmetic = "tensor";
+  const LstmRun tensor = fusedCaseRun(c);
+  requireFusedRunClose(tensor, reference, c);
+  CHECK(tensor.woGrad != Values(tensor.woGrad.size(), 0.0));
+  FusedCase exact = c;
+  exact.arithmetic = "exact";
+  requireFusedRunClose(fusedCaseRun(exact), tensor, c);
+  struct Shape {
+    unsigned blocks, threads, hostThreads;
+    bool reverse;
+  };
+  for (const Shape &s : {Shape{1, 32, 2, true}, Shape{2, 64, 1, false}, Shape{5, 128, 2, false},
+                         Shape{37, 96, 1, true}}) {
+    INFO(s.blocks << " blocks of " << s.threads << " threads on " << s.hostThreads
+                  << " host threads, " << (s.reverse ? "reverse" : "forward") << " fibers");
+    FusedCase shaped = c;
+    shaped.blocks = s.blocks;
+    shaped.blockThreads = s.threads;
+    shaped.threads = s.hostThreads;
+    shaped.reverseWorkers = s.reverse;
+    const LstmRun r = fusedCaseRun(shaped);
+    requireFusedRunClose(r, reference, c);
+    FusedCase again = shaped;
+    again.threads = 3 - s.hostThreads;
+    again.reverseWorkers = !s.reverse;
+    CHECK(sameRuns(fusedCaseRun(again), r));
+  }
+}
+
 namespace {
 
 // A double-precision LSTM forward (popnn's equations, the default cell order: forget, input,
@@ -1160,11 +1214,15 @@ TEST_CASE("the persistent LSTM forward matches a double-precision model on every
           "and length",
           "[correctness][lstm][persistent]") {
   const std::size_t I = 3;
+  for (const char *arithmetic : {"exact", "tensor"})
   for (Type type : {FLOAT, HALF})
     for (std::size_t B : {1, 3, 8})
       for (std::size_t H : {16, 40, 130})
         for (std::size_t T : {1, 2, 7}) {
-          INFO(type.toString() << ": B " << B << ", H " << H << ", T " << T);
+          if (type == FLOAT && std::string(arithmetic) == "tensor")
+            continue; // the tensor variant takes half
+          INFO(arithmetic << ", " << type.toString() << ": B " << B << ", H " << H << ", T "
+                          << T);
           Harness h(Target::createGeneric(2));
           // Rows of lengths 0, T and in between when the batch has them.
           std::vector<unsigned> lengths;
@@ -1179,7 +1237,9 @@ TEST_CASE("the persistent LSTM forward matches a double-precision model on every
                                         ? lstm::LstmParams(type, B, T, lengthsTensor, {I, H})
                                         : lstm::LstmParams(type, B, T, {I, H});
           params.outputFullSequence = false;
-          const OptionFlags options{{"inferenceOnly", "true"}, {"rnnPersistentKernel", "true"}};
+          const OptionFlags options{{"inferenceOnly", "true"},
+                                    {"rnnPersistentKernel", "true"},
+                                    {"rnnPersistentArithmetic", arithmetic}};
           Tensor in = lstm::createInput(h.graph, params, "in", options);
           lstm::LstmState init = lstm::createInitialState(h.graph, params, "init", options);
           lstm::LstmWeights w = lstm::createWeights(h.graph, params, "w", options);
@@ -1252,10 +1312,17 @@ TEST_CASE("rnnPersistentKernel: the plan says what auto, true and false do, with
   CHECK(onPlan.persistentBlocks == 3);
   CHECK(onPlan.persistentThreadsPerBlock == 64);
   CHECK(onPlan.persistentSharedBytes == (4 * 8 + 3 * 4 * 8) * sizeof(float));
+  CHECK(onPlan.persistentArithmetic == "exact"); // auto: exact off GPUs
   CHECK(onPlan.toJson().find("\"persistent\": {\"use\": true, \"blocks\": 3, "
                              "\"threadsPerBlock\": 64, \"sharedBytes\": 512, "
-                             "\"weightsInSharedMemory\": true, \"refusal\": \"\"}") !=
-        std::string::npos);
+                             "\"weightsInSharedMemory\": true, \"arithmetic\": \"exact\", "
+                             "\"stepSeconds\": {\"perStep\": ") != std::string::npos);
+  CHECK(onPlan.toJson().find("\"refusal\": \"\"}") != std::string::npos);
+  // The cost model on the host: the exact variant's 4 x 8 x 8 x 4 fmas at 1.3 ns each and a
+  // fiber switch a block, against the per-step loop's overhead and product.
+  CHECK(onPlan.persistentSecondsEstimate == Approx(4 * 8 * 8 * 4 * 1.3e-9 + 3 * 2e-6));
+  CHECK(onPlan.perStepSecondsEstimate > 5e-6);
+  CHECK(autoPlan.persistentSecondsEstimate > 0); // estimated where auto declines too
   const nn::RecurrentPlan offPlan = lstm::getPlan(g, params, {{"rnnPersistentKernel", "false"}});
   CHECK_FALSE(offPlan.persistent);
   CHECK(offPlan.persistentBlocks == 0);
@@ -1263,13 +1330,67 @@ TEST_CASE("rnnPersistentKernel: the plan says what auto, true and false do, with
   CHECK_THROWS_WITH(lstm::getPlan(g, params, {{"rnnPersistentThreadsPerBlock", "512"}}),
                     Catch::Contains("rnnPersistentThreadsPerBlock"));
   {
+    // On a GPU target auto follows the cost model: this small layer's per-step loop costs its
+    // six graph nodes a step (2 us each), the persistent one an exchange (1 us) and its block's
+    // few fmas, so auto takes it, exact for FLOAT.
     Graph gpu(Target::createModel("h200"));
     const nn::RecurrentPlan gpuPlan = lstm::getPlan(gpu, params);
-    CHECK_FALSE(gpuPlan.persistent);
-    CHECK(gpuPlan.persistentRefusal.find("calibrated on a GPU") != std::string::npos);
+    CHECK(gpuPlan.persistent);
+    CHECK(gpuPlan.persistentRefusal.empty());
     CHECK(gpuPlan.persistentBlocks == 8); // one unit a block: H < 132 multiprocessors
     CHECK(gpuPlan.persistentThreadsPerBlock == 256);
+    CHECK(gpuPlan.persistentArithmetic == "exact");
+    CHECK(gpuPlan.perStepSecondsEstimate > 12e-6);
+    CHECK(gpuPlan.persistentSecondsEstimate < 2e-6);
+    // H = 1024, B = 16 in float: the exact variant's block reads 2 x 4 x 1024 operands a
+    // thread for 4 warps of pairs (16 us at 1.98 GHz) and stages 132 x 64 KiB a step, more
+    // than the per-step loop's nodes and product: auto declines, saying both estimates.
+    lstm::LstmParams wide(FLOAT, 16, 3, {8, 1024});
+    const nn::RecurrentPlan wideFloat = lstm::getPlan(gpu, wide);
+    CHECK_FALSE(wideFloat.persistent);
+    CHECK(wideFloat.persistentRefusal.find("the cost model estimates") != std::string::npos);
+    CHECK(wideFloat.persistentSecondsEstimate > wideFloat.perStepSecondsEstimate);
+    // The same in half takes tensor cores: a block's 2 x 2 tiles of 64 k slices split in two
+    // over its 8 warps; persistent is then estimated faster, and auto takes it.
+    lstm::LstmParams wideHalf(HALF, 16, 3, {8, 1024});
+    const nn::RecurrentPlan tensorPlan = lstm::getPlan(gpu, wideHalf);
+    CHECK(tensorPlan.persistent);
+    CHECK(tensorPlan.persistentArithmetic == "tensor");
+    CHECK(tensorPlan.persistentSecondsEstimate < tensorPlan.perStepSecondsEstimate);
+    // Staged h (16 x 1024), the 2 splits' 32 x 16 partial tiles and the 8 x 4 x 1024 weights.
+    CHECK(tensorPlan.persistentSharedBytes == (16 * 1024 + 2 * 32 * 16 + 8 * 4 * 1024) * 4);
+    CHECK(lstm::getPlan(gpu, wideHalf, {{"rnnPersistentArithmetic", "exact"}})
+              .persistentArithmetic == "exact");
+    // The backward with its weight update interleaved keeps the per-step loop under auto
+    // (true refuses it: the test below), where auto would take the persistent backward.
+    nn::addCodelets(gpu);
+    Sequence gpuProg;
+    Tensor gpuIn = lstm::createInput(gpu, params, "in");
+    lstm::LstmState gpuInit = lstm::createInitialState(gpu, params, "init");
+    lstm::LstmWeights gpuW = lstm::createWeights(gpu, params, "w");
+    Tensor inter;
+    Tensor out = lstm::lstmFwd(gpu, params, gpuInit, gpuIn, gpuW, &inter, gpuProg, "fwd").first;
+    Tensor dx;
+    lstm::LstmWeights dw;
+    CHECK_NOTHROW(lstm::lstmBwdWithWU(gpu, params, gpuProg, gpuInit, inter, gpuW, gpuIn, out,
+                                      gpu.clone(out, "dy"), static_cast<const Tensor *>(nullptr),
+                                      &dx, dw, "bwd", {{"rnnStepsPerWU", "1"}}));
   }
+  // The tensor variant takes half in whole warps: asked for where it cannot run, refused.
+  CHECK_THROWS_WITH(lstm::getPlan(g, params, {{"rnnPersistentKernel", "true"},
+                                              {"rnnPersistentArithmetic", "tensor"}}),
+                    Catch::Contains("rnnPersistentArithmetic is tensor, but the tensor variant "
+                                    "takes HALF data, not float"));
+  lstm::LstmParams halfParams(HALF, 4, 3, {5, 8});
+  CHECK_THROWS_WITH(lstm::getPlan(g, halfParams, {{"rnnPersistentKernel", "true"},
+                                                  {"rnnPersistentArithmetic", "tensor"},
+                                                  {"rnnPersistentThreadsPerBlock", "48"}}),
+                    Catch::Contains("48 is not a multiple of 32"));
+  CHECK(lstm::getPlan(g, halfParams, {{"rnnPersistentKernel", "true"},
+                                      {"rnnPersistentArithmetic", "tensor"}})
+            .persistentArithmetic == "tensor");
+  CHECK_THROWS_WITH(lstm::getPlan(g, params, {{"rnnPersistentArithmetic", "fast"}}),
+                    Catch::Contains("rnnPersistentArithmetic"));
   // The GRU's forward: the same choice; without resetAfter a block stages h and r*h and keeps u
   // (4 x 8 x 2 + 4 x 2 floats) beside its weights (2 units x 3 gates x 8).
   nn::gru::GruParams gruParams(FLOAT, 4, 3, {5, 8});

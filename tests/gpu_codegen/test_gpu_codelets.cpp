@@ -311,6 +311,13 @@ TEST_CASE("the persistent recurrent kernels build for sm_90 at their planned blo
                       [](const VertexTypeInfo &t) { return t.coResident; }) == 8);
   CHECK(source.find("__launch_bounds__(256, 1)") != std::string::npos);
   CHECK(ptx.find(".maxntid 256, 1, 1") != std::string::npos);
+  // The tensor variant's product (Block::mmaF16): in every kernel, whatever T (a FLOAT
+  // kernel's is never taken: its builder refuses the variant).
+  std::size_t mmas = 0;
+  for (std::size_t at = ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32");
+       at != std::string::npos; at = ptx.find("mma.sync.aligned.m16n8k16", at + 1))
+    ++mmas;
+  CHECK(mmas >= 6); // LSTM forward and backward, the GRU's two products each, in half at least
   const fs::path path = fs::path(aspen::test::binaryDir()) / "gpu_codegen_persistent.ptx";
   const fs::path log = fs::path(aspen::test::binaryDir()) / "gpu_codegen_persistent.log";
   std::ofstream(path) << ptx;
