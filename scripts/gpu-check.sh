@@ -375,9 +375,13 @@ run_bench 90 bench_gpu_lstm --max-h 512
 run_bench 70 bench_gpu_gru --max-h 256
 # Convolutions vs torch's cuDNN, benchmark mode off and on (6 ResNet-50 layers, B = 1 and 32).
 run_bench 90 bench_gpu_conv
+# The persistent recurrent kernels: flag round trip and gridSync latency, then the anchor
+# (LSTM half H = 768, B = 16, T = 1024) and two more shapes, per-step and persistent, vs cuDNN.
+run_bench 120 bench_gpu_persistent --quick
 for bench in "$bundle"/bin/bench_gpu_*; do
   case "${bench##*/}" in
-  bench_gpu_launch | bench_gpu_copy | bench_gpu_matmul | bench_gpu_lstm | bench_gpu_gru | bench_gpu_conv) ;;
+  bench_gpu_launch | bench_gpu_copy | bench_gpu_matmul | bench_gpu_lstm | bench_gpu_gru | \
+    bench_gpu_conv | bench_gpu_persistent) ;;
   *) run_bench 30 "${bench##*/}" ;;
   esac
 done
