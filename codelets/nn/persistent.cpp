@@ -34,19 +34,29 @@ ASPEN_HD inline float exactFma(float a, float b, float c) {
 // The tensor variant (field `tensor`; HALF data, threadsPerBlock a multiple of 32): a step's
 // recurrent product of a block is one warp-level product on tensor cores (Block::mmaF16)
 // before the pairs' cells, P[m][n] = sum_k A(m, k) X(n, k) over its M weight rows, the batch's
-// N rows and K, written to shared memory as `splits` partial tiles: the Mp x Np output (M and N
-// rounded up to 16 and 8) in 16 x 8 tiles, each tile's 16-deep k slices cut into `splits`
-// ranges, and the tiles x splits items dealt to the warps in turn. A(m, k) = a(m, k) and
-// X(n, k) = x[n ldx + k] are the values of halves held as floats (exact in half); outside
-// M x K x N they are zero. The pairs then read productAt, the splits summed in order, and round
-// it to T as the exact variant rounds its sum. Every thread of the block calls it together (it
-// ends with a block barrier).
+// N rows and K, written to shared memory as `splits` partial results. The M rows are cut into
+// 16-row tiles and each tile's 16-deep k slices into `splits` ranges; the (row tile, range)
+// items are dealt to the warps in turn, and a warp computes its item for every 8-column tile of
+// the batch (kColumnTiles at a time), so each weight fragment is loaded once a step, and once a
+// launch when it sits in the warp's registers (WeightFragments). A(m, k) = a(m, k) and X(n, k)
+// = x[n ldx + k] are the values of halves held as floats (exact in half); outside M x K x N
+// they are zero. The pairs then read Product::at, the splits summed in order, and round it to T
+// as the exact variant rounds its sum. Every thread of the block calls it together (it ends
+// with a block barrier).
 struct Product {
   unsigned M, N, K, splits;
   float *part; // splits x Mp x Np floats of shared memory
 
   ASPEN_HD unsigned mp() const { return (M + 15) / 16 * 16; }
   ASPEN_HD unsigned np() const { return (N + 7) / 8 * 8; }
+  ASPEN_HD unsigned kTiles() const { return (K + 15) / 16; }
+  ASPEN_HD unsigned perSplit() const { return (kTiles() + splits - 1) / splits; }
+  ASPEN_HD unsigned items() const { return (M + 15) / 16 * splits; }
+  // A warp's weight fragments a step: its turns at the items times a range's k slices (the
+  // same for every warp; the builder counts them the same way, RnnPersistent.cpp).
+  ASPEN_HD unsigned fragments(unsigned warps) const {
+    return (items() + warps - 1) / warps * perSplit();
+  }
   ASPEN_HD float at(unsigned m, unsigned n) const {
     float sum = 0.0f;
     for (unsigned s = 0; s < splits; ++s)
@@ -54,6 +64,11 @@ struct Product {
     return sum;
   }
 };
+
+constexpr unsigned kColumnTiles = 2; // a warp's 8-column tiles at once: 16 batch rows
+// The weight fragments a warp keeps in registers (4 registers each): the LSTM's one product,
+// the GRU's first and second (lib/nn/RnnPersistent.cpp counts with the same numbers).
+constexpr unsigned kLstmFragments = 16, kGruFragments = 12, kGruSecondFragments = 4;
 
 // Two floats that hold halves, as one register of half pairs (the first in the low bits).
 ASPEN_HD inline unsigned packHalves(float lo, float hi) {
@@ -65,47 +80,132 @@ ASPEN_HD inline unsigned long long productFloats(unsigned rows, unsigned n, unsi
   return (unsigned long long)splits * ((rows + 15) / 16 * 16) * ((n + 7) / 8 * 8);
 }
 
+// Where a warp's fragment f falls: its item (row tile, range), the k slice, and whether the
+// item and the slice exist.
+struct FragmentPlace {
+  unsigned mTile, split, kTile, s;
+  bool active, live;
+};
+ASPEN_HD inline FragmentPlace placeOf(const Product &p, unsigned warps, unsigned warp,
+                                      unsigned f) {
+  const unsigned perSplit = p.perSplit(), item = f / perSplit * warps + warp;
+  const unsigned mTiles = (p.M + 15) / 16;
+  FragmentPlace place;
+  place.s = f % perSplit;
+  place.active = item < p.items();
+  place.mTile = place.active ? item % mTiles : 0;
+  place.split = place.active ? item / mTiles : 0;
+  place.kTile = place.split * perSplit + place.s;
+  place.live = place.active && place.kTile < p.kTiles();
+  return place;
+}
+
+// A lane's four A registers of one fragment.
+struct Fragment {
+  unsigned r[4];
+};
+
+// The lane's fragment at `place` (zero where it is not live), returned by value so that the
+// registers it fills stay registers.
 template <class A>
-ASPEN_HD void tensorProduct(const Block &block, const Product &p, A a, const float *x,
+ASPEN_HD Fragment loadFragment(const Product &p, A a, const FragmentPlace &place,
+                               unsigned lane) {
+  auto weight = [&](unsigned m, unsigned k) { return m < p.M && k < p.K ? a(m, k) : 0.0f; };
+  Fragment f = {{0u, 0u, 0u, 0u}};
+  if (!place.live)
+    return f;
+  const unsigned k = place.kTile * 16 + 2 * (lane % 4), m = place.mTile * 16 + lane / 4;
+  f.r[0] = packHalves(weight(m, k), weight(m, k + 1));
+  f.r[1] = packHalves(weight(m + 8, k), weight(m + 8, k + 1));
+  f.r[2] = packHalves(weight(m, k + 8), weight(m, k + 9));
+  f.r[3] = packHalves(weight(m + 8, k + 8), weight(m + 8, k + 9));
+  return f;
+}
+
+// The first min(fragments, N) of a warp's weight fragments, in registers for the whole launch
+// (the rest are loaded every step). `count` is the same in every warp.
+template <unsigned N> struct WeightFragments {
+  Fragment a[N];
+  unsigned count;
+
+  template <class A> ASPEN_HD void load(const Block &block, const Product &p, A weight) {
+    const unsigned warps = block.numThreads() / 32, warp = block.threadId() / 32;
+    const unsigned total = p.fragments(warps);
+    count = total < N ? total : N;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (unsigned f = 0; f < N; ++f)
+      if (f < count)
+        a[f] = loadFragment(p, weight, placeOf(p, warps, warp, f), block.threadId() % 32);
+  }
+};
+
+template <unsigned N, class A>
+ASPEN_HD void tensorProduct(const Block &block, const Product &p, A a,
+                            const WeightFragments<N> &cached, const float *x,
                             unsigned long long ldx) {
-  const unsigned tilesN = (p.N + 7) / 8, tiles = (p.M + 15) / 16 * tilesN;
-  const unsigned kTiles = (p.K + 15) / 16, perSplit = (kTiles + p.splits - 1) / p.splits;
   const unsigned warps = block.numThreads() / 32, warp = block.threadId() / 32;
   const unsigned lane = block.threadId() % 32, g = lane / 4, q = lane % 4;
-  const unsigned items = tiles * p.splits;
-  auto weight = [&](unsigned m, unsigned k) { return m < p.M && k < p.K ? a(m, k) : 0.0f; };
+  const unsigned fragments = p.fragments(warps), perSplit = p.perSplit();
+  const unsigned nTiles = (p.N + 7) / 8;
+  const unsigned chunks = (nTiles + kColumnTiles - 1) / kColumnTiles;
   auto input = [&](unsigned n, unsigned k) {
     return n < p.N && k < p.K ? x[n * ldx + k] : 0.0f;
   };
-  // Every warp takes the same number of turns and k slices (the host's mmaF16 is a barrier).
-  for (unsigned first = 0; first < items; first += warps) {
-    const unsigned item = first + warp;
-    const bool active = item < items;
-    const unsigned tile = active ? item % tiles : 0, split = active ? item / tiles : 0;
-    const unsigned m0 = tile / tilesN * 16, n0 = tile % tilesN * 8;
-    float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (unsigned s = 0; s < perSplit; ++s) {
-      const unsigned kt = split * perSplit + s;
-      const bool live = active && kt < kTiles;
-      unsigned ra[4] = {0u, 0u, 0u, 0u}, rb[2] = {0u, 0u};
-      if (live) {
-        const unsigned k = kt * 16 + 2 * q, m = m0 + g, n = n0 + g;
-        ra[0] = packHalves(weight(m, k), weight(m, k + 1));
-        ra[1] = packHalves(weight(m + 8, k), weight(m + 8, k + 1));
-        ra[2] = packHalves(weight(m, k + 8), weight(m, k + 9));
-        ra[3] = packHalves(weight(m + 8, k + 8), weight(m + 8, k + 9));
-        rb[0] = packHalves(input(n, k), input(n, k + 1));
-        rb[1] = packHalves(input(n, k + 8), input(n, k + 9));
+  for (unsigned chunk = 0; chunk < chunks; ++chunk) {
+    float d[kColumnTiles][4];
+    // Fragment f against the chunk's column tiles; every warp makes the same calls (the
+    // host's mmaF16 is a barrier).
+    auto step = [&](unsigned f, const Fragment &fragment) {
+      const unsigned *ra = fragment.r;
+      const FragmentPlace place = placeOf(p, warps, warp, f);
+      if (place.s == 0) {
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+        for (unsigned c = 0; c < kColumnTiles; ++c)
+          d[c][0] = d[c][1] = d[c][2] = d[c][3] = 0.0f;
       }
-      block.mmaF16(live, ra, rb, d);
-    }
-    if (active) {
-      float *tileOut = p.part + ((unsigned long long)split * p.mp() + m0 + g) * p.np() + n0;
-      tileOut[2 * q] = d[0];
-      tileOut[2 * q + 1] = d[1];
-      tileOut[8ull * p.np() + 2 * q] = d[2];
-      tileOut[8ull * p.np() + 2 * q + 1] = d[3];
-    }
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+      for (unsigned c = 0; c < kColumnTiles; ++c) {
+        const unsigned nTile = chunk * kColumnTiles + c;
+        const bool live = place.live && nTile < nTiles;
+        unsigned rb[2] = {0u, 0u};
+        if (live) {
+          const unsigned k = place.kTile * 16 + 2 * q, n = nTile * 8 + g;
+          rb[0] = packHalves(input(n, k), input(n, k + 1));
+          rb[1] = packHalves(input(n, k + 8), input(n, k + 9));
+        }
+        block.mmaF16(live, ra, rb, d[c]);
+      }
+      if (place.s + 1 == perSplit && place.active) {
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+        for (unsigned c = 0; c < kColumnTiles; ++c) {
+          if (chunk * kColumnTiles + c >= nTiles)
+            continue;
+          float *tile = p.part +
+                        ((unsigned long long)place.split * p.mp() + place.mTile * 16 + g) * p.np() +
+                        (chunk * kColumnTiles + c) * 8;
+          tile[2 * q] = d[c][0];
+          tile[2 * q + 1] = d[c][1];
+          tile[8ull * p.np() + 2 * q] = d[c][2];
+          tile[8ull * p.np() + 2 * q + 1] = d[c][3];
+        }
+      }
+    };
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (unsigned f = 0; f < N; ++f)
+      if (f < cached.count)
+        step(f, cached.a[f]);
+    for (unsigned f = cached.count; f < fragments; ++f)
+      step(f, loadFragment(p, a, placeOf(p, warps, warp, f), lane));
   }
   block.sync();
 }
@@ -157,6 +257,8 @@ public:
   bool weightsInShared;
   bool tensor;     // the tensor variant (persistent::tensorProduct), HALF only
   unsigned splits; // its k ranges a tile
+  // The tensor variant's code exists in the HALF kernels only (FLOAT is refused).
+  ASPEN_HD bool tensorKernel() const { return sizeof(T) == 2 && tensor; }
 
   unsigned numInter() const {
     return (saveMode == 0 ? 0u : saveMode == 1 ? 4u : 6u) + (saveH ? 1u : 0u);
@@ -206,6 +308,11 @@ public:
         const unsigned k = unsigned(i % H), g = unsigned(i / H % 4), j = unsigned(i / H / 4);
         wStage[i] = float(weights[(unsigned long long)k * 4 * H + slots[g] * H + u0 + j]);
       }
+    block.sync(); // the staged weights complete before the tensor variant's fragments load
+    persistent::WeightFragments<persistent::kLstmFragments> fragments;
+    fragments.count = 0;
+    if (tensorKernel())
+      fragments.load(block, product, weight);
     const bool fixed = recurrentActivation == unsigned(NonLinearityType::SIGMOID) &&
                        activation == unsigned(NonLinearityType::TANH);
     for (unsigned t = 0; t < steps; ++t) {
@@ -223,8 +330,8 @@ public:
         }
       }
       block.sync();
-      if (tensor)
-        persistent::tensorProduct(block, product, weight, hStage, H);
+      if (tensorKernel())
+        persistent::tensorProduct(block, product, weight, fragments, hStage, H);
       for (unsigned q = tid; q < pairs; q += threads) {
         if (fixed)
           pair(t, q / units, u0, q % units, hStage, wStage, product,
@@ -362,6 +469,8 @@ public:
   bool weightsInShared;
   bool tensor;     // the tensor variant (persistent::tensorProduct), HALF only
   unsigned splits; // its k ranges a tile
+  // The tensor variant's code exists in the HALF kernels only (FLOAT is refused).
+  ASPEN_HD bool tensorKernel() const { return sizeof(T) == 2 && tensor; }
 
   bool compute(Block &block) {
     const unsigned blocks = block.numBlocks(), threads = block.numThreads();
@@ -391,6 +500,11 @@ public:
     if (weightsInShared) // wStage[j * 4H + col] = Wo[u0 + j][col]
       for (unsigned long long i = tid; i < units * G4; i += threads)
         wStage[i] = float(weights[u0 * G4 + i]);
+    block.sync(); // the staged weights complete before the tensor variant's fragments load
+    persistent::WeightFragments<persistent::kLstmFragments> fragments;
+    fragments.count = 0;
+    if (tensorKernel())
+      fragments.load(block, product, weight);
     const bool fixed = recurrentActivation == unsigned(NonLinearityType::SIGMOID) &&
                        activation == unsigned(NonLinearityType::TANH);
     const unsigned pairs = B * units;
@@ -406,8 +520,8 @@ public:
         }
       }
       block.sync();
-      if (tensor && t + 1 < steps)
-        persistent::tensorProduct(block, product, weight, dStage, G4);
+      if (tensorKernel() && t + 1 < steps)
+        persistent::tensorProduct(block, product, weight, fragments, dStage, G4);
       for (unsigned q = tid; q < pairs; q += threads) {
         if (fixed)
           pair(t, q / units, u0, q % units, dStage, wStage, product,
@@ -531,6 +645,8 @@ public:
   bool weightsInShared;
   bool tensor;     // the tensor variant (persistent::tensorProduct), HALF only
   unsigned splits; // its k ranges a tile
+  // The tensor variant's code exists in the HALF kernels only (FLOAT is refused).
+  ASPEN_HD bool tensorKernel() const { return sizeof(T) == 2 && tensor; }
 
   unsigned numInter() const { return 3u + (saveH ? 1u : 0u) + (saveN ? 1u : 0u); }
 
@@ -581,14 +697,23 @@ public:
         const unsigned k = unsigned(i % H), g = unsigned(i / H % 3), j = unsigned(i / H / 3);
         wStage[i] = float(weights[(unsigned long long)k * 3 * H + g * H + u0 + j]);
       }
+    block.sync(); // the staged weights complete before the tensor variant's fragments load
+    persistent::WeightFragments<persistent::kGruFragments> gateFragments;
+    persistent::WeightFragments<persistent::kGruSecondFragments> candidateFragments;
+    gateFragments.count = candidateFragments.count = 0;
+    if (tensorKernel()) {
+      gateFragments.load(block, gates, weight);
+      if (!resetAfter)
+        candidateFragments.load(block, candidates, candidateWeight);
+    }
     const bool fixed = recurrentActivation == unsigned(NonLinearityType::SIGMOID) &&
                        activation == unsigned(NonLinearityType::TANH);
     for (unsigned t = 0; t < steps; ++t) {
       if (!stage(block, t == 0 ? h0.data() : exchange.data() + (t - 1) * BH, t == 0, hStage))
         return false;
       block.sync();
-      if (tensor)
-        persistent::tensorProduct(block, gates, weight, hStage, H);
+      if (tensorKernel())
+        persistent::tensorProduct(block, gates, weight, gateFragments, hStage, H);
       for (unsigned q = tid; q < pairs; q += threads) {
         if (fixed)
           first(t, q / units, u0, q % units, U, hStage, wStage, gates, uKept,
@@ -602,8 +727,9 @@ public:
         if (!stage(block, rhExchange.data() + t * BH, false, rhStage))
           return false;
         block.sync();
-        if (tensor)
-          persistent::tensorProduct(block, candidates, candidateWeight, rhStage, H);
+        if (tensorKernel())
+          persistent::tensorProduct(block, candidates, candidateWeight, candidateFragments,
+                                    rhStage, H);
         for (unsigned q = tid; q < pairs; q += threads) {
           if (fixed)
             candidate(t, q / units, u0, q % units, U, hStage, rhStage, wStage, candidates,
@@ -809,6 +935,8 @@ public:
   bool weightsInShared;
   bool tensor;     // the tensor variant (persistent::tensorProduct), HALF only
   unsigned splits; // its k ranges a tile
+  // The tensor variant's code exists in the HALF kernels only (FLOAT is refused).
+  ASPEN_HD bool tensorKernel() const { return sizeof(T) == 2 && tensor; }
 
   bool compute(Block &block) {
     const unsigned blocks = block.numBlocks(), threads = block.numThreads();
@@ -845,6 +973,15 @@ public:
     if (weightsInShared) // wStage[j * 3H + col] = Wo[u0 + j][col]
       for (unsigned long long i = tid; i < units * G3; i += threads)
         wStage[i] = float(weights[u0 * G3 + i]);
+    block.sync(); // the staged weights complete before the tensor variant's fragments load
+    persistent::WeightFragments<persistent::kGruFragments> gateFragments;
+    persistent::WeightFragments<persistent::kGruSecondFragments> resetFragments;
+    gateFragments.count = resetFragments.count = 0;
+    if (tensorKernel()) {
+      gateFragments.load(block, gates, weightFrom(0));
+      if (!resetAfter)
+        resetFragments.load(block, resets, weightFrom(2 * H));
+    }
     const unsigned pairs = B * units;
     const T *exchange = resetAfter ? deltaH.data() : deltaX.data();
     for (unsigned i = 0; i < steps; ++i) {
@@ -854,8 +991,8 @@ public:
       if (t + 1 < steps && !stageRows(block, exchange + (t + 1) * B * G3, width, stage))
         return false;
       block.sync();
-      if (tensor && t + 1 < steps)
-        persistent::tensorProduct(block, gates, weightFrom(0), stage, width);
+      if (tensorKernel() && t + 1 < steps)
+        persistent::tensorProduct(block, gates, weightFrom(0), gateFragments, stage, width);
       for (unsigned q = tid; q < pairs; q += threads)
         first(t, q / units, u0, q % units, stage, wStage, gates);
       if (!resetAfter) { // delta_c of step t, every unit, for d(r*h)
@@ -863,8 +1000,8 @@ public:
         if (!stageRows(block, deltaX.data() + t * B * G3 + 2 * H, H, stage))
           return false;
         block.sync();
-        if (tensor)
-          persistent::tensorProduct(block, resets, weightFrom(2 * H), stage, H);
+        if (tensorKernel())
+          persistent::tensorProduct(block, resets, weightFrom(2 * H), resetFragments, stage, H);
         for (unsigned q = tid; q < pairs; q += threads)
           reset(t, q / units, u0, q % units, stage, wStage, resets);
       }

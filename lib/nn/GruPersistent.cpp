@@ -28,14 +28,16 @@ PersistentChoice persistentChoice(const Graph &graph, const GruParams &params,
         graph, opts.persistent,
         {params.activation, params.recurrentActivation, type, B, H, 3, 1,
          (params.resetAfter ? 3 : 2) * H, exchanges, B * H * (params.resetAfter ? 3 : 2),
-         "delta_(t+1)", [](std::size_t) { return std::size_t(0); }},
+         "delta_(t+1)", [](std::size_t) { return std::size_t(0); },
+         params.resetAfter ? 0u : 1u, params.resetAfter ? 0 : H, {12, 4}},
         what);
   const bool two = !params.resetAfter; // h_(t-1) and r*h staged, u kept between them
   return rnn::detail::choosePersistent(
       graph, opts.persistent,
       {params.activation, params.recurrentActivation, type, B, H, 3, 3, H, exchanges,
        B * H * (two ? 2 : 1), two ? "h_(t-1) and r*h" : "h_(t-1)",
-       [=](std::size_t units) { return two ? B * units : std::size_t(0); }},
+       [=](std::size_t units) { return two ? B * units : std::size_t(0); }, two ? 1u : 0u,
+       two ? H : 0, {12, 4}},
       what);
 }
 

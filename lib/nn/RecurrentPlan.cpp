@@ -18,13 +18,15 @@ std::string RecurrentPlan::toJson() const {
                      "\"stepsPerWU\": {}, \"recomputation\": \"{}\", \"partialsType\": \"{}\", "
                      "\"availableMemoryProportion\": {}, \"persistent\": {{\"use\": {}, "
                      "\"blocks\": {}, \"threadsPerBlock\": {}, \"sharedBytes\": {}, "
-                     "\"weightsInSharedMemory\": {}, \"arithmetic\": \"{}\", "
+                     "\"weightsInSharedMemory\": {}, \"weightsInRegisters\": {}, "
+                     "\"arithmetic\": \"{}\", "
                      "\"stepSeconds\": {{\"perStep\": {:.6g}, \"persistent\": {:.6g}}}, "
                      "\"refusal\": \"{}\"}}}}",
                      numShards, codeReuse, preCalcWeights, stepsPerWU, recomputation,
                      partialsType, availableMemoryProportion, persistent, persistentBlocks,
                      persistentThreadsPerBlock, persistentSharedBytes,
-                     persistentWeightsInSharedMemory, persistentArithmetic,
+                     persistentWeightsInSharedMemory, persistentWeightsInRegisters,
+                     persistentArithmetic,
                      perStepSecondsEstimate, persistentSecondsEstimate, refusal);
 }
 
@@ -56,6 +58,7 @@ RecurrentPlan getPlan(const Graph &graph, const LstmParams &params, const Option
   plan.persistentThreadsPerBlock = persistent.launch.threadsPerBlock;
   plan.persistentSharedBytes = persistent.launch.sharedBytes;
   plan.persistentWeightsInSharedMemory = persistent.weightsInShared;
+  plan.persistentWeightsInRegisters = persistent.weightsInRegisters;
   plan.persistentArithmetic = persistent.tensor ? "tensor" : "exact";
   plan.perStepSecondsEstimate = persistent.perStepSeconds;
   plan.persistentSecondsEstimate = persistent.persistentSeconds;
@@ -78,6 +81,7 @@ RecurrentPlan getPlan(const Graph &graph, const GruParams &params, const OptionF
   plan.persistentThreadsPerBlock = persistent.launch.threadsPerBlock;
   plan.persistentSharedBytes = persistent.launch.sharedBytes;
   plan.persistentWeightsInSharedMemory = persistent.weightsInShared;
+  plan.persistentWeightsInRegisters = persistent.weightsInRegisters;
   plan.persistentArithmetic = persistent.tensor ? "tensor" : "exact";
   plan.perStepSecondsEstimate = persistent.perStepSeconds;
   plan.persistentSecondsEstimate = persistent.persistentSeconds;

@@ -170,6 +170,7 @@ struct PersistentChoice {
   bool use = false;
   LaunchShape launch;
   bool weightsInShared = false;
+  bool weightsInRegisters = false; // the tensor variant's, every warp's fragments for the launch
   bool tensor = false;
   unsigned splits = 0;
   double perStepSeconds = 0, persistentSeconds = 0;
@@ -179,7 +180,10 @@ struct PersistentChoice {
 // columns and `rowsPerUnit` rows of its step's product (gates forward, 1 backward) over k <
 // `depth` (the longest product's); `exchanges` waits for the other blocks a step (2: the GRU
 // without resetAfter); a block stages `stagedFloats` floats a step (named `staged` in
-// messages) plus `blockFloats(units)` of its own.
+// messages) plus `blockFloats(units)` of its own. The tensor variant's products: the first
+// over rowsPerUnit rows a unit and k < depth, a second (secondRows a unit, k < secondDepth; 0:
+// none) after the second exchange; a warp keeps up to `registerFragments` of each in registers
+// (codelets/nn/persistent.cpp's kLstmFragments, kGruFragments, kGruSecondFragments).
 struct PersistentLoop {
   NonLinearityType activation, recurrentActivation;
   Type type;
@@ -190,6 +194,9 @@ struct PersistentLoop {
   std::size_t stagedFloats;
   const char *staged;
   std::function<std::size_t(std::size_t)> blockFloats;
+  unsigned secondRows = 0;
+  std::size_t secondDepth = 0;
+  unsigned registerFragments[2] = {16, 0};
 };
 // The choice: mode false never; true where it can run, else invalid_option naming `what` and
 // the limit; auto where it can run on a GPU target and the cost model (RnnPersistent.cpp)

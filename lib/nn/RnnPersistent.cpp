@@ -35,8 +35,9 @@ constexpr double kExchangeSeconds = 1e-6;
 // GPU: L2 read bandwidth for every block staging the exchanged vector, [E] 5-7 TB/s.
 constexpr double kL2BytesPerSecond = 5.5e12;
 // GPU cycles of a multiprocessor: an mma with its operand loads from shared memory (12
-// 32-bit loads a lane, one warp's load a cycle) [E]; a cell for a block's threads [E].
-constexpr double kCyclesPerMma = 12, kCellCycles = 200;
+// 32-bit loads a lane, one warp's load a cycle), 4 with its weights in registers [E]; a cell
+// for a block's threads [E].
+constexpr double kCyclesPerMma = 12, kCyclesPerMmaInRegisters = 4, kCellCycles = 200;
 // Host: one correctly rounded fma of the exact variant (glibc's fmaf; measured 1.3 ns,
 // docs/performance.md 2026-12-05) and a fiber switch per block and exchange.
 constexpr double kHostFmaSeconds = 1.3e-9, kHostExchangeSeconds = 2e-6;
@@ -48,7 +49,7 @@ std::size_t ceilDiv(std::size_t a, std::size_t b) { return (a + b - 1) / std::ma
 // The estimates a step of both paths.
 void estimate(const Target &target, const PersistentLoop &loop, unsigned blocks,
               unsigned threads, std::size_t units, unsigned splits, bool tensor,
-              PersistentChoice &choice) {
+              bool inRegisters, PersistentChoice &choice) {
   const double bytes = loop.type == HALF ? 2.0 : 4.0;
   const double macs = double(loop.rowsPerUnit) * double(loop.H) * double(loop.depth) *
                       double(loop.B); // the recurrent products of a step
@@ -68,12 +69,13 @@ void estimate(const Target &target, const PersistentLoop &loop, unsigned blocks,
   choice.perStepSeconds = kGraphNodeSeconds * (kPerStepNodes + 2 * (loop.exchanges - 1)) +
                           std::max(macs / peak, weightBytes / bandwidth);
   // A block's product: the exact variant's threads each load two operands an fma, one warp's
-  // load a cycle; the tensor variant's mma tiles.
+  // load a cycle; the tensor variant's mma tiles, its weight fragments in registers or not.
   const std::size_t rows = loop.rowsPerUnit * units;
+  const double cyclesPerMma = inRegisters ? kCyclesPerMmaInRegisters : kCyclesPerMma;
   const double productCycles =
-      tensor ? kCyclesPerMma * double(ceilDiv(rows, 16) * ceilDiv(loop.B, 8) *
-                                      ceilDiv(loop.depth, 16)) /
-                   std::max(1u, std::min(splits, threads / 32u))
+      tensor ? cyclesPerMma * double(ceilDiv(rows, 16) * ceilDiv(loop.B, 8) *
+                                     ceilDiv(loop.depth, 16)) /
+                   std::max(1u, std::min(splits * unsigned(ceilDiv(rows, 16)), threads / 32u))
              : 2.0 * double(loop.rowsPerUnit) * double(loop.depth) * double(ceilDiv(pairs, 32));
   const double cellCycles = kCellCycles * double(ceilDiv(pairs, threads));
   const double staged = double(blocks) * double(loop.stagedFloats) * bytes / kL2BytesPerSecond;
@@ -130,13 +132,22 @@ PersistentChoice choosePersistent(const Graph &graph, const PersistentOptions &o
                        noTensor.empty());
   if (cannot.empty() && tensor && !noTensor.empty())
     cannot = "rnnPersistentArithmetic is tensor, but " + noTensor;
-  // The product's k ranges a tile: enough to give every warp a tile's part.
-  const std::size_t rows = loop.rowsPerUnit * units;
-  const std::size_t tiles = ceilDiv(rows, 16) * ceilDiv(loop.B, 8);
+  // The product's k ranges a row tile: enough to give every warp a part.
+  const std::size_t rows = loop.rowsPerUnit * units, warps = std::max(1u, threads / 32);
   const unsigned splits = unsigned(std::clamp<std::size_t>(
-      (threads / 32) / std::max<std::size_t>(tiles, 1), 1, std::max<std::size_t>(ceilDiv(loop.depth, 16), 1)));
+      warps / ceilDiv(rows, 16), 1, std::max<std::size_t>(ceilDiv(loop.depth, 16), 1)));
   const std::size_t productFloats =
       tensor ? splits * ceilDiv(rows, 16) * 16 * ceilDiv(loop.B, 8) * 8 : 0;
+  // A warp's weight fragments a step (codelets/nn/persistent.cpp, Product::fragments): all in
+  // its registers, the weights need no shared memory.
+  auto fragments = [&](std::size_t productRows, std::size_t depth) {
+    const std::size_t kTiles = std::max<std::size_t>(ceilDiv(depth, 16), 1);
+    return ceilDiv(ceilDiv(productRows, 16) * splits, warps) * ceilDiv(kTiles, splits);
+  };
+  const bool inRegisters =
+      tensor && fragments(rows, loop.depth) <= loop.registerFragments[0] &&
+      (loop.secondRows == 0 ||
+       fragments(loop.secondRows * units, loop.secondDepth) <= loop.registerFragments[1]);
   const std::size_t stageBytes =
       (loop.stagedFloats + loop.blockFloats(units) + productFloats) * sizeof(float);
   const std::size_t weightBytes = loop.gates * units * H * sizeof(float);
@@ -146,21 +157,22 @@ PersistentChoice choosePersistent(const Graph &graph, const PersistentOptions &o
     cannot = fmt::format("{}, staged whole in every block (with what a block keeps, {} bytes), "
                          "exceeds the {} bytes of shared memory a block of target '{}' has",
                          loop.staged, stageBytes, limit, target.getName());
-  if (cannot.empty() && target.isGpu() && stageBytes + weightBytes > limit)
+  if (cannot.empty() && target.isGpu() && !inRegisters && stageBytes + weightBytes > limit)
     cannot = fmt::format("the weights of a block ({} units x {} gates x {} as float, {} bytes) "
                          "and the staged {} ({} bytes) exceed the {} bytes of shared memory "
                          "a block of target '{}' has: the weights do not fit on chip",
                          units, loop.gates, H, weightBytes, loop.staged, stageBytes, limit,
                          target.getName());
   if (cannot.empty()) { // the launch it takes (or would take, under auto)
-    choice.weightsInShared = stageBytes + weightBytes <= limit;
+    choice.weightsInRegisters = inRegisters;
+    choice.weightsInShared = !inRegisters && stageBytes + weightBytes <= limit;
     choice.launch.blocks = blocks;
     choice.launch.threadsPerBlock = threads;
     choice.launch.sharedBytes = stageBytes + (choice.weightsInShared ? weightBytes : 0);
     choice.launch.coResident = true;
     choice.tensor = tensor;
     choice.splits = tensor ? splits : 0;
-    estimate(target, loop, blocks, threads, units, splits, tensor, choice);
+    estimate(target, loop, blocks, threads, units, splits, tensor, inRegisters, choice);
   }
   if (options.mode == Mode::Auto) {
     if (!cannot.empty()) {

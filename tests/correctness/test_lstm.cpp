@@ -1315,7 +1315,8 @@ TEST_CASE("rnnPersistentKernel: the plan says what auto, true and false do, with
   CHECK(onPlan.persistentArithmetic == "exact"); // auto: exact off GPUs
   CHECK(onPlan.toJson().find("\"persistent\": {\"use\": true, \"blocks\": 3, "
                              "\"threadsPerBlock\": 64, \"sharedBytes\": 512, "
-                             "\"weightsInSharedMemory\": true, \"arithmetic\": \"exact\", "
+                             "\"weightsInSharedMemory\": true, \"weightsInRegisters\": false, "
+                             "\"arithmetic\": \"exact\", "
                              "\"stepSeconds\": {\"perStep\": ") != std::string::npos);
   CHECK(onPlan.toJson().find("\"refusal\": \"\"}") != std::string::npos);
   // The cost model on the host: the exact variant's 4 x 8 x 8 x 4 fmas at 1.3 ns each and a
@@ -1350,15 +1351,24 @@ TEST_CASE("rnnPersistentKernel: the plan says what auto, true and false do, with
     CHECK_FALSE(wideFloat.persistent);
     CHECK(wideFloat.persistentRefusal.find("the cost model estimates") != std::string::npos);
     CHECK(wideFloat.persistentSecondsEstimate > wideFloat.perStepSecondsEstimate);
-    // The same in half takes tensor cores: a block's 2 x 2 tiles of 64 k slices split in two
-    // over its 8 warps; persistent is then estimated faster, and auto takes it.
+    // The same in half takes tensor cores: a block's 2 row tiles of 64 k slices split in
+    // four over its 8 warps, so a warp holds 16 weight fragments, all in its registers (up to
+    // 16); persistent is then estimated faster, and auto takes it.
     lstm::LstmParams wideHalf(HALF, 16, 3, {8, 1024});
     const nn::RecurrentPlan tensorPlan = lstm::getPlan(gpu, wideHalf);
     CHECK(tensorPlan.persistent);
     CHECK(tensorPlan.persistentArithmetic == "tensor");
+    CHECK(tensorPlan.persistentWeightsInRegisters);
+    CHECK_FALSE(tensorPlan.persistentWeightsInSharedMemory);
     CHECK(tensorPlan.persistentSecondsEstimate < tensorPlan.perStepSecondsEstimate);
-    // Staged h (16 x 1024), the 2 splits' 32 x 16 partial tiles and the 8 x 4 x 1024 weights.
-    CHECK(tensorPlan.persistentSharedBytes == (16 * 1024 + 2 * 32 * 16 + 8 * 4 * 1024) * 4);
+    // Staged h (16 x 1024) and the 4 splits' 32 x 16 partial tiles; no weights.
+    CHECK(tensorPlan.persistentSharedBytes == (16 * 1024 + 4 * 32 * 16) * 4);
+    // At H = 2048 (16 units a block: 64 rows, 4 row tiles, 2 splits, 64 fragments a warp) they
+    // do not fit in registers, and 16 x 4 x 2048 floats do not fit in shared memory beside the
+    // staged h: refused where asked for, declined by auto.
+    lstm::LstmParams wider(HALF, 16, 3, {8, 2048});
+    CHECK(lstm::getPlan(gpu, wider).persistentRefusal.find("the weights do not fit on chip") !=
+          std::string::npos);
     CHECK(lstm::getPlan(gpu, wideHalf, {{"rnnPersistentArithmetic", "exact"}})
               .persistentArithmetic == "exact");
     // The backward with its weight update interleaved keeps the per-step loop under auto

@@ -292,8 +292,9 @@ void recurrentRows(LayerSetup &setup, const CommonConfig &c, bool hasRecomputati
           : fmt::format("{} blocks of {} threads, {} bytes of shared memory a block{}, {} "
                         "arithmetic",
                         p.persistentBlocks, p.persistentThreadsPerBlock, p.persistentSharedBytes,
-                        p.persistentWeightsInSharedMemory ? ", weights on chip"
-                                                          : ", weights read from memory",
+                        p.persistentWeightsInRegisters      ? ", weights in registers"
+                        : p.persistentWeightsInSharedMemory ? ", weights on chip"
+                                                            : ", weights read from memory",
                         p.persistentArithmetic);
   setup.planRows.push_back(
       {"forward loop",

@@ -42,6 +42,7 @@ struct ASPEN_API RecurrentPlan {
   unsigned persistentBlocks = 0, persistentThreadsPerBlock = 0;
   std::size_t persistentSharedBytes = 0; // a block's: staged h_(t-1), and the weights if there
   bool persistentWeightsInSharedMemory = false;
+  bool persistentWeightsInRegisters = false; // the tensor variant's warps hold them all
   std::string persistentArithmetic = "exact";
   double perStepSecondsEstimate = 0, persistentSecondsEstimate = 0;
   std::string persistentRefusal;
@@ -49,7 +50,8 @@ struct ASPEN_API RecurrentPlan {
   // {"numShards": 1, "codeReuse": false, "preCalcWeights": true, "stepsPerWU": 0,
   //  "recomputation": "none", "partialsType": "float", "availableMemoryProportion": 0.6,
   //  "persistent": {"use": false, "blocks": 0, "threadsPerBlock": 0, "sharedBytes": 0,
-  //                 "weightsInSharedMemory": false, "arithmetic": "exact",
+  //                 "weightsInSharedMemory": false, "weightsInRegisters": false,
+  //                 "arithmetic": "exact",
   //                 "stepSeconds": {"perStep": 1.2e-05, "persistent": 3.4e-06},
   //                 "refusal": "..."}}
   std::string toJson() const;
