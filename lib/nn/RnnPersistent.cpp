@@ -102,6 +102,10 @@ PersistentChoice choosePersistent(const Graph &graph, const PersistentOptions &o
   if (!elementWise(loop.activation) || !elementWise(loop.recurrentActivation))
     cannot = "the activations must be element-wise (a softmax reduces over H units that "
              "several blocks own)";
+  else if (target.isGpu() && !target.getGpuProperties().cooperativeLaunch)
+    cannot = fmt::format("target '{}' cannot launch a grid cooperatively (every block resident "
+                         "at once), which the persistent kernel needs",
+                         target.getName());
   const unsigned blocks =
       options.blocks != 0
           ? options.blocks

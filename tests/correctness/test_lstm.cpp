@@ -1386,6 +1386,23 @@ TEST_CASE("rnnPersistentKernel: the plan says what auto, true and false do, with
                                       gpu.clone(out, "dy"), static_cast<const Tensor *>(nullptr),
                                       &dx, dw, "bwd", {{"rnnStepsPerWU", "1"}}));
   }
+  {
+    // A GPU that cannot launch cooperatively cannot run the kernel; one before compute
+    // capability 8.0 has no m16n8k16 mma: auto keeps the exact variant there, tensor is refused.
+    Target::GpuSpec spec{80, 7, 0, 1024, 96 * 1024, std::size_t(16) << 30, 9e11, 1.5e9};
+    spec.registersPerMultiprocessor = 65536;
+    Graph noCooperative(Target::makeGpu("card", spec));
+    CHECK(lstm::getPlan(noCooperative, params).persistentRefusal.find(
+              "cannot launch a grid cooperatively") != std::string::npos);
+    spec.cooperativeLaunch = true;
+    Graph volta(Target::makeGpu("volta", spec));
+    lstm::LstmParams halfLayer(HALF, 4, 3, {5, 8});
+    CHECK(lstm::getPlan(volta, halfLayer).persistentArithmetic == "exact");
+    CHECK_THROWS_WITH(lstm::getPlan(volta, halfLayer, {{"rnnPersistentKernel", "true"},
+                                                       {"rnnPersistentArithmetic", "tensor"}}),
+                      Catch::Contains("needs compute capability 8.0 or later; target 'volta' "
+                                      "is sm_70"));
+  }
   // The tensor variant takes half in whole warps: asked for where it cannot run, refused.
   CHECK_THROWS_WITH(lstm::getPlan(g, params, {{"rnnPersistentKernel", "true"},
                                               {"rnnPersistentArithmetic", "tensor"}}),
