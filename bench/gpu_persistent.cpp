@@ -10,7 +10,10 @@
 //     Aspen's per-step loop (rnnPersistentKernel false), its persistent loop (true; tensor
 //     cores for HALF, as auto takes them) and what auto takes with the cost model's estimates,
 //     against torch.nn.LSTM / nn.GRU on cuDNN 9 (PyTorch picks cuDNN's algorithm: persistent
-//     static for an fp16 LSTM where its rules allow, standard otherwise), timed by CUDA events.
+//     static for an fp16 LSTM where its rules allow, standard otherwise), timed by CUDA events,
+//     and, for the forward, against cuDNN called directly with each algorithm forced
+//     (standard, persistent static, persistent static small-H, persistent dynamic;
+//     CudnnRnnPeer.hpp), where cuDNN accepts the shape.
 //     The peer has its own weights: this part times; the GPU tests (aspen_gpu_tests, "the
 //     persistent LSTM and GRU loops give the cpu's bits ...") check Aspen's results against
 //     the CPU executor. Aspen's outputs are checked finite and not all zero here.
@@ -21,6 +24,7 @@
 // lines repeat the tables for scripts.
 //
 // Usage: bench_gpu_persistent [--quick]   (--quick: the primitives, the anchor and two more)
+#include "CudnnRnnPeer.hpp"
 #include "GpuBenchSupport.hpp"
 
 #include <aspen/BlockCodelets.hpp>
@@ -391,6 +395,11 @@ int main(int argc, char **argv) {
                                                      "no TF32)", peer[0]).c_str()
                                        : "no peer (needs python3 with CUDA PyTorch, or "
                                          "ASPEN_BENCH_PYTHON)");
+  const bench::cudnn::Api cudnnApi;
+  if (!cudnnApi.library)
+    std::printf("cuDNN called directly: not available (%s)\n", cudnnApi.error.c_str());
+  else
+    std::printf("cuDNN called directly: version %zu\n", cudnnApi.cudnnGetVersion());
   std::printf("%-30s %10s %10s %10s %9s %9s %8s  %s\n", "shape", "cuDNN ms", "step ms",
               "pers. ms", "cuDNN/pers", "cuDNN/step", "auto", "target");
   for (std::size_t i = 0; i < shapes.size(); ++i) {
@@ -427,6 +436,26 @@ int main(int argc, char **argv) {
     std::printf("%-30s %10.3f %10.3f %10.3f %9.2f %9.2f %8s  %s\n", shapeName(s).c_str(), cudnn,
                 step.ms, persistent.ms, persistentRatio, stepRatio, autoChoice.c_str(),
                 verdict.c_str());
+    // cuDNN's algorithms forced, the forward only.
+    if (cudnnApi.library && !s.training) {
+      std::string line = "    cuDNN forced:";
+      for (const bench::cudnn::Algorithm &algorithm : bench::cudnn::kAlgorithms) {
+        const bench::cudnn::Timing t = bench::cudnn::forward(
+            cudnnApi, s.gru, s.type == HALF, int(s.H), int(s.B), int(s.T), algorithm);
+        if (t.ms > 0) {
+          line += fmt::format(" {} {:.3f} ms (persistent {:.2f}x);", algorithm.name, t.ms,
+                              t.ms / persistent.ms);
+          results.push_back(fmt::format(
+              "RESULT bench_gpu_persistent layer={} type={} H={} B={} T={} cudnn_algo=\"{}\" "
+              "ms={:.4f} over_persistent={:.3f}",
+              s.gru ? "gru" : "lstm", s.type == HALF ? "half" : "float", s.H, s.B, s.T,
+              algorithm.name, t.ms, t.ms / persistent.ms));
+        } else {
+          line += fmt::format(" {} refused ({});", algorithm.name, t.refused);
+        }
+      }
+      std::printf("%s\n", line.c_str());
+    }
     std::fflush(stdout);
     results.push_back(fmt::format(
         "RESULT bench_gpu_persistent layer={} type={} H={} B={} T={} mode={} cudnn_ms={:.4f} "
