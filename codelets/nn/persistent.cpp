@@ -122,22 +122,50 @@ ASPEN_HD Fragment loadFragment(const Product &p, A a, const FragmentPlace &place
   return f;
 }
 
-// The first min(fragments, N) of a warp's weight fragments, in registers for the whole launch
-// (the rest are loaded every step). `count` is the same in every warp.
+// The shared words a product's fragments past a warp's N registers take: each warp's, a
+// fragment's 32 lanes' four registers together (one 16-byte load a lane).
+ASPEN_HD inline unsigned long long stagedFragmentWords(const Product &p, unsigned warps,
+                                                      unsigned n) {
+  const unsigned total = p.fragments(warps);
+  return total > n ? (unsigned long long)warps * (total - n) * 32 * 4 : 0;
+}
+
+// A warp's weight fragments for the whole launch: the first min(fragments, N) in registers,
+// the rest staged in shared memory (`staged`, stagedFragmentWords of it; loaded from the
+// weights every step when null). `count` is the same in every warp.
 template <unsigned N> struct WeightFragments {
   Fragment a[N];
   unsigned count;
+  unsigned *staged;
+  unsigned rest; // fragments a warp has staged
 
-  template <class A> ASPEN_HD void load(const Block &block, const Product &p, A weight) {
+  template <class A>
+  ASPEN_HD void load(const Block &block, const Product &p, A weight, unsigned *stage) {
     const unsigned warps = block.numThreads() / 32, warp = block.threadId() / 32;
+    const unsigned lane = block.threadId() % 32;
     const unsigned total = p.fragments(warps);
     count = total < N ? total : N;
+    rest = total - count;
+    staged = stage;
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
     for (unsigned f = 0; f < N; ++f)
       if (f < count)
-        a[f] = loadFragment(p, weight, placeOf(p, warps, warp, f), block.threadId() % 32);
+        a[f] = loadFragment(p, weight, placeOf(p, warps, warp, f), lane);
+    if (staged)
+      for (unsigned i = 0; i < rest; ++i) {
+        const Fragment fragment = loadFragment(p, weight, placeOf(p, warps, warp, count + i), lane);
+        unsigned *to = staged + (((unsigned long long)warp * rest + i) * 32 + lane) * 4;
+        for (unsigned r = 0; r < 4; ++r)
+          to[r] = fragment.r[r];
+      }
+  }
+
+  // Fragment count + i of the calling lane, staged.
+  ASPEN_HD Fragment stagedAt(unsigned warp, unsigned i, unsigned lane) const {
+    const unsigned *from = staged + (((unsigned long long)warp * rest + i) * 32 + lane) * 4;
+    return Fragment{{from[0], from[1], from[2], from[3]}};
   }
 };
 
@@ -205,7 +233,8 @@ ASPEN_HD void tensorProduct(const Block &block, const Product &p, A a,
       if (f < cached.count)
         step(f, cached.a[f]);
     for (unsigned f = cached.count; f < fragments; ++f)
-      step(f, loadFragment(p, a, placeOf(p, warps, warp, f), lane));
+      step(f, cached.staged ? cached.stagedAt(warp, f - cached.count, lane)
+                            : loadFragment(p, a, placeOf(p, warps, warp, f), lane));
   }
   block.sync();
 }
@@ -279,18 +308,26 @@ public:
         (hasOut && out.size() != steps * BH) ||
         (numInter() > 0 && inter.size() != steps * numInter() * BH) ||
         (hasGatesIn && gatesIn.size() != steps * 4 * BH) ||
-        (tensor && (sizeof(T) != 2 || threads % 32 != 0 || splits == 0)) ||
-        block.sharedBytes() < (BH + (weightsInShared ? 4ull * U * H : 0) +
-                               (tensor ? persistent::productFloats(4 * U, B, splits) : 0)) *
-                                  sizeof(float))
+        (tensor && (sizeof(T) != 2 || threads % 32 != 0 || splits == 0)))
+      return false;
+    // The tensor variant's fragments past the registers (sized for the largest block's rows).
+    const unsigned long long productWords =
+        tensor ? persistent::productFloats(4 * U, B, splits) : 0;
+    const unsigned long long fragmentWords =
+        tensor ? persistent::stagedFragmentWords({4 * U, B, H, splits, nullptr}, threads / 32,
+                                                 persistent::kLstmFragments)
+               : 0;
+    const unsigned long long weightWords = weightsInShared ? 4ull * U * H : 0;
+    if (block.sharedBytes() < (BH + weightWords + productWords + fragmentWords) * sizeof(float))
       return false; // the shared memory too: a shorter launch would overrun it
     if (units == 0)
       return true; // more blocks than units: nothing is this block's
     float *hStage = block.shared<float>();
     float *wStage = hStage + BH;
     // The tensor variant's rows: m = 4 j + g, unit u0 + j's gate g (wStage's rows).
-    const persistent::Product product{4 * units, B, H, splits,
-                                      wStage + (weightsInShared ? 4ull * U * H : 0)};
+    const persistent::Product product{4 * units, B, H, splits, wStage + weightWords};
+    unsigned *fragmentStage =
+        fragmentWords ? block.shared<unsigned>() + BH + weightWords + productWords : nullptr;
     auto weight = [&](unsigned m, unsigned k) {
       return weightsInShared ? wStage[(unsigned long long)m * H + k]
                              : float(weights[(unsigned long long)k * 4 * H +
@@ -312,7 +349,7 @@ public:
     persistent::WeightFragments<persistent::kLstmFragments> fragments;
     fragments.count = 0;
     if (tensorKernel())
-      fragments.load(block, product, weight);
+      fragments.load(block, product, weight, fragmentStage);
     const bool fixed = recurrentActivation == unsigned(NonLinearityType::SIGMOID) &&
                        activation == unsigned(NonLinearityType::TANH);
     for (unsigned t = 0; t < steps; ++t) {
@@ -482,18 +519,25 @@ public:
     if (delta.size() != steps * 4 * BH || fwd.size() != steps * 4 * BH ||
         cell.size() != steps * 2 * BH || dhCarry.size() != BH || dcState.size() != BH ||
         weights.size() != 4ull * H * H || (hasOutGrad && outGrad.size() != steps * BH) ||
-        (tensor && (sizeof(T) != 2 || threads % 32 != 0 || splits == 0)) ||
-        block.sharedBytes() < (B * G4 + (weightsInShared ? U * G4 : 0) +
-                               (tensor ? persistent::productFloats(U, B, splits) : 0)) *
-                                  sizeof(float))
+        (tensor && (sizeof(T) != 2 || threads % 32 != 0 || splits == 0)))
+      return false;
+    // The tensor variant's fragments past the registers (sized for the largest block's rows).
+    const unsigned long long productWords = tensor ? persistent::productFloats(U, B, splits) : 0;
+    const unsigned long long fragmentWords =
+        tensor ? persistent::stagedFragmentWords({U, B, 4 * H, splits, nullptr}, threads / 32,
+                                                 persistent::kLstmFragments)
+               : 0;
+    const unsigned long long weightWords = weightsInShared ? U * G4 : 0;
+    if (block.sharedBytes() < (B * G4 + weightWords + productWords + fragmentWords) * sizeof(float))
       return false;
     if (units == 0)
       return true;
     float *dStage = block.shared<float>();
     float *wStage = dStage + B * G4;
     // The tensor variant's rows: m = j, unit u0 + j's row of Wo.
-    const persistent::Product product{units, B, 4 * H, splits,
-                                      wStage + (weightsInShared ? U * G4 : 0)};
+    const persistent::Product product{units, B, 4 * H, splits, wStage + weightWords};
+    unsigned *fragmentStage =
+        fragmentWords ? block.shared<unsigned>() + B * G4 + weightWords + productWords : nullptr;
     auto weight = [&](unsigned m, unsigned k) {
       return weightsInShared ? wStage[m * G4 + k] : float(weights[(u0 + m) * G4 + k]);
     };
@@ -504,7 +548,7 @@ public:
     persistent::WeightFragments<persistent::kLstmFragments> fragments;
     fragments.count = 0;
     if (tensorKernel())
-      fragments.load(block, product, weight);
+      fragments.load(block, product, weight, fragmentStage);
     const bool fixed = recurrentActivation == unsigned(NonLinearityType::SIGMOID) &&
                        activation == unsigned(NonLinearityType::TANH);
     const unsigned pairs = B * units;
@@ -664,11 +708,25 @@ public:
         (hasOut && out.size() != steps * BH) ||
         (hasInter && inter.size() != steps * numInter() * BH) ||
         (hasAttention && attention.size() != steps * B) ||
-        (tensor && (sizeof(T) != 2 || threads % 32 != 0 || splits == 0)) ||
-        block.sharedBytes() < (BH + (resetAfter ? 0 : BH + (unsigned long long)B * U) +
-                               (weightsInShared ? 3ull * U * H : 0) +
-                               (tensor ? persistent::productFloats(3 * U, B, splits) : 0)) *
-                                  sizeof(float))
+        (tensor && (sizeof(T) != 2 || threads % 32 != 0 || splits == 0)))
+      return false;
+    // The tensor variant's fragments past the registers, of both products (sized for the
+    // largest block's rows).
+    const unsigned long long productWords =
+        tensor ? persistent::productFloats(3 * U, B, splits) : 0;
+    const unsigned long long gateWords =
+        tensor ? persistent::stagedFragmentWords({3 * U, B, H, splits, nullptr}, threads / 32,
+                                                 persistent::kGruFragments)
+               : 0;
+    const unsigned long long candidateWords =
+        tensor && !resetAfter
+            ? persistent::stagedFragmentWords({U, B, H, splits, nullptr}, threads / 32,
+                                              persistent::kGruSecondFragments)
+            : 0;
+    const unsigned long long weightWords = weightsInShared ? 3ull * U * H : 0;
+    const unsigned long long stageWords = BH + (resetAfter ? 0 : BH + (unsigned long long)B * U);
+    if (block.sharedBytes() <
+        (stageWords + weightWords + productWords + gateWords + candidateWords) * sizeof(float))
       return false;
     if (units == 0)
       return true;
@@ -678,9 +736,11 @@ public:
     float *wStage = uKept + (resetAfter ? 0 : B * U);
     // The tensor variant's rows: m = 3 j + g, unit u0 + j's gate g (wStage's rows); the
     // candidate's product without resetAfter takes rows 3 j + 2 only.
-    float *part = wStage + (weightsInShared ? 3ull * U * H : 0);
+    float *part = wStage + weightWords;
     const persistent::Product gates{3 * units, B, H, splits, part};
     const persistent::Product candidates{units, B, H, splits, part};
+    unsigned *gateStage = block.shared<unsigned>() + stageWords + weightWords + productWords;
+    unsigned *candidateStage = gateStage + gateWords;
     auto weight = [&](unsigned m, unsigned k) {
       return weightsInShared ? wStage[(unsigned long long)m * H + k]
                              : float(weights[(unsigned long long)k * 3 * H + (m % 3) * H +
@@ -702,9 +762,10 @@ public:
     persistent::WeightFragments<persistent::kGruSecondFragments> candidateFragments;
     gateFragments.count = candidateFragments.count = 0;
     if (tensorKernel()) {
-      gateFragments.load(block, gates, weight);
+      gateFragments.load(block, gates, weight, gateWords ? gateStage : nullptr);
       if (!resetAfter)
-        candidateFragments.load(block, candidates, candidateWeight);
+        candidateFragments.load(block, candidates, candidateWeight,
+                                candidateWords ? candidateStage : nullptr);
     }
     const bool fixed = recurrentActivation == unsigned(NonLinearityType::SIGMOID) &&
                        activation == unsigned(NonLinearityType::TANH);
@@ -950,10 +1011,25 @@ public:
         dhCarry.size() != BH || weights.size() != 3ull * H * H ||
         (hasOutGrad && outGrad.size() != steps * BH) ||
         (hasAttention && (attention.size() != steps * B || attPartial.size() != steps * BH)) ||
-        (tensor && (sizeof(T) != 2 || threads % 32 != 0 || splits == 0)) ||
-        block.sharedBytes() < (B * (resetAfter ? G3 : 2ull * H) + (weightsInShared ? U * G3 : 0) +
-                               (tensor ? persistent::productFloats(U, B, splits) : 0)) *
-                                  sizeof(float))
+        (tensor && (sizeof(T) != 2 || threads % 32 != 0 || splits == 0)))
+      return false;
+    // The tensor variant's fragments past the registers, of both products (sized for the
+    // largest block's rows).
+    const unsigned long long productWords = tensor ? persistent::productFloats(U, B, splits) : 0;
+    const unsigned long long gateWords =
+        tensor ? persistent::stagedFragmentWords({U, B, resetAfter ? 3 * H : 2 * H, splits,
+                                                  nullptr},
+                                                 threads / 32, persistent::kGruFragments)
+               : 0;
+    const unsigned long long resetWords =
+        tensor && !resetAfter
+            ? persistent::stagedFragmentWords({U, B, H, splits, nullptr}, threads / 32,
+                                              persistent::kGruSecondFragments)
+            : 0;
+    const unsigned long long weightWords = weightsInShared ? U * G3 : 0;
+    const unsigned long long stageWords = B * (resetAfter ? G3 : 2ull * H);
+    if (block.sharedBytes() <
+        (stageWords + weightWords + productWords + gateWords + resetWords) * sizeof(float))
       return false;
     if (units == 0)
       return true;
@@ -961,9 +1037,11 @@ public:
     float *stage = block.shared<float>();
     float *wStage = stage + B * (resetAfter ? G3 : 2ull * H);
     // The tensor variant's rows: m = j, unit u0 + j's row of Wo from column col0 on.
-    float *part = wStage + (weightsInShared ? U * G3 : 0);
+    float *part = wStage + weightWords;
     const persistent::Product gates{units, B, resetAfter ? 3 * H : 2 * H, splits, part};
     const persistent::Product resets{units, B, H, splits, part};
+    unsigned *gateStage = block.shared<unsigned>() + stageWords + weightWords + productWords;
+    unsigned *resetStage = gateStage + gateWords;
     auto weightFrom = [&](unsigned col0) {
       return [=](unsigned m, unsigned k) {
         return weightsInShared ? wStage[m * G3 + col0 + k]
@@ -978,9 +1056,9 @@ public:
     persistent::WeightFragments<persistent::kGruSecondFragments> resetFragments;
     gateFragments.count = resetFragments.count = 0;
     if (tensorKernel()) {
-      gateFragments.load(block, gates, weightFrom(0));
+      gateFragments.load(block, gates, weightFrom(0), gateWords ? gateStage : nullptr);
       if (!resetAfter)
-        resetFragments.load(block, resets, weightFrom(2 * H));
+        resetFragments.load(block, resets, weightFrom(2 * H), resetWords ? resetStage : nullptr);
     }
     const unsigned pairs = B * units;
     const T *exchange = resetAfter ? deltaH.data() : deltaX.data();

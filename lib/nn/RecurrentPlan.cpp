@@ -57,7 +57,10 @@ RecurrentPlan getPlan(const Graph &graph, const LstmParams &params, const Option
   plan.persistentBlocks = persistent.launch.blocks;
   plan.persistentThreadsPerBlock = persistent.launch.threadsPerBlock;
   plan.persistentSharedBytes = persistent.launch.sharedBytes;
-  plan.persistentWeightsInSharedMemory = persistent.weightsInShared;
+  // The tensor variant's fragments past the registers are in shared memory too.
+  plan.persistentWeightsInSharedMemory =
+      persistent.weightsInShared ||
+      (persistent.tensor && !persistent.weightsInRegisters && persistent.launch.blocks != 0);
   plan.persistentWeightsInRegisters = persistent.weightsInRegisters;
   plan.persistentArithmetic = persistent.tensor ? "tensor" : "exact";
   plan.perStepSecondsEstimate = persistent.perStepSeconds;
@@ -80,7 +83,10 @@ RecurrentPlan getPlan(const Graph &graph, const GruParams &params, const OptionF
   plan.persistentBlocks = persistent.launch.blocks;
   plan.persistentThreadsPerBlock = persistent.launch.threadsPerBlock;
   plan.persistentSharedBytes = persistent.launch.sharedBytes;
-  plan.persistentWeightsInSharedMemory = persistent.weightsInShared;
+  // The tensor variant's fragments past the registers are in shared memory too.
+  plan.persistentWeightsInSharedMemory =
+      persistent.weightsInShared ||
+      (persistent.tensor && !persistent.weightsInRegisters && persistent.launch.blocks != 0);
   plan.persistentWeightsInRegisters = persistent.weightsInRegisters;
   plan.persistentArithmetic = persistent.tensor ? "tensor" : "exact";
   plan.perStepSecondsEstimate = persistent.perStepSeconds;

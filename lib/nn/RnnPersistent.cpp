@@ -34,10 +34,10 @@ constexpr unsigned kPerStepNodes = 6;
 constexpr double kExchangeSeconds = 1e-6;
 // GPU: L2 read bandwidth for every block staging the exchanged vector, [E] 5-7 TB/s.
 constexpr double kL2BytesPerSecond = 5.5e12;
-// GPU cycles of a multiprocessor: an mma with its operand loads from shared memory (12
-// 32-bit loads a lane, one warp's load a cycle), 4 with its weights in registers [E]; a cell
-// for a block's threads [E].
-constexpr double kCyclesPerMma = 12, kCyclesPerMmaInRegisters = 4, kCellCycles = 200;
+// GPU cycles of a multiprocessor: an mma with its batch operand's four 32-bit loads a lane
+// from shared memory and its weight fragment from registers (4), or from shared memory too
+// (one 16-byte load a lane more: 6) [E]; a cell for a block's threads [E].
+constexpr double kCyclesPerMma = 6, kCyclesPerMmaInRegisters = 4, kCellCycles = 200;
 // Host: one correctly rounded fma of the exact variant (glibc's fmaf; measured 1.3 ns,
 // docs/performance.md 2026-12-05) and a fiber switch per block and exchange.
 constexpr double kHostFmaSeconds = 1.3e-9, kHostExchangeSeconds = 2e-6;
@@ -148,20 +148,37 @@ PersistentChoice choosePersistent(const Graph &graph, const PersistentOptions &o
     const std::size_t kTiles = std::max<std::size_t>(ceilDiv(depth, 16), 1);
     return ceilDiv(ceilDiv(productRows, 16) * splits, warps) * ceilDiv(kTiles, splits);
   };
-  const bool inRegisters =
-      tensor && fragments(rows, loop.depth) <= loop.registerFragments[0] &&
-      (loop.secondRows == 0 ||
-       fragments(loop.secondRows * units, loop.secondDepth) <= loop.registerFragments[1]);
-  const std::size_t stageBytes =
+  // The tensor variant keeps a warp's first fragments in registers and stages the rest in
+  // shared memory (a fragment is 32 lanes x 4 words); it never stages the weights as floats.
+  auto stagedWords = [&](std::size_t productRows, std::size_t depth, unsigned inRegisters) {
+    const std::size_t n = fragments(productRows, depth);
+    return n > inRegisters ? warps * (n - inRegisters) * 32 * 4 : std::size_t(0);
+  };
+  const std::size_t fragmentWords =
+      !tensor ? 0
+              : stagedWords(rows, loop.depth, loop.registerFragments[0]) +
+                    (loop.secondRows == 0 ? 0
+                                          : stagedWords(loop.secondRows * units,
+                                                        loop.secondDepth,
+                                                        loop.registerFragments[1]));
+  const bool inRegisters = tensor && fragmentWords == 0;
+  const std::size_t keptBytes =
       (loop.stagedFloats + loop.blockFloats(units) + productFloats) * sizeof(float);
+  const std::size_t stageBytes = keptBytes + fragmentWords * sizeof(float);
   const std::size_t weightBytes = loop.gates * units * H * sizeof(float);
   const std::size_t limit =
       target.isGpu() ? target.getGpuProperties().sharedMemoryPerBlockOptin : kHostSharedBytes;
-  if (cannot.empty() && stageBytes > limit)
+  if (cannot.empty() && keptBytes > limit)
     cannot = fmt::format("{}, staged whole in every block (with what a block keeps, {} bytes), "
                          "exceeds the {} bytes of shared memory a block of target '{}' has",
-                         loop.staged, stageBytes, limit, target.getName());
-  if (cannot.empty() && target.isGpu() && !inRegisters && stageBytes + weightBytes > limit)
+                         loop.staged, keptBytes, limit, target.getName());
+  if (cannot.empty() && stageBytes > limit)
+    cannot = fmt::format("the weight fragments a block's warps cannot hold in registers ({} "
+                         "bytes) and the staged {} ({} bytes) exceed the {} bytes of shared "
+                         "memory a block of target '{}' has: the weights do not fit on chip",
+                         fragmentWords * sizeof(float), loop.staged, keptBytes, limit,
+                         target.getName());
+  if (cannot.empty() && target.isGpu() && !tensor && stageBytes + weightBytes > limit)
     cannot = fmt::format("the weights of a block ({} units x {} gates x {} as float, {} bytes) "
                          "and the staged {} ({} bytes) exceed the {} bytes of shared memory "
                          "a block of target '{}' has: the weights do not fit on chip",
@@ -169,7 +186,7 @@ PersistentChoice choosePersistent(const Graph &graph, const PersistentOptions &o
                          target.getName());
   if (cannot.empty()) { // the launch it takes (or would take, under auto)
     choice.weightsInRegisters = inRegisters;
-    choice.weightsInShared = !inRegisters && stageBytes + weightBytes <= limit;
+    choice.weightsInShared = !tensor && stageBytes + weightBytes <= limit;
     choice.launch.blocks = blocks;
     choice.launch.threadsPerBlock = threads;
     choice.launch.sharedBytes = stageBytes + (choice.weightsInShared ? weightBytes : 0);

@@ -511,7 +511,10 @@ TEST_CASE("the persistent GRU loops' tensor variant gives the per-step results w
       requireClose(got.attGrad, reference.attGrad, abs, rel, "d(attention)");
   };
   for (const auto &[blocks, threads] :
-       {std::pair{0u, 0u}, std::pair{1u, 64u}, std::pair{5u, 128u}, std::pair{37u, 32u}}) {
+       {std::pair{0u, 0u}, std::pair{1u, 32u}, std::pair{1u, 64u}, std::pair{5u, 128u},
+        std::pair{37u, 32u}}) {
+    // One block of one warp holds 21 fragments of its first product (12 in registers) and 9
+    // of the candidate's or reset's (4): the rest staged in shared memory.
     INFO(blocks << " blocks of " << threads << " threads (0: the builder's)");
     Case shaped = c;
     shaped.options = {{"rnnPersistentKernel", "true"},

@@ -1468,7 +1468,10 @@ TEST_CASE("rnnPersistentKernel true where the kernel cannot run is refused namin
                                   {{"rnnPersistentKernel", "true"}}),
                     Catch::Contains("262144 bytes") && Catch::Contains("232448 bytes"));
   // On a GPU target the weights must fit on chip: 1024 units over 132 blocks are 8 a block,
-  // 8 x 4 x 1024 floats = 131072 bytes, plus 8 rows of h (32768): fits; 2048 units do not.
+  // 8 x 4 x 1024 floats = 131072 bytes, plus 8 rows of h (32768): fits; 2048 units do not,
+  // neither as the exact variant's floats nor as the tensor variant's fragments (64 a warp: 4
+  // row tiles in 2 splits over 8 warps, 128 k slices; 16 in registers, 48 x 8 warps x 512
+  // bytes staged, beside 8 x 2048 floats of h and 2 x 64 x 8 of partial products).
   Graph gpu(Target::createModel("h200"));
   nn::addCodelets(gpu);
   lstm::LstmParams big(HALF, 8, 3, {5, 2048});
@@ -1476,9 +1479,16 @@ TEST_CASE("rnnPersistentKernel true where the kernel cannot run is refused namin
   lstm::LstmState bigInit = lstm::createInitialState(gpu, big, "init");
   lstm::LstmWeights bigW = lstm::createWeights(gpu, big, "w");
   CHECK_THROWS_WITH(lstm::lstmFwd(gpu, big, bigInit, bigIn, bigW, nullptr, prog, "fwd",
-                                  {{"rnnPersistentKernel", "true"}}),
+                                  {{"rnnPersistentKernel", "true"},
+                                   {"rnnPersistentArithmetic", "exact"}}),
                     Catch::Contains("the weights do not fit on chip") &&
                         Catch::Contains("16 units x 4 gates x 2048"));
+  CHECK_THROWS_WITH(lstm::lstmFwd(gpu, big, bigInit, bigIn, bigW, nullptr, prog, "fwd",
+                                  {{"rnnPersistentKernel", "true"}}),
+                    Catch::Contains("the weights do not fit on chip") &&
+                        Catch::Contains("weight fragments a block's warps cannot hold in "
+                                        "registers (196608 bytes)") &&
+                        Catch::Contains("(69632 bytes)"));
   CHECK_THROWS_WITH(lstm::lstmFwd(g, params, init, in, w, nullptr, prog, "fwd",
                                   {{"rnnPersistentKernel", "maybe"}}),
                     Catch::Contains("rnnPersistentKernel"));

@@ -292,9 +292,12 @@ void recurrentRows(LayerSetup &setup, const CommonConfig &c, bool hasRecomputati
           : fmt::format("{} blocks of {} threads, {} bytes of shared memory a block{}, {} "
                         "arithmetic",
                         p.persistentBlocks, p.persistentThreadsPerBlock, p.persistentSharedBytes,
-                        p.persistentWeightsInRegisters      ? ", weights in registers"
-                        : p.persistentWeightsInSharedMemory ? ", weights on chip"
-                                                            : ", weights read from memory",
+                        p.persistentWeightsInRegisters ? ", weights in registers"
+                        : p.persistentWeightsInSharedMemory
+                            ? (p.persistentArithmetic == "tensor"
+                                   ? ", weights on chip (registers and shared memory)"
+                                   : ", weights on chip (shared memory)")
+                            : ", weights read from memory",
                         p.persistentArithmetic);
   setup.planRows.push_back(
       {"forward loop",

@@ -41,8 +41,10 @@ struct ASPEN_API RecurrentPlan {
   bool persistent = false;
   unsigned persistentBlocks = 0, persistentThreadsPerBlock = 0;
   std::size_t persistentSharedBytes = 0; // a block's: staged h_(t-1), and the weights if there
+  // Where the weights stay: all in the warps' registers (the tensor variant), or in shared
+  // memory (the exact variant's floats; the tensor variant's fragments past the registers).
   bool persistentWeightsInSharedMemory = false;
-  bool persistentWeightsInRegisters = false; // the tensor variant's warps hold them all
+  bool persistentWeightsInRegisters = false;
   std::string persistentArithmetic = "exact";
   double perStepSecondsEstimate = 0, persistentSecondsEstimate = 0;
   std::string persistentRefusal;
