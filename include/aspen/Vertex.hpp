@@ -336,17 +336,21 @@ public:
     mine[5] = b[1];
     sync();
     if (active) {
-      const unsigned *warp = static_cast<const unsigned *>(s_->warpScratch) +
-                             8ull * (threadId() - threadId() % 32);
+      const unsigned first = threadId() - threadId() % 32;
+      const unsigned *warp = static_cast<const unsigned *>(s_->warpScratch) + 8ull * first;
+      // Word `index` of lane `lane`'s registers; a lane past the block's last thread (a warp
+      // the block does not fill, which a GPU does not allow) holds zeros here.
+      auto word = [&](unsigned lane, unsigned index) {
+        return first + lane < numThreads() ? warp[8 * lane + index] : 0u;
+      };
       // Element (row, k) of A and (k, col) of B, from the lane holding it.
       auto elementA = [&](unsigned row, unsigned k) {
-        const unsigned word =
-            warp[8 * ((row % 8) * 4 + (k % 8) / 2) + (row / 8) + 2 * (k / 8)];
-        return detail::halfBitsToFloat((unsigned short)(k % 2 ? word >> 16 : word & 0xffffu));
+        const unsigned w = word((row % 8) * 4 + (k % 8) / 2, (row / 8) + 2 * (k / 8));
+        return detail::halfBitsToFloat((unsigned short)(k % 2 ? w >> 16 : w & 0xffffu));
       };
       auto elementB = [&](unsigned k, unsigned col) {
-        const unsigned word = warp[8 * (col * 4 + (k % 8) / 2) + 4 + k / 8];
-        return detail::halfBitsToFloat((unsigned short)(k % 2 ? word >> 16 : word & 0xffffu));
+        const unsigned w = word(col * 4 + (k % 8) / 2, 4 + k / 8);
+        return detail::halfBitsToFloat((unsigned short)(k % 2 ? w >> 16 : w & 0xffffu));
       };
       const unsigned lane = threadId() % 32, g = lane / 4, q = lane % 4;
       for (unsigned i = 0; i < 4; ++i) {

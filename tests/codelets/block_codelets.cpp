@@ -222,6 +222,43 @@ public:
   }
 };
 
+// Block::mmaF16 over the block's full warps: warp w computes D_w = A B_w (A 16 x 16 row-major,
+// B_w 16 x 8, column w of the tiles' batch: b[(w * 16 + k) * 8 + n]) in mma.sync's fragment
+// layout, adds it to D_w = init, and writes d[w * 128 + row * 8 + col]. A block with a partial
+// last warp runs it only in the full ones (the partial warp's threads still call it with
+// `active` false, so the host's barrier sees them).
+class WarpMma : public BlockVertex {
+public:
+  Input<Vector<half>> a;
+  Input<Vector<half>> b;
+  Output<Vector<float>> d;
+  float init;
+
+  bool compute(Block &block) {
+    const unsigned lane = block.threadId() % 32, warp = block.threadId() / 32;
+    const bool full = (warp + 1) * 32 <= block.numThreads();
+    const unsigned g = lane / 4, q = lane % 4;
+    auto pack = [](half lo, half hi) { return unsigned(lo.bits()) | (unsigned(hi.bits()) << 16); };
+    auto A = [&](unsigned row, unsigned k) { return a[row * 16 + k]; };
+    auto B = [&](unsigned k, unsigned n) { return full ? b[(warp * 16 + k) * 8 + n] : half(0.0f); };
+    const unsigned ra[4] = {pack(A(g, 2 * q), A(g, 2 * q + 1)),
+                            pack(A(g + 8, 2 * q), A(g + 8, 2 * q + 1)),
+                            pack(A(g, 2 * q + 8), A(g, 2 * q + 9)),
+                            pack(A(g + 8, 2 * q + 8), A(g + 8, 2 * q + 9))};
+    const unsigned rb[2] = {pack(B(2 * q, g), B(2 * q + 1, g)), pack(B(2 * q + 8, g), B(2 * q + 9, g))};
+    float acc[4] = {init, init, init, init};
+    block.mmaF16(full, ra, rb, acc);
+    if (full) {
+      float *out = &d[warp * 128];
+      out[g * 8 + 2 * q] = acc[0];
+      out[g * 8 + 2 * q + 1] = acc[1];
+      out[(g + 8) * 8 + 2 * q] = acc[2];
+      out[(g + 8) * 8 + 2 * q + 1] = acc[3];
+    }
+    return true;
+  }
+};
+
 template class SentinelExchange<float>;
 template class SentinelExchange<half>;
 

@@ -284,3 +284,43 @@ TEST_CASE("a codelet's declared maxThreadsPerBlock admits launches up to it",
   for (unsigned i = 0; i < 2 * 64; ++i)
     REQUIRE(got[i] == i % 64 + 1);
 }
+
+// Block::mmaF16, the tensor-core product the persistent kernels' tensor variant runs: each full
+// warp's 16 x 8 result against the product computed here in double (the halves' products are
+// exact in float and their sums of small integers too, so the result is exact), on blocks of
+// one warp, two, and two and a partial one (whose threads pass without a product).
+TEST_CASE("Block::mmaF16 multiplies a warp's 16 x 16 and 16 x 8 half tiles into float as "
+          "mma.sync's fragment layout says",
+          "[correctness][block]") {
+  for (unsigned threads : {32u, 64u, 72u}) {
+    INFO(threads << " threads");
+    const unsigned warps = threads / 32;
+    Graph g = makeGraph();
+    Tensor a = variable(g, HALF, 256, "a"), b = variable(g, HALF, warps * 128, "b");
+    Tensor d = variable(g, FLOAT, warps * 128, "d");
+    ComputeSet cs = g.addComputeSet("mma");
+    VertexRef v = g.addVertex(cs, "bc::WarpMma", {{"a", a}, {"b", b}, {"d", d}});
+    g.setInitialValue(v["init"], 0.5f);
+    g.setTileMapping(v, 0);
+    Engine e(g, program::Launch(cs, LaunchShape{1, threads, 0}, "mma"), hostOptions(2, false));
+    e.load(test::deviceFor(g.getTarget()));
+    std::vector<half> av(256), bv(warps * 128);
+    for (unsigned i = 0; i < av.size(); ++i)
+      av[i] = half(float(int(i * 5 % 17) - 8)); // every element distinct by position
+    for (unsigned i = 0; i < bv.size(); ++i)
+      bv[i] = half(float(int(i * 3 % 13) - 6));
+    write(e, "a", av);
+    write(e, "b", bv);
+    e.run();
+    const auto out = read<float>(e, "d", warps * 128);
+    for (unsigned w = 0; w < warps; ++w)
+      for (unsigned row = 0; row < 16; ++row)
+        for (unsigned col = 0; col < 8; ++col) {
+          double want = 0.5;
+          for (unsigned k = 0; k < 16; ++k)
+            want += double(float(av[row * 16 + k])) * double(float(bv[(w * 16 + k) * 8 + col]));
+          INFO("warp " << w << ", row " << row << ", column " << col);
+          REQUIRE(double(out[w * 128 + row * 8 + col]) == want);
+        }
+  }
+}
