@@ -204,8 +204,10 @@ TEST_CASE("a block codelet becomes a kernel of its own with a barrier and dynami
     blocks += types[k].isBlockVertex;
   }
   // BlockSum, BlockScan, BlockShape, BlockFail, BlockRing, GridSum, SentinelExchange<float>,
-  // SentinelExchange<half>, NeverPublished, BoundedBlock; Plain is a Vertex.
-  CHECK(blocks == 10);
+  // SentinelExchange<half>, NeverPublished, BoundedBlock, WarpMma; Plain is a Vertex.
+  CHECK(blocks == 11);
+  // Block::mmaF16 is the tensor-core instruction on the GPU.
+  CHECK(ptx.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") != std::string::npos);
   // A declared maxThreadsPerBlock is the kernel's launch bound; the others take the largest.
   CHECK(source.find("__launch_bounds__(64, 1)") != std::string::npos);
   CHECK(ptx.find(".maxntid 64, 1, 1") != std::string::npos);
