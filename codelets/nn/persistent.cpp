@@ -70,6 +70,22 @@ constexpr unsigned kColumnTiles = 2; // a warp's 8-column tiles at once: 16 batc
 // the GRU's first and second (lib/nn/RnnPersistent.cpp counts with the same numbers).
 constexpr unsigned kLstmFragments = 16, kGruFragments = 12, kGruSecondFragments = 4;
 
+// The staged vector of a step (h_{t-1}, r*h or the gate gradients): floats, or halves in the
+// tensor variant (half the shared memory; exact either way, the exchange holds T), in words
+// rounded up to 16 bytes.
+ASPEN_HD inline unsigned long long stageWords(unsigned long long n, bool halves) {
+  return halves ? (n + 7) / 8 * 4 : n;
+}
+ASPEN_HD inline float stagedAt(const float *stage, bool halves, unsigned long long i) {
+  return halves ? float(reinterpret_cast<const half *>(stage)[i]) : stage[i];
+}
+ASPEN_HD inline void setStaged(float *stage, bool halves, unsigned long long i, float v) {
+  if (halves)
+    reinterpret_cast<half *>(stage)[i] = half(v);
+  else
+    stage[i] = v;
+}
+
 // Two floats that hold halves, as one register of half pairs (the first in the low bits).
 ASPEN_HD inline unsigned packHalves(float lo, float hi) {
   return unsigned(half(lo).bits()) | (unsigned(half(hi).bits()) << 16);
@@ -171,15 +187,16 @@ template <unsigned N> struct WeightFragments {
 
 template <unsigned N, class A>
 ASPEN_HD void tensorProduct(const Block &block, const Product &p, A a,
-                            const WeightFragments<N> &cached, const float *x,
+                            const WeightFragments<N> &cached, const float *stage,
                             unsigned long long ldx) {
+  const half *x = reinterpret_cast<const half *>(stage); // the tensor variant stages halves
   const unsigned warps = block.numThreads() / 32, warp = block.threadId() / 32;
   const unsigned lane = block.threadId() % 32, g = lane / 4, q = lane % 4;
   const unsigned fragments = p.fragments(warps), perSplit = p.perSplit();
   const unsigned nTiles = (p.N + 7) / 8;
   const unsigned chunks = (nTiles + kColumnTiles - 1) / kColumnTiles;
   auto input = [&](unsigned n, unsigned k) {
-    return n < p.N && k < p.K ? x[n * ldx + k] : 0.0f;
+    return n < p.N && k < p.K ? float(x[n * ldx + k]) : 0.0f;
   };
   for (unsigned chunk = 0; chunk < chunks; ++chunk) {
     float d[kColumnTiles][4];
@@ -318,16 +335,18 @@ public:
                                                  persistent::kLstmFragments)
                : 0;
     const unsigned long long weightWords = weightsInShared ? 4ull * U * H : 0;
-    if (block.sharedBytes() < (BH + weightWords + productWords + fragmentWords) * sizeof(float))
+    const unsigned long long hWords = persistent::stageWords(BH, tensor);
+    if (block.sharedBytes() < (hWords + weightWords + productWords + fragmentWords) * sizeof(float))
       return false; // the shared memory too: a shorter launch would overrun it
     if (units == 0)
       return true; // more blocks than units: nothing is this block's
     float *hStage = block.shared<float>();
-    float *wStage = hStage + BH;
+    float *wStage = hStage + hWords;
+    const bool halves = tensorKernel();
     // The tensor variant's rows: m = 4 j + g, unit u0 + j's gate g (wStage's rows).
     const persistent::Product product{4 * units, B, H, splits, wStage + weightWords};
     unsigned *fragmentStage =
-        fragmentWords ? block.shared<unsigned>() + BH + weightWords + productWords : nullptr;
+        fragmentWords ? block.shared<unsigned>() + hWords + weightWords + productWords : nullptr;
     auto weight = [&](unsigned m, unsigned k) {
       return weightsInShared ? wStage[(unsigned long long)m * H + k]
                              : float(weights[(unsigned long long)k * 4 * H +
@@ -356,14 +375,14 @@ public:
       // h_{t-1}, whole, into shared memory: from h0, or as the other blocks publish it.
       if (t == 0) {
         for (unsigned long long i = tid; i < BH; i += threads)
-          hStage[i] = float(h0[i]);
+          persistent::setStaged(hStage, halves, i, float(h0[i]));
       } else {
         const T *previous = exchange.data() + (t - 1) * BH;
         for (unsigned long long i = tid; i < BH; i += threads) {
           const T *p = previous + i;
           if (!block.waitUntil([&] { return !isUnpublished(loadAcquire(p)); }))
             return false;
-          hStage[i] = float(loadAcquire(p));
+          persistent::setStaged(hStage, halves, i, float(loadAcquire(p)));
         }
       }
       block.sync();
@@ -397,7 +416,7 @@ private:
     const unsigned n = numInter();
     const unsigned length = lengths.size() == 1 ? lengths[0] : lengths[r];
     if (t >= length) { // past the row's length: the state is kept, outputs are zero
-      publish(&exchange[step], hStage[at]);
+      publish(&exchange[step], persistent::stagedAt(hStage, tensorKernel(), at));
       if (hasOut)
         out[step] = T(0.0f);
       for (unsigned s = 0; s < n; ++s)
@@ -528,16 +547,18 @@ public:
                                                  persistent::kLstmFragments)
                : 0;
     const unsigned long long weightWords = weightsInShared ? U * G4 : 0;
-    if (block.sharedBytes() < (B * G4 + weightWords + productWords + fragmentWords) * sizeof(float))
+    const unsigned long long dWords = persistent::stageWords(B * G4, tensor);
+    if (block.sharedBytes() < (dWords + weightWords + productWords + fragmentWords) * sizeof(float))
       return false;
     if (units == 0)
       return true;
     float *dStage = block.shared<float>();
-    float *wStage = dStage + B * G4;
+    float *wStage = dStage + dWords;
+    const bool halves = tensorKernel();
     // The tensor variant's rows: m = j, unit u0 + j's row of Wo.
     const persistent::Product product{units, B, 4 * H, splits, wStage + weightWords};
     unsigned *fragmentStage =
-        fragmentWords ? block.shared<unsigned>() + B * G4 + weightWords + productWords : nullptr;
+        fragmentWords ? block.shared<unsigned>() + dWords + weightWords + productWords : nullptr;
     auto weight = [&](unsigned m, unsigned k) {
       return weightsInShared ? wStage[m * G4 + k] : float(weights[(u0 + m) * G4 + k]);
     };
@@ -560,7 +581,7 @@ public:
           const T *p = next + e;
           if (!block.waitUntil([&] { return !isUnpublished(loadAcquire(p)); }))
             return false;
-          dStage[e] = float(loadAcquire(p));
+          persistent::setStaged(dStage, halves, e, float(loadAcquire(p)));
         }
       }
       block.sync();
@@ -724,15 +745,17 @@ public:
                                               persistent::kGruSecondFragments)
             : 0;
     const unsigned long long weightWords = weightsInShared ? 3ull * U * H : 0;
-    const unsigned long long stageWords = BH + (resetAfter ? 0 : BH + (unsigned long long)B * U);
+    const unsigned long long hWords = persistent::stageWords(BH, tensor);
+    const unsigned long long stageWords =
+        hWords + (resetAfter ? 0 : hWords + (unsigned long long)B * U);
     if (block.sharedBytes() <
         (stageWords + weightWords + productWords + gateWords + candidateWords) * sizeof(float))
       return false;
     if (units == 0)
       return true;
     float *hStage = block.shared<float>();
-    float *rhStage = hStage + BH;
-    float *uKept = rhStage + (resetAfter ? 0 : BH);
+    float *rhStage = hStage + hWords;
+    float *uKept = rhStage + (resetAfter ? 0 : hWords);
     float *wStage = uKept + (resetAfter ? 0 : B * U);
     // The tensor variant's rows: m = 3 j + g, unit u0 + j's gate g (wStage's rows); the
     // candidate's product without resetAfter takes rows 3 j + 2 only.
@@ -810,12 +833,13 @@ private:
   // A [B][H] vector into shared memory as floats: from `from` directly, or waiting for each
   // element to be published.
   bool stage(Block &block, const T *from, bool direct, float *to) {
+    const bool halves = tensorKernel();
     const unsigned long long BH = (unsigned long long)B * H;
     for (unsigned long long i = block.threadId(); i < BH; i += block.numThreads()) {
       const T *p = from + i;
       if (!direct && !block.waitUntil([&] { return !isUnpublished(loadAcquire(p)); }))
         return false;
-      to[i] = float(direct ? *p : loadAcquire(p));
+      persistent::setStaged(to, halves, i, float(direct ? *p : loadAcquire(p)));
     }
     return true;
   }
@@ -871,7 +895,7 @@ private:
     const unsigned long long at = (unsigned long long)r * H + u;
     const unsigned length = lengths.size() == 1 ? lengths[0] : lengths[r];
     const bool active = t < length;
-    const float hp = hStage[at];
+    const float hp = persistent::stagedAt(hStage, tensorKernel(), at);
     const T *x = xw.data() + ((unsigned long long)t * B + r) * 3 * H + u;
     const float keep = hasAttention ? 1.0f - float(attention[t * B + r]) : 1.0f;
     const float *h = hStage + (unsigned long long)r * H;
@@ -925,7 +949,7 @@ private:
     const unsigned u = u0 + j;
     const unsigned long long at = (unsigned long long)r * H + u;
     const unsigned length = lengths.size() == 1 ? lengths[0] : lengths[r];
-    const float hp = hStage[at];
+    const float hp = persistent::stagedAt(hStage, tensorKernel(), at);
     if (t >= length) {
       for (unsigned s = 2; s < numInter(); ++s)
         slot(t, s, at, 0.0f);
@@ -1027,7 +1051,8 @@ public:
                                               persistent::kGruSecondFragments)
             : 0;
     const unsigned long long weightWords = weightsInShared ? U * G3 : 0;
-    const unsigned long long stageWords = B * (resetAfter ? G3 : 2ull * H);
+    const unsigned long long stageWords =
+        persistent::stageWords(B * (resetAfter ? G3 : 2ull * H), tensor);
     if (block.sharedBytes() <
         (stageWords + weightWords + productWords + gateWords + resetWords) * sizeof(float))
       return false;
@@ -1035,7 +1060,7 @@ public:
       return true;
     // The staged gradients: 3H a row with resetAfter, else 2H (then H in the second phase).
     float *stage = block.shared<float>();
-    float *wStage = stage + B * (resetAfter ? G3 : 2ull * H);
+    float *wStage = stage + stageWords;
     // The tensor variant's rows: m = j, unit u0 + j's row of Wo from column col0 on.
     float *part = wStage + weightWords;
     const persistent::Product gates{units, B, resetAfter ? 3 * H : 2 * H, splits, part};
@@ -1096,7 +1121,7 @@ private:
       const T *p = from + (e / width) * 3ull * H + e % width;
       if (!block.waitUntil([&] { return !isUnpublished(loadAcquire(p)); }))
         return false;
-      stage[e] = float(loadAcquire(p));
+      persistent::setStaged(stage, tensorKernel(), e, float(loadAcquire(p)));
     }
     return true;
   }

@@ -162,8 +162,12 @@ PersistentChoice choosePersistent(const Graph &graph, const PersistentOptions &o
                                                         loop.secondDepth,
                                                         loop.registerFragments[1]));
   const bool inRegisters = tensor && fragmentWords == 0;
+  // The staged vector: halves in the tensor variant (in 16-byte multiples, a region for each
+  // exchange), floats in the exact one.
+  const std::size_t vectorWords =
+      tensor ? (loop.stagedFloats + 7) / 8 * 4 + 4 * (loop.exchanges - 1) : loop.stagedFloats;
   const std::size_t keptBytes =
-      (loop.stagedFloats + loop.blockFloats(units) + productFloats) * sizeof(float);
+      (vectorWords + loop.blockFloats(units) + productFloats) * sizeof(float);
   const std::size_t stageBytes = keptBytes + fragmentWords * sizeof(float);
   const std::size_t weightBytes = loop.gates * units * H * sizeof(float);
   const std::size_t limit =

@@ -1361,8 +1361,8 @@ TEST_CASE("rnnPersistentKernel: the plan says what auto, true and false do, with
     CHECK(tensorPlan.persistentWeightsInRegisters);
     CHECK_FALSE(tensorPlan.persistentWeightsInSharedMemory);
     CHECK(tensorPlan.persistentSecondsEstimate < tensorPlan.perStepSecondsEstimate);
-    // Staged h (16 x 1024) and the 4 splits' 32 x 16 partial tiles; no weights.
-    CHECK(tensorPlan.persistentSharedBytes == (16 * 1024 + 4 * 32 * 16) * 4);
+    // Staged h (16 x 1024 halves) and the 4 splits' 32 x 16 float partial tiles; no weights.
+    CHECK(tensorPlan.persistentSharedBytes == 16 * 1024 * 2 + 4 * 32 * 16 * 4);
     // At H = 2048 (16 units a block: 64 rows, 4 row tiles, 2 splits, 64 fragments a warp) they
     // do not fit in registers, and 16 x 4 x 2048 floats do not fit in shared memory beside the
     // staged h: refused where asked for, declined by auto.
@@ -1471,7 +1471,8 @@ TEST_CASE("rnnPersistentKernel true where the kernel cannot run is refused namin
   // 8 x 4 x 1024 floats = 131072 bytes, plus 8 rows of h (32768): fits; 2048 units do not,
   // neither as the exact variant's floats nor as the tensor variant's fragments (64 a warp: 4
   // row tiles in 2 splits over 8 warps, 128 k slices; 16 in registers, 48 x 8 warps x 512
-  // bytes staged, beside 8 x 2048 floats of h and 2 x 64 x 8 of partial products).
+  // bytes staged, beside 8 x 2048 halves of h and 2 x 64 x 8 floats of partial products:
+  // 1 KiB over).
   Graph gpu(Target::createModel("h200"));
   nn::addCodelets(gpu);
   lstm::LstmParams big(HALF, 8, 3, {5, 2048});
@@ -1488,7 +1489,7 @@ TEST_CASE("rnnPersistentKernel true where the kernel cannot run is refused namin
                     Catch::Contains("the weights do not fit on chip") &&
                         Catch::Contains("weight fragments a block's warps cannot hold in "
                                         "registers (196608 bytes)") &&
-                        Catch::Contains("(69632 bytes)"));
+                        Catch::Contains("(36864 bytes)"));
   CHECK_THROWS_WITH(lstm::lstmFwd(g, params, init, in, w, nullptr, prog, "fwd",
                                   {{"rnnPersistentKernel", "maybe"}}),
                     Catch::Contains("rnnPersistentKernel"));
