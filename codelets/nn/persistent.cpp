@@ -65,7 +65,7 @@ struct Product {
   }
 };
 
-constexpr unsigned kColumnTiles = 2; // a warp's 8-column tiles at once: 16 batch rows
+constexpr unsigned kColumnTiles = 1; // a warp's 8-column tiles at once: 8 batch rows
 // The weight fragments a warp keeps in registers (4 registers each): the LSTM's one product,
 // the GRU's first and second (lib/nn/RnnPersistent.cpp counts with the same numbers).
 constexpr unsigned kLstmFragments = 16, kGruFragments = 12, kGruSecondFragments = 4;
@@ -86,10 +86,9 @@ ASPEN_HD inline void setStaged(float *stage, bool halves, unsigned long long i, 
     stage[i] = v;
 }
 
-// Two floats that hold halves, as one register of half pairs (the first in the low bits).
-ASPEN_HD inline unsigned packHalves(float lo, float hi) {
-  return unsigned(half(lo).bits()) | (unsigned(half(hi).bits()) << 16);
-}
+// A weight's half bits (the FLOAT kernels compile the call but never take the variant).
+ASPEN_HD inline unsigned short halfBitsOf(half h) { return h.bits(); }
+ASPEN_HD inline unsigned short halfBitsOf(float f) { return half(f).bits(); }
 
 // The shared floats a Product of at most `rows` weight rows and `n` batch rows takes.
 ASPEN_HD inline unsigned long long productFloats(unsigned rows, unsigned n, unsigned splits) {
@@ -121,20 +120,48 @@ struct Fragment {
   unsigned r[4];
 };
 
-// The lane's fragment at `place` (zero where it is not live), returned by value so that the
-// registers it fills stay registers.
-template <class A>
-ASPEN_HD Fragment loadFragment(const Product &p, A a, const FragmentPlace &place,
-                               unsigned lane) {
-  auto weight = [&](unsigned m, unsigned k) { return m < p.M && k < p.K ? a(m, k) : 0.0f; };
+// Where a product's weights are in Wo: element (m, k) at base[slot[m % rowsPerUnit] + (u0 + m /
+// rowsPerUnit) unitStride + k kStride] (the kernels' row orders: gate-major units forward,
+// Wo's rows backward).
+template <class T> struct WeightLayout {
+  const T *base;
+  unsigned long long kStride, unitStride;
+  unsigned rowsPerUnit, u0;
+  unsigned slot[4];
+
+  ASPEN_HD const T &at(unsigned m, unsigned k) const {
+    return base[slot[m % rowsPerUnit] + (u0 + m / rowsPerUnit) * unitStride + k * kStride];
+  }
+};
+
+// The lane's fragment at `place` (zero where it is not live): the weights' half bits, no
+// conversion. Out of line on the GPU, where WeightFragments::load calls it once a fragment,
+// unrolled, at entry; its arguments are plain values, so the call keeps the caller's state in
+// registers.
+#if defined(__CUDA_ARCH__)
+#define ASPEN_PERSISTENT_OUT_OF_LINE __noinline__
+#else
+#define ASPEN_PERSISTENT_OUT_OF_LINE
+#endif
+template <class T>
+ASPEN_HD ASPEN_PERSISTENT_OUT_OF_LINE Fragment loadFragment(Product p, WeightLayout<T> w,
+                                                            FragmentPlace place,
+                                                            unsigned lane) {
+  // Weights (m, k) and (m, k + 1) as one register.
+  auto pair = [&](unsigned m, unsigned k) {
+    if (m >= p.M)
+      return 0u;
+    return (k < p.K ? unsigned(halfBitsOf(w.at(m, k))) : 0u) |
+           (k + 1 < p.K ? unsigned(halfBitsOf(w.at(m, k + 1))) << 16 : 0u);
+  };
   Fragment f = {{0u, 0u, 0u, 0u}};
   if (!place.live)
     return f;
   const unsigned k = place.kTile * 16 + 2 * (lane % 4), m = place.mTile * 16 + lane / 4;
-  f.r[0] = packHalves(weight(m, k), weight(m, k + 1));
-  f.r[1] = packHalves(weight(m + 8, k), weight(m + 8, k + 1));
-  f.r[2] = packHalves(weight(m, k + 8), weight(m, k + 9));
-  f.r[3] = packHalves(weight(m + 8, k + 8), weight(m + 8, k + 9));
+  f.r[0] = pair(m, k);
+  f.r[1] = pair(m + 8, k);
+  f.r[2] = pair(m, k + 8);
+  f.r[3] = pair(m + 8, k + 8);
   return f;
 }
 
@@ -155,8 +182,9 @@ template <unsigned N> struct WeightFragments {
   unsigned *staged;
   unsigned rest; // fragments a warp has staged
 
-  template <class A>
-  ASPEN_HD void load(const Block &block, const Product &p, A weight, unsigned *stage) {
+  template <class T>
+  ASPEN_HD void load(const Block &block, const Product &p, const WeightLayout<T> &weight,
+                     unsigned *stage) {
     const unsigned warps = block.numThreads() / 32, warp = block.threadId() / 32;
     const unsigned lane = block.threadId() % 32;
     const unsigned total = p.fragments(warps);
@@ -185,8 +213,8 @@ template <unsigned N> struct WeightFragments {
   }
 };
 
-template <unsigned N, class A>
-ASPEN_HD void tensorProduct(const Block &block, const Product &p, A a,
+template <unsigned N, class T>
+ASPEN_HD void tensorProduct(const Block &block, const Product &p, const WeightLayout<T> &a,
                             const WeightFragments<N> &cached, const float *stage,
                             unsigned long long ldx) {
   const half *x = reinterpret_cast<const half *>(stage); // the tensor variant stages halves
@@ -195,8 +223,13 @@ ASPEN_HD void tensorProduct(const Block &block, const Product &p, A a,
   const unsigned fragments = p.fragments(warps), perSplit = p.perSplit();
   const unsigned nTiles = (p.N + 7) / 8;
   const unsigned chunks = (nTiles + kColumnTiles - 1) / kColumnTiles;
-  auto input = [&](unsigned n, unsigned k) {
-    return n < p.N && k < p.K ? float(x[n * ldx + k]) : 0.0f;
+  // Batch row n's halves k and k + 1 as one register, their bits as staged (0 outside).
+  auto inputPair = [&](unsigned n, unsigned k) {
+    if (n >= p.N)
+      return 0u;
+    const half *row = x + n * ldx;
+    return (k < p.K ? unsigned(row[k].bits()) : 0u) |
+           (k + 1 < p.K ? unsigned(row[k + 1].bits()) << 16 : 0u);
   };
   for (unsigned chunk = 0; chunk < chunks; ++chunk) {
     float d[kColumnTiles][4];
@@ -221,8 +254,8 @@ ASPEN_HD void tensorProduct(const Block &block, const Product &p, A a,
         unsigned rb[2] = {0u, 0u};
         if (live) {
           const unsigned k = place.kTile * 16 + 2 * q, n = nTile * 8 + g;
-          rb[0] = packHalves(input(n, k), input(n, k + 1));
-          rb[1] = packHalves(input(n, k + 8), input(n, k + 9));
+          rb[0] = inputPair(n, k);
+          rb[1] = inputPair(n, k + 8);
         }
         block.mmaF16(live, ra, rb, d[c]);
       }
@@ -325,7 +358,7 @@ public:
         (hasOut && out.size() != steps * BH) ||
         (numInter() > 0 && inter.size() != steps * numInter() * BH) ||
         (hasGatesIn && gatesIn.size() != steps * 4 * BH) ||
-        (tensor && (sizeof(T) != 2 || threads % 32 != 0 || splits == 0)))
+        (tensor && (sizeof(T) != 2 || threads % 32 != 0 || splits == 0 || weightsInShared)))
       return false;
     // The tensor variant's fragments past the registers (sized for the largest block's rows).
     const unsigned long long productWords =
@@ -343,15 +376,13 @@ public:
     float *hStage = block.shared<float>();
     float *wStage = hStage + hWords;
     const bool halves = tensorKernel();
-    // The tensor variant's rows: m = 4 j + g, unit u0 + j's gate g (wStage's rows).
+    // The tensor variant's rows: m = 4 j + g, unit u0 + j's gate g; its weights come from
+    // Wo (it never stages them as floats), fragment by fragment at entry.
     const persistent::Product product{4 * units, B, H, splits, wStage + weightWords};
     unsigned *fragmentStage =
         fragmentWords ? block.shared<unsigned>() + hWords + weightWords + productWords : nullptr;
-    auto weight = [&](unsigned m, unsigned k) {
-      return weightsInShared ? wStage[(unsigned long long)m * H + k]
-                             : float(weights[(unsigned long long)k * 4 * H +
-                                             slotOf(m % 4) * H + u0 + m / 4]);
-    };
+    const persistent::WeightLayout<T> weight{
+        weights.data(), 4ull * H, 1, 4, u0, {slotF * H, slotI * H, slotG * H, slotO * H}};
     const unsigned slots[4] = {slotF, slotI, slotG, slotO};
     const unsigned pairs = B * units;
     for (unsigned q = tid; q < pairs; q += threads) {
@@ -364,7 +395,7 @@ public:
         const unsigned k = unsigned(i % H), g = unsigned(i / H % 4), j = unsigned(i / H / 4);
         wStage[i] = float(weights[(unsigned long long)k * 4 * H + slots[g] * H + u0 + j]);
       }
-    block.sync(); // the staged weights complete before the tensor variant's fragments load
+    block.sync(); // the staged weights complete before any thread reads them
     persistent::WeightFragments<persistent::kLstmFragments> fragments;
     fragments.count = 0;
     if (tensorKernel())
@@ -538,7 +569,7 @@ public:
     if (delta.size() != steps * 4 * BH || fwd.size() != steps * 4 * BH ||
         cell.size() != steps * 2 * BH || dhCarry.size() != BH || dcState.size() != BH ||
         weights.size() != 4ull * H * H || (hasOutGrad && outGrad.size() != steps * BH) ||
-        (tensor && (sizeof(T) != 2 || threads % 32 != 0 || splits == 0)))
+        (tensor && (sizeof(T) != 2 || threads % 32 != 0 || splits == 0 || weightsInShared)))
       return false;
     // The tensor variant's fragments past the registers (sized for the largest block's rows).
     const unsigned long long productWords = tensor ? persistent::productFloats(U, B, splits) : 0;
@@ -555,17 +586,15 @@ public:
     float *dStage = block.shared<float>();
     float *wStage = dStage + dWords;
     const bool halves = tensorKernel();
-    // The tensor variant's rows: m = j, unit u0 + j's row of Wo.
+    // The tensor variant's rows: m = j, unit u0 + j's row of Wo (read from Wo at entry).
     const persistent::Product product{units, B, 4 * H, splits, wStage + weightWords};
     unsigned *fragmentStage =
         fragmentWords ? block.shared<unsigned>() + dWords + weightWords + productWords : nullptr;
-    auto weight = [&](unsigned m, unsigned k) {
-      return weightsInShared ? wStage[m * G4 + k] : float(weights[(u0 + m) * G4 + k]);
-    };
+    const persistent::WeightLayout<T> weight{weights.data(), 1, G4, 1, u0, {0, 0, 0, 0}};
     if (weightsInShared) // wStage[j * 4H + col] = Wo[u0 + j][col]
       for (unsigned long long i = tid; i < units * G4; i += threads)
         wStage[i] = float(weights[u0 * G4 + i]);
-    block.sync(); // the staged weights complete before the tensor variant's fragments load
+    block.sync(); // the staged weights complete before any thread reads them
     persistent::WeightFragments<persistent::kLstmFragments> fragments;
     fragments.count = 0;
     if (tensorKernel())
@@ -729,7 +758,7 @@ public:
         (hasOut && out.size() != steps * BH) ||
         (hasInter && inter.size() != steps * numInter() * BH) ||
         (hasAttention && attention.size() != steps * B) ||
-        (tensor && (sizeof(T) != 2 || threads % 32 != 0 || splits == 0)))
+        (tensor && (sizeof(T) != 2 || threads % 32 != 0 || splits == 0 || weightsInShared)))
       return false;
     // The tensor variant's fragments past the registers, of both products (sized for the
     // largest block's rows).
@@ -764,12 +793,9 @@ public:
     const persistent::Product candidates{units, B, H, splits, part};
     unsigned *gateStage = block.shared<unsigned>() + stageWords + weightWords + productWords;
     unsigned *candidateStage = gateStage + gateWords;
-    auto weight = [&](unsigned m, unsigned k) {
-      return weightsInShared ? wStage[(unsigned long long)m * H + k]
-                             : float(weights[(unsigned long long)k * 3 * H + (m % 3) * H +
-                                             u0 + m / 3]);
-    };
-    auto candidateWeight = [&](unsigned m, unsigned k) { return weight(3 * m + 2, k); };
+    const persistent::WeightLayout<T> weight{weights.data(), 3ull * H, 1, 3, u0, {0, H, 2 * H, 0}};
+    const persistent::WeightLayout<T> candidateWeight{weights.data(), 3ull * H, 1, 1, u0,
+                                                      {2 * H, 0, 0, 0}};
     const unsigned pairs = B * units;
     for (unsigned q = tid; q < pairs; q += threads) {
       const unsigned long long at = (unsigned long long)(q / units) * H + u0 + q % units;
@@ -780,7 +806,7 @@ public:
         const unsigned k = unsigned(i % H), g = unsigned(i / H % 3), j = unsigned(i / H / 3);
         wStage[i] = float(weights[(unsigned long long)k * 3 * H + g * H + u0 + j]);
       }
-    block.sync(); // the staged weights complete before the tensor variant's fragments load
+    block.sync(); // the staged weights complete before any thread reads them
     persistent::WeightFragments<persistent::kGruFragments> gateFragments;
     persistent::WeightFragments<persistent::kGruSecondFragments> candidateFragments;
     gateFragments.count = candidateFragments.count = 0;
@@ -1035,7 +1061,7 @@ public:
         dhCarry.size() != BH || weights.size() != 3ull * H * H ||
         (hasOutGrad && outGrad.size() != steps * BH) ||
         (hasAttention && (attention.size() != steps * B || attPartial.size() != steps * BH)) ||
-        (tensor && (sizeof(T) != 2 || threads % 32 != 0 || splits == 0)))
+        (tensor && (sizeof(T) != 2 || threads % 32 != 0 || splits == 0 || weightsInShared)))
       return false;
     // The tensor variant's fragments past the registers, of both products (sized for the
     // largest block's rows).
@@ -1067,16 +1093,13 @@ public:
     const persistent::Product resets{units, B, H, splits, part};
     unsigned *gateStage = block.shared<unsigned>() + stageWords + weightWords + productWords;
     unsigned *resetStage = gateStage + gateWords;
-    auto weightFrom = [&](unsigned col0) {
-      return [=](unsigned m, unsigned k) {
-        return weightsInShared ? wStage[m * G3 + col0 + k]
-                               : float(weights[(u0 + m) * G3 + col0 + k]);
-      };
+    auto weightFrom = [&](unsigned col0) { // Wo's row u0 + m from column col0
+      return persistent::WeightLayout<T>{weights.data(), 1, G3, 1, u0, {col0, 0, 0, 0}};
     };
     if (weightsInShared) // wStage[j * 3H + col] = Wo[u0 + j][col]
       for (unsigned long long i = tid; i < units * G3; i += threads)
         wStage[i] = float(weights[u0 * G3 + i]);
-    block.sync(); // the staged weights complete before the tensor variant's fragments load
+    block.sync(); // the staged weights complete before any thread reads them
     persistent::WeightFragments<persistent::kGruFragments> gateFragments;
     persistent::WeightFragments<persistent::kGruSecondFragments> resetFragments;
     gateFragments.count = resetFragments.count = 0;
