@@ -40,6 +40,22 @@ template <class Options> RecurrentPlan commonPlan(const Options &o) {
   plan.availableMemoryProportion = o.availableMemoryProportion;
   return plan;
 }
+// What the persistent loop's choice says, for the LSTM's and the GRU's plans alike.
+void setPersistent(RecurrentPlan &plan, const nn::rnn::detail::PersistentChoice &persistent) {
+  plan.persistent = persistent.use;
+  plan.persistentBlocks = persistent.launch.blocks;
+  plan.persistentThreadsPerBlock = persistent.launch.threadsPerBlock;
+  plan.persistentSharedBytes = persistent.launch.sharedBytes;
+  // The tensor variant's fragments past the registers are in shared memory too.
+  plan.persistentWeightsInSharedMemory =
+      persistent.weightsInShared ||
+      (persistent.tensor && !persistent.weightsInRegisters && persistent.launch.blocks != 0);
+  plan.persistentWeightsInRegisters = persistent.weightsInRegisters;
+  plan.persistentArithmetic = persistent.tensor ? "tensor" : "exact";
+  plan.perStepSecondsEstimate = persistent.perStepSeconds;
+  plan.persistentSecondsEstimate = persistent.persistentSeconds;
+  plan.persistentRefusal = persistent.refusal;
+}
 } // namespace
 
 namespace lstm {
@@ -53,19 +69,7 @@ RecurrentPlan getPlan(const Graph &graph, const LstmParams &params, const Option
                                                                                : "full";
   const detail::PersistentChoice persistent =
       detail::persistentChoice(graph, params, o, "lstm::getPlan");
-  plan.persistent = persistent.use;
-  plan.persistentBlocks = persistent.launch.blocks;
-  plan.persistentThreadsPerBlock = persistent.launch.threadsPerBlock;
-  plan.persistentSharedBytes = persistent.launch.sharedBytes;
-  // The tensor variant's fragments past the registers are in shared memory too.
-  plan.persistentWeightsInSharedMemory =
-      persistent.weightsInShared ||
-      (persistent.tensor && !persistent.weightsInRegisters && persistent.launch.blocks != 0);
-  plan.persistentWeightsInRegisters = persistent.weightsInRegisters;
-  plan.persistentArithmetic = persistent.tensor ? "tensor" : "exact";
-  plan.perStepSecondsEstimate = persistent.perStepSeconds;
-  plan.persistentSecondsEstimate = persistent.persistentSeconds;
-  plan.persistentRefusal = persistent.refusal;
+  setPersistent(plan, persistent);
   if (persistent.use) // the kernel weighs the input before its launch
     plan.preCalcWeights = params.doInputWeightCalc;
   return plan;
@@ -79,19 +83,7 @@ RecurrentPlan getPlan(const Graph &graph, const GruParams &params, const OptionF
   plan.stepsPerWU = detail::chooseStepsPerWU(graph, params, o);
   const detail::PersistentChoice persistent =
       detail::persistentChoice(graph, params, o, "gru::getPlan");
-  plan.persistent = persistent.use;
-  plan.persistentBlocks = persistent.launch.blocks;
-  plan.persistentThreadsPerBlock = persistent.launch.threadsPerBlock;
-  plan.persistentSharedBytes = persistent.launch.sharedBytes;
-  // The tensor variant's fragments past the registers are in shared memory too.
-  plan.persistentWeightsInSharedMemory =
-      persistent.weightsInShared ||
-      (persistent.tensor && !persistent.weightsInRegisters && persistent.launch.blocks != 0);
-  plan.persistentWeightsInRegisters = persistent.weightsInRegisters;
-  plan.persistentArithmetic = persistent.tensor ? "tensor" : "exact";
-  plan.perStepSecondsEstimate = persistent.perStepSeconds;
-  plan.persistentSecondsEstimate = persistent.persistentSeconds;
-  plan.persistentRefusal = persistent.refusal;
+  setPersistent(plan, persistent);
   return plan;
 }
 } // namespace gru
